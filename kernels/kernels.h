@@ -1,0 +1,81 @@
+/* CUDA C kernels that cuDNN and cuBLAS do not provide, exported to C. Activations are NHWC
+ * float32, flattened to [rows, C] with rows = N*H*W where a kernel is per-channel. Argument
+ * order everywhere: outputs, inputs, sizes, scratch, stream. Every launcher checks its launch.
+ * References: tests/gpu_*.c hold a double-precision CPU version of each kernel. */
+#ifndef SUITE_KERNELS_H
+#define SUITE_KERNELS_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/schedule.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- batch normalisation (per channel over rows), fused with residual add and ReLU ----------
+ * Training:  mean, invstd = batch statistics of x (biased variance, invstd = 1/sqrt(var + eps));
+ *            running_mean/var <- (1-momentum)*running + momentum*batch (unbiased variance, PyTorch);
+ *            y = act(gamma*(x-mean)*invstd + beta + residual), act = ReLU if relu else identity,
+ *            residual may be NULL. mean/invstd are kept for the backward pass.
+ * scratch: bn_scratch_bytes(rows, C) bytes of device memory, any contents; it is reused across
+ * calls on one stream (every call leaves it ready for the next, so graph replays need no reset). */
+size_t bn_scratch_bytes(int rows, int C);
+void bn_forward_train(float *y, float *mean, float *invstd, float *running_mean, float *running_var,
+                      const float *x, const float *residual, const float *gamma, const float *beta,
+                      int rows, int C, float eps, float momentum, int relu, void *scratch,
+                      cudaStream_t stream);
+void bn_forward_infer(float *y, const float *x, const float *residual, const float *gamma,
+                      const float *beta, const float *running_mean, const float *running_var,
+                      int rows, int C, float eps, int relu, cudaStream_t stream);
+/* Backward of bn_forward_train. dy is the gradient of y; y (the forward output) gives the ReLU
+ * mask (unused when relu = 0). Writes dx, dgamma, dbeta, and dresidual (= the masked dy) when
+ * dresidual is not NULL; all outputs are overwritten, not accumulated. */
+void bn_backward(float *dx, float *dresidual, float *dgamma, float *dbeta, const float *dy,
+                 const float *x, const float *y, const float *gamma, const float *mean,
+                 const float *invstd, int rows, int C, int relu, void *scratch, cudaStream_t stream);
+
+/* ---- pooling (NHWC) -------------------------------------------------------------------------
+ * Max pool with a k x k window, PyTorch padding semantics (padded cells never win). argmax keeps
+ * the winning offset within the window (0..k*k-1) of each output for the backward pass. */
+void maxpool_forward(float *y, uint8_t *argmax, const float *x, int N, int H, int W, int C, int k,
+                     int stride, int pad, int Ho, int Wo, cudaStream_t stream);
+/* dx is overwritten: each input cell gathers the dy of every window it won (no atomics). */
+void maxpool_backward(float *dx, const float *dy, const uint8_t *argmax, int N, int H, int W, int C,
+                      int k, int stride, int pad, int Ho, int Wo, cudaStream_t stream);
+/* y[n, c] = mean over the HW cells of x[n, :, c]. */
+void avgpool_global_forward(float *y, const float *x, int N, int HW, int C, cudaStream_t stream);
+void avgpool_global_backward(float *dx, const float *dy, int N, int HW, int C, cudaStream_t stream);
+
+/* ---- loss ----------------------------------------------------------------------------------
+ * Softmax cross-entropy over K classes with label smoothing s (target = (1-s)*onehot + s/K),
+ * mean over the N rows. Writes dlogits = (softmax - target) / N and adds the summed (not mean)
+ * row losses to *loss_sum and the number of rows whose argmax equals the label to *correct.
+ * Labels outside [0, K) count as wrong and contribute no gradient. */
+void softmax_ce_forward_backward(float *dlogits, float *loss_sum, float *correct,
+                                 const float *logits, const int32_t *labels, int N, int K,
+                                 float smoothing, cudaStream_t stream);
+/* Evaluation: only the first n_valid rows count (a padded last batch). */
+void softmax_ce_eval(float *loss_sum, float *correct, const float *logits, const int32_t *labels,
+                     int n_valid, int K, float smoothing, cudaStream_t stream);
+
+/* ---- optimizer -----------------------------------------------------------------------------
+ * SGD with momentum as torch.optim.SGD (dampening 0): g = grad + wd*p for the first n_decay
+ * elements (weights) and g = grad for the rest (BN parameters, biases); buf = momentum*buf + g;
+ * g = nesterov ? g + momentum*buf : buf; p -= lr*g. The learning rate is read from device memory. */
+void sgd_update(float *params, float *momentum_buf, const float *grads, const float *lr, size_t n,
+                size_t n_decay, float momentum, float weight_decay, int nesterov,
+                cudaStream_t stream);
+/* *lr = lr_at(schedule, *step); then ++*step. One thread: it runs once per training step inside
+ * the captured graph. */
+void lr_schedule_step(float *lr, int64_t *step, lr_schedule schedule, cudaStream_t stream);
+
+/* ---- small helpers ---------------------------------------------------------------------------*/
+void fill_float(float *x, float value, size_t n, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,28 @@
+/* Shared helpers for the tests: GPU presence (exit 77 = skipped without one), seeded random data,
+ * and relative errors against a double-precision reference. */
+#ifndef SUITE_TESTUTIL_H
+#define SUITE_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exits 77 (ctest: skipped) when no CUDA device can be used; prints why. */
+void test_require_gpu(void);
+/* Deterministic generator (splitmix64) so a failing case can be replayed from its seed. */
+uint64_t test_rand_u64(uint64_t *state);
+float test_rand_uniform(uint64_t *state, float lo, float hi);
+float test_rand_normal(uint64_t *state);
+void test_fill_uniform(float *x, size_t n, uint64_t *state, float lo, float hi);
+/* ||a - ref|| / ||ref|| (an all-zero reference gives ||a||); NaN anywhere gives +inf. */
+double test_rel_err(const float *a, const double *ref, size_t n);
+double test_rel_err_f(const float *a, const float *ref, size_t n);
+/* Device round trips for test data (checked). */
+float *test_to_device(const float *host, size_t n);
+void test_to_host(float *host, const float *device, size_t n);
+/* Fills device memory with NaN so a kernel that leaves an output unwritten fails its check. */
+void test_poison(float *device, size_t n);
+/* Temporary directory for fixture files (created under $TMPDIR, removed by the test). */
+void test_tmpdir(char *path, size_t size);
+void test_rmtree(const char *path);
+
+#endif
