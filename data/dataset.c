@@ -1,6 +1,13 @@
+/* What every data set shares: closing, image size, and reading a whole (possibly gzipped) file
+ * for the readers, with size limits and messages that name the file. */
 #include "data/dataset.h"
 
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 void dataset_close(dataset *d) {
     if (d->close) d->close(d);
@@ -9,4 +16,60 @@ void dataset_close(dataset *d) {
 
 size_t dataset_image_floats(const dataset *d) {
     return (size_t)d->height * d->width * d->channels;
+}
+
+int dataset_read_file(const char *path, size_t max_bytes, uint8_t **bytes, size_t *size,
+                      char *err, size_t err_size) {
+    *bytes = NULL;
+    *size = 0;
+    if (max_bytes > SIZE_MAX / 2) max_bytes = SIZE_MAX / 2; /* so max_bytes + 1 cannot wrap */
+    errno = 0;
+    gzFile file = gzopen(path, "rb");
+    if (!file) {
+        snprintf(err, err_size, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+        return -1;
+    }
+    gzbuffer(file, 1 << 20);
+    size_t capacity = 0, length = 0;
+    uint8_t *buffer = NULL;
+    for (;;) {
+        if (length == capacity) {
+            /* one byte past the limit is enough to know the file is too large */
+            size_t grown = capacity ? capacity * 2 : (size_t)1 << 20;
+            if (grown > max_bytes + 1) grown = max_bytes + 1;
+            if (grown <= capacity) break;
+            uint8_t *larger = realloc(buffer, grown);
+            if (!larger) {
+                snprintf(err, err_size, "%s: out of memory reading %zu bytes", path, grown);
+                goto fail;
+            }
+            buffer = larger;
+            capacity = grown;
+        }
+        size_t want = capacity - length;
+        if (want > (1u << 30)) want = 1u << 30; /* gzread counts in unsigned int */
+        int got = gzread(file, buffer + length, (unsigned)want);
+        if (got < 0) break; /* reported below through gzerror */
+        if (got == 0) break;
+        length += (size_t)got;
+    }
+    int zstatus = Z_OK;
+    const char *zmessage = gzerror(file, &zstatus);
+    if (zstatus != Z_OK && zstatus != Z_STREAM_END) {
+        snprintf(err, err_size, "%s: corrupt or truncated gzip data (%s)", path,
+                 zstatus == Z_ERRNO ? strerror(errno) : zmessage);
+        goto fail;
+    }
+    if (length > max_bytes) {
+        snprintf(err, err_size, "%s: larger than the %zu bytes this data set can hold", path, max_bytes);
+        goto fail;
+    }
+    gzclose_r(file);
+    *bytes = buffer;
+    *size = length;
+    return 0;
+fail:
+    gzclose_r(file);
+    free(buffer);
+    return -1;
 }

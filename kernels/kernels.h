@@ -20,8 +20,9 @@ extern "C" {
  *            running_mean/var <- (1-momentum)*running + momentum*batch (unbiased variance, PyTorch);
  *            y = act(gamma*(x-mean)*invstd + beta + residual), act = ReLU if relu else identity,
  *            residual may be NULL. mean/invstd are kept for the backward pass.
- * scratch: bn_scratch_bytes(rows, C) bytes of device memory, any contents; it is reused across
- * calls on one stream (every call leaves it ready for the next, so graph replays need no reset). */
+ * scratch: bn_scratch_bytes(rows, C) bytes of device memory, zeroed once when allocated (the
+ * arena zeroes its scratch region); every call leaves it zeroed again, so calls on one stream can
+ * share it and graph replays need no reset. Two BN calls that may run concurrently need two. */
 size_t bn_scratch_bytes(int rows, int C);
 void bn_forward_train(float *y, float *mean, float *invstd, float *running_mean, float *running_var,
                       const float *x, const float *residual, const float *gamma, const float *beta,

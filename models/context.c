@@ -30,10 +30,15 @@ context_status context_init(job_context *ctx, int device, size_t workspace_limit
 }
 
 void context_reserve_workspace(job_context *ctx, size_t bytes) {
-    if (bytes <= ctx->workspace_bytes) return;
+    if (bytes > ctx->workspace_bytes) context_set_workspace(ctx, bytes);
+}
+
+void context_set_workspace(job_context *ctx, size_t bytes) {
+    if (bytes == ctx->workspace_bytes) return;
     CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
     if (ctx->workspace) CHECK_CUDA(cudaFree(ctx->workspace));
-    CHECK_CUDA(cudaMalloc(&ctx->workspace, bytes));
+    ctx->workspace = NULL;
+    if (bytes) CHECK_CUDA(cudaMalloc(&ctx->workspace, bytes));
     ctx->workspace_bytes = bytes;
 }
 

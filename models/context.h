@@ -28,8 +28,10 @@ typedef enum { CONTEXT_OK = 0, CONTEXT_NO_DEVICE = 1 } context_status;
 /* Selects the device, creates the stream and handles. Prints why and returns CONTEXT_NO_DEVICE
  * when there is no usable GPU. */
 context_status context_init(job_context *ctx, int device, size_t workspace_limit, int allow_tf32);
-/* Grows the shared workspace to at least `bytes` (never shrinks; used at set-up only). */
+/* Grows the shared workspace to at least `bytes` (set-up only: it reallocates). */
 void context_reserve_workspace(job_context *ctx, size_t bytes);
+/* Sets the workspace to exactly `bytes`, e.g. down to what the chosen algorithms need. */
+void context_set_workspace(job_context *ctx, size_t bytes);
 void context_free(job_context *ctx);
 
 #endif

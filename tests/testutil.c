@@ -2,16 +2,21 @@
 #include "tests/testutil.h"
 
 #include <ftw.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cuda_runtime.h>
 
 #include "models/check.h"
+#include "models/rng.h"
 
 void test_require_gpu(void) {
     int count = 0;
@@ -22,22 +27,9 @@ void test_require_gpu(void) {
     }
 }
 
-uint64_t test_rand_u64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-float test_rand_uniform(uint64_t *s, float lo, float hi) {
-    return lo + (hi - lo) * (float)((test_rand_u64(s) >> 40) * (1.0 / 16777216.0));
-}
-
-float test_rand_normal(uint64_t *s) {
-    double u1 = ((test_rand_u64(s) >> 11) + 1.0) * (1.0 / 9007199254740993.0);
-    double u2 = (test_rand_u64(s) >> 11) * (1.0 / 9007199254740992.0);
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
+uint64_t test_rand_u64(uint64_t *s) { return rng_next(s); }
+float test_rand_uniform(uint64_t *s, float lo, float hi) { return lo + (hi - lo) * rng_uniform(s); }
+float test_rand_normal(uint64_t *s) { return rng_normal(s); }
 
 void test_fill_uniform(float *x, size_t n, uint64_t *s, float lo, float hi) {
     for (size_t i = 0; i < n; i++) x[i] = test_rand_uniform(s, lo, hi);
@@ -97,4 +89,59 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 void test_rmtree(const char *path) {
     if (strstr(path, "suite-test-") == NULL) return; /* only folders test_tmpdir made */
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+extern char **environ;
+
+int test_run(char *const argv[], char *out, size_t out_size, char *err, size_t err_size) {
+    int out_pipe[2], err_pipe[2];
+    if (pipe(out_pipe) || pipe(err_pipe)) return -1;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
+    posix_spawn_file_actions_addclose(&actions, err_pipe[0]);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(out_pipe[1]), close(err_pipe[1]);
+    if (rc != 0) {
+        close(out_pipe[0]), close(err_pipe[0]);
+        return -1;
+    }
+    struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    char *bufs[2] = {out, err};
+    size_t sizes[2] = {out_size, err_size}, used[2] = {0, 0};
+    int open_count = 2;
+    while (open_count > 0 && poll(fds, 2, -1) > 0) {
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+            char chunk[4096];
+            ssize_t n = read(fds[i].fd, chunk, sizeof chunk);
+            if (n <= 0) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_count--;
+                continue;
+            }
+            size_t room = sizes[i] > used[i] + 1 ? sizes[i] - used[i] - 1 : 0;
+            size_t take = (size_t)n < room ? (size_t)n : room;
+            memcpy(bufs[i] + used[i], chunk, take);
+            used[i] += take;
+        }
+    }
+    if (out_size) out[used[0]] = 0;
+    if (err_size) err[used[1]] = 0;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+const char *test_binary(const char *name) {
+    static char path[4096];
+    const char *dir = getenv("SUITE_BINARY_DIR");
+    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : SUITE_BINARY_DIR, name);
+    return path;
 }

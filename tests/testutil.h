@@ -25,4 +25,10 @@ void test_poison(float *device, size_t n);
 void test_tmpdir(char *path, size_t size);
 void test_rmtree(const char *path);
 
+/* Runs a program (argv[0] is its path; no shell) and collects its stdout and stderr (truncated to
+ * the buffers). Returns its exit status, 128+signal when killed, or -1 when it could not start. */
+int test_run(char *const argv[], char *out, size_t out_size, char *err, size_t err_size);
+/* Path of a program built next to the tests (SUITE_BINARY_DIR). */
+const char *test_binary(const char *name);
+
 #endif

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Everything the GPU machine has to show, in stages, so one remote call can run several:
+#   bench/device_run.sh build tests parity layout bench learn
+#   build   configure and build in build-dev (sm_90 only: it is an H100/H200)
+#   tests   the ctest label gpu
+#   parity  timm reference files (FP32 and TF32), the parity test on both, a suite checkpoint
+#           loaded strictly by timm
+#   layout  bench/conv_layout (NCHW against NHWC convolutions)
+#   bench   bench/run_resnet_bench.sh (suite against PyTorch eager and compiled)
+#   step    the suite's bench_step alone for the three ResNet configurations
+#   learn   resnet26 on Fashion-MNIST: 3 epochs and 10 epochs
+# Logs go to $OUT (or results/device). On the device machine, first: . .devroot/env.sh
+set -u
+out=${OUT:-$PWD/results/device}
+mkdir -p "$out"
+build=${BUILD_DIR:-build-dev}
+if [ -f .devroot/env.sh ]; then . .devroot/env.sh; fi
+# Fashion-MNIST where the Debian package puts it (the device image lacks the package)
+if [ ! -e /usr/share/datasets/fashion-mnist ] && [ -d .devroot/usr/share/datasets/fashion-mnist ]; then
+    mkdir -p /usr/share/datasets && ln -s "$PWD/.devroot/usr/share/datasets/fashion-mnist" /usr/share/datasets/
+fi
+if [ -z "${CUDNN_ROOT:-}" ]; then
+    CUDNN_ROOT=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null)
+    export CUDNN_ROOT
+fi
+status=0
+for stage in "$@"; do
+    echo "=== $stage $(date -u +%H:%M:%S)"
+    case $stage in
+    build)
+        cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSUITE_FUZZ=OFF \
+            >"$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
+        cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+        grep -c warning "$out/build.log" | sed 's/^/build warnings: /'
+        ;;
+    tests)
+        ctest --test-dir "$build" -L gpu --output-on-failure -j1 >"$out/gpu_tests.log" 2>&1 || status=1
+        grep -E "Test +#|tests passed|accuracy|parameter change|FAIL" "$out/gpu_tests.log" | head -60
+        ;;
+    parity-debug)
+        dir=/tmp/parity-debug
+        for b in 8 16; do
+            mkdir -p $dir-$b
+            python3 tests/parity/timm_reference.py --model resnet26 --classes 10 --image-size 32 --batch $b --out $dir-$b --sgd-step 0.1 &&
+            for path in legacy engine fastest; do
+                echo "--- conv path $path, batch $b"
+                SUITE_CONV_PATH=$path SUITE_PARITY_DIR=$dir-$b "$build/gpu_resnet_parity" 2>&1 | grep -vE "^\[ " | grep -E "resnet26 32x32|outside" | head -4
+            done
+        done
+        ;;
+    parity)
+        # float64 references; the suite in float32 must stay within 10x PyTorch's own float32 error
+        for run in "resnet26 10 32 16 1" "resnet26 10 32 16 2" "resnet50 100 64 8 0" \
+                   "resnet50 100 64 8 1" "resnet152 10 64 8 0"; do
+            read -r model classes size batch seed <<<"$run"
+            dir=/tmp/parity-$model-$seed
+            mkdir -p $dir
+            python3 tests/parity/timm_reference.py --model $model --classes $classes --image-size $size \
+                --batch $batch --seed $seed --out $dir --sgd-step 0.1 >/dev/null || status=1
+            echo -n "seed $seed: "
+            SUITE_PARITY_DIR=$dir "$build/gpu_resnet_parity" >"/tmp/parity_${model}_$seed.log" 2>&1 || status=1
+            grep -E "^$model |outside" "/tmp/parity_${model}_$seed.log" | head -3
+        done
+        "$build/train" --model resnet50 --classes 10 --image-size 32 --batch 16 --epochs 1 --steps-per-epoch 3 \
+            --save /tmp/suite_resnet50.safetensors >/dev/null 2>&1 &&
+        python3 tests/parity/check_checkpoint.py /tmp/suite_resnet50.safetensors --model resnet50 --classes 10 || status=1
+        ;;
+    layout)
+        "$build/conv_layout" --verbose | tee "$out/conv_layout.txt" || status=1
+        ;;
+    bench)
+        bash bench/run_resnet_bench.sh "$build" "$out" || status=1
+        ;;
+    step)
+        for path in legacy fastest; do
+            for cfg in "resnet26 32 128" "resnet50 64 128" "resnet152 224 32"; do
+                read -r model size batch <<<"$cfg"
+                echo -n "conv path $path: "
+                SUITE_CONV_PATH=$path "$build/bench_step" --model "$model" --image-size "$size" --batch "$batch" \
+                    --classes 1000 || status=1
+            done
+        done
+        ;;
+    layers)
+        for t in gpu_layers gpu_conv_engine; do
+            "$build/$t" 2>&1 | grep -vE "^\[ +(RUN|OK) " | tail -40 || status=1
+        done
+        ;;
+    learn)
+        for epochs in 3 10; do
+            "$build/train" --model resnet26 --data fashion-mnist --batch 128 --epochs $epochs --lr 0.1 --momentum 0.9 \
+                --weight-decay 5e-4 --schedule one-cycle --warmup-pct 0.15 --eval --seed 1 2>&1 | tee "$out/learn_$epochs.log" || status=1
+        done
+        ;;
+    learn-check)
+        for variant in "fastest 1" "fastest 2" "legacy 1"; do
+            read -r path seed <<<"$variant"
+            echo "--- conv path $path, seed $seed"
+            SUITE_CONV_PATH=$path "$build/train" --model resnet26 --data fashion-mnist --batch 128 --epochs 10 \
+                --lr 0.1 --schedule one-cycle --warmup-pct 0.15 --eval --seed $seed 2>&1 | grep -E "^epoch" | \
+                sed -E 's/ steps, .* samples\/s//' || status=1
+        done
+        ;;
+    *) echo "unknown stage '$stage'" >&2; exit 2 ;;
+    esac
+done
+exit $status

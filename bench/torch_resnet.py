@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""PyTorch/timm reference training step for the suite's ResNet benchmark.
+
+Why: the suite's step time and memory only mean something next to what a well-tuned framework
+does on the same GPU. This times timm's model with SGD (lr 0.1, momentum 0.9, weight decay 5e-4)
+and cross-entropy on synthetic batches already on the GPU, TF32 on, cudnn.benchmark on, either
+eager (NCHW) or torch.compile(mode="reduce-overhead") with channels_last. Compilation is done in
+the warm-up and not timed. Prints ONE JSON line on stdout; everything else goes to stderr.
+max_memory_reserved/allocated are the process's peaks over the whole run (what it held: run each
+mode in its own process). They include cudnn.benchmark's algorithm trials, which can need far more
+than a training step does, so steady_max_memory_reserved/allocated give the peaks of the timed
+steps alone, after the allocator's cache is emptied and a few more warm-up steps.
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+import timm
+
+N_BATCHES = 4  # distinct synthetic batches, rotated, so no step sees a constant input
+STEADY_WARMUP = 3  # steps between emptying the allocator's cache and timing
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def percentile(sorted_values, q):
+    """Nearest-rank percentile of an already sorted list."""
+    i = min(len(sorted_values) - 1, max(0, round(q / 100 * (len(sorted_values) - 1))))
+    return sorted_values[i]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--image-size", type=int, required=True)
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--classes", type=int, default=1000)
+    ap.add_argument("--mode", choices=("eager", "compiled"), required=True)
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=15)
+    ap.add_argument("--device", default="cuda")
+    args = ap.parse_args()
+    for name in ("image_size", "batch", "classes", "steps"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        log(f"no CUDA device available: running on cpu instead of {args.device} (timings are not comparable)")
+        device = torch.device("cpu")
+    cuda = device.type == "cuda"
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.set_float32_matmul_precision("high")
+    torch.backends.cudnn.benchmark = True
+    torch.manual_seed(0)
+
+    fmt = torch.channels_last if args.mode == "compiled" else torch.contiguous_format
+    model = timm.create_model(args.model, num_classes=args.classes, pretrained=False)
+    model = model.to(device=device, memory_format=fmt).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    shape = (args.batch, 3, args.image_size, args.image_size)
+    inputs = [torch.randn(shape, device=device).contiguous(memory_format=fmt) for _ in range(N_BATCHES)]
+    labels = [torch.randint(0, args.classes, (args.batch,), device=device) for _ in range(N_BATCHES)]
+    step_model = torch.compile(model, mode="reduce-overhead") if args.mode == "compiled" else model
+
+    def step(i):
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(step_model(inputs[i % N_BATCHES]), labels[i % N_BATCHES])
+        loss.backward()
+        opt.step()
+        return loss
+
+    warmup = max(args.warmup, 20) if args.mode == "compiled" else args.warmup
+    t0 = time.perf_counter()
+    for i in range(warmup):
+        loss = step(i)
+    if cuda:
+        torch.cuda.synchronize()
+    log(f"{args.model} {args.mode}: {warmup} warm-up steps in {time.perf_counter() - t0:.1f} s, "
+        f"loss {loss.item():.4f}")
+    if cuda:
+        warmup_reserved, warmup_allocated = torch.cuda.max_memory_reserved(), torch.cuda.max_memory_allocated()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        for i in range(STEADY_WARMUP):  # the allocator refills its cache outside the timed steps
+            step(warmup + i)
+        warmup += STEADY_WARMUP
+
+    times_ms = []
+    if cuda:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(args.steps)]
+        for i, (start, end) in enumerate(events):
+            start.record()
+            loss = step(warmup + i)
+            end.record()
+        torch.cuda.synchronize()
+        times_ms = [s.elapsed_time(e) for s, e in events]
+    else:
+        for i in range(args.steps):
+            t = time.perf_counter()
+            loss = step(warmup + i)
+            times_ms.append((time.perf_counter() - t) * 1e3)
+    final_loss = loss.item()
+    log(f"{args.steps} timed steps, last loss {final_loss:.4f}"
+        + ("" if final_loss == final_loss else " (NaN: timings of a diverged run may not be representative)"))
+
+    times_ms.sort()
+    result = {
+        "impl": f"torch-{args.mode}", "model": args.model, "image_size": args.image_size,
+        "batch": args.batch, "classes": args.classes,
+        "median_ms": round(statistics.median(times_ms), 4),
+        "p10_ms": round(percentile(times_ms, 10), 4), "p90_ms": round(percentile(times_ms, 90), 4),
+        "max_memory_reserved": max(warmup_reserved, torch.cuda.max_memory_reserved()) if cuda else None,
+        "max_memory_allocated": max(warmup_allocated, torch.cuda.max_memory_allocated()) if cuda else None,
+        "steady_max_memory_reserved": torch.cuda.max_memory_reserved() if cuda else None,
+        "steady_max_memory_allocated": torch.cuda.max_memory_allocated() if cuda else None,
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(device) if cuda else "cpu",
+    }
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,576 @@
+/* Batch normalisation over NHWC activations viewed as [rows, C], fused with the residual add and
+ * ReLU of a ResNet block. It is memory-bound, so each direction is two kernels and the fewest
+ * passes over memory:
+ *   forward (train): stats  - one read of x; per-channel shifted sums, block-reduced, added into
+ *                             double accumulators in scratch; the last block to finish finalises
+ *                             mean/invstd and the running statistics and zeroes the scratch again.
+ *                    apply  - one read of x (and residual), one write of y.
+ *   backward:        reduce - one read of dy, x (and y for the ReLU mask); writes dresidual (the
+ *                             masked dy) on the way; the last block writes dbeta and dgamma.
+ *                    dx     - one read of the masked dy (dresidual when it was written, else dy
+ *                             and y) and x, one write of dx.
+ * The cross-block reduction needs no host round trip, no memset and no extra launch: each block
+ * adds its per-channel sums with double atomics into one of up to 8 stripes of accumulators (so
+ * hundreds of blocks of a C = 64 layer do not queue on the same L2 lines), then takes a ticket
+ * from its channel tile's arrival counter; the block that draws a tile's last ticket sees every
+ * sum of that tile, finalises its channels (so wide layers finalise in parallel), and puts the
+ * accumulators and the counter back to zero. So the scratch must be zero once when it is
+ * allocated (the arena zeroes its scratch region) and every call leaves it zero, which is what
+ * lets a captured graph replay without a reset. The variance is numerically sound when
+ * |mean| >> std: sums are of (x - x[row 0]) (a shift inside the data), and the final combine is
+ * in double.
+ * Threads own a fixed group of 4 channels (one float4; 1 channel when C % 4 != 0 or a pointer is
+ * not 16-byte aligned) and walk the rows, so loads are coalesced across C and per-channel
+ * parameters are read once per thread. Grid sizes come from rows, C and the SM count, so both
+ * rows=128 x C=2048 and rows=401408 x C=64 fill the GPU. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/kernels.h"
+#include "models/check.h"
+
+#define BN_THREADS 256        /* threads per block (upper bound: the block is lanes x tile_cols) */
+#define BN_MAX_TILE_COLS 64   /* vector columns one block covers when C is small */
+#define BN_WIDE_TILE_COLS 32  /* ... and when C is large (then C is split over blockIdx.x) */
+#define BN_ROW_UNROLL 4       /* independent rows each thread has in flight */
+#define BN_REDUCE_BLOCKS_PER_SM 4 /* at most: fewer, fuller blocks mean fewer atomics */
+#define BN_MAX_STRIPES 8      /* copies of the accumulators, so blocks spread their atomics */
+#define BN_BLOCKS_PER_STRIPE 32
+
+
+/* ---- shared pieces ------------------------------------------------------------------------- */
+
+static void bn_bad_input(const char *fn, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "%s: ", fn);
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    exit(2);
+}
+
+static int bn_aligned16(const void *p) { return p == NULL || ((uintptr_t)p & 15) == 0; }
+
+static int bn_sm_count(void) {
+    int device = 0, sms = 0;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return sms > 0 ? sms : 1;
+}
+
+/* How one launch covers [rows, C]: blockIdx.x picks a tile of tile_cols vector columns, each
+ * block is lanes (a power of two) x tile_cols threads, blockIdx.y and the lane pick the rows. */
+typedef struct bn_shape {
+    int vec, tile_cols, lanes, tiles;
+} bn_shape;
+
+static bn_shape bn_shape_of(int C, int vec) {
+    bn_shape s;
+    int ncols = C / vec;
+    s.vec = vec;
+    s.tiles = ncols <= BN_MAX_TILE_COLS ? 1 : (ncols + BN_WIDE_TILE_COLS - 1) / BN_WIDE_TILE_COLS;
+    s.tile_cols = (ncols + s.tiles - 1) / s.tiles;
+    s.lanes = 1;
+    while (s.lanes * 2 * s.tile_cols <= BN_THREADS) s.lanes *= 2;
+    return s;
+}
+
+/* Blocks that fit on one SM at once (so a grid is one full wave, never a ragged second one). */
+static int bn_resident_blocks(const void *kernel, int threads, int at_most) {
+    int blocks = 0;
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0));
+    if (blocks < 1) blocks = 1;
+    return at_most > 0 && blocks > at_most ? at_most : blocks;
+}
+
+/* Blocks along the rows: enough to give every thread a few rows, at most one full wave. */
+static dim3 bn_grid(const bn_shape *s, int rows, int blocks_per_sm) {
+    long want = ((long)rows + (long)s->lanes * BN_ROW_UNROLL - 1) / ((long)s->lanes * BN_ROW_UNROLL);
+    long cap = (long)bn_sm_count() * blocks_per_sm / s->tiles;
+    if (cap < 1) cap = 1;
+    if (want > cap) want = cap;
+    if (want > 65535) want = 65535;
+    if (want < 1) want = 1;
+    return dim3((unsigned)s->tiles, (unsigned)want);
+}
+
+template <int VEC>
+__device__ __forceinline__ void bn_load(float v[VEC], const float *p) {
+    if constexpr (VEC == 4) {
+        float4 q = *(const float4 *)p;
+        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+    } else {
+        v[0] = *p;
+    }
+}
+
+template <int VEC>
+__device__ __forceinline__ void bn_store(float *p, const float v[VEC]) {
+    if constexpr (VEC == 4) {
+        *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+        *p = v[0];
+    }
+}
+
+template <int VEC>
+__device__ __forceinline__ float4 bn_pack(const float v[VEC]) {
+    if constexpr (VEC == 4) return make_float4(v[0], v[1], v[2], v[3]);
+    else return make_float4(v[0], 0.0f, 0.0f, 0.0f);
+}
+
+__device__ __forceinline__ float bn_lane(float4 v, int j) {
+    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+}
+
+/* Many blocks adding into one double would serialise in L2: block row y adds into stripe
+ * y % stripes of the accumulators (each stripe is [sums of a | sums of b], 2C doubles). */
+static int bn_stripes(dim3 grid) {
+    int stripes = (int)grid.y / BN_BLOCKS_PER_STRIPE;
+    return stripes < 1 ? 1 : stripes > BN_MAX_STRIPES ? BN_MAX_STRIPES : stripes;
+}
+
+/* Scratch layout: one arrival counter per channel tile (at most ceil(C / 32) tiles), then the
+ * stripes of double accumulators. Both depend only on C, so layers share one scratch. */
+static size_t bn_counter_bytes(int C) { return ((size_t)(C + 31) / 32 * sizeof(unsigned) + 255) / 256 * 256; }
+
+/* Reduces a[], b[] (VEC channels per thread) over the lanes of the block, adds the block's sums
+ * to its stripe with double atomics, and returns true in every thread of the block that arrives
+ * last among the blocks of its channel tile (which then sees all the tile's sums). */
+template <int VEC>
+__device__ bool bn_reduce_and_arrive(const float a[VEC], const float b[VEC], int c, int C,
+                                     int tile_cols, int stripes, double *acc, unsigned *counter) {
+    /* One float4 per thread (VEC lanes used): conflict-free shared-memory traffic. */
+    __shared__ float4 red_a[BN_THREADS], red_b[BN_THREADS];
+    __shared__ bool last;
+    int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
+    float4 pa = bn_pack<VEC>(a), pb = bn_pack<VEC>(b);
+    red_a[tid] = pa;
+    red_b[tid] = pb;
+    __syncthreads();
+    for (int half = lanes / 2; half > 0; half /= 2) {
+        if (lane < half) {
+            float4 oa = red_a[tid + half * tile_cols], ob = red_b[tid + half * tile_cols];
+            pa.x += oa.x; pa.y += oa.y; pa.z += oa.z; pa.w += oa.w;
+            pb.x += ob.x; pb.y += ob.y; pb.z += ob.z; pb.w += ob.w;
+            red_a[tid] = pa;
+            red_b[tid] = pb;
+        }
+        __syncthreads();
+    }
+    if (lane == 0 && c < C) {
+        acc += (size_t)(blockIdx.y % stripes) * 2 * C;
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            atomicAdd(acc + c + j, (double)bn_lane(pa, j));
+            atomicAdd(acc + C + c + j, (double)bn_lane(pb, j));
+        }
+    }
+    /* Publish this block's sums before its ticket; the last block orders its reads after it. */
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(counter + blockIdx.x, 1u) == gridDim.y - 1;
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
+}
+
+/* In the last block of a tile: the totals of channel ch over the stripes, which are put back to
+ * zero for the next call. */
+__device__ __forceinline__ void bn_take_sums(double *sa, double *sb, int ch, int C, int stripes,
+                                             double *acc) {
+    double a = 0.0, b = 0.0;
+    for (int k = 0; k < stripes; k++) {
+        a += __ldcg(acc + (size_t)k * 2 * C + ch);
+        b += __ldcg(acc + (size_t)k * 2 * C + C + ch);
+    }
+    for (int k = 0; k < stripes; k++) {
+        acc[(size_t)k * 2 * C + ch] = 0.0;
+        acc[(size_t)k * 2 * C + C + ch] = 0.0;
+    }
+    *sa = a;
+    *sb = b;
+}
+
+/* The channels of this block's tile, for the last block's finalise loop. */
+__device__ __forceinline__ int bn_tile_end(int tile_cols, int vec, int C) {
+    int end = (blockIdx.x + 1) * tile_cols * vec;
+    return end < C ? end : C;
+}
+
+/* ---- forward ------------------------------------------------------------------------------- */
+
+template <int VEC>
+__global__ void __launch_bounds__(BN_THREADS)
+bn_stats_kernel(float *__restrict__ mean, float *__restrict__ invstd,
+                float *__restrict__ running_mean, float *__restrict__ running_var,
+                const float *__restrict__ x, int rows, int C, int tile_cols, float eps,
+                float momentum, int stripes, unsigned *counter, double *acc) {
+    int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
+    int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
+    float sum[VEC], sq[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; j++) sum[j] = sq[j] = 0.0f;
+    if (c < C) {
+        float shift[VEC];
+        bn_load<VEC>(shift, x + c);
+        size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
+        for (; r + (BN_ROW_UNROLL - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL * stride) {
+            float v[BN_ROW_UNROLL][VEC];
+#pragma unroll
+            for (int u = 0; u < BN_ROW_UNROLL; u++) bn_load<VEC>(v[u], x + (r + u * stride) * C + c);
+#pragma unroll
+            for (int u = 0; u < BN_ROW_UNROLL; u++)
+#pragma unroll
+                for (int j = 0; j < VEC; j++) {
+                    float d = v[u][j] - shift[j];
+                    sum[j] += d;
+                    sq[j] = fmaf(d, d, sq[j]);
+                }
+        }
+        for (; r < (size_t)rows; r += stride) {
+            float v[VEC];
+            bn_load<VEC>(v, x + r * C + c);
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                float d = v[j] - shift[j];
+                sum[j] += d;
+                sq[j] = fmaf(d, d, sq[j]);
+            }
+        }
+    }
+    if (!bn_reduce_and_arrive<VEC>(sum, sq, c, C, tile_cols, stripes, acc, counter)) return;
+
+    double n = (double)rows;
+    for (int ch = blockIdx.x * tile_cols * VEC + threadIdx.x, end = bn_tile_end(tile_cols, VEC, C); ch < end;
+         ch += blockDim.x) {
+        float shift = x[ch], rm = running_mean ? running_mean[ch] : 0.0f;
+        float rv = running_var ? running_var[ch] : 0.0f;
+        double s, ss;
+        bn_take_sums(&s, &ss, ch, C, stripes, acc);
+        double shifted_mean = s / n, var = ss / n - shifted_mean * shifted_mean;
+        if (var < 0.0) var = 0.0;
+        double m = (double)shift + shifted_mean;
+        mean[ch] = (float)m;
+        invstd[ch] = (float)(1.0 / sqrt(var + (double)eps));
+        /* PyTorch keeps the unbiased variance; with one row it is undefined: keep the biased. */
+        double unbiased = rows > 1 ? var * n / (n - 1.0) : var;
+        if (running_mean) running_mean[ch] = (float)((1.0 - momentum) * rm + (double)momentum * m);
+        if (running_var) running_var[ch] = (float)((1.0 - momentum) * rv + (double)momentum * unbiased);
+    }
+    if (threadIdx.x == 0) counter[blockIdx.x] = 0u;
+}
+
+/* y = act((x - mean) * gamma * invstd + beta + residual). With stats_are_var, `spread` holds
+ * the variance (inference: running_var) instead of invstd. */
+template <int VEC>
+__global__ void __launch_bounds__(BN_THREADS)
+bn_apply_kernel(float *y, const float *x, const float *residual, const float *gamma,
+                const float *beta, const float *center, const float *spread, int stats_are_var,
+                float eps, int relu, int rows, int C, int tile_cols) {
+    int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
+    int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
+    if (c >= C) return;
+    float m[VEC], scale[VEC], shift[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; j++) {
+        float inv = stats_are_var ? (float)(1.0 / sqrt((double)spread[c + j] + (double)eps))
+                                  : spread[c + j];
+        m[j] = center[c + j];
+        scale[j] = gamma[c + j] * inv;
+        shift[j] = beta[c + j];
+    }
+    size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
+    for (; r + (BN_ROW_UNROLL - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL * stride) {
+        float v[BN_ROW_UNROLL][VEC], res[BN_ROW_UNROLL][VEC];
+#pragma unroll
+        for (int u = 0; u < BN_ROW_UNROLL; u++) {
+            bn_load<VEC>(v[u], x + (r + u * stride) * C + c);
+            if (residual) bn_load<VEC>(res[u], residual + (r + u * stride) * C + c);
+        }
+#pragma unroll
+        for (int u = 0; u < BN_ROW_UNROLL; u++) {
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                float o = fmaf(v[u][j] - m[j], scale[j], shift[j]);
+                if (residual) o += res[u][j];
+                v[u][j] = relu ? fmaxf(o, 0.0f) : o;
+            }
+            bn_store<VEC>(y + (r + u * stride) * C + c, v[u]);
+        }
+    }
+    for (; r < (size_t)rows; r += stride) {
+        float v[VEC], res[VEC];
+        bn_load<VEC>(v, x + r * C + c);
+        if (residual) bn_load<VEC>(res, residual + r * C + c);
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            float o = fmaf(v[j] - m[j], scale[j], shift[j]);
+            if (residual) o += res[j];
+            v[j] = relu ? fmaxf(o, 0.0f) : o;
+        }
+        bn_store<VEC>(y + r * C + c, v);
+    }
+}
+
+extern "C" size_t bn_scratch_bytes(int rows, int C) {
+    (void)rows;
+    if (C < 1) C = 1;
+    size_t bytes = bn_counter_bytes(C) + (size_t)BN_MAX_STRIPES * 2 * (size_t)C * sizeof(double);
+    return (bytes + 255) / 256 * 256;
+}
+
+static void bn_check_sizes(const char *fn, int rows, int C) {
+    if (rows < 1) bn_bad_input(fn, "rows must be >= 1 (got %d)", rows);
+    if (C < 1) bn_bad_input(fn, "C must be >= 1 (got %d)", C);
+}
+
+extern "C" void bn_forward_train(float *y, float *mean, float *invstd, float *running_mean,
+                                 float *running_var, const float *x, const float *residual,
+                                 const float *gamma, const float *beta, int rows, int C, float eps,
+                                 float momentum, int relu, void *scratch, cudaStream_t stream) {
+    const char *fn = "bn_forward_train";
+    bn_check_sizes(fn, rows, C);
+    if (!y || !mean || !invstd || !x || !gamma || !beta)
+        bn_bad_input(fn, "y, mean, invstd, x, gamma and beta must be device pointers (one is NULL)");
+    if (!scratch) bn_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
+    if (!(eps > 0.0f)) bn_bad_input(fn, "eps must be > 0 (got %g)", eps);
+    unsigned *counter = (unsigned *)scratch;
+    double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
+    int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
+    bn_shape s = bn_shape_of(C, vec);
+    int threads = s.lanes * s.tile_cols;
+    const void *stats = vec == 4 ? (const void *)bn_stats_kernel<4> : (const void *)bn_stats_kernel<1>;
+    const void *apply = vec == 4 ? (const void *)bn_apply_kernel<4> : (const void *)bn_apply_kernel<1>;
+    dim3 block((unsigned)threads);
+    dim3 stats_grid = bn_grid(&s, rows, bn_resident_blocks(stats, threads, BN_REDUCE_BLOCKS_PER_SM));
+    dim3 apply_grid = bn_grid(&s, rows, bn_resident_blocks(apply, threads, 0));
+    int stripes = bn_stripes(stats_grid);
+    if (vec == 4) {
+        bn_stats_kernel<4><<<stats_grid, block, 0, stream>>>(mean, invstd, running_mean, running_var,
+                                                             x, rows, C, s.tile_cols, eps, momentum,
+                                                             stripes, counter, acc);
+        CHECK_LAUNCH();
+        bn_apply_kernel<4><<<apply_grid, block, 0, stream>>>(y, x, residual, gamma, beta, mean,
+                                                             invstd, 0, eps, relu, rows, C,
+                                                             s.tile_cols);
+    } else {
+        bn_stats_kernel<1><<<stats_grid, block, 0, stream>>>(mean, invstd, running_mean, running_var,
+                                                             x, rows, C, s.tile_cols, eps, momentum,
+                                                             stripes, counter, acc);
+        CHECK_LAUNCH();
+        bn_apply_kernel<1><<<apply_grid, block, 0, stream>>>(y, x, residual, gamma, beta, mean,
+                                                             invstd, 0, eps, relu, rows, C,
+                                                             s.tile_cols);
+    }
+    CHECK_LAUNCH();
+}
+
+extern "C" void bn_forward_infer(float *y, const float *x, const float *residual,
+                                 const float *gamma, const float *beta, const float *running_mean,
+                                 const float *running_var, int rows, int C, float eps, int relu,
+                                 cudaStream_t stream) {
+    const char *fn = "bn_forward_infer";
+    bn_check_sizes(fn, rows, C);
+    if (!y || !x || !gamma || !beta || !running_mean || !running_var)
+        bn_bad_input(fn, "y, x, gamma, beta, running_mean and running_var must be device pointers "
+                         "(one is NULL)");
+    if (!(eps > 0.0f)) bn_bad_input(fn, "eps must be > 0 (got %g)", eps);
+    int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
+    bn_shape s = bn_shape_of(C, vec);
+    int threads = s.lanes * s.tile_cols;
+    const void *apply = vec == 4 ? (const void *)bn_apply_kernel<4> : (const void *)bn_apply_kernel<1>;
+    dim3 block((unsigned)threads);
+    dim3 grid = bn_grid(&s, rows, bn_resident_blocks(apply, threads, 0));
+    if (vec == 4)
+        bn_apply_kernel<4><<<grid, block, 0, stream>>>(y, x, residual, gamma, beta, running_mean,
+                                                       running_var, 1, eps, relu, rows, C,
+                                                       s.tile_cols);
+    else
+        bn_apply_kernel<1><<<grid, block, 0, stream>>>(y, x, residual, gamma, beta, running_mean,
+                                                       running_var, 1, eps, relu, rows, C,
+                                                       s.tile_cols);
+    CHECK_LAUNCH();
+}
+
+/* ---- backward ------------------------------------------------------------------------------
+ * g = dy masked by y > 0 (ReLU) ; dbeta = sum g ; dgamma = sum g * xhat, xhat = (x - mean) * invstd
+ * dx = gamma * invstd * (g - dbeta / rows - xhat * dgamma / rows) ; dresidual = g. */
+
+template <int VEC>
+__device__ __forceinline__ void bn_masked_grad(float g[VEC], const float *dy, const float *y,
+                                               size_t at) {
+    bn_load<VEC>(g, dy + at);
+    if (y) {
+        float out[VEC];
+        bn_load<VEC>(out, y + at);
+#pragma unroll
+        for (int j = 0; j < VEC; j++) g[j] = out[j] > 0.0f ? g[j] : 0.0f;
+    }
+}
+
+/* mask_y is y when relu is on, else NULL. */
+template <int VEC>
+__global__ void __launch_bounds__(BN_THREADS)
+bn_backward_reduce_kernel(float *dresidual, float *dgamma, float *dbeta, const float *dy,
+                          const float *x, const float *mask_y, const float *mean,
+                          const float *invstd, int rows, int C, int tile_cols, int stripes,
+                          unsigned *counter, double *acc) {
+    int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
+    int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
+    float sg[VEC], sgx[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; j++) sg[j] = sgx[j] = 0.0f;
+    if (c < C) {
+        float m[VEC], inv[VEC];
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            m[j] = mean[c + j];
+            inv[j] = invstd[c + j];
+        }
+        size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
+        for (; r + (BN_ROW_UNROLL - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL * stride) {
+            float g[BN_ROW_UNROLL][VEC], v[BN_ROW_UNROLL][VEC];
+#pragma unroll
+            for (int u = 0; u < BN_ROW_UNROLL; u++) {
+                size_t at = (r + u * stride) * C + c;
+                bn_masked_grad<VEC>(g[u], dy, mask_y, at);
+                bn_load<VEC>(v[u], x + at);
+            }
+#pragma unroll
+            for (int u = 0; u < BN_ROW_UNROLL; u++) {
+                if (dresidual) bn_store<VEC>(dresidual + (r + u * stride) * C + c, g[u]);
+#pragma unroll
+                for (int j = 0; j < VEC; j++) {
+                    sg[j] += g[u][j];
+                    sgx[j] = fmaf(g[u][j], (v[u][j] - m[j]) * inv[j], sgx[j]);
+                }
+            }
+        }
+        for (; r < (size_t)rows; r += stride) {
+            float g[VEC], v[VEC];
+            size_t at = r * C + c;
+            bn_masked_grad<VEC>(g, dy, mask_y, at);
+            bn_load<VEC>(v, x + at);
+            if (dresidual) bn_store<VEC>(dresidual + at, g);
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                sg[j] += g[j];
+                sgx[j] = fmaf(g[j], (v[j] - m[j]) * inv[j], sgx[j]);
+            }
+        }
+    }
+    if (!bn_reduce_and_arrive<VEC>(sg, sgx, c, C, tile_cols, stripes, acc, counter)) return;
+
+    for (int ch = blockIdx.x * tile_cols * VEC + threadIdx.x, end = bn_tile_end(tile_cols, VEC, C); ch < end;
+         ch += blockDim.x) {
+        double s1, s2;
+        bn_take_sums(&s1, &s2, ch, C, stripes, acc);
+        dbeta[ch] = (float)s1;
+        dgamma[ch] = (float)s2;
+    }
+    if (threadIdx.x == 0) counter[blockIdx.x] = 0u;
+}
+
+/* g comes from g_src (dresidual, already masked) when mask_y is NULL, else from dy and y. */
+template <int VEC>
+__global__ void __launch_bounds__(BN_THREADS)
+bn_backward_dx_kernel(float *dx, const float *g_src, const float *mask_y, const float *x,
+                      const float *gamma, const float *mean, const float *invstd,
+                      const float *dgamma, const float *dbeta, int rows, int C, int tile_cols) {
+    int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
+    int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
+    if (c >= C) return;
+    float m[VEC], inv[VEC], k[VEC], mean_g[VEC], mean_gx[VEC];
+    float inv_rows = 1.0f / (float)rows;
+#pragma unroll
+    for (int j = 0; j < VEC; j++) {
+        m[j] = mean[c + j];
+        inv[j] = invstd[c + j];
+        k[j] = gamma[c + j] * inv[j];
+        mean_g[j] = dbeta[c + j] * inv_rows;
+        mean_gx[j] = dgamma[c + j] * inv_rows;
+    }
+    size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
+    for (; r + (BN_ROW_UNROLL - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL * stride) {
+        float g[BN_ROW_UNROLL][VEC], v[BN_ROW_UNROLL][VEC];
+#pragma unroll
+        for (int u = 0; u < BN_ROW_UNROLL; u++) {
+            size_t at = (r + u * stride) * C + c;
+            bn_masked_grad<VEC>(g[u], g_src, mask_y, at);
+            bn_load<VEC>(v[u], x + at);
+        }
+#pragma unroll
+        for (int u = 0; u < BN_ROW_UNROLL; u++) {
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                float xhat = (v[u][j] - m[j]) * inv[j];
+                v[u][j] = k[j] * (g[u][j] - mean_g[j] - xhat * mean_gx[j]);
+            }
+            bn_store<VEC>(dx + (r + u * stride) * C + c, v[u]);
+        }
+    }
+    for (; r < (size_t)rows; r += stride) {
+        float g[VEC], v[VEC];
+        size_t at = r * C + c;
+        bn_masked_grad<VEC>(g, g_src, mask_y, at);
+        bn_load<VEC>(v, x + at);
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            float xhat = (v[j] - m[j]) * inv[j];
+            v[j] = k[j] * (g[j] - mean_g[j] - xhat * mean_gx[j]);
+        }
+        bn_store<VEC>(dx + at, v);
+    }
+}
+
+extern "C" void bn_backward(float *dx, float *dresidual, float *dgamma, float *dbeta,
+                            const float *dy, const float *x, const float *y, const float *gamma,
+                            const float *mean, const float *invstd, int rows, int C, int relu,
+                            void *scratch, cudaStream_t stream) {
+    const char *fn = "bn_backward";
+    bn_check_sizes(fn, rows, C);
+    if (!dx || !dgamma || !dbeta || !dy || !x || !gamma || !mean || !invstd)
+        bn_bad_input(fn, "dx, dgamma, dbeta, dy, x, gamma, mean and invstd must be device pointers "
+                         "(one is NULL)");
+    if (relu && !y) bn_bad_input(fn, "y (the forward output) is needed for the ReLU mask (got NULL)");
+    if (!scratch) bn_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
+    unsigned *counter = (unsigned *)scratch;
+    double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
+    const float *mask_y = relu ? y : NULL;
+    int vec = C % 4 == 0 && bn_aligned16(dx) && bn_aligned16(dresidual) && bn_aligned16(dy) &&
+                      bn_aligned16(x) && bn_aligned16(mask_y)
+                  ? 4
+                  : 1;
+    bn_shape s = bn_shape_of(C, vec);
+    int threads = s.lanes * s.tile_cols;
+    const void *reduce = vec == 4 ? (const void *)bn_backward_reduce_kernel<4>
+                                  : (const void *)bn_backward_reduce_kernel<1>;
+    const void *dxk = vec == 4 ? (const void *)bn_backward_dx_kernel<4> : (const void *)bn_backward_dx_kernel<1>;
+    dim3 block((unsigned)threads);
+    dim3 reduce_grid = bn_grid(&s, rows, bn_resident_blocks(reduce, threads, BN_REDUCE_BLOCKS_PER_SM));
+    dim3 dx_grid = bn_grid(&s, rows, bn_resident_blocks(dxk, threads, 0));
+    int stripes = bn_stripes(reduce_grid);
+    /* Once dresidual holds the masked dy, the dx pass reads it instead of dy and y. */
+    const float *g_src = dresidual ? dresidual : dy;
+    const float *dx_mask = dresidual ? NULL : mask_y;
+    if (vec == 4) {
+        bn_backward_reduce_kernel<4><<<reduce_grid, block, 0, stream>>>(
+            dresidual, dgamma, dbeta, dy, x, mask_y, mean, invstd, rows, C, s.tile_cols, stripes,
+            counter, acc);
+        CHECK_LAUNCH();
+        bn_backward_dx_kernel<4><<<dx_grid, block, 0, stream>>>(
+            dx, g_src, dx_mask, x, gamma, mean, invstd, dgamma, dbeta, rows, C, s.tile_cols);
+    } else {
+        bn_backward_reduce_kernel<1><<<reduce_grid, block, 0, stream>>>(
+            dresidual, dgamma, dbeta, dy, x, mask_y, mean, invstd, rows, C, s.tile_cols, stripes,
+            counter, acc);
+        CHECK_LAUNCH();
+        bn_backward_dx_kernel<1><<<dx_grid, block, 0, stream>>>(
+            dx, g_src, dx_mask, x, gamma, mean, invstd, dgamma, dbeta, rows, C, s.tile_cols);
+    }
+    CHECK_LAUNCH();
+}

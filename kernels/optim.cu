@@ -1,0 +1,125 @@
+/* Optimizer update and learning-rate schedule, both device-side so the captured training step
+ * needs no host work between replays.
+ *   sgd_update: one fused pass over the flat parameter, gradient and momentum buffers (the arena
+ *     lays them out [weights with decay | the rest]): 3 reads and 2 writes per parameter, float4
+ *     wide, grid-stride with enough blocks in flight to saturate memory bandwidth.
+ *   lr_schedule_step: one thread evaluates the shared lr_at formula (kernels/schedule.h). */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/kernels.h"
+#include "models/check.h"
+
+#define SGD_THREADS 256
+#define SGD_BLOCKS_PER_SM 8
+
+static void optim_bad_input(const char *fn, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "%s: ", fn);
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    exit(2);
+}
+
+/* torch.optim.SGD, dampening 0, for one element. */
+__device__ __forceinline__ float sgd_step(float *p, float *b, float grad, size_t index,
+                                          size_t n_decay, float lr, float momentum,
+                                          float weight_decay, int nesterov) {
+    float g = index < n_decay ? fmaf(weight_decay, *p, grad) : grad;
+    float buf = fmaf(momentum, *b, g);
+    float step = nesterov ? fmaf(momentum, buf, g) : buf;
+    *b = buf;
+    *p = fmaf(-lr, step, *p);
+    return buf;
+}
+
+/* VEC = 4: the first n/4*4 elements as float4, the n % 4 tail by the first threads of block 0.
+ * momentum_buf is NULL for plain SGD (momentum 0): no buffer traffic at all. */
+template <int VEC>
+__global__ void __launch_bounds__(SGD_THREADS)
+sgd_update_kernel(float *params, float *momentum_buf, const float *grads, const float *lr_ptr,
+                  size_t n, size_t n_decay, float momentum, float weight_decay, int nesterov) {
+    float lr = *lr_ptr;
+    size_t nvec = n / VEC;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < nvec;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float p[VEC], g[VEC], b[VEC];
+        if constexpr (VEC == 4) {
+            float4 pv = ((const float4 *)params)[i], gv = ((const float4 *)grads)[i];
+            float4 bv = momentum_buf ? ((const float4 *)momentum_buf)[i] : make_float4(0, 0, 0, 0);
+            p[0] = pv.x; p[1] = pv.y; p[2] = pv.z; p[3] = pv.w;
+            g[0] = gv.x; g[1] = gv.y; g[2] = gv.z; g[3] = gv.w;
+            b[0] = bv.x; b[1] = bv.y; b[2] = bv.z; b[3] = bv.w;
+        } else {
+            p[0] = params[i];
+            g[0] = grads[i];
+            b[0] = momentum_buf ? momentum_buf[i] : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            sgd_step(&p[j], &b[j], g[j], i * VEC + j, n_decay, lr, momentum, weight_decay, nesterov);
+        if constexpr (VEC == 4) {
+            ((float4 *)params)[i] = make_float4(p[0], p[1], p[2], p[3]);
+            if (momentum_buf) ((float4 *)momentum_buf)[i] = make_float4(b[0], b[1], b[2], b[3]);
+        } else {
+            params[i] = p[0];
+            if (momentum_buf) momentum_buf[i] = b[0];
+        }
+    }
+    if (VEC > 1 && blockIdx.x == 0 && threadIdx.x < n - nvec * VEC) {
+        size_t i = nvec * VEC + threadIdx.x;
+        float p = params[i], b = momentum_buf ? momentum_buf[i] : 0.0f;
+        sgd_step(&p, &b, grads[i], i, n_decay, lr, momentum, weight_decay, nesterov);
+        params[i] = p;
+        if (momentum_buf) momentum_buf[i] = b;
+    }
+}
+
+extern "C" void sgd_update(float *params, float *momentum_buf, const float *grads, const float *lr,
+                           size_t n, size_t n_decay, float momentum, float weight_decay,
+                           int nesterov, cudaStream_t stream) {
+    const char *fn = "sgd_update";
+    if (!params || !grads || !lr)
+        optim_bad_input(fn, "params, grads and lr must be device pointers (one is NULL)");
+    if (!momentum_buf && momentum != 0.0f)
+        optim_bad_input(fn, "momentum_buf must be a device pointer when momentum is %g (got NULL)",
+                        momentum);
+    if (n_decay > n) optim_bad_input(fn, "n_decay (%zu) must be <= n (%zu)", n_decay, n);
+    if (n == 0) return;
+    /* Momentum 0 is plain SGD, as in PyTorch, which keeps no buffer: the update is the same and
+     * the buffer is neither read nor written (2 of the 5 memory streams saved). */
+    if (momentum == 0.0f) momentum_buf = NULL;
+    int device = 0, sms = 0;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    int vec = (((uintptr_t)params | (uintptr_t)grads | (uintptr_t)momentum_buf) & 15) == 0 ? 4 : 1;
+    size_t items = n / vec, blocks = (items + SGD_THREADS - 1) / SGD_THREADS;
+    size_t cap = (size_t)(sms > 0 ? sms : 1) * SGD_BLOCKS_PER_SM;
+    if (blocks > cap) blocks = cap;
+    if (blocks < 1) blocks = 1;
+    if (vec == 4)
+        sgd_update_kernel<4><<<(unsigned)blocks, SGD_THREADS, 0, stream>>>(
+            params, momentum_buf, grads, lr, n, n_decay, momentum, weight_decay, nesterov);
+    else
+        sgd_update_kernel<1><<<(unsigned)blocks, SGD_THREADS, 0, stream>>>(
+            params, momentum_buf, grads, lr, n, n_decay, momentum, weight_decay, nesterov);
+    CHECK_LAUNCH();
+}
+
+__global__ void lr_schedule_step_kernel(float *lr, int64_t *step, lr_schedule schedule) {
+    int64_t s = *step;
+    *lr = lr_at(&schedule, (long)s);
+    *step = s + 1;
+}
+
+extern "C" void lr_schedule_step(float *lr, int64_t *step, lr_schedule schedule,
+                                 cudaStream_t stream) {
+    if (!lr || !step)
+        optim_bad_input("lr_schedule_step", "lr and step must be device pointers (one is NULL)");
+    lr_schedule_step_kernel<<<1, 1, 0, stream>>>(lr, step, schedule);
+    CHECK_LAUNCH();
+}

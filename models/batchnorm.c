@@ -1,0 +1,48 @@
+#include "models/batchnorm.h"
+
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+void batchnorm_init(batchnorm_layer *b, arena *a, int rows, int channels, int relu) {
+    memset(b, 0, sizeof *b);
+    b->rows = rows, b->channels = channels, b->relu = relu;
+    b->eps = 1e-5f, b->momentum = 0.1f;
+    b->gamma = arena_take_floats(a, ARENA_NO_DECAY, channels);
+    b->beta = arena_take_floats(a, ARENA_NO_DECAY, channels);
+    b->running_mean = arena_take_floats(a, ARENA_BUFFERS, channels);
+    b->running_var = arena_take_floats(a, ARENA_BUFFERS, channels);
+    b->mean = arena_take_floats(a, ARENA_SCRATCH, channels);
+    b->invstd = arena_take_floats(a, ARENA_SCRATCH, channels);
+    if (!a->planning) {
+        b->gamma_grad = arena_grad_of(a, b->gamma);
+        b->beta_grad = arena_grad_of(a, b->beta);
+    }
+}
+
+size_t batchnorm_scratch_bytes(const batchnorm_layer *b) { return bn_scratch_bytes(b->rows, b->channels); }
+void batchnorm_attach_scratch(batchnorm_layer *b, void *scratch) { b->scratch = scratch; }
+
+void batchnorm_reset(batchnorm_layer *b, float gamma_value, job_context *ctx) {
+    fill_float(b->gamma, gamma_value, b->channels, ctx->stream);
+    fill_float(b->beta, 0.0f, b->channels, ctx->stream);
+    fill_float(b->running_mean, 0.0f, b->channels, ctx->stream);
+    fill_float(b->running_var, 1.0f, b->channels, ctx->stream);
+}
+
+void batchnorm_forward(batchnorm_layer *b, float *y, const float *x, const float *residual, int training,
+                job_context *ctx) {
+    if (training)
+        bn_forward_train(y, b->mean, b->invstd, b->running_mean, b->running_var, x, residual, b->gamma,
+                         b->beta, b->rows, b->channels, b->eps, b->momentum, b->relu, b->scratch,
+                         ctx->stream);
+    else
+        bn_forward_infer(y, x, residual, b->gamma, b->beta, b->running_mean, b->running_var, b->rows,
+                         b->channels, b->eps, b->relu, ctx->stream);
+}
+
+void batchnorm_backward(batchnorm_layer *b, float *dx, float *dresidual, const float *dy, const float *x,
+                 const float *y, job_context *ctx) {
+    bn_backward(dx, dresidual, b->gamma_grad, b->beta_grad, dy, x, y, b->gamma, b->mean,
+                       b->invstd, b->rows, b->channels, b->relu, b->scratch, ctx->stream);
+}

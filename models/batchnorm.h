@@ -1,0 +1,32 @@
+/* Batch normalisation layer over NHWC activations ([rows, C]), fused with an optional residual
+ * add and ReLU (kernels/batchnorm.cu). gamma/beta are trainable without weight decay; the running
+ * statistics are buffers saved in checkpoints; mean/invstd of the last training forward are kept
+ * for the backward pass. PyTorch defaults: eps 1e-5, momentum 0.1. */
+#ifndef SUITE_BATCHNORM_H
+#define SUITE_BATCHNORM_H
+
+#include "models/arena.h"
+#include "models/context.h"
+
+typedef struct batchnorm_layer {
+    int rows, channels, relu;
+    float eps, momentum;
+    float *gamma, *beta, *gamma_grad, *beta_grad;
+    float *running_mean, *running_var;
+    float *mean, *invstd;
+    void *scratch; /* shared by every BN layer of a model (one stream): see batchnorm_attach_scratch */
+} batchnorm_layer;
+
+void batchnorm_init(batchnorm_layer *b, arena *a, int rows, int channels, int relu);
+/* Scratch each layer needs; a model takes the maximum once and attaches it to all its layers. */
+size_t batchnorm_scratch_bytes(const batchnorm_layer *b);
+void batchnorm_attach_scratch(batchnorm_layer *b, void *scratch);
+/* Sets gamma = gamma_value, beta = 0, running mean 0 and variance 1 (PyTorch's reset). */
+void batchnorm_reset(batchnorm_layer *b, float gamma_value, job_context *ctx);
+
+void batchnorm_forward(batchnorm_layer *b, float *y, const float *x, const float *residual, int training,
+                job_context *ctx);
+void batchnorm_backward(batchnorm_layer *b, float *dx, float *dresidual, const float *dy, const float *x,
+                 const float *y, job_context *ctx);
+
+#endif

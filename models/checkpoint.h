@@ -1,0 +1,24 @@
+/* Checkpoints are safetensors files holding exactly timm's state_dict: the same tensor names, shapes
+ * and dtypes (float32, num_batches_tracked int64), so `model.load_state_dict(load_file(f))` loads
+ * them strictly in PyTorch and weights saved from timm load here. Convolution weights are stored
+ * [out, kh, kw, in] on the GPU and converted to PyTorch's [out, in, kh, kw] on the way out and back. */
+#ifndef SUITE_CHECKPOINT_H
+#define SUITE_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "models/context.h"
+#include "models/model.h"
+
+int checkpoint_save(const model *m, job_context *ctx, const char *path, char *err, size_t err_size);
+/* Strict: every tensor of the model must be in the file with its dtype and shape, and the file may
+ * hold nothing else. On error nothing is half-loaded: the file is checked completely first. */
+int checkpoint_load(model *m, job_context *ctx, const char *path, char *err, size_t err_size);
+
+/* Copies a device tensor laid out like parameter e (e.g. its data or its gradient) into host memory
+ * in PyTorch's layout. */
+void param_download(const param_entry *e, const float *device, float *host, job_context *ctx);
+/* The reverse: host data in PyTorch's layout into the device tensor. */
+void param_upload(const param_entry *e, float *device, const float *host, job_context *ctx);
+
+#endif

@@ -1,0 +1,221 @@
+#include "models/conv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/check.h"
+
+int conv_out_size(int in, int kernel, int stride, int pad) {
+    return (in + 2 * pad - kernel) / stride + 1;
+}
+
+conv_shape conv_shape_nhwc(int batch, int in_c, int out_c, int kernel, int stride, int pad, int h, int w) {
+    conv_shape s = {batch, in_c, out_c, kernel, stride, pad, h, w,
+                    conv_out_size(h, kernel, stride, pad), conv_out_size(w, kernel, stride, pad),
+                    CUDNN_TENSOR_NHWC};
+    return s;
+}
+
+void conv_init(conv_layer *c, arena *a, conv_shape shape) {
+    memset(c, 0, sizeof *c);
+    c->shape = shape;
+    size_t n = (size_t)shape.out_c * shape.in_c * shape.kernel * shape.kernel;
+    c->weight = arena_take_floats(a, ARENA_WEIGHTS, n);
+    c->weight_grad = a->planning ? NULL : arena_grad_of(a, c->weight);
+}
+
+double conv_flops(const conv_layer *c) {
+    const conv_shape *s = &c->shape;
+    return 2.0 * s->batch * s->h_out * s->w_out * (double)s->out_c * s->in_c * s->kernel * s->kernel;
+}
+
+static cudnnConvolutionDescriptor_t make_conv_desc(const conv_shape *s) {
+    cudnnConvolutionDescriptor_t d;
+    CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&d));
+    CHECK_CUDNN(cudnnSetConvolution2dDescriptor(d, s->pad, s->pad, s->stride, s->stride, 1, 1,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    return d;
+}
+
+/* Candidates come back fastest first; the first that succeeded within the limit wins. TF32 is
+ * refused (CUDNN_FMA_MATH only) when the context disallows it. */
+#define PICK_FASTEST(results, n, limit, allow_tf32, out_algo, out_math, out_ms, out_mem, what)  \
+    do {                                                                                        \
+        int found_ = 0;                                                                         \
+        for (int i_ = 0; i_ < (n) && !found_; i_++) {                                           \
+            if ((results)[i_].status != CUDNN_STATUS_SUCCESS || (results)[i_].memory > (limit)) \
+                continue;                                                                       \
+            if (!(allow_tf32) && (results)[i_].mathType != CUDNN_FMA_MATH) continue;            \
+            out_algo = (results)[i_].algo;                                                      \
+            out_math = (results)[i_].mathType;                                                  \
+            out_ms = (results)[i_].time;                                                        \
+            if ((results)[i_].memory > out_mem) out_mem = (results)[i_].memory;                 \
+            found_ = 1;                                                                         \
+        }                                                                                       \
+        if (!found_) {                                                                          \
+            fprintf(stderr, "conv: no %s algorithm fits the %zu-byte workspace limit\n", what, \
+                    (size_t)(limit));                                                           \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+static void search_algos(conv_layer *c, float *y, const float *x, float *dx, job_context *ctx) {
+    enum { MAX_RESULTS = 16 };
+    int n = 0;
+    conv_algos *al = &c->algos;
+    size_t limit = ctx->workspace_limit;
+    cudnnMathType_t search_math = ctx->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, search_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, search_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, search_math));
+
+    cudnnConvolutionFwdAlgoPerf_t fwd[MAX_RESULTS];
+    CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx->cudnn, c->x_desc, x, c->w_desc, c->weight,
+                                                       c->fwd_desc, c->y_desc, y, MAX_RESULTS, &n, fwd,
+                                                       ctx->workspace, limit));
+    PICK_FASTEST(fwd, n, limit, ctx->allow_tf32, al->fwd, al->fwd_math, al->fwd_ms, al->workspace_bytes, "forward");
+
+    cudnnConvolutionBwdFilterAlgoPerf_t bwf[MAX_RESULTS];
+    CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        ctx->cudnn, c->x_desc, x, c->y_desc, y, c->bwd_filter_desc, c->w_desc, c->weight_grad,
+        MAX_RESULTS, &n, bwf, ctx->workspace, limit));
+    PICK_FASTEST(bwf, n, limit, ctx->allow_tf32, al->bwd_filter, al->bwd_filter_math, al->bwd_filter_ms,
+                 al->workspace_bytes, "backward-filter");
+
+    if (dx) {
+        cudnnConvolutionBwdDataAlgoPerf_t bwd[MAX_RESULTS];
+        CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            ctx->cudnn, c->w_desc, c->weight, c->y_desc, y, c->bwd_data_desc, c->x_desc, dx,
+            MAX_RESULTS, &n, bwd, ctx->workspace, limit));
+        PICK_FASTEST(bwd, n, limit, ctx->allow_tf32, al->bwd_data, al->bwd_data_math, al->bwd_data_ms,
+                     al->workspace_bytes, "backward-data");
+    }
+}
+
+/* For each direction, the graph-API engine replaces the legacy algorithm when it measured faster.
+ * SUITE_CONV_PATH=legacy or =engine forces one path (for comparisons and diagnosis). */
+static void search_engines(conv_layer *c, float *y, const float *x, float *dx, job_context *ctx) {
+    conv_algos *al = &c->algos;
+    const char *forced = getenv("SUITE_CONV_PATH");
+    if (forced && !strcmp(forced, "legacy")) return;
+    int force_engine = forced && !strcmp(forced, "engine");
+    float legacy_ms[3] = {al->fwd_ms, al->bwd_data_ms, al->bwd_filter_ms};
+    for (int d = 0; d < 3; d++) {
+        if (d == CONV_BACKWARD_DATA && !dx) continue;
+        void *in = d == CONV_BACKWARD_DATA ? (void *)dx : (void *)x;
+        void *w = d == CONV_BACKWARD_FILTER ? (void *)c->weight_grad : (void *)c->weight;
+        float beta = d == CONV_BACKWARD_DATA && c->accumulate_dx ? 1.0f : 0.0f;
+        char err[512];
+        conv_engine_plan plan;
+        if (conv_engine_find(&plan, (conv_direction)d, &c->shape, ctx->allow_tf32, beta, ctx->cudnn, ctx->stream,
+                             in, w, y, ctx->workspace, ctx->workspace_limit, err, sizeof err) != 0)
+            continue; /* no engine applies: the legacy algorithm stays */
+        if (force_engine || plan.ms < legacy_ms[d]) {
+            al->engine[d] = plan;
+            al->use_engine[d] = 1;
+            if (plan.workspace_bytes > al->workspace_bytes) al->workspace_bytes = plan.workspace_bytes;
+        } else {
+            conv_engine_destroy(&plan);
+        }
+    }
+}
+
+static int cache_lookup(const conv_algo_cache *cache, const conv_shape *s, int accumulate_dx) {
+    for (int i = 0; cache && i < cache->count; i++)
+        if (memcmp(&cache->shapes[i], s, sizeof *s) == 0 && cache->accumulate_dx[i] == accumulate_dx) return i;
+    return -1;
+}
+
+void conv_setup(conv_layer *c, float *y, const float *x, float *dx, int accumulate_dx,
+                conv_algo_cache *cache, job_context *ctx) {
+    const conv_shape *s = &c->shape;
+    c->accumulate_dx = accumulate_dx;
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&c->x_desc));
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&c->y_desc));
+    CHECK_CUDNN(cudnnCreateFilterDescriptor(&c->w_desc));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(c->x_desc, s->format, CUDNN_DATA_FLOAT, s->batch, s->in_c,
+                                           s->h_in, s->w_in));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(c->y_desc, s->format, CUDNN_DATA_FLOAT, s->batch, s->out_c,
+                                           s->h_out, s->w_out));
+    CHECK_CUDNN(cudnnSetFilter4dDescriptor(c->w_desc, CUDNN_DATA_FLOAT, s->format, s->out_c, s->in_c,
+                                           s->kernel, s->kernel));
+    c->fwd_desc = make_conv_desc(s);
+    c->bwd_data_desc = make_conv_desc(s);
+    c->bwd_filter_desc = make_conv_desc(s);
+
+    int cached = cache_lookup(cache, s, accumulate_dx);
+    /* A cached entry searched without dx has no backward-data choice: search again then. */
+    if (cached >= 0 && (!dx || cache->algos[cached].bwd_data_ms > 0)) {
+        c->algos = cache->algos[cached];
+    } else {
+        memset(&c->algos, 0, sizeof c->algos);
+        search_algos(c, y, x, dx, ctx);
+        search_engines(c, y, x, dx, ctx);
+        if (cache && cached >= 0) {
+            conv_algos *old = &cache->algos[cached];
+            for (int d = 0; d < 3; d++) conv_engine_destroy(&old->engine[d]);
+            *old = c->algos;
+        } else if (cache && cache->count < CONV_CACHE_MAX) {
+            cache->shapes[cache->count] = *s;
+            cache->accumulate_dx[cache->count] = accumulate_dx;
+            cache->algos[cache->count++] = c->algos;
+        } else {
+            c->owns_engine = 1;
+        }
+    }
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, c->algos.fwd_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, c->algos.bwd_data_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, c->algos.bwd_filter_math));
+}
+
+void conv_algo_cache_free(conv_algo_cache *cache) {
+    for (int i = 0; i < cache->count; i++)
+        for (int d = 0; d < 3; d++) conv_engine_destroy(&cache->algos[i].engine[d]);
+    cache->count = 0;
+}
+
+void conv_forward(conv_layer *c, float *y, const float *x, job_context *ctx) {
+    const float one = 1.0f, zero = 0.0f;
+    if (c->algos.use_engine[CONV_FORWARD]) {
+        conv_engine_forward(&c->algos.engine[CONV_FORWARD], ctx->cudnn, y, x, c->weight, ctx->workspace);
+        return;
+    }
+    CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->weight,
+                                        c->fwd_desc, c->algos.fwd, ctx->workspace,
+                                        ctx->workspace_bytes, &zero, c->y_desc, y));
+}
+
+void conv_backward(conv_layer *c, float *dx, const float *dy, const float *x, job_context *ctx) {
+    const float one = 1.0f, zero = 0.0f;
+    const conv_algos *al = &c->algos;
+    if (al->use_engine[CONV_BACKWARD_FILTER])
+        conv_engine_backward_filter(&al->engine[CONV_BACKWARD_FILTER], ctx->cudnn, c->weight_grad, dy, x,
+                                    ctx->workspace);
+    else
+        CHECK_CUDNN(cudnnConvolutionBackwardFilter(ctx->cudnn, &one, c->x_desc, x, c->y_desc, dy,
+                                                   c->bwd_filter_desc, al->bwd_filter, ctx->workspace,
+                                                   ctx->workspace_bytes, &zero, c->w_desc, c->weight_grad));
+    if (!dx) return;
+    if (al->use_engine[CONV_BACKWARD_DATA])
+        conv_engine_backward_data(&al->engine[CONV_BACKWARD_DATA], ctx->cudnn, dx, dy, c->weight, ctx->workspace);
+    else
+        CHECK_CUDNN(cudnnConvolutionBackwardData(ctx->cudnn, &one, c->w_desc, c->weight, c->y_desc, dy,
+                                                 c->bwd_data_desc, al->bwd_data, ctx->workspace,
+                                                 ctx->workspace_bytes, c->accumulate_dx ? &one : &zero,
+                                                 c->x_desc, dx));
+}
+
+void conv_destroy(conv_layer *c) {
+    if (c->owns_engine)
+        for (int d = 0; d < 3; d++) conv_engine_destroy(&c->algos.engine[d]);
+    c->owns_engine = 0;
+    if (c->x_desc) CHECK_CUDNN(cudnnDestroyTensorDescriptor(c->x_desc));
+    if (c->y_desc) CHECK_CUDNN(cudnnDestroyTensorDescriptor(c->y_desc));
+    if (c->w_desc) CHECK_CUDNN(cudnnDestroyFilterDescriptor(c->w_desc));
+    if (c->fwd_desc) CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(c->fwd_desc));
+    if (c->bwd_data_desc) CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(c->bwd_data_desc));
+    if (c->bwd_filter_desc) CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(c->bwd_filter_desc));
+    c->x_desc = NULL, c->y_desc = NULL, c->w_desc = NULL;
+    c->fwd_desc = c->bwd_data_desc = c->bwd_filter_desc = NULL;
+}

@@ -1,0 +1,89 @@
+#include "models/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/check.h"
+#include "models/resnet.h"
+#include "models/rng.h"
+
+void param_table_add(param_table *t, const param_entry *e) {
+    if (t->count == t->capacity) {
+        t->capacity = t->capacity ? 2 * t->capacity : 64;
+        t->entries = realloc(t->entries, (size_t)t->capacity * sizeof *t->entries);
+        if (!t->entries) {
+            fprintf(stderr, "out of host memory for the parameter table\n");
+            exit(1);
+        }
+    }
+    t->entries[t->count++] = *e;
+}
+
+int64_t param_numel(const param_entry *e) {
+    int64_t n = 1;
+    for (int i = 0; i < e->ndim; i++) n *= e->shape[i];
+    return n;
+}
+
+void param_table_free(param_table *t) {
+    free(t->entries);
+    memset(t, 0, sizeof *t);
+}
+
+const char *model_names(void) { return "resnet26, resnet50, resnet152"; }
+
+int model_known(const char *name) { return resnet_depth_of(name) > 0; }
+
+model *model_build(const model_config *config, arena *a, char *err, size_t err_size) {
+    if (resnet_depth_of(config->name) > 0) return resnet_build(config, a, err, err_size);
+    snprintf(err, err_size, "unknown model '%s': expected one of %s", config->name, model_names());
+    return NULL;
+}
+
+void model_free(model *m) {
+    if (!m) return;
+    if (m->destroy) m->destroy(m);
+    param_table_free(&m->params);
+    free(m);
+}
+
+int64_t model_param_count(const model *m) {
+    int64_t n = 0;
+    for (int i = 0; i < m->params.count; i++)
+        if (m->params.entries[i].kind == PARAM_WEIGHT || m->params.entries[i].kind == PARAM_NO_DECAY)
+            n += param_numel(&m->params.entries[i]);
+    return n;
+}
+
+void model_init_params(model *m, job_context *ctx) {
+    uint64_t state = m->config.seed * 0x2545F4914F6CDD1Dull + 1;
+    size_t capacity = 0;
+    float *host = NULL;
+    for (int i = 0; i < m->params.count; i++) {
+        const param_entry *e = &m->params.entries[i];
+        if (e->init == PARAM_INIT_NONE) continue;
+        size_t n = (size_t)param_numel(e);
+        if (n > capacity) {
+            free(host);
+            capacity = n;
+            host = malloc(n * sizeof *host);
+            if (!host) {
+                fprintf(stderr, "out of host memory initialising %s\n", e->name);
+                exit(1);
+            }
+        }
+        /* Elements are i.i.d., so the storage order (KRSC or not) does not change the draw's law. */
+        if (e->init == PARAM_INIT_KAIMING_FAN_OUT) {
+            float std = sqrtf(2.0f / (float)e->fan);
+            for (size_t j = 0; j < n; j++) host[j] = std * rng_normal(&state);
+        } else {
+            float bound = 1.0f / sqrtf((float)e->fan);
+            for (size_t j = 0; j < n; j++) host[j] = bound * (2.0f * rng_uniform(&state) - 1.0f);
+        }
+        CHECK_CUDA(cudaMemcpyAsync(e->data, host, n * sizeof *host, cudaMemcpyHostToDevice, ctx->stream));
+        CHECK_CUDA(cudaStreamSynchronize(ctx->stream)); /* host buffer is reused next iteration */
+    }
+    free(host);
+}

@@ -1,0 +1,87 @@
+/* A model: what every family (resnet.c, and later efficientnet.c, cait.c, dlrm.c) builds. It owns
+ * its layers (in `impl`), exposes a parameter table with timm/PyTorch state_dict names for
+ * checkpoints and counting, fixed input/label/logit buffers for the captured training step, and
+ * three passes. Built once against a planning arena (sizes only, no GPU), then against the real
+ * one; setup() then creates descriptors and measures algorithms. */
+#ifndef SUITE_MODEL_H
+#define SUITE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "models/arena.h"
+#include "models/context.h"
+
+typedef struct model_config {
+    char name[32];      /* resnet26, resnet50, resnet152 */
+    int batch;
+    int image_size;     /* input height = width */
+    int in_channels;    /* 3 */
+    int classes;
+    uint64_t seed;      /* initialisation */
+} model_config;
+
+typedef enum {
+    PARAM_WEIGHT,    /* trainable, weight decay applies */
+    PARAM_NO_DECAY,  /* trainable, no weight decay (BN affine, biases) */
+    PARAM_BUFFER,    /* saved, not trained (running statistics) */
+    PARAM_COUNTER    /* int64 scalar on the host (num_batches_tracked) */
+} param_kind;
+
+typedef enum {
+    PARAM_INIT_NONE,          /* set by the family's own code (BN, buffers) */
+    PARAM_INIT_KAIMING_FAN_OUT,/* normal, std sqrt(2 / fan_out) (timm ResNet convs) */
+    PARAM_INIT_UNIFORM_FAN_IN /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch Linear default) */
+} param_init;
+
+#define PARAM_NAME_MAX 96
+typedef struct param_entry {
+    char name[PARAM_NAME_MAX];
+    param_kind kind;
+    int ndim;
+    int64_t shape[4];    /* as PyTorch reports it, e.g. conv [out, in, kh, kw] */
+    int krsc;            /* stored on the GPU as [out, kh, kw, in] (cuDNN NHWC filters) */
+    param_init init;
+    int64_t fan;         /* fan_in or fan_out for init */
+    float *data;         /* device (NULL while planning) */
+    int64_t *counter;    /* PARAM_COUNTER: host */
+} param_entry;
+
+typedef struct param_table {
+    int count, capacity;
+    param_entry *entries;
+} param_table;
+
+void param_table_add(param_table *t, const param_entry *e);
+int64_t param_numel(const param_entry *e);
+void param_table_free(param_table *t);
+
+typedef struct model model;
+struct model {
+    model_config config;
+    param_table params;
+    int64_t num_batches_tracked;   /* optimizer steps taken in training mode */
+    float *input;                  /* [batch, image_size, image_size, in_channels] */
+    int32_t *labels;               /* [batch] */
+    float *logits, *dlogits;       /* [batch, classes] */
+    double flops_per_step_forward; /* multiply-adds x 2 for one forward of a whole batch */
+    void (*setup)(model *m, job_context *ctx);
+    void (*forward)(model *m, int training, job_context *ctx);
+    void (*backward)(model *m, job_context *ctx); /* from dlogits to every parameter gradient */
+    void (*destroy)(model *m);
+    void *impl;
+};
+
+/* Names of the models that can be built, for error messages: "resnet26, resnet50, resnet152". */
+const char *model_names(void);
+int model_known(const char *name);
+/* Builds the named model against `a` (planning or real). NULL with a message in err for an unknown
+ * name or impossible sizes; no GPU work. */
+model *model_build(const model_config *config, arena *a, char *err, size_t err_size);
+void model_free(model *m);
+/* Trainable parameters, as timm counts them (sum of p.numel() over model.parameters()). */
+int64_t model_param_count(const model *m);
+/* Parameter initialisation the family's reference uses, drawn on the host from config.seed. */
+void model_init_params(model *m, job_context *ctx);
+
+#endif

@@ -1,0 +1,384 @@
+#include "models/resnet.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "models/batchnorm.h"
+#include "models/check.h"
+#include "models/conv.h"
+#include "models/linear.h"
+
+typedef struct bottleneck {
+    conv_layer conv1, conv2, conv3, ds_conv;
+    batchnorm_layer bn1, bn2, bn3, ds_bn;
+    int has_downsample;
+    const float *x;            /* block input: the previous block's output */
+    float *z1, *a1, *z2, *a2;  /* conv outputs and their BN+ReLU outputs */
+    float *z3, *out;           /* conv3 output; relu(bn3(z3) + shortcut) */
+    float *zd, *ad;            /* downsample conv output and its BN output */
+} bottleneck;
+
+typedef struct resnet {
+    conv_layer conv1;
+    batchnorm_layer bn1;
+    float *z0, *a0, *pooled;
+    uint8_t *argmax;
+    int stem_size, pool_size;
+    int block_count;
+    bottleneck *blocks;
+    float *features;           /* [batch, 2048] */
+    linear_layer fc;
+    /* gradients: block boundaries ping-pong; the rest are per-role buffers sized for the largest use */
+    float *grad_boundary[2], *grad_z3, *grad_shortcut, *grad_zd, *grad_mid2[2], *grad_mid1[2];
+    float *grad_a0, *grad_z0, *grad_features;
+    void *bn_scratch;
+    conv_algo_cache cache;
+} resnet;
+
+static const int STAGE_BLOCKS[3][4] = {{2, 2, 2, 2}, {3, 4, 6, 3}, {3, 8, 36, 3}};
+
+int resnet_depth_of(const char *name) {
+    if (strcmp(name, "resnet26") == 0) return 26;
+    if (strcmp(name, "resnet50") == 0) return 50;
+    if (strcmp(name, "resnet152") == 0) return 152;
+    return 0;
+}
+
+/* ---- parameter table -------------------------------------------------------------------------*/
+
+static void add_conv_param(model *m, const char *prefix, const conv_layer *c) {
+    param_entry e = {0};
+    snprintf(e.name, sizeof e.name, "%sweight", prefix);
+    e.kind = PARAM_WEIGHT;
+    e.ndim = 4;
+    e.shape[0] = c->shape.out_c, e.shape[1] = c->shape.in_c;
+    e.shape[2] = e.shape[3] = c->shape.kernel;
+    e.krsc = 1;
+    e.init = PARAM_INIT_KAIMING_FAN_OUT;
+    e.fan = (int64_t)c->shape.out_c * c->shape.kernel * c->shape.kernel;
+    e.data = c->weight;
+    param_table_add(&m->params, &e);
+}
+
+static void add_bn_params(model *m, const char *prefix, const batchnorm_layer *b) {
+    static const char *names[] = {"weight", "bias", "running_mean", "running_var"};
+    float *data[] = {b->gamma, b->beta, b->running_mean, b->running_var};
+    for (int i = 0; i < 4; i++) {
+        param_entry e = {0};
+        snprintf(e.name, sizeof e.name, "%s%s", prefix, names[i]);
+        e.kind = i < 2 ? PARAM_NO_DECAY : PARAM_BUFFER;
+        e.ndim = 1;
+        e.shape[0] = b->channels;
+        e.data = data[i];
+        param_table_add(&m->params, &e);
+    }
+    param_entry counter = {0};
+    snprintf(counter.name, sizeof counter.name, "%snum_batches_tracked", prefix);
+    counter.kind = PARAM_COUNTER;
+    counter.ndim = 0;
+    counter.counter = &m->num_batches_tracked;
+    param_table_add(&m->params, &counter);
+}
+
+static void add_linear_params(model *m, const char *prefix, const linear_layer *l) {
+    param_entry w = {0}, b = {0};
+    snprintf(w.name, sizeof w.name, "%sweight", prefix);
+    w.kind = PARAM_WEIGHT, w.ndim = 2, w.shape[0] = l->out_features, w.shape[1] = l->in_features;
+    w.init = PARAM_INIT_UNIFORM_FAN_IN, w.fan = l->in_features, w.data = l->weight;
+    snprintf(b.name, sizeof b.name, "%sbias", prefix);
+    b.kind = PARAM_NO_DECAY, b.ndim = 1, b.shape[0] = l->out_features;
+    b.init = PARAM_INIT_UNIFORM_FAN_IN, b.fan = l->in_features, b.data = l->bias;
+    param_table_add(&m->params, &w);
+    param_table_add(&m->params, &b);
+}
+
+/* ---- building --------------------------------------------------------------------------------*/
+
+static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
+
+typedef struct grad_sizes {
+    size_t boundary, z3, shortcut, mid2, mid1;
+} grad_sizes;
+
+static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix, int batch, int in_c,
+                        int planes, int stride, int size_in, grad_sizes *gs) {
+    int out_c = planes * 4, size_out = conv_out_size(size_in, 3, stride, 1);
+    size_t rows_in = (size_t)batch * size_in * size_in, rows_out = (size_t)batch * size_out * size_out;
+    char name[PARAM_NAME_MAX];
+    blk->has_downsample = stride != 1 || in_c != out_c;
+
+    conv_init(&blk->conv1, a, conv_shape_nhwc(batch, in_c, planes, 1, 1, 0, size_in, size_in));
+    batchnorm_init(&blk->bn1, a, (int)rows_in, planes, 1);
+    conv_init(&blk->conv2, a, conv_shape_nhwc(batch, planes, planes, 3, stride, 1, size_in, size_in));
+    batchnorm_init(&blk->bn2, a, (int)rows_out, planes, 1);
+    conv_init(&blk->conv3, a, conv_shape_nhwc(batch, planes, out_c, 1, 1, 0, size_out, size_out));
+    batchnorm_init(&blk->bn3, a, (int)rows_out, out_c, 1);
+    snprintf(name, sizeof name, "%sconv1.", prefix), add_conv_param(m, name, &blk->conv1);
+    snprintf(name, sizeof name, "%sbn1.", prefix), add_bn_params(m, name, &blk->bn1);
+    snprintf(name, sizeof name, "%sconv2.", prefix), add_conv_param(m, name, &blk->conv2);
+    snprintf(name, sizeof name, "%sbn2.", prefix), add_bn_params(m, name, &blk->bn2);
+    snprintf(name, sizeof name, "%sconv3.", prefix), add_conv_param(m, name, &blk->conv3);
+    snprintf(name, sizeof name, "%sbn3.", prefix), add_bn_params(m, name, &blk->bn3);
+    if (blk->has_downsample) {
+        conv_init(&blk->ds_conv, a, conv_shape_nhwc(batch, in_c, out_c, 1, stride, 0, size_in, size_in));
+        batchnorm_init(&blk->ds_bn, a, (int)rows_out, out_c, 0);
+        snprintf(name, sizeof name, "%sdownsample.0.", prefix), add_conv_param(m, name, &blk->ds_conv);
+        snprintf(name, sizeof name, "%sdownsample.1.", prefix), add_bn_params(m, name, &blk->ds_bn);
+    }
+    blk->z1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_in * planes);
+    blk->a1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_in * planes);
+    blk->z2 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * planes);
+    blk->a2 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * planes);
+    blk->z3 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
+    blk->out = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
+    if (blk->has_downsample) {
+        blk->zd = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
+        blk->ad = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
+        gs->shortcut = max_z(gs->shortcut, rows_out * out_c);
+    }
+    gs->boundary = max_z(gs->boundary, max_z(rows_in * in_c, rows_out * out_c));
+    gs->z3 = max_z(gs->z3, rows_out * out_c);
+    gs->mid2 = max_z(gs->mid2, rows_out * planes);
+    gs->mid1 = max_z(gs->mid1, rows_in * planes);
+}
+
+static void resnet_setup(model *m, job_context *ctx);
+static void resnet_forward(model *m, int training, job_context *ctx);
+static void resnet_backward(model *m, job_context *ctx);
+static void resnet_destroy(model *m);
+
+model *resnet_build(const model_config *config, arena *a, char *err, size_t err_size) {
+    int depth = resnet_depth_of(config->name);
+    if (depth == 0) {
+        snprintf(err, err_size, "unknown ResNet '%s': expected resnet26, resnet50 or resnet152", config->name);
+        return NULL;
+    }
+    if (config->image_size < 8 || config->image_size > 2048 || config->batch < 1 ||
+        config->batch > 65536 || config->classes < 1 || config->classes > 1000000 ||
+        config->in_channels < 1 || config->in_channels > 64) {
+        snprintf(err, err_size, "%s: impossible sizes (image %d, batch %d, classes %d, channels %d): "
+                 "expected image 8..2048, batch 1..65536, classes 1..1000000, channels 1..64",
+                 config->name, config->image_size, config->batch, config->classes, config->in_channels);
+        return NULL;
+    }
+    const int *stage_blocks = STAGE_BLOCKS[depth == 26 ? 0 : depth == 50 ? 1 : 2];
+    model *m = calloc(1, sizeof *m);
+    resnet *r = calloc(1, sizeof *r);
+    if (!m || !r) {
+        snprintf(err, err_size, "out of host memory building %s", config->name);
+        free(m), free(r);
+        return NULL;
+    }
+    m->config = *config;
+    m->impl = r;
+    m->setup = resnet_setup, m->forward = resnet_forward, m->backward = resnet_backward;
+    m->destroy = resnet_destroy;
+    int n = config->batch, s = config->image_size;
+
+    m->input = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * s * s * config->in_channels);
+    conv_init(&r->conv1, a, conv_shape_nhwc(n, config->in_channels, 64, 7, 2, 3, s, s));
+    r->stem_size = r->conv1.shape.h_out;
+    r->pool_size = conv_out_size(r->stem_size, 3, 2, 1);
+    size_t stem_rows = (size_t)n * r->stem_size * r->stem_size;
+    batchnorm_init(&r->bn1, a, (int)stem_rows, 64, 1);
+    add_conv_param(m, "conv1.", &r->conv1);
+    add_bn_params(m, "bn1.", &r->bn1);
+    r->z0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);
+    r->a0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);
+    r->pooled = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * r->pool_size * r->pool_size * 64);
+    r->argmax = arena_take(a, ARENA_ACTIVATIONS, (size_t)n * r->pool_size * r->pool_size * 64);
+
+    for (int i = 0; i < 4; i++) r->block_count += stage_blocks[i];
+    r->blocks = calloc((size_t)r->block_count, sizeof *r->blocks);
+    grad_sizes gs = {(size_t)n * r->pool_size * r->pool_size * 64, 0, 0, 0, 0};
+    int in_c = 64, size = r->pool_size, b = 0;
+    for (int stage = 0; stage < 4; stage++) {
+        int planes = 64 << stage;
+        for (int i = 0; i < stage_blocks[stage]; i++, b++) {
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "layer%d.%d.", stage + 1, i);
+            int stride = (i == 0 && stage > 0) ? 2 : 1;
+            build_block(&r->blocks[b], m, a, prefix, n, in_c, planes, stride, size, &gs);
+            r->blocks[b].x = b == 0 ? r->pooled : r->blocks[b - 1].out;
+            size = r->blocks[b].conv2.shape.h_out;
+            in_c = planes * 4;
+        }
+    }
+    r->features = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * in_c);
+    linear_init(&r->fc, a, n, in_c, config->classes);
+    add_linear_params(m, "fc.", &r->fc);
+    m->logits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * config->classes);
+    m->dlogits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * config->classes);
+    m->labels = arena_take(a, ARENA_SCRATCH, (size_t)n * sizeof(int32_t));
+
+    for (int i = 0; i < 2; i++) {
+        r->grad_boundary[i] = arena_take_floats(a, ARENA_ACTIVATIONS, gs.boundary);
+        r->grad_mid2[i] = arena_take_floats(a, ARENA_ACTIVATIONS, gs.mid2);
+        r->grad_mid1[i] = arena_take_floats(a, ARENA_ACTIVATIONS, gs.mid1);
+    }
+    r->grad_z3 = arena_take_floats(a, ARENA_ACTIVATIONS, gs.z3);
+    r->grad_shortcut = arena_take_floats(a, ARENA_ACTIVATIONS, gs.shortcut);
+    r->grad_zd = arena_take_floats(a, ARENA_ACTIVATIONS, gs.shortcut);
+    r->grad_a0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);
+    r->grad_z0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);
+    r->grad_features = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * in_c);
+
+    /* One BN scratch for the whole model: all BN layers run one after another on one stream. */
+    size_t scratch = batchnorm_scratch_bytes(&r->bn1);
+    for (b = 0; b < r->block_count; b++) {
+        bottleneck *blk = &r->blocks[b];
+        scratch = max_z(scratch, max_z(batchnorm_scratch_bytes(&blk->bn1), batchnorm_scratch_bytes(&blk->bn2)));
+        scratch = max_z(scratch, batchnorm_scratch_bytes(&blk->bn3));
+    }
+    r->bn_scratch = arena_take(a, ARENA_SCRATCH, scratch);
+    batchnorm_attach_scratch(&r->bn1, r->bn_scratch);
+    for (b = 0; b < r->block_count; b++) {
+        bottleneck *blk = &r->blocks[b];
+        batchnorm_attach_scratch(&blk->bn1, r->bn_scratch);
+        batchnorm_attach_scratch(&blk->bn2, r->bn_scratch);
+        batchnorm_attach_scratch(&blk->bn3, r->bn_scratch);
+        if (blk->has_downsample) batchnorm_attach_scratch(&blk->ds_bn, r->bn_scratch);
+    }
+
+    m->flops_per_step_forward = conv_flops(&r->conv1) + linear_flops(&r->fc);
+    for (b = 0; b < r->block_count; b++) {
+        bottleneck *blk = &r->blocks[b];
+        m->flops_per_step_forward += conv_flops(&blk->conv1) + conv_flops(&blk->conv2) + conv_flops(&blk->conv3);
+        if (blk->has_downsample) m->flops_per_step_forward += conv_flops(&blk->ds_conv);
+    }
+    return m;
+}
+
+/* ---- set-up: descriptors, algorithm search, initial values ----------------------------------*/
+
+static void resnet_setup(model *m, job_context *ctx) {
+    resnet *r = m->impl;
+    /* The search runs the candidates on the real buffers: give them non-zero contents. */
+    fill_float((float *)ctx->arena.activations, 0.5f, ctx->arena.planned[ARENA_ACTIVATIONS] / sizeof(float),
+               ctx->stream);
+    context_reserve_workspace(ctx, ctx->workspace_limit);
+    conv_setup(&r->conv1, r->z0, m->input, NULL, 0, &r->cache, ctx);
+    size_t workspace = r->conv1.algos.workspace_bytes;
+    for (int b = 0; b < r->block_count; b++) {
+        bottleneck *blk = &r->blocks[b];
+        conv_setup(&blk->conv1, blk->z1, blk->x, r->grad_boundary[0], 1, &r->cache, ctx);
+        conv_setup(&blk->conv2, blk->z2, blk->a1, r->grad_mid1[0], 0, &r->cache, ctx);
+        conv_setup(&blk->conv3, blk->z3, blk->a2, r->grad_mid2[0], 0, &r->cache, ctx);
+        workspace = max_z(workspace, max_z(blk->conv1.algos.workspace_bytes, blk->conv2.algos.workspace_bytes));
+        workspace = max_z(workspace, blk->conv3.algos.workspace_bytes);
+        if (blk->has_downsample) {
+            conv_setup(&blk->ds_conv, blk->zd, blk->x, r->grad_boundary[0], 0, &r->cache, ctx);
+            workspace = max_z(workspace, blk->ds_conv.algos.workspace_bytes);
+        }
+    }
+    context_set_workspace(ctx, workspace);
+    linear_setup(&r->fc, ctx);
+
+    model_init_params(m, ctx);
+    batchnorm_reset(&r->bn1, 1.0f, ctx);
+    for (int b = 0; b < r->block_count; b++) {
+        bottleneck *blk = &r->blocks[b];
+        batchnorm_reset(&blk->bn1, 1.0f, ctx);
+        batchnorm_reset(&blk->bn2, 1.0f, ctx);
+        batchnorm_reset(&blk->bn3, 0.0f, ctx); /* timm zero_init_last */
+        if (blk->has_downsample) batchnorm_reset(&blk->ds_bn, 1.0f, ctx);
+    }
+    CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+}
+
+/* ---- passes ----------------------------------------------------------------------------------*/
+
+static void resnet_forward(model *m, int training, job_context *ctx) {
+    resnet *r = m->impl;
+    const conv_shape *stem = &r->conv1.shape;
+    conv_forward(&r->conv1, r->z0, m->input, ctx);
+    batchnorm_forward(&r->bn1, r->a0, r->z0, NULL, training, ctx);
+    maxpool_forward(r->pooled, r->argmax, r->a0, stem->batch, r->stem_size, r->stem_size, 64, 3, 2, 1,
+                    r->pool_size, r->pool_size, ctx->stream);
+    for (int b = 0; b < r->block_count; b++) {
+        bottleneck *blk = &r->blocks[b];
+        conv_forward(&blk->conv1, blk->z1, blk->x, ctx);
+        batchnorm_forward(&blk->bn1, blk->a1, blk->z1, NULL, training, ctx);
+        conv_forward(&blk->conv2, blk->z2, blk->a1, ctx);
+        batchnorm_forward(&blk->bn2, blk->a2, blk->z2, NULL, training, ctx);
+        conv_forward(&blk->conv3, blk->z3, blk->a2, ctx);
+        const float *shortcut = blk->x;
+        if (blk->has_downsample) {
+            conv_forward(&blk->ds_conv, blk->zd, blk->x, ctx);
+            batchnorm_forward(&blk->ds_bn, blk->ad, blk->zd, NULL, training, ctx);
+            shortcut = blk->ad;
+        }
+        batchnorm_forward(&blk->bn3, blk->out, blk->z3, shortcut, training, ctx);
+    }
+    const conv_shape *last = &r->blocks[r->block_count - 1].conv3.shape;
+    avgpool_global_forward(r->features, r->blocks[r->block_count - 1].out, last->batch,
+                           last->h_out * last->w_out, last->out_c, ctx->stream);
+    linear_forward(&r->fc, m->logits, r->features, ctx);
+}
+
+static void block_backward(resnet *r, bottleneck *blk, float *dx, const float *dout, job_context *ctx) {
+    if (blk->has_downsample) {
+        batchnorm_backward(&blk->bn3, r->grad_z3, r->grad_shortcut, dout, blk->z3, blk->out, ctx);
+        batchnorm_backward(&blk->ds_bn, r->grad_zd, NULL, r->grad_shortcut, blk->zd, blk->ad, ctx);
+        conv_backward(&blk->ds_conv, dx, r->grad_zd, blk->x, ctx);
+    } else {
+        batchnorm_backward(&blk->bn3, r->grad_z3, dx, dout, blk->z3, blk->out, ctx);
+    }
+    conv_backward(&blk->conv3, r->grad_mid2[0], r->grad_z3, blk->a2, ctx);
+    batchnorm_backward(&blk->bn2, r->grad_mid2[1], NULL, r->grad_mid2[0], blk->z2, blk->a2, ctx);
+    conv_backward(&blk->conv2, r->grad_mid1[0], r->grad_mid2[1], blk->a1, ctx);
+    batchnorm_backward(&blk->bn1, r->grad_mid1[1], NULL, r->grad_mid1[0], blk->z1, blk->a1, ctx);
+    conv_backward(&blk->conv1, dx, r->grad_mid1[1], blk->x, ctx); /* adds onto the shortcut's gradient */
+}
+
+static void resnet_backward(model *m, job_context *ctx) {
+    resnet *r = m->impl;
+    const conv_shape *last = &r->blocks[r->block_count - 1].conv3.shape;
+    linear_backward(&r->fc, r->grad_features, m->dlogits, r->features, ctx);
+    int current = 0;
+    avgpool_global_backward(r->grad_boundary[current], r->grad_features, last->batch,
+                            last->h_out * last->w_out, last->out_c, ctx->stream);
+    for (int b = r->block_count - 1; b >= 0; b--) {
+        block_backward(r, &r->blocks[b], r->grad_boundary[1 - current], r->grad_boundary[current], ctx);
+        current = 1 - current;
+    }
+    const conv_shape *stem = &r->conv1.shape;
+    maxpool_backward(r->grad_a0, r->grad_boundary[current], r->argmax, stem->batch, r->stem_size,
+                     r->stem_size, 64, 3, 2, 1, r->pool_size, r->pool_size, ctx->stream);
+    batchnorm_backward(&r->bn1, r->grad_z0, NULL, r->grad_a0, r->z0, r->a0, ctx);
+    conv_backward(&r->conv1, NULL, r->grad_z0, m->input, ctx);
+}
+
+static void resnet_destroy(model *m) {
+    resnet *r = m->impl;
+    if (!r) return;
+    conv_destroy(&r->conv1);
+    for (int b = 0; b < r->block_count; b++) {
+        conv_destroy(&r->blocks[b].conv1);
+        conv_destroy(&r->blocks[b].conv2);
+        conv_destroy(&r->blocks[b].conv3);
+        conv_destroy(&r->blocks[b].ds_conv);
+    }
+    linear_destroy(&r->fc);
+    conv_algo_cache_free(&r->cache);
+    free(r->blocks);
+    free(r);
+    m->impl = NULL;
+}
+
+int resnet_conv_shapes(const model *m, conv_shape *shapes, int max) {
+    const resnet *r = m->impl;
+    int n = 0;
+#define PUT(layer) do { if (n < max) shapes[n] = (layer).shape; n++; } while (0)
+    PUT(r->conv1);
+    for (int b = 0; b < r->block_count; b++) {
+        PUT(r->blocks[b].conv1);
+        PUT(r->blocks[b].conv2);
+        PUT(r->blocks[b].conv3);
+        if (r->blocks[b].has_downsample) PUT(r->blocks[b].ds_conv);
+    }
+#undef PUT
+    return n;
+}

@@ -1,0 +1,40 @@
+#include "models/session.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int session_plan(session *s, const model_config *config, char *err, size_t err_size) {
+    memset(s, 0, sizeof *s);
+    s->config = *config;
+    arena_plan(&s->plan);
+    s->model = model_build(config, &s->plan, err, err_size);
+    if (!s->model) return -1;
+    trainer_build(&s->trainer, &s->plan);
+    return 0;
+}
+
+int session_start(session *s, int device, size_t workspace_limit, int allow_tf32, char *err, size_t err_size) {
+    if (context_init(&s->ctx, device, workspace_limit, allow_tf32) != CONTEXT_OK) {
+        snprintf(err, err_size, "no usable GPU: training needs a CUDA device");
+        return 1;
+    }
+    if (arena_allocate(&s->ctx.arena, &s->plan, 1) != 0) {
+        snprintf(err, err_size, "out of GPU memory allocating %s at batch %d", s->config.name, s->config.batch);
+        return 1;
+    }
+    model_free(s->model);
+    s->model = model_build(&s->config, &s->ctx.arena, err, err_size);
+    if (!s->model) return 1;
+    trainer_build(&s->trainer, &s->ctx.arena);
+    s->model->setup(s->model, &s->ctx);
+    return 0;
+}
+
+size_t session_gpu_bytes(const session *s) { return s->ctx.arena.allocated + s->ctx.workspace_bytes; }
+
+void session_end(session *s) {
+    trainer_free(&s->trainer);
+    model_free(s->model);
+    s->model = NULL;
+    if (s->ctx.stream) context_free(&s->ctx);
+}

@@ -1,0 +1,104 @@
+#include "models/trainer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "models/check.h"
+
+void trainer_build(trainer *t, arena *a) {
+    memset(t, 0, sizeof *t);
+    t->lr = arena_take_floats(a, ARENA_SCRATCH, 1);
+    t->step = arena_take(a, ARENA_SCRATCH, sizeof(int64_t));
+    t->sums = arena_take_floats(a, ARENA_SCRATCH, 2);
+}
+
+void trainer_step_body(trainer *t) {
+    model *m = t->model;
+    job_context *ctx = t->ctx;
+    arena *a = &ctx->arena;
+    m->forward(m, 1, ctx);
+    softmax_ce_forward_backward(m->dlogits, &t->sums[0], &t->sums[1], m->logits, m->labels,
+                                m->config.batch, m->config.classes, t->label_smoothing, ctx->stream);
+    m->backward(m, ctx);
+    lr_schedule_step(t->lr, t->step, t->schedule, ctx->stream);
+    size_t n = arena_trainable_floats(a);
+    sgd_update((float *)a->params, arena_slot(a, 0), arena_grads(a), t->lr, n,
+               t->sgd.decay_all ? n : arena_decay_floats(a), t->sgd.momentum, t->sgd.weight_decay,
+               t->sgd.nesterov, ctx->stream);
+}
+
+void trainer_init(trainer *t, model *m, job_context *ctx, sgd_config sgd, lr_schedule schedule,
+                  float label_smoothing, int use_graph) {
+    t->model = m, t->ctx = ctx, t->sgd = sgd, t->schedule = schedule;
+    t->label_smoothing = label_smoothing, t->use_graph = use_graph;
+    arena *a = &ctx->arena;
+    /* Libraries set themselves up on first use, which must not happen during capture: run the
+     * passes once eagerly. The BN running statistics that pass moves are put back afterwards. */
+    size_t buffer_bytes = a->planned[ARENA_BUFFERS];
+    void *saved = NULL;
+    if (buffer_bytes) {
+        CHECK_CUDA(cudaMalloc(&saved, buffer_bytes));
+        CHECK_CUDA(cudaMemcpyAsync(saved, a->buffers, buffer_bytes, cudaMemcpyDeviceToDevice, ctx->stream));
+    }
+    m->forward(m, 1, ctx);
+    softmax_ce_forward_backward(m->dlogits, &t->sums[0], &t->sums[1], m->logits, m->labels,
+                                m->config.batch, m->config.classes, label_smoothing, ctx->stream);
+    m->backward(m, ctx);
+    if (buffer_bytes) {
+        CHECK_CUDA(cudaMemcpyAsync(a->buffers, saved, buffer_bytes, cudaMemcpyDeviceToDevice, ctx->stream));
+        CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+        CHECK_CUDA(cudaFree(saved));
+    }
+    CHECK_CUDA(cudaMemsetAsync(t->sums, 0, 2 * sizeof(float), ctx->stream));
+    CHECK_CUDA(cudaMemsetAsync(t->step, 0, sizeof(int64_t), ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+    if (!use_graph) return;
+    CHECK_CUDA(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));
+    trainer_step_body(t);
+    CHECK_CUDA(cudaStreamEndCapture(ctx->stream, &t->graph));
+    CHECK_CUDA(cudaGraphInstantiate(&t->exec, t->graph, 0));
+    CHECK_CUDA(cudaGraphUpload(t->exec, ctx->stream));
+}
+
+static void copy_batch(trainer *t, const float *images, const int32_t *labels, int n) {
+    model *m = t->model;
+    size_t image_floats = (size_t)m->config.image_size * m->config.image_size * m->config.in_channels;
+    CHECK_CUDA(cudaMemcpyAsync(m->input, images, (size_t)n * image_floats * sizeof(float),
+                               cudaMemcpyHostToDevice, t->ctx->stream));
+    CHECK_CUDA(cudaMemcpyAsync(m->labels, labels, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice,
+                               t->ctx->stream));
+}
+
+void trainer_step(trainer *t, const float *images, const int32_t *labels) {
+    copy_batch(t, images, labels, t->model->config.batch);
+    if (t->use_graph) CHECK_CUDA(cudaGraphLaunch(t->exec, t->ctx->stream));
+    else trainer_step_body(t);
+    t->model->num_batches_tracked++;
+}
+
+void trainer_eval_batch(trainer *t, const float *images, const int32_t *labels, int n) {
+    model *m = t->model;
+    copy_batch(t, images, labels, n);
+    m->forward(m, 0, t->ctx);
+    softmax_ce_eval(&t->sums[0], &t->sums[1], m->logits, m->labels, n, m->config.classes,
+                    t->label_smoothing, t->ctx->stream);
+}
+
+void trainer_take_sums(trainer *t, double *loss_sum, double *correct) {
+    float host[2];
+    CHECK_CUDA(cudaMemcpyAsync(host, t->sums, sizeof host, cudaMemcpyDeviceToHost, t->ctx->stream));
+    CHECK_CUDA(cudaMemsetAsync(t->sums, 0, sizeof host, t->ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(t->ctx->stream));
+    *loss_sum = host[0], *correct = host[1];
+}
+
+float trainer_current_lr(const trainer *t) {
+    return lr_at(&t->schedule, (long)t->model->num_batches_tracked);
+}
+
+void trainer_free(trainer *t) {
+    if (t->exec) CHECK_CUDA(cudaGraphExecDestroy(t->exec));
+    if (t->graph) CHECK_CUDA(cudaGraphDestroy(t->graph));
+    t->exec = NULL, t->graph = NULL;
+}

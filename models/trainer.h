@@ -1,0 +1,52 @@
+/* The training step: forward, softmax cross-entropy, backward, learning-rate value and SGD update,
+ * captured once in a CUDA graph and replayed; each step copies its batch into the model's fixed
+ * input and label buffers on the job's stream first. Loss and accuracy accumulate on the device and
+ * are read once per epoch, so steps never wait for the host. */
+#ifndef SUITE_TRAINER_H
+#define SUITE_TRAINER_H
+
+#include <stdint.h>
+
+#include "kernels/schedule.h"
+#include "models/context.h"
+#include "models/model.h"
+
+typedef struct sgd_config {
+    float momentum, weight_decay;
+    int nesterov;
+    int decay_all;        /* 1: weight decay on BN parameters and biases too */
+} sgd_config;
+
+typedef struct trainer {
+    model *model;
+    job_context *ctx;
+    sgd_config sgd;
+    lr_schedule schedule;
+    float label_smoothing;
+    float *lr;            /* device scalar written by the graph */
+    int64_t *step;        /* device step counter */
+    float *sums;          /* device [loss_sum, correct] */
+    int use_graph;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+} trainer;
+
+/* Takes the trainer's device scalars from the arena (planning or real). */
+void trainer_build(trainer *t, arena *a);
+/* After the model's setup: warms up once (restoring the BN running statistics), then captures the
+ * step into a graph when use_graph is set. */
+void trainer_init(trainer *t, model *m, job_context *ctx, sgd_config sgd, lr_schedule schedule,
+                  float label_smoothing, int use_graph);
+/* Enqueues one training step on the job's stream; host buffers should be pinned. */
+void trainer_step(trainer *t, const float *images, const int32_t *labels);
+/* The same step enqueued kernel by kernel (no graph): the captured body. */
+void trainer_step_body(trainer *t);
+/* Enqueues an inference forward and accumulates loss and correct count over the first n rows. */
+void trainer_eval_batch(trainer *t, const float *images, const int32_t *labels, int n);
+/* Waits for the stream, returns the accumulated loss sum and correct count, and zeroes them. */
+void trainer_take_sums(trainer *t, double *loss_sum, double *correct);
+/* The learning rate the next step will use (host formula, for reporting). */
+float trainer_current_lr(const trainer *t);
+void trainer_free(trainer *t);
+
+#endif

@@ -1,0 +1,66 @@
+/* A mix is the set of training jobs that one run_suite invocation puts on the GPU together,
+ * written like the study's mixes: "S+M+M", "7*S", "resnet50:imagenet64@128", with optional
+ * per-job overrides in brackets: "M[epochs=3,steps=100]". Parsing is host-only and checks
+ * everything before any GPU or daemon is touched.
+ *
+ * Grammar (names are matched without regard to case and stored in the canonical spelling):
+ *   mix      := part ( '+' part )*
+ *   part     := [ count '*' ] job [ '[' override ( ',' override )* ']' ]
+ *   count    := 1..64                  the whole mix holds at most MIX_MAX_JOBS (64) jobs
+ *   job      := preset | model ':' data '@' batch [ '/' size ]
+ *   preset   := S | M | L | XL         the study's workloads, see mix_presets()
+ *   model    := resnet26 | resnet50 | resnet152 | efficientnetv2_s | cait_xxs24 | dlrm
+ *   data     := cifar10 (32 px, 10 classes) | imagenet64 (64, 1000) | imagenet (224, 1000)
+ *             | fashion-mnist (32, 10) | synthetic (32, 10) | criteo (dlrm only, and only dlrm)
+ *   batch    := 1..65536
+ *   size     := image size override, 16..1024 and a multiple of 8 (of 16 for cait_xxs24, whose
+ *               patches are 16 px); not for criteo. Whether a data set can be read at that
+ *               size is decided by its reader in train.
+ *   override := epochs=1..100000 | steps=1..1000000000 (steps per epoch)
+ *             | classes=2..100000 (synthetic only: the other data sets fix their classes)
+ * Whitespace (spaces, tabs) may stand at either end, around '+' and '*', and inside brackets
+ * around ',' and '='; it may not split a job ("resnet50 :imagenet64@128" is an error), a name
+ * or a number. Examples: "S+M+M", "7*S", " 2 * S + M ", "M[epochs=3, steps=100]",
+ * "resnet26:cifar10@64[steps=20]", "resnet50:imagenet64@128/96",
+ * "resnet50:synthetic@64[classes=100]".
+ * criteo jobs (XL) have image_size 0 and classes 1 (one click logit). */
+#ifndef SUITE_MIX_H
+#define SUITE_MIX_H
+
+#include <stddef.h>
+
+#define MIX_MAX_JOBS 64
+
+typedef struct job_spec {
+    char label[64];      /* as written in the mix, e.g. "S" or "resnet50:imagenet64@128" */
+    char model[32];      /* resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24, dlrm */
+    char data[32];       /* cifar10, imagenet64, imagenet, criteo, fashion-mnist, synthetic */
+    int image_size;      /* input height = width (0 for criteo) */
+    int classes;
+    int batch;
+    int epochs;          /* 0: the run's default */
+    long steps_per_epoch;/* 0: the run's default (a whole epoch unless --quick/--steps-per-epoch) */
+} job_spec;
+
+typedef struct mix {
+    int count;
+    job_spec jobs[MIX_MAX_JOBS];
+} mix;
+
+typedef struct mix_preset {
+    const char *name;    /* S, M, L, XL */
+    const char *model, *data;
+    int image_size, classes, batch;
+    const char *description;
+} mix_preset;
+
+/* 0 on success; -1 with a message naming the offending part and listing what is valid
+ * (m is then left with count 0). */
+int mix_parse(mix *m, const char *text, char *err, size_t err_size);
+const mix_preset *mix_presets(int *count);
+/* The job in explicit form, "model:data@batch/size[epochs=..,steps=..,classes=..]", giving only
+ * what differs from the data set's defaults; mix_parse reads it back to the same job_spec
+ * (label aside). Returns what snprintf returns. */
+int mix_job_format(const job_spec *job, char *out, size_t size);
+
+#endif

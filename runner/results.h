@@ -1,0 +1,93 @@
+/* Results of a run under results/<run-id>/: run.json (configuration and machine, built by the
+ * caller), jobs.csv (one row per job: every epoch's seconds, the timed epoch, status), summary.json
+ * (makespan, aggregate throughput, speed-up and energy against serial, each job's slow-down
+ * against running alone) and, for --mode all, comparison.csv/.json across the modes. Every file
+ * is written to a temporary name and renamed, so a reader never sees half a file and a run that
+ * fails midway still leaves complete files for what it measured. */
+#ifndef SUITE_RESULTS_H
+#define SUITE_RESULTS_H
+
+#include <limits.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "runner/jobs.h"
+
+/* Creates <base>/<UTC time>-<mode>-<mix> (filesystem-safe; "-2", "-3"... when taken), with
+ * base created as needed. 0, or -1 with a message. */
+int results_make_run_dir(const char *base, const char *mode, const char *mix_text, char *dir,
+                         size_t dir_size, char *run_id, size_t run_id_size, char *err,
+                         size_t err_size);
+/* mkdir -p */
+int results_make_dirs(const char *path, char *err, size_t err_size);
+/* data -> <path>.tmp.<pid>, fsync, rename to path. 0, or -1 with a message. */
+int results_write_atomic(const char *path, const char *data, size_t size, char *err, size_t err_size);
+int results_write_json(const char *dir, const char *name, const cJSON *json, char *err, size_t err_size);
+
+/* The serial numbers a collocated run is compared with: from the serial part of --mode all or
+ * from a previous serial run of the same mix (--baseline DIR). */
+typedef struct serial_baseline {
+    int known;
+    char source[PATH_MAX];
+    double makespan_s, energy_j;                /* NaN when unknown */
+    int job_count;
+    double solo_timed_s[MIX_MAX_JOBS];          /* each job's timed epoch, alone */
+} serial_baseline;
+
+typedef struct run_summary {
+    char mode[32];                              /* "naive", "mig-emulate", ... */
+    const char *status;                         /* "complete", "partial", "interrupted" */
+    int job_count, ok, failed, diverged;
+    double first_go, last_end;                  /* unix seconds */
+    double makespan_s;                          /* see results_summarize */
+    double total_samples, aggregate_samples_per_s, timed_samples_per_s_sum;
+    double energy_j, peak_gpu_memory;           /* NaN without the monitor */
+    double speedup, energy_vs_serial;           /* NaN without a baseline */
+    int timed_epoch[MIX_MAX_JOBS];              /* 1-based; 0 when the job has no epoch */
+    double timed_s[MIX_MAX_JOBS], timed_rate[MIX_MAX_JOBS], peak_bytes[MIX_MAX_JOBS];
+    double solo_s[MIX_MAX_JOBS], slowdown[MIX_MAX_JOBS];
+    double window_start[MIX_MAX_JOBS], window_end[MIX_MAX_JOBS]; /* job i's go .. end */
+    long monitor_ticks;
+    double monitor_mean_ms, monitor_busy_fraction;
+    int monitor_on;
+} run_summary;
+
+/* Index of the timed epoch: the second (the first is warm-up), or the only one of a job planned
+ * with one epoch; -1 when there is none (e.g. the job failed during its first epoch). */
+int results_timed_epoch(const job_run *job);
+/* When the job's training ended: its done event, else its last epoch's end, else its exit. */
+double results_job_end(const job_run *job);
+
+/* Fills s from the jobs (energy, memory and monitor fields are left NaN/0 for the caller).
+ * makespan: serial runs one job at a time, so it is the sum of each job's go-to-end; the
+ * collocated modes take first go to last end. Setup and warm-up before "go" are not counted. */
+void results_summarize(const job_run *jobs, int count, const char *mode, int serial, int stopped,
+                       const serial_baseline *baseline, run_summary *s);
+/* Speed-up, energy ratio and slow-downs against a baseline (again, once energy is known). */
+void results_compare(run_summary *s, const serial_baseline *baseline);
+/* The baseline a serial run provides. */
+void results_baseline_from(const run_summary *serial, const char *source, serial_baseline *b);
+/* Reads <dir>/summary.json of an earlier serial run and checks it ran this mix
+ * (same jobs in the same order, same epochs and steps). 0, or -1 with a message. */
+int results_load_baseline(const char *dir, const job_run *jobs, int count, serial_baseline *b,
+                          char *err, size_t err_size);
+
+int results_write_jobs_csv(const char *dir, const job_run *jobs, int count, const run_summary *s,
+                           char *err, size_t err_size);
+int results_write_summary(const char *dir, const char *mix_text, const job_run *jobs, int count,
+                          const run_summary *s, const serial_baseline *baseline, char *err,
+                          size_t err_size);
+/* RFC 4180 field: quoted when it holds a comma, quote or line break. */
+void results_csv_field(FILE *f, const char *text);
+
+/* One row per job and a total row. */
+void results_print_table(FILE *out, const job_run *jobs, int count, const run_summary *s);
+/* --mode all: one row per mode; also written as comparison.csv and comparison.json in dir. */
+void results_print_comparison(FILE *out, const run_summary *runs, int count);
+int results_write_comparison(const char *dir, const run_summary *runs, int count, char *err,
+                             size_t err_size);
+/* "1.5 GiB", "512 MiB", "-" for NaN. */
+void results_format_bytes(char *out, size_t size, double bytes);
+
+#endif

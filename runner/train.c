@@ -1,0 +1,345 @@
+/* train: one training job = one process. Validates its input on the host, builds the model twice
+ * (planned, then allocated in one arena), measures convolution algorithms, captures the training
+ * step in a CUDA graph, and trains epoch by epoch on batches the loader prepares in pinned memory.
+ * With --json it speaks the runner's protocol on stdout (one JSON object per line: setup, ready,
+ * epoch, done, error); human-readable lines go to stderr then. Exit codes: 0 done, 1 runtime
+ * error (no GPU, out of memory, diverged), 2 bad input. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "models/check.h"
+#include "models/checkpoint.h"
+#include "models/context.h"
+#include "models/model.h"
+#include "models/session.h"
+#include "runner/train_options.h"
+
+#define MAX_TIMED_STEPS 4096
+
+typedef struct job {
+    train_options opt;
+    FILE *human;              /* stdout, or stderr when stdout carries JSON */
+    dataset train_set, test_set;
+    int has_test_set;
+    session s;
+    long steps_per_epoch;
+} job;
+
+static double wall_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void emit(const job *j, cJSON *event) {
+    if (j->opt.json) {
+        char *text = cJSON_PrintUnformatted(event);
+        printf("%s\n", text);
+        fflush(stdout);
+        free(text);
+    }
+    cJSON_Delete(event);
+}
+
+static int fail(const job *j, int code, const char *message) {
+    fprintf(stderr, "train: %s\n", message);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "error");
+    cJSON_AddStringToObject(e, "message", message);
+    cJSON_AddNumberToObject(e, "exit_code", code);
+    emit(j, e);
+    return code;
+}
+
+static model_config config_of(const train_options *o) {
+    model_config c = {0};
+    snprintf(c.name, sizeof c.name, "%s", o->model);
+    c.batch = o->batch, c.image_size = o->image_size, c.in_channels = 3, c.classes = o->classes;
+    c.seed = o->seed;
+    return c;
+}
+
+static cJSON *footprint_json(const job *j) {
+    arena_footprint f = arena_footprint_of(&j->s.plan, 1);
+    /* the workspace is bounded by the limit until the algorithms are measured on the GPU */
+    size_t workspace = j->opt.workspace_limit + ((size_t)32 << 20);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "parameters", (double)f.parameters);
+    cJSON_AddNumberToObject(o, "gradients", (double)f.gradients);
+    cJSON_AddNumberToObject(o, "optimizer", (double)f.optimizer);
+    cJSON_AddNumberToObject(o, "buffers", (double)f.buffers);
+    cJSON_AddNumberToObject(o, "activations", (double)f.activations);
+    cJSON_AddNumberToObject(o, "scratch", (double)f.scratch);
+    cJSON_AddNumberToObject(o, "workspace", (double)workspace);
+    cJSON_AddNumberToObject(o, "total", (double)(f.total + workspace));
+    return o;
+}
+
+static int dry_run(job *j) {
+    arena_footprint f = arena_footprint_of(&j->s.plan, 1);
+    if (j->opt.json) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "model", j->opt.model);
+        cJSON_AddNumberToObject(e, "params", (double)model_param_count(j->s.model));
+        cJSON_AddNumberToObject(e, "batch", j->opt.batch);
+        cJSON_AddNumberToObject(e, "image_size", j->opt.image_size);
+        cJSON_AddNumberToObject(e, "classes", j->opt.classes);
+        cJSON_AddNumberToObject(e, "flops_per_step", 3.0 * j->s.model->flops_per_step_forward);
+        cJSON_AddItemToObject(e, "footprint", footprint_json(j));
+        emit(j, e);
+    } else {
+        printf("%s: %lld parameters; planned GPU footprint %.1f MiB (parameters %.1f, gradients %.1f, "
+               "optimizer %.1f, buffers %.1f, activations %.1f, scratch %.1f, workspace <= %.1f)\n",
+               j->opt.model, (long long)model_param_count(j->s.model),
+               (f.total + j->opt.workspace_limit + (32 << 20)) / 1048576.0, f.parameters / 1048576.0,
+               f.gradients / 1048576.0, f.optimizer / 1048576.0, f.buffers / 1048576.0,
+               f.activations / 1048576.0, f.scratch / 1048576.0,
+               (j->opt.workspace_limit + (32 << 20)) / 1048576.0);
+    }
+    return 0;
+}
+
+static int open_data(job *j, char *err, size_t err_size) {
+    const train_options *o = &j->opt;
+    if (!strcmp(o->data, "fashion-mnist")) {
+        const char *root = o->data_root[0] ? o->data_root : FASHION_MNIST_DEFAULT_ROOT;
+        if (dataset_open_fashion_mnist(&j->train_set, root, 1, err, err_size)) return -1;
+        if (dataset_open_fashion_mnist(&j->test_set, root, 0, err, err_size)) return -1;
+    } else if (!strcmp(o->data, "cifar10") && o->data_root[0]) {
+        if (dataset_open_cifar10(&j->train_set, o->data_root, 1, err, err_size)) return -1;
+        if (dataset_open_cifar10(&j->test_set, o->data_root, 0, err, err_size)) return -1;
+    } else {
+        synthetic_spec train_spec = {o->synthetic_count, o->image_size, o->image_size, 3, o->classes, o->seed};
+        synthetic_spec test_spec = {10000, o->image_size, o->image_size, 3, o->classes, o->seed + 1};
+        if (dataset_open_synthetic(&j->train_set, &train_spec, err, err_size)) return -1;
+        if (dataset_open_synthetic(&j->test_set, &test_spec, err, err_size)) return -1;
+    }
+    j->has_test_set = 1;
+    long batches = (long)(j->train_set.count / o->batch);
+    if (batches < 1) {
+        snprintf(err, err_size, "--batch %d is larger than the %lld samples of %s", o->batch,
+                 (long long)j->train_set.count, o->data);
+        return -1;
+    }
+    j->steps_per_epoch = o->steps_per_epoch && o->steps_per_epoch < batches ? o->steps_per_epoch : batches;
+    return 0;
+}
+
+static void *pinned_alloc(size_t bytes, void *user) {
+    void *p = NULL;
+    CHECK_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+    return p;
+}
+
+static void pinned_free(void *p, void *user) { CHECK_CUDA(cudaFreeHost(p)); }
+
+static lr_schedule schedule_of(const job *j) {
+    const train_options *o = &j->opt;
+    long total = (long)o->epochs * j->steps_per_epoch;
+    lr_schedule s = {o->schedule, o->lr, total, (long)(o->warmup_pct * total), 0, o->gamma, o->min_lr, 25.0f, 1e4f};
+    s.step_size = (long)o->step_epochs * j->steps_per_epoch;
+    if (s.kind == LR_ONE_CYCLE && s.warmup_steps < 1) s.warmup_steps = 1;
+    return s;
+}
+
+/* Allocates, builds for real, measures algorithms, captures the step. */
+static int build_on_gpu(job *j, char *err, size_t err_size) {
+    const train_options *o = &j->opt;
+    int rc = session_start(&j->s, o->device, o->workspace_limit, o->allow_tf32, err, err_size);
+    if (rc != 0) return rc;
+    if (o->load[0] && checkpoint_load(j->s.model, &j->s.ctx, o->load, err, err_size) != 0) return 2;
+    sgd_config sgd = {o->momentum, o->weight_decay, o->nesterov, o->decay_all};
+    trainer_init(&j->s.trainer, j->s.model, &j->s.ctx, sgd, schedule_of(j), o->label_smoothing, o->use_graph);
+    return 0;
+}
+
+static int compare_floats(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static double evaluate(job *j, double *loss) {
+    char err[512];
+    loader_config lc = {j->opt.batch, j->opt.workers, 0, 0, 0, j->opt.seed, pinned_alloc, pinned_free, NULL};
+    loader *l = loader_open(&j->test_set, &lc, err, sizeof err);
+    if (!l) return NAN;
+    loader_start_epoch(l, 0);
+    loader_batch b;
+    double sum = 0, correct = 0, seen = 0;
+    while (loader_next(l, &b, err, sizeof err) == 1) {
+        trainer_eval_batch(&j->s.trainer, b.images, b.labels, b.n);
+        CHECK_CUDA(cudaStreamSynchronize(j->s.ctx.stream)); /* the loader reuses b's buffers next */
+        seen += b.n;
+    }
+    loader_close(l);
+    trainer_take_sums(&j->s.trainer, &sum, &correct);
+    *loss = seen ? sum / seen : NAN;
+    return seen ? correct / seen : NAN;
+}
+
+static int run_epochs(job *j) {
+    const train_options *o = &j->opt;
+    char err[512];
+    loader_config lc = {o->batch, o->workers, 0, 1, 1, o->seed, pinned_alloc, pinned_free, NULL};
+    loader *l = loader_open(&j->train_set, &lc, err, sizeof err);
+    if (!l) return fail(j, 1, err);
+    cudaEvent_t copied, *marks = malloc((MAX_TIMED_STEPS + 1) * sizeof *marks);
+    float *step_ms = malloc(MAX_TIMED_STEPS * sizeof *step_ms);
+    CHECK_CUDA(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming));
+    for (int i = 0; i <= MAX_TIMED_STEPS; i++) CHECK_CUDA(cudaEventCreate(&marks[i]));
+    int status = 0;
+    for (int epoch = 1; epoch <= o->epochs && status == 0; epoch++) {
+        loader_start_epoch(l, epoch - 1);
+        CHECK_CUDA(cudaStreamSynchronize(j->s.ctx.stream));
+        double t_start = wall_seconds();
+        CHECK_CUDA(cudaEventRecord(marks[0], j->s.ctx.stream));
+        long steps = 0;
+        loader_batch b;
+        int got = 0;
+        while (steps < j->steps_per_epoch && (got = loader_next(l, &b, err, sizeof err)) == 1) {
+            trainer_step(&j->s.trainer, b.images, b.labels);
+            CHECK_CUDA(cudaEventRecord(copied, j->s.ctx.stream));
+            steps++;
+            if (steps <= MAX_TIMED_STEPS) CHECK_CUDA(cudaEventRecord(marks[steps], j->s.ctx.stream));
+            CHECK_CUDA(cudaEventSynchronize(copied)); /* b's pinned buffers are refilled after the next call */
+        }
+        if (got < 0) {
+            status = fail(j, 1, err);
+            break;
+        }
+        CHECK_CUDA(cudaStreamSynchronize(j->s.ctx.stream));
+        double t_end = wall_seconds(), seconds = t_end - t_start;
+        long timed = steps < MAX_TIMED_STEPS ? steps : MAX_TIMED_STEPS;
+        for (long s = 0; s < timed; s++) CHECK_CUDA(cudaEventElapsedTime(&step_ms[s], marks[s], marks[s + 1]));
+        qsort(step_ms, (size_t)timed, sizeof *step_ms, compare_floats);
+        double loss_sum, correct;
+        trainer_take_sums(&j->s.trainer, &loss_sum, &correct);
+        double samples = (double)steps * o->batch, loss = loss_sum / samples;
+        double test_loss = NAN, test_acc = o->eval ? evaluate(j, &test_loss) : NAN;
+        size_t free_b, total_b;
+        CHECK_CUDA(cudaMemGetInfo(&free_b, &total_b));
+        int diverged = !isfinite(loss);
+        loader_stats ls = loader_epoch_stats(l);
+
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "event", "epoch");
+        cJSON_AddNumberToObject(e, "epoch", epoch);
+        cJSON_AddBoolToObject(e, "warmup", epoch == 1);
+        cJSON_AddNumberToObject(e, "steps", (double)steps);
+        cJSON_AddNumberToObject(e, "samples", samples);
+        cJSON_AddNumberToObject(e, "seconds", seconds);
+        cJSON_AddNumberToObject(e, "samples_per_s", samples / seconds);
+        if (diverged) cJSON_AddNullToObject(e, "loss");
+        else cJSON_AddNumberToObject(e, "loss", loss);
+        cJSON_AddBoolToObject(e, "diverged", diverged);
+        cJSON_AddNumberToObject(e, "train_accuracy", correct / samples);
+        if (o->eval) cJSON_AddNumberToObject(e, "accuracy", test_acc), cJSON_AddNumberToObject(e, "test_loss", test_loss);
+        else cJSON_AddNullToObject(e, "accuracy");
+        cJSON_AddNumberToObject(e, "lr", trainer_current_lr(&j->s.trainer));
+        cJSON_AddNumberToObject(e, "step_ms_median", timed ? step_ms[timed / 2] : 0);
+        cJSON_AddNumberToObject(e, "step_ms_p10", timed ? step_ms[timed / 10] : 0);
+        cJSON_AddNumberToObject(e, "step_ms_p90", timed ? step_ms[timed * 9 / 10] : 0);
+        cJSON_AddNumberToObject(e, "peak_bytes", (double)session_gpu_bytes(&j->s));
+        cJSON_AddNumberToObject(e, "device_used_bytes", (double)(total_b - free_b));
+        cJSON_AddNumberToObject(e, "loader_wait_s", ls.wait_seconds);
+        cJSON_AddNumberToObject(e, "loader_samples_per_s", ls.samples_per_s);
+        cJSON_AddNumberToObject(e, "t_start", t_start);
+        cJSON_AddNumberToObject(e, "t_end", t_end);
+        emit(j, e);
+        fprintf(j->human, "epoch %d%s: %ld steps, %.2f s, %.0f samples/s, step %.2f ms (median), loss %.4f, "
+                "train acc %.4f", epoch, epoch == 1 ? " (warm-up)" : "", steps, seconds, samples / seconds,
+                timed ? step_ms[timed / 2] : 0.0f, loss, correct / samples);
+        if (o->eval) fprintf(j->human, ", test acc %.4f (loss %.4f)", test_acc, test_loss);
+        fprintf(j->human, "\n");
+        fflush(j->human);
+        if (diverged) status = fail(j, 1, "the loss diverged (NaN or infinite)");
+    }
+    for (int i = 0; i <= MAX_TIMED_STEPS; i++) CHECK_CUDA(cudaEventDestroy(marks[i]));
+    CHECK_CUDA(cudaEventDestroy(copied));
+    free(marks), free(step_ms);
+    loader_close(l);
+    return status;
+}
+
+static int wait_for_go(job *j) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "ready");
+    cJSON_AddNumberToObject(e, "t", wall_seconds());
+    emit(j, e);
+    if (!j->opt.wait_go) return 0;
+    char line[64];
+    if (!fgets(line, sizeof line, stdin) || strncmp(line, "go", 2) != 0)
+        return fail(j, 1, "--wait-go: stdin closed or did not say \"go\"");
+    return 0;
+}
+
+static void emit_setup(job *j) {
+    struct cudaDeviceProp prop;
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, j->s.ctx.device));
+    int mps = 0;
+    if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, j->s.ctx.device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        mps = 0;
+    }
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "setup");
+    cJSON_AddStringToObject(e, "model", j->opt.model);
+    cJSON_AddNumberToObject(e, "params", (double)model_param_count(j->s.model));
+    cJSON_AddNumberToObject(e, "footprint_bytes", (double)session_gpu_bytes(&j->s));
+    cJSON_AddNumberToObject(e, "flops_per_step", 3.0 * j->s.model->flops_per_step_forward);
+    cJSON_AddStringToObject(e, "device", prop.name);
+    cJSON_AddNumberToObject(e, "sm_count", prop.multiProcessorCount);
+    cJSON_AddNumberToObject(e, "mps", mps);
+    cJSON_AddNumberToObject(e, "mig", visible && !strncmp(visible, "MIG-", 4));
+    cJSON_AddNumberToObject(e, "pid", (double)getpid());
+    cJSON_AddNumberToObject(e, "steps_per_epoch", (double)j->steps_per_epoch);
+    emit(j, e);
+    fprintf(j->human, "%s on %s (%d SMs%s): %lld parameters, %.1f MiB on the GPU, %ld steps of %d per epoch\n",
+            j->opt.model, prop.name, prop.multiProcessorCount, mps ? ", MPS" : "",
+            (long long)model_param_count(j->s.model),
+            session_gpu_bytes(&j->s) / 1048576.0, j->steps_per_epoch, j->opt.batch);
+}
+
+int main(int argc, char **argv) {
+    static job j;
+    char err[1024];
+    j.human = stdout;
+    int parsed = train_options_parse(&j.opt, argc, argv, err, sizeof err);
+    if (parsed == 1) return 0;
+    if (j.opt.json) j.human = stderr;
+    if (parsed != 0) return fail(&j, 2, err);
+    model_config config = config_of(&j.opt);
+    if (session_plan(&j.s, &config, err, sizeof err) != 0) return fail(&j, 2, err);
+    if (j.opt.dry_run) return dry_run(&j);
+    if (open_data(&j, err, sizeof err) != 0) return fail(&j, 2, err);
+    if (j.opt.load[0] && access(j.opt.load, R_OK) != 0) {
+        snprintf(err, sizeof err, "--load %s: cannot read the file", j.opt.load);
+        return fail(&j, 2, err);
+    }
+    int rc = build_on_gpu(&j, err, sizeof err);
+    if (rc != 0) return fail(&j, rc, err);
+    emit_setup(&j);
+    if (wait_for_go(&j) != 0) return 1;
+    rc = run_epochs(&j);
+    if (rc == 0 && j.opt.save[0] && checkpoint_save(j.s.model, &j.s.ctx, j.opt.save, err, sizeof err) != 0)
+        rc = fail(&j, 1, err);
+    if (rc == 0) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "event", "done");
+        cJSON_AddNumberToObject(e, "t", wall_seconds());
+        emit(&j, e);
+    }
+    session_end(&j.s);
+    dataset_close(&j.train_set);
+    dataset_close(&j.test_set);
+    return rc;
+}

@@ -1,0 +1,180 @@
+#include "runner/train_options.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *DATA_SETS = "synthetic, fashion-mnist, cifar10, imagenet64, imagenet";
+
+void train_options_usage(void *file) {
+    fprintf((FILE *)file,
+            "usage: train --model NAME [--data SET] [--batch N] [--epochs N] [options]\n"
+            "  --model resnet26|resnet50|resnet152\n"
+            "  --data %s (default synthetic)\n"
+            "  --data-root DIR        real files (fashion-mnist defaults to the installed copy;\n"
+            "                         cifar10 reads the binary version); otherwise synthetic data\n"
+            "                         shaped like the named set\n"
+            "  --batch N (128)  --epochs N (2)  --steps-per-epoch N (whole epochs)\n"
+            "  --image-size N  --classes N     (default from the data set)\n"
+            "  --lr X (0.1)  --momentum X (0.9)  --weight-decay X (5e-4)  --nesterov  --wd-all\n"
+            "  --schedule constant|step|cosine|one-cycle (one-cycle)  --warmup-pct X (0.15)\n"
+            "  --step-epochs N (30)  --gamma X (0.1)  --min-lr X (0)  --label-smoothing X (0)\n"
+            "  --seed N (0)  --save FILE  --load FILE  --eval  --json  --dry-run\n"
+            "  --wait-go              after warm-up print a ready event and wait for \"go\" on stdin\n"
+            "  --workers N            data loader threads (0: from the CPU count)\n"
+            "  --device N (0)  --no-graph  --no-tf32  --workspace-mb N (512)\n",
+            DATA_SETS);
+}
+
+const char *lr_kind_name(lr_kind kind) {
+    switch (kind) {
+    case LR_CONSTANT: return "constant";
+    case LR_STEP: return "step";
+    case LR_COSINE: return "cosine";
+    default: return "one-cycle";
+    }
+}
+
+static int parse_long(const char *option, const char *text, long lo, long hi, long *out, char *err,
+                      size_t err_size) {
+    char *end = NULL;
+    errno = 0;
+    long v = text ? strtol(text, &end, 10) : 0;
+    if (!text || !*text || *end || errno || v < lo || v > hi) {
+        snprintf(err, err_size, "%s: expected a whole number from %ld to %ld, got '%s'", option, lo, hi,
+                 text ? text : "(nothing)");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *option, const char *text, double lo, double hi, float *out,
+                       char *err, size_t err_size) {
+    char *end = NULL;
+    errno = 0;
+    double v = text ? strtod(text, &end) : 0;
+    if (!text || !*text || *end || errno || !isfinite(v) || v < lo || v > hi) {
+        snprintf(err, err_size, "%s: expected a number from %g to %g, got '%s'", option, lo, hi,
+                 text ? text : "(nothing)");
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+static int copy_text(const char *option, const char *text, char *dst, size_t size, char *err,
+                     size_t err_size) {
+    if (!text || !*text || strlen(text) >= size) {
+        snprintf(err, err_size, "%s: expected a value of 1 to %zu characters", option, size - 1);
+        return -1;
+    }
+    strcpy(dst, text);
+    return 0;
+}
+
+/* Image size, classes and epoch length of each data set; synthetic follows the options. */
+static int data_defaults(train_options *o, char *err, size_t err_size) {
+    int size = 32, classes = 10;
+    int64_t count = 50000;
+    if (strcmp(o->data, "fashion-mnist") == 0) count = 60000;
+    else if (strcmp(o->data, "imagenet64") == 0) size = 64, classes = 1000, count = 1281167;
+    else if (strcmp(o->data, "imagenet") == 0) size = 224, classes = 1000, count = 1281167;
+    else if (strcmp(o->data, "cifar10") != 0 && strcmp(o->data, "synthetic") != 0) {
+        snprintf(err, err_size, "--data: unknown data set '%s': expected one of %s", o->data, DATA_SETS);
+        return -1;
+    }
+    int real_fixed = strcmp(o->data, "fashion-mnist") == 0 ||
+                     (strcmp(o->data, "cifar10") == 0 && o->data_root[0]);
+    if (real_fixed && ((o->image_size && o->image_size != 32) || (o->classes && o->classes != 10))) {
+        snprintf(err, err_size, "--data %s: its images are 32x32 with 10 classes (got --image-size %d "
+                 "--classes %d)", o->data, o->image_size, o->classes);
+        return -1;
+    }
+    if (o->data_root[0] && strcmp(o->data, "fashion-mnist") != 0 && strcmp(o->data, "cifar10") != 0) {
+        snprintf(err, err_size, "--data-root: real files are read for fashion-mnist and cifar10; "
+                 "--data %s runs on synthetic data of its shape (leave out --data-root)", o->data);
+        return -1;
+    }
+    if (!o->image_size) o->image_size = size;
+    if (!o->classes) o->classes = classes;
+    if (!o->synthetic_count) o->synthetic_count = count;
+    return 0;
+}
+
+int train_options_parse(train_options *o, int argc, char **argv, char *err, size_t err_size) {
+    memset(o, 0, sizeof *o);
+    strcpy(o->data, "synthetic");
+    o->batch = 128, o->epochs = 2;
+    o->lr = 0.1f, o->momentum = 0.9f, o->weight_decay = 5e-4f, o->warmup_pct = 0.15f;
+    o->gamma = 0.1f, o->step_epochs = 30, o->schedule = LR_ONE_CYCLE;
+    o->use_graph = 1, o->allow_tf32 = 1, o->workspace_limit = (size_t)512 << 20;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n = 0;
+        int rc = 0, takes_value = 1;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            train_options_usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "--model")) rc = copy_text(a, v, o->model, sizeof o->model, err, err_size);
+        else if (!strcmp(a, "--data")) rc = copy_text(a, v, o->data, sizeof o->data, err, err_size);
+        else if (!strcmp(a, "--data-root")) rc = copy_text(a, v, o->data_root, sizeof o->data_root, err, err_size);
+        else if (!strcmp(a, "--save")) rc = copy_text(a, v, o->save, sizeof o->save, err, err_size);
+        else if (!strcmp(a, "--load")) rc = copy_text(a, v, o->load, sizeof o->load, err, err_size);
+        else if (!strcmp(a, "--batch")) rc = parse_long(a, v, 1, 65536, &n, err, err_size), o->batch = (int)n;
+        else if (!strcmp(a, "--epochs")) rc = parse_long(a, v, 1, 100000, &n, err, err_size), o->epochs = (int)n;
+        else if (!strcmp(a, "--steps-per-epoch")) rc = parse_long(a, v, 1, 1L << 40, &n, err, err_size), o->steps_per_epoch = n;
+        else if (!strcmp(a, "--image-size")) rc = parse_long(a, v, 8, 2048, &n, err, err_size), o->image_size = (int)n;
+        else if (!strcmp(a, "--classes")) rc = parse_long(a, v, 2, 1000000, &n, err, err_size), o->classes = (int)n;
+        else if (!strcmp(a, "--seed")) rc = parse_long(a, v, 0, 1L << 62, &n, err, err_size), o->seed = (uint64_t)n;
+        else if (!strcmp(a, "--step-epochs")) rc = parse_long(a, v, 1, 100000, &n, err, err_size), o->step_epochs = (int)n;
+        else if (!strcmp(a, "--device")) rc = parse_long(a, v, 0, 1023, &n, err, err_size), o->device = (int)n;
+        else if (!strcmp(a, "--workers")) rc = parse_long(a, v, 0, 256, &n, err, err_size), o->workers = (int)n;
+        else if (!strcmp(a, "--workspace-mb")) rc = parse_long(a, v, 0, 1 << 20, &n, err, err_size), o->workspace_limit = (size_t)n << 20;
+        else if (!strcmp(a, "--lr")) rc = parse_float(a, v, 0, 100, &o->lr, err, err_size);
+        else if (!strcmp(a, "--momentum")) rc = parse_float(a, v, 0, 0.9999, &o->momentum, err, err_size);
+        else if (!strcmp(a, "--weight-decay")) rc = parse_float(a, v, 0, 1, &o->weight_decay, err, err_size);
+        else if (!strcmp(a, "--label-smoothing")) rc = parse_float(a, v, 0, 0.999, &o->label_smoothing, err, err_size);
+        else if (!strcmp(a, "--warmup-pct")) rc = parse_float(a, v, 0, 0.999, &o->warmup_pct, err, err_size);
+        else if (!strcmp(a, "--gamma")) rc = parse_float(a, v, 0, 1, &o->gamma, err, err_size);
+        else if (!strcmp(a, "--min-lr")) rc = parse_float(a, v, 0, 100, &o->min_lr, err, err_size);
+        else if (!strcmp(a, "--schedule")) {
+            if (v && !strcmp(v, "constant")) o->schedule = LR_CONSTANT;
+            else if (v && !strcmp(v, "step")) o->schedule = LR_STEP;
+            else if (v && !strcmp(v, "cosine")) o->schedule = LR_COSINE;
+            else if (v && !strcmp(v, "one-cycle")) o->schedule = LR_ONE_CYCLE;
+            else {
+                snprintf(err, err_size, "--schedule: expected constant, step, cosine or one-cycle, got '%s'",
+                         v ? v : "(nothing)");
+                rc = -1;
+            }
+        } else {
+            takes_value = 0;
+            if (!strcmp(a, "--nesterov")) o->nesterov = 1;
+            else if (!strcmp(a, "--wd-all")) o->decay_all = 1;
+            else if (!strcmp(a, "--eval")) o->eval = 1;
+            else if (!strcmp(a, "--json")) o->json = 1;
+            else if (!strcmp(a, "--dry-run")) o->dry_run = 1;
+            else if (!strcmp(a, "--wait-go")) o->wait_go = 1;
+            else if (!strcmp(a, "--no-graph")) o->use_graph = 0;
+            else if (!strcmp(a, "--no-tf32")) o->allow_tf32 = 0;
+            else {
+                snprintf(err, err_size, "unknown option '%s' (train --help lists them)", a);
+                return -1;
+            }
+        }
+        if (rc) return -1;
+        i += takes_value;
+    }
+    if (!o->model[0]) {
+        snprintf(err, err_size, "--model is required: resnet26, resnet50 or resnet152");
+        return -1;
+    }
+    if (o->nesterov && o->momentum == 0) {
+        snprintf(err, err_size, "--nesterov needs a momentum above 0");
+        return -1;
+    }
+    return data_defaults(o, err, err_size);
+}

@@ -1,0 +1,33 @@
+/* Command line of the `train` program, parsed and validated on the host before any GPU call, so
+ * that bad input fails the same way on a machine without a GPU (exit code 2). */
+#ifndef SUITE_TRAIN_OPTIONS_H
+#define SUITE_TRAIN_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/schedule.h"
+
+typedef struct train_options {
+    char model[32];
+    char data[32];            /* synthetic, fashion-mnist, cifar10, imagenet64, imagenet */
+    char data_root[1024];     /* empty: synthetic data shaped like `data` (fashion-mnist: installed copy) */
+    int batch, epochs, image_size, classes;
+    long steps_per_epoch;     /* 0: whole epochs */
+    int64_t synthetic_count;  /* samples in a synthetic epoch */
+    float lr, momentum, weight_decay, label_smoothing, warmup_pct, gamma, min_lr;
+    int nesterov, decay_all, step_epochs;
+    lr_kind schedule;
+    uint64_t seed;
+    char save[1024], load[1024];
+    int eval, json, dry_run, wait_go, use_graph, allow_tf32, device, workers;
+    size_t workspace_limit;
+} train_options;
+
+/* 0 on success; -1 with a message naming the option and what it expects (exit 2); 1 when --help
+ * was asked (usage already printed to `out`). */
+int train_options_parse(train_options *o, int argc, char **argv, char *err, size_t err_size);
+void train_options_usage(void *file);
+const char *lr_kind_name(lr_kind kind);
+
+#endif

@@ -1,0 +1,295 @@
+/* A stand-in for `train` that speaks its protocol without a GPU, so run_suite's orchestration
+ * (barrier, events, failures, signals, results) is tested on any machine. It checks its argv as
+ * train does (exit 2 on bad usage) and takes its behaviour from the environment:
+ *
+ *   FAKE_TRAIN="KEY:ACTION,ACTION;KEY:ACTION..."   KEY: "*", a model, "@BATCH" or "MODEL@BATCH"
+ *     setup_ms=N      time from start to "ready" (default 20)
+ *     epoch_ms=N      time per epoch (default 50)
+ *     steps=N         steps per epoch when --steps-per-epoch is absent (default 10)
+ *     crash=SIG/K     raise signal SIG at the start of epoch K (K=0: before ready)
+ *     fail=K          error event "out of memory" and exit 1 at epoch K (K=0: during setup)
+ *     nan=K           epoch K reports "loss":null,"diverged":true, then error event and exit 1
+ *     never_ready     print setup, then wait without ever printing ready
+ *     ignore_term     ignore SIGTERM (the runner must escalate to SIGKILL)
+ *     no_done         exit 0 without the done event
+ *     footprint=B     bytes reported as the total by --dry-run (default 1 GiB)
+ *   FAKE_TRAIN_RECORD=DIR   write DIR/<pid>.txt with argv and the CUDA_* environment
+ * It reports "mps":1 when $CUDA_MPS_PIPE_DIRECTORY holds a control socket, as a CUDA program
+ * would find a daemon there.
+ *
+ * Run under the name nvidia-cuda-mps-control (a symlink), it imitates MPS's control program:
+ * "-d" puts a daemon in the background that holds $CUDA_MPS_PIPE_DIRECTORY/control (a socket)
+ * and writes nvidia-cuda-mps-control.pid there; without arguments it reads commands on stdin
+ * and "quit" stops that daemon. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+extern char **environ;
+
+typedef struct behaviour {
+    long setup_ms, epoch_ms, steps, footprint;
+    int crash_signal, crash_epoch, fail_epoch, nan_epoch;
+    int never_ready, ignore_term, no_done;
+} behaviour;
+
+typedef struct options {
+    const char *model, *data, *data_root;
+    long batch, image_size, classes, epochs, steps;
+    int json, wait_go, dry_run, have_image_size, have_classes;
+} options;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+
+static void usage_error(const char *message, const char *arg) {
+    printf("{\"event\":\"error\",\"message\":\"%s%s\"}\n", message, arg ? arg : "");
+    fprintf(stderr, "fake_train: %s%s\n", message, arg ? arg : "");
+    exit(2);
+}
+
+static void apply_action(behaviour *b, const char *action) {
+    if (sscanf(action, "setup_ms=%ld", &b->setup_ms) == 1) return;
+    if (sscanf(action, "epoch_ms=%ld", &b->epoch_ms) == 1) return;
+    if (sscanf(action, "steps=%ld", &b->steps) == 1) return;
+    if (sscanf(action, "crash=%d/%d", &b->crash_signal, &b->crash_epoch) == 2) return;
+    if (sscanf(action, "fail=%d", &b->fail_epoch) == 1) return;
+    if (sscanf(action, "nan=%d", &b->nan_epoch) == 1) return;
+    if (sscanf(action, "footprint=%ld", &b->footprint) == 1) return;
+    if (strcmp(action, "never_ready") == 0) b->never_ready = 1;
+    else if (strcmp(action, "ignore_term") == 0) b->ignore_term = 1;
+    else if (strcmp(action, "no_done") == 0) b->no_done = 1;
+    else fprintf(stderr, "fake_train: unknown FAKE_TRAIN action '%s'\n", action);
+}
+
+static int key_matches(const char *key, const options *o) {
+    if (strcmp(key, "*") == 0) return 1;
+    char with_batch[128];
+    snprintf(with_batch, sizeof with_batch, "%s@%ld", o->model, o->batch);
+    if (key[0] == '@') return atol(key + 1) == o->batch;
+    return strcmp(key, o->model) == 0 || strcmp(key, with_batch) == 0;
+}
+
+static behaviour read_behaviour(const options *o) {
+    behaviour b = {.setup_ms = 20, .epoch_ms = 50, .steps = 10, .footprint = 1L << 30,
+                   .crash_epoch = -1, .fail_epoch = -1, .nan_epoch = -1};
+    const char *spec = getenv("FAKE_TRAIN");
+    if (!spec) return b;
+    char *copy = strdup(spec), *save_rule = NULL;
+    for (char *rule = strtok_r(copy, ";", &save_rule); rule; rule = strtok_r(NULL, ";", &save_rule)) {
+        char *colon = strchr(rule, ':');
+        if (!colon) continue;
+        *colon = 0;
+        if (!key_matches(rule, o)) continue;
+        char *save_action = NULL;
+        for (char *a = strtok_r(colon + 1, ",", &save_action); a; a = strtok_r(NULL, ",", &save_action))
+            apply_action(&b, a);
+    }
+    free(copy);
+    return b;
+}
+
+static long need_number(int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) usage_error("missing value after ", argv[*i]);
+    char *end;
+    long v = strtol(argv[*i + 1], &end, 10);
+    if (*end || v < 0) usage_error("expected a non-negative integer after ", argv[*i]);
+    (*i)++;
+    return v;
+}
+
+static options parse_options(int argc, char **argv) {
+    options o = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--model") == 0 && i + 1 < argc) o.model = argv[++i];
+        else if (strcmp(a, "--data") == 0 && i + 1 < argc) o.data = argv[++i];
+        else if (strcmp(a, "--data-root") == 0 && i + 1 < argc) o.data_root = argv[++i];
+        else if (strcmp(a, "--batch") == 0) o.batch = need_number(argc, argv, &i);
+        else if (strcmp(a, "--image-size") == 0) { o.image_size = need_number(argc, argv, &i); o.have_image_size = 1; }
+        else if (strcmp(a, "--classes") == 0) { o.classes = need_number(argc, argv, &i); o.have_classes = 1; }
+        else if (strcmp(a, "--epochs") == 0) o.epochs = need_number(argc, argv, &i);
+        else if (strcmp(a, "--steps-per-epoch") == 0) o.steps = need_number(argc, argv, &i);
+        else if (strcmp(a, "--seed") == 0) need_number(argc, argv, &i);
+        else if (strcmp(a, "--json") == 0) o.json = 1;
+        else if (strcmp(a, "--wait-go") == 0) o.wait_go = 1;
+        else if (strcmp(a, "--dry-run") == 0) o.dry_run = 1;
+        else usage_error("unknown option ", a);
+    }
+    if (!o.model || !o.data) usage_error("--model and --data are required", NULL);
+    if (o.batch <= 0) usage_error("--batch is required", NULL);
+    if ((o.have_image_size && o.image_size < 8) || (o.have_classes && o.classes < 1))
+        usage_error("--image-size must be at least 8 and --classes at least 1", NULL);
+    if (!o.json) usage_error("--json is required by this fake", NULL);
+    if (!o.dry_run && (o.epochs <= 0 || !o.wait_go))
+        usage_error("--epochs N and --wait-go are required when training", NULL);
+    return o;
+}
+
+static void record(int argc, char **argv) {
+    const char *dir = getenv("FAKE_TRAIN_RECORD");
+    if (!dir) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%d.txt", dir, (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    for (int i = 0; i < argc; i++) fprintf(f, "argv %s\n", argv[i]);
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "CUDA_", 5) == 0) fprintf(f, "env %s\n", *e);
+    fclose(f);
+}
+
+static void wait_for_go(void) {
+    char line[64];
+    while (fgets(line, sizeof line, stdin)) {
+        if (strncmp(line, "go", 2) == 0) return;
+    }
+    printf("{\"event\":\"error\",\"message\":\"stdin closed before go\"}\n");
+    exit(1);
+}
+
+static void fail_now(const char *message) {
+    printf("{\"event\":\"error\",\"message\":\"%s\"}\n", message);
+    fprintf(stderr, "fake_train: %s\n", message);
+    exit(1);
+}
+
+static int has_control_socket(const char *dir) {
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/control", dir ? dir : "");
+    return dir && *dir && stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+static volatile sig_atomic_t daemon_stop = 0;
+static void on_daemon_term(int signo) { daemon_stop = signo; }
+
+/* The MPS control program's two uses: start a daemon (-d), or pass "quit" to it. */
+static int fake_mps_control(int argc, char **argv) {
+    const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    const char *log_dir = getenv("CUDA_MPS_LOG_DIRECTORY");
+    if (!dir || !*dir) dir = "/tmp/nvidia-mps";
+    char control[4200], pid_path[4200];
+    snprintf(control, sizeof control, "%s/control", dir);
+    snprintf(pid_path, sizeof pid_path, "%s/nvidia-cuda-mps-control.pid", dir);
+    if (argc > 1 && strcmp(argv[1], "-d") == 0) {
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
+        if (strlen(control) >= sizeof addr.sun_path) {
+            fprintf(stderr, "fake mps: socket path too long: %s\n", control);
+            return 1;
+        }
+        memcpy(addr.sun_path, control, strlen(control) + 1);
+        if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 4) != 0) {
+            fprintf(stderr, "fake mps: cannot listen on %s: %s\n", control, strerror(errno));
+            return 1;
+        }
+        pid_t pid = fork();
+        if (pid < 0) return 1;
+        if (pid > 0) {
+            FILE *f = fopen(pid_path, "w");
+            if (f) fprintf(f, "%d\n", (int)pid), fclose(f);
+            return 0;
+        }
+        setsid();
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0), dup2(null, 1), dup2(null, 2);
+        if (log_dir) {
+            char log[4200];
+            snprintf(log, sizeof log, "%s/control.log", log_dir);
+            FILE *f = fopen(log, "a");
+            if (f) fprintf(f, "fake control daemon %d started\n", (int)getpid()), fclose(f);
+        }
+        signal(SIGTERM, on_daemon_term);
+        while (!daemon_stop) pause();
+        close(fd);
+        unlink(control);
+        unlink(pid_path);
+        _exit(0);
+    }
+    char line[256];
+    while (fgets(line, sizeof line, stdin)) {
+        if (strncmp(line, "quit", 4) != 0) continue;
+        FILE *f = fopen(pid_path, "r");
+        int pid = 0;
+        if (f) {
+            if (fscanf(f, "%d", &pid) != 1) pid = 0;
+            fclose(f);
+        }
+        if (pid > 0) kill(pid, SIGTERM);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (strcmp(basename(argv[0]), "nvidia-cuda-mps-control") == 0) return fake_mps_control(argc, argv);
+    options o = parse_options(argc, argv);
+    behaviour b = read_behaviour(&o);
+    if (o.dry_run) {
+        long f = b.footprint;
+        printf("{\"model\":\"%s\",\"params\":%ld,\"footprint\":{\"parameters\":%ld,\"gradients\":%ld,"
+               "\"optimizer\":%ld,\"buffers\":0,\"activations\":%ld,\"workspace\":0,\"total\":%ld}}\n",
+               o.model, f / 16, f / 4, f / 4, f / 4, f - 3 * (f / 4), f);
+        return 0;
+    }
+    record(argc, argv);
+    if (b.ignore_term) signal(SIGTERM, SIG_IGN);
+    const char *pipe_dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    fprintf(stderr, "fake_train: building %s on %s\n", o.model, o.data);
+    printf("{\"event\":\"setup\",\"model\":\"%s\",\"params\":%ld,\"footprint_bytes\":%ld,"
+           "\"device\":\"Fake GPU\",\"mps\":%d,\"mig\":%d,\"pid\":%d}\n",
+           o.model, b.footprint / 16, b.footprint, has_control_socket(pipe_dir),
+           visible && strncmp(visible, "MIG-", 4) == 0 ? 1 : 0, (int)getpid());
+    if (b.crash_epoch == 0) raise(b.crash_signal);
+    if (b.fail_epoch == 0) fail_now("out of memory");
+    sleep_ms(b.setup_ms);
+    if (b.never_ready)
+        for (;;) pause();
+    printf("{\"event\":\"ready\",\"t\":%.6f}\n", now());
+    wait_for_go();
+    long steps = o.steps > 0 ? o.steps : b.steps;
+    for (long k = 1; k <= o.epochs; k++) {
+        if (b.crash_epoch == k) raise(b.crash_signal);
+        if (b.fail_epoch == k) fail_now("out of memory");
+        double t0 = now();
+        sleep_ms(b.epoch_ms);
+        double t1 = now();
+        double samples = (double)steps * o.batch, seconds = t1 - t0;
+        char loss[64], accuracy[64];
+        snprintf(loss, sizeof loss, "%.4f", 2.3 / (double)k);
+        snprintf(accuracy, sizeof accuracy, "%.4f", 0.1 * (double)k);
+        if (strcmp(o.model, "dlrm") == 0) snprintf(accuracy, sizeof accuracy, "null");
+        int diverged = b.nan_epoch == k;
+        if (diverged) snprintf(loss, sizeof loss, "null");
+        printf("{\"event\":\"epoch\",\"epoch\":%ld,\"warmup\":%s,\"samples\":%.0f,\"seconds\":%.6f,"
+               "\"samples_per_s\":%.3f,\"loss\":%s,\"accuracy\":%s,\"peak_bytes\":%ld,"
+               "\"t_start\":%.6f,\"t_end\":%.6f,\"step_ms_median\":%.3f,\"step_ms_p90\":%.3f%s}\n",
+               k, k == 1 ? "true" : "false", samples, seconds, samples / seconds, loss, accuracy,
+               b.footprint, t0, t1, seconds * 1000.0 / (double)steps,
+               seconds * 1100.0 / (double)steps, diverged ? ",\"diverged\":true" : "");
+        if (diverged) fail_now("loss is NaN");
+    }
+    if (!b.no_done) printf("{\"event\":\"done\",\"t\":%.6f}\n", now());
+    fprintf(stderr, "fake_train: done\n");
+    return 0;
+}

@@ -1,0 +1,213 @@
+/* sgd_update against torch.optim.SGD's update rule (dampening 0), computed in double on the host
+ * over several steps: momentum with and without Nesterov, plain SGD without a buffer, weight decay
+ * only on the first n_decay elements (n_decay and n not multiples of 4), the float4 path and the
+ * scalar path for misaligned pointers, and a large flat buffer. lr_schedule_step against the
+ * host's lr_at, directly and inside a replayed CUDA graph that also runs the update. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "kernels/kernels.h"
+#include "models/check.h"
+#include "tests/testutil.h"
+
+static float *host_alloc(size_t n) {
+    float *h = malloc((n ? n : 1) * sizeof(float));
+    assert_non_null(h);
+    return h;
+}
+
+static void upload(float *device, const float *host, size_t n) {
+    CHECK_CUDA(cudaMemcpy(device, host, n * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+static float *dev_alloc(size_t n) {
+    float *d = NULL;
+    CHECK_CUDA(cudaMalloc((void **)&d, (n + 4) * sizeof(float)));
+    return d;
+}
+
+/* torch.optim.SGD.step for one element: d_p = grad (+ wd * p); buf = momentum * buf + d_p (the
+ * first step's clone(d_p) is the same from a zero buffer); d_p = nesterov ? d_p + momentum * buf
+ * : buf; p -= lr * d_p. With momentum 0 there is no buffer (sgd_update leaves it untouched). */
+static void ref_sgd(double *p, double *buf, const float *grad, size_t n, size_t n_decay, double lr,
+                    double momentum, double wd, int nesterov) {
+    for (size_t i = 0; i < n; i++) {
+        double d = grad[i] + (i < n_decay ? wd * p[i] : 0.0);
+        if (momentum != 0.0) {
+            buf[i] = momentum * buf[i] + d;
+            d = nesterov ? d + momentum * buf[i] : buf[i];
+        }
+        p[i] -= lr * d;
+    }
+}
+
+static void expect_err(const char *what, size_t n, int step, double err, double tol) {
+    if (!(err < tol)) {
+        fprintf(stderr, "%s (n=%zu, after step %d): relative error %.3g, expected < %.1g\n", what, n,
+                step, err, tol);
+        fail();
+    }
+}
+
+static void check_sgd(size_t n, size_t n_decay, float momentum, float wd, int nesterov, int with_buf,
+                      int shift, uint64_t seed) {
+    uint64_t rng = seed;
+    float *p = host_alloc(n), *g = host_alloc(n), *got = host_alloc(n);
+    double *p_ref = malloc(n * sizeof(double)), *buf_ref = calloc(n, sizeof(double));
+    assert_non_null(p_ref);
+    assert_non_null(buf_ref);
+    test_fill_uniform(p, n, &rng, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++) p_ref[i] = p[i];
+    float *p_d = dev_alloc(n) + shift, *g_d = dev_alloc(n) + shift, *lr_d = dev_alloc(1);
+    float *buf_d = with_buf ? dev_alloc(n) + shift : NULL;
+    upload(p_d, p, n);
+    if (buf_d) CHECK_CUDA(cudaMemset(buf_d, 0, n * sizeof(float))); /* the arena zeroes it */
+    const float lrs[] = {0.1f, 0.05f, 0.2f, 0.01f};
+    for (int step = 0; step < 4; step++) {
+        test_fill_uniform(g, n, &rng, -1.0f, 1.0f);
+        upload(g_d, g, n);
+        upload(lr_d, &lrs[step], 1);
+        sgd_update(p_d, buf_d, g_d, lr_d, n, n_decay, momentum, wd, nesterov, 0);
+        ref_sgd(p_ref, buf_ref, g, n, n_decay, lrs[step], momentum, wd, nesterov);
+        test_to_host(got, p_d, n);
+        expect_err("sgd params", n, step, test_rel_err(got, p_ref, n), 1e-6);
+        if (buf_d) {
+            test_to_host(got, buf_d, n);
+            expect_err("sgd momentum buffer", n, step, test_rel_err(got, buf_ref, n), 1e-6);
+        }
+    }
+    CHECK_CUDA(cudaFree(p_d - shift));
+    CHECK_CUDA(cudaFree(g_d - shift));
+    CHECK_CUDA(cudaFree(lr_d));
+    if (buf_d) CHECK_CUDA(cudaFree(buf_d - shift));
+    free(p); free(g); free(got); free(p_ref); free(buf_ref);
+}
+
+static void test_sgd(void **state) {
+    (void)state;
+    const size_t sizes[][2] = {{1, 1}, {3, 0}, {4, 4}, {5, 2}, {10, 7}, {1000, 333}, {1001, 1001},
+                               {4099, 4000}, {(1u << 20) + 3, 700001}};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        size_t n = sizes[s][0], n_decay = sizes[s][1];
+        check_sgd(n, n_decay, 0.9f, 5e-4f, 0, 1, 0, 100 + s);
+        check_sgd(n, n_decay, 0.9f, 1e-4f, 1, 1, 0, 200 + s);
+        check_sgd(n, n_decay, 0.0f, 5e-4f, 0, 0, 0, 300 + s);  /* plain SGD, no buffer */
+        check_sgd(n, n_decay, 0.0f, 5e-4f, 1, 1, 0, 400 + s);  /* momentum 0: buffer untouched */
+        check_sgd(n, n_decay, 0.8f, 1e-3f, 1, 1, 1, 500 + s);  /* misaligned: scalar path */
+    }
+}
+
+/* ResNet-50 has 25.6M parameters: one update over a buffer of that size. */
+static void test_sgd_large(void **state) {
+    (void)state;
+    check_sgd(25557032, 25503912, 0.9f, 5e-5f, 1, 1, 0, 600);
+}
+
+static void expect_lr(long step, float got, const lr_schedule *s) {
+    float want = lr_at(s, step);
+    /* The device evaluates lr_at with fast-math cosf/powf: agreement to float rounding. */
+    if (!(fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f * s->base_lr)) {
+        fprintf(stderr, "lr_schedule_step: step %ld gave %.9g, lr_at says %.9g\n", step, got, want);
+        fail();
+    }
+}
+
+static void test_lr_schedule_step(void **state) {
+    (void)state;
+    lr_schedule schedules[] = {
+        {.kind = LR_CONSTANT, .base_lr = 0.1f},
+        {.kind = LR_STEP, .base_lr = 0.4f, .step_size = 5, .gamma = 0.5f},
+        {.kind = LR_COSINE, .base_lr = 0.8f, .total_steps = 40, .warmup_steps = 6, .min_lr = 1e-3f},
+        {.kind = LR_ONE_CYCLE, .base_lr = 0.2f, .total_steps = 50, .warmup_steps = 15,
+         .div_factor = 25.0f, .final_div = 1e4f},
+    };
+    float *lr_d = dev_alloc(1);
+    int64_t *step_d = NULL;
+    CHECK_CUDA(cudaMalloc((void **)&step_d, sizeof(int64_t)));
+    for (size_t k = 0; k < sizeof schedules / sizeof *schedules; k++) {
+        int64_t start = k == 3 ? 7 : 0; /* resuming mid-run starts from a saved step */
+        CHECK_CUDA(cudaMemcpy(step_d, &start, sizeof start, cudaMemcpyHostToDevice));
+        for (long step = start; step < 60; step++) {
+            test_poison(lr_d, 1);
+            lr_schedule_step(lr_d, step_d, schedules[k], 0);
+            float lr;
+            int64_t next;
+            test_to_host(&lr, lr_d, 1);
+            CHECK_CUDA(cudaMemcpy(&next, step_d, sizeof next, cudaMemcpyDeviceToHost));
+            expect_lr(step, lr, &schedules[k]);
+            assert_true(next == step + 1);
+        }
+    }
+    CHECK_CUDA(cudaFree(lr_d));
+    CHECK_CUDA(cudaFree(step_d));
+}
+
+/* The training step's tail as the trainer captures it: schedule, then update, replayed. */
+static void test_graph_replay(void **state) {
+    (void)state;
+    const size_t n = 100003, n_decay = 90001;
+    const float momentum = 0.9f, wd = 5e-4f;
+    lr_schedule schedule = {.kind = LR_ONE_CYCLE, .base_lr = 0.5f, .total_steps = 10,
+                            .warmup_steps = 3, .div_factor = 25.0f, .final_div = 1e4f};
+    uint64_t rng = 700;
+    float *p = host_alloc(n), *g = host_alloc(n), *got = host_alloc(n);
+    double *p_ref = malloc(n * sizeof(double)), *buf_ref = calloc(n, sizeof(double));
+    test_fill_uniform(p, n, &rng, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++) p_ref[i] = p[i];
+    float *p_d = dev_alloc(n), *g_d = dev_alloc(n), *buf_d = dev_alloc(n), *lr_d = dev_alloc(1);
+    int64_t *step_d = NULL, zero = 0;
+    CHECK_CUDA(cudaMalloc((void **)&step_d, sizeof(int64_t)));
+    CHECK_CUDA(cudaMemcpy(step_d, &zero, sizeof zero, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemset(buf_d, 0, n * sizeof(float)));
+    upload(p_d, p, n);
+
+    cudaStream_t stream;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    lr_schedule_step(lr_d, step_d, schedule, stream);
+    sgd_update(p_d, buf_d, g_d, lr_d, n, n_decay, momentum, wd, 1, stream);
+    CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int step = 0; step < 5; step++) {
+        test_fill_uniform(g, n, &rng, -1.0f, 1.0f);
+        upload(g_d, g, n);
+        CHECK_CUDA(cudaDeviceSynchronize()); /* the upload's DMA is done before the replay */
+        CHECK_CUDA(cudaGraphLaunch(exec, stream));
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        float lr;
+        test_to_host(&lr, lr_d, 1);
+        expect_lr(step, lr, &schedule);
+        ref_sgd(p_ref, buf_ref, g, n, n_decay, lr, momentum, wd, 1);
+        test_to_host(got, p_d, n);
+        expect_err("sgd params in a graph", n, step, test_rel_err(got, p_ref, n), 1e-6);
+    }
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+    CHECK_CUDA(cudaStreamDestroy(stream));
+    CHECK_CUDA(cudaFree(p_d)); CHECK_CUDA(cudaFree(g_d)); CHECK_CUDA(cudaFree(buf_d));
+    CHECK_CUDA(cudaFree(lr_d)); CHECK_CUDA(cudaFree(step_d));
+    free(p); free(g); free(got); free(p_ref); free(buf_ref);
+}
+
+int main(void) {
+    test_require_gpu();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sgd),
+        cmocka_unit_test(test_sgd_large),
+        cmocka_unit_test(test_lr_schedule_step),
+        cmocka_unit_test(test_graph_replay),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,428 @@
+/* Job processes and their protocol, run against tests/fake_train (FAKE_TRAIN_PATH): argv and
+ * environment construction (also the MPS daemon's and clients'), event parsing, the start
+ * barrier, naive vs serial timing, crashes, error events, NaN losses, jobs that never become
+ * ready, and stopping with SIGTERM -> SIGKILL. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runner/jobs.h"
+#include "runner/mps.h"
+#include "tests/testutil.h"
+
+#ifndef FAKE_TRAIN_PATH
+#error "FAKE_TRAIN_PATH must name the fake_train program (CMake passes it)"
+#endif
+
+static job_spec make_spec(const char *label, const char *model, int batch) {
+    job_spec s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.label, sizeof s.label, "%s", label);
+    snprintf(s.model, sizeof s.model, "%s", model);
+    snprintf(s.data, sizeof s.data, "cifar10");
+    s.image_size = 32;
+    s.classes = 10;
+    s.batch = batch;
+    return s;
+}
+
+/* Jobs resnet26, resnet50, resnet152 (so FAKE_TRAIN can address each), logs in dir. */
+static job_run *prepare_jobs(int count, const char *dir, int epochs) {
+    static const char *models[] = {"resnet26", "resnet50", "resnet152"};
+    job_run *jobs = calloc((size_t)count, sizeof *jobs);
+    assert_non_null(jobs);
+    for (int i = 0; i < count; i++) {
+        job_spec spec = make_spec(models[i], models[i], 32);
+        char err[256];
+        assert_int_equal(job_prepare(&jobs[i], i, &spec, FAKE_TRAIN_PATH, epochs, 0, NULL, NULL, dir,
+                                     err, sizeof err), 0);
+    }
+    return jobs;
+}
+
+static void free_jobs(job_run *jobs, int count) {
+    for (int i = 0; i < count; i++) job_release(&jobs[i]);
+    free(jobs);
+}
+
+static jobs_settings quiet_settings(double ready_timeout) {
+    jobs_settings s = {ready_timeout, 1.0, NULL, {NULL, NULL}};
+    return s;
+}
+
+static void test_argv(void **state) {
+    job_spec spec = make_spec("S", "resnet26", 128);
+    char **argv = job_build_argv("/x/train", &spec, 3, 50, "/data", 0);
+    const char *want[] = {"/x/train", "--model", "resnet26", "--data", "cifar10", "--batch", "128",
+                          "--image-size", "32", "--classes", "10", "--epochs", "3",
+                          "--steps-per-epoch", "50", "--json", "--wait-go", "--data-root", "/data", NULL};
+    for (int i = 0; want[i]; i++) assert_string_equal(argv[i], want[i]);
+    assert_null(argv[19]);
+    job_free_strv(argv);
+    /* dry run: no epochs, steps or wait-go (the data root is checked too); criteo has no image size */
+    spec.image_size = 0;
+    argv = job_build_argv("/x/train", &spec, 3, 50, "/data", 1);
+    const char *dry[] = {"/x/train", "--model", "resnet26", "--data", "cifar10", "--batch", "128",
+                         "--classes", "10", "--dry-run", "--json", "--data-root", "/data", NULL};
+    for (int i = 0; dry[i]; i++) assert_string_equal(argv[i], dry[i]);
+    assert_null(argv[13]);
+    job_free_strv(argv);
+}
+
+static int has_entry(char **env, const char *entry) {
+    for (; env && *env; env++)
+        if (strcmp(*env, entry) == 0) return 1;
+    return 0;
+}
+
+static int has_name(char **env, const char *name) {
+    size_t n = strlen(name);
+    for (; env && *env; env++)
+        if (strncmp(*env, name, n) == 0 && (*env)[n] == '=') return 1;
+    return 0;
+}
+
+static void test_env(void **state) {
+    char *base[] = {"PATH=/bin", "CUDA_VISIBLE_DEVICES=3", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=10", NULL};
+    job_env env = {0};
+    assert_int_equal(job_env_set(&env, "CUDA_VISIBLE_DEVICES", "GPU-%s", "abc"), 0);
+    assert_int_equal(job_env_set(&env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", NULL), 0);
+    assert_int_equal(job_env_set(&env, "NEW", "%d", 7), 0);
+    char **out = job_build_env(base, &env);
+    assert_true(has_entry(out, "PATH=/bin"));
+    assert_true(has_entry(out, "CUDA_VISIBLE_DEVICES=GPU-abc"));
+    assert_false(has_entry(out, "CUDA_VISIBLE_DEVICES=3"));
+    assert_false(has_name(out, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    assert_true(has_entry(out, "NEW=7"));
+    job_free_strv(out);
+    char name[64];
+    job_safe_name(name, sizeof name, "resnet50:imagenet64@128/96");
+    assert_string_equal(name, "resnet50_imagenet64_128_96");
+    job_safe_name(name, sizeof name, "../x");
+    assert_string_equal(name, "_._x");
+}
+
+static void test_mps_commands(void **state) {
+    mps_daemon d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.pipe_dir, sizeof d.pipe_dir, "/r/mps-pipe");
+    snprintf(d.log_dir, sizeof d.log_dir, "/r/mps-log");
+    snprintf(d.visible, sizeof d.visible, "GPU-1234");
+    const char *argv[3];
+    mps_control_argv(&d, 1, argv);
+    assert_string_equal(argv[0], "nvidia-cuda-mps-control");
+    assert_string_equal(argv[1], "-d");
+    assert_null(argv[2]);
+    mps_control_argv(&d, 0, argv); /* "quit" goes to its stdin */
+    assert_null(argv[1]);
+    job_env env = {0};
+    assert_int_equal(mps_daemon_env(&d, &env), 0);
+    char **e = job_build_env(NULL, &env);
+    assert_true(has_entry(e, "CUDA_MPS_PIPE_DIRECTORY=/r/mps-pipe"));
+    assert_true(has_entry(e, "CUDA_MPS_LOG_DIRECTORY=/r/mps-log"));
+    assert_true(has_entry(e, "CUDA_VISIBLE_DEVICES=GPU-1234"));
+    job_free_strv(e);
+    memset(&env, 0, sizeof env);
+    assert_int_equal(mps_client_env(&d, 25, 4LL << 30, &env), 0);
+    char *base[] = {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G", NULL};
+    e = job_build_env(base, &env);
+    assert_true(has_entry(e, "CUDA_MPS_PIPE_DIRECTORY=/r/mps-pipe"));
+    assert_true(has_entry(e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"));
+    assert_true(has_entry(e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4G"));
+    assert_true(has_entry(e, "CUDA_VISIBLE_DEVICES=GPU-1234"));
+    job_free_strv(e);
+    /* no share, no limit, an index: inherited values removed, the server's numbering used */
+    snprintf(d.visible, sizeof d.visible, "1");
+    memset(&env, 0, sizeof env);
+    mps_client_env(&d, 0, 0, &env);
+    char *inherited[] = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=5", "CUDA_VISIBLE_DEVICES=1", NULL};
+    e = job_build_env(inherited, &env);
+    assert_false(has_name(e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    assert_false(has_name(e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
+    assert_false(has_name(e, "CUDA_VISIBLE_DEVICES"));
+    job_free_strv(e);
+    char limit[32];
+    mps_format_mem_limit(limit, sizeof limit, 1536LL << 20);
+    assert_string_equal(limit, "0=1536M");
+}
+
+static void test_mps_lists(void **state) {
+    int sm[3];
+    long long mem[3];
+    char err[256];
+    assert_int_equal(mps_parse_sm_list("25,25,50", 3, sm, err, sizeof err), 0);
+    assert_int_equal(sm[2], 50);
+    assert_int_equal(mps_parse_sm_list("40", 3, sm, err, sizeof err), 0);
+    assert_int_equal(sm[1], 40);
+    assert_int_equal(mps_parse_sm_list("25,25", 3, sm, err, sizeof err), -1);
+    assert_non_null(strstr(err, "one per job (3)"));
+    assert_int_equal(mps_parse_sm_list("0,50,101", 3, sm, err, sizeof err), -1);
+    assert_int_equal(mps_parse_mem_list("4G,512M,1.5GiB", 3, mem, err, sizeof err), 0);
+    assert_true(mem[0] == 4LL << 30 && mem[1] == 512LL << 20 && mem[2] == 1536LL << 20);
+    assert_int_equal(mps_parse_mem_list("4X", 3, mem, err, sizeof err), -1);
+    assert_int_equal(mps_parse_bytes("12"), 12);
+    assert_int_equal(mps_parse_bytes("-1G"), -1);
+}
+
+static void test_events(void **state) {
+    job_run *job = calloc(1, sizeof *job);
+    job_spec spec = make_spec("S", "resnet26", 8);
+    char err[128];
+    assert_int_equal(job_prepare(job, 0, &spec, "/bin/true", 2, 0, NULL, NULL, "/tmp", err, sizeof err), 0);
+    job->phase = JOB_STARTED;
+    assert_null(job_handle_line(job, "{\"event\":\"setup\",\"model\":\"resnet26\",\"params\":17,"
+                                     "\"footprint_bytes\":1000,\"device\":\"H100\",\"mps\":1,\"mig\":0,\"pid\":42}", 1.0));
+    assert_true(job->mps == 1 && job->mig == 0 && job->child_pid == 42 && job->footprint_bytes == 1000);
+    assert_string_equal(job->device, "H100");
+    assert_string_equal(job_handle_line(job, "{\"event\":\"ready\",\"t\":5.5}", 1.0), "ready");
+    assert_true(job->t_ready == 5.5 && job->phase == JOB_READY);
+    assert_string_equal(job_handle_line(job, "{\"event\":\"epoch\",\"epoch\":1,\"warmup\":true,\"samples\":64,"
+        "\"seconds\":2,\"samples_per_s\":32,\"loss\":2.3,\"accuracy\":null,\"peak_bytes\":99,"
+        "\"t_start\":6,\"t_end\":8,\"step_ms_median\":3,\"step_ms_p90\":4}", 1.0), "epoch");
+    assert_true(job->epochs[0].warmup && isnan(job->epochs[0].accuracy) && !job->epochs[0].diverged);
+    assert_string_equal(job_handle_line(job, "{\"event\":\"epoch\",\"epoch\":2,\"warmup\":false,"
+        "\"loss\":null,\"diverged\":true}", 1.0), "epoch");
+    assert_true(job->epochs[1].diverged && isnan(job->epochs[1].loss));
+    assert_null(job_handle_line(job, "not json at all", 1.0));
+    assert_null(job_handle_line(job, "[1,2]", 1.0));
+    assert_null(job_handle_line(job, "{\"event\":\"error\",\"message\":\"out of memory\"}", 1.0));
+    assert_string_equal(job->error_message, "out of memory");
+    assert_null(job_handle_line(job, "{\"event\":\"done\",\"t\":9}", 1.0));
+    assert_true(job->saw_done && job->t_done == 9);
+    assert_int_equal(job->epoch_count, 2);
+    job->wait_status = 1 << 8; /* exit 1 */
+    job_settle(job);
+    assert_int_equal(job->status, JOB_DIVERGED);
+    assert_non_null(strstr(job->reason, "NaN in epoch 2"));
+    job_release(job);
+    free(job);
+}
+
+static void test_settle(void **state) {
+    job_run *job = calloc(1, sizeof *job);
+    job->wait_status = SIGSEGV; /* WIFSIGNALED */
+    snprintf(job->err_last, sizeof job->err_last, "cuda error");
+    job_settle(job);
+    assert_int_equal(job->status, JOB_FAILED);
+    assert_non_null(strstr(job->reason, "signal 11"));
+    assert_non_null(strstr(job->reason, "cuda error"));
+    memset(job, 0, sizeof *job);
+    job->wait_status = 0;
+    job_settle(job);
+    assert_int_equal(job->status, JOB_FAILED);
+    assert_non_null(strstr(job->reason, "without its done event"));
+    memset(job, 0, sizeof *job);
+    job->saw_done = 1;
+    job_settle(job);
+    assert_int_equal(job->status, JOB_OK);
+    assert_string_equal(job->reason, "");
+    free(job);
+}
+
+static void test_naive_barrier_and_overlap(void **state) {
+    char dir[256];
+    test_tmpdir(dir, sizeof dir);
+    /* Different set-up times: the barrier must still release all of them together. */
+    setenv("FAKE_TRAIN", "*:epoch_ms=300;resnet50:setup_ms=400;resnet152:setup_ms=200", 1);
+    job_run *jobs = prepare_jobs(3, dir, 2);
+    jobs_settings s = quiet_settings(30);
+    assert_int_equal(jobs_run_group(jobs, 3, &s), GROUP_COMPLETE);
+    double latest_start = 0, earliest_end = INFINITY;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(jobs[i].status, JOB_OK);
+        assert_int_equal(jobs[i].epoch_count, 2);
+        assert_true(jobs[i].t_go == jobs[0].t_go);
+        assert_true(jobs[i].t_ready <= jobs[i].t_go);
+        assert_true(jobs[i].epochs[0].t_start >= jobs[0].t_go - 0.01);
+        const job_epoch *timed = &jobs[i].epochs[1];
+        if (timed->t_start > latest_start) latest_start = timed->t_start;
+        if (timed->t_end < earliest_end) earliest_end = timed->t_end;
+    }
+    assert_true(latest_start < earliest_end); /* the timed epochs overlap */
+    /* the log holds both streams */
+    FILE *f = fopen(jobs[1].log_path, "r");
+    assert_non_null(f);
+    char text[8192] = "";
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    assert_non_null(strstr(text, "\"event\":\"setup\""));
+    assert_non_null(strstr(text, "fake_train: building resnet50"));
+    free_jobs(jobs, 3);
+    unsetenv("FAKE_TRAIN");
+    test_rmtree(dir);
+}
+
+static void test_serial_one_after_another(void **state) {
+    char dir[256];
+    test_tmpdir(dir, sizeof dir);
+    setenv("FAKE_TRAIN", "*:epoch_ms=60", 1);
+    job_run *jobs = prepare_jobs(3, dir, 2);
+    jobs_settings s = quiet_settings(30);
+    for (int i = 0; i < 3; i++) assert_int_equal(jobs_run_group(&jobs[i], 1, &s), GROUP_COMPLETE);
+    for (int i = 1; i < 3; i++) {
+        assert_true(jobs[i].epochs[0].t_start >= jobs[i - 1].t_done);
+        assert_true(jobs[i].t_go > jobs[i - 1].t_go);
+    }
+    free_jobs(jobs, 3);
+    unsetenv("FAKE_TRAIN");
+    test_rmtree(dir);
+}
+
+static void test_failures_leave_others_running(void **state) {
+    char dir[256];
+    test_tmpdir(dir, sizeof dir);
+    setenv("FAKE_TRAIN", "*:epoch_ms=100;resnet26:crash=6/2;resnet152:fail=1", 1);
+    job_run *jobs = prepare_jobs(3, dir, 3);
+    jobs_settings s = quiet_settings(30);
+    assert_int_equal(jobs_run_group(jobs, 3, &s), GROUP_PARTIAL);
+    assert_int_equal(jobs[0].status, JOB_FAILED);
+    assert_non_null(strstr(jobs[0].reason, "killed by signal 6"));
+    assert_int_equal(jobs[0].epoch_count, 1);
+    assert_int_equal(jobs[1].status, JOB_OK);
+    assert_int_equal(jobs[1].epoch_count, 3);
+    assert_int_equal(jobs[2].status, JOB_FAILED);
+    assert_non_null(strstr(jobs[2].reason, "exit 1: out of memory"));
+    free_jobs(jobs, 3);
+    unsetenv("FAKE_TRAIN");
+    test_rmtree(dir);
+}
+
+static void test_nan_is_diverged(void **state) {
+    char dir[256];
+    test_tmpdir(dir, sizeof dir);
+    setenv("FAKE_TRAIN", "resnet26:nan=2", 1);
+    job_run *jobs = prepare_jobs(2, dir, 3);
+    jobs_settings s = quiet_settings(30);
+    assert_int_equal(jobs_run_group(jobs, 2, &s), GROUP_PARTIAL);
+    assert_int_equal(jobs[0].status, JOB_DIVERGED);
+    assert_int_equal(jobs[1].status, JOB_OK);
+    free_jobs(jobs, 2);
+    unsetenv("FAKE_TRAIN");
+    test_rmtree(dir);
+}
+
+static void test_not_ready_and_early_death(void **state) {
+    char dir[256];
+    test_tmpdir(dir, sizeof dir);
+    /* resnet26 never gets ready (timeout 1 s), resnet152 dies in set-up: resnet50 still trains */
+    setenv("FAKE_TRAIN", "resnet26:never_ready;resnet152:fail=0", 1);
+    job_run *jobs = prepare_jobs(3, dir, 2);
+    jobs_settings s = quiet_settings(1.0);
+    double t0 = jobs_monotonic();
+    assert_int_equal(jobs_run_group(jobs, 3, &s), GROUP_PARTIAL);
+    assert_true(jobs_monotonic() - t0 < 10);
+    assert_int_equal(jobs[0].status, JOB_FAILED);
+    assert_non_null(strstr(jobs[0].reason, "not ready within 1 s"));
+    assert_int_equal(jobs[1].status, JOB_OK);
+    assert_int_equal(jobs[2].status, JOB_FAILED);
+    assert_non_null(strstr(jobs[2].reason, "out of memory"));
+    free_jobs(jobs, 3);
+    /* A job that dies before ready does not hold the others until the timeout. */
+    setenv("FAKE_TRAIN", "resnet26:fail=0", 1);
+    jobs = prepare_jobs(2, dir, 2);
+    s = quiet_settings(20.0);
+    t0 = jobs_monotonic();
+    assert_int_equal(jobs_run_group(jobs, 2, &s), GROUP_PARTIAL);
+    assert_true(jobs_monotonic() - t0 < 5);
+    assert_int_equal(jobs[1].status, JOB_OK);
+    free_jobs(jobs, 2);
+    unsetenv("FAKE_TRAIN");
+    test_rmtree(dir);
+}
+
+static void test_unstartable_program(void **state) {
+    char dir[256], err[128];
+    test_tmpdir(dir, sizeof dir);
+    job_run *job = calloc(1, sizeof *job);
+    job_spec spec = make_spec("S", "resnet26", 8);
+    assert_int_equal(job_prepare(job, 0, &spec, "/nonexistent/train", 2, 0, NULL, NULL, dir, err, sizeof err), 0);
+    jobs_settings s = quiet_settings(5);
+    assert_int_equal(jobs_run_group(job, 1, &s), GROUP_PARTIAL);
+    assert_int_equal(job->status, JOB_FAILED);
+    assert_non_null(strstr(job->reason, "cannot start /nonexistent/train"));
+    job_release(job);
+    free(job);
+    test_rmtree(dir);
+}
+
+static void stop_on_start(void *user, const job_run *job, const char *phase, double t) {
+    if (strcmp(phase, "start") == 0) jobs_request_stop(SIGTERM);
+}
+
+/* In a child process: the stop flag is process-wide and stays set once raised. */
+static void test_stop_escalates_to_kill(void **state) {
+    char dir[256];
+    test_tmpdir(dir, sizeof dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("FAKE_TRAIN", "*:epoch_ms=20000;resnet50:ignore_term", 1);
+        job_run *jobs = prepare_jobs(2, dir, 2);
+        jobs_settings s = {30, 0.5, NULL, {NULL, stop_on_start}};
+        double t0 = jobs_monotonic();
+        int rc = jobs_run_group(jobs, 2, &s);
+        int ok = rc == GROUP_STOPPED && jobs_monotonic() - t0 < 10 && jobs[0].status == JOB_FAILED &&
+                 strstr(jobs[0].reason, "stopped by run_suite") && WIFSIGNALED(jobs[1].wait_status) &&
+                 WTERMSIG(jobs[1].wait_status) == SIGKILL && jobs_stop_signal() == SIGTERM;
+        for (int i = 0; i < 2; i++) ok = ok && kill(jobs[i].pid, 0) != 0; /* reaped: gone */
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    test_rmtree(dir);
+}
+
+static void test_footprint_and_capture(void **state) {
+    job_spec spec = make_spec("S", "resnet26", 8);
+    job_footprint fp;
+    char err[512];
+    setenv("FAKE_TRAIN", "resnet26:footprint=123456789", 1);
+    assert_int_equal(job_query_footprint(FAKE_TRAIN_PATH, &spec, NULL, &fp, err, sizeof err), 0);
+    assert_true(fp.total == 123456789.0);
+    unsetenv("FAKE_TRAIN");
+    assert_int_equal(job_parse_footprint("{\"model\":\"x\"}", &fp, err, sizeof err), -1);
+    assert_non_null(strstr(err, "footprint"));
+    assert_int_equal(job_query_footprint("/nonexistent/train", &spec, NULL, &fp, err, sizeof err), -1);
+    char out[64];
+    char *sleeper[] = {"/bin/sleep", "5", NULL};
+    double t0 = jobs_monotonic();
+    assert_int_equal(jobs_run_capture(sleeper, NULL, NULL, out, sizeof out, 0.3), -2);
+    assert_true(jobs_monotonic() - t0 < 3);
+    char *cat[] = {"/bin/cat", NULL};
+    int st = jobs_run_capture(cat, NULL, "quit\n", out, sizeof out, 5);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_string_equal(out, "quit\n");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_argv),
+        cmocka_unit_test(test_env),
+        cmocka_unit_test(test_mps_commands),
+        cmocka_unit_test(test_mps_lists),
+        cmocka_unit_test(test_events),
+        cmocka_unit_test(test_settle),
+        cmocka_unit_test(test_naive_barrier_and_overlap),
+        cmocka_unit_test(test_serial_one_after_another),
+        cmocka_unit_test(test_failures_leave_others_running),
+        cmocka_unit_test(test_nan_is_diverged),
+        cmocka_unit_test(test_not_ready_and_early_death),
+        cmocka_unit_test(test_unstartable_program),
+        cmocka_unit_test(test_stop_escalates_to_kill),
+        cmocka_unit_test(test_footprint_and_capture),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,356 @@
+/* MIG profile tables and planner (runner/mig.h), CPU only: the shipped tables of A100-40GB,
+ * A100-80GB, H100-80GB, H200-141GB and A30-24GB against NVIDIA's documented values, plans for
+ * the study's mixes, layout overrides, the placement checker, and every refusal with its numbers. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/mig.h"
+
+#define GiB(x) ((unsigned long long)((x) * 1073741824.0))
+
+static mig_plan plan;  /* a plan holds a whole table: kept off the test stack */
+static char err[4096];
+
+static const mig_gpu *gpu(const char *name) {
+    const mig_gpu *g = mig_known_gpu(name);
+    if (!g) fail_msg("no shipped table for %s", name);
+    return g;
+}
+
+static void expect_in(const char *text, const char *word) {
+    if (!strstr(text, word)) fail_msg("\"%s\" lacks \"%s\"", text, word);
+}
+
+static const mig_profile *planned_profile(int i) { return &plan.gpu.profiles[plan.instances[i].profile]; }
+
+static void plan_ok(const char *gpu_name, const mig_job *jobs, int n, const char *layout) {
+    if (mig_plan_jobs(&plan, gpu(gpu_name), jobs, n, layout, 0, 0, err, sizeof err) != 0)
+        fail_msg("plan on %s failed: %s", gpu_name, err);
+    assert_int_equal(plan.count, n);
+    int profiles[MIG_MAX_INSTANCES];
+    mig_placement placements[MIG_MAX_INSTANCES];
+    for (int i = 0; i < n; i++) profiles[i] = plan.instances[i].profile, placements[i] = plan.instances[i].placement;
+    assert_int_equal(mig_check_placements(&plan.gpu, profiles, placements, n, 0, 0, err, sizeof err), 0);
+}
+
+static void plan_fails(const char *gpu_name, const mig_job *jobs, int n, const char *layout, ...) {
+    if (mig_plan_jobs(&plan, gpu(gpu_name), jobs, n, layout, 0, 0, err, sizeof err) == 0)
+        fail_msg("plan on %s accepted what it should refuse", gpu_name);
+    va_list ap;
+    va_start(ap, layout);
+    for (const char *word = va_arg(ap, const char *); word; word = va_arg(ap, const char *)) expect_in(err, word);
+    va_end(ap);
+}
+
+/* ---- tables --------------------------------------------------------------------------------- */
+
+static void test_tables_are_consistent(void **state) {
+    const char *names[] = {"A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB", "A30-24GB"};
+    for (int t = 0; t < 5; t++) {
+        const mig_gpu *g = gpu(names[t]);
+        assert_true(g->profile_count >= 5);
+        assert_true(g->memory_slices <= MIG_MAX_SLICES);
+        for (int i = 0; i < g->profile_count; i++) {
+            const mig_profile *p = &g->profiles[i];
+            assert_true(p->placement_count >= 1);
+            assert_true(p->sm_count > 0 && p->sm_count <= g->total_sms);
+            assert_true(p->memory_mib <= g->total_memory_mib);
+            for (int k = 0; k < p->placement_count; k++) {
+                assert_int_equal(p->placements[k].size, p->memory_slices);
+                assert_true(p->placements[k].start + p->placements[k].size <= g->memory_slices);
+            }
+            /* for the plain profiles the placements alone bound the instance count */
+            if (p->plannable) assert_int_equal(p->max_instances, p->placement_count);
+        }
+        char report[256];
+        assert_int_equal(mig_compare_tables(g, g, report, sizeof report), 0);
+        assert_string_equal(report, "");
+    }
+    assert_ptr_equal(mig_known_gpu("a100-40gb"), gpu("A100-40GB"));
+    assert_null(mig_known_gpu("V100-32GB"));
+    assert_null(mig_known_gpu(NULL));
+    expect_in(mig_known_gpu_names(), "H200-141GB");
+}
+
+static void test_a100_40gb_is_nvidias_table(void **state) {
+    const mig_gpu *g = gpu("A100-40GB");
+    assert_int_equal(g->compute_slices, 7);
+    assert_int_equal(g->memory_slices, 8);
+    assert_int_equal(g->total_sms, 108);
+    struct { const char *name; unsigned id; int cs, ms, sms, count, first, last; } want[] = {
+        {"1g.5gb", 19, 1, 1, 14, 7, 0, 6}, {"1g.10gb", 15, 1, 2, 14, 4, 0, 6},
+        {"2g.10gb", 14, 2, 2, 28, 3, 0, 4}, {"3g.20gb", 9, 3, 4, 42, 2, 0, 4},
+        {"4g.20gb", 5, 4, 4, 56, 1, 0, 0}, {"7g.40gb", 0, 7, 8, 98, 1, 0, 0}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int index = mig_find_profile(g, want[i].name);
+        assert_true(index >= 0);
+        const mig_profile *p = &g->profiles[index];
+        assert_int_equal(p->id, want[i].id);
+        assert_int_equal(p->compute_slices, want[i].cs);
+        assert_int_equal(p->memory_slices, want[i].ms);
+        assert_int_equal(p->sm_count, want[i].sms);
+        assert_int_equal(p->placement_count, want[i].count);
+        assert_int_equal(p->placements[0].start, want[i].first);
+        assert_int_equal(p->placements[p->placement_count - 1].start, want[i].last);
+        assert_true(p->plannable);
+    }
+    int me = mig_find_profile(g, "MIG 1g.5gb+me");  /* nvidia-smi's spelling works too */
+    assert_true(me >= 0);
+    assert_false(g->profiles[me].plannable);
+    assert_int_equal(g->profiles[me].max_instances, 1);
+}
+
+static void test_other_tables(void **state) {
+    const mig_gpu *h100 = gpu("H100-80GB"), *h200 = gpu("H200-141GB"), *a30 = gpu("A30-24GB"),
+                  *a100 = gpu("A100-80GB");
+    assert_int_equal(h100->total_sms, 132);
+    assert_int_equal(h100->profiles[mig_find_profile(h100, "1g.10gb")].sm_count, 16);
+    assert_int_equal(h100->profiles[mig_find_profile(h100, "3g.40gb")].sm_count, 60);
+    assert_int_equal(h100->profiles[mig_find_profile(h100, "7g.80gb")].sm_count, 132);
+    assert_int_equal(h200->profiles[mig_find_profile(h200, "3g.71gb")].sm_count, 60);
+    /* memory as NVML reports it on H100 80GB HBM3 and H200 (driver 580.159.04) */
+    assert_int_equal(h100->profiles[mig_find_profile(h100, "1g.10gb")].memory_mib, 9984);
+    assert_int_equal(h100->profiles[mig_find_profile(h100, "7g.80gb")].memory_mib, 81152);
+    assert_int_equal(h200->profiles[mig_find_profile(h200, "1g.18gb")].memory_mib, 16384);
+    assert_int_equal(h200->profiles[mig_find_profile(h200, "2g.35gb")].memory_mib, 33280);
+    assert_int_equal(h200->profiles[mig_find_profile(h200, "7g.141gb")].memory_mib, 143360);
+    assert_int_equal(a100->profiles[mig_find_profile(a100, "7g.80gb")].memory_slices, 8);
+    assert_int_equal(a30->compute_slices, 4);
+    assert_int_equal(a30->memory_slices, 4);
+    const mig_profile *a30_2g = &a30->profiles[mig_find_profile(a30, "2g.12gb")];
+    assert_int_equal(a30_2g->placement_count, 2);
+    assert_int_equal(a30_2g->placements[1].start, 2);
+}
+
+static void test_device_names_map_to_tables(void **state) {
+    assert_ptr_equal(mig_known_gpu_for_device("NVIDIA A100-SXM4-40GB", 40960), gpu("A100-40GB"));
+    assert_ptr_equal(mig_known_gpu_for_device("NVIDIA A100 80GB PCIe", 81920), gpu("A100-80GB"));
+    assert_ptr_equal(mig_known_gpu_for_device("NVIDIA H100 80GB HBM3", 81559), gpu("H100-80GB"));
+    assert_ptr_equal(mig_known_gpu_for_device("NVIDIA H200", 143771), gpu("H200-141GB"));
+    assert_ptr_equal(mig_known_gpu_for_device("NVIDIA A30", 24576), gpu("A30-24GB"));
+    assert_null(mig_known_gpu_for_device("NVIDIA H100 PCIe", 81559));  /* 114 SMs: other table */
+    assert_null(mig_known_gpu_for_device("NVIDIA GeForce RTX 4090", 24564));
+}
+
+static void test_compare_reports_each_difference(void **state) {
+    static mig_gpu changed;
+    changed = *gpu("A100-40GB");
+    int one = mig_find_profile(&changed, "1g.5gb"), three = mig_find_profile(&changed, "3g.20gb");
+    changed.profiles[one].sm_count = 16;
+    changed.profiles[three].placements[1].start = 3;
+    changed.profiles[three].memory_mib += 100;  /* 0.5%: within what drivers differ by */
+    char report[1024];
+    assert_int_equal(mig_compare_tables(gpu("A100-40GB"), &changed, report, sizeof report), 2);
+    expect_in(report, "1g.5gb SM count: shipped 14, NVML 16");
+    expect_in(report, "3g.20gb placements: shipped {0,4}:4, NVML {0,3}:4");
+    changed.profiles[three].memory_mib = 9000;
+    changed.profile_count--;  /* drops 7g.40gb, the last entry */
+    assert_int_equal(mig_compare_tables(gpu("A100-40GB"), &changed, report, sizeof report), 4);
+    expect_in(report, "3g.20gb memory");
+    expect_in(report, "7g.40gb (id 0) is not in NVML's table");
+}
+
+/* ---- the planner ---------------------------------------------------------------------------- */
+
+static void test_seven_small_jobs_take_seven_1g_5gb(void **state) {
+    mig_job jobs[7];
+    for (int i = 0; i < 7; i++) jobs[i] = (mig_job){"S", GiB(1.5)};
+    plan_ok("A100-40GB", jobs, 7, NULL);
+    unsigned seen = 0;
+    for (int i = 0; i < 7; i++) {
+        assert_string_equal(planned_profile(i)->name, "1g.5gb");
+        assert_int_equal(plan.instances[i].sm_count, 14);
+        assert_int_equal(plan.instances[i].memory_bytes, 4864ULL << 20);
+        assert_true(plan.instances[i].sm_fraction > 0.129 && plan.instances[i].sm_fraction < 0.130);
+        seen |= 1u << plan.instances[i].placement.start;
+    }
+    assert_int_equal(seen, 0x7F);  /* slices 0..6, one each */
+    char command[128];
+    mig_plan_admin_command(&plan, 0, command, sizeof command);
+    assert_string_equal(command, "nvidia-smi mig -i 0 -cgi 19,19,19,19,19,19,19 -C");
+    plan_ok("H100-80GB", jobs, 7, NULL);
+    assert_string_equal(planned_profile(6)->name, "1g.10gb");
+    plan_ok("H200-141GB", jobs, 7, NULL);
+    assert_string_equal(planned_profile(0)->name, "1g.18gb");
+    plan_ok("A100-80GB", jobs, 7, NULL);
+    assert_string_equal(planned_profile(3)->name, "1g.10gb");
+}
+
+static void test_too_many_jobs(void **state) {
+    mig_job jobs[8];
+    for (int i = 0; i < 8; i++) jobs[i] = (mig_job){"S", GiB(1)};
+    plan_fails("A100-40GB", jobs, 8, NULL, "8 jobs", "7 compute slices", "at most 7", NULL);
+    plan_fails("A30-24GB", jobs, 5, NULL, "5 jobs", "at most 4", NULL);
+}
+
+static void test_small_medium_large(void **state) {
+    mig_job jobs[3] = {{"S", GiB(1.5)}, {"M", GiB(4)}, {"L", GiB(12)}};
+    plan_ok("A100-40GB", jobs, 3, NULL);
+    assert_string_equal(planned_profile(0)->name, "1g.5gb");
+    assert_string_equal(planned_profile(1)->name, "1g.10gb");  /* 5.15 GiB: smallest that holds it */
+    assert_string_equal(planned_profile(2)->name, "3g.20gb");
+    assert_string_equal(plan.instances[2].label, "L");
+    plan_ok("H100-80GB", jobs, 3, NULL);
+    assert_string_equal(planned_profile(0)->name, "1g.10gb");
+    assert_string_equal(planned_profile(2)->name, "1g.20gb");
+    /* the study's static layout for S+M+L, given as an override */
+    plan_ok("A100-40GB", jobs, 3, " 1g.5gb, 2g.10gb ,4g.20gb ");
+    assert_string_equal(planned_profile(1)->name, "2g.10gb");
+    assert_int_equal(plan.instances[2].placement.start, 0);  /* 4g.20gb may only start at 0 */
+    assert_int_equal(plan.instances[1].placement.start, 4);
+    assert_int_equal(plan.instances[0].placement.start, 6);
+    plan_fails("A30-24GB", jobs, 3, NULL, "does not fit A30-24GB", "6 memory", "4 memory", NULL);
+}
+
+static void test_headroom_decides_the_profile(void **state) {
+    const mig_gpu *g = gpu("A100-40GB");
+    assert_int_equal(mig_required_bytes(GiB(4)), GiB(4) + GiB(0.4) + (768ULL << 20));
+    assert_string_equal(g->profiles[mig_smallest_profile(g, GiB(3.6))].name, "1g.5gb");   /* 4.71 */
+    assert_string_equal(g->profiles[mig_smallest_profile(g, GiB(3.7))].name, "1g.10gb");  /* 4.82 */
+    assert_string_equal(g->profiles[mig_smallest_profile(g, GiB(8))].name, "1g.10gb");
+    assert_string_equal(g->profiles[mig_smallest_profile(g, GiB(9))].name, "3g.20gb");
+    assert_string_equal(g->profiles[mig_smallest_profile(g, GiB(34))].name, "7g.40gb");
+    assert_string_equal(g->profiles[mig_smallest_profile(g, GiB(35))].name, "7g.40gb"); /* 39.25: exactly */
+    assert_int_equal(mig_smallest_profile(g, GiB(35.01)), -1);
+}
+
+static void test_footprint_too_large(void **state) {
+    mig_job jobs[2] = {{"S", GiB(1)}, {"L", GiB(45)}};
+    plan_fails("A100-40GB", jobs, 2, NULL, "job 1 \"L\"", "footprint 45.00 GiB", "needs 50.25 GiB",
+               "10% + 768 MiB", "largest profile on A100-40GB is 7g.40gb with 39.25 GiB", NULL);
+}
+
+static void test_layout_4g_and_3g_together_is_valid(void **state) {
+    /* NVIDIA lists 4g.20gb + 3g.20gb as a valid A100 configuration: 4g.20gb may start only at
+     * slice 0, so the 3g.20gb must take slices 4..7. Given in either order it is placed so. */
+    mig_job jobs[2] = {{"a", GiB(8)}, {"b", GiB(8)}};
+    plan_ok("A100-40GB", jobs, 2, "3g.20gb,4g.20gb");
+    assert_int_equal(plan.instances[0].placement.start, 4);
+    assert_int_equal(plan.instances[1].placement.start, 0);
+    /* What fails is 3g.20gb at slice 0, where nvidia-smi's default placement puts the first one;
+     * after that no 4g.20gb fits. The checker names it. */
+    const mig_gpu *g = gpu("A100-40GB");
+    int profiles[2] = {mig_find_profile(g, "3g.20gb"), mig_find_profile(g, "4g.20gb")};
+    mig_placement at[2] = {{0, 4}, {0, 4}};
+    assert_int_equal(mig_check_placements(g, profiles, at, 2, 0, 0, err, sizeof err), -1);
+    expect_in(err, "instance 1 (4g.20gb) at memory slices 0..3 overlaps instance 0 (3g.20gb) on slice 0");
+}
+
+static void test_placement_checker(void **state) {
+    const mig_gpu *g = gpu("A100-40GB");
+    int one = mig_find_profile(g, "1g.5gb"), two = mig_find_profile(g, "2g.10gb"),
+        four = mig_find_profile(g, "4g.20gb"), me = mig_find_profile(g, "1g.5gb+me");
+    int profiles[3] = {two, one, one};
+    mig_placement ok[3] = {{0, 2}, {2, 1}, {3, 1}};
+    assert_int_equal(mig_check_placements(g, profiles, ok, 3, 0, 0, err, sizeof err), 0);
+    mig_placement odd[1] = {{1, 2}};
+    assert_int_equal(mig_check_placements(g, profiles, odd, 1, 0, 0, err, sizeof err), -1);
+    expect_in(err, "2g.10gb may start only at {0,2,4}:2");
+    mig_placement last[1] = {{7, 1}};
+    assert_int_equal(mig_check_placements(g, &one, last, 1, 0, 0, err, sizeof err), -1);
+    expect_in(err, "1g.5gb may start only at {0,1,2,3,4,5,6}:1");
+    assert_int_equal(mig_check_placements(g, &four, (mig_placement[]){{0, 4}}, 1, 1u << 2, 1, err, sizeof err), -1);
+    expect_in(err, "overlaps slice 2, held by an instance that already exists");
+    int twice[2] = {me, me};
+    mig_placement two_me[2] = {{0, 1}, {1, 1}};
+    assert_int_equal(mig_check_placements(g, twice, two_me, 2, 0, 0, err, sizeof err), -1);
+    expect_in(err, "2 instances of 1g.5gb+me; A100-40GB allows 1");
+    int seven[8] = {one, one, one, one, one, one, one, one};
+    mig_placement eight[8] = {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {6, 1}};
+    assert_int_equal(mig_check_placements(g, seven, eight, 8, 0, 0, err, sizeof err), -1);
+    expect_in(err, "overlaps instance 6");
+}
+
+static void test_layouts_that_break_the_rules(void **state) {
+    mig_job three[3] = {{"S", GiB(1)}, {"S", GiB(1)}, {"S", GiB(1)}};
+    plan_fails("A100-40GB", three, 3, "3g.20gb,3g.20gb,1g.5gb", "the layout does not fit A100-40GB",
+               "9 memory and 7 compute slices", "too few slices", "3g.20gb at {0,4}:4", NULL);
+    plan_fails("A100-40GB", three, 3, "4g.20gb,2g.10gb,2g.10gb", "8 memory and 8 compute", NULL);
+    plan_fails("A100-40GB", three, 2, "1g.5gb+me,1g.5gb+me", "at most 1 instance(s) of 1g.5gb+me", NULL);
+    plan_fails("A100-40GB", three, 3, "1g.5gb,2g.10gb", "names 2 instance(s) for 3 job(s)", NULL);
+    plan_fails("A100-40GB", three, 2, "1g.5gb,5g.25gb", "no profile \"5g.25gb\"", "3g.20gb (19.50 GiB)", NULL);
+    plan_fails("A100-40GB", three, 2, "1g.5gb,,", "entry 2 is empty", NULL);
+    mig_job big[1] = {{"M", GiB(6)}};
+    plan_fails("A100-40GB", big, 1, "1g.5gb", "layout entry 1 1g.5gb (4.75 GiB) is too small for job 0 \"M\"",
+               "needs 7.35 GiB", NULL);
+    /* slices add up, but the only 4g.20gb placement is blocked by an existing instance on slice 3 */
+    if (mig_plan_jobs(&plan, gpu("A100-40GB"), big, 1, "4g.20gb", 1u << 3, 1, err, sizeof err) == 0)
+        fail_msg("4g.20gb placed over an existing instance");
+    expect_in(err, "placement rules allow no arrangement");
+    expect_in(err, "4g.20gb at {0}:4");
+    expect_in(err, "held by existing instances");
+}
+
+static void test_free_space_and_existing_instances(void **state) {
+    mig_job one[1] = {{"S", GiB(1)}};
+    plan_ok("A100-40GB", one, 1, NULL);
+    assert_int_equal(plan.instances[0].placement.start, 0);  /* leaves 1..7 free in one piece */
+    /* with slice 0 taken, slice 1 keeps 2..7 together (slice 6 would leave 1..5 and 7) */
+    assert_int_equal(mig_plan_jobs(&plan, gpu("A100-40GB"), one, 1, NULL, 1u, 1, err, sizeof err), 0);
+    assert_int_equal(plan.instances[0].placement.start, 1);
+    /* an existing 4g.20gb on 0..3: two more jobs go to 4..7 */
+    mig_job two[2] = {{"S", GiB(1)}, {"M", GiB(4)}};
+    assert_int_equal(mig_plan_jobs(&plan, gpu("A100-40GB"), two, 2, NULL, 0x0F, 4, err, sizeof err), 0);
+    assert_true(plan.instances[0].placement.start >= 4 && plan.instances[1].placement.start >= 4);
+    assert_int_equal(plan.occupied, 0x0F);
+    mig_job four[4] = {{"S", GiB(1)}, {"S", GiB(1)}, {"S", GiB(1)}, {"S", GiB(1)}};
+    if (mig_plan_jobs(&plan, gpu("A100-40GB"), four, 4, NULL, 0x0F, 4, err, sizeof err) == 0)
+        fail_msg("4 jobs placed beside a 4g.20gb");
+    expect_in(err, "at most 3 jobs");
+}
+
+static void test_plan_print(void **state) {
+    mig_job jobs[3] = {{"S", GiB(1.5)}, {"M", GiB(4)}, {"L", GiB(12)}};
+    plan_ok("A100-40GB", jobs, 3, NULL);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    mig_plan_print(&plan, out);
+    fclose(out);
+    expect_in(text, "MIG plan for A100-40GB: 7 compute slices, 8 memory slices, 108 SMs");
+    expect_in(text, "1g.5gb");
+    expect_in(text, "3g.20gb");
+    expect_in(text, "memory slice:   0   1   2   3   4   5   6   7");
+    expect_in(text, "largest free run: 1 slices");
+    expect_in(text, " 13.0%");
+    free(text);
+}
+
+static void test_no_table(void **state) {
+    static mig_gpu empty;
+    snprintf(empty.name, sizeof empty.name, "Tesla T4");
+    mig_job one[1] = {{"S", GiB(1)}};
+    assert_int_equal(mig_plan_jobs(&plan, &empty, one, 1, NULL, 0, 0, err, sizeof err), -1);
+    expect_in(err, "no MIG profile table for Tesla T4");
+    expect_in(err, "A100-40GB | A100-80GB");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tables_are_consistent),
+        cmocka_unit_test(test_a100_40gb_is_nvidias_table),
+        cmocka_unit_test(test_other_tables),
+        cmocka_unit_test(test_device_names_map_to_tables),
+        cmocka_unit_test(test_compare_reports_each_difference),
+        cmocka_unit_test(test_seven_small_jobs_take_seven_1g_5gb),
+        cmocka_unit_test(test_too_many_jobs),
+        cmocka_unit_test(test_small_medium_large),
+        cmocka_unit_test(test_headroom_decides_the_profile),
+        cmocka_unit_test(test_footprint_too_large),
+        cmocka_unit_test(test_layout_4g_and_3g_together_is_valid),
+        cmocka_unit_test(test_placement_checker),
+        cmocka_unit_test(test_layouts_that_break_the_rules),
+        cmocka_unit_test(test_free_space_and_existing_instances),
+        cmocka_unit_test(test_plan_print),
+        cmocka_unit_test(test_no_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

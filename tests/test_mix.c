@@ -1,0 +1,259 @@
+/* Mix grammar (runner/mix.h): the study's presets, repetition, explicit jobs, overrides,
+ * whitespace rules, the formatter's round trip, and every rejected form with the words its
+ * message must carry (the offending part and what would have been valid). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "runner/mix.h"
+
+static mix parsed;  /* 64 jobs are ~10 KB: kept off the test stack */
+
+static void parse_ok(const char *text) {
+    char err[1024];
+    int rc = mix_parse(&parsed, text, err, sizeof err);
+    if (rc != 0) fail_msg("mix_parse(\"%s\") failed: %s", text, err);
+}
+
+/* Parses text, expects failure, and checks that every NULL-terminated word is in the message. */
+static void parse_fails(const char *text, ...) {
+    char err[1024];
+    int rc = mix_parse(&parsed, text, err, sizeof err);
+    if (rc != -1) fail_msg("mix_parse(\"%s\") accepted a bad mix (%d jobs)", text, parsed.count);
+    assert_int_equal(parsed.count, 0);
+    va_list ap;
+    va_start(ap, text);
+    for (const char *word = va_arg(ap, const char *); word; word = va_arg(ap, const char *))
+        if (!strstr(err, word)) fail_msg("message for \"%s\" lacks \"%s\": %s", text, word, err);
+    va_end(ap);
+}
+
+static void expect_job(int i, const char *model, const char *data, int size, int classes,
+                       int batch, int epochs, long steps) {
+    const job_spec *j = &parsed.jobs[i];
+    assert_string_equal(j->model, model);
+    assert_string_equal(j->data, data);
+    assert_int_equal(j->image_size, size);
+    assert_int_equal(j->classes, classes);
+    assert_int_equal(j->batch, batch);
+    assert_int_equal(j->epochs, epochs);
+    assert_int_equal(j->steps_per_epoch, steps);
+}
+
+static void test_presets_match_the_study(void **state) {
+    int n = 0;
+    const mix_preset *p = mix_presets(&n);
+    assert_int_equal(n, 4);
+    parse_ok("S+M+L+XL");
+    assert_int_equal(parsed.count, 4);
+    expect_job(0, "resnet26", "cifar10", 32, 10, 128, 0, 0);
+    expect_job(1, "resnet50", "imagenet64", 64, 1000, 128, 0, 0);
+    expect_job(2, "resnet152", "imagenet", 224, 1000, 32, 0, 0);
+    expect_job(3, "dlrm", "criteo", 0, 1, 2048, 0, 0);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(parsed.jobs[i].label, p[i].name);
+        assert_string_equal(parsed.jobs[i].model, p[i].model);
+        assert_non_null(p[i].description);
+    }
+    parse_ok("s+m+m");  /* names are matched without regard to case */
+    assert_int_equal(parsed.count, 3);
+    expect_job(2, "resnet50", "imagenet64", 64, 1000, 128, 0, 0);
+}
+
+static void test_repetition(void **state) {
+    parse_ok("7*S");
+    assert_int_equal(parsed.count, 7);
+    for (int i = 0; i < 7; i++) expect_job(i, "resnet26", "cifar10", 32, 10, 128, 0, 0);
+    parse_ok("2*S+3*M+L");
+    assert_int_equal(parsed.count, 6);
+    expect_job(1, "resnet26", "cifar10", 32, 10, 128, 0, 0);
+    expect_job(4, "resnet50", "imagenet64", 64, 1000, 128, 0, 0);
+    expect_job(5, "resnet152", "imagenet", 224, 1000, 32, 0, 0);
+    parse_ok("64*S");
+    assert_int_equal(parsed.count, 64);
+    parse_ok("32*S+32*M");
+    assert_int_equal(parsed.count, 64);
+}
+
+static void test_explicit_jobs(void **state) {
+    parse_ok("resnet50:imagenet64@128+efficientnetv2_s:imagenet64@128+cait_xxs24:imagenet@128");
+    assert_int_equal(parsed.count, 3);
+    expect_job(0, "resnet50", "imagenet64", 64, 1000, 128, 0, 0);
+    expect_job(1, "efficientnetv2_s", "imagenet64", 64, 1000, 128, 0, 0);
+    expect_job(2, "cait_xxs24", "imagenet", 224, 1000, 128, 0, 0);
+    assert_string_equal(parsed.jobs[1].label, "efficientnetv2_s:imagenet64@128");
+    parse_ok("resnet26:fashion-mnist@256+resnet26:synthetic@1+dlrm:criteo@65536");
+    expect_job(0, "resnet26", "fashion-mnist", 32, 10, 256, 0, 0);
+    expect_job(1, "resnet26", "synthetic", 32, 10, 1, 0, 0);
+    expect_job(2, "dlrm", "criteo", 0, 1, 65536, 0, 0);
+    parse_ok("resnet50:imagenet64@128/96+cait_xxs24:imagenet@64/160");  /* size overrides */
+    expect_job(0, "resnet50", "imagenet64", 96, 1000, 128, 0, 0);
+    expect_job(1, "cait_xxs24", "imagenet", 160, 1000, 64, 0, 0);
+    parse_ok("ResNet50:ImageNet64@32");
+    expect_job(0, "resnet50", "imagenet64", 64, 1000, 32, 0, 0);
+}
+
+static void test_overrides(void **state) {
+    parse_ok("M[epochs=3,steps=100]");
+    expect_job(0, "resnet50", "imagenet64", 64, 1000, 128, 3, 100);
+    assert_string_equal(parsed.jobs[0].label, "M[epochs=3,steps=100]");
+    parse_ok("resnet26:cifar10@64[steps=20]");
+    expect_job(0, "resnet26", "cifar10", 32, 10, 64, 0, 20);
+    parse_ok("3*S[epochs=2]+XL[steps=5]");
+    assert_int_equal(parsed.count, 4);
+    expect_job(2, "resnet26", "cifar10", 32, 10, 128, 2, 0);
+    expect_job(3, "dlrm", "criteo", 0, 1, 2048, 0, 5);
+    parse_ok("resnet50:synthetic@64/128[classes=100,epochs=1]");
+    expect_job(0, "resnet50", "synthetic", 128, 100, 64, 1, 0);
+}
+
+static void test_whitespace_rules(void **state) {
+    parse_ok("  7 * S  ");
+    assert_int_equal(parsed.count, 7);
+    parse_ok("S + M\t+ M");
+    assert_int_equal(parsed.count, 3);
+    parse_ok("M[ epochs = 3 , steps = 100 ]");
+    expect_job(0, "resnet50", "imagenet64", 64, 1000, 128, 3, 100);
+    parse_fails("resnet50 :imagenet64@128", "part 1", "whitespace inside the job", NULL);
+    parse_fails("resnet50:imagenet64@ 128", "whitespace inside the job", NULL);
+    parse_fails("M [epochs=3]", "whitespace inside the job", NULL);
+    parse_fails("resnet50:image net64@128", "whitespace", NULL);
+}
+
+static void test_unknown_names_list_the_valid_ones(void **state) {
+    parse_fails("S+Q", "part 2 \"Q\"", "unknown job \"Q\"", "S (resnet26:cifar10@128)",
+                "XL (dlrm:criteo@2048)", "efficientnetv2_s", "fashion-mnist", NULL);
+    parse_fails("resnet18:cifar10@128", "unknown model \"resnet18\"", "resnet26, resnet50",
+                "cait_xxs24, dlrm", NULL);
+    parse_fails("resnet50:mnist@128", "unknown data set \"mnist\"", "cifar10, imagenet64", NULL);
+    parse_fails("resnet50:imagenet64", "expected \"@batch\"", "resnet50:imagenet64@128", NULL);
+}
+
+static void test_empty_parts_and_trailing_plus(void **state) {
+    parse_fails("S++M", "part 2", "empty part between two '+'", "S+M+M", NULL);
+    parse_fails("S+M+", "part 3", "trailing '+'", NULL);
+    parse_fails("+S", "part 1", "before the first '+'", NULL);
+    parse_fails("", "empty mix", "S+M+M", NULL);
+    parse_fails("   ", "empty mix", NULL);
+    parse_fails(NULL, "empty mix", NULL);
+    parse_fails("S+ +M", "part 2", "empty part", NULL);
+}
+
+static void test_repetition_bounds(void **state) {
+    parse_fails("0*S", "repetition \"0\"", "1..64", NULL);
+    parse_fails("65*S", "repetition \"65\"", "1..64", NULL);
+    parse_fails("1000000*S", "repetition", NULL);
+    parse_fails("-2*S", "repetition \"-2\"", NULL);
+    parse_fails("x*S", "repetition \"x\"", NULL);
+    parse_fails("7*", "nothing after '*'", NULL);
+    parse_fails("2*3*S", "more than one '*'", NULL);
+    parse_fails("40*S+30*M", "part 2", "would hold 70 jobs", "at most 64", NULL);
+    parse_fails("60*S+M+M+M+M+M", "would hold 65 jobs", NULL);
+}
+
+static void test_batch_bounds(void **state) {
+    parse_fails("resnet50:imagenet64@0", "batch \"0\"", "1..65536", NULL);
+    parse_fails("resnet50:imagenet64@65537", "batch \"65537\"", "1..65536", NULL);
+    parse_fails("resnet50:imagenet64@", "batch \"\"", NULL);
+    parse_fails("resnet50:imagenet64@12x", "batch \"12x\"", NULL);
+    parse_fails("resnet50:imagenet64@99999999999999999999", "batch", NULL);
+}
+
+static void test_sizes(void **state) {
+    parse_fails("resnet50:imagenet64@128/0", "image size \"0\"", "16..1024", NULL);
+    parse_fails("resnet50:imagenet64@128/100", "multiple of 8", NULL);
+    parse_fails("cait_xxs24:imagenet@128/200", "multiple of 16 for cait_xxs24", NULL);
+    parse_fails("resnet50:imagenet64@128/2048", "image size", NULL);
+    parse_fails("dlrm:criteo@2048/64", "criteo has no images", NULL);
+}
+
+static void test_bad_overrides(void **state) {
+    parse_fails("M[foo=1]", "unknown override \"foo\"", "epochs=1..100000", "steps=", NULL);
+    parse_fails("M[epochs=0]", "epochs=\"0\"", "1..100000", NULL);
+    parse_fails("M[epochs=abc]", "epochs=\"abc\"", NULL);
+    parse_fails("M[steps=-5]", "steps=\"-5\"", NULL);
+    parse_fails("M[epochs]", "not key=value", NULL);
+    parse_fails("M[]", "empty brackets", NULL);
+    parse_fails("M[epochs=3,]", "trailing ','", NULL);
+    parse_fails("M[epochs=3,,steps=1]", "empty override", NULL);
+    parse_fails("M[epochs=3", "not closed", NULL);
+    parse_fails("Mepochs=3]", "']' without '['", NULL);
+    parse_fails("M[epochs=3][steps=2]", "brackets", NULL);
+    parse_fails("[epochs=3]", "no job before '['", NULL);
+    parse_fails("S[classes=5]", "synthetic data only", "cifar10 has 10 classes", NULL);
+    parse_fails("resnet26:synthetic@8[classes=1]", "classes=\"1\"", NULL);
+}
+
+static void test_model_and_data_must_go_together(void **state) {
+    parse_fails("dlrm:cifar10@128", "part 1 \"dlrm:cifar10@128\"", "dlrm cannot train on cifar10",
+                "dlrm takes criteo only", "fashion-mnist", NULL);
+    parse_fails("S+resnet50:criteo@128", "part 2", "resnet50 cannot train on criteo", NULL);
+}
+
+static void test_control_characters(void **state) {
+    parse_fails("S+M\n+M", "control or non-ASCII", NULL);
+}
+
+static void test_format_round_trips(void **state) {
+    const char *texts[] = {"S", "M", "L", "XL", "resnet50:imagenet64@128/96[epochs=2,steps=7]",
+                           "resnet26:synthetic@64/48[classes=100]", "cait_xxs24:imagenet@16"};
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        parse_ok(texts[t]);
+        job_spec original = parsed.jobs[0];
+        char formatted[160];
+        assert_true(mix_job_format(&original, formatted, sizeof formatted) > 0);
+        parse_ok(formatted);
+        const job_spec *back = &parsed.jobs[0];
+        assert_string_equal(back->model, original.model);
+        assert_string_equal(back->data, original.data);
+        assert_int_equal(back->image_size, original.image_size);
+        assert_int_equal(back->classes, original.classes);
+        assert_int_equal(back->batch, original.batch);
+        assert_int_equal(back->epochs, original.epochs);
+        assert_int_equal(back->steps_per_epoch, original.steps_per_epoch);
+    }
+    parse_ok("XL");
+    char formatted[64];
+    mix_job_format(&parsed.jobs[0], formatted, sizeof formatted);
+    assert_string_equal(formatted, "dlrm:criteo@2048");
+}
+
+static void test_small_error_buffers_are_safe(void **state) {
+    char tiny[8];
+    assert_int_equal(mix_parse(&parsed, "S+Q", tiny, sizeof tiny), -1);
+    assert_true(strlen(tiny) < sizeof tiny);
+    assert_int_equal(mix_parse(&parsed, "S+Q", NULL, 0), -1);
+    char long_label[300];
+    memset(long_label, 0, sizeof long_label);
+    strcpy(long_label, "resnet50:imagenet64@128[epochs=1");
+    for (int i = 0; i < 30; i++) strcat(long_label, ",steps=1");
+    strcat(long_label, "]");
+    parse_ok(long_label);
+    assert_int_equal((int)strlen(parsed.jobs[0].label), (int)sizeof parsed.jobs[0].label - 1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_presets_match_the_study),
+        cmocka_unit_test(test_repetition),
+        cmocka_unit_test(test_explicit_jobs),
+        cmocka_unit_test(test_overrides),
+        cmocka_unit_test(test_whitespace_rules),
+        cmocka_unit_test(test_unknown_names_list_the_valid_ones),
+        cmocka_unit_test(test_empty_parts_and_trailing_plus),
+        cmocka_unit_test(test_repetition_bounds),
+        cmocka_unit_test(test_batch_bounds),
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_bad_overrides),
+        cmocka_unit_test(test_model_and_data_must_go_together),
+        cmocka_unit_test(test_control_characters),
+        cmocka_unit_test(test_format_round_trips),
+        cmocka_unit_test(test_small_error_buffers_are_safe),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

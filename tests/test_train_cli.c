@@ -1,0 +1,131 @@
+/* train's command line on the CPU: parameter counts against timm through --dry-run, the planned
+ * footprint, and every kind of bad input rejected with exit code 2 and a message naming it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include <cuda_runtime.h>
+
+#include "tests/testutil.h"
+
+static char out[1 << 16], err[1 << 16];
+
+static int run_train(const char *first, ...) {
+    char *argv[64] = {(char *)test_binary("train")};
+    int argc = 1;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && argc < 63; a = va_arg(ap, const char *)) argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    return test_run(argv, out, sizeof out, err, sizeof err);
+}
+
+static double dry_run_params(const char *model, const char *classes, double *total_bytes) {
+    int rc = run_train("--model", model, "--classes", classes, "--image-size", "224", "--batch", "32",
+                       "--data", "imagenet", "--dry-run", "--json", NULL);
+    assert_int_equal(rc, 0);
+    cJSON *plan = cJSON_Parse(out);
+    assert_non_null(plan);
+    double params = cJSON_GetObjectItem(plan, "params")->valuedouble;
+    cJSON *footprint = cJSON_GetObjectItem(plan, "footprint");
+    assert_non_null(footprint);
+    *total_bytes = cJSON_GetObjectItem(footprint, "total")->valuedouble;
+    double parameters = cJSON_GetObjectItem(footprint, "parameters")->valuedouble;
+    assert_true(parameters >= params * 4 && parameters < params * 4 * 1.01); /* float32 + alignment */
+    cJSON_Delete(plan);
+    return params;
+}
+
+static void test_parameter_counts_match_timm(void **state) {
+    struct { const char *model, *classes; double params; } cases[] = {
+        {"resnet26", "1000", 15995176}, {"resnet26", "10", 13966666},
+        {"resnet50", "1000", 25557032}, {"resnet50", "10", 23528522},
+        {"resnet152", "1000", 60192808}, {"resnet152", "10", 58164298},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        double total = 0;
+        double params = dry_run_params(cases[i].model, cases[i].classes, &total);
+        if (params != cases[i].params)
+            fail_msg("%s with %s classes: %.0f parameters, timm has %.0f", cases[i].model, cases[i].classes,
+                     params, cases[i].params);
+        assert_true(total > 4 * params); /* weights, gradients, momentum and activations */
+    }
+}
+
+static void test_dry_run_human_readable(void **state) {
+    assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--dry-run", NULL), 0);
+    assert_non_null(strstr(out, "25557032 parameters"));
+    assert_non_null(strstr(out, "activations"));
+}
+
+static void expect_usage_error(const char *needle, const char *const *args) {
+    char *argv[32] = {(char *)test_binary("train")};
+    int argc = 1;
+    while (args[argc - 1] && argc < 31) argv[argc] = (char *)args[argc - 1], argc++;
+    argv[argc] = NULL;
+    int rc = test_run(argv, out, sizeof out, err, sizeof err);
+    if (rc != 2 || !strstr(err, needle))
+        fail_msg("train %s %s ...: exit %d, stderr '%s' (expected 2 and '%s')", args[0], args[1] ? args[1] : "",
+                 rc, err, needle);
+}
+#define EXPECT_USAGE(needle, ...) expect_usage_error(needle, (const char *const[]){__VA_ARGS__, NULL})
+
+static void test_bad_input_exits_2(void **state) {
+    EXPECT_USAGE("unknown model 'resnet18'", "--model", "resnet18", "--dry-run");
+    EXPECT_USAGE("--model is required", "--batch", "8");
+    EXPECT_USAGE("--batch: expected a whole number", "--model", "resnet26", "--batch", "0");
+    EXPECT_USAGE("--batch: expected a whole number", "--model", "resnet26", "--batch", "12x");
+    EXPECT_USAGE("--epochs: expected", "--model", "resnet26", "--epochs");
+    EXPECT_USAGE("--lr: expected a number", "--model", "resnet26", "--lr", "nan");
+    EXPECT_USAGE("unknown data set 'mnist'", "--model", "resnet26", "--data", "mnist");
+    EXPECT_USAGE("--schedule: expected", "--model", "resnet26", "--schedule", "linear");
+    EXPECT_USAGE("unknown option '--fast'", "--model", "resnet26", "--fast");
+    EXPECT_USAGE("32x32 with 10 classes", "--model", "resnet26", "--data", "fashion-mnist",
+                       "--image-size", "64");
+    EXPECT_USAGE("--image-size: expected", "--model", "resnet26", "--image-size", "4");
+    /* files are checked before the GPU is touched */
+    EXPECT_USAGE("/nonexistent-dir", "--model", "resnet26", "--data", "fashion-mnist", "--data-root",
+                       "/nonexistent-dir");
+    EXPECT_USAGE("/nonexistent-dir", "--model", "resnet26", "--data", "cifar10", "--data-root",
+                       "/nonexistent-dir");
+    EXPECT_USAGE("--load /nonexistent.safetensors", "--model", "resnet26", "--load",
+                       "/nonexistent.safetensors");
+}
+
+static void test_json_error_event(void **state) {
+    assert_int_equal(run_train("--model", "vgg16", "--json", NULL), 2);
+    cJSON *e = cJSON_Parse(out);
+    assert_non_null(e);
+    assert_string_equal(cJSON_GetObjectItem(e, "event")->valuestring, "error");
+    assert_non_null(strstr(cJSON_GetObjectItem(e, "message")->valuestring, "vgg16"));
+    cJSON_Delete(e);
+}
+
+static void test_without_gpu_says_so(void **state) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) skip(); /* covered by the GPU tests */
+    int rc = run_train("--model", "resnet26", "--steps-per-epoch", "1", "--epochs", "1", NULL);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "no usable GPU"));
+}
+
+static void test_help(void **state) {
+    assert_int_equal(run_train("--help", NULL), 0);
+    assert_non_null(strstr(out, "usage: train"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parameter_counts_match_timm), cmocka_unit_test(test_dry_run_human_readable),
+        cmocka_unit_test(test_bad_input_exits_2), cmocka_unit_test(test_json_error_event),
+        cmocka_unit_test(test_without_gpu_says_so), cmocka_unit_test(test_help),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
