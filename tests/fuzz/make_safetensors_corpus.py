@@ -103,7 +103,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     total = 0
     for name, data in sorted(corpus().items()):
-        with open(os.path.join(out, name + ".safetensors"), "wb") as f:
+        with open(os.path.join(out, name + ".seed"), "wb") as f:
             f.write(data)
         total += len(data)
     print(f"wrote {len(corpus())} files, {total} bytes, to {out}")
