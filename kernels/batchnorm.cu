@@ -29,6 +29,7 @@
 #include <stdlib.h>
 
 #include "kernels/kernels.h"
+#include "kernels/launch.h"
 #include "models/check.h"
 
 #define BN_THREADS 256        /* threads per block (upper bound: the block is lanes x tile_cols) */
@@ -42,24 +43,9 @@
 
 /* ---- shared pieces ------------------------------------------------------------------------- */
 
-static void bn_bad_input(const char *fn, const char *fmt, ...) {
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "%s: ", fn);
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n");
-    va_end(args);
-    exit(2);
-}
 
-static int bn_aligned16(const void *p) { return p == NULL || ((uintptr_t)p & 15) == 0; }
+static int bn_aligned16(const void *p) { return kernel_aligned(p, 16); }
 
-static int bn_sm_count(void) {
-    int device = 0, sms = 0;
-    CHECK_CUDA(cudaGetDevice(&device));
-    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms > 0 ? sms : 1;
-}
 
 /* How one launch covers [rows, C]: blockIdx.x picks a tile of tile_cols vector columns, each
  * block is lanes (a power of two) x tile_cols threads, blockIdx.y and the lane pick the rows. */
@@ -89,7 +75,7 @@ static int bn_resident_blocks(const void *kernel, int threads, int at_most) {
 /* Blocks along the rows: enough to give every thread a few rows, at most one full wave. */
 static dim3 bn_grid(const bn_shape *s, int rows, int blocks_per_sm) {
     long want = ((long)rows + (long)s->lanes * BN_ROW_UNROLL - 1) / ((long)s->lanes * BN_ROW_UNROLL);
-    long cap = (long)bn_sm_count() * blocks_per_sm / s->tiles;
+    long cap = (long)kernel_sm_count() * blocks_per_sm / s->tiles;
     if (cap < 1) cap = 1;
     if (want > cap) want = cap;
     if (want > 65535) want = 65535;
@@ -324,8 +310,8 @@ extern "C" size_t bn_scratch_bytes(int rows, int C) {
 }
 
 static void bn_check_sizes(const char *fn, int rows, int C) {
-    if (rows < 1) bn_bad_input(fn, "rows must be >= 1 (got %d)", rows);
-    if (C < 1) bn_bad_input(fn, "C must be >= 1 (got %d)", C);
+    if (rows < 1) kernel_bad_input(fn, "rows must be >= 1 (got %d)", rows);
+    if (C < 1) kernel_bad_input(fn, "C must be >= 1 (got %d)", C);
 }
 
 extern "C" void bn_forward_train(float *y, float *mean, float *invstd, float *running_mean,
@@ -335,9 +321,9 @@ extern "C" void bn_forward_train(float *y, float *mean, float *invstd, float *ru
     const char *fn = "bn_forward_train";
     bn_check_sizes(fn, rows, C);
     if (!y || !mean || !invstd || !x || !gamma || !beta)
-        bn_bad_input(fn, "y, mean, invstd, x, gamma and beta must be device pointers (one is NULL)");
-    if (!scratch) bn_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
-    if (!(eps > 0.0f)) bn_bad_input(fn, "eps must be > 0 (got %g)", eps);
+        kernel_bad_input(fn, "y, mean, invstd, x, gamma and beta must be device pointers (one is NULL)");
+    if (!scratch) kernel_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
+    if (!(eps > 0.0f)) kernel_bad_input(fn, "eps must be > 0 (got %g)", eps);
     unsigned *counter = (unsigned *)scratch;
     double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
     int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
@@ -376,9 +362,9 @@ extern "C" void bn_forward_infer(float *y, const float *x, const float *residual
     const char *fn = "bn_forward_infer";
     bn_check_sizes(fn, rows, C);
     if (!y || !x || !gamma || !beta || !running_mean || !running_var)
-        bn_bad_input(fn, "y, x, gamma, beta, running_mean and running_var must be device pointers "
+        kernel_bad_input(fn, "y, x, gamma, beta, running_mean and running_var must be device pointers "
                          "(one is NULL)");
-    if (!(eps > 0.0f)) bn_bad_input(fn, "eps must be > 0 (got %g)", eps);
+    if (!(eps > 0.0f)) kernel_bad_input(fn, "eps must be > 0 (got %g)", eps);
     int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
     bn_shape s = bn_shape_of(C, vec);
     int threads = s.lanes * s.tile_cols;
@@ -534,10 +520,10 @@ extern "C" void bn_backward(float *dx, float *dresidual, float *dgamma, float *d
     const char *fn = "bn_backward";
     bn_check_sizes(fn, rows, C);
     if (!dx || !dgamma || !dbeta || !dy || !x || !gamma || !mean || !invstd)
-        bn_bad_input(fn, "dx, dgamma, dbeta, dy, x, gamma, mean and invstd must be device pointers "
+        kernel_bad_input(fn, "dx, dgamma, dbeta, dy, x, gamma, mean and invstd must be device pointers "
                          "(one is NULL)");
-    if (relu && !y) bn_bad_input(fn, "y (the forward output) is needed for the ReLU mask (got NULL)");
-    if (!scratch) bn_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
+    if (relu && !y) kernel_bad_input(fn, "y (the forward output) is needed for the ReLU mask (got NULL)");
+    if (!scratch) kernel_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
     unsigned *counter = (unsigned *)scratch;
     double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
     const float *mask_y = relu ? y : NULL;

@@ -14,20 +14,12 @@
 #include <stdlib.h>
 
 #include "kernels/kernels.h"
+#include "kernels/launch.h"
 #include "models/check.h"
 
 #define CE_THREADS 256
 #define CE_WARPS (CE_THREADS / 32)
 
-static void ce_bad_input(const char *fn, const char *fmt, ...) {
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "%s: ", fn);
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n");
-    va_end(args);
-    exit(2);
-}
 
 template <int VEC>
 __device__ __forceinline__ void ce_load(float v[VEC], const float *p) {
@@ -145,12 +137,12 @@ static void ce_launch(float *dlogits, float *loss_sum, float *correct,
 
 static void ce_check(const char *fn, float *loss_sum, float *correct, const float *logits,
                      const int32_t *labels, int rows, const char *rows_name, int K, float smoothing) {
-    if (rows < 0) ce_bad_input(fn, "%s must be >= 0 (got %d)", rows_name, rows);
-    if (K < 1) ce_bad_input(fn, "K (classes) must be >= 1 (got %d)", K);
+    if (rows < 0) kernel_bad_input(fn, "%s must be >= 0 (got %d)", rows_name, rows);
+    if (K < 1) kernel_bad_input(fn, "K (classes) must be >= 1 (got %d)", K);
     if (!(smoothing >= 0.0f && smoothing <= 1.0f))
-        ce_bad_input(fn, "smoothing must be in [0, 1] (got %g)", smoothing);
+        kernel_bad_input(fn, "smoothing must be in [0, 1] (got %g)", smoothing);
     if (!loss_sum || !correct || !logits || !labels)
-        ce_bad_input(fn, "loss_sum, correct, logits and labels must be device pointers (one is NULL)");
+        kernel_bad_input(fn, "loss_sum, correct, logits and labels must be device pointers (one is NULL)");
 }
 
 extern "C" void softmax_ce_forward_backward(float *dlogits, float *loss_sum, float *correct,
@@ -158,7 +150,7 @@ extern "C" void softmax_ce_forward_backward(float *dlogits, float *loss_sum, flo
                                             int K, float smoothing, cudaStream_t stream) {
     const char *fn = "softmax_ce_forward_backward";
     ce_check(fn, loss_sum, correct, logits, labels, N, "N", K, smoothing);
-    if (!dlogits) ce_bad_input(fn, "dlogits must be a device pointer (got NULL)");
+    if (!dlogits) kernel_bad_input(fn, "dlogits must be a device pointer (got NULL)");
     if (N == 0) return;
     ce_launch(dlogits, loss_sum, correct, logits, labels, N, K, smoothing, 1.0f / (float)N, stream);
 }

@@ -10,20 +10,12 @@
 #include <stdlib.h>
 
 #include "kernels/kernels.h"
+#include "kernels/launch.h"
 #include "models/check.h"
 
 #define SGD_THREADS 256
 #define SGD_BLOCKS_PER_SM 8
 
-static void optim_bad_input(const char *fn, const char *fmt, ...) {
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "%s: ", fn);
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n");
-    va_end(args);
-    exit(2);
-}
 
 /* torch.optim.SGD, dampening 0, for one element. */
 __device__ __forceinline__ float sgd_step(float *p, float *b, float grad, size_t index,
@@ -84,21 +76,18 @@ extern "C" void sgd_update(float *params, float *momentum_buf, const float *grad
                            int nesterov, cudaStream_t stream) {
     const char *fn = "sgd_update";
     if (!params || !grads || !lr)
-        optim_bad_input(fn, "params, grads and lr must be device pointers (one is NULL)");
+        kernel_bad_input(fn, "params, grads and lr must be device pointers (one is NULL)");
     if (!momentum_buf && momentum != 0.0f)
-        optim_bad_input(fn, "momentum_buf must be a device pointer when momentum is %g (got NULL)",
+        kernel_bad_input(fn, "momentum_buf must be a device pointer when momentum is %g (got NULL)",
                         momentum);
-    if (n_decay > n) optim_bad_input(fn, "n_decay (%zu) must be <= n (%zu)", n_decay, n);
+    if (n_decay > n) kernel_bad_input(fn, "n_decay (%zu) must be <= n (%zu)", n_decay, n);
     if (n == 0) return;
     /* Momentum 0 is plain SGD, as in PyTorch, which keeps no buffer: the update is the same and
      * the buffer is neither read nor written (2 of the 5 memory streams saved). */
     if (momentum == 0.0f) momentum_buf = NULL;
-    int device = 0, sms = 0;
-    CHECK_CUDA(cudaGetDevice(&device));
-    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     int vec = (((uintptr_t)params | (uintptr_t)grads | (uintptr_t)momentum_buf) & 15) == 0 ? 4 : 1;
     size_t items = n / vec, blocks = (items + SGD_THREADS - 1) / SGD_THREADS;
-    size_t cap = (size_t)(sms > 0 ? sms : 1) * SGD_BLOCKS_PER_SM;
+    size_t cap = (size_t)kernel_sm_count() * SGD_BLOCKS_PER_SM;
     if (blocks > cap) blocks = cap;
     if (blocks < 1) blocks = 1;
     if (vec == 4)
@@ -119,7 +108,7 @@ __global__ void lr_schedule_step_kernel(float *lr, int64_t *step, lr_schedule sc
 extern "C" void lr_schedule_step(float *lr, int64_t *step, lr_schedule schedule,
                                  cudaStream_t stream) {
     if (!lr || !step)
-        optim_bad_input("lr_schedule_step", "lr and step must be device pointers (one is NULL)");
+        kernel_bad_input("lr_schedule_step", "lr and step must be device pointers (one is NULL)");
     lr_schedule_step_kernel<<<1, 1, 0, stream>>>(lr, step, schedule);
     CHECK_LAUNCH();
 }

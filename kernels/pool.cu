@@ -15,35 +15,20 @@
 #include <stdlib.h>
 
 #include "kernels/kernels.h"
+#include "kernels/launch.h"
 #include "models/check.h"
 
 #define POOL_THREADS 256
 #define POOL_MAX_WINDOW 16 /* argmax is a byte: k * k <= 256 */
 
-static void pool_bad_input(const char *fn, const char *fmt, ...) {
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "%s: ", fn);
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n");
-    va_end(args);
-    exit(2);
-}
 
-static int pool_aligned(const void *p, unsigned bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }
 
-static int pool_sm_count(void) {
-    int device = 0, sms = 0;
-    CHECK_CUDA(cudaGetDevice(&device));
-    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms > 0 ? sms : 1;
-}
 
 /* Blocks for a grid-stride loop over `items` threads' worth of work: at most 16 waves' worth of
  * resident blocks, so huge tensors loop instead of launching millions of blocks. */
 static unsigned pool_blocks(size_t items) {
     size_t blocks = (items + POOL_THREADS - 1) / POOL_THREADS;
-    size_t cap = (size_t)pool_sm_count() * 8 * 16;
+    size_t cap = (size_t)kernel_sm_count() * 8 * 16;
     if (blocks > cap) blocks = cap;
     return (unsigned)(blocks > 0 ? blocks : 1);
 }
@@ -53,7 +38,7 @@ static unsigned pool_blocks(size_t items) {
  * grid-stride index from wrapping. */
 static void pool_check_items(const char *fn, size_t items) {
     if (items > 0x7fffffffu)
-        pool_bad_input(fn, "tensor too large: %zu vector items, at most 2^31 - 1 supported", items);
+        kernel_bad_input(fn, "tensor too large: %zu vector items, at most 2^31 - 1 supported", items);
 }
 
 template <int VEC>
@@ -77,15 +62,15 @@ __device__ __forceinline__ void pool_store(float *p, const float v[VEC]) {
 static void maxpool_check(const char *fn, int N, int H, int W, int C, int k, int stride, int pad,
                           int Ho, int Wo) {
     if (N < 0 || H < 1 || W < 1 || C < 1)
-        pool_bad_input(fn, "sizes must be N >= 0, H, W, C >= 1 (got N=%d H=%d W=%d C=%d)", N, H, W, C);
+        kernel_bad_input(fn, "sizes must be N >= 0, H, W, C >= 1 (got N=%d H=%d W=%d C=%d)", N, H, W, C);
     if (k < 1 || k > POOL_MAX_WINDOW)
-        pool_bad_input(fn, "window k must be in [1, %d] (got %d)", POOL_MAX_WINDOW, k);
-    if (stride < 1) pool_bad_input(fn, "stride must be >= 1 (got %d)", stride);
+        kernel_bad_input(fn, "window k must be in [1, %d] (got %d)", POOL_MAX_WINDOW, k);
+    if (stride < 1) kernel_bad_input(fn, "stride must be >= 1 (got %d)", stride);
     if (pad < 0 || pad > k / 2)
-        pool_bad_input(fn, "pad must be in [0, k/2 = %d] (got %d)", k / 2, pad);
+        kernel_bad_input(fn, "pad must be in [0, k/2 = %d] (got %d)", k / 2, pad);
     /* Every window must hold at least one real cell, as with PyTorch's output-size rule. */
     if (Ho < 1 || Wo < 1 || (long)(Ho - 1) * stride - pad >= H || (long)(Wo - 1) * stride - pad >= W)
-        pool_bad_input(fn, "output %dx%d does not fit input %dx%d with k=%d stride=%d pad=%d "
+        kernel_bad_input(fn, "output %dx%d does not fit input %dx%d with k=%d stride=%d pad=%d "
                            "(expected %dx%d)", Ho, Wo, H, W, k, stride, pad,
                        (H + 2 * pad - k) / stride + 1, (W + 2 * pad - k) / stride + 1);
 }
@@ -141,9 +126,9 @@ extern "C" void maxpool_forward(float *y, uint8_t *argmax, const float *x, int N
                                 cudaStream_t stream) {
     const char *fn = "maxpool_forward";
     maxpool_check(fn, N, H, W, C, k, stride, pad, Ho, Wo);
-    if (!y || !argmax || !x) pool_bad_input(fn, "y, argmax and x must be device pointers (one is NULL)");
+    if (!y || !argmax || !x) kernel_bad_input(fn, "y, argmax and x must be device pointers (one is NULL)");
     if (N == 0) return;
-    int vec = C % 4 == 0 && pool_aligned(y, 16) && pool_aligned(x, 16) && pool_aligned(argmax, 4) ? 4 : 1;
+    int vec = C % 4 == 0 && kernel_aligned(y, 16) && kernel_aligned(x, 16) && kernel_aligned(argmax, 4) ? 4 : 1;
     size_t items = (size_t)N * Ho * Wo * (C / vec);
     pool_check_items(fn, items);
     if (vec == 4)
@@ -217,9 +202,9 @@ extern "C" void maxpool_backward(float *dx, const float *dy, const uint8_t *argm
                                  cudaStream_t stream) {
     const char *fn = "maxpool_backward";
     maxpool_check(fn, N, H, W, C, k, stride, pad, Ho, Wo);
-    if (!dx || !dy || !argmax) pool_bad_input(fn, "dx, dy and argmax must be device pointers (one is NULL)");
+    if (!dx || !dy || !argmax) kernel_bad_input(fn, "dx, dy and argmax must be device pointers (one is NULL)");
     if (N == 0) return;
-    int vec = C % 4 == 0 && pool_aligned(dx, 16) && pool_aligned(dy, 16) && pool_aligned(argmax, 4) ? 4 : 1;
+    int vec = C % 4 == 0 && kernel_aligned(dx, 16) && kernel_aligned(dy, 16) && kernel_aligned(argmax, 4) ? 4 : 1;
     size_t items = (size_t)N * H * W * (C / vec);
     pool_check_items(fn, items);
     unsigned blocks = pool_blocks(items);
@@ -295,7 +280,7 @@ avgpool_global_backward_kernel(float *dx, const float *dy, int N, int HW, int C)
 
 static void avgpool_check(const char *fn, int N, int HW, int C) {
     if (N < 0 || N > 65535 || HW < 1 || C < 1)
-        pool_bad_input(fn, "sizes must be 0 <= N <= 65535, HW >= 1, C >= 1 (got N=%d HW=%d C=%d)",
+        kernel_bad_input(fn, "sizes must be 0 <= N <= 65535, HW >= 1, C >= 1 (got N=%d HW=%d C=%d)",
                        N, HW, C);
 }
 
@@ -303,9 +288,9 @@ extern "C" void avgpool_global_forward(float *y, const float *x, int N, int HW, 
                                        cudaStream_t stream) {
     const char *fn = "avgpool_global_forward";
     avgpool_check(fn, N, HW, C);
-    if (!y || !x) pool_bad_input(fn, "y and x must be device pointers (one is NULL)");
+    if (!y || !x) kernel_bad_input(fn, "y and x must be device pointers (one is NULL)");
     if (N == 0) return;
-    int vec = C % 4 == 0 && pool_aligned(y, 16) && pool_aligned(x, 16) ? 4 : 1;
+    int vec = C % 4 == 0 && kernel_aligned(y, 16) && kernel_aligned(x, 16) ? 4 : 1;
     int ncols = C / vec, tiles = ncols <= 64 ? 1 : (ncols + 31) / 32;
     int tile_cols = (ncols + tiles - 1) / tiles, lanes = 1;
     while (lanes * 2 * tile_cols <= POOL_THREADS && lanes < HW) lanes *= 2;
@@ -321,9 +306,9 @@ extern "C" void avgpool_global_backward(float *dx, const float *dy, int N, int H
                                         cudaStream_t stream) {
     const char *fn = "avgpool_global_backward";
     avgpool_check(fn, N, HW, C);
-    if (!dx || !dy) pool_bad_input(fn, "dx and dy must be device pointers (one is NULL)");
+    if (!dx || !dy) kernel_bad_input(fn, "dx and dy must be device pointers (one is NULL)");
     if (N == 0) return;
-    int vec = C % 4 == 0 && pool_aligned(dx, 16) && pool_aligned(dy, 16) ? 4 : 1;
+    int vec = C % 4 == 0 && kernel_aligned(dx, 16) && kernel_aligned(dy, 16) ? 4 : 1;
     size_t items = (size_t)N * HW * (C / vec);
     pool_check_items(fn, items);
     if (vec == 4)
