@@ -183,7 +183,11 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     }
     strv_push(&s, dry_run ? "--dry-run" : "--json");
     strv_push(&s, dry_run ? "--json" : "--wait-go");
-    if (data_root && *data_root) ARG("--data-root", data_root);
+    if (data_root && *data_root) {
+        /* real files where they are present; synthetic data of the set's shape elsewhere */
+        ARG("--data-root", data_root);
+        strv_push(&s, "--data-if-present");
+    }
 #undef ARG
 #undef NUM
     return strv_finish(&s);

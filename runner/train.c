@@ -29,6 +29,7 @@ typedef struct job {
     FILE *human;              /* stdout, or stderr when stdout carries JSON */
     dataset train_set, test_set;
     int has_test_set;
+    const char *data_source;  /* "real" or "synthetic" */
     session s;
     long steps_per_epoch;
 } job;
@@ -107,20 +108,44 @@ static int dry_run(job *j) {
     return 0;
 }
 
-static int open_data(job *j, char *err, size_t err_size) {
+static int open_synthetic(job *j, char *err, size_t err_size) {
+    const train_options *o = &j->opt;
+    synthetic_spec train_spec = {o->synthetic_count, o->image_size, o->image_size, 3, o->classes, o->seed};
+    synthetic_spec test_spec = {10000, o->image_size, o->image_size, 3, o->classes, o->seed + 1};
+    if (dataset_open_synthetic(&j->train_set, &train_spec, err, err_size)) return -1;
+    return dataset_open_synthetic(&j->test_set, &test_spec, err, err_size);
+}
+
+/* Real files: Fashion-MNIST (the installed copy by default) and CIFAR-10 with --data-root. 1 when
+ * the data set has no reader here (synthetic then), -1 on error. */
+static int open_real(job *j, char *err, size_t err_size) {
     const train_options *o = &j->opt;
     if (!strcmp(o->data, "fashion-mnist")) {
         const char *root = o->data_root[0] ? o->data_root : FASHION_MNIST_DEFAULT_ROOT;
         if (dataset_open_fashion_mnist(&j->train_set, root, 1, err, err_size)) return -1;
-        if (dataset_open_fashion_mnist(&j->test_set, root, 0, err, err_size)) return -1;
-    } else if (!strcmp(o->data, "cifar10") && o->data_root[0]) {
+        return dataset_open_fashion_mnist(&j->test_set, root, 0, err, err_size);
+    }
+    if (!strcmp(o->data, "cifar10") && o->data_root[0]) {
         if (dataset_open_cifar10(&j->train_set, o->data_root, 1, err, err_size)) return -1;
-        if (dataset_open_cifar10(&j->test_set, o->data_root, 0, err, err_size)) return -1;
-    } else {
-        synthetic_spec train_spec = {o->synthetic_count, o->image_size, o->image_size, 3, o->classes, o->seed};
-        synthetic_spec test_spec = {10000, o->image_size, o->image_size, 3, o->classes, o->seed + 1};
-        if (dataset_open_synthetic(&j->train_set, &train_spec, err, err_size)) return -1;
-        if (dataset_open_synthetic(&j->test_set, &test_spec, err, err_size)) return -1;
+        return dataset_open_cifar10(&j->test_set, o->data_root, 0, err, err_size);
+    }
+    return 1;
+}
+
+static int open_data(job *j, char *err, size_t err_size) {
+    const train_options *o = &j->opt;
+    int real = open_real(j, err, err_size);
+    j->data_source = "real";
+    if (real < 0 && o->data_if_present && o->data_root[0]) {
+        fprintf(stderr, "train: %s; --data-if-present: synthetic %s-shaped data instead\n", err, o->data);
+        dataset_close(&j->train_set);
+        dataset_close(&j->test_set);
+        real = 1;
+    }
+    if (real < 0) return -1;
+    if (real == 1) {
+        j->data_source = "synthetic";
+        if (open_synthetic(j, err, err_size)) return -1;
     }
     j->has_test_set = 1;
     long batches = (long)(j->train_set.count / o->batch);
@@ -302,6 +327,8 @@ static void emit_setup(job *j) {
     cJSON_AddNumberToObject(e, "mig", visible && !strncmp(visible, "MIG-", 4));
     cJSON_AddNumberToObject(e, "pid", (double)getpid());
     cJSON_AddNumberToObject(e, "steps_per_epoch", (double)j->steps_per_epoch);
+    cJSON_AddStringToObject(e, "data", j->opt.data);
+    cJSON_AddStringToObject(e, "data_source", j->data_source);
     emit(j, e);
     fprintf(j->human, "%s on %s (%d SMs%s): %lld parameters, %.1f MiB on the GPU, %ld steps of %d per epoch\n",
             j->opt.model, prop.name, prop.multiProcessorCount, mps ? ", MPS" : "",

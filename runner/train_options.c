@@ -16,6 +16,8 @@ void train_options_usage(void *file) {
             "  --data-root DIR        real files (fashion-mnist defaults to the installed copy;\n"
             "                         cifar10 reads the binary version); otherwise synthetic data\n"
             "                         shaped like the named set\n"
+            "  --data-if-present      with --data-root: where that set's files are absent (or no\n"
+            "                         reader exists for it yet), synthetic data of its shape\n"
             "  --batch N (128)  --epochs N (2)  --steps-per-epoch N (whole epochs)\n"
             "  --image-size N  --classes N     (default from the data set)\n"
             "  --lr X (0.1)  --momentum X (0.9)  --weight-decay X (5e-4)  --nesterov  --wd-all\n"
@@ -87,13 +89,14 @@ static int data_defaults(train_options *o, char *err, size_t err_size) {
         return -1;
     }
     int real_fixed = strcmp(o->data, "fashion-mnist") == 0 ||
-                     (strcmp(o->data, "cifar10") == 0 && o->data_root[0]);
+                     (strcmp(o->data, "cifar10") == 0 && o->data_root[0] && !o->data_if_present);
     if (real_fixed && ((o->image_size && o->image_size != 32) || (o->classes && o->classes != 10))) {
         snprintf(err, err_size, "--data %s: its images are 32x32 with 10 classes (got --image-size %d "
                  "--classes %d)", o->data, o->image_size, o->classes);
         return -1;
     }
-    if (o->data_root[0] && strcmp(o->data, "fashion-mnist") != 0 && strcmp(o->data, "cifar10") != 0) {
+    if (o->data_root[0] && !o->data_if_present && strcmp(o->data, "fashion-mnist") != 0 &&
+        strcmp(o->data, "cifar10") != 0) {
         snprintf(err, err_size, "--data-root: real files are read for fashion-mnist and cifar10; "
                  "--data %s runs on synthetic data of its shape (leave out --data-root)", o->data);
         return -1;
@@ -158,6 +161,7 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
             else if (!strcmp(a, "--json")) o->json = 1;
             else if (!strcmp(a, "--dry-run")) o->dry_run = 1;
             else if (!strcmp(a, "--wait-go")) o->wait_go = 1;
+            else if (!strcmp(a, "--data-if-present")) o->data_if_present = 1;
             else if (!strcmp(a, "--no-graph")) o->use_graph = 0;
             else if (!strcmp(a, "--no-tf32")) o->allow_tf32 = 0;
             else {

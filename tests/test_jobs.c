@@ -65,17 +65,19 @@ static void test_argv(void **state) {
     char **argv = job_build_argv("/x/train", &spec, 3, 50, "/data", 0);
     const char *want[] = {"/x/train", "--model", "resnet26", "--data", "cifar10", "--batch", "128",
                           "--image-size", "32", "--classes", "10", "--epochs", "3",
-                          "--steps-per-epoch", "50", "--json", "--wait-go", "--data-root", "/data", NULL};
+                          "--steps-per-epoch", "50", "--json", "--wait-go", "--data-root", "/data",
+                          "--data-if-present", NULL};
     for (int i = 0; want[i]; i++) assert_string_equal(argv[i], want[i]);
-    assert_null(argv[19]);
+    assert_null(argv[20]);
     job_free_strv(argv);
     /* dry run: no epochs, steps or wait-go (the data root is checked too); criteo has no image size */
     spec.image_size = 0;
     argv = job_build_argv("/x/train", &spec, 3, 50, "/data", 1);
     const char *dry[] = {"/x/train", "--model", "resnet26", "--data", "cifar10", "--batch", "128",
-                         "--classes", "10", "--dry-run", "--json", "--data-root", "/data", NULL};
+                         "--classes", "10", "--dry-run", "--json", "--data-root", "/data",
+                         "--data-if-present", NULL};
     for (int i = 0; dry[i]; i++) assert_string_equal(argv[i], dry[i]);
-    assert_null(argv[13]);
+    assert_null(argv[14]);
     job_free_strv(argv);
 }
 

@@ -99,6 +99,14 @@ static void test_bad_input_exits_2(void **state) {
                        "/nonexistent.safetensors");
 }
 
+static void test_data_if_present(void **state) {
+    /* run_suite passes one data root to every job: sets without files there fall back to synthetic */
+    assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", "/nonexistent-dir",
+                               "--data-if-present", "--dry-run", NULL), 0);
+    EXPECT_USAGE("real files are read for fashion-mnist and cifar10", "--model", "resnet50", "--data", "imagenet64",
+                 "--data-root", "/nonexistent-dir", "--dry-run");
+}
+
 static void test_json_error_event(void **state) {
     assert_int_equal(run_train("--model", "vgg16", "--json", NULL), 2);
     cJSON *e = cJSON_Parse(out);
@@ -124,7 +132,8 @@ static void test_help(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameter_counts_match_timm), cmocka_unit_test(test_dry_run_human_readable),
-        cmocka_unit_test(test_bad_input_exits_2), cmocka_unit_test(test_json_error_event),
+        cmocka_unit_test(test_bad_input_exits_2), cmocka_unit_test(test_data_if_present),
+        cmocka_unit_test(test_json_error_event),
         cmocka_unit_test(test_without_gpu_says_so), cmocka_unit_test(test_help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
