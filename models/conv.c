@@ -121,9 +121,12 @@ static void search_engines(conv_layer *c, float *y, const float *x, float *dx, j
     }
 }
 
-static int cache_lookup(const conv_algo_cache *cache, const conv_shape *s, int accumulate_dx) {
+/* Layers share a search when shape, accumulation and the presence of an input gradient agree. */
+static int cache_lookup(const conv_algo_cache *cache, const conv_shape *s, int accumulate_dx, int has_dx) {
     for (int i = 0; cache && i < cache->count; i++)
-        if (memcmp(&cache->shapes[i], s, sizeof *s) == 0 && cache->accumulate_dx[i] == accumulate_dx) return i;
+        if (memcmp(&cache->shapes[i], s, sizeof *s) == 0 && cache->accumulate_dx[i] == accumulate_dx &&
+            cache->has_dx[i] == has_dx)
+            return i;
     return -1;
 }
 
@@ -144,21 +147,17 @@ void conv_setup(conv_layer *c, float *y, const float *x, float *dx, int accumula
     c->bwd_data_desc = make_conv_desc(s);
     c->bwd_filter_desc = make_conv_desc(s);
 
-    int cached = cache_lookup(cache, s, accumulate_dx);
-    /* A cached entry searched without dx has no backward-data choice: search again then. */
-    if (cached >= 0 && (!dx || cache->algos[cached].bwd_data_ms > 0)) {
-        c->algos = cache->algos[cached];
+    int cached = cache_lookup(cache, s, accumulate_dx, dx != NULL);
+    if (cached >= 0) {
+        c->algos = cache->algos[cached]; /* the cache keeps owning the engine plans */
     } else {
         memset(&c->algos, 0, sizeof c->algos);
         search_algos(c, y, x, dx, ctx);
         search_engines(c, y, x, dx, ctx);
-        if (cache && cached >= 0) {
-            conv_algos *old = &cache->algos[cached];
-            for (int d = 0; d < 3; d++) conv_engine_destroy(&old->engine[d]);
-            *old = c->algos;
-        } else if (cache && cache->count < CONV_CACHE_MAX) {
+        if (cache && cache->count < CONV_CACHE_MAX) {
             cache->shapes[cache->count] = *s;
             cache->accumulate_dx[cache->count] = accumulate_dx;
+            cache->has_dx[cache->count] = dx != NULL;
             cache->algos[cache->count++] = c->algos;
         } else {
             c->owns_engine = 1;

@@ -46,7 +46,7 @@ typedef struct conv_layer {
 typedef struct conv_algo_cache {
     int count;
     conv_shape shapes[CONV_CACHE_MAX];
-    int accumulate_dx[CONV_CACHE_MAX];
+    int accumulate_dx[CONV_CACHE_MAX], has_dx[CONV_CACHE_MAX];
     conv_algos algos[CONV_CACHE_MAX];  /* owns the engine plans */
 } conv_algo_cache;
 void conv_algo_cache_free(conv_algo_cache *cache);
