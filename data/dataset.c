@@ -73,3 +73,7 @@ fail:
     free(buffer);
     return -1;
 }
+
+void dataset_set_epoch(const dataset *d, int epoch) {
+    if (d && d->set_epoch) d->set_epoch(d, epoch);
+}

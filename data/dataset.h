@@ -20,6 +20,8 @@ struct dataset {
     int (*read)(const dataset *d, float *images, int32_t *labels, const int64_t *indices, int n,
                 char *err, size_t err_size);
     void (*close)(dataset *d);
+    /* Which epoch is being read (random augmentation keys on it); NULL without augmentation. */
+    void (*set_epoch)(const dataset *d, int epoch);
     void *impl;
 };
 
@@ -64,5 +66,69 @@ typedef struct synthetic_spec {
     uint64_t seed;
 } synthetic_spec;
 int dataset_open_synthetic(dataset *d, const synthetic_spec *spec, char *err, size_t err_size);
+
+/* ImageNet 64x64 (downsampled ImageNet, npz version): train_data_batch_1.npz ..
+ * train_data_batch_10.npz for training, val_data.npz for validation, in root. Each .npz (a zip,
+ * members stored or deflated) holds data.npy (uint8 [N, 12288]: red, green, blue 64x64 planes)
+ * and labels.npy (an integer type, [N], 1..1000; delivered as 0..999). Every file is decoded once
+ * into memory as it is on disk: 12288 bytes per image, 15.7 GB for the training set, 614 MB for
+ * validation. With less memory, open a subset of the training files with _files. Images come out
+ * 64x64x3, normalised with the ImageNet mean and std. */
+#define IMAGENET64_SIDE 64
+#define IMAGENET64_CLASSES 1000
+#define IMAGENET64_TRAIN_FILES 10
+int dataset_open_imagenet64(dataset *d, const char *root, int train, char *err, size_t err_size);
+int dataset_open_imagenet64_files(dataset *d, const char *const *paths, int files, char *err,
+                                  size_t err_size);
+/* One .npz already in memory (not copied beyond what is decoded; name appears in messages), for
+ * tests and tests/fuzz_npy.c. */
+int dataset_open_imagenet64_memory(dataset *d, const uint8_t *bytes, size_t size,
+                                   const char *name, char *err, size_t err_size);
+
+/* A .npy header (format 1.0, 2.0 or 3.0; the header is the Python dict literal numpy writes).
+ * Parsed from the first `size` bytes of a .npy; data_offset is where the array's bytes begin. */
+#define NPY_MAX_DIMS 8
+typedef struct npy_header {
+    char kind;                     /* 'u' unsigned, 'i' signed integer, 'f' float, 'b' bool, ... */
+    int item_bytes;
+    int big_endian;                /* '>' in descr; '|' and '<' are little-endian or bytes */
+    int fortran_order;
+    int ndim;
+    int64_t shape[NPY_MAX_DIMS];
+    size_t data_offset;
+} npy_header;
+int npy_parse_header(npy_header *h, const uint8_t *bytes, size_t size, const char *name, char *err,
+                     size_t err_size);
+
+/* ImageNet 2012 (ILSVRC-2012 CLS-LOC) from its JPEG folders under root:
+ *   train/<wnid>/<image>.JPEG   class = position of the wnid among train/'s folders, sorted;
+ *   val/<wnid>/<image>.JPEG     like train, or
+ *   val/<image>.JPEG + a label file: LOC_val_solution.csv (Kaggle: "ImageId,PredictionString";
+ *     the first wnid of the prediction string is the label) or a plain "filename label" file
+ *     (val.txt / val_labels.txt, as Caffe's; label a wnid or a class index), looked for in root
+ *     then in val/ unless options.val_labels names it.
+ * Files ending .JPEG/.jpeg/.jpg/.png (any case) are images; grey, CMYK (Adobe) and PNG files are
+ * delivered as RGB. Training: random-resized-crop + flip, drawn from (seed, epoch, index); eval:
+ * resize to size * 256 / 224 (shorter side) + centre crop. Normalised with the ImageNet mean and
+ * std. Decoding happens in read(), so reading is as fast as the CPU threads that call it. */
+#define IMAGENET_DEFAULT_SIZE 224
+typedef struct imagenet_options {
+    const char *root;
+    int train;                     /* 1: train/, random crops; 0: val/, centre crops */
+    int image_size;                /* output side; 0: 224 */
+    int skip_bad;                  /* undecodable image: replaced by the next good one, counted */
+    uint64_t seed;
+    const char *val_labels;        /* NULL: found as described above */
+} imagenet_options;
+int dataset_open_imagenet(dataset *d, const imagenet_options *options, char *err,
+                          size_t err_size);
+/* Images skipped as undecodable so far (skip_bad), for the run's log. */
+int64_t dataset_imagenet_bad_images(const dataset *d);
+
+/* Tells a data set which epoch is being read, so random augmentation differs between epochs but
+ * is reproducible. Call it while no read() is in progress (from the loader, between epochs); a
+ * call during reads is safe but lets those reads' augmentation depend on timing. Data sets without
+ * augmentation ignore it. */
+void dataset_set_epoch(const dataset *d, int epoch);
 
 #endif

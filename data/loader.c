@@ -274,6 +274,7 @@ void loader_start_epoch(loader *l, int epoch) {
         l->slots[i].index = -1;
     }
     make_permutation(l->permutation, l->data->count, l->config.shuffle, l->config.seed, epoch);
+    dataset_set_epoch(l->data, epoch); /* no read is in progress here */
     l->next_claim = 0;
     l->next_deliver = 0;
     l->holding = 0;

@@ -116,8 +116,8 @@ static int open_synthetic(job *j, char *err, size_t err_size) {
     return dataset_open_synthetic(&j->test_set, &test_spec, err, err_size);
 }
 
-/* Real files: Fashion-MNIST (the installed copy by default) and CIFAR-10 with --data-root. 1 when
- * the data set has no reader here (synthetic then), -1 on error. */
+/* Real files: Fashion-MNIST (the installed copy by default), and CIFAR-10, ImageNet 64x64 and
+ * ImageNet with --data-root. 1 when no real files were asked for (synthetic then), -1 on error. */
 static int open_real(job *j, char *err, size_t err_size) {
     const train_options *o = &j->opt;
     if (!strcmp(o->data, "fashion-mnist")) {
@@ -125,9 +125,20 @@ static int open_real(job *j, char *err, size_t err_size) {
         if (dataset_open_fashion_mnist(&j->train_set, root, 1, err, err_size)) return -1;
         return dataset_open_fashion_mnist(&j->test_set, root, 0, err, err_size);
     }
-    if (!strcmp(o->data, "cifar10") && o->data_root[0]) {
+    if (!o->data_root[0]) return 1;
+    if (!strcmp(o->data, "cifar10")) {
         if (dataset_open_cifar10(&j->train_set, o->data_root, 1, err, err_size)) return -1;
         return dataset_open_cifar10(&j->test_set, o->data_root, 0, err, err_size);
+    }
+    if (!strcmp(o->data, "imagenet64")) {
+        if (dataset_open_imagenet64(&j->train_set, o->data_root, 1, err, err_size)) return -1;
+        return dataset_open_imagenet64(&j->test_set, o->data_root, 0, err, err_size);
+    }
+    if (!strcmp(o->data, "imagenet")) {
+        imagenet_options train = {o->data_root, 1, o->image_size, o->skip_bad, o->seed, NULL};
+        imagenet_options val = {o->data_root, 0, o->image_size, o->skip_bad, o->seed, NULL};
+        if (dataset_open_imagenet(&j->train_set, &train, err, err_size)) return -1;
+        return dataset_open_imagenet(&j->test_set, &val, err, err_size);
     }
     return 1;
 }
@@ -276,6 +287,7 @@ static int run_epochs(job *j) {
         cJSON_AddNumberToObject(e, "device_used_bytes", (double)(total_b - free_b));
         cJSON_AddNumberToObject(e, "loader_wait_s", ls.wait_seconds);
         cJSON_AddNumberToObject(e, "loader_samples_per_s", ls.samples_per_s);
+        cJSON_AddNumberToObject(e, "bad_images", (double)dataset_imagenet_bad_images(&j->train_set));
         cJSON_AddNumberToObject(e, "t_start", t_start);
         cJSON_AddNumberToObject(e, "t_end", t_end);
         emit(j, e);

@@ -13,9 +13,10 @@ void train_options_usage(void *file) {
             "usage: train --model NAME [--data SET] [--batch N] [--epochs N] [options]\n"
             "  --model resnet26|resnet50|resnet152\n"
             "  --data %s (default synthetic)\n"
-            "  --data-root DIR        real files (fashion-mnist defaults to the installed copy;\n"
-            "                         cifar10 reads the binary version); otherwise synthetic data\n"
-            "                         shaped like the named set\n"
+            "  --data-root DIR        real files: fashion-mnist (defaults to the installed copy),\n"
+            "                         cifar10 (binary version), imagenet64 (npz), imagenet (JPEG\n"
+            "                         folders); without it, synthetic data shaped like the set\n"
+            "  --skip-bad             skip (and count) images that fail to decode\n"
             "  --data-if-present      with --data-root: where that set's files are absent (or no\n"
             "                         reader exists for it yet), synthetic data of its shape\n"
             "  --batch N (128)  --epochs N (2)  --steps-per-epoch N (whole epochs)\n"
@@ -88,17 +89,18 @@ static int data_defaults(train_options *o, char *err, size_t err_size) {
         snprintf(err, err_size, "--data: unknown data set '%s': expected one of %s", o->data, DATA_SETS);
         return -1;
     }
-    int real_fixed = strcmp(o->data, "fashion-mnist") == 0 ||
-                     (strcmp(o->data, "cifar10") == 0 && o->data_root[0] && !o->data_if_present);
-    if (real_fixed && ((o->image_size && o->image_size != 32) || (o->classes && o->classes != 10))) {
-        snprintf(err, err_size, "--data %s: its images are 32x32 with 10 classes (got --image-size %d "
-                 "--classes %d)", o->data, o->image_size, o->classes);
+    /* Real files fix the classes, and the image size except for ImageNet's crops. With
+     * --data-if-present the files may turn out absent: the options must suit synthetic data too. */
+    int real = !strcmp(o->data, "fashion-mnist") || (o->data_root[0] && !o->data_if_present);
+    int fixed_size = strcmp(o->data, "imagenet") != 0;
+    if (real && ((fixed_size && o->image_size && o->image_size != size) || (o->classes && o->classes != classes))) {
+        snprintf(err, err_size, "--data %s: its images are %dx%d with %d classes (got --image-size %d "
+                 "--classes %d)", o->data, size, size, classes, o->image_size, o->classes);
         return -1;
     }
-    if (o->data_root[0] && !o->data_if_present && strcmp(o->data, "fashion-mnist") != 0 &&
-        strcmp(o->data, "cifar10") != 0) {
-        snprintf(err, err_size, "--data-root: real files are read for fashion-mnist and cifar10; "
-                 "--data %s runs on synthetic data of its shape (leave out --data-root)", o->data);
+    if (o->data_root[0] && !strcmp(o->data, "synthetic")) {
+        snprintf(err, err_size, "--data-root: synthetic data has no files; name the data set with --data "
+                 "(fashion-mnist, cifar10, imagenet64, imagenet)");
         return -1;
     }
     if (!o->image_size) o->image_size = size;
@@ -162,6 +164,7 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
             else if (!strcmp(a, "--dry-run")) o->dry_run = 1;
             else if (!strcmp(a, "--wait-go")) o->wait_go = 1;
             else if (!strcmp(a, "--data-if-present")) o->data_if_present = 1;
+            else if (!strcmp(a, "--skip-bad")) o->skip_bad = 1;
             else if (!strcmp(a, "--no-graph")) o->use_graph = 0;
             else if (!strcmp(a, "--no-tf32")) o->allow_tf32 = 0;
             else {

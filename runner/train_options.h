@@ -22,6 +22,7 @@ typedef struct train_options {
     char save[1024], load[1024];
     int eval, json, dry_run, wait_go, use_graph, allow_tf32, device, workers;
     int data_if_present;      /* with --data-root: synthetic data where the set's files are absent */
+    int skip_bad;             /* undecodable images are skipped and counted instead of failing */
     size_t workspace_limit;
 } train_options;
 

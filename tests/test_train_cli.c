@@ -103,8 +103,16 @@ static void test_data_if_present(void **state) {
     /* run_suite passes one data root to every job: sets without files there fall back to synthetic */
     assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", "/nonexistent-dir",
                                "--data-if-present", "--dry-run", NULL), 0);
-    EXPECT_USAGE("real files are read for fashion-mnist and cifar10", "--model", "resnet50", "--data", "imagenet64",
-                 "--data-root", "/nonexistent-dir", "--dry-run");
+    EXPECT_USAGE("/nonexistent-dir", "--model", "resnet50", "--data", "imagenet64", "--data-root", "/nonexistent-dir");
+    EXPECT_USAGE("/nonexistent-dir", "--model", "resnet50", "--data", "imagenet", "--data-root", "/nonexistent-dir");
+    EXPECT_USAGE("synthetic data has no files", "--model", "resnet50", "--data-root", "/tmp");
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        /* the files are absent, so it falls back to synthetic data and only then needs the GPU */
+        assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", "/nonexistent-dir",
+                                   "--data-if-present", "--epochs", "1", NULL), 1);
+        assert_non_null(strstr(err, "synthetic imagenet64-shaped data instead"));
+    }
 }
 
 static void test_json_error_event(void **state) {

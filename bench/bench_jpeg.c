@@ -1,0 +1,254 @@
+/* How fast the host turns ImageNet JPEGs into training inputs: writes N textured 500x375 JPEGs
+ * (ImageNet's most common size, quality 90: about the size of its files) into a temporary
+ * train/<wnid>/ tree, then measures, in images/s:
+ *   decode             stb_image alone, from memory
+ *   decode+crop        the ImageNet reader's read(): load, decode, random-resized-crop to 224,
+ *                      flip, normalise (what a training step asks of the CPU per image)
+ *   eval               the same with resize 256 + centre crop
+ *   loader             decode+crop through the prefetching loader at each --threads count
+ * CPU only; the GPU machine has more cores, so pass --threads 2,8,16 there.
+ *
+ * Each rate is the best of --repeat runs (after a warm-up for decoding), since other work on the
+ * machine only ever slows a run down.
+ *
+ * bench_jpeg [--images N] [--threads 2,8,16] [--size 224] [--batch 32] [--repeat 3] */
+#define _GNU_SOURCE /* nftw's FTW_DEPTH */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#if __has_include(<stb_image_write.h>)
+#include <stb_image_write.h>
+#else
+#include <stb/stb_image_write.h>
+#endif
+#pragma GCC diagnostic pop
+
+#include "data/dataset.h"
+#include "data/image_transform.h"
+#include "data/loader.h"
+
+#define BENCH_WIDTH 500
+#define BENCH_HEIGHT 375
+#define BENCH_CLASSES 4
+#define BENCH_MAX_THREAD_COUNTS 8
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Smooth colour fields with edges and noise, so the JPEGs compress like photographs do. */
+static void make_picture(uint8_t *rgb, int index) {
+    uint64_t state = (uint64_t)index * 7919 + 1;
+    double fx[3], fy[3], phase[3];
+    for (int c = 0; c < 3; c++) {
+        fx[c] = 0.005 + (splitmix64(&state) % 1000) * 4e-5;
+        fy[c] = 0.005 + (splitmix64(&state) % 1000) * 4e-5;
+        phase[c] = (splitmix64(&state) % 628) / 100.0;
+    }
+    int edge = (int)(splitmix64(&state) % BENCH_WIDTH);
+    for (int y = 0; y < BENCH_HEIGHT; y++)
+        for (int x = 0; x < BENCH_WIDTH; x++)
+            for (int c = 0; c < 3; c++) {
+                double v = 128 + 90 * __builtin_sin(fx[c] * x * 6.283 + fy[c] * y * 6.283 +
+                                                    phase[c]);
+                if (x > edge) v = 255 - v;
+                v += (double)(splitmix64(&state) % 41) - 20.0;
+                rgb[((size_t)y * BENCH_WIDTH + x) * 3 + c] =
+                    (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    return remove(path);
+}
+
+static void usage(const char *program) {
+    fprintf(stderr, "usage: %s [--images N] [--threads 2,8,16] [--size 224] [--batch 32] "
+            "[--repeat 3]\n", program);
+    exit(2);
+}
+
+/* Reads every sample in batches on this thread, repeat times; the best images/s. */
+static double read_all(const dataset *d, int batch, int repeat, char *err, size_t err_size) {
+    size_t floats = dataset_image_floats(d);
+    float *images = malloc((size_t)batch * floats * sizeof(float));
+    int32_t *labels = malloc((size_t)batch * sizeof(int32_t));
+    int64_t *indices = malloc((size_t)batch * sizeof(int64_t));
+    double best = 0.0;
+    int ok = 1;
+    for (int run = 0; run < repeat && ok; run++) {
+        double start = now_seconds();
+        for (int64_t first = 0; first < d->count && ok; first += batch) {
+            int n = (int)(d->count - first < batch ? d->count - first : batch);
+            for (int k = 0; k < n; k++) indices[k] = first + k;
+            ok = d->read(d, images, labels, indices, n, err, err_size) == 0;
+        }
+        double rate = d->count / (now_seconds() - start);
+        if (rate > best) best = rate;
+    }
+    free(images);
+    free(labels);
+    free(indices);
+    return ok ? best : -1.0;
+}
+
+int main(int argc, char **argv) {
+    int images = 200, size = 224, batch = 32, repeat = 3;
+    int thread_counts[BENCH_MAX_THREAD_COUNTS] = {2}, thread_runs = 1;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 >= argc) usage(argv[0]);
+        if (strcmp(argv[i], "--images") == 0) images = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--size") == 0) size = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--batch") == 0) batch = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--repeat") == 0) repeat = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--threads") == 0) {
+            thread_runs = 0;
+            for (char *part = strtok(argv[++i], ","); part && thread_runs < BENCH_MAX_THREAD_COUNTS;
+                 part = strtok(NULL, ","))
+                thread_counts[thread_runs++] = atoi(part);
+        } else usage(argv[0]);
+    }
+    if (images < 1 || size < 8 || batch < 1 || repeat < 1 || thread_runs < 1) usage(argv[0]);
+    for (int t = 0; t < thread_runs; t++)
+        if (thread_counts[t] < 1) usage(argv[0]);
+
+    char root[512], path[1024], err[1024];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(root, sizeof root, "%s/bench-jpeg-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(root)) {
+        perror("bench_jpeg: mkdtemp");
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/train", root);
+    mkdir(path, 0700);
+    for (int c = 0; c < BENCH_CLASSES; c++) {
+        snprintf(path, sizeof path, "%s/train/n%08d", root, c);
+        mkdir(path, 0700);
+    }
+    uint8_t *rgb = malloc((size_t)BENCH_WIDTH * BENCH_HEIGHT * 3);
+    uint8_t **files = calloc((size_t)images, sizeof *files);
+    size_t *file_sizes = calloc((size_t)images, sizeof *file_sizes), total_bytes = 0;
+    int status = 1;
+    for (int i = 0; i < images; i++) {
+        make_picture(rgb, i);
+        snprintf(path, sizeof path, "%s/train/n%08d/img_%06d.JPEG", root, i % BENCH_CLASSES, i);
+        if (!stbi_write_jpg(path, BENCH_WIDTH, BENCH_HEIGHT, 3, rgb, 90) ||
+            dataset_read_file(path, (size_t)1 << 26, &files[i], &file_sizes[i], err,
+                              sizeof err) != 0) {
+            fprintf(stderr, "bench_jpeg: cannot write %s\n", path);
+            goto done;
+        }
+        total_bytes += file_sizes[i];
+    }
+
+    /* decode only, from memory; the first pass warms caches and the allocator */
+    double start = 0.0, decode_rate = 0.0;
+    for (int pass = 0; pass <= repeat; pass++) {
+        start = now_seconds();
+        for (int i = 0; i < images; i++) {
+            image_rgb image;
+            char why[256];
+            if (image_decode(&image, files[i], file_sizes[i], IMAGE_DEFAULT_MAX_PIXELS, why,
+                             sizeof why) != 0) {
+                fprintf(stderr, "bench_jpeg: image %d: %s\n", i, why);
+                goto done;
+            }
+            image_free(&image);
+        }
+        double rate = images / (now_seconds() - start);
+        if (pass > 0 && rate > decode_rate) decode_rate = rate;
+    }
+
+    dataset train, eval;
+    imagenet_options options = {.root = root, .train = 1, .image_size = size, .seed = 1};
+    if (dataset_open_imagenet(&train, &options, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_jpeg: %s\n", err);
+        goto done;
+    }
+    double crop_rate = read_all(&train, batch, repeat, err, sizeof err);
+    /* evaluation reads val/: point a second reader at the same files through a val/ link */
+    char train_path[1024], val_path[1024];
+    snprintf(train_path, sizeof train_path, "%s/train", root);
+    snprintf(val_path, sizeof val_path, "%s/val", root);
+    double eval_rate = -1.0;
+    if (symlink(train_path, val_path) == 0) {
+        options.train = 0;
+        if (dataset_open_imagenet(&eval, &options, err, sizeof err) == 0) {
+            eval_rate = read_all(&eval, batch, repeat, err, sizeof err);
+            dataset_close(&eval);
+        }
+        unlink(val_path);
+    }
+
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("bench_jpeg: %d JPEGs of %dx%d (%.0f KB on average), output %dx%d, batch %d, "
+           "%ld CPUs, best of %d\n\n", images, BENCH_WIDTH, BENCH_HEIGHT,
+           total_bytes / 1024.0 / images, size, size, batch, cpus, repeat);
+    printf("| %-44s | %7s | %9s | %9s |\n", "stage", "threads", "images/s", "ms/image");
+    printf("|----------------------------------------------|---------|-----------|-----------|\n");
+    printf("| %-44s | %7d | %9.1f | %9.2f |\n", "decode (stb_image, from memory)", 1, decode_rate,
+           1e3 / decode_rate);
+    printf("| %-44s | %7d | %9.1f | %9.2f |\n", "read + decode + random-resized-crop + flip", 1,
+           crop_rate, 1e3 / crop_rate);
+    if (eval_rate > 0)
+        printf("| %-44s | %7d | %9.1f | %9.2f |\n", "read + decode + resize 256 + centre crop", 1,
+               eval_rate, 1e3 / eval_rate);
+    for (int t = 0; t < thread_runs; t++) {
+        loader_config config = {.batch = batch, .workers = thread_counts[t],
+                                .depth = 2 * thread_counts[t], .shuffle = 1, .seed = 3};
+        loader *l = loader_open(&train, &config, err, sizeof err);
+        if (!l) {
+            fprintf(stderr, "bench_jpeg: %s\n", err);
+            dataset_close(&train);
+            goto done;
+        }
+        loader_batch b;
+        int got = 0;
+        double rate = 0.0;
+        for (int epoch = 0; epoch < repeat && got >= 0; epoch++) {
+            int64_t seen = 0;
+            start = now_seconds();
+            loader_start_epoch(l, epoch);
+            while ((got = loader_next(l, &b, err, sizeof err)) == 1) seen += b.n;
+            double epoch_rate = seen / (now_seconds() - start);
+            if (epoch_rate > rate) rate = epoch_rate;
+        }
+        loader_close(l);
+        if (got < 0) {
+            fprintf(stderr, "bench_jpeg: %s\n", err);
+            dataset_close(&train);
+            goto done;
+        }
+        printf("| %-44s | %7d | %9.1f | %9.2f |\n", "decode + crop through the loader",
+               thread_counts[t], rate, 1e3 / rate);
+    }
+    dataset_close(&train);
+    status = 0;
+done:
+    for (int i = 0; i < images; i++) free(files[i]);
+    free(files);
+    free(file_sizes);
+    free(rgb);
+    nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return status;
+}

@@ -1,0 +1,63 @@
+/* Decoding (JPEG, PNG) and the ImageNet transforms of torchvision, on the host, for the ImageNet
+ * reader (imagenet.c), its tests, tests/fuzz_jpeg.c and bench/bench_jpeg.c.
+ *
+ * Resampling is torchvision's bilinear with antialias (PIL's BILINEAR: a triangle filter widened by
+ * the scale factor when shrinking, taps limited to the source region, pixel centres at +0.5), done
+ * in float without the uint8 rounding PIL applies between its two passes. Every output value is a
+ * convex combination of source pixels, so it stays within the source's range. */
+#ifndef SUITE_IMAGE_TRANSFORM_H
+#define SUITE_IMAGE_TRANSFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decoded images larger than this are refused before any pixel memory is allocated (192 MB of
+ * RGB; the largest ImageNet training image is about 16 Mpx). */
+#define IMAGE_DEFAULT_MAX_PIXELS ((int64_t)1 << 26)
+
+typedef struct image_rgb {
+    uint8_t *pixels;      /* [height, width, 3]; release with image_free */
+    int width, height;
+    int source_channels;  /* in the file: 1 grey, 2 grey + alpha, 3 colour, 4 CMYK/YCCK or RGBA */
+} image_rgb;
+
+/* Any JPEG or PNG stb_image reads, as 3-channel RGB (grey is replicated, alpha dropped, Adobe
+ * CMYK/YCCK JPEGs converted by stb_image). Refused, with the reason in why: what stb_image cannot
+ * decode, more than max_pixels pixels, and 4-component JPEGs without an Adobe APP14 marker (their
+ * colour model is not stated, so any conversion would be a guess). Returns 0 or -1. */
+int image_decode(image_rgb *out, const uint8_t *bytes, size_t size, int64_t max_pixels, char *why,
+                 size_t why_size);
+void image_free(image_rgb *image);
+
+/* A rectangle of the source image, in whole pixels. */
+typedef struct image_box {
+    int x, y, width, height;
+} image_box;
+
+/* torchvision's RandomResizedCrop.get_params: up to 10 draws of an area fraction in
+ * [scale_min, scale_max] and a log-uniform aspect ratio in [ratio_min, ratio_max]; the first whose
+ * rounded size fits is placed uniformly; otherwise the centre crop clamped to the ratio range.
+ * Draws come from *rng (splitmix64). */
+image_box image_random_resized_crop_box(int width, int height, double scale_min, double scale_max,
+                                        double ratio_min, double ratio_max, uint64_t *rng);
+uint64_t image_rng_next(uint64_t *rng);
+
+/* Resamples `region` of the source as if it were first scaled to scaled_width x scaled_height,
+ * then writes the out_width x out_height window of the scaled image starting at (offset_x,
+ * offset_y), mirrored left-right when flip is set, normalised per channel as
+ * (value / 255 - mean[c]) / std[c], into out [out_height, out_width, 3]. The window must lie
+ * within the scaled image. Returns 0, or -1 when the arguments do not fit or memory runs out. */
+int image_resample(float *out, int out_width, int out_height, const image_rgb *source,
+                   image_box region, int scaled_width, int scaled_height, int offset_x,
+                   int offset_y, int flip, const float mean[3], const float std[3]);
+
+/* Training: random-resized-crop (scale (0.08, 1), ratio (3/4, 4/3)) to size x size, then a
+ * horizontal flip with probability 0.5, all drawn from *rng. */
+int image_train_transform(float *out, int size, const image_rgb *source, uint64_t *rng,
+                          const float mean[3], const float std[3]);
+/* Evaluation: the shorter side resized to resize_to (the longer as torchvision computes it), then
+ * the centre size x size crop (size <= resize_to). */
+int image_eval_transform(float *out, int size, int resize_to, const image_rgb *source,
+                         const float mean[3], const float std[3]);
+
+#endif

@@ -1,0 +1,596 @@
+/* ImageNet folder reader and its transforms, on JPEG and PNG files written here (stb_image_write):
+ * odd sizes, grey, an Adobe CMYK JPEG; the class order and every validation layout; exact values
+ * where they can be computed (the evaluation transform of a constant-colour image), properties
+ * where not (random-resized-crop output within the source's range, the flip a mirror, crops as
+ * torchvision draws them, determinism by seed and epoch, the same through the loader's threads);
+ * undecodable images reported by name or skipped and counted; layout errors named. */
+#define _GNU_SOURCE /* memmem */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#if __has_include(<stb_image_write.h>)
+#include <stb_image_write.h>
+#else
+#include <stb/stb_image_write.h>
+#endif
+#pragma GCC diagnostic pop
+
+#include "data/dataset.h"
+#include "data/image_transform.h"
+#include "data/loader.h"
+#include "tests/testutil.h"
+
+static const float mean[3] = {0.485f, 0.456f, 0.406f};
+static const float stdev[3] = {0.229f, 0.224f, 0.225f};
+static const uint8_t constant[3] = {200, 100, 50};
+
+/* An 8x8 pure red CMYK JPEG with an Adobe APP14 marker, as Pillow (libjpeg) writes it. */
+static const uint8_t cmyk_jpeg[] = {
+    0xff, 0xd8, 0xff, 0xee, 0x00, 0x0e, 0x41, 0x64, 0x6f, 0x62, 0x65, 0x00, 0x64, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0xff, 0xdb, 0x00, 0x43, 0x00, 0x03, 0x02, 0x02, 0x03, 0x02, 0x02, 0x03,
+    0x03, 0x03, 0x03, 0x04, 0x03, 0x03, 0x04, 0x05, 0x08, 0x05, 0x05, 0x04, 0x04, 0x05, 0x0a,
+    0x07, 0x07, 0x06, 0x08, 0x0c, 0x0a, 0x0c, 0x0c, 0x0b, 0x0a, 0x0b, 0x0b, 0x0d, 0x0e, 0x12,
+    0x10, 0x0d, 0x0e, 0x11, 0x0e, 0x0b, 0x0b, 0x10, 0x16, 0x10, 0x11, 0x13, 0x14, 0x15, 0x15,
+    0x15, 0x0c, 0x0f, 0x17, 0x18, 0x16, 0x14, 0x18, 0x12, 0x14, 0x15, 0x14, 0xff, 0xc0, 0x00,
+    0x14, 0x08, 0x00, 0x08, 0x00, 0x08, 0x04, 0x43, 0x11, 0x00, 0x4d, 0x11, 0x00, 0x59, 0x11,
+    0x00, 0x4b, 0x11, 0x00, 0xff, 0xc4, 0x00, 0x1f, 0x00, 0x00, 0x01, 0x05, 0x01, 0x01, 0x01,
+    0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x03, 0x04,
+    0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0xff, 0xc4, 0x00, 0xb5, 0x10, 0x00, 0x02, 0x01,
+    0x03, 0x03, 0x02, 0x04, 0x03, 0x05, 0x05, 0x04, 0x04, 0x00, 0x00, 0x01, 0x7d, 0x01, 0x02,
+    0x03, 0x00, 0x04, 0x11, 0x05, 0x12, 0x21, 0x31, 0x41, 0x06, 0x13, 0x51, 0x61, 0x07, 0x22,
+    0x71, 0x14, 0x32, 0x81, 0x91, 0xa1, 0x08, 0x23, 0x42, 0xb1, 0xc1, 0x15, 0x52, 0xd1, 0xf0,
+    0x24, 0x33, 0x62, 0x72, 0x82, 0x09, 0x0a, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x25, 0x26, 0x27,
+    0x28, 0x29, 0x2a, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x3a, 0x43, 0x44, 0x45, 0x46, 0x47,
+    0x48, 0x49, 0x4a, 0x53, 0x54, 0x55, 0x56, 0x57, 0x58, 0x59, 0x5a, 0x63, 0x64, 0x65, 0x66,
+    0x67, 0x68, 0x69, 0x6a, 0x73, 0x74, 0x75, 0x76, 0x77, 0x78, 0x79, 0x7a, 0x83, 0x84, 0x85,
+    0x86, 0x87, 0x88, 0x89, 0x8a, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97, 0x98, 0x99, 0x9a, 0xa2,
+    0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xb2, 0xb3, 0xb4, 0xb5, 0xb6, 0xb7, 0xb8,
+    0xb9, 0xba, 0xc2, 0xc3, 0xc4, 0xc5, 0xc6, 0xc7, 0xc8, 0xc9, 0xca, 0xd2, 0xd3, 0xd4, 0xd5,
+    0xd6, 0xd7, 0xd8, 0xd9, 0xda, 0xe1, 0xe2, 0xe3, 0xe4, 0xe5, 0xe6, 0xe7, 0xe8, 0xe9, 0xea,
+    0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xff, 0xda, 0x00, 0x0e, 0x04,
+    0x43, 0x00, 0x4d, 0x00, 0x59, 0x00, 0x4b, 0x00, 0x00, 0x3f, 0x00, 0xfd, 0x53, 0xaf, 0xca,
+    0xaa, 0xfc, 0xaa, 0xaf, 0xd5, 0x3a, 0xff, 0xd9,
+};
+
+/* A 16x12 grey (1-component) JPEG of a vertical gradient, as Pillow writes it; stb_image_write
+ * always writes three components. */
+static const uint8_t grey_jpeg[] = {
+    0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00,
+    0x01, 0x00, 0x01, 0x00, 0x00, 0xff, 0xdb, 0x00, 0x43, 0x00, 0x03, 0x02, 0x02, 0x03, 0x02,
+    0x02, 0x03, 0x03, 0x03, 0x03, 0x04, 0x03, 0x03, 0x04, 0x05, 0x08, 0x05, 0x05, 0x04, 0x04,
+    0x05, 0x0a, 0x07, 0x07, 0x06, 0x08, 0x0c, 0x0a, 0x0c, 0x0c, 0x0b, 0x0a, 0x0b, 0x0b, 0x0d,
+    0x0e, 0x12, 0x10, 0x0d, 0x0e, 0x11, 0x0e, 0x0b, 0x0b, 0x10, 0x16, 0x10, 0x11, 0x13, 0x14,
+    0x15, 0x15, 0x15, 0x0c, 0x0f, 0x17, 0x18, 0x16, 0x14, 0x18, 0x12, 0x14, 0x15, 0x14, 0xff,
+    0xc0, 0x00, 0x0b, 0x08, 0x00, 0x0c, 0x00, 0x10, 0x01, 0x01, 0x11, 0x00, 0xff, 0xc4, 0x00,
+    0x1f, 0x00, 0x00, 0x01, 0x05, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b,
+    0xff, 0xc4, 0x00, 0xb5, 0x10, 0x00, 0x02, 0x01, 0x03, 0x03, 0x02, 0x04, 0x03, 0x05, 0x05,
+    0x04, 0x04, 0x00, 0x00, 0x01, 0x7d, 0x01, 0x02, 0x03, 0x00, 0x04, 0x11, 0x05, 0x12, 0x21,
+    0x31, 0x41, 0x06, 0x13, 0x51, 0x61, 0x07, 0x22, 0x71, 0x14, 0x32, 0x81, 0x91, 0xa1, 0x08,
+    0x23, 0x42, 0xb1, 0xc1, 0x15, 0x52, 0xd1, 0xf0, 0x24, 0x33, 0x62, 0x72, 0x82, 0x09, 0x0a,
+    0x16, 0x17, 0x18, 0x19, 0x1a, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x34, 0x35, 0x36, 0x37,
+    0x38, 0x39, 0x3a, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48, 0x49, 0x4a, 0x53, 0x54, 0x55, 0x56,
+    0x57, 0x58, 0x59, 0x5a, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x69, 0x6a, 0x73, 0x74, 0x75,
+    0x76, 0x77, 0x78, 0x79, 0x7a, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x92, 0x93,
+    0x94, 0x95, 0x96, 0x97, 0x98, 0x99, 0x9a, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9,
+    0xaa, 0xb2, 0xb3, 0xb4, 0xb5, 0xb6, 0xb7, 0xb8, 0xb9, 0xba, 0xc2, 0xc3, 0xc4, 0xc5, 0xc6,
+    0xc7, 0xc8, 0xc9, 0xca, 0xd2, 0xd3, 0xd4, 0xd5, 0xd6, 0xd7, 0xd8, 0xd9, 0xda, 0xe1, 0xe2,
+    0xe3, 0xe4, 0xe5, 0xe6, 0xe7, 0xe8, 0xe9, 0xea, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7,
+    0xf8, 0xf9, 0xfa, 0xff, 0xda, 0x00, 0x08, 0x01, 0x01, 0x00, 0x00, 0x3f, 0x00, 0xf0, 0xcf,
+    0xf8, 0x63, 0xdf, 0xfa, 0x72, 0x3f, 0xf7, 0xcd, 0x1f, 0xf0, 0xc7, 0xbf, 0xf4, 0xe4, 0x7f,
+    0xef, 0x9a, 0xfd, 0x7f, 0xff, 0x00, 0x85, 0x67, 0xa0, 0x7f, 0xcf, 0x9f, 0xea, 0x3f, 0xc2,
+    0x8f, 0xf8, 0x56, 0x7a, 0x07, 0xfc, 0xf9, 0xfe, 0xa3, 0xfc, 0x2b, 0xff, 0xd9,
+};
+
+/* --- fixture files -------------------------------------------------------------------------- */
+
+static void make_folder(const char *root, const char *relative) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, relative);
+    assert_int_equal(mkdir(path, 0700), 0);
+}
+
+static void write_bytes(const char *root, const char *relative, const void *bytes, size_t size) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, relative);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, size, f), size);
+    fclose(f);
+}
+
+/* A textured RGB JPEG (gradients and a checker), quality 95. */
+static void write_image(const char *root, const char *relative, int w, int h, unsigned seed) {
+    const int channels = 3;
+    uint8_t *pixels = malloc((size_t)w * h * channels);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < channels; c++)
+                pixels[((size_t)y * w + x) * channels + c] =
+                    (uint8_t)((x * 255 / w + c * 60 + seed * 17) % 200 +
+                              (((x / 8) + (y / 8)) % 2) * 40 + y * 15 / h);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, relative);
+    assert_true(stbi_write_jpg(path, w, h, channels, pixels, 95));
+    free(pixels);
+}
+
+static void write_constant_png(const char *root, const char *relative, int w, int h) {
+    uint8_t *pixels = malloc((size_t)w * h * 3);
+    for (int i = 0; i < w * h; i++) memcpy(pixels + 3 * i, constant, 3);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, relative);
+    assert_true(stbi_write_png(path, w, h, 3, pixels, w * 3));
+    free(pixels);
+}
+
+/* train/n000/a.JPEG 37x23; n001/b.jpeg 500x375, c.JPEG grey 16x12, notes.txt (not an image);
+ * n002/d.png constant 40x30, e.JPEG 50x50. Samples in order: a b c d e, labels 0 1 1 2 2. */
+static void write_train(const char *root) {
+    make_folder(root, "train");
+    make_folder(root, "train/n002");
+    make_folder(root, "train/n000");
+    make_folder(root, "train/n001");
+    write_image(root, "train/n000/a.JPEG", 37, 23, 1);
+    write_image(root, "train/n001/b.jpeg", 500, 375, 2);
+    write_bytes(root, "train/n001/c.JPEG", grey_jpeg, sizeof grey_jpeg);
+    write_bytes(root, "train/n001/notes.txt", "not an image", 12);
+    write_constant_png(root, "train/n002/d.png", 40, 30);
+    write_image(root, "train/n002/e.JPEG", 50, 50, 5);
+}
+
+static void open_or_fail(dataset *d, const char *root, int train, int size, int skip_bad,
+                         const char *val_labels) {
+    imagenet_options o = {.root = root, .train = train, .image_size = size, .skip_bad = skip_bad,
+                          .seed = 7, .val_labels = val_labels};
+    char err[1024] = "";
+    if (dataset_open_imagenet(d, &o, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+static float *read_all(const dataset *d, int32_t *labels) {
+    size_t floats = dataset_image_floats(d);
+    float *images = malloc((size_t)d->count * floats * sizeof(float));
+    int64_t *indices = malloc((size_t)d->count * sizeof *indices);
+    for (int64_t i = 0; i < d->count; i++) indices[i] = i;
+    char err[1024] = "";
+    if (d->read(d, images, labels, indices, (int)d->count, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    free(indices);
+    return images;
+}
+
+/* Every value of image k equals the normalised constant colour. */
+static void expect_constant(const float *image, size_t pixels) {
+    for (size_t p = 0; p < pixels; p++)
+        for (int c = 0; c < 3; c++) {
+            double want = (constant[c] / 255.0 - mean[c]) / stdev[c];
+            if (fabs(image[3 * p + c] - want) > 1e-5)
+                fail_msg("pixel %zu channel %d: %.7f, want %.7f", p, c, image[3 * p + c], want);
+        }
+}
+
+/* --- tests ---------------------------------------------------------------------------------- */
+
+static void test_train_set(void **state) {
+    char root[512];
+    test_tmpdir(root, sizeof root);
+    write_train(root);
+    dataset d;
+    open_or_fail(&d, root, 1, 0, 0, NULL);
+    assert_int_equal(d.count, 5);
+    assert_int_equal(d.classes, 3);
+    assert_int_equal(d.height, 224);
+    assert_int_equal(d.channels, 3);
+    int32_t labels[5];
+    float *first = read_all(&d, labels);
+    int32_t want_labels[5] = {0, 1, 1, 2, 2};
+    assert_memory_equal(labels, want_labels, sizeof labels);
+    size_t floats = dataset_image_floats(&d);
+
+    /* within each source's per-channel range; the constant image stays exactly constant */
+    const char *files[5] = {"train/n000/a.JPEG", "train/n001/b.jpeg", "train/n001/c.JPEG",
+                            "train/n002/d.png", "train/n002/e.JPEG"};
+    for (int k = 0; k < 5; k++) {
+        char path[1024], err[512], why[256];
+        snprintf(path, sizeof path, "%s/%s", root, files[k]);
+        uint8_t *bytes;
+        size_t size;
+        assert_int_equal(dataset_read_file(path, 1 << 24, &bytes, &size, err, sizeof err), 0);
+        image_rgb source;
+        if (image_decode(&source, bytes, size, IMAGE_DEFAULT_MAX_PIXELS, why, sizeof why) != 0)
+            fail_msg("%s: %s", path, why);
+        free(bytes);
+        uint8_t lo[3] = {255, 255, 255}, hi[3] = {0, 0, 0};
+        for (size_t p = 0; p < (size_t)source.width * source.height; p++)
+            for (int c = 0; c < 3; c++) {
+                uint8_t v = source.pixels[3 * p + c];
+                if (v < lo[c]) lo[c] = v;
+                if (v > hi[c]) hi[c] = v;
+            }
+        if (k == 2) assert_int_equal(source.source_channels, 1);
+        const float *image = first + (size_t)k * floats;
+        for (size_t p = 0; p < floats / 3; p++)
+            for (int c = 0; c < 3; c++) {
+                double level = (image[3 * p + c] * stdev[c] + mean[c]) * 255.0;
+                if (level < lo[c] - 1e-3 || level > hi[c] + 1e-3)
+                    fail_msg("%s pixel %zu channel %d: level %.4f outside [%d, %d]", files[k], p,
+                             c, level, lo[c], hi[c]);
+                if (k == 2 && c > 0) { /* grey: the three channels agree */
+                    double red = (image[3 * p] * stdev[0] + mean[0]) * 255.0;
+                    assert_true(fabs(level - red) < 1e-3);
+                }
+            }
+        image_free(&source);
+    }
+    expect_constant(first + 3 * floats, floats / 3);
+
+    /* reproducible; another epoch crops differently; back to epoch 0, the same again */
+    float *again = read_all(&d, labels);
+    assert_memory_equal(first, again, 5 * floats * sizeof(float));
+    free(again);
+    dataset_set_epoch(&d, 1);
+    float *epoch1 = read_all(&d, labels);
+    assert_true(memcmp(first + floats, epoch1 + floats, floats * sizeof(float)) != 0);
+    free(epoch1);
+    dataset_set_epoch(&d, 0);
+    again = read_all(&d, labels);
+    assert_memory_equal(first, again, 5 * floats * sizeof(float));
+    free(again);
+
+    /* the loader's threads deliver the same samples */
+    loader_config config = {.batch = 2, .workers = 2, .shuffle = 0, .seed = 1};
+    char err[512];
+    loader *l = loader_open(&d, &config, err, sizeof err);
+    assert_non_null(l);
+    loader_start_epoch(l, 0);
+    loader_batch b;
+    int64_t seen = 0;
+    while (loader_next(l, &b, err, sizeof err) == 1) {
+        assert_memory_equal(b.images, first + (size_t)seen * floats, b.n * floats * sizeof(float));
+        seen += b.n;
+    }
+    assert_int_equal(seen, 5);
+    loader_close(l);
+    free(first);
+    dataset_close(&d);
+
+    open_or_fail(&d, root, 1, 32, 0, NULL); /* another output size */
+    assert_int_equal(d.height, 32);
+    free(read_all(&d, labels));
+    dataset_close(&d);
+    test_rmtree(root);
+}
+
+/* val/<wnid>/ folders (classes from train/, and without train/ from val/ itself). */
+static void test_validation_folders(void **state) {
+    char root[512];
+    test_tmpdir(root, sizeof root);
+    write_train(root);
+    make_folder(root, "val");
+    make_folder(root, "val/n002");
+    make_folder(root, "val/n000");
+    write_constant_png(root, "val/n002/v1.png", 37, 23);
+    write_image(root, "val/n000/v2.JPEG", 500, 375, 9);
+    dataset d;
+    open_or_fail(&d, root, 0, 0, 0, NULL);
+    assert_int_equal(d.count, 2);
+    assert_int_equal(d.classes, 3);
+    int32_t labels[2];
+    float *images = read_all(&d, labels);
+    assert_int_equal(labels[0], 0);
+    assert_int_equal(labels[1], 2);
+    expect_constant(images + 224 * 224 * 3, 224 * 224);
+    free(images);
+    dataset_close(&d);
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/train", root);
+    char moved[1024];
+    snprintf(moved, sizeof moved, "%s/train-away", root);
+    assert_int_equal(rename(path, moved), 0);
+    open_or_fail(&d, root, 0, 0, 0, NULL);
+    assert_int_equal(d.classes, 2); /* n000 and n002 */
+    images = read_all(&d, labels);
+    assert_int_equal(labels[0], 0);
+    assert_int_equal(labels[1], 1);
+    free(images);
+    dataset_close(&d);
+    test_rmtree(root);
+}
+
+/* Loose validation images with LOC_val_solution.csv, a plain "filename label" file, or a named
+ * label file. */
+static void test_validation_label_files(void **state) {
+    char root[512];
+    test_tmpdir(root, sizeof root);
+    write_train(root);
+    make_folder(root, "val");
+    write_image(root, "val/ILSVRC2012_val_00000001.JPEG", 61, 47, 11);
+    write_constant_png(root, "val/ILSVRC2012_val_00000002.png", 23, 37);
+    const char *csv = "ImageId,PredictionString\r\n"
+                      "ILSVRC2012_val_00000002,n002 1 2 30 20 n002 3 4 10 10\r\n"
+                      "ILSVRC2012_val_00000009,n000 1 1 5 5\r\n"
+                      "ILSVRC2012_val_00000001,n001 0 0 60 46\r\n";
+    write_bytes(root, "LOC_val_solution.csv", csv, strlen(csv));
+    dataset d;
+    open_or_fail(&d, root, 0, 0, 0, NULL);
+    assert_int_equal(d.count, 2);
+    int32_t labels[2];
+    float *images = read_all(&d, labels);
+    assert_int_equal(labels[0], 1);
+    assert_int_equal(labels[1], 2);
+    expect_constant(images + 224 * 224 * 3, 224 * 224);
+    free(images);
+    dataset_close(&d);
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/LOC_val_solution.csv", root);
+    assert_int_equal(remove(path), 0);
+    const char *plain = "ILSVRC2012_val_00000001.JPEG 2\nILSVRC2012_val_00000002.JPEG 0\n";
+    write_bytes(root, "val/val.txt", plain, strlen(plain));
+    open_or_fail(&d, root, 0, 0, 0, NULL);
+    images = read_all(&d, labels);
+    assert_int_equal(labels[0], 2);
+    assert_int_equal(labels[1], 0);
+    free(images);
+    dataset_close(&d);
+
+    const char *wnids = "ILSVRC2012_val_00000002 n001\nILSVRC2012_val_00000001 n000\n";
+    write_bytes(root, "mine.txt", wnids, strlen(wnids));
+    snprintf(path, sizeof path, "%s/mine.txt", root);
+    open_or_fail(&d, root, 0, 0, 0, path);
+    images = read_all(&d, labels);
+    assert_int_equal(labels[0], 0);
+    assert_int_equal(labels[1], 1);
+    free(images);
+    dataset_close(&d);
+    test_rmtree(root);
+}
+
+static void expect_open_error(const char *root, int train, const char *val_labels,
+                              const char *part1, const char *part2) {
+    imagenet_options o = {.root = root, .train = train, .val_labels = val_labels};
+    char err[1024] = "";
+    dataset d;
+    assert_int_equal(dataset_open_imagenet(&d, &o, err, sizeof err), -1);
+    if (!strstr(err, part1) || !strstr(err, part2))
+        fail_msg("message \"%s\" should contain \"%s\" and \"%s\"", err, part1, part2);
+    assert_null(d.impl);
+}
+
+static void test_layout_errors(void **state) {
+    char root[512], path[1024];
+    test_tmpdir(root, sizeof root);
+    snprintf(path, sizeof path, "%s/absent", root);
+    expect_open_error(path, 1, NULL, "absent not found", "train/<wnid>/*.JPEG");
+    expect_open_error(root, 1, NULL, "/train not found", "val/<wnid>/*.JPEG");
+    make_folder(root, "train");
+    expect_open_error(root, 1, NULL, "holds no class folders", "train/<wnid>");
+    make_folder(root, "train/n000");
+    expect_open_error(root, 1, NULL, "no images", "/train");
+    write_image(root, "train/n000/a.JPEG", 16, 16, 1);
+    make_folder(root, "val");
+    write_image(root, "val/x1.JPEG", 16, 16, 1);
+    write_image(root, "val/x2.JPEG", 16, 16, 2);
+    expect_open_error(root, 0, NULL, "holds images directly but no label file", "val.txt");
+    write_bytes(root, "val.txt", "x1.JPEG 0\n", 10);
+    expect_open_error(root, 0, NULL, "x2.JPEG has no label in", "val.txt");
+    write_bytes(root, "val.txt", "x1.JPEG 0\nx2.JPEG 1\n", 20);
+    expect_open_error(root, 0, NULL, "val.txt: line 2: class 1 out of range", "0..0");
+    write_bytes(root, "val.txt", "x1.JPEG n000\nx2.JPEG n999\n", 26);
+    expect_open_error(root, 0, NULL, "val.txt: line 2: n999 is not one of the 1 classes", "train");
+    write_bytes(root, "val.txt", "x1.JPEG n000\nx2.JPEG\n", 21);
+    expect_open_error(root, 0, NULL, "val.txt: line 2 is not", "filename label");
+    snprintf(path, sizeof path, "%s/other.csv", root);
+    expect_open_error(root, 0, path, "other.csv not found", "label file");
+    write_bytes(root, "other.csv", "ImageId,PredictionString\nx1,n000 1 2 3 4\nx2\n", 44);
+    expect_open_error(root, 0, path, "other.csv: line 3 is not", "ImageId,wnid");
+    test_rmtree(root);
+
+    test_tmpdir(root, sizeof root);
+    write_train(root);
+    make_folder(root, "val");
+    make_folder(root, "val/n777");
+    write_image(root, "val/n777/a.JPEG", 16, 16, 1);
+    expect_open_error(root, 0, NULL, "val/n777 is not one of the 3 classes", "training class");
+    imagenet_options o = {.root = root, .train = 1, .image_size = 4};
+    char err[512];
+    dataset d;
+    assert_int_equal(dataset_open_imagenet(&d, &o, err, sizeof err), -1);
+    assert_non_null(strstr(err, "image size 4"));
+    test_rmtree(root);
+}
+
+/* Images that cannot be decoded: an error naming the file, or skipped and counted. */
+static void test_bad_images(void **state) {
+    char root[512];
+    test_tmpdir(root, sizeof root);
+    write_train(root);
+    write_bytes(root, "train/n001/y_text.JPEG", "this is not a JPEG file", 23);
+    uint8_t cmyk_no_adobe[sizeof cmyk_jpeg];
+    size_t app14 = 2 + 2 + ((size_t)cmyk_jpeg[4] << 8 | cmyk_jpeg[5]); /* SOI, marker, length */
+    memcpy(cmyk_no_adobe, cmyk_jpeg, 2);
+    memcpy(cmyk_no_adobe + 2, cmyk_jpeg + app14, sizeof cmyk_jpeg - app14);
+    write_bytes(root, "train/n001/z_cmyk.JPEG", cmyk_no_adobe, sizeof cmyk_jpeg - app14 + 2);
+    /* samples: a b c y z d e; y and z are bad */
+    dataset d;
+    open_or_fail(&d, root, 1, 32, 0, NULL);
+    assert_int_equal(d.count, 7);
+    float image[32 * 32 * 3], direct[32 * 32 * 3];
+    int32_t label;
+    char err[1024];
+    int64_t index = 3;
+    assert_int_equal(d.read(&d, image, &label, &index, 1, err, sizeof err), -1);
+    if (!strstr(err, "train/n001/y_text.JPEG: not a JPEG or PNG image"))
+        fail_msg("unexpected message: %s", err);
+    index = 4;
+    assert_int_equal(d.read(&d, image, &label, &index, 1, err, sizeof err), -1);
+    if (!strstr(err, "z_cmyk.JPEG: 4-component (CMYK) JPEG without an Adobe APP14 marker"))
+        fail_msg("unexpected message: %s", err);
+    dataset_close(&d);
+
+    open_or_fail(&d, root, 1, 32, 1, NULL);
+    index = 3;
+    if (d.read(&d, image, &label, &index, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(label, 2);
+    assert_int_equal(dataset_imagenet_bad_images(&d), 2);
+    index = 5; /* what took its place */
+    assert_int_equal(d.read(&d, direct, &label, &index, 1, err, sizeof err), 0);
+    assert_memory_equal(image, direct, sizeof image);
+    assert_int_equal(dataset_imagenet_bad_images(&d), 2);
+    dataset_close(&d);
+    test_rmtree(root);
+
+    /* nothing readable at all: skip_bad gives up with a message rather than looping */
+    test_tmpdir(root, sizeof root);
+    make_folder(root, "train");
+    make_folder(root, "train/n000");
+    write_bytes(root, "train/n000/x.JPEG", "no", 2);
+    write_bytes(root, "train/n000/y.JPEG", "", 0);
+    open_or_fail(&d, root, 1, 32, 1, NULL);
+    index = 1;
+    assert_int_equal(d.read(&d, image, &label, &index, 1, err, sizeof err), -1);
+    if (!strstr(err, "sample 1 and the 1 images after it could not be read") ||
+        !strstr(err, "x.JPEG"))
+        fail_msg("unexpected message: %s", err);
+    assert_int_equal(dataset_imagenet_bad_images(&d), 2);
+    dataset_close(&d);
+    test_rmtree(root);
+}
+
+static void test_decode(void **state) {
+    image_rgb image;
+    char why[256];
+    assert_int_equal(image_decode(&image, cmyk_jpeg, sizeof cmyk_jpeg, 1 << 20, why, sizeof why),
+                     0);
+    assert_int_equal(image.width, 8);
+    assert_int_equal(image.source_channels, 4);
+    for (int p = 0; p < 64; p++) { /* pure red, within JPEG's rounding */
+        assert_true(image.pixels[3 * p] >= 250);
+        assert_true(image.pixels[3 * p + 1] <= 5 && image.pixels[3 * p + 2] <= 5);
+    }
+    image_free(&image);
+    assert_int_equal(image_decode(&image, cmyk_jpeg, sizeof cmyk_jpeg, 63, why, sizeof why), -1);
+    assert_non_null(strstr(why, "8x8 pixels, more than the 63 allowed"));
+    assert_int_equal(image_decode(&image, cmyk_jpeg, 0, 1 << 20, why, sizeof why), -1);
+    assert_non_null(strstr(why, "empty"));
+    for (size_t cut = 1; cut < 120; cut += 7) /* cut inside the headers */
+        assert_int_equal(image_decode(&image, cmyk_jpeg, cut, 1 << 20, why, sizeof why), -1);
+
+    /* fill bytes before the start-of-image marker are accepted (as stb_image does) */
+    uint8_t padded[sizeof grey_jpeg + 3] = {0xFF, 0xFF, 0xFF};
+    memcpy(padded + 3, grey_jpeg, sizeof grey_jpeg);
+    assert_int_equal(image_decode(&image, padded, sizeof padded, 1 << 20, why, sizeof why), 0);
+    assert_int_equal(image.source_channels, 1);
+    assert_int_equal(image.width, 16);
+    image_free(&image);
+    /* a Huffman table declaring more than 256 codes never reaches stb_image */
+    uint8_t *dht = memmem(padded, sizeof padded, "\xFF\xC4", 2);
+    assert_non_null(dht);
+    dht[4 + 1 + 14] = 200; /* counts of 15- and 16-bit codes, after marker, length, class/id */
+    dht[4 + 1 + 15] = 200;
+    assert_int_equal(image_decode(&image, padded, sizeof padded, 1 << 20, why, sizeof why), -1);
+    assert_non_null(strstr(why, "Huffman table (DHT) declares more codes"));
+}
+
+/* Constant colour through the evaluation transform (odd and tall sizes): exact. */
+static void test_eval_constant(void **state) {
+    int sizes[3][2] = {{37, 23}, {23, 37}, {500, 375}};
+    for (int s = 0; s < 3; s++) {
+        int w = sizes[s][0], h = sizes[s][1];
+        image_rgb image = {malloc((size_t)w * h * 3), w, h, 3};
+        for (int i = 0; i < w * h; i++) memcpy(image.pixels + 3 * i, constant, 3);
+        float *out = malloc(224 * 224 * 3 * sizeof(float));
+        assert_int_equal(image_eval_transform(out, 224, 256, &image, mean, stdev), 0);
+        expect_constant(out, 224 * 224);
+        assert_int_equal(image_eval_transform(out, 224, 200, &image, mean, stdev), -1);
+        free(out);
+        free(image.pixels);
+    }
+}
+
+/* Mirroring: the flipped output is the unflipped one read right to left. */
+static void test_flip_is_mirror(void **state) {
+    int w = 120, h = 90;
+    image_rgb image = {malloc((size_t)w * h * 3), w, h, 3};
+    uint64_t rng = 5;
+    for (int i = 0; i < w * h * 3; i++) image.pixels[i] = (uint8_t)image_rng_next(&rng);
+    float plain[40 * 30 * 3], flipped[40 * 30 * 3];
+    image_box box = {13, 7, 77, 61};
+    assert_int_equal(image_resample(plain, 40, 30, &image, box, 40, 30, 0, 0, 0, mean, stdev), 0);
+    assert_int_equal(image_resample(flipped, 40, 30, &image, box, 40, 30, 0, 0, 1, mean, stdev),
+                     0);
+    for (int y = 0; y < 30; y++)
+        for (int x = 0; x < 40; x++)
+            for (int c = 0; c < 3; c++)
+                assert_true(plain[(y * 40 + x) * 3 + c] == flipped[(y * 40 + 39 - x) * 3 + c]);
+    image_box outside = {50, 7, 77, 61};
+    assert_int_equal(image_resample(plain, 40, 30, &image, outside, 40, 30, 0, 0, 0, mean, stdev),
+                     -1);
+    free(image.pixels);
+}
+
+/* Crops as torchvision draws them: inside the image, area fraction in [0.08, 1] and aspect in
+ * [3/4, 4/3] up to rounding, varied; the centred fallback where no draw can fit. */
+static void test_crop_boxes(void **state) {
+    uint64_t rng = 11;
+    int small = 0, large = 0, moved = 0;
+    for (int i = 0; i < 3000; i++) {
+        image_box b = image_random_resized_crop_box(500, 375, 0.08, 1.0, 0.75, 4.0 / 3.0, &rng);
+        assert_true(b.x >= 0 && b.y >= 0 && b.width >= 1 && b.height >= 1);
+        assert_true(b.x + b.width <= 500 && b.y + b.height <= 375);
+        double area = (double)b.width * b.height / (500.0 * 375.0);
+        double aspect = (double)b.width / b.height;
+        assert_true(area >= 0.08 * 0.98 && area <= 1.0);
+        assert_true(aspect >= 0.75 * 0.98 && aspect <= 4.0 / 3.0 * 1.02);
+        small += area < 0.3;
+        large += area > 0.8;
+        moved += b.x > 0 && b.y > 0;
+    }
+    assert_true(small > 300 && large > 50 && moved > 1000);
+    image_box wide = image_random_resized_crop_box(1000, 10, 0.08, 1.0, 0.75, 4.0 / 3.0, &rng);
+    assert_int_equal(wide.width, 13);
+    assert_int_equal(wide.height, 10);
+    assert_int_equal(wide.x, 493);
+    assert_int_equal(wide.y, 0);
+    image_box tall = image_random_resized_crop_box(10, 1000, 0.08, 1.0, 0.75, 4.0 / 3.0, &rng);
+    assert_int_equal(tall.width, 10);
+    assert_int_equal(tall.height, 13);
+    assert_int_equal(tall.y, 493);
+    uint64_t a = 99, b = 99; /* the same seed, the same crops */
+    for (int i = 0; i < 10; i++) {
+        image_box x = image_random_resized_crop_box(37, 23, 0.08, 1.0, 0.75, 4.0 / 3.0, &a);
+        image_box y = image_random_resized_crop_box(37, 23, 0.08, 1.0, 0.75, 4.0 / 3.0, &b);
+        assert_memory_equal(&x, &y, sizeof x);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_train_set),
+        cmocka_unit_test(test_validation_folders),
+        cmocka_unit_test(test_validation_label_files),
+        cmocka_unit_test(test_layout_errors),
+        cmocka_unit_test(test_bad_images),
+        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_eval_constant),
+        cmocka_unit_test(test_flip_is_mirror),
+        cmocka_unit_test(test_crop_boxes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
