@@ -56,19 +56,10 @@ static int c10_read(const dataset *d, float *images, int32_t *labels, const int6
     const cifar10 *c = d->impl;
     for (int k = 0; k < n; k++) {
         int64_t index = indices[k];
-        if (index < 0 || index >= d->count) {
-            snprintf(err, err_size, "%s: sample index %lld out of range [0, %lld)", d->name,
-                     (long long)index, (long long)d->count);
-            return -1;
-        }
+        if (dataset_check_index(d, index, err, err_size)) return -1;
         const uint8_t *record = c->records + (size_t)index * CIFAR10_RECORD_BYTES;
-        const uint8_t *red = record + 1, *green = red + C10_PLANE, *blue = green + C10_PLANE;
-        float *out = images + (size_t)k * C10_PLANE * C10_CHANNELS;
-        for (int p = 0; p < C10_PLANE; p++) {
-            out[3 * p + 0] = c->normalised[0][red[p]];
-            out[3 * p + 1] = c->normalised[1][green[p]];
-            out[3 * p + 2] = c->normalised[2][blue[p]];
-        }
+        dataset_planes_to_nhwc(images + (size_t)k * C10_PLANE * C10_CHANNELS, record + 1, C10_PLANE,
+                               (const float(*)[256])c->normalised);
         labels[k] = record[0];
     }
     return 0;
@@ -91,9 +82,7 @@ static int c10_build(dataset *d, uint8_t *records, size_t size, char *err, size_
         return -1;
     }
     c->records = records;
-    for (int ch = 0; ch < C10_CHANNELS; ch++)
-        for (int level = 0; level < 256; level++)
-            c->normalised[ch][level] = ((float)level / 255.0f - c10_mean[ch]) / c10_std[ch];
+    dataset_rgb_lut(c->normalised, c10_mean, c10_std);
     snprintf(d->name, sizeof d->name, "cifar10");
     d->count = (int64_t)(size / CIFAR10_RECORD_BYTES);
     d->height = C10_SIDE;

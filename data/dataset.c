@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -76,4 +77,25 @@ fail:
 
 void dataset_set_epoch(const dataset *d, int epoch) {
     if (d && d->set_epoch) d->set_epoch(d, epoch);
+}
+
+int dataset_check_index(const dataset *d, int64_t index, char *err, size_t err_size) {
+    if (index >= 0 && index < d->count) return 0;
+    snprintf(err, err_size, "%s: sample index %lld out of range [0, %lld)", d->name, (long long)index,
+             (long long)d->count);
+    return -1;
+}
+
+void dataset_rgb_lut(float lut[3][256], const float mean[3], const float std[3]) {
+    for (int c = 0; c < 3; c++)
+        for (int level = 0; level < 256; level++) lut[c][level] = ((float)level / 255.0f - mean[c]) / std[c];
+}
+
+void dataset_planes_to_nhwc(float *out, const uint8_t *planes, int plane, const float lut[3][256]) {
+    const uint8_t *red = planes, *green = red + plane, *blue = green + plane;
+    for (int p = 0; p < plane; p++) {
+        out[3 * p + 0] = lut[0][red[p]];
+        out[3 * p + 1] = lut[1][green[p]];
+        out[3 * p + 2] = lut[2][blue[p]];
+    }
 }

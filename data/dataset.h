@@ -28,6 +28,13 @@ struct dataset {
 void dataset_close(dataset *d);
 size_t dataset_image_floats(const dataset *d); /* height * width * channels */
 
+/* For readers: 0 when index is a sample of d, else -1 with a message naming d and the range. */
+int dataset_check_index(const dataset *d, int64_t index, char *err, size_t err_size);
+/* lut[c][level] = (level / 255 - mean[c]) / std[c]: the normalisation of 8-bit RGB. */
+void dataset_rgb_lut(float lut[3][256], const float mean[3], const float std[3]);
+/* Three planes of `plane` bytes (red, green, blue, one after another) to `plane` NHWC pixels. */
+void dataset_planes_to_nhwc(float *out, const uint8_t *planes, int plane, const float lut[3][256]);
+
 /* For the readers: the whole content of a file, gzip-compressed or plain (zlib reads both), in a
  * malloc'ed buffer (*bytes, *size; free() it). A file that would exceed max_bytes once
  * decompressed is refused, so a corrupt or hostile archive cannot exhaust memory. */

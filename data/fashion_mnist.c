@@ -67,11 +67,7 @@ static int fm_read(const dataset *d, float *images, int32_t *labels, const int64
     const float pad = fm->normalised[0];
     for (int k = 0; k < n; k++) {
         int64_t index = indices[k];
-        if (index < 0 || index >= d->count) {
-            snprintf(err, err_size, "%s: sample index %lld out of range [0, %lld)", d->name,
-                     (long long)index, (long long)d->count);
-            return -1;
-        }
+        if (dataset_check_index(d, index, err, err_size)) return -1;
         const uint8_t *src = fm->pixels + (size_t)index * FM_ROWS * FM_COLS;
         float *out = images + (size_t)k * FM_SIDE * FM_SIDE * FM_CHANNELS;
         for (int y = 0; y < FM_SIDE; y++) {

@@ -486,11 +486,7 @@ static int in_read(const dataset *d, float *images, int32_t *labels, const int64
     char path[IN_PATH_BYTES], why[512];
     for (int k = 0; k < n; k++) {
         int64_t index = indices[k];
-        if (index < 0 || index >= d->count) {
-            snprintf(err, err_size, "%s: sample index %lld out of range [0, %lld)", d->name,
-                     (long long)index, (long long)d->count);
-            return -1;
-        }
+        if (dataset_check_index(d, index, err, err_size)) return -1;
         float *out = images + (size_t)k * image_floats;
         int64_t source = index;
         int tries = 0;

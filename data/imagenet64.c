@@ -446,19 +446,9 @@ static int i64_read(const dataset *d, float *images, int32_t *labels, const int6
     const imagenet64 *t = d->impl;
     for (int k = 0; k < n; k++) {
         int64_t index = indices[k];
-        if (index < 0 || index >= d->count) {
-            snprintf(err, err_size, "%s: sample index %lld out of range [0, %lld)", d->name,
-                     (long long)index, (long long)d->count);
-            return -1;
-        }
-        const uint8_t *red = t->pixels + (size_t)index * I64_IMAGE_BYTES;
-        const uint8_t *green = red + I64_PLANE, *blue = green + I64_PLANE;
-        float *out = images + (size_t)k * I64_IMAGE_BYTES;
-        for (int p = 0; p < I64_PLANE; p++) {
-            out[3 * p + 0] = t->normalised[0][red[p]];
-            out[3 * p + 1] = t->normalised[1][green[p]];
-            out[3 * p + 2] = t->normalised[2][blue[p]];
-        }
+        if (dataset_check_index(d, index, err, err_size)) return -1;
+        dataset_planes_to_nhwc(images + (size_t)k * I64_IMAGE_BYTES, t->pixels + (size_t)index * I64_IMAGE_BYTES,
+                               I64_PLANE, (const float(*)[256])t->normalised);
         labels[k] = t->labels[index];
     }
     return 0;
@@ -531,9 +521,7 @@ static int open_sources(dataset *d, const npz_source *sources, int files, char *
         if (!ok) goto done;
         first += count;
     }
-    for (int c = 0; c < 3; c++)
-        for (int level = 0; level < 256; level++)
-            t->normalised[c][level] = ((float)level / 255.0f - in_mean[c]) / in_std[c];
+    dataset_rgb_lut(t->normalised, in_mean, in_std);
     snprintf(d->name, sizeof d->name, "imagenet64");
     d->count = total;
     d->height = d->width = IMAGENET64_SIDE;

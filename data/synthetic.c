@@ -50,11 +50,7 @@ static int syn_read(const dataset *d, float *images, int32_t *labels, const int6
     size_t image_floats = dataset_image_floats(d);
     for (int k = 0; k < n; k++) {
         int64_t index = indices[k];
-        if (index < 0 || index >= d->count) {
-            snprintf(err, err_size, "%s: sample index %lld out of range [0, %lld)", d->name,
-                     (long long)index, (long long)d->count);
-            return -1;
-        }
+        if (dataset_check_index(d, index, err, err_size)) return -1;
         uint64_t h1 = hash2(s->seed, (uint64_t)index), h2 = hash2(h1, 0x5EED);
         int label = (int)(h1 % (uint64_t)d->classes);
         float class_shift =
