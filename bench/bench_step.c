@@ -22,7 +22,7 @@ static int usage(const char *why) {
 }
 
 int main(int argc, char **argv) {
-    model_config config = {"", 128, 64, 3, 1000, 1};
+    model_config config = {.name = "", .batch = 128, .image_size = 64, .in_channels = 3, .classes = 1000, .seed = 1};
     int steps = 100, warmup = 20, json = 0, allow_tf32 = 1;
     size_t workspace_mb = 512;
     for (int i = 1; i < argc; i++) {
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
     session s;
     char err[512];
     if (session_plan(&s, &config, err, sizeof err) != 0) return usage(err);
-    if (session_start(&s, 0, workspace_mb << 20, allow_tf32, err, sizeof err) != 0) {
+    if (session_start(&s, 0, workspace_mb << 20, allow_tf32, 1, err, sizeof err) != 0) {
         fprintf(stderr, "bench_step: %s\n", err);
         return 1;
     }
@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaMemcpy(m->input, images, input_floats * sizeof *images, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(m->labels, labels, (size_t)config.batch * sizeof *labels, cudaMemcpyHostToDevice));
 
-    sgd_config sgd = {0.9f, 5e-4f, 0, 0};
+    optimizer_config sgd = {.kind = OPTIMIZER_SGD, .momentum = 0.9f, .weight_decay = 5e-4f, .nesterov = 0, .decay_all = 0};
     lr_schedule constant = {LR_CONSTANT, 0.1f, 0, 0, 0, 0, 0, 25, 1e4f};
     trainer_init(&s.trainer, m, &s.ctx, sgd, constant, 0.0f, 1);
     for (int i = 0; i < warmup; i++) CHECK_CUDA(cudaGraphLaunch(s.trainer.exec, s.ctx.stream));

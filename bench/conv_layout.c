@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
     context_reserve_workspace(&ctx, ctx.workspace_limit);
     printf("%-10s %-8s %6s %12s %12s %8s\n", "model", "input", "batch", "NCHW ms", "NHWC ms", "NHWC/NCHW");
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        model_config config = {"", cases[k].batch, cases[k].size, 3, 1000, 0};
+        model_config config = {.name = "", .batch = cases[k].batch, .image_size = cases[k].size, .in_channels = 3, .classes = 1000, .seed = 0};
         snprintf(config.name, sizeof config.name, "%s", cases[k].name);
         arena plan;
         arena_plan(&plan);

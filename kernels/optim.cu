@@ -3,6 +3,7 @@
  *   sgd_update: one fused pass over the flat parameter, gradient and momentum buffers (the arena
  *     lays them out [weights with decay | the rest]): 3 reads and 2 writes per parameter, float4
  *     wide, grid-stride with enough blocks in flight to saturate memory bandwidth.
+ *   adamw_update: the same shape of pass with two moment buffers (4 reads, 3 writes).
  *   lr_schedule_step: one thread evaluates the shared lr_at formula (kernels/schedule.h). */
 #include <stdarg.h>
 #include <stdint.h>
@@ -96,6 +97,74 @@ extern "C" void sgd_update(float *params, float *momentum_buf, const float *grad
     else
         sgd_update_kernel<1><<<(unsigned)blocks, SGD_THREADS, 0, stream>>>(
             params, momentum_buf, grads, lr, n, n_decay, momentum, weight_decay, nesterov);
+    CHECK_LAUNCH();
+}
+
+#define ADAMW_VEC 4
+
+__global__ void __launch_bounds__(SGD_THREADS)
+adamw_update_kernel(float *params, float *m, float *v, const float *grads, const float *lr_ptr,
+                    const int64_t *step_ptr, size_t n, size_t n_decay, float beta1, float beta2,
+                    float eps, float weight_decay, int vec) {
+    float lr = *lr_ptr;
+    double t = (double)*step_ptr;
+    float bias1 = (float)(1.0 - pow((double)beta1, t)), bias2 = (float)(1.0 - pow((double)beta2, t));
+    float step_size = lr / bias1, bias2_sqrt = sqrtf(bias2), decay = 1.0f - lr * weight_decay;
+    size_t items = (n + vec - 1) / vec;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < items;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float p[ADAMW_VEC], g[ADAMW_VEC], a[ADAMW_VEC], b[ADAMW_VEC];
+        size_t base = i * vec;
+        int count = vec == ADAMW_VEC && base + ADAMW_VEC <= n ? ADAMW_VEC : 1;
+        if (count == ADAMW_VEC) {
+            float4 pv = ((const float4 *)params)[i], gv = ((const float4 *)grads)[i];
+            float4 av = ((const float4 *)m)[i], bv = ((const float4 *)v)[i];
+            p[0] = pv.x, p[1] = pv.y, p[2] = pv.z, p[3] = pv.w;
+            g[0] = gv.x, g[1] = gv.y, g[2] = gv.z, g[3] = gv.w;
+            a[0] = av.x, a[1] = av.y, a[2] = av.z, a[3] = av.w;
+            b[0] = bv.x, b[1] = bv.y, b[2] = bv.z, b[3] = bv.w;
+        } else {
+            /* scalar items, or the last float4 item running past n: element by element */
+            count = (int)(n - base < (size_t)vec ? n - base : (size_t)vec);
+            for (int j = 0; j < count; j++)
+                p[j] = params[base + j], g[j] = grads[base + j], a[j] = m[base + j], b[j] = v[base + j];
+        }
+#pragma unroll
+        for (int j = 0; j < ADAMW_VEC; j++) {
+            if (j >= count) break;
+            if (base + j < n_decay) p[j] *= decay;
+            a[j] = fmaf(beta1, a[j], (1.0f - beta1) * g[j]);
+            b[j] = fmaf(beta2, b[j], (1.0f - beta2) * g[j] * g[j]);
+            p[j] -= step_size * a[j] / (sqrtf(b[j]) / bias2_sqrt + eps);
+        }
+        if (count == ADAMW_VEC && vec == ADAMW_VEC) {
+            ((float4 *)params)[i] = make_float4(p[0], p[1], p[2], p[3]);
+            ((float4 *)m)[i] = make_float4(a[0], a[1], a[2], a[3]);
+            ((float4 *)v)[i] = make_float4(b[0], b[1], b[2], b[3]);
+        } else {
+            for (int j = 0; j < count; j++)
+                params[base + j] = p[j], m[base + j] = a[j], v[base + j] = b[j];
+        }
+    }
+}
+
+extern "C" void adamw_update(float *params, float *m, float *v, const float *grads, const float *lr,
+                             const int64_t *step, size_t n, size_t n_decay, float beta1, float beta2,
+                             float eps, float weight_decay, cudaStream_t stream) {
+    const char *fn = "adamw_update";
+    if (!params || !m || !v || !grads || !lr || !step)
+        kernel_bad_input(fn, "params, m, v, grads, lr and step must be device pointers (one is NULL)");
+    if (n_decay > n) kernel_bad_input(fn, "n_decay (%zu) must be <= n (%zu)", n_decay, n);
+    if (!(beta1 >= 0.0f && beta1 < 1.0f && beta2 >= 0.0f && beta2 < 1.0f && eps > 0.0f))
+        kernel_bad_input(fn, "betas must be in [0, 1) and eps > 0 (got %g, %g, %g)", beta1, beta2, eps);
+    if (n == 0) return;
+    int vec = (((uintptr_t)params | (uintptr_t)grads | (uintptr_t)m | (uintptr_t)v) & 15) == 0 ? ADAMW_VEC : 1;
+    size_t items = (n + vec - 1) / vec, blocks = (items + SGD_THREADS - 1) / SGD_THREADS;
+    size_t cap = (size_t)kernel_sm_count() * SGD_BLOCKS_PER_SM;
+    if (blocks > cap) blocks = cap;
+    if (blocks < 1) blocks = 1;
+    adamw_update_kernel<<<(unsigned)blocks, SGD_THREADS, 0, stream>>>(
+        params, m, v, grads, lr, step, n, n_decay, beta1, beta2, eps, weight_decay, vec);
     CHECK_LAUNCH();
 }
 

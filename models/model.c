@@ -75,7 +75,13 @@ void model_init_params(model *m, job_context *ctx) {
             }
         }
         /* Elements are i.i.d., so the storage order (KRSC or not) does not change the draw's law. */
-        if (e->init == PARAM_INIT_KAIMING_FAN_OUT) {
+        if (e->init == PARAM_INIT_TRUNC_NORMAL_002) {
+            for (size_t j = 0; j < n; j++) {
+                float v;
+                do v = rng_normal(&state); while (v < -100.0f || v > 100.0f); /* |0.02 v| <= 2 */
+                host[j] = 0.02f * v;
+            }
+        } else if (e->init == PARAM_INIT_KAIMING_FAN_OUT) {
             float std = sqrtf(2.0f / (float)e->fan);
             for (size_t j = 0; j < n; j++) host[j] = std * rng_normal(&state);
         } else {

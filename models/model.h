@@ -13,12 +13,14 @@
 #include "models/context.h"
 
 typedef struct model_config {
-    char name[32];      /* resnet26, resnet50, resnet152 */
+    char name[32];      /* resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24 */
     int batch;
     int image_size;     /* input height = width */
     int in_channels;    /* 3 */
     int classes;
     uint64_t seed;      /* initialisation */
+    int patch_size;     /* vision transformers: patch side (0: the family's default, 16) */
+    float drop_path;    /* stochastic depth rate at the last block (0: off) */
 } model_config;
 
 typedef enum {
@@ -31,7 +33,8 @@ typedef enum {
 typedef enum {
     PARAM_INIT_NONE,          /* set by the family's own code (BN, buffers) */
     PARAM_INIT_KAIMING_FAN_OUT,/* normal, std sqrt(2 / fan_out) (timm ResNet convs) */
-    PARAM_INIT_UNIFORM_FAN_IN /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch Linear default) */
+    PARAM_INIT_UNIFORM_FAN_IN, /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch Linear default) */
+    PARAM_INIT_TRUNC_NORMAL_002 /* trunc_normal_(std=0.02), cut at +-2 (timm ViT/CaiT weights) */
 } param_init;
 
 #define PARAM_NAME_MAX 96

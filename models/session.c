@@ -13,12 +13,13 @@ int session_plan(session *s, const model_config *config, char *err, size_t err_s
     return 0;
 }
 
-int session_start(session *s, int device, size_t workspace_limit, int allow_tf32, char *err, size_t err_size) {
+int session_start(session *s, int device, size_t workspace_limit, int allow_tf32, int optimizer_slots,
+                  char *err, size_t err_size) {
     if (context_init(&s->ctx, device, workspace_limit, allow_tf32) != CONTEXT_OK) {
         snprintf(err, err_size, "no usable GPU: training needs a CUDA device");
         return 1;
     }
-    if (arena_allocate(&s->ctx.arena, &s->plan, 1) != 0) {
+    if (arena_allocate(&s->ctx.arena, &s->plan, optimizer_slots) != 0) {
         snprintf(err, err_size, "out of GPU memory allocating %s at batch %d", s->config.name, s->config.batch);
         return 1;
     }

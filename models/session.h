@@ -22,7 +22,8 @@ typedef struct session {
 int session_plan(session *s, const model_config *config, char *err, size_t err_size);
 /* GPU: context, arena, real model and trainer scratch, model set-up (algorithm search, initial
  * values). Returns 0, or 1 (no GPU, out of memory) with a message. */
-int session_start(session *s, int device, size_t workspace_limit, int allow_tf32, char *err, size_t err_size);
+int session_start(session *s, int device, size_t workspace_limit, int allow_tf32, int optimizer_slots,
+                  char *err, size_t err_size);
 /* Bytes on the GPU that the session allocated itself (arena and workspace). */
 size_t session_gpu_bytes(const session *s);
 void session_end(session *s);

@@ -1,5 +1,6 @@
 #include "models/trainer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,15 +23,32 @@ void trainer_step_body(trainer *t) {
                                 m->config.batch, m->config.classes, t->label_smoothing, ctx->stream);
     m->backward(m, ctx);
     lr_schedule_step(t->lr, t->step, t->schedule, ctx->stream);
-    size_t n = arena_trainable_floats(a);
-    sgd_update((float *)a->params, arena_slot(a, 0), arena_grads(a), t->lr, n,
-               t->sgd.decay_all ? n : arena_decay_floats(a), t->sgd.momentum, t->sgd.weight_decay,
-               t->sgd.nesterov, ctx->stream);
+    size_t n = arena_trainable_floats(a), n_decay = t->opt.decay_all ? n : arena_decay_floats(a);
+    if (t->opt.kind == OPTIMIZER_ADAMW)
+        adamw_update((float *)a->params, arena_slot(a, 0), arena_slot(a, 1), arena_grads(a), t->lr,
+                     t->step, n, n_decay, t->opt.beta1, t->opt.beta2, t->opt.eps, t->opt.weight_decay,
+                     ctx->stream);
+    else
+        sgd_update((float *)a->params, arena_slot(a, 0), arena_grads(a), t->lr, n, n_decay,
+                   t->opt.momentum, t->opt.weight_decay, t->opt.nesterov, ctx->stream);
 }
 
-void trainer_init(trainer *t, model *m, job_context *ctx, sgd_config sgd, lr_schedule schedule,
+int optimizer_slots(optimizer_kind kind) { return kind == OPTIMIZER_ADAMW ? 2 : 1; }
+
+void trainer_init(trainer *t, model *m, job_context *ctx, optimizer_config opt, lr_schedule schedule,
                   float label_smoothing, int use_graph) {
-    t->model = m, t->ctx = ctx, t->sgd = sgd, t->schedule = schedule;
+    if (opt.kind == OPTIMIZER_ADAMW) {
+        if (opt.beta1 == 0.0f) opt.beta1 = 0.9f;
+        if (opt.beta2 == 0.0f) opt.beta2 = 0.999f;
+        if (opt.eps == 0.0f) opt.eps = 1e-8f;
+    }
+    if (ctx->arena.optimizer_slots < optimizer_slots(opt.kind)) {
+        fprintf(stderr, "trainer_init: the arena keeps %d optimizer slots, %s needs %d\n",
+                ctx->arena.optimizer_slots, opt.kind == OPTIMIZER_ADAMW ? "AdamW" : "SGD",
+                optimizer_slots(opt.kind));
+        exit(1);
+    }
+    t->model = m, t->ctx = ctx, t->opt = opt, t->schedule = schedule;
     t->label_smoothing = label_smoothing, t->use_graph = use_graph;
     arena *a = &ctx->arena;
     /* Libraries set themselves up on first use, which must not happen during capture: run the

@@ -1,4 +1,5 @@
-/* The training step: forward, softmax cross-entropy, backward, learning-rate value and SGD update,
+/* The training step: forward, softmax cross-entropy, backward, learning-rate value and the
+ * optimizer's update (SGD or AdamW),
  * captured once in a CUDA graph and replayed; each step copies its batch into the model's fixed
  * input and label buffers on the job's stream first. Loss and accuracy accumulate on the device and
  * are read once per epoch, so steps never wait for the host. */
@@ -11,16 +12,24 @@
 #include "models/context.h"
 #include "models/model.h"
 
-typedef struct sgd_config {
-    float momentum, weight_decay;
+typedef enum { OPTIMIZER_SGD, OPTIMIZER_ADAMW } optimizer_kind;
+
+/* Field order keeps SGD initialisers short: {OPTIMIZER_SGD, momentum, weight_decay, nesterov}. */
+typedef struct optimizer_config {
+    optimizer_kind kind;
+    float momentum, weight_decay;  /* SGD momentum; weight decay (AdamW: decoupled, lr-scaled) */
     int nesterov;
-    int decay_all;        /* 1: weight decay on BN parameters and biases too */
-} sgd_config;
+    int decay_all;        /* 1: weight decay on BN/LayerNorm parameters and biases too */
+    float beta1, beta2, eps;       /* AdamW (0: 0.9, 0.999, 1e-8, as torch.optim.AdamW) */
+} optimizer_config;
+
+/* Copies of the parameters the optimizer keeps in the arena: SGD's momentum, AdamW's two moments. */
+int optimizer_slots(optimizer_kind kind);
 
 typedef struct trainer {
     model *model;
     job_context *ctx;
-    sgd_config sgd;
+    optimizer_config opt;
     lr_schedule schedule;
     float label_smoothing;
     float *lr;            /* device scalar written by the graph */
@@ -35,7 +44,7 @@ typedef struct trainer {
 void trainer_build(trainer *t, arena *a);
 /* After the model's setup: warms up once (restoring the BN running statistics), then captures the
  * step into a graph when use_graph is set. */
-void trainer_init(trainer *t, model *m, job_context *ctx, sgd_config sgd, lr_schedule schedule,
+void trainer_init(trainer *t, model *m, job_context *ctx, optimizer_config opt, lr_schedule schedule,
                   float label_smoothing, int use_graph);
 /* Enqueues one training step on the job's stream; host buffers should be pinned. */
 void trainer_step(trainer *t, const float *images, const int32_t *labels);

@@ -20,13 +20,15 @@
 #include "models/context.h"
 #include "models/model.h"
 #include "models/session.h"
+#include "runner/train_dlrm.h"
+#include "runner/train_events.h"
 #include "runner/train_options.h"
 
 #define MAX_TIMED_STEPS 4096
 
 typedef struct job {
     train_options opt;
-    FILE *human;              /* stdout, or stderr when stdout carries JSON */
+    train_events ev;
     dataset train_set, test_set;
     int has_test_set;
     const char *data_source;  /* "real" or "synthetic" */
@@ -34,42 +36,19 @@ typedef struct job {
     long steps_per_epoch;
 } job;
 
-static double wall_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void emit(const job *j, cJSON *event) {
-    if (j->opt.json) {
-        char *text = cJSON_PrintUnformatted(event);
-        printf("%s\n", text);
-        fflush(stdout);
-        free(text);
-    }
-    cJSON_Delete(event);
-}
-
-static int fail(const job *j, int code, const char *message) {
-    fprintf(stderr, "train: %s\n", message);
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "event", "error");
-    cJSON_AddStringToObject(e, "message", message);
-    cJSON_AddNumberToObject(e, "exit_code", code);
-    emit(j, e);
-    return code;
-}
+static int fail(const job *j, int code, const char *message) { return train_fail(&j->ev, code, message); }
+static void emit(const job *j, cJSON *event) { train_emit(&j->ev, event); }
 
 static model_config config_of(const train_options *o) {
     model_config c = {0};
     snprintf(c.name, sizeof c.name, "%s", o->model);
     c.batch = o->batch, c.image_size = o->image_size, c.in_channels = 3, c.classes = o->classes;
-    c.seed = o->seed;
+    c.seed = o->seed, c.patch_size = o->patch_size, c.drop_path = o->drop_path;
     return c;
 }
 
 static cJSON *footprint_json(const job *j) {
-    arena_footprint f = arena_footprint_of(&j->s.plan, 1);
+    arena_footprint f = arena_footprint_of(&j->s.plan, optimizer_slots(j->opt.optimizer));
     /* the workspace is bounded by the limit until the algorithms are measured on the GPU */
     size_t workspace = j->opt.workspace_limit + ((size_t)32 << 20);
     cJSON *o = cJSON_CreateObject();
@@ -85,7 +64,7 @@ static cJSON *footprint_json(const job *j) {
 }
 
 static int dry_run(job *j) {
-    arena_footprint f = arena_footprint_of(&j->s.plan, 1);
+    arena_footprint f = arena_footprint_of(&j->s.plan, optimizer_slots(j->opt.optimizer));
     if (j->opt.json) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "model", j->opt.model);
@@ -189,11 +168,12 @@ static lr_schedule schedule_of(const job *j) {
 /* Allocates, builds for real, measures algorithms, captures the step. */
 static int build_on_gpu(job *j, char *err, size_t err_size) {
     const train_options *o = &j->opt;
-    int rc = session_start(&j->s, o->device, o->workspace_limit, o->allow_tf32, err, err_size);
+    int rc = session_start(&j->s, o->device, o->workspace_limit, o->allow_tf32,
+                           optimizer_slots(o->optimizer), err, err_size);
     if (rc != 0) return rc;
     if (o->load[0] && checkpoint_load(j->s.model, &j->s.ctx, o->load, err, err_size) != 0) return 2;
-    sgd_config sgd = {o->momentum, o->weight_decay, o->nesterov, o->decay_all};
-    trainer_init(&j->s.trainer, j->s.model, &j->s.ctx, sgd, schedule_of(j), o->label_smoothing, o->use_graph);
+    optimizer_config opt = {o->optimizer, o->momentum, o->weight_decay, o->nesterov, o->decay_all, 0, 0, 0};
+    trainer_init(&j->s.trainer, j->s.model, &j->s.ctx, opt, schedule_of(j), o->label_smoothing, o->use_graph);
     return 0;
 }
 
@@ -235,7 +215,7 @@ static int run_epochs(job *j) {
     for (int epoch = 1; epoch <= o->epochs && status == 0; epoch++) {
         loader_start_epoch(l, epoch - 1);
         CHECK_CUDA(cudaStreamSynchronize(j->s.ctx.stream));
-        double t_start = wall_seconds();
+        double t_start = train_wall_seconds();
         CHECK_CUDA(cudaEventRecord(marks[0], j->s.ctx.stream));
         long steps = 0;
         loader_batch b;
@@ -252,7 +232,7 @@ static int run_epochs(job *j) {
             break;
         }
         CHECK_CUDA(cudaStreamSynchronize(j->s.ctx.stream));
-        double t_end = wall_seconds(), seconds = t_end - t_start;
+        double t_end = train_wall_seconds(), seconds = t_end - t_start;
         long timed = steps < MAX_TIMED_STEPS ? steps : MAX_TIMED_STEPS;
         for (long s = 0; s < timed; s++) CHECK_CUDA(cudaEventElapsedTime(&step_ms[s], marks[s], marks[s + 1]));
         qsort(step_ms, (size_t)timed, sizeof *step_ms, compare_floats);
@@ -291,12 +271,12 @@ static int run_epochs(job *j) {
         cJSON_AddNumberToObject(e, "t_start", t_start);
         cJSON_AddNumberToObject(e, "t_end", t_end);
         emit(j, e);
-        fprintf(j->human, "epoch %d%s: %ld steps, %.2f s, %.0f samples/s, step %.2f ms (median), loss %.4f, "
+        fprintf(j->ev.human, "epoch %d%s: %ld steps, %.2f s, %.0f samples/s, step %.2f ms (median), loss %.4f, "
                 "train acc %.4f", epoch, epoch == 1 ? " (warm-up)" : "", steps, seconds, samples / seconds,
                 timed ? step_ms[timed / 2] : 0.0f, loss, correct / samples);
-        if (o->eval) fprintf(j->human, ", test acc %.4f (loss %.4f)", test_acc, test_loss);
-        fprintf(j->human, "\n");
-        fflush(j->human);
+        if (o->eval) fprintf(j->ev.human, ", test acc %.4f (loss %.4f)", test_acc, test_loss);
+        fprintf(j->ev.human, "\n");
+        fflush(j->ev.human);
         if (diverged) status = fail(j, 1, "the loss diverged (NaN or infinite)");
     }
     for (int i = 0; i <= MAX_TIMED_STEPS; i++) CHECK_CUDA(cudaEventDestroy(marks[i]));
@@ -306,56 +286,35 @@ static int run_epochs(job *j) {
     return status;
 }
 
-static int wait_for_go(job *j) {
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "event", "ready");
-    cJSON_AddNumberToObject(e, "t", wall_seconds());
-    emit(j, e);
-    if (!j->opt.wait_go) return 0;
-    char line[64];
-    if (!fgets(line, sizeof line, stdin) || strncmp(line, "go", 2) != 0)
-        return fail(j, 1, "--wait-go: stdin closed or did not say \"go\"");
-    return 0;
-}
-
 static void emit_setup(job *j) {
-    struct cudaDeviceProp prop;
-    CHECK_CUDA(cudaGetDeviceProperties(&prop, j->s.ctx.device));
+    char device[256];
     int mps = 0;
-    if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, j->s.ctx.device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        mps = 0;
-    }
-    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "setup");
     cJSON_AddStringToObject(e, "model", j->opt.model);
     cJSON_AddNumberToObject(e, "params", (double)model_param_count(j->s.model));
     cJSON_AddNumberToObject(e, "footprint_bytes", (double)session_gpu_bytes(&j->s));
     cJSON_AddNumberToObject(e, "flops_per_step", 3.0 * j->s.model->flops_per_step_forward);
-    cJSON_AddStringToObject(e, "device", prop.name);
-    cJSON_AddNumberToObject(e, "sm_count", prop.multiProcessorCount);
-    cJSON_AddNumberToObject(e, "mps", mps);
-    cJSON_AddNumberToObject(e, "mig", visible && !strncmp(visible, "MIG-", 4));
-    cJSON_AddNumberToObject(e, "pid", (double)getpid());
+    int sms = train_add_device_fields(e, j->s.ctx.device, device, sizeof device, &mps);
     cJSON_AddNumberToObject(e, "steps_per_epoch", (double)j->steps_per_epoch);
     cJSON_AddStringToObject(e, "data", j->opt.data);
     cJSON_AddStringToObject(e, "data_source", j->data_source);
     emit(j, e);
-    fprintf(j->human, "%s on %s (%d SMs%s): %lld parameters, %.1f MiB on the GPU, %ld steps of %d per epoch\n",
-            j->opt.model, prop.name, prop.multiProcessorCount, mps ? ", MPS" : "",
-            (long long)model_param_count(j->s.model),
+    fprintf(j->ev.human, "%s on %s (%d SMs%s): %lld parameters, %.1f MiB on the GPU, %ld steps of %d per epoch\n",
+            j->opt.model, device, sms, mps ? ", MPS" : "", (long long)model_param_count(j->s.model),
             session_gpu_bytes(&j->s) / 1048576.0, j->steps_per_epoch, j->opt.batch);
 }
 
 int main(int argc, char **argv) {
     static job j;
     char err[1024];
-    j.human = stdout;
+    j.ev.human = stdout;
     int parsed = train_options_parse(&j.opt, argc, argv, err, sizeof err);
     if (parsed == 1) return 0;
-    if (j.opt.json) j.human = stderr;
+    j.ev.json = j.opt.json;
+    if (j.opt.json) j.ev.human = stderr;
     if (parsed != 0) return fail(&j, 2, err);
+    if (!strcmp(j.opt.model, "dlrm")) return train_dlrm(&j.opt, &j.ev);
     model_config config = config_of(&j.opt);
     if (session_plan(&j.s, &config, err, sizeof err) != 0) return fail(&j, 2, err);
     if (j.opt.dry_run) return dry_run(&j);
@@ -367,14 +326,14 @@ int main(int argc, char **argv) {
     int rc = build_on_gpu(&j, err, sizeof err);
     if (rc != 0) return fail(&j, rc, err);
     emit_setup(&j);
-    if (wait_for_go(&j) != 0) return 1;
+    if (train_wait_for_go(&j.ev, j.opt.wait_go) != 0) return 1;
     rc = run_epochs(&j);
     if (rc == 0 && j.opt.save[0] && checkpoint_save(j.s.model, &j.s.ctx, j.opt.save, err, sizeof err) != 0)
         rc = fail(&j, 1, err);
     if (rc == 0) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "event", "done");
-        cJSON_AddNumberToObject(e, "t", wall_seconds());
+        cJSON_AddNumberToObject(e, "t", train_wall_seconds());
         emit(&j, e);
     }
     session_end(&j.s);

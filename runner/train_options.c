@@ -6,12 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *DATA_SETS = "synthetic, fashion-mnist, cifar10, imagenet64, imagenet";
+static const char *DATA_SETS = "synthetic, fashion-mnist, cifar10, imagenet64, imagenet, criteo-kaggle, "
+                                "criteo-terabyte";
+static const char *MODELS = "resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24, dlrm";
+
+static int is_criteo(const char *data) { return !strncmp(data, "criteo-", 7); }
 
 void train_options_usage(void *file) {
     fprintf((FILE *)file,
             "usage: train --model NAME [--data SET] [--batch N] [--epochs N] [options]\n"
-            "  --model resnet26|resnet50|resnet152\n"
+            "  --model resnet26|resnet50|resnet152|efficientnetv2_s|cait_xxs24|dlrm\n"
             "  --data %s (default synthetic)\n"
             "  --data-root DIR        real files: fashion-mnist (defaults to the installed copy),\n"
             "                         cifar10 (binary version), imagenet64 (npz), imagenet (JPEG\n"
@@ -19,11 +23,18 @@ void train_options_usage(void *file) {
             "  --skip-bad             skip (and count) images that fail to decode\n"
             "  --data-if-present      with --data-root: where that set's files are absent (or no\n"
             "                         reader exists for it yet), synthetic data of its shape\n"
+            "                         (criteo-*: DIR is a TSV file or a folder of train.txt or day_N)\n"
             "  --batch N (128)  --epochs N (2)  --steps-per-epoch N (whole epochs)\n"
             "  --image-size N  --classes N     (default from the data set)\n"
             "  --lr X (0.1)  --momentum X (0.9)  --weight-decay X (5e-4)  --nesterov  --wd-all\n"
             "  --schedule constant|step|cosine|one-cycle (one-cycle)  --warmup-pct X (0.15)\n"
             "  --step-epochs N (30)  --gamma X (0.1)  --min-lr X (0)  --label-smoothing X (0)\n"
+            "  --optimizer sgd|adamw  (cait_*: adamw, lr 1e-3, weight decay 0.05, cosine with 5%%\n"
+            "                         warm-up; others: sgd)\n"
+            "  --patch-size N         vision transformers: patch side (16; e.g. 4 for 32x32 inputs)\n"
+            "  --drop-path X (0)      stochastic depth rate\n"
+            "  --max-rows N           dlrm: cap every embedding table at N rows (hash modulo)\n"
+            "  --block-steps N (1000) dlrm: steps per timed training block\n"
             "  --seed N (0)  --save FILE  --load FILE  --eval  --json  --dry-run\n"
             "  --wait-go              after warm-up print a ready event and wait for \"go\" on stdin\n"
             "  --workers N            data loader threads (0: from the CPU count)\n"
@@ -82,6 +93,24 @@ static int copy_text(const char *option, const char *text, char *dst, size_t siz
 static int data_defaults(train_options *o, char *err, size_t err_size) {
     int size = 32, classes = 10;
     int64_t count = 50000;
+    if (is_criteo(o->data)) {
+        /* a recommender: samples are click-log rows, not images */
+        int dlrm = !strcmp(o->model, "dlrm");
+        if (!dlrm || (strcmp(o->data, "criteo-kaggle") && strcmp(o->data, "criteo-terabyte"))) {
+            snprintf(err, err_size, dlrm ? "--data: unknown data set '%s': dlrm trains on criteo-kaggle or "
+                     "criteo-terabyte" : "--data %s: click logs are for --model dlrm, not %s", o->data,
+                     o->model);
+            return -1;
+        }
+        if (!o->synthetic_count)
+            o->synthetic_count = !strcmp(o->data, "criteo-kaggle") ? 45840617 : 4373472329LL;
+        return 0;
+    }
+    if (!strcmp(o->model, "dlrm")) {
+        snprintf(err, err_size, "--model dlrm trains on click logs: --data criteo-kaggle or criteo-terabyte "
+                 "(got '%s')", o->data);
+        return -1;
+    }
     if (strcmp(o->data, "fashion-mnist") == 0) count = 60000;
     else if (strcmp(o->data, "imagenet64") == 0) size = 64, classes = 1000, count = 1281167;
     else if (strcmp(o->data, "imagenet") == 0) size = 224, classes = 1000, count = 1281167;
@@ -116,6 +145,8 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
     o->lr = 0.1f, o->momentum = 0.9f, o->weight_decay = 5e-4f, o->warmup_pct = 0.15f;
     o->gamma = 0.1f, o->step_epochs = 30, o->schedule = LR_ONE_CYCLE;
     o->use_graph = 1, o->allow_tf32 = 1, o->workspace_limit = (size_t)512 << 20;
+    o->block_steps = 1000;
+    int optimizer_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long n = 0;
@@ -138,14 +169,30 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
         else if (!strcmp(a, "--device")) rc = parse_long(a, v, 0, 1023, &n, err, err_size), o->device = (int)n;
         else if (!strcmp(a, "--workers")) rc = parse_long(a, v, 0, 256, &n, err, err_size), o->workers = (int)n;
         else if (!strcmp(a, "--workspace-mb")) rc = parse_long(a, v, 0, 1 << 20, &n, err, err_size), o->workspace_limit = (size_t)n << 20;
-        else if (!strcmp(a, "--lr")) rc = parse_float(a, v, 0, 100, &o->lr, err, err_size);
+        else if (!strcmp(a, "--patch-size")) rc = parse_long(a, v, 1, 1024, &n, err, err_size), o->patch_size = (int)n;
+        else if (!strcmp(a, "--max-rows")) rc = parse_long(a, v, 1, 2147483647L, &n, err, err_size), o->max_rows = n;
+        else if (!strcmp(a, "--block-steps")) rc = parse_long(a, v, 1, 1L << 40, &n, err, err_size), o->block_steps = n;
+        else if (!strcmp(a, "--drop-path")) rc = parse_float(a, v, 0, 0.999, &o->drop_path, err, err_size);
+        else if (!strcmp(a, "--lr")) rc = parse_float(a, v, 0, 100, &o->lr, err, err_size), o->lr_set = 1;
         else if (!strcmp(a, "--momentum")) rc = parse_float(a, v, 0, 0.9999, &o->momentum, err, err_size);
-        else if (!strcmp(a, "--weight-decay")) rc = parse_float(a, v, 0, 1, &o->weight_decay, err, err_size);
+        else if (!strcmp(a, "--weight-decay"))
+            rc = parse_float(a, v, 0, 1, &o->weight_decay, err, err_size), o->weight_decay_set = 1;
+        else if (!strcmp(a, "--optimizer")) {
+            if (v && !strcmp(v, "sgd")) o->optimizer = OPTIMIZER_SGD;
+            else if (v && !strcmp(v, "adamw")) o->optimizer = OPTIMIZER_ADAMW;
+            else {
+                snprintf(err, err_size, "--optimizer: expected sgd or adamw, got '%s'", v ? v : "(nothing)");
+                rc = -1;
+            }
+            optimizer_set = 1;
+        }
         else if (!strcmp(a, "--label-smoothing")) rc = parse_float(a, v, 0, 0.999, &o->label_smoothing, err, err_size);
-        else if (!strcmp(a, "--warmup-pct")) rc = parse_float(a, v, 0, 0.999, &o->warmup_pct, err, err_size);
+        else if (!strcmp(a, "--warmup-pct"))
+            rc = parse_float(a, v, 0, 0.999, &o->warmup_pct, err, err_size), o->warmup_set = 1;
         else if (!strcmp(a, "--gamma")) rc = parse_float(a, v, 0, 1, &o->gamma, err, err_size);
         else if (!strcmp(a, "--min-lr")) rc = parse_float(a, v, 0, 100, &o->min_lr, err, err_size);
         else if (!strcmp(a, "--schedule")) {
+            o->schedule_set = 1;
             if (v && !strcmp(v, "constant")) o->schedule = LR_CONSTANT;
             else if (v && !strcmp(v, "step")) o->schedule = LR_STEP;
             else if (v && !strcmp(v, "cosine")) o->schedule = LR_COSINE;
@@ -176,8 +223,16 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
         i += takes_value;
     }
     if (!o->model[0]) {
-        snprintf(err, err_size, "--model is required: resnet26, resnet50 or resnet152");
+        snprintf(err, err_size, "--model is required: one of %s", MODELS);
         return -1;
+    }
+    /* CaiT trains with AdamW as timm's recipe does; explicit options still win. */
+    if (!optimizer_set && !strncmp(o->model, "cait", 4)) o->optimizer = OPTIMIZER_ADAMW;
+    if (o->optimizer == OPTIMIZER_ADAMW) {
+        if (!o->lr_set) o->lr = 1e-3f;
+        if (!o->weight_decay_set) o->weight_decay = 0.05f;
+        if (!o->schedule_set) o->schedule = LR_COSINE;
+        if (!o->warmup_set) o->warmup_pct = 0.05f;
     }
     if (o->nesterov && o->momentum == 0) {
         snprintf(err, err_size, "--nesterov needs a momentum above 0");

@@ -7,10 +7,12 @@
 #include <stdint.h>
 
 #include "kernels/schedule.h"
+#include "models/trainer.h"
 
 typedef struct train_options {
     char model[32];
-    char data[32];            /* synthetic, fashion-mnist, cifar10, imagenet64, imagenet */
+    char data[32];            /* synthetic, fashion-mnist, cifar10, imagenet64, imagenet, criteo-kaggle,
+                                 criteo-terabyte */
     char data_root[1024];     /* empty: synthetic data shaped like `data` (fashion-mnist: installed copy) */
     int batch, epochs, image_size, classes;
     long steps_per_epoch;     /* 0: whole epochs */
@@ -18,6 +20,12 @@ typedef struct train_options {
     float lr, momentum, weight_decay, label_smoothing, warmup_pct, gamma, min_lr;
     int nesterov, decay_all, step_epochs;
     lr_kind schedule;
+    optimizer_kind optimizer; /* default: AdamW for cait_*, SGD otherwise */
+    int lr_set, weight_decay_set, schedule_set, warmup_set; /* given on the command line */
+    int patch_size;           /* vision transformers: 0 = the model's default */
+    float drop_path;          /* stochastic depth rate (0: off) */
+    int64_t max_rows;         /* dlrm: rows per embedding table at most (hash modulo); 0: uncapped */
+    long block_steps;         /* dlrm: steps per timed training block (1000) */
     uint64_t seed;
     char save[1024], load[1024];
     int eval, json, dry_run, wait_go, use_graph, allow_tf32, device, workers;

@@ -1,7 +1,8 @@
 /* sgd_update against torch.optim.SGD's update rule (dampening 0), computed in double on the host
  * over several steps: momentum with and without Nesterov, plain SGD without a buffer, weight decay
  * only on the first n_decay elements (n_decay and n not multiples of 4), the float4 path and the
- * scalar path for misaligned pointers, and a large flat buffer. lr_schedule_step against the
+ * scalar path for misaligned pointers, and a large flat buffer. adamw_update against
+ * torch.optim.AdamW's rule in the same way. lr_schedule_step against the
  * host's lr_at, directly and inside a replayed CUDA graph that also runs the update. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,6 +114,68 @@ static void test_sgd_large(void **state) {
     check_sgd(25557032, 25503912, 0.9f, 5e-5f, 1, 1, 0, 600);
 }
 
+/* torch.optim.AdamW.step (amsgrad off) for one element, in double. */
+static void ref_adamw(double *p, double *m, double *v, const float *grad, size_t n, size_t n_decay,
+                      double lr, long t, double b1, double b2, double eps, double wd) {
+    double bias1 = 1.0 - pow(b1, (double)t), bias2 = 1.0 - pow(b2, (double)t);
+    for (size_t i = 0; i < n; i++) {
+        if (i < n_decay) p[i] *= 1.0 - lr * wd;
+        m[i] = b1 * m[i] + (1.0 - b1) * grad[i];
+        v[i] = b2 * v[i] + (1.0 - b2) * (double)grad[i] * grad[i];
+        p[i] -= lr / bias1 * m[i] / (sqrt(v[i]) / sqrt(bias2) + eps);
+    }
+}
+
+static void check_adamw(size_t n, size_t n_decay, int shift, uint64_t seed) {
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.05;
+    uint64_t rng = seed;
+    float *p = host_alloc(n), *g = host_alloc(n), *got = host_alloc(n);
+    double *p_ref = malloc(n * sizeof(double)), *m_ref = calloc(n, sizeof(double));
+    double *v_ref = calloc(n, sizeof(double));
+    assert_true(p_ref && m_ref && v_ref);
+    test_fill_uniform(p, n, &rng, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++) p_ref[i] = p[i];
+    float *p_d = dev_alloc(n) + shift, *g_d = dev_alloc(n) + shift, *lr_d = dev_alloc(1);
+    float *m_d = dev_alloc(n) + shift, *v_d = dev_alloc(n) + shift;
+    int64_t *step_d = NULL;
+    CHECK_CUDA(cudaMalloc((void **)&step_d, sizeof(int64_t)));
+    upload(p_d, p, n);
+    CHECK_CUDA(cudaMemset(m_d, 0, n * sizeof(float)));
+    CHECK_CUDA(cudaMemset(v_d, 0, n * sizeof(float)));
+    const float lrs[] = {1e-3f, 5e-4f, 2e-3f, 1e-4f, 1e-3f};
+    for (int step = 0; step < 5; step++) {
+        int64_t t = step + 1;
+        /* the first step's gradients are large, later ones tiny: v's bias correction matters */
+        test_fill_uniform(g, n, &rng, step ? -1e-3f : -1.0f, step ? 1e-3f : 1.0f);
+        upload(g_d, g, n);
+        upload(lr_d, &lrs[step], 1);
+        CHECK_CUDA(cudaMemcpy(step_d, &t, sizeof t, cudaMemcpyHostToDevice));
+        adamw_update(p_d, m_d, v_d, g_d, lr_d, step_d, n, n_decay, (float)b1, (float)b2, (float)eps,
+                     (float)wd, 0);
+        ref_adamw(p_ref, m_ref, v_ref, g, n, n_decay, lrs[step], t, b1, b2, eps, wd);
+        test_to_host(got, p_d, n);
+        expect_err("adamw params", n, step, test_rel_err(got, p_ref, n), 1e-6);
+        test_to_host(got, m_d, n);
+        expect_err("adamw first moment", n, step, test_rel_err(got, m_ref, n), 1e-5);
+        test_to_host(got, v_d, n);
+        expect_err("adamw second moment", n, step, test_rel_err(got, v_ref, n), 1e-5);
+    }
+    CHECK_CUDA(cudaFree(p_d - shift)); CHECK_CUDA(cudaFree(g_d - shift));
+    CHECK_CUDA(cudaFree(m_d - shift)); CHECK_CUDA(cudaFree(v_d - shift));
+    CHECK_CUDA(cudaFree(lr_d)); CHECK_CUDA(cudaFree(step_d));
+    free(p); free(g); free(got); free(p_ref); free(m_ref); free(v_ref);
+}
+
+static void test_adamw(void **state) {
+    (void)state;
+    const size_t sizes[][2] = {{1, 1}, {3, 0}, {5, 2}, {10, 7}, {1001, 1001}, {4099, 4000},
+                               {(1u << 20) + 3, 700001}};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        check_adamw(sizes[s][0], sizes[s][1], 0, 800 + s);
+        check_adamw(sizes[s][0], sizes[s][1], 1, 900 + s); /* misaligned: scalar path */
+    }
+}
+
 static void expect_lr(long step, float got, const lr_schedule *s) {
     float want = lr_at(s, step);
     /* The device evaluates lr_at with fast-math cosf/powf: agreement to float rounding. */
@@ -206,6 +269,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sgd),
         cmocka_unit_test(test_sgd_large),
+        cmocka_unit_test(test_adamw),
         cmocka_unit_test(test_lr_schedule_step),
         cmocka_unit_test(test_graph_replay),
     };

@@ -98,11 +98,11 @@ static void check_model(const char *name) {
     const st_tensor *input = st_find(&ref, "input"), *logits_t = st_find(&ref, "logits");
     assert_non_null(input);
     assert_non_null(logits_t);
-    model_config config = {"", (int)input->shape[0], (int)input->shape[1], 3, (int)logits_t->shape[1], 0};
+    model_config config = {.name = "", .batch = (int)input->shape[0], .image_size = (int)input->shape[1], .in_channels = 3, .classes = (int)logits_t->shape[1], .seed = 0};
     snprintf(config.name, sizeof config.name, "%s", name);
     session s;
     assert_int_equal(session_plan(&s, &config, err, sizeof err), 0);
-    assert_int_equal(session_start(&s, 0, (size_t)256 << 20, tf32, err, sizeof err), 0);
+    assert_int_equal(session_start(&s, 0, (size_t)256 << 20, tf32, 1, err, sizeof err), 0);
     model *m = s.model;
     if (checkpoint_load(m, &s.ctx, weights, err, sizeof err) != 0) fail_msg("%s", err);
     size_t input_n = (size_t)config.batch * config.image_size * config.image_size * 3;
@@ -113,7 +113,7 @@ static void check_model(const char *name) {
                           cudaMemcpyHostToDevice));
     const char *lr_text = getenv("SUITE_PARITY_LR");
     float lr = lr_text ? strtof(lr_text, NULL) : 0.1f;
-    sgd_config sgd = {0.9f, 5e-4f, 0, 0};
+    optimizer_config sgd = {.kind = OPTIMIZER_SGD, .momentum = 0.9f, .weight_decay = 5e-4f, .nesterov = 0, .decay_all = 0};
     lr_schedule constant = {LR_CONSTANT, lr, 0, 0, 0, 0, 0, 25, 1e4f};
     trainer_init(&s.trainer, m, &s.ctx, sgd, constant, 0.0f, 0);
     trainer_step_body(&s.trainer); /* forward, loss, backward, SGD: one step, eagerly */

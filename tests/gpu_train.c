@@ -81,7 +81,7 @@ static void test_protocol_and_checkpoint(void **state) {
 
 /* Three steps captured in a graph and three run eagerly, from the same weights and data, agree. */
 static void test_graph_matches_eager(void **state) {
-    model_config config = {"resnet26", 16, 32, 3, 10, 7};
+    model_config config = {.name = "resnet26", .batch = 16, .image_size = 32, .in_channels = 3, .classes = 10, .seed = 7};
     float *params[2] = {NULL, NULL}, *initial = NULL;
     size_t n = 0;
     size_t image_floats = (size_t)16 * 32 * 32 * 3;
@@ -94,8 +94,8 @@ static void test_graph_matches_eager(void **state) {
         session s;
         char e[512];
         assert_int_equal(session_plan(&s, &config, e, sizeof e), 0);
-        assert_int_equal(session_start(&s, 0, (size_t)64 << 20, 0, e, sizeof e), 0);
-        sgd_config sgd = {0.9f, 5e-4f, 1, 0};
+        assert_int_equal(session_start(&s, 0, (size_t)64 << 20, 0, 1, e, sizeof e), 0);
+        optimizer_config sgd = {.kind = OPTIMIZER_SGD, .momentum = 0.9f, .weight_decay = 5e-4f, .nesterov = 1, .decay_all = 0};
         lr_schedule sched = {LR_COSINE, 0.05f, 10, 2, 0, 0, 0, 25, 1e4f};
         trainer_init(&s.trainer, s.model, &s.ctx, sgd, sched, 0.1f, graph);
         n = arena_trainable_floats(&s.ctx.arena);

@@ -1,0 +1,27 @@
+/* The runner's protocol, spoken by every kind of training job (image models in train.c, the
+ * recommender in train_dlrm.c): with --json, one JSON object per line on stdout (setup, ready,
+ * epoch or block, done, error); human-readable lines go to `human` (stderr then, else stdout). */
+#ifndef SUITE_TRAIN_EVENTS_H
+#define SUITE_TRAIN_EVENTS_H
+
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+typedef struct train_events {
+    int json;      /* 1: events on stdout */
+    FILE *human;   /* where the human-readable lines go */
+} train_events;
+
+double train_wall_seconds(void);
+/* Prints the event (when json) and deletes it. */
+void train_emit(const train_events *ev, cJSON *event);
+/* Reports an error event and a message on stderr; returns code (the process's exit code). */
+int train_fail(const train_events *ev, int code, const char *message);
+/* Emits "ready"; with wait_go, waits for "go" on stdin. 0, or 1 when stdin closed. */
+int train_wait_for_go(const train_events *ev, int wait_go);
+/* Adds what the runner records about where the job runs: device name, SM count, whether it runs
+ * as an MPS client and on a MIG instance, its pid. Returns the device name's SM count. */
+int train_add_device_fields(cJSON *event, int device, char *name, size_t name_size, int *mps);
+
+#endif
