@@ -32,12 +32,39 @@ void param_table_free(param_table *t) {
     memset(t, 0, sizeof *t);
 }
 
-const char *model_names(void) { return "resnet26, resnet50, resnet152"; }
+/* Every family of image models: its names and its builder. A family adds one row. */
+typedef struct model_family {
+    const char *names[4];
+    model *(*build)(const model_config *config, arena *a, char *err, size_t err_size);
+} model_family;
 
-int model_known(const char *name) { return resnet_depth_of(name) > 0; }
+static const model_family FAMILIES[] = {
+    {{"resnet26", "resnet50", "resnet152"}, resnet_build},
+};
+#define FAMILY_COUNT (sizeof FAMILIES / sizeof *FAMILIES)
+
+const char *model_names(void) {
+    static char list[256];
+    if (!list[0])
+        for (size_t f = 0; f < FAMILY_COUNT; f++)
+            for (int i = 0; i < 4 && FAMILIES[f].names[i]; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
+                         FAMILIES[f].names[i]);
+    return list;
+}
+
+static const model_family *family_of(const char *name) {
+    for (size_t f = 0; f < FAMILY_COUNT; f++)
+        for (int i = 0; i < 4 && FAMILIES[f].names[i]; i++)
+            if (!strcmp(name, FAMILIES[f].names[i])) return &FAMILIES[f];
+    return NULL;
+}
+
+int model_known(const char *name) { return family_of(name) != NULL; }
 
 model *model_build(const model_config *config, arena *a, char *err, size_t err_size) {
-    if (resnet_depth_of(config->name) > 0) return resnet_build(config, a, err, err_size);
+    const model_family *family = family_of(config->name);
+    if (family) return family->build(config, a, err, err_size);
     snprintf(err, err_size, "unknown model '%s': expected one of %s", config->name, model_names());
     return NULL;
 }
