@@ -11,9 +11,14 @@
  * Each rate is the best of --repeat runs (after a warm-up for decoding), since other work on the
  * machine only ever slows a run down.
  *
- * bench_jpeg [--images N] [--threads 2,8,16] [--size 224] [--batch 32] [--repeat 3] */
+ * bench_jpeg [--images N] [--threads 2,8,16] [--size 224] [--batch 32] [--repeat 3]
+ *
+ * bench_jpeg --write DIR [--images N] [--classes K] only writes such a data set, in ImageNet's
+ * layout (DIR/train/<wnid>/<image>.JPEG, and DIR/val linked to train), on all cores, for training runs
+ * on JPEGs (train --data imagenet --data-root DIR). */
 #define _GNU_SOURCE /* nftw's FTW_DEPTH */
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +89,69 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 static void usage(const char *program) {
     fprintf(stderr, "usage: %s [--images N] [--threads 2,8,16] [--size 224] [--batch 32] "
-            "[--repeat 3]\n", program);
+            "[--repeat 3]\n       %s --write DIR [--images N] [--classes K]\n", program, program);
     exit(2);
+}
+
+typedef struct writer_share {
+    const char *root;
+    int images, classes, threads, failed;
+} writer_share;
+
+typedef struct writer_arg {
+    writer_share *share;
+    int first;
+} writer_arg;
+
+static void *write_some(void *p) {
+    writer_arg *a = p;
+    writer_share *w = a->share;
+    uint8_t *rgb = malloc((size_t)BENCH_WIDTH * BENCH_HEIGHT * 3);
+    char path[1024];
+    for (int i = a->first; rgb && i < w->images; i += w->threads) {
+        make_picture(rgb, i);
+        snprintf(path, sizeof path, "%s/train/n%08d/img_%06d.JPEG", w->root, i % w->classes, i);
+        if (!stbi_write_jpg(path, BENCH_WIDTH, BENCH_HEIGHT, 3, rgb, 90)) {
+            fprintf(stderr, "bench_jpeg: cannot write %s\n", path);
+            __atomic_store_n(&w->failed, 1, __ATOMIC_RELAXED);
+            break;
+        }
+    }
+    if (!rgb) __atomic_store_n(&w->failed, 1, __ATOMIC_RELAXED);
+    free(rgb);
+    return NULL;
+}
+
+/* The data set alone: DIR/train/<wnid>/ with `images` JPEGs spread over `classes`, DIR/val -> train. */
+static int write_dataset(const char *root, int images, int classes) {
+    char path[1024];
+    mkdir(root, 0755);
+    snprintf(path, sizeof path, "%s/train", root);
+    if (mkdir(path, 0755) != 0) {
+        fprintf(stderr, "bench_jpeg: cannot create %s (it must not exist yet)\n", path);
+        return 1;
+    }
+    for (int c = 0; c < classes; c++) {
+        snprintf(path, sizeof path, "%s/train/n%08d", root, c);
+        mkdir(path, 0755);
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    writer_share share = {root, images, classes, cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus, 0};
+    pthread_t threads[64];
+    writer_arg args[64];
+    for (int t = 0; t < share.threads; t++) {
+        args[t] = (writer_arg){&share, t};
+        pthread_create(&threads[t], NULL, write_some, &args[t]);
+    }
+    for (int t = 0; t < share.threads; t++) pthread_join(threads[t], NULL);
+    snprintf(path, sizeof path, "%s/val", root);
+    if (share.failed || symlink("train", path) != 0) {
+        fprintf(stderr, "bench_jpeg: writing the data set under %s failed\n", root);
+        return 1;
+    }
+    printf("bench_jpeg: wrote %d JPEGs of %dx%d in %d classes under %s/train (val -> train)\n", images,
+           BENCH_WIDTH, BENCH_HEIGHT, classes, root);
+    return 0;
 }
 
 /* Reads every sample in batches on this thread, repeat times; the best images/s. */
@@ -114,13 +180,16 @@ static double read_all(const dataset *d, int batch, int repeat, char *err, size_
 
 int main(int argc, char **argv) {
     int images = 200, size = 224, batch = 32, repeat = 3;
-    int thread_counts[BENCH_MAX_THREAD_COUNTS] = {2}, thread_runs = 1;
+    int thread_counts[BENCH_MAX_THREAD_COUNTS] = {2}, thread_runs = 1, classes = BENCH_CLASSES;
+    const char *write_root = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) usage(argv[0]);
         if (strcmp(argv[i], "--images") == 0) images = atoi(argv[++i]);
         else if (strcmp(argv[i], "--size") == 0) size = atoi(argv[++i]);
         else if (strcmp(argv[i], "--batch") == 0) batch = atoi(argv[++i]);
         else if (strcmp(argv[i], "--repeat") == 0) repeat = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--write") == 0) write_root = argv[++i];
+        else if (strcmp(argv[i], "--classes") == 0) classes = atoi(argv[++i]);
         else if (strcmp(argv[i], "--threads") == 0) {
             thread_runs = 0;
             for (char *part = strtok(argv[++i], ","); part && thread_runs < BENCH_MAX_THREAD_COUNTS;
@@ -131,6 +200,8 @@ int main(int argc, char **argv) {
     if (images < 1 || size < 8 || batch < 1 || repeat < 1 || thread_runs < 1) usage(argv[0]);
     for (int t = 0; t < thread_runs; t++)
         if (thread_counts[t] < 1) usage(argv[0]);
+    if (classes < 1 || classes > images) usage(argv[0]);
+    if (write_root) return write_dataset(write_root, images, classes);
 
     char root[512], path[1024], err[1024];
     const char *tmp = getenv("TMPDIR");

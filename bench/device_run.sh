@@ -9,6 +9,12 @@
 #   bench   bench/run_resnet_bench.sh (suite against PyTorch eager and compiled)
 #   step    the suite's bench_step alone for the three ResNet configurations
 #   learn   resnet26 on Fashion-MNIST: 3 epochs and 10 epochs
+#   suite   run_suite --mode all --mix S+S+M --quick (windows, timeline), no MPS daemon left,
+#           --mode mig's message, mig-emulate, an oversized mix refused
+#   colloc  bench/collocation.sh: S x {1,2,4,7} and M x {1,2,3}, naive and MPS
+#   monitor 4*S under MPS with and without the GPU sampler (its cost)
+#   data    ResNet-50 224 on generated ImageNet-layout JPEGs (16 workers) against synthetic data,
+#           resnet26 on a generated CIFAR-10 folder against synthetic, bench_jpeg at 1/8/16 threads
 # Logs go to $OUT (or results/device). On the device machine, first: . .devroot/env.sh
 set -u
 out=${OUT:-$PWD/results/device}
@@ -100,6 +106,77 @@ for stage in "$@"; do
                 --lr 0.1 --schedule one-cycle --warmup-pct 0.15 --eval --seed $seed 2>&1 | grep -E "^epoch" | \
                 sed -E 's/ steps, .* samples\/s//' || status=1
         done
+        ;;
+    suite)
+        rm -rf /tmp/suite && mkdir -p /tmp/suite
+        "$build/run_suite" --mode all --mix S+S+M --quick --results /tmp/suite/all >"$out/suite_all.log" 2>&1 || status=1
+        tail -25 "$out/suite_all.log"
+        python3 bench/show_run.py /tmp/suite/all --timeline mps --rows 20
+        pgrep -fa nvidia-cuda-mps && { echo "an MPS daemon is left"; status=1; } || echo "no MPS daemon left"
+        "$build/run_suite" --mode mps --mix S+S+M --steps-per-epoch 300 --results /tmp/suite/mps300 >/dev/null 2>&1 || status=1
+        python3 bench/show_run.py /tmp/suite/mps300 --timeline mps --rows 30
+        echo "--- --mode mig (MIG is off here):"
+        "$build/run_suite" --mode mig --mix S+S+M --quick --results /tmp/suite/mig 2>&1 | tail -6; echo "exit ${PIPESTATUS[0]}"
+        echo "--- --mode mig --mig-emulate:"
+        "$build/run_suite" --mode mig --mig-emulate --mix S+S+M --quick --results /tmp/suite/emu >"$out/suite_emu.log" 2>&1; echo "exit $?"
+        grep -iE "emulat|plan|1g|2g|3g|4g|7g" "$out/suite_emu.log" | head -12
+        python3 bench/show_run.py /tmp/suite/emu
+        pgrep -fa nvidia-cuda-mps && { echo "an MPS daemon is left"; status=1; } || echo "no MPS daemon left"
+        echo "--- oversized mix:"
+        "$build/run_suite" --mode mps --mix 12*L --quick --results /tmp/suite/big 2>&1 | tail -4; echo "exit ${PIPESTATUS[0]}"
+        cp -r /tmp/suite/all "$out/suite_run" 2>/dev/null
+        ;;
+    colloc)
+        bash bench/collocation.sh "$build" /tmp/colloc | tee "$out/collocation.md" || status=1
+        ;;
+    monitor)
+        for run in 1 2; do
+            for flag in "" --no-monitor; do
+                "$build/run_suite" --mode mps --mix 4*S --steps-per-epoch 1000 $flag --results /tmp/mon-$run$flag >/dev/null 2>&1 || status=1
+                python3 - /tmp/mon-$run$flag "$flag" <<'PY'
+import glob, json, sys
+s = json.load(open(glob.glob(sys.argv[1] + "/**/summary.json", recursive=True)[0]))
+m = s["monitor"]
+print(f"4*S mps {sys.argv[2] or 'with monitor':<14} sum of timed rates {s['timed_samples_per_s_sum']:.0f} samples/s, "
+      f"ticks {m['ticks']}, mean tick {m.get('mean_tick_cpu_ms')} ms CPU, sampler CPU fraction {m.get('cpu_fraction')}")
+PY
+            done
+        done
+        ;;
+    data)
+        rm -rf /tmp/jpegs /tmp/cifar
+        "$build/bench_jpeg" --write /tmp/jpegs --images 5120 --classes 8
+        for run in "synthetic" "imagenet --data-root /tmp/jpegs --workers 16"; do
+            echo "--- resnet50 224 batch 128, data $run"
+            "$build/train" --model resnet50 --batch 128 --image-size 224 --classes 1000 --epochs 2 --data $run \
+                --json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    e = json.loads(line)
+    if e.get("event") == "epoch":
+        print(f"epoch {e[\"epoch\"]}: {e[\"steps\"]} steps, {e[\"samples_per_s\"]:.0f} samples/s, step median {e[\"step_ms_median\"]:.2f} ms, "
+              f"loader wait {e[\"loader_wait_s\"]:.3f} s, loader {e[\"loader_samples_per_s\"]:.0f} samples/s")
+    elif e.get("event") == "error": print(e)'
+        done
+        echo "--- data already on the GPU (bench_step):"
+        "$build/bench_step" --model resnet50 --image-size 224 --batch 128 --classes 1000 || status=1
+        python3 - <<'PY'
+import os
+os.makedirs("/tmp/cifar", exist_ok=True)
+rng = os.urandom
+for name, n in [(f"data_batch_{i}.bin", 10000) for i in range(1, 6)] + [("test_batch.bin", 10000)]:
+    with open(f"/tmp/cifar/{name}", "wb") as f:
+        buf = bytearray(rng(3073 * n))
+        for r in range(n):
+            buf[r * 3073] %= 10
+        f.write(buf)
+print("wrote a CIFAR-10 binary folder of random records under /tmp/cifar")
+PY
+        for run in "cifar10 --data-root /tmp/cifar" "synthetic"; do
+            echo "--- resnet26 32x32 batch 128, data $run"
+            "$build/train" --model resnet26 --batch 128 --epochs 2 --data $run 2>&1 | grep -E "^epoch|error"
+        done
+        "$build/bench_jpeg" --images 800 --threads 1,8,16 || status=1
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;
     esac

@@ -309,6 +309,8 @@ static void job_environment(const mode_run *r, int i, job_env *env) {
     const suite_ctx *c = r->ctx;
     memset(env, 0, sizeof *env);
     job_env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID"); /* indices mean what NVML means */
+    /* the jobs running at once share the CPU cores: each one's loader sizes its threads by it */
+    job_env_set(env, "SUITE_CONCURRENT_JOBS", "%d", r->mode == MODE_SERIAL ? 1 : c->count);
     if (is_mps_like(r->mode)) {
         int sm = c->o->have_mps_sm ? c->o->mps_sm[i] : 0;
         long long mem = c->o->have_mps_mem ? c->o->mps_mem[i] : 0;

@@ -156,6 +156,18 @@ static void *pinned_alloc(size_t bytes, void *user) {
 
 static void pinned_free(void *p, void *user) { CHECK_CUDA(cudaFreeHost(p)); }
 
+/* --workers 0: the CPU cores divided among the jobs that run at once (run_suite says how many).
+ * A worker fills one whole batch at a time, so the ring holds two batches more than there are
+ * workers: every worker has a slot while the GPU consumes one and the next waits. */
+static int loader_workers(const train_options *o) {
+    if (o->workers > 0) return o->workers;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *shared = getenv("SUITE_CONCURRENT_JOBS");
+    long jobs = shared ? strtol(shared, NULL, 10) : 1;
+    long workers = (cpus < 1 ? 1 : cpus) / (jobs < 1 ? 1 : jobs);
+    return workers < 1 ? 1 : workers > 16 ? 16 : (int)workers;
+}
+
 static lr_schedule schedule_of(const job *j) {
     const train_options *o = &j->opt;
     long total = (long)o->epochs * j->steps_per_epoch;
@@ -184,7 +196,7 @@ static int compare_floats(const void *a, const void *b) {
 
 static double evaluate(job *j, double *loss) {
     char err[512];
-    loader_config lc = {j->opt.batch, j->opt.workers, 0, 0, 0, j->opt.seed, pinned_alloc, pinned_free, NULL};
+    loader_config lc = {j->opt.batch, loader_workers(&j->opt), loader_workers(&j->opt) + 2, 0, 0, j->opt.seed, pinned_alloc, pinned_free, NULL};
     loader *l = loader_open(&j->test_set, &lc, err, sizeof err);
     if (!l) return NAN;
     loader_start_epoch(l, 0);
@@ -204,7 +216,7 @@ static double evaluate(job *j, double *loss) {
 static int run_epochs(job *j) {
     const train_options *o = &j->opt;
     char err[512];
-    loader_config lc = {o->batch, o->workers, 0, 1, 1, o->seed, pinned_alloc, pinned_free, NULL};
+    loader_config lc = {o->batch, loader_workers(o), loader_workers(o) + 2, 1, 1, o->seed, pinned_alloc, pinned_free, NULL};
     loader *l = loader_open(&j->train_set, &lc, err, sizeof err);
     if (!l) return fail(j, 1, err);
     cudaEvent_t copied, *marks = malloc((MAX_TIMED_STEPS + 1) * sizeof *marks);

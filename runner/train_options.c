@@ -37,7 +37,9 @@ void train_options_usage(void *file) {
             "  --block-steps N (1000) dlrm: steps per timed training block\n"
             "  --seed N (0)  --save FILE  --load FILE  --eval  --json  --dry-run\n"
             "  --wait-go              after warm-up print a ready event and wait for \"go\" on stdin\n"
-            "  --workers N            data loader threads (0: from the CPU count)\n"
+            "  --workers N            data loader threads (0: the CPU count divided by the jobs\n"
+            "                         sharing the machine (SUITE_CONCURRENT_JOBS, set by run_suite),\n"
+            "                         at least 1 and at most 16)\n"
             "  --device N (0)  --no-graph  --no-tf32  --workspace-mb N (512)\n",
             DATA_SETS);
 }
