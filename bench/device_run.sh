@@ -112,7 +112,7 @@ for stage in "$@"; do
         "$build/run_suite" --mode all --mix S+S+M --quick --results /tmp/suite/all >"$out/suite_all.log" 2>&1 || status=1
         tail -25 "$out/suite_all.log"
         python3 bench/show_run.py /tmp/suite/all --timeline mps --rows 20
-        pgrep -fa nvidia-cuda-mps && { echo "an MPS daemon is left"; status=1; } || echo "no MPS daemon left"
+        ps -eo pid,ppid,stat,args | grep -E "[n]vidia-cuda-mps" && { echo "an MPS process is left"; status=1; } || echo "no MPS daemon left"
         "$build/run_suite" --mode mps --mix S+S+M --steps-per-epoch 300 --results /tmp/suite/mps300 >/dev/null 2>&1 || status=1
         python3 bench/show_run.py /tmp/suite/mps300 --timeline mps --rows 30
         echo "--- --mode mig (MIG is off here):"
@@ -121,7 +121,7 @@ for stage in "$@"; do
         "$build/run_suite" --mode mig --mig-emulate --mix S+S+M --quick --results /tmp/suite/emu >"$out/suite_emu.log" 2>&1; echo "exit $?"
         grep -iE "emulat|plan|1g|2g|3g|4g|7g" "$out/suite_emu.log" | head -12
         python3 bench/show_run.py /tmp/suite/emu
-        pgrep -fa nvidia-cuda-mps && { echo "an MPS daemon is left"; status=1; } || echo "no MPS daemon left"
+        ps -eo pid,ppid,stat,args | grep -E "[n]vidia-cuda-mps" && { echo "an MPS process is left"; status=1; } || echo "no MPS daemon left"
         echo "--- oversized mix:"
         "$build/run_suite" --mode mps --mix 12*L --quick --results /tmp/suite/big 2>&1 | tail -4; echo "exit ${PIPESTATUS[0]}"
         cp -r /tmp/suite/all "$out/suite_run" 2>/dev/null
@@ -149,14 +149,7 @@ PY
         for run in "synthetic" "imagenet --data-root /tmp/jpegs --workers 16"; do
             echo "--- resnet50 224 batch 128, data $run"
             "$build/train" --model resnet50 --batch 128 --image-size 224 --classes 1000 --epochs 2 --data $run \
-                --json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    e = json.loads(line)
-    if e.get("event") == "epoch":
-        print(f"epoch {e[\"epoch\"]}: {e[\"steps\"]} steps, {e[\"samples_per_s\"]:.0f} samples/s, step median {e[\"step_ms_median\"]:.2f} ms, "
-              f"loader wait {e[\"loader_wait_s\"]:.3f} s, loader {e[\"loader_samples_per_s\"]:.0f} samples/s")
-    elif e.get("event") == "error": print(e)'
+                --json 2>/dev/null | python3 bench/epoch_lines.py
         done
         echo "--- data already on the GPU (bench_step):"
         "$build/bench_step" --model resnet50 --image-size 224 --batch 128 --classes 1000 || status=1

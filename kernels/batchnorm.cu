@@ -1,12 +1,14 @@
 /* Batch normalisation over NHWC activations viewed as [rows, C], fused with the residual add and
- * ReLU of a ResNet block. It is memory-bound, so each direction is two kernels and the fewest
- * passes over memory:
+ * the activation: ReLU (a ResNet block), SiLU (EfficientNet) or none; the activation is a template
+ * parameter, so each kind is its own kernel with no per-element branch. It is memory-bound, so
+ * each direction is two kernels and the fewest passes over memory:
  *   forward (train): stats  - one read of x; per-channel shifted sums, block-reduced, added into
  *                             double accumulators in scratch; the last block to finish finalises
  *                             mean/invstd and the running statistics and zeroes the scratch again.
  *                    apply  - one read of x (and residual), one write of y.
- *   backward:        reduce - one read of dy, x (and y for the ReLU mask); writes dresidual (the
- *                             masked dy) on the way; the last block writes dbeta and dgamma.
+ *   backward:        reduce - one read of dy, x (and y for the ReLU mask; SiLU's derivative is
+ *                             recomputed from x, gamma and beta instead of stored); writes
+ *                             dresidual on the way; the last block writes dbeta and dgamma.
  *                    dx     - one read of the masked dy (dresidual when it was written, else dy
  *                             and y) and x, one write of dx.
  * The cross-block reduction needs no host round trip, no memset and no extra launch: each block
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "kernels/activation.h"
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
 #include "models/check.h"
@@ -250,13 +253,24 @@ bn_stats_kernel(float *__restrict__ mean, float *__restrict__ invstd,
     if (threadIdx.x == 0) counter[blockIdx.x] = 0u;
 }
 
-/* y = act((x - mean) * gamma * invstd + beta + residual). With stats_are_var, `spread` holds
- * the variance (inference: running_var) instead of invstd. */
-template <int VEC>
+/* The activation after the affine step. ReLU takes the residual before it (ResNet's block
+ * output), SiLU after it (EfficientNet's skip joins the activated branch), none either way. */
+__device__ __forceinline__ float bn_silu(float z) { return z / (1.0f + __expf(-z)); }
+
+template <int ACT>
+__device__ __forceinline__ float bn_activate(float z, float res) {
+    if constexpr (ACT == ACT_RELU) return fmaxf(z + res, 0.0f);
+    else if constexpr (ACT == ACT_SILU) return bn_silu(z) + res;
+    else return z + res;
+}
+
+/* y = act(gamma * (x - mean) * invstd + beta) with the residual joined as bn_activate says. With
+ * stats_are_var, `spread` holds the variance (inference: running_var) instead of invstd. */
+template <int VEC, int ACT>
 __global__ void __launch_bounds__(BN_THREADS)
 bn_apply_kernel(float *y, const float *x, const float *residual, const float *gamma,
                 const float *beta, const float *center, const float *spread, int stats_are_var,
-                float eps, int relu, int rows, int C, int tile_cols) {
+                float eps, int rows, int C, int tile_cols) {
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
     int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
     if (c >= C) return;
@@ -280,11 +294,8 @@ bn_apply_kernel(float *y, const float *x, const float *residual, const float *ga
 #pragma unroll
         for (int u = 0; u < BN_ROW_UNROLL; u++) {
 #pragma unroll
-            for (int j = 0; j < VEC; j++) {
-                float o = fmaf(v[u][j] - m[j], scale[j], shift[j]);
-                if (residual) o += res[u][j];
-                v[u][j] = relu ? fmaxf(o, 0.0f) : o;
-            }
+            for (int j = 0; j < VEC; j++)
+                v[u][j] = bn_activate<ACT>(fmaf(v[u][j] - m[j], scale[j], shift[j]), residual ? res[u][j] : 0.0f);
             bn_store<VEC>(y + (r + u * stride) * C + c, v[u]);
         }
     }
@@ -293,11 +304,8 @@ bn_apply_kernel(float *y, const float *x, const float *residual, const float *ga
         bn_load<VEC>(v, x + r * C + c);
         if (residual) bn_load<VEC>(res, residual + r * C + c);
 #pragma unroll
-        for (int j = 0; j < VEC; j++) {
-            float o = fmaf(v[j] - m[j], scale[j], shift[j]);
-            if (residual) o += res[j];
-            v[j] = relu ? fmaxf(o, 0.0f) : o;
-        }
+        for (int j = 0; j < VEC; j++)
+            v[j] = bn_activate<ACT>(fmaf(v[j] - m[j], scale[j], shift[j]), residual ? res[j] : 0.0f);
         bn_store<VEC>(y + r * C + c, v);
     }
 }
@@ -314,12 +322,52 @@ static void bn_check_sizes(const char *fn, int rows, int C) {
     if (C < 1) kernel_bad_input(fn, "C must be >= 1 (got %d)", C);
 }
 
-extern "C" void bn_forward_train(float *y, float *mean, float *invstd, float *running_mean,
-                                 float *running_var, const float *x, const float *residual,
-                                 const float *gamma, const float *beta, int rows, int C, float eps,
-                                 float momentum, int relu, void *scratch, cudaStream_t stream) {
-    const char *fn = "bn_forward_train";
+static void bn_check_act(const char *fn, int act) {
+    if (act != ACT_NONE && act != ACT_RELU && act != ACT_SILU)
+        kernel_bad_input(fn, "act must be ACT_NONE (0), ACT_RELU (1) or ACT_SILU (2) (got %d)", act);
+}
+
+/* One template per (vector width, activation); the launchers pick it at run time. */
+#define BN_DISPATCH(launch, vec, act, ...)                                       \
+    do {                                                                         \
+        if ((vec) == 4) {                                                        \
+            if ((act) == ACT_RELU) launch<4, ACT_RELU>(__VA_ARGS__);             \
+            else if ((act) == ACT_SILU) launch<4, ACT_SILU>(__VA_ARGS__);        \
+            else launch<4, ACT_NONE>(__VA_ARGS__);                               \
+        } else {                                                                 \
+            if ((act) == ACT_RELU) launch<1, ACT_RELU>(__VA_ARGS__);             \
+            else if ((act) == ACT_SILU) launch<1, ACT_SILU>(__VA_ARGS__);        \
+            else launch<1, ACT_NONE>(__VA_ARGS__);                               \
+        }                                                                        \
+    } while (0)
+
+template <int VEC, int ACT>
+static void bn_train_launch(float *y, float *mean, float *invstd, float *running_mean,
+                            float *running_var, const float *x, const float *residual,
+                            const float *gamma, const float *beta, int rows, int C, float eps,
+                            float momentum, unsigned *counter, double *acc, cudaStream_t stream) {
+    bn_shape s = bn_shape_of(C, VEC);
+    int threads = s.lanes * s.tile_cols;
+    dim3 block((unsigned)threads);
+    dim3 stats_grid = bn_grid(&s, rows, bn_resident_blocks((const void *)bn_stats_kernel<VEC>, threads,
+                                                           BN_REDUCE_BLOCKS_PER_SM));
+    dim3 apply_grid = bn_grid(&s, rows, bn_resident_blocks((const void *)bn_apply_kernel<VEC, ACT>, threads, 0));
+    int stripes = bn_stripes(stats_grid);
+    bn_stats_kernel<VEC><<<stats_grid, block, 0, stream>>>(mean, invstd, running_mean, running_var, x, rows,
+                                                           C, s.tile_cols, eps, momentum, stripes, counter, acc);
+    CHECK_LAUNCH();
+    bn_apply_kernel<VEC, ACT><<<apply_grid, block, 0, stream>>>(y, x, residual, gamma, beta, mean, invstd, 0,
+                                                                eps, rows, C, s.tile_cols);
+    CHECK_LAUNCH();
+}
+
+extern "C" void bn_act_forward_train(float *y, float *mean, float *invstd, float *running_mean,
+                                     float *running_var, const float *x, const float *residual,
+                                     const float *gamma, const float *beta, int rows, int C, float eps,
+                                     float momentum, act_kind act, void *scratch, cudaStream_t stream) {
+    const char *fn = "bn_act_forward_train";
     bn_check_sizes(fn, rows, C);
+    bn_check_act(fn, act);
     if (!y || !mean || !invstd || !x || !gamma || !beta)
         kernel_bad_input(fn, "y, mean, invstd, x, gamma and beta must be device pointers (one is NULL)");
     if (!scratch) kernel_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
@@ -327,65 +375,68 @@ extern "C" void bn_forward_train(float *y, float *mean, float *invstd, float *ru
     unsigned *counter = (unsigned *)scratch;
     double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
     int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
-    bn_shape s = bn_shape_of(C, vec);
+    BN_DISPATCH(bn_train_launch, vec, act, y, mean, invstd, running_mean, running_var, x, residual, gamma,
+                beta, rows, C, eps, momentum, counter, acc, stream);
+}
+
+extern "C" void bn_forward_train(float *y, float *mean, float *invstd, float *running_mean,
+                                 float *running_var, const float *x, const float *residual,
+                                 const float *gamma, const float *beta, int rows, int C, float eps,
+                                 float momentum, int relu, void *scratch, cudaStream_t stream) {
+    bn_act_forward_train(y, mean, invstd, running_mean, running_var, x, residual, gamma, beta, rows, C, eps,
+                         momentum, relu ? ACT_RELU : ACT_NONE, scratch, stream);
+}
+
+template <int VEC, int ACT>
+static void bn_infer_launch(float *y, const float *x, const float *residual, const float *gamma,
+                            const float *beta, const float *running_mean, const float *running_var,
+                            int rows, int C, float eps, cudaStream_t stream) {
+    bn_shape s = bn_shape_of(C, VEC);
     int threads = s.lanes * s.tile_cols;
-    const void *stats = vec == 4 ? (const void *)bn_stats_kernel<4> : (const void *)bn_stats_kernel<1>;
-    const void *apply = vec == 4 ? (const void *)bn_apply_kernel<4> : (const void *)bn_apply_kernel<1>;
-    dim3 block((unsigned)threads);
-    dim3 stats_grid = bn_grid(&s, rows, bn_resident_blocks(stats, threads, BN_REDUCE_BLOCKS_PER_SM));
-    dim3 apply_grid = bn_grid(&s, rows, bn_resident_blocks(apply, threads, 0));
-    int stripes = bn_stripes(stats_grid);
-    if (vec == 4) {
-        bn_stats_kernel<4><<<stats_grid, block, 0, stream>>>(mean, invstd, running_mean, running_var,
-                                                             x, rows, C, s.tile_cols, eps, momentum,
-                                                             stripes, counter, acc);
-        CHECK_LAUNCH();
-        bn_apply_kernel<4><<<apply_grid, block, 0, stream>>>(y, x, residual, gamma, beta, mean,
-                                                             invstd, 0, eps, relu, rows, C,
-                                                             s.tile_cols);
-    } else {
-        bn_stats_kernel<1><<<stats_grid, block, 0, stream>>>(mean, invstd, running_mean, running_var,
-                                                             x, rows, C, s.tile_cols, eps, momentum,
-                                                             stripes, counter, acc);
-        CHECK_LAUNCH();
-        bn_apply_kernel<1><<<apply_grid, block, 0, stream>>>(y, x, residual, gamma, beta, mean,
-                                                             invstd, 0, eps, relu, rows, C,
-                                                             s.tile_cols);
-    }
+    dim3 grid = bn_grid(&s, rows, bn_resident_blocks((const void *)bn_apply_kernel<VEC, ACT>, threads, 0));
+    bn_apply_kernel<VEC, ACT><<<grid, (unsigned)threads, 0, stream>>>(y, x, residual, gamma, beta, running_mean,
+                                                                      running_var, 1, eps, rows, C, s.tile_cols);
     CHECK_LAUNCH();
+}
+
+extern "C" void bn_act_forward_infer(float *y, const float *x, const float *residual,
+                                     const float *gamma, const float *beta, const float *running_mean,
+                                     const float *running_var, int rows, int C, float eps, act_kind act,
+                                     cudaStream_t stream) {
+    const char *fn = "bn_act_forward_infer";
+    bn_check_sizes(fn, rows, C);
+    bn_check_act(fn, act);
+    if (!y || !x || !gamma || !beta || !running_mean || !running_var)
+        kernel_bad_input(fn, "y, x, gamma, beta, running_mean and running_var must be device pointers "
+                         "(one is NULL)");
+    if (!(eps > 0.0f)) kernel_bad_input(fn, "eps must be > 0 (got %g)", eps);
+    int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
+    BN_DISPATCH(bn_infer_launch, vec, act, y, x, residual, gamma, beta, running_mean, running_var, rows, C,
+                eps, stream);
 }
 
 extern "C" void bn_forward_infer(float *y, const float *x, const float *residual,
                                  const float *gamma, const float *beta, const float *running_mean,
                                  const float *running_var, int rows, int C, float eps, int relu,
                                  cudaStream_t stream) {
-    const char *fn = "bn_forward_infer";
-    bn_check_sizes(fn, rows, C);
-    if (!y || !x || !gamma || !beta || !running_mean || !running_var)
-        kernel_bad_input(fn, "y, x, gamma, beta, running_mean and running_var must be device pointers "
-                         "(one is NULL)");
-    if (!(eps > 0.0f)) kernel_bad_input(fn, "eps must be > 0 (got %g)", eps);
-    int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
-    bn_shape s = bn_shape_of(C, vec);
-    int threads = s.lanes * s.tile_cols;
-    const void *apply = vec == 4 ? (const void *)bn_apply_kernel<4> : (const void *)bn_apply_kernel<1>;
-    dim3 block((unsigned)threads);
-    dim3 grid = bn_grid(&s, rows, bn_resident_blocks(apply, threads, 0));
-    if (vec == 4)
-        bn_apply_kernel<4><<<grid, block, 0, stream>>>(y, x, residual, gamma, beta, running_mean,
-                                                       running_var, 1, eps, relu, rows, C,
-                                                       s.tile_cols);
-    else
-        bn_apply_kernel<1><<<grid, block, 0, stream>>>(y, x, residual, gamma, beta, running_mean,
-                                                       running_var, 1, eps, relu, rows, C,
-                                                       s.tile_cols);
-    CHECK_LAUNCH();
+    bn_act_forward_infer(y, x, residual, gamma, beta, running_mean, running_var, rows, C, eps,
+                         relu ? ACT_RELU : ACT_NONE, stream);
 }
 
 /* ---- backward ------------------------------------------------------------------------------
- * g = dy masked by y > 0 (ReLU) ; dbeta = sum g ; dgamma = sum g * xhat, xhat = (x - mean) * invstd
- * dx = gamma * invstd * (g - dbeta / rows - xhat * dgamma / rows) ; dresidual = g. */
+ * g = dy through the activation: masked by y > 0 (ReLU) or times silu'(z) with the
+ * pre-activation z = gamma * xhat + beta recomputed from x (SiLU), xhat = (x - mean) * invstd;
+ * dbeta = sum g ; dgamma = sum g * xhat ;
+ * dx = gamma * invstd * (g - dbeta / rows - xhat * dgamma / rows) ;
+ * dresidual = the gradient where the residual joined: g for ReLU and none, dy for SiLU. */
 
+/* silu'(z) = s (1 + z (1 - s)), s = sigmoid(z). */
+__device__ __forceinline__ float bn_silu_grad(float z) {
+    float s = 1.0f / (1.0f + __expf(-z));
+    return s * fmaf(z, 1.0f - s, 1.0f);
+}
+
+/* dy (or the already-masked g_src) at `at`, through the ReLU mask when mask_y is given. */
 template <int VEC>
 __device__ __forceinline__ void bn_masked_grad(float g[VEC], const float *dy, const float *y,
                                                size_t at) {
@@ -398,24 +449,33 @@ __device__ __forceinline__ void bn_masked_grad(float g[VEC], const float *dy, co
     }
 }
 
-/* mask_y is y when relu is on, else NULL. */
-template <int VEC>
+/* Through SiLU: g *= silu'(gamma * xhat + beta); xhat is what the caller computed from x. */
+template <int ACT>
+__device__ __forceinline__ float bn_through_act(float g, float xhat, float gamma, float beta) {
+    if constexpr (ACT == ACT_SILU) return g * bn_silu_grad(fmaf(xhat, gamma, beta));
+    else return g;
+}
+
+/* mask_y is y when the activation is ReLU, else NULL. */
+template <int VEC, int ACT>
 __global__ void __launch_bounds__(BN_THREADS)
 bn_backward_reduce_kernel(float *dresidual, float *dgamma, float *dbeta, const float *dy,
-                          const float *x, const float *mask_y, const float *mean,
-                          const float *invstd, int rows, int C, int tile_cols, int stripes,
-                          unsigned *counter, double *acc) {
+                          const float *x, const float *mask_y, const float *gamma, const float *beta,
+                          const float *mean, const float *invstd, int rows, int C, int tile_cols,
+                          int stripes, unsigned *counter, double *acc) {
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
     int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
     float sg[VEC], sgx[VEC];
 #pragma unroll
     for (int j = 0; j < VEC; j++) sg[j] = sgx[j] = 0.0f;
     if (c < C) {
-        float m[VEC], inv[VEC];
+        float m[VEC], inv[VEC], ga[VEC], be[VEC];
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
             m[j] = mean[c + j];
             inv[j] = invstd[c + j];
+            ga[j] = ACT == ACT_SILU ? gamma[c + j] : 0.0f;
+            be[j] = ACT == ACT_SILU ? beta[c + j] : 0.0f;
         }
         size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
         for (; r + (BN_ROW_UNROLL - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL * stride) {
@@ -431,8 +491,10 @@ bn_backward_reduce_kernel(float *dresidual, float *dgamma, float *dbeta, const f
                 if (dresidual) bn_store<VEC>(dresidual + (r + u * stride) * C + c, g[u]);
 #pragma unroll
                 for (int j = 0; j < VEC; j++) {
-                    sg[j] += g[u][j];
-                    sgx[j] = fmaf(g[u][j], (v[u][j] - m[j]) * inv[j], sgx[j]);
+                    float xhat = (v[u][j] - m[j]) * inv[j];
+                    float gj = bn_through_act<ACT>(g[u][j], xhat, ga[j], be[j]);
+                    sg[j] += gj;
+                    sgx[j] = fmaf(gj, xhat, sgx[j]);
                 }
             }
         }
@@ -444,8 +506,10 @@ bn_backward_reduce_kernel(float *dresidual, float *dgamma, float *dbeta, const f
             if (dresidual) bn_store<VEC>(dresidual + at, g);
 #pragma unroll
             for (int j = 0; j < VEC; j++) {
-                sg[j] += g[j];
-                sgx[j] = fmaf(g[j], (v[j] - m[j]) * inv[j], sgx[j]);
+                float xhat = (v[j] - m[j]) * inv[j];
+                float gj = bn_through_act<ACT>(g[j], xhat, ga[j], be[j]);
+                sg[j] += gj;
+                sgx[j] = fmaf(gj, xhat, sgx[j]);
             }
         }
     }
@@ -461,22 +525,25 @@ bn_backward_reduce_kernel(float *dresidual, float *dgamma, float *dbeta, const f
     if (threadIdx.x == 0) counter[blockIdx.x] = 0u;
 }
 
-/* g comes from g_src (dresidual, already masked) when mask_y is NULL, else from dy and y. */
-template <int VEC>
+/* g comes from g_src (dresidual, already masked) when mask_y is NULL, else from dy and y; with
+ * SiLU from dy through silu'. */
+template <int VEC, int ACT>
 __global__ void __launch_bounds__(BN_THREADS)
 bn_backward_dx_kernel(float *dx, const float *g_src, const float *mask_y, const float *x,
-                      const float *gamma, const float *mean, const float *invstd,
+                      const float *gamma, const float *beta, const float *mean, const float *invstd,
                       const float *dgamma, const float *dbeta, int rows, int C, int tile_cols) {
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
     int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
     if (c >= C) return;
-    float m[VEC], inv[VEC], k[VEC], mean_g[VEC], mean_gx[VEC];
+    float m[VEC], inv[VEC], k[VEC], mean_g[VEC], mean_gx[VEC], ga[VEC], be[VEC];
     float inv_rows = 1.0f / (float)rows;
 #pragma unroll
     for (int j = 0; j < VEC; j++) {
         m[j] = mean[c + j];
         inv[j] = invstd[c + j];
-        k[j] = gamma[c + j] * inv[j];
+        ga[j] = gamma[c + j];
+        be[j] = ACT == ACT_SILU ? beta[c + j] : 0.0f;
+        k[j] = ga[j] * inv[j];
         mean_g[j] = dbeta[c + j] * inv_rows;
         mean_gx[j] = dgamma[c + j] * inv_rows;
     }
@@ -494,7 +561,8 @@ bn_backward_dx_kernel(float *dx, const float *g_src, const float *mask_y, const 
 #pragma unroll
             for (int j = 0; j < VEC; j++) {
                 float xhat = (v[u][j] - m[j]) * inv[j];
-                v[u][j] = k[j] * (g[u][j] - mean_g[j] - xhat * mean_gx[j]);
+                float gj = bn_through_act<ACT>(g[u][j], xhat, ga[j], be[j]);
+                v[u][j] = k[j] * (gj - mean_g[j] - xhat * mean_gx[j]);
             }
             bn_store<VEC>(dx + (r + u * stride) * C + c, v[u]);
         }
@@ -507,56 +575,68 @@ bn_backward_dx_kernel(float *dx, const float *g_src, const float *mask_y, const 
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
             float xhat = (v[j] - m[j]) * inv[j];
-            v[j] = k[j] * (g[j] - mean_g[j] - xhat * mean_gx[j]);
+            float gj = bn_through_act<ACT>(g[j], xhat, ga[j], be[j]);
+            v[j] = k[j] * (gj - mean_g[j] - xhat * mean_gx[j]);
         }
         bn_store<VEC>(dx + at, v);
     }
+}
+
+template <int VEC, int ACT>
+static void bn_backward_launch(float *dx, float *dresidual, float *dgamma, float *dbeta, const float *dy,
+                               const float *x, const float *mask_y, const float *gamma, const float *beta,
+                               const float *mean, const float *invstd, int rows, int C, unsigned *counter,
+                               double *acc, cudaStream_t stream) {
+    bn_shape s = bn_shape_of(C, VEC);
+    int threads = s.lanes * s.tile_cols;
+    dim3 block((unsigned)threads);
+    dim3 reduce_grid = bn_grid(&s, rows, bn_resident_blocks((const void *)bn_backward_reduce_kernel<VEC, ACT>,
+                                                            threads, BN_REDUCE_BLOCKS_PER_SM));
+    dim3 dx_grid = bn_grid(&s, rows, bn_resident_blocks((const void *)bn_backward_dx_kernel<VEC, ACT>, threads, 0));
+    int stripes = bn_stripes(reduce_grid);
+    /* Once dresidual holds the masked dy (ReLU, none), the dx pass reads it instead of dy and y;
+     * with SiLU dresidual is dy itself and the dx pass goes through silu' again. */
+    const float *g_src = dresidual && ACT != ACT_SILU ? dresidual : dy;
+    const float *dx_mask = dresidual ? NULL : mask_y;
+    bn_backward_reduce_kernel<VEC, ACT><<<reduce_grid, block, 0, stream>>>(
+        dresidual, dgamma, dbeta, dy, x, mask_y, gamma, beta, mean, invstd, rows, C, s.tile_cols, stripes,
+        counter, acc);
+    CHECK_LAUNCH();
+    bn_backward_dx_kernel<VEC, ACT><<<dx_grid, block, 0, stream>>>(dx, g_src, dx_mask, x, gamma, beta, mean,
+                                                                   invstd, dgamma, dbeta, rows, C, s.tile_cols);
+    CHECK_LAUNCH();
+}
+
+extern "C" void bn_act_backward(float *dx, float *dresidual, float *dgamma, float *dbeta,
+                                const float *dy, const float *x, const float *y, const float *gamma,
+                                const float *beta, const float *mean, const float *invstd, int rows,
+                                int C, act_kind act, void *scratch, cudaStream_t stream) {
+    const char *fn = "bn_act_backward";
+    bn_check_sizes(fn, rows, C);
+    bn_check_act(fn, act);
+    if (!dx || !dgamma || !dbeta || !dy || !x || !gamma || !mean || !invstd)
+        kernel_bad_input(fn, "dx, dgamma, dbeta, dy, x, gamma, mean and invstd must be device pointers "
+                         "(one is NULL)");
+    if (act == ACT_RELU && !y) kernel_bad_input(fn, "y (the forward output) is needed for the ReLU mask (got NULL)");
+    if (act == ACT_SILU && !beta)
+        kernel_bad_input(fn, "beta is needed to recompute the SiLU pre-activation (got NULL)");
+    if (!scratch) kernel_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
+    unsigned *counter = (unsigned *)scratch;
+    double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
+    const float *mask_y = act == ACT_RELU ? y : NULL;
+    int vec = C % 4 == 0 && bn_aligned16(dx) && bn_aligned16(dresidual) && bn_aligned16(dy) &&
+                      bn_aligned16(x) && bn_aligned16(mask_y)
+                  ? 4
+                  : 1;
+    BN_DISPATCH(bn_backward_launch, vec, act, dx, dresidual, dgamma, dbeta, dy, x, mask_y, gamma, beta, mean,
+                invstd, rows, C, counter, acc, stream);
 }
 
 extern "C" void bn_backward(float *dx, float *dresidual, float *dgamma, float *dbeta,
                             const float *dy, const float *x, const float *y, const float *gamma,
                             const float *mean, const float *invstd, int rows, int C, int relu,
                             void *scratch, cudaStream_t stream) {
-    const char *fn = "bn_backward";
-    bn_check_sizes(fn, rows, C);
-    if (!dx || !dgamma || !dbeta || !dy || !x || !gamma || !mean || !invstd)
-        kernel_bad_input(fn, "dx, dgamma, dbeta, dy, x, gamma, mean and invstd must be device pointers "
-                         "(one is NULL)");
-    if (relu && !y) kernel_bad_input(fn, "y (the forward output) is needed for the ReLU mask (got NULL)");
-    if (!scratch) kernel_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
-    unsigned *counter = (unsigned *)scratch;
-    double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
-    const float *mask_y = relu ? y : NULL;
-    int vec = C % 4 == 0 && bn_aligned16(dx) && bn_aligned16(dresidual) && bn_aligned16(dy) &&
-                      bn_aligned16(x) && bn_aligned16(mask_y)
-                  ? 4
-                  : 1;
-    bn_shape s = bn_shape_of(C, vec);
-    int threads = s.lanes * s.tile_cols;
-    const void *reduce = vec == 4 ? (const void *)bn_backward_reduce_kernel<4>
-                                  : (const void *)bn_backward_reduce_kernel<1>;
-    const void *dxk = vec == 4 ? (const void *)bn_backward_dx_kernel<4> : (const void *)bn_backward_dx_kernel<1>;
-    dim3 block((unsigned)threads);
-    dim3 reduce_grid = bn_grid(&s, rows, bn_resident_blocks(reduce, threads, BN_REDUCE_BLOCKS_PER_SM));
-    dim3 dx_grid = bn_grid(&s, rows, bn_resident_blocks(dxk, threads, 0));
-    int stripes = bn_stripes(reduce_grid);
-    /* Once dresidual holds the masked dy, the dx pass reads it instead of dy and y. */
-    const float *g_src = dresidual ? dresidual : dy;
-    const float *dx_mask = dresidual ? NULL : mask_y;
-    if (vec == 4) {
-        bn_backward_reduce_kernel<4><<<reduce_grid, block, 0, stream>>>(
-            dresidual, dgamma, dbeta, dy, x, mask_y, mean, invstd, rows, C, s.tile_cols, stripes,
-            counter, acc);
-        CHECK_LAUNCH();
-        bn_backward_dx_kernel<4><<<dx_grid, block, 0, stream>>>(
-            dx, g_src, dx_mask, x, gamma, mean, invstd, dgamma, dbeta, rows, C, s.tile_cols);
-    } else {
-        bn_backward_reduce_kernel<1><<<reduce_grid, block, 0, stream>>>(
-            dresidual, dgamma, dbeta, dy, x, mask_y, mean, invstd, rows, C, s.tile_cols, stripes,
-            counter, acc);
-        CHECK_LAUNCH();
-        bn_backward_dx_kernel<1><<<dx_grid, block, 0, stream>>>(
-            dx, g_src, dx_mask, x, gamma, mean, invstd, dgamma, dbeta, rows, C, s.tile_cols);
-    }
-    CHECK_LAUNCH();
+    /* beta only enters through SiLU, which this entry point does not take */
+    bn_act_backward(dx, dresidual, dgamma, dbeta, dy, x, y, gamma, NULL, mean, invstd, rows, C,
+                    relu ? ACT_RELU : ACT_NONE, scratch, stream);
 }

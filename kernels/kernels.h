@@ -72,9 +72,10 @@ void sgd_update(float *params, float *momentum_buf, const float *grads, const fl
 /* AdamW as torch.optim.AdamW (amsgrad off): for the first n_decay elements p -= lr*wd*p first
  * (decoupled decay); m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; with t = *step (updates so far,
  * this one included, as lr_schedule_step leaves it): p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t)
- * + eps). lr and t are read from device memory. */
+ * + eps). lr and t are read from device memory. The betas are doubles, as PyTorch's are: 1 - beta
+ * rounds to float from the exact value (1 - 0.999f would be 1.3e-5 off). */
 void adamw_update(float *params, float *m, float *v, const float *grads, const float *lr,
-                  const int64_t *step, size_t n, size_t n_decay, float beta1, float beta2, float eps,
+                  const int64_t *step, size_t n, size_t n_decay, double beta1, double beta2, float eps,
                   float weight_decay, cudaStream_t stream);
 /* *lr = lr_at(schedule, *step); then ++*step. One thread: it runs once per training step inside
  * the captured graph. */

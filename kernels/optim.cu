@@ -104,11 +104,13 @@ extern "C" void sgd_update(float *params, float *momentum_buf, const float *grad
 
 __global__ void __launch_bounds__(SGD_THREADS)
 adamw_update_kernel(float *params, float *m, float *v, const float *grads, const float *lr_ptr,
-                    const int64_t *step_ptr, size_t n, size_t n_decay, float beta1, float beta2,
+                    const int64_t *step_ptr, size_t n, size_t n_decay, double beta1_d, double beta2_d,
                     float eps, float weight_decay, int vec) {
     float lr = *lr_ptr;
     double t = (double)*step_ptr;
-    float bias1 = (float)(1.0 - pow((double)beta1, t)), bias2 = (float)(1.0 - pow((double)beta2, t));
+    float bias1 = (float)(1.0 - pow(beta1_d, t)), bias2 = (float)(1.0 - pow(beta2_d, t));
+    float beta1 = (float)beta1_d, beta2 = (float)beta2_d;
+    float rest1 = (float)(1.0 - beta1_d), rest2 = (float)(1.0 - beta2_d);
     float step_size = lr / bias1, bias2_sqrt = sqrtf(bias2), decay = 1.0f - lr * weight_decay;
     size_t items = (n + vec - 1) / vec;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < items;
@@ -133,8 +135,8 @@ adamw_update_kernel(float *params, float *m, float *v, const float *grads, const
         for (int j = 0; j < ADAMW_VEC; j++) {
             if (j >= count) break;
             if (base + j < n_decay) p[j] *= decay;
-            a[j] = fmaf(beta1, a[j], (1.0f - beta1) * g[j]);
-            b[j] = fmaf(beta2, b[j], (1.0f - beta2) * g[j] * g[j]);
+            a[j] = fmaf(beta1, a[j], rest1 * g[j]);
+            b[j] = fmaf(beta2, b[j], rest2 * g[j] * g[j]);
             p[j] -= step_size * a[j] / (sqrtf(b[j]) / bias2_sqrt + eps);
         }
         if (count == ADAMW_VEC && vec == ADAMW_VEC) {
@@ -149,13 +151,13 @@ adamw_update_kernel(float *params, float *m, float *v, const float *grads, const
 }
 
 extern "C" void adamw_update(float *params, float *m, float *v, const float *grads, const float *lr,
-                             const int64_t *step, size_t n, size_t n_decay, float beta1, float beta2,
+                             const int64_t *step, size_t n, size_t n_decay, double beta1, double beta2,
                              float eps, float weight_decay, cudaStream_t stream) {
     const char *fn = "adamw_update";
     if (!params || !m || !v || !grads || !lr || !step)
         kernel_bad_input(fn, "params, m, v, grads, lr and step must be device pointers (one is NULL)");
     if (n_decay > n) kernel_bad_input(fn, "n_decay (%zu) must be <= n (%zu)", n_decay, n);
-    if (!(beta1 >= 0.0f && beta1 < 1.0f && beta2 >= 0.0f && beta2 < 1.0f && eps > 0.0f))
+    if (!(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 && beta2 < 1.0 && eps > 0.0f))
         kernel_bad_input(fn, "betas must be in [0, 1) and eps > 0 (got %g, %g, %g)", beta1, beta2, eps);
     if (n == 0) return;
     int vec = (((uintptr_t)params | (uintptr_t)grads | (uintptr_t)m | (uintptr_t)v) & 15) == 0 ? ADAMW_VEC : 1;

@@ -38,8 +38,8 @@ int optimizer_slots(optimizer_kind kind) { return kind == OPTIMIZER_ADAMW ? 2 : 
 void trainer_init(trainer *t, model *m, job_context *ctx, optimizer_config opt, lr_schedule schedule,
                   float label_smoothing, int use_graph) {
     if (opt.kind == OPTIMIZER_ADAMW) {
-        if (opt.beta1 == 0.0f) opt.beta1 = 0.9f;
-        if (opt.beta2 == 0.0f) opt.beta2 = 0.999f;
+        if (opt.beta1 == 0.0) opt.beta1 = 0.9;
+        if (opt.beta2 == 0.0) opt.beta2 = 0.999;
         if (opt.eps == 0.0f) opt.eps = 1e-8f;
     }
     if (ctx->arena.optimizer_slots < optimizer_slots(opt.kind)) {

@@ -20,7 +20,8 @@ typedef struct optimizer_config {
     float momentum, weight_decay;  /* SGD momentum; weight decay (AdamW: decoupled, lr-scaled) */
     int nesterov;
     int decay_all;        /* 1: weight decay on BN/LayerNorm parameters and biases too */
-    float beta1, beta2, eps;       /* AdamW (0: 0.9, 0.999, 1e-8, as torch.optim.AdamW) */
+    double beta1, beta2;           /* AdamW (0: 0.9, 0.999, as torch.optim.AdamW) */
+    float eps;                     /* AdamW (0: 1e-8) */
 } optimizer_config;
 
 /* Copies of the parameters the optimizer keeps in the arena: SGD's momentum, AdamW's two moments. */

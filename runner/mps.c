@@ -152,7 +152,10 @@ static long read_pid_file(const char *pipe_dir) {
 
 /* Alive and not a zombie: a daemon that exited stays a zombie until whoever adopted it reaps it. */
 static int pid_alive(long pid) {
-    if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno != EPERM)) return 0;
+    if (pid <= 0) return 0;
+    /* run_suite is a subreaper: the daemon, orphaned by its own fork, is our child; reap it */
+    if (waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid) return 0;
+    if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return 0;
     char path[64], stat_line[512];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     FILE *f = fopen(path, "r");

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runner/mig.h"
@@ -209,5 +211,10 @@ int main(int argc, char **argv) {
     if (find_train(train, train_path, sizeof train_path) != 0)
         return fail("cannot run the train program at %s (build it, or give --train PATH)%s", train_path, "");
     o.train_path = train_path;
-    return suite_run(&o);
+    /* Processes that daemonise under us (the MPS control daemon and its server) are re-parented
+     * to run_suite rather than to init, so they are reaped here and none is left as a zombie. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    int rc = suite_run(&o);
+    while (waitpid(-1, NULL, WNOHANG) > 0) continue;
+    return rc;
 }

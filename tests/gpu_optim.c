@@ -150,8 +150,7 @@ static void check_adamw(size_t n, size_t n_decay, int shift, uint64_t seed) {
         upload(g_d, g, n);
         upload(lr_d, &lrs[step], 1);
         CHECK_CUDA(cudaMemcpy(step_d, &t, sizeof t, cudaMemcpyHostToDevice));
-        adamw_update(p_d, m_d, v_d, g_d, lr_d, step_d, n, n_decay, (float)b1, (float)b2, (float)eps,
-                     (float)wd, 0);
+        adamw_update(p_d, m_d, v_d, g_d, lr_d, step_d, n, n_decay, b1, b2, (float)eps, (float)wd, 0);
         ref_adamw(p_ref, m_ref, v_ref, g, n, n_decay, lrs[step], t, b1, b2, eps, wd);
         test_to_host(got, p_d, n);
         expect_err("adamw params", n, step, test_rel_err(got, p_ref, n), 1e-6);
