@@ -13,7 +13,8 @@
  *
  * bench_jpeg [--images N] [--threads 2,8,16] [--size 224] [--batch 32] [--repeat 3]
  *
- * bench_jpeg --write DIR [--images N] [--classes K] only writes such a data set, in ImageNet's
+ * --width/--height change the pictures' size (500x375 by default). bench_jpeg --write DIR
+ * [--images N] [--classes K] only writes such a data set, in ImageNet's
  * layout (DIR/train/<wnid>/<image>.JPEG, and DIR/val linked to train), on all cores, for training runs
  * on JPEGs (train --data imagenet --data-root DIR). */
 #define _GNU_SOURCE /* nftw's FTW_DEPTH */
@@ -62,7 +63,7 @@ static uint64_t splitmix64(uint64_t *state) {
 }
 
 /* Smooth colour fields with edges and noise, so the JPEGs compress like photographs do. */
-static void make_picture(uint8_t *rgb, int index) {
+static void make_picture(uint8_t *rgb, int index, int width, int height) {
     uint64_t state = (uint64_t)index * 7919 + 1;
     double fx[3], fy[3], phase[3];
     for (int c = 0; c < 3; c++) {
@@ -70,15 +71,15 @@ static void make_picture(uint8_t *rgb, int index) {
         fy[c] = 0.005 + (splitmix64(&state) % 1000) * 4e-5;
         phase[c] = (splitmix64(&state) % 628) / 100.0;
     }
-    int edge = (int)(splitmix64(&state) % BENCH_WIDTH);
-    for (int y = 0; y < BENCH_HEIGHT; y++)
-        for (int x = 0; x < BENCH_WIDTH; x++)
+    int edge = (int)(splitmix64(&state) % (uint64_t)width);
+    for (int y = 0; y < height; y++)
+        for (int x = 0; x < width; x++)
             for (int c = 0; c < 3; c++) {
                 double v = 128 + 90 * __builtin_sin(fx[c] * x * 6.283 + fy[c] * y * 6.283 +
                                                     phase[c]);
                 if (x > edge) v = 255 - v;
                 v += (double)(splitmix64(&state) % 41) - 20.0;
-                rgb[((size_t)y * BENCH_WIDTH + x) * 3 + c] =
+                rgb[((size_t)y * width + x) * 3 + c] =
                     (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
             }
 }
@@ -89,13 +90,14 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 static void usage(const char *program) {
     fprintf(stderr, "usage: %s [--images N] [--threads 2,8,16] [--size 224] [--batch 32] "
-            "[--repeat 3]\n       %s --write DIR [--images N] [--classes K]\n", program, program);
+            "[--repeat 3] [--width 500 --height 375]\n       %s --write DIR [--images N] [--classes K] "
+            "[--width 500 --height 375]\n", program, program);
     exit(2);
 }
 
 typedef struct writer_share {
     const char *root;
-    int images, classes, threads, failed;
+    int images, classes, threads, failed, width, height;
 } writer_share;
 
 typedef struct writer_arg {
@@ -106,12 +108,12 @@ typedef struct writer_arg {
 static void *write_some(void *p) {
     writer_arg *a = p;
     writer_share *w = a->share;
-    uint8_t *rgb = malloc((size_t)BENCH_WIDTH * BENCH_HEIGHT * 3);
+    uint8_t *rgb = malloc((size_t)w->width * w->height * 3);
     char path[1024];
     for (int i = a->first; rgb && i < w->images; i += w->threads) {
-        make_picture(rgb, i);
+        make_picture(rgb, i, w->width, w->height);
         snprintf(path, sizeof path, "%s/train/n%08d/img_%06d.JPEG", w->root, i % w->classes, i);
-        if (!stbi_write_jpg(path, BENCH_WIDTH, BENCH_HEIGHT, 3, rgb, 90)) {
+        if (!stbi_write_jpg(path, w->width, w->height, 3, rgb, 90)) {
             fprintf(stderr, "bench_jpeg: cannot write %s\n", path);
             __atomic_store_n(&w->failed, 1, __ATOMIC_RELAXED);
             break;
@@ -123,7 +125,7 @@ static void *write_some(void *p) {
 }
 
 /* The data set alone: DIR/train/<wnid>/ with `images` JPEGs spread over `classes`, DIR/val -> train. */
-static int write_dataset(const char *root, int images, int classes) {
+static int write_dataset(const char *root, int images, int classes, int width, int height) {
     char path[1024];
     mkdir(root, 0755);
     snprintf(path, sizeof path, "%s/train", root);
@@ -136,7 +138,8 @@ static int write_dataset(const char *root, int images, int classes) {
         mkdir(path, 0755);
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    writer_share share = {root, images, classes, cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus, 0};
+    writer_share share = {root, images, classes, cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus, 0,
+                          width, height};
     pthread_t threads[64];
     writer_arg args[64];
     for (int t = 0; t < share.threads; t++) {
@@ -150,7 +153,7 @@ static int write_dataset(const char *root, int images, int classes) {
         return 1;
     }
     printf("bench_jpeg: wrote %d JPEGs of %dx%d in %d classes under %s/train (val -> train)\n", images,
-           BENCH_WIDTH, BENCH_HEIGHT, classes, root);
+           width, height, classes, root);
     return 0;
 }
 
@@ -182,6 +185,7 @@ int main(int argc, char **argv) {
     int images = 200, size = 224, batch = 32, repeat = 3;
     int thread_counts[BENCH_MAX_THREAD_COUNTS] = {2}, thread_runs = 1, classes = BENCH_CLASSES;
     const char *write_root = NULL;
+    int width = BENCH_WIDTH, height = BENCH_HEIGHT;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) usage(argv[0]);
         if (strcmp(argv[i], "--images") == 0) images = atoi(argv[++i]);
@@ -190,6 +194,8 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--repeat") == 0) repeat = atoi(argv[++i]);
         else if (strcmp(argv[i], "--write") == 0) write_root = argv[++i];
         else if (strcmp(argv[i], "--classes") == 0) classes = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--width") == 0) width = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--height") == 0) height = atoi(argv[++i]);
         else if (strcmp(argv[i], "--threads") == 0) {
             thread_runs = 0;
             for (char *part = strtok(argv[++i], ","); part && thread_runs < BENCH_MAX_THREAD_COUNTS;
@@ -200,8 +206,9 @@ int main(int argc, char **argv) {
     if (images < 1 || size < 8 || batch < 1 || repeat < 1 || thread_runs < 1) usage(argv[0]);
     for (int t = 0; t < thread_runs; t++)
         if (thread_counts[t] < 1) usage(argv[0]);
-    if (classes < 1 || classes > images) usage(argv[0]);
-    if (write_root) return write_dataset(write_root, images, classes);
+    if (classes < 1 || classes > images || width < 16 || height < 16 || width > 8192 || height > 8192)
+        usage(argv[0]);
+    if (write_root) return write_dataset(write_root, images, classes, width, height);
 
     char root[512], path[1024], err[1024];
     const char *tmp = getenv("TMPDIR");
@@ -216,14 +223,14 @@ int main(int argc, char **argv) {
         snprintf(path, sizeof path, "%s/train/n%08d", root, c);
         mkdir(path, 0700);
     }
-    uint8_t *rgb = malloc((size_t)BENCH_WIDTH * BENCH_HEIGHT * 3);
+    uint8_t *rgb = malloc((size_t)width * height * 3);
     uint8_t **files = calloc((size_t)images, sizeof *files);
     size_t *file_sizes = calloc((size_t)images, sizeof *file_sizes), total_bytes = 0;
     int status = 1;
     for (int i = 0; i < images; i++) {
-        make_picture(rgb, i);
+        make_picture(rgb, i, width, height);
         snprintf(path, sizeof path, "%s/train/n%08d/img_%06d.JPEG", root, i % BENCH_CLASSES, i);
-        if (!stbi_write_jpg(path, BENCH_WIDTH, BENCH_HEIGHT, 3, rgb, 90) ||
+        if (!stbi_write_jpg(path, width, height, 3, rgb, 90) ||
             dataset_read_file(path, (size_t)1 << 26, &files[i], &file_sizes[i], err,
                               sizeof err) != 0) {
             fprintf(stderr, "bench_jpeg: cannot write %s\n", path);
@@ -273,7 +280,7 @@ int main(int argc, char **argv) {
 
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     printf("bench_jpeg: %d JPEGs of %dx%d (%.0f KB on average), output %dx%d, batch %d, "
-           "%ld CPUs, best of %d\n\n", images, BENCH_WIDTH, BENCH_HEIGHT,
+           "%ld CPUs, best of %d\n\n", images, width, height,
            total_bytes / 1024.0 / images, size, size, batch, cpus, repeat);
     printf("| %-44s | %7s | %9s | %9s |\n", "stage", "threads", "images/s", "ms/image");
     printf("|----------------------------------------------|---------|-----------|-----------|\n");

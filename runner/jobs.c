@@ -177,6 +177,7 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     NUM("--batch", "%d", spec->batch);
     if (spec->image_size > 0) NUM("--image-size", "%d", spec->image_size); /* 0: criteo */
     if (spec->classes > 0) NUM("--classes", "%d", spec->classes);
+    if (spec->max_rows > 0) NUM("--max-rows", "%lld", spec->max_rows);
     if (!dry_run) {
         NUM("--epochs", "%d", epochs);
         if (steps_per_epoch > 0) NUM("--steps-per-epoch", "%ld", steps_per_epoch);

@@ -14,15 +14,19 @@
 #define MIX_MAX_EPOCHS 100000
 #define MIX_MAX_STEPS 1000000000L
 #define MIX_MAX_CLASSES 100000
+#define MIX_MAX_ROWS 2147483647LL
 #define MIX_MIN_SIZE 16
 #define MIX_MAX_SIZE 1024
 
 static const mix_preset presets[] = {
-    {"S", "resnet26", "cifar10", 32, 10, 128, "small: ResNet-26 on CIFAR-10, 32x32, batch 128"},
-    {"M", "resnet50", "imagenet64", 64, 1000, 128,
+    {"S", "resnet26", "cifar10", 32, 10, 128, 0, "small: ResNet-26 on CIFAR-10, 32x32, batch 128"},
+    {"M", "resnet50", "imagenet64", 64, 1000, 128, 0,
      "medium: ResNet-50 on ImageNet 64x64, batch 128"},
-    {"L", "resnet152", "imagenet", 224, 1000, 32, "large: ResNet-152 on ImageNet 224x224, batch 32"},
-    {"XL", "dlrm", "criteo", 0, 1, 2048, "very large: DLRM-style recommender on Criteo, batch 2048"},
+    {"L", "resnet152", "imagenet", 224, 1000, 32, 0,
+     "large: ResNet-152 on ImageNet 224x224, batch 32"},
+    {"XL", "dlrm", "criteo-terabyte", 0, 0, 2048, 10000000,
+     "very large: DLRM-style recommender on Criteo Terabyte, tables capped at 10M rows (~28 GB), "
+     "batch 2048"},
 };
 #define PRESET_COUNT ((int)(sizeof presets / sizeof presets[0]))
 
@@ -36,19 +40,22 @@ typedef struct data_set {
 } data_set;
 static const data_set data_sets[] = {
     {"cifar10", 32, 10},       {"imagenet64", 64, 1000}, {"imagenet", 224, 1000},
-    {"criteo", 0, 1},          {"fashion-mnist", 32, 10}, {"synthetic", 32, 10},
+    {"criteo-kaggle", 0, 0},   {"criteo-terabyte", 0, 0}, {"fashion-mnist", 32, 10},
+    {"synthetic", 32, 10},
 };
 #define DATA_COUNT ((int)(sizeof data_sets / sizeof data_sets[0]))
 
 #define VALID_PRESETS                                                                             \
     "presets S (resnet26:cifar10@128), M (resnet50:imagenet64@128), L (resnet152:imagenet@32), " \
-    "XL (dlrm:criteo@2048)"
+    "XL (dlrm:criteo-terabyte@2048[rows=10000000])"
 #define VALID_MODELS "resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24, dlrm"
-#define VALID_DATA "cifar10, imagenet64, imagenet, criteo, fashion-mnist, synthetic"
+#define VALID_DATA \
+    "cifar10, imagenet64, imagenet, criteo-kaggle, criteo-terabyte, fashion-mnist, synthetic"
 #define VALID_JOB VALID_PRESETS ", or model:data@batch[/size] with model one of " VALID_MODELS \
                   " and data one of " VALID_DATA
 #define VALID_OVERRIDES                                                                           \
-    "epochs=1..100000, steps=1..1000000000 (steps per epoch), classes=2..100000 (synthetic only)"
+    "epochs=1..100000, steps=1..1000000000 (steps per epoch), classes=2..100000 (synthetic only), " \
+    "rows=1..2147483647 (dlrm only: rows per embedding table at most)"
 
 const mix_preset *mix_presets(int *count) {
     if (count) *count = PRESET_COUNT;
@@ -158,10 +165,11 @@ static int parse_explicit(const parse_ctx *c, int part, span where, span core, j
         return fail(c, part, where,
                     "expected \"@batch\" after \"%.*s\" (e.g. %s:%s@128); batch is 1..%d",
                     (int)core.n, core.p, model, data->name, MIX_MAX_BATCH);
-    int is_dlrm = strcmp(model, "dlrm") == 0, is_criteo = strcmp(data->name, "criteo") == 0;
+    int is_dlrm = strcmp(model, "dlrm") == 0, is_criteo = strncmp(data->name, "criteo-", 7) == 0;
     if (is_dlrm != is_criteo)
         return fail(c, part, where,
-                    "model %s cannot train on %s: dlrm takes criteo only, and criteo feeds only "
+                    "model %s cannot train on %s: dlrm takes criteo-kaggle or criteo-terabyte only, "
+                    "and they feed only "
                     "dlrm; image models (resnet26, resnet50, resnet152, efficientnetv2_s, "
                     "cait_xxs24) take cifar10, imagenet64, imagenet, fashion-mnist, synthetic",
                     model, data->name);
@@ -226,6 +234,14 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
                 return fail(c, part, where, "steps=\"%.*s\" must be a whole number in 1..%ld",
                             (int)value.n, value.p, MIX_MAX_STEPS);
             job->steps_per_epoch = (long)v;
+        } else if (span_is(key, "rows")) {
+            if (strcmp(job->model, "dlrm") != 0)
+                return fail(c, part, where, "rows= caps a recommender's embedding tables; %s has none",
+                            job->model);
+            if (!number_ok || v < 1 || v > MIX_MAX_ROWS)
+                return fail(c, part, where, "rows=\"%.*s\" must be a whole number in 1..%lld",
+                            (int)value.n, value.p, (long long)MIX_MAX_ROWS);
+            job->max_rows = v;
         } else if (span_is(key, "classes")) {
             if (strcmp(job->data, "synthetic") != 0)
                 return fail(c, part, where,
@@ -284,6 +300,7 @@ static int parse_job(const parse_ctx *c, int part, span where, span text, job_sp
         job->image_size = preset->image_size;
         job->classes = preset->classes;
         job->batch = preset->batch;
+        job->max_rows = preset->max_rows;
     }
     return open >= 0 ? parse_overrides(c, part, where, overrides, job) : 0;
 }
@@ -387,6 +404,7 @@ int mix_job_format(const job_spec *job, char *out, size_t size) {
     if (job->epochs > 0) ADD_OVERRIDE("epochs=%d", job->epochs);
     if (job->steps_per_epoch > 0) ADD_OVERRIDE("steps=%ld", job->steps_per_epoch);
     if (job->classes != default_classes) ADD_OVERRIDE("classes=%d", job->classes);
+    if (job->max_rows > 0) ADD_OVERRIDE("rows=%lld", job->max_rows);
 #undef ADD_OVERRIDE
     if (n && n < sizeof overrides - 1) overrides[n++] = ']', overrides[n] = '\0';
     return snprintf(out, size, "%s:%s@%d%s%s", job->model, job->data, job->batch, size_part,

@@ -11,19 +11,21 @@
  *   preset   := S | M | L | XL         the study's workloads, see mix_presets()
  *   model    := resnet26 | resnet50 | resnet152 | efficientnetv2_s | cait_xxs24 | dlrm
  *   data     := cifar10 (32 px, 10 classes) | imagenet64 (64, 1000) | imagenet (224, 1000)
- *             | fashion-mnist (32, 10) | synthetic (32, 10) | criteo (dlrm only, and only dlrm)
+ *             | fashion-mnist (32, 10) | synthetic (32, 10)
+ *             | criteo-kaggle | criteo-terabyte   (dlrm only, and only dlrm)
  *   batch    := 1..65536
  *   size     := image size override, 16..1024 and a multiple of 8 (of 16 for cait_xxs24, whose
  *               patches are 16 px); not for criteo. Whether a data set can be read at that
  *               size is decided by its reader in train.
  *   override := epochs=1..100000 | steps=1..1000000000 (steps per epoch)
  *             | classes=2..100000 (synthetic only: the other data sets fix their classes)
+ *             | rows=1..2147483647 (dlrm only: each embedding table capped at that many rows)
  * Whitespace (spaces, tabs) may stand at either end, around '+' and '*', and inside brackets
  * around ',' and '='; it may not split a job ("resnet50 :imagenet64@128" is an error), a name
  * or a number. Examples: "S+M+M", "7*S", " 2 * S + M ", "M[epochs=3, steps=100]",
  * "resnet26:cifar10@64[steps=20]", "resnet50:imagenet64@128/96",
  * "resnet50:synthetic@64[classes=100]".
- * criteo jobs (XL) have image_size 0 and classes 1 (one click logit). */
+ * criteo jobs (XL) have image_size 0 and classes 0 (one click logit, not a class count). */
 #ifndef SUITE_MIX_H
 #define SUITE_MIX_H
 
@@ -34,12 +36,14 @@
 typedef struct job_spec {
     char label[64];      /* as written in the mix, e.g. "S" or "resnet50:imagenet64@128" */
     char model[32];      /* resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24, dlrm */
-    char data[32];       /* cifar10, imagenet64, imagenet, criteo, fashion-mnist, synthetic */
+    char data[32];       /* cifar10, imagenet64, imagenet, criteo-kaggle, criteo-terabyte,
+                            fashion-mnist, synthetic */
     int image_size;      /* input height = width (0 for criteo) */
     int classes;
     int batch;
     int epochs;          /* 0: the run's default */
     long steps_per_epoch;/* 0: the run's default (a whole epoch unless --quick/--steps-per-epoch) */
+    long long max_rows;  /* dlrm: rows per embedding table at most (0: uncapped) */
 } job_spec;
 
 typedef struct mix {
@@ -51,6 +55,7 @@ typedef struct mix_preset {
     const char *name;    /* S, M, L, XL */
     const char *model, *data;
     int image_size, classes, batch;
+    long long max_rows;
     const char *description;
 } mix_preset;
 

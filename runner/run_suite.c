@@ -58,15 +58,15 @@ static void print_list(int json) {
         printf("[");
         for (int i = 0; i < count; i++)
             printf("%s{\"name\":\"%s\",\"model\":\"%s\",\"data\":\"%s\",\"image_size\":%d,\"classes\":%d,"
-                   "\"batch\":%d}", i ? "," : "", p[i].name, p[i].model, p[i].data, p[i].image_size,
-                   p[i].classes, p[i].batch);
+                   "\"batch\":%d,\"max_rows\":%lld}", i ? "," : "", p[i].name, p[i].model, p[i].data,
+                   p[i].image_size, p[i].classes, p[i].batch, p[i].max_rows);
         printf("]\n");
         return;
     }
-    printf("%-6s %-18s %-14s %6s %8s %6s  %s\n", "preset", "model", "data", "size", "classes", "batch",
+    printf("%-6s %-18s %-16s %6s %8s %6s  %s\n", "preset", "model", "data", "size", "classes", "batch",
            "description");
     for (int i = 0; i < count; i++)
-        printf("%-6s %-18s %-14s %6d %8d %6d  %s\n", p[i].name, p[i].model, p[i].data, p[i].image_size,
+        printf("%-6s %-18s %-16s %6d %8d %6d  %s\n", p[i].name, p[i].model, p[i].data, p[i].image_size,
                p[i].classes, p[i].batch, p[i].description);
     printf("\nmodes: " MODE_NAMES "\nmix examples: S+M+M, 7*S, 2*S+M, resnet50:imagenet64@128, "
            "M[epochs=3,steps=100]\n");

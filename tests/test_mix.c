@@ -54,7 +54,7 @@ static void test_presets_match_the_study(void **state) {
     expect_job(0, "resnet26", "cifar10", 32, 10, 128, 0, 0);
     expect_job(1, "resnet50", "imagenet64", 64, 1000, 128, 0, 0);
     expect_job(2, "resnet152", "imagenet", 224, 1000, 32, 0, 0);
-    expect_job(3, "dlrm", "criteo", 0, 1, 2048, 0, 0);
+    expect_job(3, "dlrm", "criteo-terabyte", 0, 0, 2048, 0, 0);
     for (int i = 0; i < n; i++) {
         assert_string_equal(parsed.jobs[i].label, p[i].name);
         assert_string_equal(parsed.jobs[i].model, p[i].model);
@@ -87,10 +87,10 @@ static void test_explicit_jobs(void **state) {
     expect_job(1, "efficientnetv2_s", "imagenet64", 64, 1000, 128, 0, 0);
     expect_job(2, "cait_xxs24", "imagenet", 224, 1000, 128, 0, 0);
     assert_string_equal(parsed.jobs[1].label, "efficientnetv2_s:imagenet64@128");
-    parse_ok("resnet26:fashion-mnist@256+resnet26:synthetic@1+dlrm:criteo@65536");
+    parse_ok("resnet26:fashion-mnist@256+resnet26:synthetic@1+dlrm:criteo-kaggle@65536");
     expect_job(0, "resnet26", "fashion-mnist", 32, 10, 256, 0, 0);
     expect_job(1, "resnet26", "synthetic", 32, 10, 1, 0, 0);
-    expect_job(2, "dlrm", "criteo", 0, 1, 65536, 0, 0);
+    expect_job(2, "dlrm", "criteo-kaggle", 0, 0, 65536, 0, 0);
     parse_ok("resnet50:imagenet64@128/96+cait_xxs24:imagenet@64/160");  /* size overrides */
     expect_job(0, "resnet50", "imagenet64", 96, 1000, 128, 0, 0);
     expect_job(1, "cait_xxs24", "imagenet", 160, 1000, 64, 0, 0);
@@ -107,7 +107,7 @@ static void test_overrides(void **state) {
     parse_ok("3*S[epochs=2]+XL[steps=5]");
     assert_int_equal(parsed.count, 4);
     expect_job(2, "resnet26", "cifar10", 32, 10, 128, 2, 0);
-    expect_job(3, "dlrm", "criteo", 0, 1, 2048, 0, 5);
+    expect_job(3, "dlrm", "criteo-terabyte", 0, 0, 2048, 0, 5);
     parse_ok("resnet50:synthetic@64/128[classes=100,epochs=1]");
     expect_job(0, "resnet50", "synthetic", 128, 100, 64, 1, 0);
 }
@@ -127,7 +127,7 @@ static void test_whitespace_rules(void **state) {
 
 static void test_unknown_names_list_the_valid_ones(void **state) {
     parse_fails("S+Q", "part 2 \"Q\"", "unknown job \"Q\"", "S (resnet26:cifar10@128)",
-                "XL (dlrm:criteo@2048)", "efficientnetv2_s", "fashion-mnist", NULL);
+                "XL (dlrm:criteo-terabyte@2048[rows=10000000])", "efficientnetv2_s", "fashion-mnist", NULL);
     parse_fails("resnet18:cifar10@128", "unknown model \"resnet18\"", "resnet26, resnet50",
                 "cait_xxs24, dlrm", NULL);
     parse_fails("resnet50:mnist@128", "unknown data set \"mnist\"", "cifar10, imagenet64", NULL);
@@ -169,7 +169,7 @@ static void test_sizes(void **state) {
     parse_fails("resnet50:imagenet64@128/100", "multiple of 8", NULL);
     parse_fails("cait_xxs24:imagenet@128/200", "multiple of 16 for cait_xxs24", NULL);
     parse_fails("resnet50:imagenet64@128/2048", "image size", NULL);
-    parse_fails("dlrm:criteo@2048/64", "criteo has no images", NULL);
+    parse_fails("dlrm:criteo-kaggle@2048/64", "criteo has no images", NULL);
 }
 
 static void test_bad_overrides(void **state) {
@@ -191,8 +191,10 @@ static void test_bad_overrides(void **state) {
 
 static void test_model_and_data_must_go_together(void **state) {
     parse_fails("dlrm:cifar10@128", "part 1 \"dlrm:cifar10@128\"", "dlrm cannot train on cifar10",
-                "dlrm takes criteo only", "fashion-mnist", NULL);
-    parse_fails("S+resnet50:criteo@128", "part 2", "resnet50 cannot train on criteo", NULL);
+                "dlrm takes criteo-kaggle or criteo-terabyte only", "fashion-mnist", NULL);
+    parse_fails("S+resnet50:criteo-kaggle@128", "part 2", "resnet50 cannot train on criteo-kaggle", NULL);
+    parse_fails("S[rows=5]", "rows= caps", NULL);
+    parse_fails("XL[rows=0]", "rows=\"0\" must be", NULL);
 }
 
 static void test_control_characters(void **state) {
@@ -216,11 +218,13 @@ static void test_format_round_trips(void **state) {
         assert_int_equal(back->batch, original.batch);
         assert_int_equal(back->epochs, original.epochs);
         assert_int_equal(back->steps_per_epoch, original.steps_per_epoch);
+        assert_true(back->max_rows == original.max_rows);
     }
     parse_ok("XL");
+    assert_true(parsed.jobs[0].max_rows == 10000000);
     char formatted[64];
     mix_job_format(&parsed.jobs[0], formatted, sizeof formatted);
-    assert_string_equal(formatted, "dlrm:criteo@2048");
+    assert_string_equal(formatted, "dlrm:criteo-terabyte@2048[rows=10000000]");
 }
 
 static void test_small_error_buffers_are_safe(void **state) {
