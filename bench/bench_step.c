@@ -1,5 +1,5 @@
 /* bench_step: the suite's training step alone, for the side-by-side table against PyTorch
- * (bench/run_resnet_bench.sh). Synthetic data already on the GPU, as in the PyTorch script; the
+ * (bench/run_model_bench.sh). Synthetic data already on the GPU, as in the PyTorch script; the
  * captured step (forward, loss, backward, SGD) is replayed after a warm-up and each replay is
  * timed with events; prints the median, p10 and p90 and the GPU memory the session holds. */
 #include <stdio.h>
@@ -17,7 +17,7 @@ static int compare_floats(const void *a, const void *b) {
 
 static int usage(const char *why) {
     fprintf(stderr, "bench_step: %s\nusage: bench_step --model NAME --image-size N --batch N [--classes N] "
-            "[--steps N] [--warmup N] [--no-tf32] [--workspace-mb N] [--json]\n", why);
+            "[--steps N] [--warmup N] [--no-tf32] [--workspace-mb N] [--optimizer sgd|adamw] [--json]\n", why);
     return 2;
 }
 
@@ -25,6 +25,8 @@ int main(int argc, char **argv) {
     model_config config = {.name = "", .batch = 128, .image_size = 64, .in_channels = 3, .classes = 1000, .seed = 1};
     int steps = 100, warmup = 20, json = 0, allow_tf32 = 1;
     size_t workspace_mb = 512;
+    optimizer_config opt = {.kind = OPTIMIZER_SGD, .momentum = 0.9f, .weight_decay = 5e-4f};
+    float lr = 0.1f;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) { json = 1; continue; }
@@ -32,6 +34,9 @@ int main(int argc, char **argv) {
         if (!v) return usage("an option lacks its value");
         long n = strtol(v, NULL, 10);
         if (!strcmp(a, "--model")) snprintf(config.name, sizeof config.name, "%s", v);
+        else if (!strcmp(a, "--optimizer") && !strcmp(v, "adamw"))
+            opt = (optimizer_config){.kind = OPTIMIZER_ADAMW, .weight_decay = 0.05f}, lr = 1e-3f;
+        else if (!strcmp(a, "--optimizer") && !strcmp(v, "sgd")) opt.kind = OPTIMIZER_SGD;
         else if (!strcmp(a, "--image-size")) config.image_size = (int)n;
         else if (!strcmp(a, "--batch")) config.batch = (int)n;
         else if (!strcmp(a, "--classes")) config.classes = (int)n;
@@ -44,7 +49,7 @@ int main(int argc, char **argv) {
     session s;
     char err[512];
     if (session_plan(&s, &config, err, sizeof err) != 0) return usage(err);
-    if (session_start(&s, 0, workspace_mb << 20, allow_tf32, 1, err, sizeof err) != 0) {
+    if (session_start(&s, 0, workspace_mb << 20, allow_tf32, optimizer_slots(opt.kind), err, sizeof err) != 0) {
         fprintf(stderr, "bench_step: %s\n", err);
         return 1;
     }
@@ -58,9 +63,8 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaMemcpy(m->input, images, input_floats * sizeof *images, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(m->labels, labels, (size_t)config.batch * sizeof *labels, cudaMemcpyHostToDevice));
 
-    optimizer_config sgd = {.kind = OPTIMIZER_SGD, .momentum = 0.9f, .weight_decay = 5e-4f, .nesterov = 0, .decay_all = 0};
-    lr_schedule constant = {LR_CONSTANT, 0.1f, 0, 0, 0, 0, 0, 25, 1e4f};
-    trainer_init(&s.trainer, m, &s.ctx, sgd, constant, 0.0f, 1);
+    lr_schedule constant = {LR_CONSTANT, lr, 0, 0, 0, 0, 0, 25, 1e4f};
+    trainer_init(&s.trainer, m, &s.ctx, opt, constant, 0.0f, 1);
     for (int i = 0; i < warmup; i++) CHECK_CUDA(cudaGraphLaunch(s.trainer.exec, s.ctx.stream));
     cudaEvent_t *marks = malloc((size_t)(steps + 1) * sizeof *marks);
     float *ms = malloc((size_t)steps * sizeof *ms);

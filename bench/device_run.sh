@@ -6,13 +6,17 @@
 #   parity  timm reference files (FP32 and TF32), the parity test on both, a suite checkpoint
 #           loaded strictly by timm
 #   layout  bench/conv_layout (NCHW against NHWC convolutions)
-#   bench   bench/run_resnet_bench.sh (suite against PyTorch eager and compiled)
+#   bench   bench/run_model_bench.sh (suite against PyTorch eager and compiled)
 #   step    the suite's bench_step alone for the three ResNet configurations
 #   learn   resnet26 on Fashion-MNIST: 3 epochs and 10 epochs
 #   suite   run_suite --mode all --mix S+S+M --quick (windows, timeline), no MPS daemon left,
 #           --mode mig's message, mig-emulate, an oversized mix refused
 #   colloc  bench/collocation.sh: S x {1,2,4,7} and M x {1,2,3}, naive and MPS
 #   monitor 4*S under MPS with and without the GPU sampler (its cost)
+#   new-tests   the GPU tests of EfficientNetV2-S, CaiT and DLRM alone
+#   new-parity  timm parity for efficientnetv2_s (64x64/4) and cait_xxs24 (32x32 patch 4 and 224)
+#   new-bench   EfficientNetV2-S 64x64/128 (SGD) and CaiT-XXS24 224/128 (AdamW) against PyTorch
+#   new-learn   both on Fashion-MNIST for 5 epochs (CaiT with patch 4 at 32x32)
 #   data    ResNet-50 224 on generated ImageNet-layout JPEGs (16 workers) against synthetic data,
 #           resnet26 on a generated CIFAR-10 folder against synthetic, bench_jpeg at 1/8/16 threads
 # Logs go to $OUT (or results/device). On the device machine, first: . .devroot/env.sh
@@ -50,7 +54,7 @@ for stage in "$@"; do
             python3 tests/parity/timm_reference.py --model resnet26 --classes 10 --image-size 32 --batch $b --out $dir-$b --sgd-step 0.1 &&
             for path in legacy engine fastest; do
                 echo "--- conv path $path, batch $b"
-                SUITE_CONV_PATH=$path SUITE_PARITY_DIR=$dir-$b "$build/gpu_resnet_parity" 2>&1 | grep -vE "^\[ " | grep -E "resnet26 32x32|outside" | head -4
+                SUITE_CONV_PATH=$path SUITE_PARITY_DIR=$dir-$b "$build/gpu_model_parity" 2>&1 | grep -vE "^\[ " | grep -E "resnet26 32x32|outside" | head -4
             done
         done
         ;;
@@ -64,7 +68,7 @@ for stage in "$@"; do
             python3 tests/parity/timm_reference.py --model $model --classes $classes --image-size $size \
                 --batch $batch --seed $seed --out $dir --sgd-step 0.1 >/dev/null || status=1
             echo -n "seed $seed: "
-            SUITE_PARITY_DIR=$dir "$build/gpu_resnet_parity" >"/tmp/parity_${model}_$seed.log" 2>&1 || status=1
+            SUITE_PARITY_DIR=$dir "$build/gpu_model_parity" >"/tmp/parity_${model}_$seed.log" 2>&1 || status=1
             grep -E "^$model |outside" "/tmp/parity_${model}_$seed.log" | head -3
         done
         "$build/train" --model resnet50 --classes 10 --image-size 32 --batch 16 --epochs 1 --steps-per-epoch 3 \
@@ -75,7 +79,7 @@ for stage in "$@"; do
         "$build/conv_layout" --verbose | tee "$out/conv_layout.txt" || status=1
         ;;
     bench)
-        bash bench/run_resnet_bench.sh "$build" "$out" || status=1
+        bash bench/run_model_bench.sh "$build" "$out" || status=1
         ;;
     step)
         for path in legacy fastest; do
@@ -170,6 +174,33 @@ PY
             "$build/train" --model resnet26 --batch 128 --epochs 2 --data $run 2>&1 | grep -E "^epoch|error"
         done
         "$build/bench_jpeg" --images 800 --threads 1,8,16 || status=1
+        ;;
+    new-tests)
+        for t in gpu_optim gpu_batchnorm gpu_efficientnet gpu_cait gpu_dlrm; do
+            [ -x "$build/$t" ] || { echo "$t: not built"; continue; }
+            "$build/$t" >"$out/$t.log" 2>&1; echo "$t: exit $?"
+            grep -vE "^\[ +(RUN|OK) +\]" "$out/$t.log" | head -40
+        done
+        ;;
+    new-parity)
+        for run in "efficientnetv2_s 10 64 4 0 16" "cait_xxs24 10 32 4 0 4" "cait_xxs24 10 224 2 1 16"; do
+            read -r model classes size batch seed patch <<<"$run"
+            dir=/tmp/parity-$model-$size
+            mkdir -p $dir
+            python3 tests/parity/timm_reference.py --model $model --classes $classes --image-size $size \
+                --batch $batch --seed $seed --patch-size $patch --out $dir --sgd-step 0.1 | cut -c1-300 || status=1
+            SUITE_PARITY_MODELS=$model SUITE_PARITY_DIR=$dir "$build/gpu_model_parity" >"$out/parity_${model}_$size.log" 2>&1 || status=1
+            grep -E "^$model |outside|relative error" "$out/parity_${model}_$size.log" | head -12
+        done
+        ;;
+    new-bench)
+        BENCH_CONFIGS="efficientnetv2_s:64:128:sgd cait_xxs24:224:128:adamw" bash bench/run_model_bench.sh "$build" "$out" || status=1
+        ;;
+    new-learn)
+        "$build/train" --model efficientnetv2_s --data fashion-mnist --batch 128 --epochs 5 --eval --seed 1 2>&1 | \
+            tee "$out/learn_effnet.log" | grep -E "^epoch|error|parameters" || status=1
+        "$build/train" --model cait_xxs24 --data fashion-mnist --patch-size 4 --batch 128 --epochs 5 --eval --seed 1 2>&1 | \
+            tee "$out/learn_cait.log" | grep -E "^epoch|error|parameters" || status=1
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;
     esac

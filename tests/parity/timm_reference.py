@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Reference numbers for the suite's ResNet parity tests, computed with timm/PyTorch.
+"""Reference numbers for the suite's model parity tests, computed with timm/PyTorch.
 
-Why: the suite implements ResNet training directly on cuDNN/cuBLAS; the only convincing check
-is that one training step on the same weights and input gives the same logits, loss, gradients,
-BatchNorm running statistics (and optionally SGD update) as timm does. Every BatchNorm is
-randomised first: timm zero-initialises the last BN gamma of each block, which would make those
-branches contribute nothing and hide gradient bugs.
+Why: the suite implements training directly on cuDNN/cuBLAS; the only convincing check is that
+one training step on the same weights and input gives the same logits, loss, gradients,
+BatchNorm running statistics (and optionally SGD update) as timm does. Every BatchNorm and
+LayerNorm is randomised first, and CaiT's LayerScale gammas too: timm zero-initialises the last
+BN gamma of each ResNet block and starts LayerScale at 1e-5, which would make those branches
+contribute nothing and hide gradient bugs.
 
 Writes, under --out:
   <model>_weights.safetensors  the state_dict before the step, as safetensors.torch.save_file
@@ -23,7 +24,17 @@ import torch.nn.functional as F
 import timm
 from safetensors.torch import save_file
 
-MODELS = ("resnet26", "resnet50", "resnet152")
+MODELS = ("resnet26", "resnet50", "resnet152", "efficientnetv2_s", "cait_xxs24")
+TIMM_NAMES = {"cait_xxs24": "cait_xxs24_224"}
+
+
+def create(args):
+    """timm's model for the suite's name; CaiT at the reference's input and patch size."""
+    kwargs = {}
+    if args.model.startswith("cait"):
+        kwargs = {"img_size": args.image_size, "patch_size": args.patch_size}
+    return timm.create_model(TIMM_NAMES.get(args.model, args.model), num_classes=args.classes,
+                             pretrained=False, **kwargs)
 
 
 def pick_device(name):
@@ -33,7 +44,7 @@ def pick_device(name):
     return torch.device(name)
 
 
-def randomise_batchnorm(model):
+def randomise_norms(model):
     """Non-trivial BN parameters and statistics so every branch affects the result."""
     with torch.no_grad():
         for m in model.modules():
@@ -42,6 +53,12 @@ def randomise_batchnorm(model):
                 m.bias.normal_(0.0, 0.1)
                 m.running_mean.normal_(0.0, 0.1)
                 m.running_var.uniform_(0.5, 1.5)
+            elif isinstance(m, torch.nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0.0, 0.1)
+        for name, p in model.named_parameters():
+            if name.endswith("gamma_1") or name.endswith("gamma_2"):
+                p.uniform_(0.2, 0.6)
 
 
 def cpu_copy(t):
@@ -59,7 +76,7 @@ def sgd_param_groups(model, weight_decay):
 def run_step(args, base_state, x, labels, dtype, device):
     """One training step (forward, cross-entropy, backward, optional SGD) from base_state in dtype;
     every result as a float64 CPU tensor keyed as in the reference file."""
-    model = timm.create_model(args.model, num_classes=args.classes, pretrained=False)
+    model = create(args)
     model.load_state_dict(base_state)
     model = model.to(device=device, dtype=dtype).train()
     margins = {}
@@ -108,6 +125,7 @@ def main():
     ap.add_argument("--sgd-step", type=float, metavar="LR", default=None,
                     help="also apply one SGD step (momentum 0.9, weight decay 5e-4) and store updated.*")
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--patch-size", type=int, default=16, help="CaiT: patch side")
     args = ap.parse_args()
     for name in ("classes", "image_size", "batch"):
         if getattr(args, name) < 1:
@@ -122,8 +140,8 @@ def main():
     torch.backends.cudnn.benchmark = False
     torch.manual_seed(args.seed)
 
-    model = timm.create_model(args.model, num_classes=args.classes, pretrained=False)
-    randomise_batchnorm(model)
+    model = create(args)
+    randomise_norms(model)
     base_state = {k: v.clone() for k, v in model.state_dict().items()}
 
     os.makedirs(args.out, exist_ok=True)
@@ -141,6 +159,8 @@ def main():
     truth = run_step(args, base_state, x, labels, torch.float64, device)
     torch32 = run_step(args, base_state, x, labels, torch.float32, device)
     ref = {"input": cpu_copy(x.permute(0, 2, 3, 1)), "labels": cpu_copy(labels).to(torch.int32)}
+    if args.model.startswith("cait"):
+        ref["patch_size"] = torch.tensor([float(args.patch_size)])
     for key, value in truth.items():
         ref[key] = value.to(torch.float32).contiguous()
         if key.startswith("relu_margin."):
@@ -164,7 +184,7 @@ def main():
           f"seed={args.seed} tf32={args.tf32} device={device} params={n_params} "
           f"loss={loss.item():.6f} logits_l2={logits.norm().item():.6f} "
           f"torch-fp32 err logits={ref['torch_err.logits'].item():.2e} "
-          f"grad.conv1={ref['torch_err.grad.conv1.weight'].item():.2e} "
+          f"first grad={next(v for k, v in ref.items() if k.startswith('torch_err.grad.')).item():.2e} "
           f"tensors={len(ref)} -> {weights_path}, {ref_path}", flush=True)
 
 

@@ -5,7 +5,7 @@ Why: one place that answers "is the suite at least as fast as torch.compile and 
 memory-hungry as eager PyTorch?" for each (model, input size, batch). Reads JSON lines from the
 files given (or stdin, or "-"): {"impl": "suite", ..., "peak_bytes", "flops_per_step"} from the
 suite's bench_step, {"impl": "torch-eager"|"torch-compiled", ..., "max_memory_reserved"} from
-bench/torch_resnet.py ("eager steady GiB" is its steady_max_memory_reserved: the timed steps
+bench/torch_model.py ("eager steady GiB" is its steady_max_memory_reserved: the timed steps
 alone, without cudnn.benchmark's algorithm trials). A line with an "error" key records a failed run. Later lines replace
 earlier ones for the same (impl, model, image_size, batch). Exits 1 if a PASS/FAIL check FAILs
 (the INFO line comparing against eager's steady footprint does not count).

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""PyTorch/timm reference training step for the suite's ResNet benchmark.
+"""PyTorch/timm reference training step for the suite's model benchmark.
 
 Why: the suite's step time and memory only mean something next to what a well-tuned framework
 does on the same GPU. This times timm's model with SGD (lr 0.1, momentum 0.9, weight decay 5e-4)
-and cross-entropy on synthetic batches already on the GPU, TF32 on, cudnn.benchmark on, either
+or AdamW (lr 1e-3, weight decay 0.05, fused), as the suite's step does, and cross-entropy on synthetic batches already on the GPU, TF32 on, cudnn.benchmark on, either
 eager (NCHW) or torch.compile(mode="reduce-overhead") with channels_last. Compilation is done in
 the warm-up and not timed. Prints ONE JSON line on stdout; everything else goes to stderr.
 max_memory_reserved/allocated are the process's peaks over the whole run (what it held: run each
@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 import timm
 
+# the suite's model names where timm's differ
+TIMM_NAMES = {"cait_xxs24": "cait_xxs24_224"}
 N_BATCHES = 4  # distinct synthetic batches, rotated, so no step sees a constant input
 STEADY_WARMUP = 3  # steps between emptying the allocator's cache and timing
 
@@ -45,6 +47,7 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=15)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd")
     args = ap.parse_args()
     for name in ("image_size", "batch", "classes", "steps"):
         if getattr(args, name) < 1:
@@ -62,9 +65,13 @@ def main():
     torch.manual_seed(0)
 
     fmt = torch.channels_last if args.mode == "compiled" else torch.contiguous_format
-    model = timm.create_model(args.model, num_classes=args.classes, pretrained=False)
+    model = timm.create_model(TIMM_NAMES.get(args.model, args.model), num_classes=args.classes,
+                              pretrained=False, **({"img_size": args.image_size} if args.model.startswith("cait") else {}))
     model = model.to(device=device, memory_format=fmt).train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    if args.optimizer == "adamw":
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05, fused=cuda)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
     shape = (args.batch, 3, args.image_size, args.image_size)
     inputs = [torch.randn(shape, device=device).contiguous(memory_format=fmt) for _ in range(N_BATCHES)]
     labels = [torch.randint(0, args.classes, (args.batch,), device=device) for _ in range(N_BATCHES)]

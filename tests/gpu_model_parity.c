@@ -1,10 +1,12 @@
-/* Parity with timm on the GPU: tests/parity/timm_reference.py writes, for each ResNet, timm's
- * weights (randomised BN) and one training step's input, labels, logits, loss, every parameter
+/* Parity with timm on the GPU: tests/parity/timm_reference.py writes, for each model (the
+ * ResNets, EfficientNetV2-S, CaiT-XXS24), timm's weights (randomised BN and LayerScale) and one training step's input, labels, logits, loss, every parameter
  * gradient, the BN running statistics after the forward, and the parameters after one SGD step
  * (lr 0.1 unless SUITE_PARITY_LR says otherwise, momentum 0.9, weight decay 5e-4 on weights).
  * The suite loads the same weights through its checkpoint reader, runs its own step, and must
  * match everything. Run the script first and point SUITE_PARITY_DIR at its output; without it
- * the test is skipped. SUITE_PARITY_TF32=1 compares a TF32 run of both sides (looser bounds). */
+ * the test is skipped. SUITE_PARITY_TF32=1 compares a TF32 run of both sides (looser bounds).
+ * Every model whose reference file is in the folder is checked; SUITE_PARITY_MODELS=a,b limits
+ * the list. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,7 +100,10 @@ static void check_model(const char *name) {
     const st_tensor *input = st_find(&ref, "input"), *logits_t = st_find(&ref, "logits");
     assert_non_null(input);
     assert_non_null(logits_t);
-    model_config config = {.name = "", .batch = (int)input->shape[0], .image_size = (int)input->shape[1], .in_channels = 3, .classes = (int)logits_t->shape[1], .seed = 0};
+    model_config config = {.batch = (int)input->shape[0], .image_size = (int)input->shape[1],
+                           .in_channels = 3, .classes = (int)logits_t->shape[1]};
+    const st_tensor *patch = st_find(&ref, "patch_size");
+    if (patch) config.patch_size = (int)tensor_f32(&ref, "patch_size")[0];
     snprintf(config.name, sizeof config.name, "%s", name);
     session s;
     assert_int_equal(session_plan(&s, &config, err, sizeof err), 0);
@@ -131,7 +136,8 @@ static void check_model(const char *name) {
     compare(&ref, "loss", &loss, 1, b_out, &worst_other);
     free(host);
 
-    int has_update = st_find(&ref, "updated.fc.weight") != NULL, compared = 0;
+    int has_update = 0, compared = 0;
+    for (int i = 0; i < ref.count; i++) has_update |= !strncmp(ref.tensors[i].name, "updated.", 8);
     for (int i = 0; i < m->params.count; i++) {
         const param_entry *e = &m->params.entries[i];
         if (e->kind == PARAM_COUNTER) continue;
@@ -165,9 +171,19 @@ static void check_model(const char *name) {
     if (failures) fail_msg("%s: %d tensors outside their bounds", name, failures);
 }
 
-static void test_resnet26(void **state) { check_model("resnet26"); }
-static void test_resnet50(void **state) { check_model("resnet50"); }
-static void test_resnet152(void **state) { check_model("resnet152"); }
+static const char *const MODELS[] = {"resnet26", "resnet50", "resnet152", "efficientnetv2_s", "cait_xxs24"};
+
+static void test_models(void **state) {
+    const char *only = getenv("SUITE_PARITY_MODELS");
+    for (size_t i = 0; i < sizeof MODELS / sizeof *MODELS; i++) {
+        if (only && *only) {
+            const char *hit = strstr(only, MODELS[i]);
+            size_t n = strlen(MODELS[i]);
+            if (!hit || (hit != only && hit[-1] != ',') || (hit[n] && hit[n] != ',')) continue;
+        }
+        check_model(MODELS[i]);
+    }
+}
 
 int main(void) {
     test_require_gpu();
@@ -177,7 +193,6 @@ int main(void) {
         return 77;
     }
     tf32 = getenv("SUITE_PARITY_TF32") && atoi(getenv("SUITE_PARITY_TF32")) == 1;
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_resnet26), cmocka_unit_test(test_resnet50),
-                                       cmocka_unit_test(test_resnet152)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_models)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

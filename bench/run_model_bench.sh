@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Runs the suite's ResNet training-step benchmark next to PyTorch eager and torch.compile on
-# the same GPU, and prints the side-by-side table (bench/compare_resnet.py).
+# Runs the suite's training-step benchmark next to PyTorch (timm) eager and torch.compile on the
+# same GPU, and prints the side-by-side table (bench/compare_models.py).
 # Why one process per run: each reports its own peak memory, which a shared process would mix.
 # A failed run is recorded as {"impl":..,"error":..} and the others still run.
 #
-# usage: bench/run_resnet_bench.sh BUILD_DIR [OUT_DIR]
+# usage: bench/run_model_bench.sh BUILD_DIR [OUT_DIR]
 #   BUILD_DIR  holds bench_step;  OUT_DIR defaults to $OUT, else ./results
+#   env: BENCH_CONFIGS "model:size:batch[:optimizer] ..." (default: the three ResNets, SGD);
+#        both sides use the same optimizer (sgd: momentum 0.9, wd 5e-4; adamw: wd 0.05)
 #   env: PYTHON (python3), BENCH_TIMEOUT seconds per run (900), TORCH_STEPS (50)
-# Exit status: compare_resnet.py's (1 if a check FAILs or nothing ran).
+# Exit status: compare_models.py's (1 if a check FAILs or nothing ran).
 set -u
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
@@ -26,7 +28,7 @@ if [ ! -d "$build_dir" ]; then
     exit 2
 fi
 mkdir -p "$out_dir/logs" || exit 2
-jsonl=$out_dir/resnet_bench.jsonl
+jsonl=$out_dir/model_bench.jsonl
 : >"$jsonl" || exit 2
 export PYTHONUNBUFFERED=1
 
@@ -57,17 +59,18 @@ run_one() {
         "$impl" "$model" "$size" "$batch" "$why" >>"$jsonl"
 }
 
-for config in "resnet26 32 128" "resnet50 64 128" "resnet152 224 32"; do
-    read -r model size batch <<<"$config"
+for config in ${BENCH_CONFIGS:-resnet26:32:128 resnet50:64:128 resnet152:224:32}; do
+    IFS=: read -r model size batch optimizer <<<"$config"
+    optimizer=${optimizer:-sgd}
     run_one suite "$model" "$size" "$batch" -- \
         "$build_dir/bench_step" --model "$model" --image-size "$size" --batch "$batch" \
-        --classes 1000 --json
+        --classes 1000 --optimizer "$optimizer" --json
     for mode in eager compiled; do
         run_one "torch-$mode" "$model" "$size" "$batch" -- \
-            "$python" "$bench_dir/torch_resnet.py" --model "$model" --image-size "$size" \
-            --batch "$batch" --classes 1000 --mode "$mode" --steps "$torch_steps"
+            "$python" "$bench_dir/torch_model.py" --model "$model" --image-size "$size" \
+            --batch "$batch" --classes 1000 --mode "$mode" --steps "$torch_steps" --optimizer "$optimizer"
     done
 done
 
 echo "results: $jsonl" >&2
-"$python" "$bench_dir/compare_resnet.py" "$jsonl"
+"$python" "$bench_dir/compare_models.py" "$jsonl"
