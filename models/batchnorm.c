@@ -4,9 +4,9 @@
 
 #include "kernels/kernels.h"
 
-void batchnorm_init(batchnorm_layer *b, arena *a, int rows, int channels, int relu) {
+void batchnorm_init(batchnorm_layer *b, arena *a, int rows, int channels, act_kind act) {
     memset(b, 0, sizeof *b);
-    b->rows = rows, b->channels = channels, b->relu = relu;
+    b->rows = rows, b->channels = channels, b->act = act;
     b->eps = 1e-5f, b->momentum = 0.1f;
     b->gamma = arena_take_floats(a, ARENA_NO_DECAY, channels);
     b->beta = arena_take_floats(a, ARENA_NO_DECAY, channels);
@@ -33,16 +33,16 @@ void batchnorm_reset(batchnorm_layer *b, float gamma_value, job_context *ctx) {
 void batchnorm_forward(batchnorm_layer *b, float *y, const float *x, const float *residual, int training,
                 job_context *ctx) {
     if (training)
-        bn_forward_train(y, b->mean, b->invstd, b->running_mean, b->running_var, x, residual, b->gamma,
-                         b->beta, b->rows, b->channels, b->eps, b->momentum, b->relu, b->scratch,
-                         ctx->stream);
+        bn_act_forward_train(y, b->mean, b->invstd, b->running_mean, b->running_var, x, residual, b->gamma,
+                             b->beta, b->rows, b->channels, b->eps, b->momentum, b->act, b->scratch,
+                             ctx->stream);
     else
-        bn_forward_infer(y, x, residual, b->gamma, b->beta, b->running_mean, b->running_var, b->rows,
-                         b->channels, b->eps, b->relu, ctx->stream);
+        bn_act_forward_infer(y, x, residual, b->gamma, b->beta, b->running_mean, b->running_var, b->rows,
+                             b->channels, b->eps, b->act, ctx->stream);
 }
 
 void batchnorm_backward(batchnorm_layer *b, float *dx, float *dresidual, const float *dy, const float *x,
                  const float *y, job_context *ctx) {
-    bn_backward(dx, dresidual, b->gamma_grad, b->beta_grad, dy, x, y, b->gamma, b->mean,
-                       b->invstd, b->rows, b->channels, b->relu, b->scratch, ctx->stream);
+    bn_act_backward(dx, dresidual, b->gamma_grad, b->beta_grad, dy, x, y, b->gamma, b->beta, b->mean,
+                    b->invstd, b->rows, b->channels, b->act, b->scratch, ctx->stream);
 }

@@ -1,15 +1,19 @@
 /* Batch normalisation layer over NHWC activations ([rows, C]), fused with an optional residual
- * add and ReLU (kernels/batchnorm.cu). gamma/beta are trainable without weight decay; the running
+ * add and an activation (kernels/batchnorm.cu): ACT_NONE, ACT_RELU (the residual joins before the
+ * ReLU, as in ResNet) or ACT_SILU (the residual joins after the SiLU, as in EfficientNet's skip
+ * blocks); see kernels/activation.h. gamma/beta are trainable without weight decay; the running
  * statistics are buffers saved in checkpoints; mean/invstd of the last training forward are kept
  * for the backward pass. PyTorch defaults: eps 1e-5, momentum 0.1. */
 #ifndef SUITE_BATCHNORM_H
 #define SUITE_BATCHNORM_H
 
+#include "kernels/activation.h"
 #include "models/arena.h"
 #include "models/context.h"
 
 typedef struct batchnorm_layer {
-    int rows, channels, relu;
+    int rows, channels;
+    act_kind act;
     float eps, momentum;
     float *gamma, *beta, *gamma_grad, *beta_grad;
     float *running_mean, *running_var;
@@ -17,7 +21,7 @@ typedef struct batchnorm_layer {
     void *scratch; /* shared by every BN layer of a model (one stream): see batchnorm_attach_scratch */
 } batchnorm_layer;
 
-void batchnorm_init(batchnorm_layer *b, arena *a, int rows, int channels, int relu);
+void batchnorm_init(batchnorm_layer *b, arena *a, int rows, int channels, act_kind act);
 /* Scratch each layer needs; a model takes the maximum once and attaches it to all its layers. */
 size_t batchnorm_scratch_bytes(const batchnorm_layer *b);
 void batchnorm_attach_scratch(batchnorm_layer *b, void *scratch);

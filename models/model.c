@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/cait.h"
 #include "models/check.h"
+#include "models/efficientnet.h"
 #include "models/resnet.h"
 #include "models/rng.h"
 
@@ -40,6 +42,8 @@ typedef struct model_family {
 
 static const model_family FAMILIES[] = {
     {{"resnet26", "resnet50", "resnet152"}, resnet_build},
+    {{"cait_xxs24"}, cait_build},
+    {{"efficientnetv2_s"}, efficientnet_build},
 };
 #define FAMILY_COUNT (sizeof FAMILIES / sizeof *FAMILIES)
 

@@ -110,11 +110,11 @@ static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix,
     blk->has_downsample = stride != 1 || in_c != out_c;
 
     conv_init(&blk->conv1, a, conv_shape_nhwc(batch, in_c, planes, 1, 1, 0, size_in, size_in));
-    batchnorm_init(&blk->bn1, a, (int)rows_in, planes, 1);
+    batchnorm_init(&blk->bn1, a, (int)rows_in, planes, ACT_RELU);
     conv_init(&blk->conv2, a, conv_shape_nhwc(batch, planes, planes, 3, stride, 1, size_in, size_in));
-    batchnorm_init(&blk->bn2, a, (int)rows_out, planes, 1);
+    batchnorm_init(&blk->bn2, a, (int)rows_out, planes, ACT_RELU);
     conv_init(&blk->conv3, a, conv_shape_nhwc(batch, planes, out_c, 1, 1, 0, size_out, size_out));
-    batchnorm_init(&blk->bn3, a, (int)rows_out, out_c, 1);
+    batchnorm_init(&blk->bn3, a, (int)rows_out, out_c, ACT_RELU);
     snprintf(name, sizeof name, "%sconv1.", prefix), add_conv_param(m, name, &blk->conv1);
     snprintf(name, sizeof name, "%sbn1.", prefix), add_bn_params(m, name, &blk->bn1);
     snprintf(name, sizeof name, "%sconv2.", prefix), add_conv_param(m, name, &blk->conv2);
@@ -123,7 +123,7 @@ static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix,
     snprintf(name, sizeof name, "%sbn3.", prefix), add_bn_params(m, name, &blk->bn3);
     if (blk->has_downsample) {
         conv_init(&blk->ds_conv, a, conv_shape_nhwc(batch, in_c, out_c, 1, stride, 0, size_in, size_in));
-        batchnorm_init(&blk->ds_bn, a, (int)rows_out, out_c, 0);
+        batchnorm_init(&blk->ds_bn, a, (int)rows_out, out_c, ACT_NONE);
         snprintf(name, sizeof name, "%sdownsample.0.", prefix), add_conv_param(m, name, &blk->ds_conv);
         snprintf(name, sizeof name, "%sdownsample.1.", prefix), add_bn_params(m, name, &blk->ds_bn);
     }
@@ -182,7 +182,7 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
     r->stem_size = r->conv1.shape.h_out;
     r->pool_size = conv_out_size(r->stem_size, 3, 2, 1);
     size_t stem_rows = (size_t)n * r->stem_size * r->stem_size;
-    batchnorm_init(&r->bn1, a, (int)stem_rows, 64, 1);
+    batchnorm_init(&r->bn1, a, (int)stem_rows, 64, ACT_RELU);
     add_conv_param(m, "conv1.", &r->conv1);
     add_bn_params(m, "bn1.", &r->bn1);
     r->z0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);

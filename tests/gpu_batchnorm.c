@@ -1,6 +1,7 @@
 /* Batch norm kernels against a double-precision CPU reference: train forward (batch statistics,
- * running statistics, residual and ReLU in every combination), inference forward, backward (dx,
- * dresidual, dgamma, dbeta), the scalar path (C % 4 != 0, misaligned pointers), |mean| >> std,
+ * running statistics, residual and activation - none, ReLU with the residual before it, SiLU with
+ * the residual after it - in every combination), inference forward, backward (dx, dresidual,
+ * dgamma, dbeta), the scalar path (C % 4 != 0, misaligned pointers), |mean| >> std,
  * rows = 1, big layers, scratch reuse across calls and shapes and inside a replayed CUDA graph,
  * and a finite-difference check of the backward pass against the GPU forward. Outputs are
  * poisoned with NaN before every call. */
@@ -17,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/activation.h"
 #include "kernels/kernels.h"
 #include "models/check.h"
 #include "tests/testutil.h"
@@ -147,6 +149,18 @@ static double ref_pre(const layer *L, const double *mean, const double *invstd, 
     return L->gamma[c] * (L->x[i] - mean[c]) * invstd[c] + L->beta[c] + (with_res ? L->res[i] : 0.0);
 }
 
+static double ref_sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+
+/* The layer's output: ReLU takes the residual inside, SiLU adds it after the activation. */
+static double ref_out(const layer *L, const double *mean, const double *invstd, size_t i, int with_res, int act) {
+    if (act == ACT_SILU) {
+        double z = ref_pre(L, mean, invstd, i, 0);
+        return z * ref_sigmoid(z) + (with_res ? L->res[i] : 0.0);
+    }
+    double pre = ref_pre(L, mean, invstd, i, with_res);
+    return act == ACT_RELU && pre < 0 ? 0.0 : pre;
+}
+
 /* ---- forward ------------------------------------------------------------------------------- */
 
 typedef struct dev_layer {
@@ -180,7 +194,7 @@ static void dev_layer_free(dev_layer *D, int shift) {
 /* Checks y, mean, invstd and the running statistics of a train forward already run on D;
  * rmean0/rvar0 are the running statistics before the call. */
 static void check_train_outputs(const layer *L, const dev_layer *D, const float *rmean0,
-                                const float *rvar0, int relu, int with_res) {
+                                const float *rvar0, int act, int with_res) {
     int rows = L->rows, C = L->C;
     size_t n = (size_t)rows * C;
     double *mean = malloc(C * sizeof(double)), *var = malloc(C * sizeof(double));
@@ -197,10 +211,7 @@ static void check_train_outputs(const layer *L, const dev_layer *D, const float 
     for (int c = 0; c < C; c++) kept_mean[c] = got[c];
     test_to_host(y, D->y, n);
     err_acc e = {0};
-    for (size_t i = 0; i < n; i++) {
-        double want = ref_pre(L, kept_mean, invstd, i, with_res);
-        err_add(&e, y[i], relu && want < 0 ? 0.0 : want);
-    }
+    for (size_t i = 0; i < n; i++) err_add(&e, y[i], ref_out(L, kept_mean, invstd, i, with_res, act));
     expect_err("train forward y", rows, C, err_value(&e), 1e-5);
     free(kept_mean);
 
@@ -219,16 +230,16 @@ static void check_train_outputs(const layer *L, const dev_layer *D, const float 
     free(mean); free(var); free(invstd); free(y); free(got); free(want);
 }
 
-static void run_train_forward(const layer *L, const dev_layer *D, int relu, int with_res) {
+static void run_train_forward(const layer *L, const dev_layer *D, int act, int with_res) {
     test_poison(D->y, (size_t)L->rows * L->C);
     test_poison(D->mean, L->C);
     test_poison(D->invstd, L->C);
-    bn_forward_train(D->y, D->mean, D->invstd, D->rmean, D->rvar, D->x, with_res ? D->res : NULL,
-                     D->gamma, D->beta, L->rows, L->C, EPS, MOMENTUM, relu, scratch, 0);
+    bn_act_forward_train(D->y, D->mean, D->invstd, D->rmean, D->rvar, D->x, with_res ? D->res : NULL,
+                         D->gamma, D->beta, L->rows, L->C, EPS, MOMENTUM, (act_kind)act, scratch, 0);
 }
 
 /* Two calls per case with fresh data each: the second starts from the scratch the first left. */
-static void check_train_case(int rows, int C, int relu, int with_res, int shift, double offset_scale,
+static void check_train_case(int rows, int C, int act, int with_res, int shift, double offset_scale,
                              double spread, uint64_t seed) {
     uint64_t rng = seed;
     for (int call = 0; call < 2; call++) {
@@ -236,8 +247,8 @@ static void check_train_case(int rows, int C, int relu, int with_res, int shift,
         dev_layer D;
         layer_make(&L, rows, C, &rng, offset_scale, spread);
         dev_layer_make(&D, &L, shift);
-        run_train_forward(&L, &D, relu, with_res);
-        check_train_outputs(&L, &D, L.rmean, L.rvar, relu, with_res);
+        run_train_forward(&L, &D, act, with_res);
+        check_train_outputs(&L, &D, L.rmean, L.rvar, act, with_res);
         assert_scratch_clean();
         dev_layer_free(&D, shift);
         layer_free(&L);
@@ -251,29 +262,33 @@ static const int SHAPES[][2] = {{1, 8},    {2, 3},    {7, 5},      {33, 36},  {1
 static void test_train_forward(void **state) {
     (void)state;
     for (size_t s = 0; s < NSHAPES; s++)
-        for (int mode = 0; mode < 4; mode++)
-            check_train_case(SHAPES[s][0], SHAPES[s][1], mode & 1, mode >> 1, 0, 2.0, 1.0,
+        for (int mode = 0; mode < 6; mode++) /* activation x residual */
+            check_train_case(SHAPES[s][0], SHAPES[s][1], mode % 3, mode / 3, 0, 2.0, 1.0,
                              1000 + 10 * s + mode);
 }
 
 static void test_train_forward_scalar_paths(void **state) {
     (void)state;
-    check_train_case(300, 64, 1, 1, 1, 2.0, 1.0, 77); /* C % 4 == 0 but misaligned */
-    check_train_case(301, 7, 1, 1, 0, 2.0, 1.0, 78);
-    check_train_case(5, 2049, 0, 1, 0, 2.0, 1.0, 79);
+    check_train_case(300, 64, ACT_RELU, 1, 1, 2.0, 1.0, 77); /* C % 4 == 0 but misaligned */
+    check_train_case(301, 7, ACT_RELU, 1, 0, 2.0, 1.0, 78);
+    check_train_case(5, 2049, ACT_NONE, 1, 0, 2.0, 1.0, 79);
+    check_train_case(300, 64, ACT_SILU, 1, 1, 2.0, 1.0, 83);
+    check_train_case(301, 7, ACT_SILU, 1, 0, 2.0, 1.0, 84);
 }
 
 /* Conv outputs can have |mean| >> std: 1e4 here, where E[x^2] - E[x]^2 in float would be noise. */
 static void test_train_forward_large_mean(void **state) {
     (void)state;
-    check_train_case(4096, 64, 0, 0, 0, 100.0, 0.01, 80);
-    check_train_case(2000, 13, 1, 1, 0, 100.0, 0.01, 81);
+    check_train_case(4096, 64, ACT_NONE, 0, 0, 100.0, 0.01, 80);
+    check_train_case(2000, 13, ACT_RELU, 1, 0, 100.0, 0.01, 81);
+    check_train_case(2000, 24, ACT_SILU, 1, 0, 100.0, 0.01, 85);
 }
 
 /* The biggest ResNet layer shape: the stem's 128 x 56 x 56 x 64 at 224 px. */
 static void test_train_forward_big(void **state) {
     (void)state;
-    check_train_case(401408, 64, 1, 1, 0, 2.0, 1.0, 82);
+    check_train_case(401408, 64, ACT_RELU, 1, 0, 2.0, 1.0, 82);
+    check_train_case(131072, 24, ACT_SILU, 1, 0, 2.0, 1.0, 86); /* EfficientNetV2-S at 64 px: stage 0 */
 }
 
 /* ---- inference ----------------------------------------------------------------------------- */
@@ -282,8 +297,9 @@ static void test_infer_forward(void **state) {
     (void)state;
     uint64_t rng = 2000;
     for (size_t s = 0; s < NSHAPES; s++)
-        for (int mode = 0; mode < 6; mode++) {
-            int relu = mode & 1, with_res = (mode >> 1) & 1, shift = mode >= 4;
+        for (int mode = 0; mode < 9; mode++) {
+            /* activation x (no residual, residual, residual on misaligned pointers) */
+            int act = mode % 3, with_res = mode / 3 > 0, shift = mode / 3 == 2;
             layer L;
             dev_layer D;
             layer_make(&L, SHAPES[s][0], SHAPES[s][1], &rng, 2.0, 1.0);
@@ -291,17 +307,20 @@ static void test_infer_forward(void **state) {
             size_t n = (size_t)rows * C;
             dev_layer_make(&D, &L, shift);
             test_poison(D.y, n);
-            bn_forward_infer(D.y, D.x, with_res ? D.res : NULL, D.gamma, D.beta, D.rmean, D.rvar,
-                             rows, C, EPS, relu, 0);
+            if (act == ACT_SILU) /* the ReLU/none cases go through kernels.h's entry point */
+                bn_act_forward_infer(D.y, D.x, with_res ? D.res : NULL, D.gamma, D.beta, D.rmean, D.rvar,
+                                     rows, C, EPS, ACT_SILU, 0);
+            else
+                bn_forward_infer(D.y, D.x, with_res ? D.res : NULL, D.gamma, D.beta, D.rmean, D.rvar,
+                                 rows, C, EPS, act == ACT_RELU, 0);
             float *y = host_alloc(n);
             test_to_host(y, D.y, n);
             err_acc e = {0};
-            for (size_t i = 0; i < n; i++) {
-                int c = (int)(i % C);
-                double want = L.gamma[c] * (L.x[i] - (double)L.rmean[c]) / sqrt((double)L.rvar[c] + EPS) +
-                              L.beta[c] + (with_res ? L.res[i] : 0.0);
-                err_add(&e, y[i], relu && want < 0 ? 0.0 : want);
-            }
+            double *rmean = malloc(C * sizeof(double)), *rinv = malloc(C * sizeof(double));
+            for (int c = 0; c < C; c++) rmean[c] = L.rmean[c], rinv[c] = 1.0 / sqrt((double)L.rvar[c] + EPS);
+            for (size_t i = 0; i < n; i++) err_add(&e, y[i], ref_out(&L, rmean, rinv, i, with_res, act));
+            free(rmean);
+            free(rinv);
             expect_err("inference y", rows, C, err_value(&e), 1e-5);
             free(y);
             dev_layer_free(&D, shift);
@@ -313,16 +332,16 @@ static void test_infer_forward(void **state) {
 
 /* Runs the train forward and the backward on D; checks dx, dresidual, dgamma, dbeta against the
  * reference computed from the same inputs the backward was given (dy, x, y, gamma, mean, invstd). */
-static void check_backward_case(const layer *L, const dev_layer *D, int relu, int with_res, int want_dres) {
+static void check_backward_case(const layer *L, const dev_layer *D, int act, int with_res, int want_dres) {
     int rows = L->rows, C = L->C;
     size_t n = (size_t)rows * C;
-    run_train_forward(L, D, relu, with_res);
+    run_train_forward(L, D, act, with_res);
     test_poison(D->dx, n);
     test_poison(D->dres, n);
     test_poison(D->dgamma, C);
     test_poison(D->dbeta, C);
-    bn_backward(D->dx, want_dres ? D->dres : NULL, D->dgamma, D->dbeta, D->dy, D->x, D->y, D->gamma,
-                D->mean, D->invstd, rows, C, relu, scratch, 0);
+    bn_act_backward(D->dx, want_dres ? D->dres : NULL, D->dgamma, D->dbeta, D->dy, D->x, D->y, D->gamma,
+                    D->beta, D->mean, D->invstd, rows, C, (act_kind)act, scratch, 0);
     float *y = host_alloc(n), *dx = host_alloc(n), *dres = host_alloc(n);
     float *mean = host_alloc(C), *invstd = host_alloc(C), *got = host_alloc(C);
     test_to_host(y, D->y, n);
@@ -331,11 +350,20 @@ static void check_backward_case(const layer *L, const dev_layer *D, int relu, in
     test_to_host(mean, D->mean, C);
     test_to_host(invstd, D->invstd, C);
     double *dgamma = calloc(C, sizeof(double)), *dbeta = calloc(C, sizeof(double));
+    /* g: dy through the activation (the ReLU mask from y; SiLU's derivative at the pre-activation
+     * recomputed from the kept mean and invstd) */
+    double *g = malloc(n * sizeof(double));
     for (size_t i = 0; i < n; i++) {
         int c = (int)(i % C);
-        double g = relu && !(y[i] > 0.0f) ? 0.0 : L->dy[i];
-        dbeta[c] += g;
-        dgamma[c] += g * (L->x[i] - (double)mean[c]) * invstd[c];
+        double xhat = (L->x[i] - (double)mean[c]) * invstd[c];
+        if (act == ACT_SILU) {
+            double z = L->gamma[c] * xhat + L->beta[c], sg = ref_sigmoid(z);
+            g[i] = L->dy[i] * sg * (1.0 + z * (1.0 - sg));
+        } else {
+            g[i] = act == ACT_RELU && !(y[i] > 0.0f) ? 0.0 : L->dy[i];
+        }
+        dbeta[c] += g[i];
+        dgamma[c] += g[i] * xhat;
     }
     /* dx = k (g - mean g - xhat mean(g xhat)) cancels almost completely for tiny batches (rows = 2:
      * dx ~ eps / var * k g), so its error is measured against the size of k g when that is larger. */
@@ -343,11 +371,11 @@ static void check_backward_case(const layer *L, const dev_layer *D, int relu, in
     double terms = 0.0;
     for (size_t i = 0; i < n; i++) {
         int c = (int)(i % C);
-        double g = relu && !(y[i] > 0.0f) ? 0.0 : L->dy[i];
         double xhat = (L->x[i] - (double)mean[c]) * invstd[c], k = (double)L->gamma[c] * invstd[c];
-        err_add(&edx, dx[i], k * (g - dbeta[c] / rows - xhat * dgamma[c] / rows));
-        terms += k * g * k * g;
-        if (want_dres) err_add(&edres, dres[i], g);
+        err_add(&edx, dx[i], k * (g[i] - dbeta[c] / rows - xhat * dgamma[c] / rows));
+        terms += k * g[i] * k * g[i];
+        /* the residual's gradient: where it joined, after the SiLU (dy) or before the ReLU (g) */
+        if (want_dres) err_add(&edres, dres[i], act == ACT_SILU ? L->dy[i] : g[i]);
     }
     if (edx.den < 1e-4 * terms) edx.den = 1e-4 * terms;
     expect_err("backward dx", rows, C, err_value(&edx), 1e-4);
@@ -358,22 +386,22 @@ static void check_backward_case(const layer *L, const dev_layer *D, int relu, in
     test_to_host(got, D->dbeta, C);
     expect_err("backward dbeta", rows, C, test_rel_err(got, dbeta, C), 1e-4);
     assert_scratch_clean();
-    free(y); free(dx); free(dres); free(mean); free(invstd); free(got); free(dgamma); free(dbeta);
+    free(y); free(dx); free(dres); free(mean); free(invstd); free(got); free(dgamma); free(dbeta); free(g);
 }
 
 static void test_backward(void **state) {
     (void)state;
     uint64_t rng = 3000;
     for (size_t s = 0; s < NSHAPES; s++)
-        for (int mode = 0; mode < 6; mode++) {
-            /* relu x dresidual, then both relu settings on the misaligned scalar path */
-            int relu = mode & 1, with_res = (mode >> 1) & 1, shift = mode >= 4;
+        for (int mode = 0; mode < 9; mode++) {
+            /* activation x (no dresidual, dresidual, dresidual on the misaligned scalar path) */
+            int act = mode % 3, with_res = mode / 3 > 0, shift = mode / 3 == 2;
             layer L;
             dev_layer D;
             layer_make(&L, SHAPES[s][0], SHAPES[s][1], &rng, 2.0, 1.0);
             dev_layer_make(&D, &L, shift);
             for (int call = 0; call < 2; call++) { /* the second call reuses the scratch */
-                check_backward_case(&L, &D, relu, with_res || shift, with_res || shift);
+                check_backward_case(&L, &D, act, with_res, with_res);
                 for (size_t i = 0; i < (size_t)L.rows * L.C; i++) L.dy[i] = test_rand_uniform(&rng, -1, 1);
                 upload(D.dy, L.dy, (size_t)L.rows * L.C);
             }
@@ -389,7 +417,8 @@ static void test_backward_big(void **state) {
     dev_layer D;
     layer_make(&L, 401408, 64, &rng, 2.0, 1.0);
     dev_layer_make(&D, &L, 0);
-    check_backward_case(&L, &D, 1, 1, 1);
+    check_backward_case(&L, &D, ACT_RELU, 1, 1);
+    check_backward_case(&L, &D, ACT_SILU, 1, 1);
     dev_layer_free(&D, 0);
     layer_free(&L);
 }
@@ -399,9 +428,9 @@ static void test_backward_big(void **state) {
  * perturbation that moves any pre-activation across the ReLU kink (checked on the host in double)
  * is skipped, so the loss is smooth on the segment. */
 
-static double gpu_loss(const layer *L, const dev_layer *D, int relu, int with_res, float *y) {
+static double gpu_loss(const layer *L, const dev_layer *D, int act, int with_res, float *y) {
     size_t n = (size_t)L->rows * L->C;
-    run_train_forward(L, D, relu, with_res);
+    run_train_forward(L, D, act, with_res);
     test_to_host(y, D->y, n);
     double loss = 0.0;
     for (size_t i = 0; i < n; i++) loss += (double)L->dy[i] * y[i];
@@ -432,16 +461,17 @@ static void pre_signs(const layer *L, int with_res, signed char *sign) {
     free(var);
 }
 
-static void gradcheck_case(int rows, int C, int relu, int with_res, uint64_t seed) {
+static void gradcheck_case(int rows, int C, int act, int with_res, uint64_t seed) {
+    int relu = act == ACT_RELU; /* only the ReLU has kinks to keep away from */
     uint64_t rng = seed;
     layer L;
     dev_layer D;
     layer_make(&L, rows, C, &rng, 1.0, 1.0);
     dev_layer_make(&D, &L, 0);
     size_t n = (size_t)rows * C;
-    run_train_forward(&L, &D, relu, with_res);
-    bn_backward(D.dx, with_res ? D.dres : NULL, D.dgamma, D.dbeta, D.dy, D.x, D.y, D.gamma, D.mean,
-                D.invstd, rows, C, relu, scratch, 0);
+    run_train_forward(&L, &D, act, with_res);
+    bn_act_backward(D.dx, with_res ? D.dres : NULL, D.dgamma, D.dbeta, D.dy, D.x, D.y, D.gamma, D.beta, D.mean,
+                    D.invstd, rows, C, (act_kind)act, scratch, 0);
     float *dx = host_alloc(n), *dres = host_alloc(n), *dgamma = host_alloc(C), *dbeta = host_alloc(C);
     float *y = host_alloc(n);
     test_to_host(dx, D.dx, n);
@@ -479,15 +509,15 @@ static void gradcheck_case(int rows, int C, int relu, int with_res, uint64_t see
             params[p].host[i] = v;
             if (!smooth) continue;
             upload(params[p].dev + i, &plus, 1);
-            double loss_plus = gpu_loss(&L, &D, relu, with_res, y);
+            double loss_plus = gpu_loss(&L, &D, act, with_res, y);
             upload(params[p].dev + i, &minus, 1);
-            double loss_minus = gpu_loss(&L, &D, relu, with_res, y);
+            double loss_minus = gpu_loss(&L, &D, act, with_res, y);
             upload(params[p].dev + i, &v, 1);
             double fd = (loss_plus - loss_minus) / ((double)plus - (double)minus);
             double an = params[p].grad[i];
             if (!(fabs(fd - an) <= 1e-2 * (fabs(an) + 0.1 * rms) + 1e-6)) {
-                fprintf(stderr, "gradcheck rows=%d C=%d relu=%d residual=%d: d%s[%zu] backward %.6g, "
-                        "finite difference %.6g\n", rows, C, relu, with_res, params[p].name, i, an, fd);
+                fprintf(stderr, "gradcheck rows=%d C=%d act=%d residual=%d: d%s[%zu] backward %.6g, "
+                        "finite difference %.6g\n", rows, C, act, with_res, params[p].name, i, an, fd);
                 fail();
             }
             checked++;
@@ -505,11 +535,14 @@ static void gradcheck_case(int rows, int C, int relu, int with_res, uint64_t see
 
 static void test_gradcheck(void **state) {
     (void)state;
-    gradcheck_case(24, 6, 1, 1, 4000);  /* scalar path */
-    gradcheck_case(32, 8, 1, 1, 4001);  /* float4 path */
-    gradcheck_case(40, 12, 0, 0, 4002);
-    gradcheck_case(16, 8, 1, 0, 4003);
-    gradcheck_case(20, 5, 0, 1, 4004);
+    gradcheck_case(24, 6, ACT_RELU, 1, 4000);  /* scalar path */
+    gradcheck_case(32, 8, ACT_RELU, 1, 4001);  /* float4 path */
+    gradcheck_case(40, 12, ACT_NONE, 0, 4002);
+    gradcheck_case(16, 8, ACT_RELU, 0, 4003);
+    gradcheck_case(20, 5, ACT_NONE, 1, 4004);
+    gradcheck_case(24, 6, ACT_SILU, 1, 4005);  /* SiLU, scalar path, skip after the activation */
+    gradcheck_case(32, 8, ACT_SILU, 1, 4006);
+    gradcheck_case(40, 12, ACT_SILU, 0, 4007);
 }
 
 /* ---- a captured graph: two layers sharing the scratch, replayed with new inputs ------------- */

@@ -1,0 +1,244 @@
+#include "models/depthwise.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/depthwise.h"
+#include "models/check.h"
+
+#define DEPTHWISE_TIMING_REPS 7
+
+const char *depthwise_path_name(depthwise_path path) { return path == DEPTHWISE_CUDNN ? "cudnn" : "ours"; }
+
+void depthwise_layer_init(depthwise_layer *d, arena *a, int batch, int channels, int size_in, int stride) {
+    memset(d, 0, sizeof *d);
+    d->batch = batch, d->channels = channels, d->stride = stride;
+    d->h_in = d->w_in = size_in;
+    d->h_out = d->w_out = (size_in - 1) / stride + 1;
+    d->weight = arena_take_floats(a, ARENA_WEIGHTS, (size_t)channels * 9);
+    d->weight_grad = a->planning ? NULL : arena_grad_of(a, d->weight);
+}
+
+double depthwise_layer_flops(const depthwise_layer *d) {
+    return 2.0 * 9.0 * d->batch * (double)d->h_out * d->w_out * d->channels;
+}
+
+size_t depthwise_layer_scratch_bytes(const depthwise_layer *d) { return depthwise_scratch_bytes(d->channels); }
+void depthwise_layer_attach_scratch(depthwise_layer *d, void *scratch) { d->scratch = scratch; }
+
+/* ---- the two implementations ---------------------------------------------------------------*/
+
+static void run_ours(depthwise_layer *d, int dir, float *y, const float *x, float *dx, const float *dy,
+                     float *dw, job_context *ctx) {
+    int N = d->batch, H = d->h_in, W = d->w_in, C = d->channels, s = d->stride, Ho = d->h_out, Wo = d->w_out;
+    if (dir == DEPTHWISE_FORWARD) depthwise_forward(y, x, d->weight, N, H, W, C, s, Ho, Wo, ctx->stream);
+    else if (dir == DEPTHWISE_BACKWARD_DATA)
+        depthwise_backward_data(dx, dy, d->weight, N, H, W, C, s, Ho, Wo, ctx->stream);
+    else depthwise_backward_filter(dw, dy, x, N, H, W, C, s, Ho, Wo, d->scratch, ctx->stream);
+}
+
+static void run_cudnn(depthwise_layer *d, int dir, float *y, const float *x, float *dx, const float *dy,
+                      float *dw, job_context *ctx) {
+    const float one = 1.0f, zero = 0.0f;
+    const depthwise_choice *ch = &d->choice;
+    if (dir == DEPTHWISE_FORWARD)
+        CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, d->x_desc, x, d->w_desc, d->weight, d->fwd_desc,
+                                            ch->fwd, ctx->workspace, ctx->workspace_bytes, &zero, d->y_desc, y));
+    else if (dir == DEPTHWISE_BACKWARD_DATA)
+        CHECK_CUDNN(cudnnConvolutionBackwardData(ctx->cudnn, &one, d->w_desc, d->weight, d->y_desc, dy,
+                                                 d->bwd_data_desc, ch->bwd_data, ctx->workspace,
+                                                 ctx->workspace_bytes, &zero, d->x_desc, dx));
+    else
+        CHECK_CUDNN(cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d->x_desc, x, d->y_desc, dy,
+                                                   d->bwd_filter_desc, ch->bwd_filter, ctx->workspace,
+                                                   ctx->workspace_bytes, &zero, d->w_desc, dw));
+}
+
+static void run(depthwise_layer *d, int dir, depthwise_path path, float *y, const float *x, float *dx,
+                const float *dy, float *dw, job_context *ctx) {
+    if (path == DEPTHWISE_CUDNN) run_cudnn(d, dir, y, x, dx, dy, dw, ctx);
+    else run_ours(d, dir, y, x, dx, dy, dw, ctx);
+}
+
+/* ---- set-up ---------------------------------------------------------------------------------*/
+
+static cudnnConvolutionDescriptor_t make_desc(const depthwise_layer *d) {
+    cudnnConvolutionDescriptor_t desc;
+    CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&desc));
+    CHECK_CUDNN(cudnnSetConvolution2dDescriptor(desc, 1, 1, d->stride, d->stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                CUDNN_DATA_FLOAT));
+    CHECK_CUDNN(cudnnSetConvolutionGroupCount(desc, d->channels));
+    return desc;
+}
+
+/* found = whether a result succeeded within the limit (and is plain float math unless TF32 is
+ * allowed); the first such (results come back fastest first) is taken. */
+#define PICK(results, n, limit, allow_tf32, out_algo, out_math, out_mem, found)                  \
+    do {                                                                                         \
+        for (int i_ = 0; i_ < (n) && !(found); i_++) {                                           \
+            if ((results)[i_].status != CUDNN_STATUS_SUCCESS || (results)[i_].memory > (limit))  \
+                continue;                                                                        \
+            if (!(allow_tf32) && (results)[i_].mathType != CUDNN_FMA_MATH) continue;             \
+            out_algo = (results)[i_].algo, out_math = (results)[i_].mathType;                    \
+            out_mem = (results)[i_].memory;                                                      \
+            found = 1;                                                                           \
+        }                                                                                        \
+    } while (0)
+
+/* cuDNN's algorithm per direction; a direction cuDNN cannot do (a status other than success,
+ * or no algorithm within the limit) is left to our kernels. */
+static void find_cudnn(depthwise_layer *d, float *y, const float *x, float *dx, size_t memory[3],
+                       job_context *ctx) {
+    enum { MAX_RESULTS = 16 };
+    depthwise_choice *ch = &d->choice;
+    size_t limit = ctx->workspace_limit;
+    int n = 0;
+    cudnnMathType_t search_math = ctx->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    CHECK_CUDNN(cudnnSetConvolutionMathType(d->fwd_desc, search_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_data_desc, search_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_filter_desc, search_math));
+
+    cudnnConvolutionFwdAlgoPerf_t fwd[MAX_RESULTS];
+    if (cudnnFindConvolutionForwardAlgorithmEx(ctx->cudnn, d->x_desc, x, d->w_desc, d->weight, d->fwd_desc,
+                                               d->y_desc, y, MAX_RESULTS, &n, fwd, ctx->workspace,
+                                               limit) == CUDNN_STATUS_SUCCESS)
+        PICK(fwd, n, limit, ctx->allow_tf32, ch->fwd, ch->fwd_math, memory[DEPTHWISE_FORWARD],
+             ch->cudnn_ok[DEPTHWISE_FORWARD]);
+    cudnnConvolutionBwdFilterAlgoPerf_t bwf[MAX_RESULTS];
+    if (cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx->cudnn, d->x_desc, x, d->y_desc, y, d->bwd_filter_desc,
+                                                      d->w_desc, d->weight_grad, MAX_RESULTS, &n, bwf,
+                                                      ctx->workspace, limit) == CUDNN_STATUS_SUCCESS)
+        PICK(bwf, n, limit, ctx->allow_tf32, ch->bwd_filter, ch->bwd_filter_math,
+             memory[DEPTHWISE_BACKWARD_FILTER], ch->cudnn_ok[DEPTHWISE_BACKWARD_FILTER]);
+    if (dx) {
+        cudnnConvolutionBwdDataAlgoPerf_t bwd[MAX_RESULTS];
+        if (cudnnFindConvolutionBackwardDataAlgorithmEx(ctx->cudnn, d->w_desc, d->weight, d->y_desc, y,
+                                                        d->bwd_data_desc, d->x_desc, dx, MAX_RESULTS, &n, bwd,
+                                                        ctx->workspace, limit) == CUDNN_STATUS_SUCCESS)
+            PICK(bwd, n, limit, ctx->allow_tf32, ch->bwd_data, ch->bwd_data_math,
+                 memory[DEPTHWISE_BACKWARD_DATA], ch->cudnn_ok[DEPTHWISE_BACKWARD_DATA]);
+    }
+    (void)cudaGetLastError(); /* a refused Find leaves no error behind for the next check */
+    CHECK_CUDNN(cudnnSetConvolutionMathType(d->fwd_desc, ch->fwd_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_data_desc, ch->bwd_data_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_filter_desc, ch->bwd_filter_math));
+}
+
+static int compare_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of DEPTHWISE_TIMING_REPS runs of one direction, after one warm-up run. */
+static float time_direction(depthwise_layer *d, int dir, depthwise_path path, float *y, const float *x,
+                            float *dx, job_context *ctx) {
+    float ms[DEPTHWISE_TIMING_REPS];
+    cudaEvent_t start, stop;
+    CHECK_CUDA(cudaEventCreate(&start));
+    CHECK_CUDA(cudaEventCreate(&stop));
+    run(d, dir, path, y, x, dx, y, d->weight_grad, ctx);
+    for (int r = 0; r < DEPTHWISE_TIMING_REPS; r++) {
+        CHECK_CUDA(cudaEventRecord(start, ctx->stream));
+        run(d, dir, path, y, x, dx, y, d->weight_grad, ctx);
+        CHECK_CUDA(cudaEventRecord(stop, ctx->stream));
+        CHECK_CUDA(cudaEventSynchronize(stop));
+        CHECK_CUDA(cudaEventElapsedTime(&ms[r], start, stop));
+    }
+    CHECK_CUDA(cudaEventDestroy(start));
+    CHECK_CUDA(cudaEventDestroy(stop));
+    qsort(ms, DEPTHWISE_TIMING_REPS, sizeof *ms, compare_float);
+    return ms[DEPTHWISE_TIMING_REPS / 2];
+}
+
+static void measure(depthwise_layer *d, float *y, const float *x, float *dx, job_context *ctx) {
+    depthwise_choice *ch = &d->choice;
+    const char *forced = getenv("SUITE_DEPTHWISE_PATH");
+    int force_ours = forced && !strcmp(forced, "ours"), force_cudnn = forced && !strcmp(forced, "cudnn");
+    size_t memory[3] = {0, 0, 0};
+    for (int dir = 0; dir < 3; dir++) ch->ours_ms[dir] = ch->cudnn_ms[dir] = -1.0f;
+    if (!force_ours) find_cudnn(d, y, x, dx, memory, ctx);
+    for (int dir = 0; dir < 3; dir++) {
+        ch->path[dir] = DEPTHWISE_OURS;
+        if (dir == DEPTHWISE_BACKWARD_DATA && !dx) continue;
+        if (!force_cudnn) ch->ours_ms[dir] = time_direction(d, dir, DEPTHWISE_OURS, y, x, dx, ctx);
+        if (!ch->cudnn_ok[dir]) {
+            if (force_cudnn)
+                fprintf(stderr, "depthwise %dx%dx%d stride %d: cuDNN has no %s algorithm within the workspace "
+                        "limit; our kernel runs instead\n", d->h_in, d->w_in, d->channels, d->stride,
+                        dir == DEPTHWISE_FORWARD ? "forward" : dir == DEPTHWISE_BACKWARD_DATA ? "backward-data"
+                                                                                             : "backward-filter");
+            continue;
+        }
+        if (!force_ours) ch->cudnn_ms[dir] = time_direction(d, dir, DEPTHWISE_CUDNN, y, x, dx, ctx);
+        if (force_cudnn || ch->cudnn_ms[dir] < ch->ours_ms[dir]) {
+            ch->path[dir] = DEPTHWISE_CUDNN;
+            if (memory[dir] > ch->workspace_bytes) ch->workspace_bytes = memory[dir];
+        }
+    }
+}
+
+static int cache_lookup(const depthwise_cache *cache, const int key[6]) {
+    for (int i = 0; cache && i < cache->count; i++)
+        if (memcmp(cache->keys[i], key, 6 * sizeof(int)) == 0) return i;
+    return -1;
+}
+
+void depthwise_layer_setup(depthwise_layer *d, float *y, const float *x, float *dx, depthwise_cache *cache,
+                           job_context *ctx) {
+    if (!d->scratch) {
+        fprintf(stderr, "depthwise_layer_setup: no scratch attached (depthwise_layer_attach_scratch)\n");
+        exit(2);
+    }
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&d->x_desc));
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&d->y_desc));
+    CHECK_CUDNN(cudnnCreateFilterDescriptor(&d->w_desc));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(d->x_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, d->batch, d->channels,
+                                           d->h_in, d->w_in));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(d->y_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, d->batch, d->channels,
+                                           d->h_out, d->w_out));
+    CHECK_CUDNN(cudnnSetFilter4dDescriptor(d->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, d->channels, 1, 3, 3));
+    d->fwd_desc = make_desc(d);
+    d->bwd_data_desc = make_desc(d);
+    d->bwd_filter_desc = make_desc(d);
+
+    int key[6] = {d->batch, d->channels, d->h_in, d->w_in, d->stride, dx != NULL};
+    int cached = cache_lookup(cache, key);
+    if (cached >= 0) {
+        d->choice = cache->choices[cached];
+        CHECK_CUDNN(cudnnSetConvolutionMathType(d->fwd_desc, d->choice.fwd_math));
+        CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_data_desc, d->choice.bwd_data_math));
+        CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_filter_desc, d->choice.bwd_filter_math));
+        return;
+    }
+    memset(&d->choice, 0, sizeof d->choice);
+    d->choice.fwd_math = d->choice.bwd_data_math = d->choice.bwd_filter_math = CUDNN_FMA_MATH;
+    measure(d, y, x, dx, ctx);
+    if (cache && cache->count < DEPTHWISE_CACHE_MAX) {
+        memcpy(cache->keys[cache->count], key, sizeof key);
+        cache->choices[cache->count++] = d->choice;
+    }
+}
+
+/* ---- passes ---------------------------------------------------------------------------------*/
+
+void depthwise_layer_forward(depthwise_layer *d, float *y, const float *x, job_context *ctx) {
+    run(d, DEPTHWISE_FORWARD, d->choice.path[DEPTHWISE_FORWARD], y, x, NULL, NULL, NULL, ctx);
+}
+
+void depthwise_layer_backward(depthwise_layer *d, float *dx, const float *dy, const float *x, job_context *ctx) {
+    run(d, DEPTHWISE_BACKWARD_FILTER, d->choice.path[DEPTHWISE_BACKWARD_FILTER], NULL, x, NULL, dy,
+        d->weight_grad, ctx);
+    if (dx) run(d, DEPTHWISE_BACKWARD_DATA, d->choice.path[DEPTHWISE_BACKWARD_DATA], NULL, NULL, dx, dy, NULL, ctx);
+}
+
+void depthwise_layer_destroy(depthwise_layer *d) {
+    if (d->x_desc) CHECK_CUDNN(cudnnDestroyTensorDescriptor(d->x_desc));
+    if (d->y_desc) CHECK_CUDNN(cudnnDestroyTensorDescriptor(d->y_desc));
+    if (d->w_desc) CHECK_CUDNN(cudnnDestroyFilterDescriptor(d->w_desc));
+    if (d->fwd_desc) CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(d->fwd_desc));
+    if (d->bwd_data_desc) CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(d->bwd_data_desc));
+    if (d->bwd_filter_desc) CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(d->bwd_filter_desc));
+    d->x_desc = NULL, d->y_desc = NULL, d->w_desc = NULL;
+    d->fwd_desc = d->bwd_data_desc = d->bwd_filter_desc = NULL;
+}
