@@ -176,7 +176,7 @@ PY
         "$build/bench_jpeg" --images 800 --threads 1,8,16 || status=1
         ;;
     new-tests)
-        for t in gpu_optim gpu_batchnorm gpu_efficientnet gpu_cait gpu_dlrm; do
+        for t in gpu_optim gpu_batchnorm gpu_efficientnet gpu_cait gpu_cait_model gpu_dlrm; do
             [ -x "$build/$t" ] || { echo "$t: not built"; continue; }
             "$build/$t" >"$out/$t.log" 2>&1; echo "$t: exit $?"
             grep -vE "^\[ +(RUN|OK) +\]" "$out/$t.log" | head -40

@@ -40,6 +40,7 @@ static const float *tensor_f32(const st_file *f, const char *name) {
  * ERR_FACTOR times what PyTorch itself achieves (plus a floor); without it, fixed bounds apply. */
 #define ERR_FACTOR 10.0
 static int failures;
+static char worst_grad_key[PARAM_NAME_MAX + 32]; /* the gradient with the largest error */
 
 static double compare(const st_file *ref, const char *key, const float *ours, size_t n, double fixed_bound,
                       double *worst) {
@@ -129,6 +130,7 @@ static void check_model(const char *name) {
     float *host = malloc(nlogits * sizeof *host);
     test_to_host(host, m->logits, nlogits);
     failures = 0;
+    worst_grad_key[0] = 0;
     double e_logits = compare(&ref, "logits", host, nlogits, b_out, &worst_other);
     double loss_sum, correct;
     trainer_take_sums(&s.trainer, &loss_sum, &correct);
@@ -151,7 +153,9 @@ static void check_model(const char *name) {
         } else {
             snprintf(key, sizeof key, "grad.%s", e->name);
             param_download(e, arena_grad_of(&s.ctx.arena, e->data), ours, &s.ctx);
+            double before = worst_grad;
             compare(&ref, key, ours, n, b_grad, &worst_grad);
+            if (worst_grad > before) snprintf(worst_grad_key, sizeof worst_grad_key, "%s", key);
             if (has_update) {
                 snprintf(key, sizeof key, "updated.%s", e->name);
                 param_download(e, e->data, ours, &s.ctx);
@@ -162,9 +166,9 @@ static void check_model(const char *name) {
         free(ours);
     }
     printf("%s %dx%d batch %d classes %d (%s): logits rel err %.2e, loss %.6f vs %.6f, %d tensors, "
-           "worst gradient %.2e, worst running stat/update %.2e\n", name, config.image_size, config.image_size,
+           "worst gradient %.2e (%s), worst running stat/update %.2e\n", name, config.image_size, config.image_size,
            config.batch, config.classes, tf32 ? "TF32" : "FP32", e_logits, loss, ref_loss, compared, worst_grad,
-           worst_other);
+           worst_grad_key, worst_other);
     if (failures) report_kinks(&ref);
     st_close(&ref);
     session_end(&s);

@@ -66,9 +66,12 @@ def cpu_copy(t):
 
 
 def sgd_param_groups(model, weight_decay):
-    """Weight decay on conv and linear weights only (ndim > 1), none on BN params and biases."""
-    decay = [p for p in model.parameters() if p.ndim > 1]
-    no_decay = [p for p in model.parameters() if p.ndim <= 1]
+    """Weight decay on conv and linear weights only (ndim > 1), none on norms, biases and what the
+    model lists in no_weight_decay() (CaiT's pos_embed and cls_token), as timm's optimizer
+    factory does."""
+    skip = model.no_weight_decay() if hasattr(model, "no_weight_decay") else set()
+    decay = [p for n, p in model.named_parameters() if p.ndim > 1 and n not in skip]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim <= 1 or n in skip]
     return [{"params": decay, "weight_decay": weight_decay},
             {"params": no_decay, "weight_decay": 0.0}]
 
