@@ -1,8 +1,14 @@
 /* Prefetching batch loader. Worker threads fill a ring of `depth` batch slots ahead of the single
- * consumer: batch b of an epoch goes to slot b % depth and holds permutation[b*batch ...], so the
- * consumer receives batches strictly in order while up to `depth` of them are read at once (one
- * worker fills one whole slot; several slots fill in parallel). A worker may claim batch b only
- * once the consumer has released batch b - depth, which keeps the ring bounded without a queue.
+ * consumer: batch b of an epoch goes to slot b % depth and holds the samples at positions
+ * b*batch ... of the epoch's order, so the consumer receives batches strictly in order while up
+ * to `depth` of them are read at once (one worker fills one whole slot; several slots fill in
+ * parallel). A worker may claim batch b only once the consumer has released batch b - depth,
+ * which keeps the ring bounded without a queue.
+ *
+ * Order: in order, a whole-epoch permutation array (Fisher-Yates, rewritten only while no read
+ * is in progress), or windows (loader.h): a worker maps its batch's positions to samples itself
+ * through two keyed Feistel networks (cycle-walking keeps a permutation of 2^(2h) values inside
+ * [0, n)), into the slot's own index array.
  *
  * Errors: a failed read marks its slot failed and stops further claims; batches claimed before it
  * still complete, so the consumer always reaches the failed batch and gets -1 with the reader's
@@ -29,12 +35,14 @@
 #define LOADER_MAX_AUTO_WORKERS 8
 #define LOADER_ERR_BYTES 512
 #define LOADER_READ_ERR_BYTES 400 /* the reader's message, leaving room for the loader's prefix */
+#define FEISTEL_ROUNDS 6
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_FAILED };
+enum order_kind { ORDER_IN_ORDER, ORDER_PERMUTATION, ORDER_WINDOWS };
 
 typedef struct loader_slot {
-    float *images;              /* [batch, H, W, C] */
-    int32_t *labels;            /* [batch] */
+    void *block;                /* every field of `batch` samples */
+    int64_t *indices;           /* [batch] samples of the batch (not with a permutation array) */
     int n;
     int64_t index;              /* batch number it holds (or is filling) this epoch; -1: none */
     enum slot_state state;
@@ -42,11 +50,15 @@ typedef struct loader_slot {
 } loader_slot;
 
 struct loader {
-    const dataset *data;
+    loader_source source;
+    const dataset *data;        /* loader_open: the image data set behind `source` */
     loader_config config;
-    size_t image_floats;
+    size_t field_offset[LOADER_MAX_FIELDS], block_bytes;
     int64_t batches;            /* per epoch */
-    int64_t *permutation;       /* [count], rewritten only while no read is in progress */
+    enum order_kind order;
+    int64_t window;             /* ORDER_WINDOWS: samples per window */
+    int epoch;                  /* the current epoch (keys the windowed order) */
+    int64_t *permutation;       /* ORDER_PERMUTATION: [count], rewritten only while no read runs */
     loader_slot *slots;         /* [depth] */
     pthread_t *threads;
     int thread_count;
@@ -98,14 +110,18 @@ static uint64_t uniform_below(uint64_t *state, uint64_t range) {
     return (uint64_t)(product >> 64);
 }
 
-/* Fisher-Yates over a generator keyed on (seed, epoch): the same pair gives the same order. */
-static void make_permutation(int64_t *permutation, int64_t count, int shuffle, uint64_t seed,
-                             int epoch) {
-    for (int64_t i = 0; i < count; i++) permutation[i] = i;
-    if (!shuffle) return;
+/* The generator state of (seed, epoch): the same pair gives the same order. */
+static uint64_t epoch_state(uint64_t seed, int epoch) {
     uint64_t state = seed ^ 0x6A09E667F3BCC909ull;
     state = splitmix64(&state) ^ ((uint64_t)(uint32_t)epoch * 0x9FB21C651E98DF25ull);
     splitmix64(&state);
+    return state;
+}
+
+/* Fisher-Yates over a generator keyed on (seed, epoch). */
+static void make_permutation(int64_t *permutation, int64_t count, uint64_t seed, int epoch) {
+    for (int64_t i = 0; i < count; i++) permutation[i] = i;
+    uint64_t state = epoch_state(seed, epoch);
     for (int64_t i = count - 1; i > 0; i--) {
         int64_t j = (int64_t)uniform_below(&state, (uint64_t)i + 1);
         int64_t t = permutation[i];
@@ -114,8 +130,79 @@ static void make_permutation(int64_t *permutation, int64_t count, int shuffle, u
     }
 }
 
+/* --- windowed order: keyed permutations of [0, n) computed per element --------------------- */
+
+typedef struct feistel {
+    uint64_t n, mask;
+    int half;                   /* bits of each half */
+    uint64_t keys[FEISTEL_ROUNDS];
+} feistel;
+
+static void feistel_init(feistel *f, uint64_t n, uint64_t key) {
+    int bits = 2;
+    while (bits < 64 && ((uint64_t)1 << bits) < n) bits++;
+    f->n = n;
+    f->half = (bits + 1) / 2;
+    f->mask = ((uint64_t)1 << f->half) - 1;
+    for (int r = 0; r < FEISTEL_ROUNDS; r++) f->keys[r] = splitmix64(&key);
+}
+
+/* A permutation of [0, 2^(2 half)); walking its cycle until the value is below n restricts it
+ * to a permutation of [0, n) (at most 4n values, so a few steps on average). */
+static uint64_t feistel_apply(const feistel *f, uint64_t x) {
+    if (f->n <= 1) return 0;
+    do {
+        uint64_t left = x >> f->half, right = x & f->mask;
+        for (int r = 0; r < FEISTEL_ROUNDS; r++) {
+            uint64_t mixed = right ^ f->keys[r];
+            uint64_t next = left ^ (splitmix64(&mixed) & f->mask);
+            left = right;
+            right = next;
+        }
+        x = left << f->half | right;
+    } while (x >= f->n);
+    return x;
+}
+
+/* Positions [first, first + n) of an epoch in windowed order: the whole windows in a shuffled
+ * order, the partial last one last, each window in a shuffled order of its own. */
+static void window_indices(int64_t *out, int64_t first, int n, int64_t count, int64_t window,
+                           uint64_t seed, int epoch) {
+    int64_t full = count / window, cached = -1, shuffled = 0;
+    uint64_t key = epoch_state(seed, epoch);
+    feistel windows, inside = {0}; /* set at the first position (cached starts at -1) */
+    feistel_init(&windows, (uint64_t)full, key);
+    for (int k = 0; k < n; k++) {
+        int64_t p = first + k, w = p / window;
+        if (w != cached) {
+            cached = w;
+            shuffled = w < full ? (int64_t)feistel_apply(&windows, (uint64_t)w) : w;
+            int64_t length = w < full ? window : count - full * window;
+            feistel_init(&inside, (uint64_t)length, key ^ ((uint64_t)shuffled + 1) * 0xC2B2AE3D27D4EB4Full);
+        }
+        out[k] = shuffled * window + (int64_t)feistel_apply(&inside, (uint64_t)(p % window));
+    }
+}
+
+int64_t loader_window_index(int64_t position, int64_t count, int64_t window, uint64_t seed, int epoch) {
+    int64_t index;
+    window_indices(&index, position, 1, count, window, seed, epoch);
+    return index;
+}
+
+/* The samples at positions [first, first + n) of the current epoch's order. */
+static void fill_indices(const loader *l, int64_t *indices, int64_t first, int n) {
+    if (l->order == ORDER_WINDOWS) {
+        window_indices(indices, first, n, l->source.count, l->window, l->config.seed, l->epoch);
+        return;
+    }
+    for (int k = 0; k < n; k++) indices[k] = first + k;
+}
+
+/* --- the worker ring ---------------------------------------------------------------------------- */
+
 static int batch_size(const loader *l, int64_t b) {
-    int64_t left = l->data->count - b * l->config.batch;
+    int64_t left = l->source.count - b * l->config.batch;
     return left < l->config.batch ? (int)left : l->config.batch;
 }
 
@@ -123,6 +210,11 @@ static int claimable(const loader *l) {
     int64_t released = l->next_deliver - l->holding;
     return l->running && !l->failed && l->next_claim < l->batches &&
            l->next_claim < released + l->config.depth;
+}
+
+static void slot_fields(const loader *l, const loader_slot *slot, void *fields[LOADER_MAX_FIELDS]) {
+    for (int f = 0; f < LOADER_MAX_FIELDS; f++)
+        fields[f] = f < l->source.fields ? (char *)slot->block + l->field_offset[f] : NULL;
 }
 
 static void *worker_main(void *arg) {
@@ -141,8 +233,15 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&l->mutex);
 
         err[0] = '\0';
-        int status = l->data->read(l->data, slot->images, slot->labels,
-                                   l->permutation + b * l->config.batch, slot->n, err, sizeof err);
+        int64_t first = b * l->config.batch;
+        const int64_t *indices = l->permutation + first;
+        if (l->order != ORDER_PERMUTATION) {
+            fill_indices(l, slot->indices, first, slot->n);
+            indices = slot->indices;
+        }
+        void *fields[LOADER_MAX_FIELDS];
+        slot_fields(l, slot, fields);
+        int status = l->source.read(&l->source, fields, indices, slot->n, err, sizeof err);
 
         pthread_mutex_lock(&l->mutex);
         if (status == 0) {
@@ -150,7 +249,7 @@ static void *worker_main(void *arg) {
             l->samples_filled += slot->n;
         } else {
             snprintf(slot->err, sizeof slot->err, "%s: reading batch %lld failed: %s",
-                     l->data->name, (long long)b, err[0] ? err : "(no message)");
+                     l->source.name, (long long)b, err[0] ? err : "(no message)");
             slot->state = SLOT_FAILED;
             l->failed = 1;
         }
@@ -165,20 +264,27 @@ static void free_slots(loader *l) {
     if (!l->slots) return;
     for (int i = 0; i < l->config.depth; i++) {
         loader_slot *s = &l->slots[i];
-        if (l->config.alloc_host) {
-            if (s->images) l->config.free_host(s->images, l->config.user);
-            if (s->labels) l->config.free_host(s->labels, l->config.user);
-        } else {
-            free(s->images);
-            free(s->labels);
+        if (s->block) {
+            if (l->config.alloc_host) l->config.free_host(s->block, l->config.user);
+            else free(s->block);
         }
+        free(s->indices);
     }
     free(l->slots);
     l->slots = NULL;
 }
 
-static void *alloc_buffer(const loader_config *c, size_t bytes) {
-    return c->alloc_host ? c->alloc_host(bytes, c->user) : malloc(bytes);
+/* --- opening ------------------------------------------------------------------------------------- */
+
+/* An image data set as a source: images float [H, W, C], labels int32. */
+static int dataset_source_read(const loader_source *s, void *const out[LOADER_MAX_FIELDS],
+                               const int64_t *indices, int n, char *err, size_t err_size) {
+    const dataset *d = s->impl;
+    return d->read(d, out[0], out[1], indices, n, err, err_size);
+}
+
+static void dataset_source_epoch(const loader_source *s, int epoch) {
+    dataset_set_epoch((const dataset *)s->impl, epoch);
 }
 
 loader *loader_open(const dataset *d, const loader_config *config, char *err, size_t err_size) {
@@ -187,6 +293,48 @@ loader *loader_open(const dataset *d, const loader_config *config, char *err, si
                  d && d->name[0] ? d->name : "(none)");
         return NULL;
     }
+    loader_source s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.name, sizeof s.name, "%s", d->name);
+    s.count = d->count;
+    s.fields = 2;
+    s.field_bytes[0] = dataset_image_floats(d) * sizeof(float);
+    s.field_bytes[1] = sizeof(int32_t);
+    s.read = dataset_source_read;
+    s.set_epoch = dataset_source_epoch;
+    s.impl = (void *)d;
+    loader *l = loader_open_source(&s, config, err, err_size);
+    if (l) l->data = d;
+    return l;
+}
+
+static void *alloc_buffer(const loader_config *c, size_t bytes) {
+    return c->alloc_host ? c->alloc_host(bytes, c->user) : malloc(bytes);
+}
+
+static int check_source(const loader_source *s, char *err, size_t err_size) {
+    const char *name = s && s->name[0] ? s->name : "(none)";
+    if (!s || !s->read || s->count <= 0) {
+        snprintf(err, err_size, "loader: data set %s is not open or holds no samples", name);
+        return -1;
+    }
+    if (s->fields < 1 || s->fields > LOADER_MAX_FIELDS) {
+        snprintf(err, err_size, "loader: %s has %d fields per sample, expected 1..%d", name, s->fields,
+                 LOADER_MAX_FIELDS);
+        return -1;
+    }
+    for (int f = 0; f < s->fields; f++)
+        if (s->field_bytes[f] == 0 || s->field_bytes[f] > ((size_t)1 << 30)) {
+            snprintf(err, err_size, "loader: %s field %d is %zu bytes a sample, expected 1 byte to 1 GiB",
+                     name, f, s->field_bytes[f]);
+            return -1;
+        }
+    return 0;
+}
+
+loader *loader_open_source(const loader_source *s, const loader_config *config, char *err,
+                           size_t err_size) {
+    if (check_source(s, err, err_size) != 0) return NULL;
     loader_config c = *config;
     if (c.depth == 0) c.depth = LOADER_DEFAULT_DEPTH;
     if (c.workers == 0) {
@@ -194,23 +342,23 @@ loader *loader_open(const dataset *d, const loader_config *config, char *err, si
         c.workers = cpus < 1 ? 1 : cpus > LOADER_MAX_AUTO_WORKERS ? LOADER_MAX_AUTO_WORKERS
                                                                   : (int)cpus;
     }
-    if (c.batch <= 0 || c.workers < 0 || c.depth < 0) {
+    if (c.batch <= 0 || c.workers < 0 || c.depth < 0 || c.shuffle_window < 0) {
         snprintf(err, err_size,
-                 "loader: batch %d, workers %d, depth %d; expected batch > 0, workers >= 0 and "
-                 "depth >= 0 (0 = default)",
-                 config->batch, config->workers, config->depth);
+                 "loader: batch %d, workers %d, depth %d, shuffle window %lld; expected batch > 0, "
+                 "workers >= 0, depth >= 0 (0 = default) and a window >= 0 (0 = automatic)",
+                 config->batch, config->workers, config->depth, (long long)config->shuffle_window);
         return NULL;
     }
     if ((c.alloc_host == NULL) != (c.free_host == NULL)) {
         snprintf(err, err_size, "loader: alloc_host and free_host must be given together");
         return NULL;
     }
-    int64_t batches = c.drop_last ? d->count / c.batch : (d->count + c.batch - 1) / c.batch;
+    int64_t batches = c.drop_last ? s->count / c.batch : (s->count + c.batch - 1) / c.batch;
     if (batches == 0) {
         snprintf(err, err_size,
                  "loader: %s holds %lld samples, fewer than one batch of %d, and drop_last is "
                  "set: an epoch would be empty",
-                 d->name, (long long)d->count, c.batch);
+                 s->name, (long long)s->count, c.batch);
         return NULL;
     }
 
@@ -219,33 +367,40 @@ loader *loader_open(const dataset *d, const loader_config *config, char *err, si
         snprintf(err, err_size, "loader: out of memory");
         return NULL;
     }
-    l->data = d;
+    l->source = *s;
     l->config = c;
-    l->image_floats = dataset_image_floats(d);
     l->batches = batches;
+    for (int f = 0; f < s->fields; f++) {
+        l->field_offset[f] = l->block_bytes;
+        size_t bytes = (size_t)c.batch * s->field_bytes[f];
+        l->block_bytes += (bytes + LOADER_FIELD_ALIGN - 1) / LOADER_FIELD_ALIGN * LOADER_FIELD_ALIGN;
+    }
+    l->order = !c.shuffle ? ORDER_IN_ORDER
+               : c.shuffle_window == 0 && s->count <= LOADER_MAX_PERMUTATION ? ORDER_PERMUTATION
+                                                                            : ORDER_WINDOWS;
+    l->window = c.shuffle_window > 0 ? c.shuffle_window : LOADER_DEFAULT_WINDOW;
     pthread_mutex_init(&l->mutex, NULL);
     pthread_cond_init(&l->work, NULL);
     pthread_cond_init(&l->done, NULL);
-    l->permutation = malloc((size_t)d->count * sizeof *l->permutation);
+    if (l->order == ORDER_PERMUTATION) l->permutation = malloc((size_t)s->count * sizeof *l->permutation);
     l->slots = calloc((size_t)c.depth, sizeof *l->slots);
     /* more threads than slots would never find work; thread_count counts only started ones */
     int want_threads = c.workers < c.depth ? c.workers : c.depth;
     l->threads = calloc((size_t)want_threads, sizeof *l->threads);
-    if (!l->permutation || !l->slots || !l->threads) {
+    if ((l->order == ORDER_PERMUTATION && !l->permutation) || !l->slots || !l->threads) {
         snprintf(err, err_size, "loader: out of memory for %lld indices and %d slots",
-                 (long long)d->count, c.depth);
+                 (long long)s->count, c.depth);
         loader_close(l);
         return NULL;
     }
-    size_t image_bytes = (size_t)c.batch * l->image_floats * sizeof(float);
     for (int i = 0; i < c.depth; i++) {
-        loader_slot *s = &l->slots[i];
-        s->index = -1;
-        s->images = alloc_buffer(&c, image_bytes);
-        s->labels = alloc_buffer(&c, (size_t)c.batch * sizeof(int32_t));
-        if (!s->images || !s->labels) {
+        loader_slot *slot = &l->slots[i];
+        slot->index = -1;
+        slot->block = alloc_buffer(&c, l->block_bytes);
+        if (l->order != ORDER_PERMUTATION) slot->indices = malloc((size_t)c.batch * sizeof *slot->indices);
+        if (!slot->block || (l->order != ORDER_PERMUTATION && !slot->indices)) {
             snprintf(err, err_size, "loader: cannot allocate batch buffer %d of %zu bytes", i,
-                     image_bytes);
+                     l->block_bytes);
             loader_close(l);
             return NULL;
         }
@@ -261,9 +416,21 @@ loader *loader_open(const dataset *d, const loader_config *config, char *err, si
     return l;
 }
 
+void loader_source_close(loader_source *s) {
+    if (s && s->close) s->close(s);
+}
+
 int64_t loader_batches_per_epoch(const loader *l) {
     return l->batches;
 }
+
+size_t loader_block_bytes(const loader *l) { return l->block_bytes; }
+
+size_t loader_field_offset(const loader *l, int field) {
+    return field >= 0 && field < l->source.fields ? l->field_offset[field] : 0;
+}
+
+/* --- epochs and batches ---------------------------------------------------------------------------- */
 
 void loader_start_epoch(loader *l, int epoch) {
     pthread_mutex_lock(&l->mutex);
@@ -273,8 +440,10 @@ void loader_start_epoch(loader *l, int epoch) {
         l->slots[i].state = SLOT_FREE;
         l->slots[i].index = -1;
     }
-    make_permutation(l->permutation, l->data->count, l->config.shuffle, l->config.seed, epoch);
-    dataset_set_epoch(l->data, epoch); /* no read is in progress here */
+    l->epoch = epoch;
+    if (l->order == ORDER_PERMUTATION)
+        make_permutation(l->permutation, l->source.count, l->config.seed, epoch);
+    if (l->source.set_epoch) l->source.set_epoch(&l->source, epoch); /* no read is in progress */
     l->next_claim = 0;
     l->next_deliver = 0;
     l->holding = 0;
@@ -322,8 +491,10 @@ int loader_next(loader *l, loader_batch *b, char *err, size_t err_size) {
         pthread_mutex_unlock(&l->mutex);
         return -1;
     }
-    b->images = slot->images;
-    b->labels = slot->labels;
+    slot_fields(l, slot, b->fields);
+    b->block = slot->block;
+    b->images = l->data ? (float *)b->fields[0] : NULL;
+    b->labels = l->data ? (int32_t *)b->fields[1] : NULL;
     b->n = slot->n;
     b->index = slot->index;
     l->next_deliver++;

@@ -1,16 +1,57 @@
-/* Batches for training: an epoch is a seeded permutation of the data set (a different one each
- * epoch, the same for the same seed), cut into batches that worker threads fill in a ring of
- * host buffers ahead of the consumer. Buffers come from the caller's allocator, so train passes
- * pinned memory (cudaHostAlloc) and copies each batch to the GPU asynchronously. */
+/* Batches for training: an epoch is a seeded shuffle of the samples (a different one each epoch,
+ * the same for the same seed), cut into batches that worker threads fill in a ring of host
+ * buffers ahead of the consumer. Buffers come from the caller's allocator, so train passes
+ * pinned memory (cudaHostAlloc) and copies each batch to the GPU asynchronously.
+ *
+ * Samples come from a loader_source: any number of samples, each made of up to
+ * LOADER_MAX_FIELDS fixed-size fields (an image and its label; Criteo's dense features,
+ * categorical indices and click). A batch is one host block holding each field's [batch, bytes]
+ * array, field f at loader_field_offset(f) (each starting at a multiple of LOADER_FIELD_ALIGN),
+ * so a consumer mirrors the block on the GPU and moves a whole batch in one copy. An image
+ * data set (dataset.h) is a source of two fields, images and int32 labels (loader_open).
+ *
+ * Shuffling: up to LOADER_MAX_PERMUTATION samples, a permutation of the whole epoch (Fisher-
+ * Yates, 8 bytes a sample). Beyond that, or when shuffle_window is set, nothing the size of the
+ * epoch is allocated: the samples are cut into windows of shuffle_window consecutive samples
+ * (LOADER_DEFAULT_WINDOW when 0), the whole windows are visited in a shuffled order (the
+ * partial last window last), and each window is read in a shuffled order of its own. Both
+ * orders come from keyed Feistel permutations computed per sample, so any batch of an epoch of
+ * billions of rows (Criteo Terabyte: 4.4 billion) is found in constant time and memory. Reads
+ * stay within a window or two per batch, so real files are read with locality (facebookresearch/
+ * dlrm reads Terabyte's days in order; this is that order, shuffled within windows). */
 #ifndef SUITE_LOADER_H
 #define SUITE_LOADER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/criteo.h"
 #include "data/dataset.h"
 
+#define LOADER_MAX_FIELDS 4
+#define LOADER_FIELD_ALIGN 256
+#define LOADER_MAX_PERMUTATION ((int64_t)1 << 27)  /* samples; a 1 GiB permutation */
+#define LOADER_DEFAULT_WINDOW ((int64_t)1 << 24)   /* samples per shuffle window */
+
 typedef struct loader loader;
+
+typedef struct loader_source loader_source;
+struct loader_source {
+    char name[32];
+    int64_t count;                              /* samples */
+    int fields;                                 /* 1 .. LOADER_MAX_FIELDS */
+    size_t field_bytes[LOADER_MAX_FIELDS];      /* bytes of one sample's field f */
+    /* Writes the n samples at indices: field f of sample k at (char *)out[f] + k * bytes[f].
+     * Called from several threads at once on distinct outputs. 0, or -1 with the reason. */
+    int (*read)(const loader_source *s, void *const out[LOADER_MAX_FIELDS], const int64_t *indices,
+                int n, char *err, size_t err_size);
+    void (*set_epoch)(const loader_source *s, int epoch); /* NULL: nothing depends on it */
+    void (*close)(loader_source *s);                      /* NULL: nothing to free */
+    void *impl;
+};
+
+/* Frees what the source's constructor allocated (after every loader over it is closed). */
+void loader_source_close(loader_source *s);
 
 typedef struct loader_config {
     int batch;
@@ -22,13 +63,19 @@ typedef struct loader_config {
     void *(*alloc_host)(size_t bytes, void *user); /* NULL: malloc */
     void (*free_host)(void *ptr, void *user);
     void *user;
+    int64_t shuffle_window; /* with shuffle: 0 = whole-epoch permutation up to
+                               LOADER_MAX_PERMUTATION samples, else windows of
+                               LOADER_DEFAULT_WINDOW; > 0 = windows of this many samples */
 } loader_config;
 
 typedef struct loader_batch {
-    float *images;          /* [n, H, W, C], owned by the loader until the next loader_next */
-    int32_t *labels;        /* [n] */
+    float *images;          /* image sources: [n, H, W, C] (= fields[0]) */
+    int32_t *labels;        /* image sources: [n] (= fields[1]) */
     int n;                  /* samples in this batch (config.batch except a short last one) */
     int64_t index;          /* batch number within the epoch */
+    void *fields[LOADER_MAX_FIELDS]; /* each [n, field_bytes], inside block */
+    void *block;            /* the whole batch buffer, loader_block_bytes long */
+    /* all of it is owned by the loader until the next loader_next */
 } loader_batch;
 
 typedef struct loader_stats {
@@ -36,14 +83,33 @@ typedef struct loader_stats {
     double samples_per_s;   /* production rate of the workers this epoch */
 } loader_stats;
 
+/* An image data set: fields images (float) and labels (int32). */
 loader *loader_open(const dataset *d, const loader_config *config, char *err, size_t err_size);
+/* Any source; the source is copied, its impl must outlive the loader. */
+loader *loader_open_source(const loader_source *s, const loader_config *config, char *err,
+                           size_t err_size);
 int64_t loader_batches_per_epoch(const loader *l);
-/* Starts epoch `epoch` (0-based): its permutation and its batches. */
+/* Bytes of a batch block, and where field f starts in it (capacity `batch` for every field). */
+size_t loader_block_bytes(const loader *l);
+size_t loader_field_offset(const loader *l, int field);
+/* Starts epoch `epoch` (0-based): its order and its batches. */
 void loader_start_epoch(loader *l, int epoch);
 /* Next batch of the current epoch: 1 and fills *b, 0 at the end of the epoch, -1 on a read error
  * (message in err). */
 int loader_next(loader *l, loader_batch *b, char *err, size_t err_size);
 loader_stats loader_epoch_stats(const loader *l);
 void loader_close(loader *l);
+
+/* The sample at position `position` of epoch `epoch` in windowed order (what a windowed loader
+ * reads), for tests and tools: a permutation of [0, count) for each (seed, epoch, window). */
+int64_t loader_window_index(int64_t position, int64_t count, int64_t window, uint64_t seed, int epoch);
+
+/* Criteo rows [first_row, first_row + rows) of an open reader (data/criteo_dataset.c) as a
+ * source of three fields: dense float [13], categorical indices int32 [26], click float [1]
+ * (0 or 1), i.e. models/dlrm.h's input block. The reader must outlive the source; close the
+ * source with loader_source_close. -1 with a message when the range is not within the reader's
+ * rows. */
+int loader_source_criteo(loader_source *s, const criteo *r, int64_t first_row, int64_t rows,
+                         char *err, size_t err_size);
 
 #endif

@@ -196,7 +196,9 @@ static int compare_floats(const void *a, const void *b) {
 
 static double evaluate(job *j, double *loss) {
     char err[512];
-    loader_config lc = {j->opt.batch, loader_workers(&j->opt), loader_workers(&j->opt) + 2, 0, 0, j->opt.seed, pinned_alloc, pinned_free, NULL};
+    int workers = loader_workers(&j->opt);
+    loader_config lc = {.batch = j->opt.batch, .workers = workers, .depth = workers + 2, .seed = j->opt.seed,
+                        .alloc_host = pinned_alloc, .free_host = pinned_free};
     loader *l = loader_open(&j->test_set, &lc, err, sizeof err);
     if (!l) return NAN;
     loader_start_epoch(l, 0);
@@ -216,7 +218,9 @@ static double evaluate(job *j, double *loss) {
 static int run_epochs(job *j) {
     const train_options *o = &j->opt;
     char err[512];
-    loader_config lc = {o->batch, loader_workers(o), loader_workers(o) + 2, 1, 1, o->seed, pinned_alloc, pinned_free, NULL};
+    int workers = loader_workers(o);
+    loader_config lc = {.batch = o->batch, .workers = workers, .depth = workers + 2, .shuffle = 1, .drop_last = 1,
+                        .seed = o->seed, .alloc_host = pinned_alloc, .free_host = pinned_free};
     loader *l = loader_open(&j->train_set, &lc, err, sizeof err);
     if (!l) return fail(j, 1, err);
     cudaEvent_t copied, *marks = malloc((MAX_TIMED_STEPS + 1) * sizeof *marks);

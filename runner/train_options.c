@@ -35,6 +35,9 @@ void train_options_usage(void *file) {
             "  --drop-path X (0)      stochastic depth rate\n"
             "  --max-rows N           dlrm: cap every embedding table at N rows (hash modulo)\n"
             "  --block-steps N (1000) dlrm: steps per timed training block\n"
+            "  --lr-warmup-steps N  --lr-decay-start N  --lr-decay-steps N\n"
+            "                         dlrm: the reference's policy (linear warm-up, then polynomial\n"
+            "                         decay from the start step over that many steps; 0: none)\n"
             "  --seed N (0)  --save FILE  --load FILE  --eval  --json  --dry-run\n"
             "  --wait-go              after warm-up print a ready event and wait for \"go\" on stdin\n"
             "  --workers N            data loader threads (0: the CPU count divided by the jobs\n"
@@ -174,9 +177,13 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
         else if (!strcmp(a, "--patch-size")) rc = parse_long(a, v, 1, 1024, &n, err, err_size), o->patch_size = (int)n;
         else if (!strcmp(a, "--max-rows")) rc = parse_long(a, v, 1, 2147483647L, &n, err, err_size), o->max_rows = n;
         else if (!strcmp(a, "--block-steps")) rc = parse_long(a, v, 1, 1L << 40, &n, err, err_size), o->block_steps = n;
+        else if (!strcmp(a, "--lr-warmup-steps")) rc = parse_long(a, v, 0, 1L << 40, &n, err, err_size), o->lr_warmup_steps = n;
+        else if (!strcmp(a, "--lr-decay-start")) rc = parse_long(a, v, 0, 1L << 40, &n, err, err_size), o->lr_decay_start = n;
+        else if (!strcmp(a, "--lr-decay-steps")) rc = parse_long(a, v, 0, 1L << 40, &n, err, err_size), o->lr_decay_steps = n;
         else if (!strcmp(a, "--drop-path")) rc = parse_float(a, v, 0, 0.999, &o->drop_path, err, err_size);
         else if (!strcmp(a, "--lr")) rc = parse_float(a, v, 0, 100, &o->lr, err, err_size), o->lr_set = 1;
-        else if (!strcmp(a, "--momentum")) rc = parse_float(a, v, 0, 0.9999, &o->momentum, err, err_size);
+        else if (!strcmp(a, "--momentum"))
+            rc = parse_float(a, v, 0, 0.9999, &o->momentum, err, err_size), o->momentum_set = 1;
         else if (!strcmp(a, "--weight-decay"))
             rc = parse_float(a, v, 0, 1, &o->weight_decay, err, err_size), o->weight_decay_set = 1;
         else if (!strcmp(a, "--optimizer")) {
@@ -226,6 +233,11 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
     }
     if (!o->model[0]) {
         snprintf(err, err_size, "--model is required: one of %s", MODELS);
+        return -1;
+    }
+    if (strcmp(o->model, "dlrm") != 0 && (o->max_rows || o->lr_warmup_steps || o->lr_decay_start || o->lr_decay_steps)) {
+        snprintf(err, err_size, "--max-rows and --lr-warmup-steps/--lr-decay-start/--lr-decay-steps are the "
+                 "recommender's (--model dlrm), not %s's", o->model);
         return -1;
     }
     /* CaiT trains with AdamW as timm's recipe does; explicit options still win. */

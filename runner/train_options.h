@@ -26,6 +26,8 @@ typedef struct train_options {
     float drop_path;          /* stochastic depth rate (0: off) */
     int64_t max_rows;         /* dlrm: rows per embedding table at most (hash modulo); 0: uncapped */
     long block_steps;         /* dlrm: steps per timed training block (1000) */
+    long lr_warmup_steps, lr_decay_start, lr_decay_steps; /* dlrm: the reference's policy (0: none) */
+    int momentum_set;
     uint64_t seed;
     char save[1024], load[1024];
     int eval, json, dry_run, wait_go, use_graph, allow_tf32, device, workers;

@@ -2,7 +2,11 @@
  * per epoch (with and without drop_last, batches that do not divide the count, several worker
  * counts and ring depths, reads finishing out of order), the order seeded per epoch, identity
  * without shuffle, a failing read reported to the consumer without deadlock, clean close and
- * restart mid-epoch, the caller's allocator, statistics. An alarm turns any hang into a failure. */
+ * restart mid-epoch, the caller's allocator, statistics. Sources of several fields (one block per
+ * batch, fields at aligned offsets), windowed shuffling (each index once, batches local to a
+ * window or two, seeded), an epoch of Criteo Terabyte's 4.4 billion rows opened without a
+ * permutation, and the Criteo source over a range of a reader's rows. An alarm turns any hang
+ * into a failure. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -272,7 +276,7 @@ static void test_allocator_and_stats(void **state) {
     loader *l = open_ok(&d, (loader_config){.batch = BATCH, .workers = 1, .depth = 2,
                                             .shuffle = 1, .seed = 3, .alloc_host = counting_alloc,
                                             .free_host = counting_free, .user = &counts});
-    assert_int_equal(atomic_load(&counts.allocs), 4); /* images and labels of 2 slots */
+    assert_int_equal(atomic_load(&counts.allocs), 2); /* one block (images and labels) per slot */
     int64_t order[COUNT];
     run_epoch(l, 0, BATCH, COUNT, 0, order);
     loader_stats s = loader_epoch_stats(l);
@@ -280,7 +284,7 @@ static void test_allocator_and_stats(void **state) {
     assert_true(s.wait_seconds > 0.005);
     assert_true(s.samples_per_s > 0);
     loader_close(l);
-    assert_int_equal(atomic_load(&counts.frees), 4);
+    assert_int_equal(atomic_load(&counts.frees), 2);
     alarm(0);
 }
 
@@ -345,6 +349,210 @@ static void test_synthetic(void **state) {
     alarm(0);
 }
 
+/* --- sources of several fields, windows, huge epochs, Criteo ---------------------------------- */
+
+/* Sample i: field 0 = 13 floats i + j/16, field 1 = 26 int32 (i * 31 + j), field 2 = one float i % 2. */
+static int three_field_read(const loader_source *s, void *const out[LOADER_MAX_FIELDS], const int64_t *indices,
+                            int n, char *err, size_t err_size) {
+    atomic_fetch_add(&((fake *)s->impl)->reads, 1);
+    for (int k = 0; k < n; k++) {
+        int64_t i = indices[k];
+        for (int j = 0; j < 13; j++) ((float *)out[0])[k * 13 + j] = (float)i + j / 16.0f;
+        for (int j = 0; j < 26; j++) ((int32_t *)out[1])[k * 26 + j] = (int32_t)(i * 31 + j);
+        ((float *)out[2])[k] = (float)(i % 2);
+    }
+    return 0;
+}
+
+static loader_source three_fields(fake *f, int64_t count) {
+    atomic_init(&f->reads, 0);
+    loader_source s = {.count = count, .fields = 3, .field_bytes = {13 * sizeof(float), 26 * sizeof(int32_t), sizeof(float)},
+                       .read = three_field_read, .impl = f};
+    snprintf(s.name, sizeof s.name, "three-fields");
+    return s;
+}
+
+static loader *open_source_ok(const loader_source *s, loader_config c) {
+    char err[512] = "";
+    loader *l = loader_open_source(s, &c, err, sizeof err);
+    if (!l) fail_msg("%s", err);
+    return l;
+}
+
+/* The sample index a three-field batch row holds, after checking all its fields agree. */
+static int64_t three_field_index(const loader_batch *b, int k) {
+    const float *dense = (const float *)b->fields[0] + k * 13;
+    const int32_t *ints = (const int32_t *)b->fields[1] + k * 26;
+    int64_t i = (int64_t)dense[0];
+    for (int j = 0; j < 13; j++) assert_true(dense[j] == (float)i + j / 16.0f);
+    for (int j = 0; j < 26; j++) assert_int_equal(ints[j], i * 31 + j);
+    assert_true(((const float *)b->fields[2])[k] == (float)(i % 2));
+    return i;
+}
+
+static void test_fields_in_one_block(void **state) {
+    alarm(60);
+    enum { COUNT = 103, BATCH = 10 };
+    fake f;
+    loader_source s = three_fields(&f, COUNT);
+    loader *l = open_source_ok(&s, (loader_config){.batch = BATCH, .workers = 3, .depth = 3, .shuffle = 1, .seed = 4});
+    /* fields one after another, each at a multiple of LOADER_FIELD_ALIGN, sized for a full batch */
+    assert_int_equal(loader_field_offset(l, 0), 0);
+    assert_int_equal(loader_field_offset(l, 1), 768);           /* 10 x 52 = 520 -> 768 */
+    assert_int_equal(loader_field_offset(l, 2), 768 + 1280);    /* 10 x 104 = 1040 -> 1280 */
+    assert_int_equal(loader_block_bytes(l), 768 + 1280 + 256);
+    char err[512];
+    loader_batch b;
+    int64_t order[COUNT], seen = 0;
+    loader_start_epoch(l, 0);
+    while (loader_next(l, &b, err, sizeof err) == 1) {
+        for (int fld = 0; fld < 3; fld++)
+            assert_ptr_equal(b.fields[fld], (char *)b.block + loader_field_offset(l, fld));
+        assert_null(b.images); /* not an image source */
+        for (int k = 0; k < b.n; k++) order[seen++] = three_field_index(&b, k);
+    }
+    assert_int_equal(seen, COUNT);
+    check_once_each(order, COUNT, COUNT);
+    loader_close(l);
+    /* bad sources are refused with a message */
+    loader_source bad = s;
+    bad.fields = 0;
+    assert_null(loader_open_source(&bad, &(loader_config){.batch = 2}, err, sizeof err));
+    assert_non_null(strstr(err, "fields"));
+    bad = s;
+    bad.field_bytes[1] = 0;
+    assert_null(loader_open_source(&bad, &(loader_config){.batch = 2}, err, sizeof err));
+    assert_non_null(strstr(err, "field 1"));
+    assert_null(loader_open_source(&s, &(loader_config){.batch = 2, .shuffle_window = -1}, err, sizeof err));
+    assert_non_null(strstr(err, "window"));
+    alarm(0);
+}
+
+static void test_windowed_order(void **state) {
+    alarm(60);
+    enum { COUNT = 1000, BATCH = 8, WINDOW = 64 };
+    fake f;
+    loader_source s = three_fields(&f, COUNT);
+    loader_config c = {.batch = BATCH, .workers = 4, .depth = 4, .shuffle = 1, .seed = 11, .shuffle_window = WINDOW};
+    int64_t orders[3][COUNT];
+    for (int run = 0; run < 3; run++) {
+        loader *l = open_source_ok(&s, c);
+        loader_start_epoch(l, run == 1 ? 1 : 0); /* epochs 0, 1, then 0 again */
+        loader_batch b;
+        char err[512];
+        int64_t seen = 0;
+        while (loader_next(l, &b, err, sizeof err) == 1) {
+            int64_t windows[2] = {-1, -1};
+            for (int k = 0; k < b.n; k++) {
+                int64_t i = three_field_index(&b, k), w = i / WINDOW;
+                orders[run][seen++] = i;
+                /* a batch reads from at most two windows (one boundary of the visiting order) */
+                if (windows[0] < 0 || windows[0] == w) windows[0] = w;
+                else if (windows[1] < 0 || windows[1] == w) windows[1] = w;
+                else fail_msg("batch %lld reads from three windows", (long long)b.index);
+            }
+        }
+        assert_int_equal(seen, COUNT);
+        check_once_each(orders[run], COUNT, COUNT);
+        loader_close(l);
+    }
+    assert_false(same_order(orders[0], orders[1], COUNT));
+    assert_true(same_order(orders[0], orders[2], COUNT));
+    /* the windows are visited in a shuffled order, the partial one last, each shuffled inside */
+    int shuffled_windows = 0, in_place = 0;
+    for (int64_t p = 0; p < COUNT; p++) {
+        in_place += orders[0][p] == p;
+        if (p % WINDOW == 0 && p / WINDOW < COUNT / WINDOW) shuffled_windows += orders[0][p] / WINDOW != p / WINDOW;
+        if (p >= COUNT / WINDOW * WINDOW) assert_true(orders[0][p] >= COUNT / WINDOW * WINDOW); /* tail last */
+    }
+    assert_true(shuffled_windows > 0);
+    assert_true(in_place < 30);
+    for (int64_t p = 0; p < COUNT; p++) /* what the loader read is what loader_window_index says */
+        assert_int_equal(orders[0][p], loader_window_index(p, COUNT, WINDOW, 11, 0));
+    alarm(0);
+}
+
+/* Windows that do not divide the count, windows of one sample, a window larger than the epoch. */
+static void test_window_index_permutes(void **state) {
+    const int64_t counts[] = {1, 2, 7, 100, 257};
+    const int64_t windows[] = {1, 3, 16, 64, 1000};
+    for (int ci = 0; ci < 5; ci++)
+        for (int wi = 0; wi < 5; wi++) {
+            int64_t count = counts[ci], order[257];
+            for (int64_t p = 0; p < count; p++) order[p] = loader_window_index(p, count, windows[wi], 5, 3);
+            check_once_each(order, count, count);
+        }
+}
+
+/* An epoch of Criteo Terabyte's rows: no permutation of 4.4 billion indices (35 GB) is made;
+ * batches come at once, from the whole range when shuffled, in order when not. */
+static void test_huge_epoch(void **state) {
+    alarm(60);
+    const int64_t count = 4373472329LL;
+    fake f;
+    loader_source s = three_fields(&f, count);
+    for (int shuffle = 0; shuffle < 2; shuffle++) {
+        loader *l = open_source_ok(&s, (loader_config){.batch = 1024, .workers = 2, .depth = 2, .shuffle = shuffle,
+                                                       .drop_last = 1, .seed = 3});
+        assert_int_equal(loader_batches_per_epoch(l), count / 1024);
+        loader_start_epoch(l, 0);
+        loader_batch b;
+        char err[512];
+        int64_t seen[3 * 1024], n = 0;
+        for (int batch = 0; batch < 3; batch++) {
+            assert_int_equal(loader_next(l, &b, err, sizeof err), 1);
+            for (int k = 0; k < b.n; k++) {
+                float dense = ((const float *)b.fields[0])[k * 13]; /* the index, to float precision */
+                assert_true(dense >= 0 && dense < (float)count * 1.0001f);
+                if (!shuffle) assert_int_equal((int64_t)dense, batch * 1024 + k);
+                seen[n++] = (int64_t)dense;
+            }
+        }
+        if (shuffle) { /* spread over a window of LOADER_DEFAULT_WINDOW samples, not the first 3072 */
+            int64_t beyond = 0;
+            for (int64_t k = 0; k < n; k++) beyond += seen[k] >= 3 * 1024;
+            assert_true(beyond > n / 2);
+        }
+        loader_close(l);
+    }
+    alarm(0);
+}
+
+/* Rows 100..399 of a synthetic Criteo reader through the loader equal direct reads. */
+static void test_criteo_source(void **state) {
+    alarm(60);
+    criteo_synthetic_spec spec = {.rows = 500, .seed = 2};
+    for (int t = 0; t < CRITEO_SPARSE; t++) spec.table_sizes[t] = 10 + t * 1000;
+    criteo *r;
+    char err[512];
+    assert_int_equal(criteo_open_synthetic(&r, &spec, err, sizeof err), 0);
+    loader_source s;
+    assert_int_equal(loader_source_criteo(&s, r, 100, 300, err, sizeof err), 0);
+    assert_int_equal(s.count, 300);
+    loader *l = open_source_ok(&s, (loader_config){.batch = 64, .workers = 2, .seed = 1});
+    loader_start_epoch(l, 0);
+    loader_batch b;
+    int64_t position = 0;
+    while (loader_next(l, &b, err, sizeof err) == 1) {
+        float dense[64 * CRITEO_DENSE], labels[64];
+        int32_t sparse[64 * CRITEO_SPARSE];
+        int64_t rows[64];
+        for (int k = 0; k < b.n; k++) rows[k] = 100 + position + k;
+        assert_int_equal(criteo_read(r, dense, sparse, labels, rows, b.n, err, sizeof err), 0);
+        assert_memory_equal(b.fields[0], dense, (size_t)b.n * CRITEO_DENSE * sizeof(float));
+        assert_memory_equal(b.fields[1], sparse, (size_t)b.n * CRITEO_SPARSE * sizeof(int32_t));
+        assert_memory_equal(b.fields[2], labels, (size_t)b.n * sizeof(float));
+        position += b.n;
+    }
+    assert_int_equal(position, 300);
+    loader_close(l);
+    loader_source_close(&s);
+    assert_int_equal(loader_source_criteo(&s, r, 400, 101, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not within the 500 rows"));
+    criteo_close(r);
+    alarm(0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_index_once),
@@ -355,6 +563,11 @@ int main(void) {
         cmocka_unit_test(test_allocator_and_stats),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_fields_in_one_block),
+        cmocka_unit_test(test_windowed_order),
+        cmocka_unit_test(test_window_index_permutes),
+        cmocka_unit_test(test_huge_epoch),
+        cmocka_unit_test(test_criteo_source),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
