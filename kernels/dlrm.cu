@@ -274,13 +274,15 @@ extern "C" void dlrm_relu_backward(float *dy, const float *y, size_t n, cudaStre
 
 /* ---- sigmoid + binary cross-entropy ------------------------------------------------------------*/
 
-/* softplus(a) = log(1 + e^a) without overflow or cancellation. */
-__device__ __forceinline__ float softplus(float a) { return fmaxf(a, 0.0f) + log1pf(expf(-fabsf(a))); }
+/* softplus(a) = log(1 + e^a) without overflow or cancellation. In double: the kernels build with
+ * --use_fast_math, whose float expf is an approximation that a loss summed over a held-out set
+ * would show; double functions are exact to rounding, and a row's loss is a handful of them. */
+__device__ __forceinline__ double softplus(double a) { return fmax(a, 0.0) + log1p(exp(-fabs(a))); }
 
 /* Loss of one row from its logit: log p = -softplus(-z), log(1 - p) = -softplus(z). */
-__device__ __forceinline__ float bce_loss(float z, float y) {
-    float log_p = fmaxf(-softplus(-z), -100.0f), log_q = fmaxf(-softplus(z), -100.0f);
-    return -(y * log_p + (1.0f - y) * log_q);
+__device__ __forceinline__ double bce_loss(float z, float y) {
+    double log_p = fmax(-softplus(-(double)z), -100.0), log_q = fmax(-softplus((double)z), -100.0);
+    return -(y * log_p + (1.0 - y) * log_q);
 }
 
 __device__ __forceinline__ float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
