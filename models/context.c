@@ -22,6 +22,11 @@ context_status context_init(job_context *ctx, int device, size_t workspace_limit
     ctx->workspace_limit = workspace_limit;
     ctx->allow_tf32 = allow_tf32;
     CHECK_CUDA(cudaSetDevice(device));
+    /* A host thread waiting for the GPU sleeps rather than spins: the CPU cores belong to the data
+     * loader's workers and, under collocation, to the other jobs (a spinning wait takes a whole
+     * core for nothing). The steps are enqueued a step ahead, so the wake-up is never on the
+     * GPU's critical path. */
+    CHECK_CUDA(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
     CHECK_CUDA(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
     CHECK_CUDNN(cudnnCreate(&ctx->cudnn));
     CHECK_CUDNN(cudnnSetStream(ctx->cudnn, ctx->stream));

@@ -489,8 +489,10 @@ static void read_sums(double sums[2], const double *d_sums) {
     CHECK_CUDA(cudaMemcpy(sums, d_sums, 2 * sizeof(double), cudaMemcpyDeviceToHost));
 }
 
+/* log p and log(1 - p) through softplus: computing them from p itself loses everything past
+ * |z| ~ 30, where 1 - p is below double's resolution next to 1. */
 static double bce_reference(double z, double y) {
-    double p = 1 / (1 + exp(-z)), lp = log(p), lq = log1p(-p);
+    double lp = -(fmax(-z, 0.0) + log1p(exp(-fabs(z)))), lq = -(fmax(z, 0.0) + log1p(exp(-fabs(z))));
     if (!(lp > -100)) lp = -100;
     if (!(lq > -100)) lq = -100;
     return -(y * lp + (1 - y) * lq);
