@@ -17,6 +17,7 @@
 #   new-parity  timm parity for efficientnetv2_s (64x64/4) and cait_xxs24 (32x32 patch 4 and 224)
 #   new-bench   EfficientNetV2-S 64x64/128 (SGD) and CaiT-XXS24 224/128 (AdamW) against PyTorch
 #   new-learn   both on Fashion-MNIST for 5 epochs (CaiT with patch 4 at 32x32)
+#   jpeg    ResNet-50 224 on 500x375 and 341x256 JPEGs (16 workers) against synthetic data
 #   data    ResNet-50 224 on generated ImageNet-layout JPEGs (16 workers) against synthetic data,
 #           resnet26 on a generated CIFAR-10 folder against synthetic, bench_jpeg at 1/8/16 threads
 # Logs go to $OUT (or results/device). On the device machine, first: . .devroot/env.sh
@@ -201,6 +202,24 @@ PY
             tee "$out/learn_effnet.log" | grep -E "^epoch|error|parameters" || status=1
         "$build/train" --model cait_xxs24 --data fashion-mnist --patch-size 4 --batch 128 --epochs 5 --eval --seed 1 2>&1 | \
             tee "$out/learn_cait.log" | grep -E "^epoch|error|parameters" || status=1
+        ;;
+    jpeg)
+        # the JPEG-fed ResNet-50 against synthetic data, at ImageNet's typical size and at the
+        # common "shorter side 256" pre-resized copy
+        for size in "500 375" "341 256"; do
+            read -r w h <<<"$size"
+            rm -rf /tmp/jpegs-$w
+            "$build/bench_jpeg" --write /tmp/jpegs-$w --images 5120 --classes 8 --width $w --height $h
+            echo "--- resnet50 224 batch 128, ${w}x${h} JPEGs, 16 workers"
+            "$build/train" --model resnet50 --batch 128 --image-size 224 --classes 1000 --epochs 2 \
+                --data imagenet --data-root /tmp/jpegs-$w --workers 16 --json 2>/dev/null | python3 bench/epoch_lines.py
+        done
+        echo "--- resnet50 224 batch 128, synthetic data through the host loader"
+        "$build/train" --model resnet50 --batch 128 --image-size 224 --classes 1000 --epochs 2 --steps-per-epoch 40 \
+            --json 2>/dev/null | python3 bench/epoch_lines.py
+        echo "--- data already on the GPU (bench_step):"
+        "$build/bench_step" --model resnet50 --image-size 224 --batch 128 --classes 1000 || status=1
+        "$build/bench_jpeg" --images 800 --threads 1,8,16 | tail -7 || status=1
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;
     esac
