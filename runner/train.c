@@ -156,9 +156,7 @@ static void *pinned_alloc(size_t bytes, void *user) {
 
 static void pinned_free(void *p, void *user) { CHECK_CUDA(cudaFreeHost(p)); }
 
-/* --workers 0: the CPU cores divided among the jobs that run at once (run_suite says how many).
- * A worker fills one whole batch at a time, so the ring holds two batches more than there are
- * workers: every worker has a slot while the GPU consumes one and the next waits. */
+/* --workers 0: the CPU cores divided among the jobs that run at once (run_suite says how many). */
 static int loader_workers(const train_options *o) {
     if (o->workers > 0) return o->workers;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -197,7 +195,7 @@ static int compare_floats(const void *a, const void *b) {
 static double evaluate(job *j, double *loss) {
     char err[512];
     int workers = loader_workers(&j->opt);
-    loader_config lc = {.batch = j->opt.batch, .workers = workers, .depth = workers + 2, .seed = j->opt.seed,
+    loader_config lc = {.batch = j->opt.batch, .workers = workers, .seed = j->opt.seed,
                         .alloc_host = pinned_alloc, .free_host = pinned_free};
     loader *l = loader_open(&j->test_set, &lc, err, sizeof err);
     if (!l) return NAN;
@@ -219,7 +217,7 @@ static int run_epochs(job *j) {
     const train_options *o = &j->opt;
     char err[512];
     int workers = loader_workers(o);
-    loader_config lc = {.batch = o->batch, .workers = workers, .depth = workers + 2, .shuffle = 1, .drop_last = 1,
+    loader_config lc = {.batch = o->batch, .workers = workers, .shuffle = 1, .drop_last = 1,
                         .seed = o->seed, .alloc_host = pinned_alloc, .free_host = pinned_free};
     loader *l = loader_open(&j->train_set, &lc, err, sizeof err);
     if (!l) return fail(j, 1, err);
