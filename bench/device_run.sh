@@ -198,7 +198,7 @@ PY
         BENCH_CONFIGS="efficientnetv2_s:64:128:sgd cait_xxs24:224:128:adamw" bash bench/run_model_bench.sh "$build" "$out" || status=1
         ;;
     new-learn)
-        "$build/train" --model efficientnetv2_s --data fashion-mnist --batch 128 --epochs 5 --eval --seed 1 2>&1 | \
+        "$build/train" --model efficientnetv2_s --data fashion-mnist --batch 128 --epochs 5 --lr 0.05 --nesterov --eval --seed 1 2>&1 | \
             tee "$out/learn_effnet.log" | grep -E "^epoch|error|parameters" || status=1
         "$build/train" --model cait_xxs24 --data fashion-mnist --patch-size 4 --batch 128 --epochs 5 --eval --seed 1 2>&1 | \
             tee "$out/learn_cait.log" | grep -E "^epoch|error|parameters" || status=1
