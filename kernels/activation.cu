@@ -11,6 +11,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/launch.h"
+#include "kernels/vector_io.cuh"
 #include "models/check.h"
 
 #define ACT_THREADS 256
@@ -38,22 +39,6 @@ static int act_vec(int C, const void *a, const void *b, const void *c) {
     return C % 4 == 0 && kernel_aligned(a, 16) && kernel_aligned(b, 16) && kernel_aligned(c, 16) ? 4 : 1;
 }
 
-template <int VEC>
-__device__ __forceinline__ void act_load(float v[VEC], const float *p) {
-    if constexpr (VEC == 4) {
-        float4 q = *(const float4 *)p;
-        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
-    } else {
-        v[0] = *p;
-    }
-}
-
-template <int VEC>
-__device__ __forceinline__ void act_store(float *p, const float v[VEC]) {
-    if constexpr (VEC == 4) *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
-    else *p = v[0];
-}
-
 __device__ __forceinline__ float act_sigmoid(float z) { return 1.0f / (1.0f + __expf(-z)); }
 
 /* ---- SiLU ---------------------------------------------------------------------------------- */
@@ -62,10 +47,10 @@ template <int VEC>
 __global__ void __launch_bounds__(ACT_THREADS) silu_forward_kernel(float *y, const float *x, unsigned items) {
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float v[VEC];
-        act_load<VEC>(v, x + (size_t)i * VEC);
+        load_vec<VEC>(v, x + (size_t)i * VEC);
 #pragma unroll
         for (int j = 0; j < VEC; j++) v[j] = v[j] * act_sigmoid(v[j]);
-        act_store<VEC>(y + (size_t)i * VEC, v);
+        store_vec<VEC>(y + (size_t)i * VEC, v);
     }
 }
 
@@ -74,14 +59,14 @@ __global__ void __launch_bounds__(ACT_THREADS)
 silu_backward_kernel(float *dx, const float *dy, const float *x, unsigned items) {
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float v[VEC], g[VEC];
-        act_load<VEC>(v, x + (size_t)i * VEC);
-        act_load<VEC>(g, dy + (size_t)i * VEC);
+        load_vec<VEC>(v, x + (size_t)i * VEC);
+        load_vec<VEC>(g, dy + (size_t)i * VEC);
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
             float s = act_sigmoid(v[j]);
             g[j] *= s * fmaf(v[j], 1.0f - s, 1.0f);
         }
-        act_store<VEC>(dx + (size_t)i * VEC, g);
+        store_vec<VEC>(dx + (size_t)i * VEC, g);
     }
 }
 
@@ -121,11 +106,11 @@ se_scale_forward_kernel(float *y, const float *x, const float *e, int HW, int C,
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         unsigned col = i % ncols, row = i / ncols, n = row / (unsigned)HW;
         float v[VEC], z[VEC];
-        act_load<VEC>(v, x + (size_t)i * VEC);
-        act_load<VEC>(z, e + (size_t)n * C + col * VEC);
+        load_vec<VEC>(v, x + (size_t)i * VEC);
+        load_vec<VEC>(z, e + (size_t)n * C + col * VEC);
 #pragma unroll
         for (int j = 0; j < VEC; j++) v[j] *= act_sigmoid(z[j]);
-        act_store<VEC>(y + (size_t)i * VEC, v);
+        store_vec<VEC>(y + (size_t)i * VEC, v);
     }
 }
 
@@ -143,19 +128,19 @@ se_scale_backward_gate_kernel(float *de, const float *dy, const float *x, const 
         for (int j = 0; j < VEC; j++) sum[j] = 0.0f;
         for (int p = 0; p < HW; p++) {
             float g[VEC], v[VEC];
-            act_load<VEC>(g, dy + base + (size_t)p * C);
-            act_load<VEC>(v, x + base + (size_t)p * C);
+            load_vec<VEC>(g, dy + base + (size_t)p * C);
+            load_vec<VEC>(v, x + base + (size_t)p * C);
 #pragma unroll
             for (int j = 0; j < VEC; j++) sum[j] = fmaf(g[j], v[j], sum[j]);
         }
         float z[VEC];
-        act_load<VEC>(z, e + (size_t)n * C + col * VEC);
+        load_vec<VEC>(z, e + (size_t)n * C + col * VEC);
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
             float s = act_sigmoid(z[j]);
             sum[j] *= s * (1.0f - s);
         }
-        act_store<VEC>(de + (size_t)n * C + col * VEC, sum);
+        store_vec<VEC>(de + (size_t)n * C + col * VEC, sum);
     }
 }
 
@@ -168,12 +153,12 @@ se_scale_backward_input_kernel(float *dx, const float *dy, const float *e, const
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         unsigned col = i % ncols, row = i / ncols, n = row / (unsigned)HW;
         float g[VEC], z[VEC], dm[VEC];
-        act_load<VEC>(g, dy + (size_t)i * VEC);
-        act_load<VEC>(z, e + (size_t)n * C + col * VEC);
-        act_load<VEC>(dm, dmean + (size_t)n * C + col * VEC);
+        load_vec<VEC>(g, dy + (size_t)i * VEC);
+        load_vec<VEC>(z, e + (size_t)n * C + col * VEC);
+        load_vec<VEC>(dm, dmean + (size_t)n * C + col * VEC);
 #pragma unroll
         for (int j = 0; j < VEC; j++) g[j] = fmaf(g[j], act_sigmoid(z[j]), dm[j] * inv_hw);
-        act_store<VEC>(dx + (size_t)i * VEC, g);
+        store_vec<VEC>(dx + (size_t)i * VEC, g);
     }
 }
 
@@ -261,11 +246,11 @@ drop_path_add_kernel(float *y, const float *shortcut, const float *branch, const
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float k = scale[i / ncols / (unsigned)HW];
         float s[VEC], b[VEC];
-        act_load<VEC>(s, shortcut + (size_t)i * VEC);
-        act_load<VEC>(b, branch + (size_t)i * VEC);
+        load_vec<VEC>(s, shortcut + (size_t)i * VEC);
+        load_vec<VEC>(b, branch + (size_t)i * VEC);
 #pragma unroll
         for (int j = 0; j < VEC; j++) s[j] = fmaf(b[j], k, s[j]);
-        act_store<VEC>(y + (size_t)i * VEC, s);
+        store_vec<VEC>(y + (size_t)i * VEC, s);
     }
 }
 
@@ -276,10 +261,10 @@ drop_path_backward_kernel(float *dbranch, const float *dy, const float *scale, i
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float k = scale[i / ncols / (unsigned)HW];
         float g[VEC];
-        act_load<VEC>(g, dy + (size_t)i * VEC);
+        load_vec<VEC>(g, dy + (size_t)i * VEC);
 #pragma unroll
         for (int j = 0; j < VEC; j++) g[j] *= k;
-        act_store<VEC>(dbranch + (size_t)i * VEC, g);
+        store_vec<VEC>(dbranch + (size_t)i * VEC, g);
     }
 }
 

@@ -17,6 +17,7 @@
 
 #include "kernels/depthwise.h"
 #include "kernels/launch.h"
+#include "kernels/vector_io.cuh"
 #include "models/check.h"
 
 #define DW_THREADS 256
@@ -24,22 +25,6 @@
 #define DW_MAX_SPLITS 64     /* pixel slices (bounds the scratch: DW_MAX_SPLITS x 9 x C floats) */
 #define DW_BLOCKS_PER_SM 4
 #define DW_ROWS_PER_THREAD 4 /* at least this many pixels per thread before adding a slice */
-
-template <int VEC>
-__device__ __forceinline__ void dw_load(float v[VEC], const float *p) {
-    if constexpr (VEC == 4) {
-        float4 q = *(const float4 *)p;
-        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
-    } else {
-        v[0] = *p;
-    }
-}
-
-template <int VEC>
-__device__ __forceinline__ void dw_store(float *p, const float v[VEC]) {
-    if constexpr (VEC == 4) *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
-    else *p = v[0];
-}
 
 template <int VEC>
 __device__ __forceinline__ float4 dw_pack(const float v[VEC]) {
@@ -103,12 +88,12 @@ depthwise_forward_kernel(float *y, const float *x, const float *w, int N, int H,
                     int ww = wo * stride - 1 + s;
                     if (ww < 0 || ww >= W) continue;
                     float v[VEC];
-                    dw_load<VEC>(v, xn + ((size_t)h * W + ww) * C);
+                    load_vec<VEC>(v, xn + ((size_t)h * W + ww) * C);
 #pragma unroll
                     for (int j = 0; j < VEC; j++) acc[j] = fmaf(v[j], w9[r * 3 + s][j], acc[j]);
                 }
             }
-            dw_store<VEC>(yrow + (size_t)wo * C, acc);
+            store_vec<VEC>(yrow + (size_t)wo * C, acc);
         }
     }
 }
@@ -161,12 +146,12 @@ depthwise_backward_data_kernel(float *dx, const float *dy, const float *w, int N
                     int wo = tw / stride;
                     if (wo >= Wo) continue;
                     float g[VEC];
-                    dw_load<VEC>(g, dyn + ((size_t)ho * Wo + wo) * C);
+                    load_vec<VEC>(g, dyn + ((size_t)ho * Wo + wo) * C);
 #pragma unroll
                     for (int j = 0; j < VEC; j++) acc[j] = fmaf(g[j], w9[r * 3 + s][j], acc[j]);
                 }
             }
-            dw_store<VEC>(dxrow + (size_t)ww * C, acc);
+            store_vec<VEC>(dxrow + (size_t)ww * C, acc);
         }
     }
 }
@@ -220,7 +205,7 @@ depthwise_backward_filter_kernel(float *dw, const float *dy, const float *x, int
         for (unsigned q = blockIdx.y * (unsigned)lanes + lane; q < pixels; q += step) {
             int wo = (int)(q % Wo), ho = (int)(q / Wo % Ho), n = (int)(q / ((unsigned)Wo * Ho));
             float g[VEC];
-            dw_load<VEC>(g, dy + (size_t)q * C + c);
+            load_vec<VEC>(g, dy + (size_t)q * C + c);
             const float *xn = x + (size_t)n * H * W * C + c;
 #pragma unroll
             for (int r = 0; r < 3; r++) {
@@ -231,7 +216,7 @@ depthwise_backward_filter_kernel(float *dw, const float *dy, const float *x, int
                     int ww = wo * stride - 1 + s;
                     if (ww < 0 || ww >= W) continue;
                     float v[VEC];
-                    dw_load<VEC>(v, xn + ((size_t)h * W + ww) * C);
+                    load_vec<VEC>(v, xn + ((size_t)h * W + ww) * C);
 #pragma unroll
                     for (int j = 0; j < VEC; j++) acc[r * 3 + s][j] = fmaf(g[j], v[j], acc[r * 3 + s][j]);
                 }
@@ -253,7 +238,7 @@ depthwise_backward_filter_kernel(float *dw, const float *dy, const float *x, int
         }
         if (lane == 0 && c < C) {
             float sums[4] = {mine.x, mine.y, mine.z, mine.w};
-            dw_store<VEC>(partial + ((size_t)blockIdx.y * 9 + t) * C + c, sums);
+            store_vec<VEC>(partial + ((size_t)blockIdx.y * 9 + t) * C + c, sums);
         }
         __syncthreads(); /* red[] is reused by the next tap */
     }

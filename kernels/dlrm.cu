@@ -10,6 +10,7 @@
 
 #include "kernels/dlrm.h"
 #include "kernels/launch.h"
+#include "kernels/vector_io.cuh"
 #include "models/check.h"
 
 #define DLRM_THREADS 256
@@ -21,22 +22,6 @@ static unsigned blocks_for(size_t threads) {
 }
 
 /* ---- embedding bag ---------------------------------------------------------------------------*/
-
-template <int VEC>
-__device__ __forceinline__ void load_vec(float v[VEC], const float *p) {
-    if constexpr (VEC == 4) {
-        float4 q = *(const float4 *)p;
-        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-    } else {
-        v[0] = *p;
-    }
-}
-
-template <int VEC>
-__device__ __forceinline__ void store_vec(float *p, const float v[VEC]) {
-    if constexpr (VEC == 4) *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
-    else *p = v[0];
-}
 
 __device__ __forceinline__ int clamp_index(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 

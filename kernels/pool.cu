@@ -16,6 +16,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
+#include "kernels/vector_io.cuh"
 #include "models/check.h"
 
 #define POOL_THREADS 256
@@ -39,22 +40,6 @@ static unsigned pool_blocks(size_t items) {
 static void pool_check_items(const char *fn, size_t items) {
     if (items > 0x7fffffffu)
         kernel_bad_input(fn, "tensor too large: %zu vector items, at most 2^31 - 1 supported", items);
-}
-
-template <int VEC>
-__device__ __forceinline__ void pool_load(float v[VEC], const float *p) {
-    if constexpr (VEC == 4) {
-        float4 q = *(const float4 *)p;
-        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
-    } else {
-        v[0] = *p;
-    }
-}
-
-template <int VEC>
-__device__ __forceinline__ void pool_store(float *p, const float v[VEC]) {
-    if constexpr (VEC == 4) *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
-    else *p = v[0];
 }
 
 /* ---- max pool ------------------------------------------------------------------------------ */
@@ -102,7 +87,7 @@ maxpool_forward_kernel(float *y, uint8_t *argmax, const float *x, int N, int H, 
                 int w = w0 + kw;
                 if (w < 0 || w >= W) continue;
                 float v[VEC];
-                pool_load<VEC>(v, x + (((size_t)n * H + h) * W + w) * C + c);
+                load_vec<VEC>(v, x + (((size_t)n * H + h) * W + w) * C + c);
 #pragma unroll
                 for (int j = 0; j < VEC; j++)
                     if (v[j] > best[j] || isnan(v[j])) {
@@ -112,7 +97,7 @@ maxpool_forward_kernel(float *y, uint8_t *argmax, const float *x, int N, int H, 
             }
         }
         size_t out = (size_t)pixel * C + c;
-        pool_store<VEC>(y + out, best);
+        store_vec<VEC>(y + out, best);
         if constexpr (VEC == 4)
             *(uchar4 *)(argmax + out) = make_uchar4((unsigned char)where[0], (unsigned char)where[1],
                                                     (unsigned char)where[2], (unsigned char)where[3]);
@@ -145,7 +130,7 @@ template <int VEC>
 __device__ __forceinline__ void maxpool_gather(float sum[VEC], const float *dy, const uint8_t *argmax,
                                                size_t out, int mine) {
     float g[VEC];
-    pool_load<VEC>(g, dy + out);
+    load_vec<VEC>(g, dy + out);
     if constexpr (VEC == 4) {
         uchar4 a = *(const uchar4 *)(argmax + out);
         sum[0] += a.x == mine ? g[0] : 0.0f;
@@ -193,7 +178,7 @@ maxpool_backward_kernel(float *dx, const float *dy, const uint8_t *argmax, int N
                     maxpool_gather<VEC>(sum, dy, argmax, (((size_t)n * Ho + ho) * Wo + wo) * C + c,
                                         (h - (ho * stride - pad)) * k + (w - (wo * stride - pad)));
         }
-        pool_store<VEC>(dx + (size_t)cell * C + c, sum);
+        store_vec<VEC>(dx + (size_t)cell * C + c, sum);
     }
 }
 
@@ -240,7 +225,7 @@ avgpool_global_forward_kernel(float *y, const float *x, int HW, int C, int tile_
         const float *base = x + n * HW * C + c;
         for (int p = lane; p < HW; p += lanes) {
             float v[VEC];
-            pool_load<VEC>(v, base + (size_t)p * C);
+            load_vec<VEC>(v, base + (size_t)p * C);
 #pragma unroll
             for (int j = 0; j < VEC; j++) sum[j] += v[j];
         }
@@ -258,7 +243,7 @@ avgpool_global_forward_kernel(float *y, const float *x, int HW, int C, int tile_
     }
     if (lane == 0 && c < C) {
         float inv = 1.0f / (float)HW, out[4] = {mine.x * inv, mine.y * inv, mine.z * inv, mine.w * inv};
-        pool_store<VEC>(y + n * C + c, out);
+        store_vec<VEC>(y + n * C + c, out);
     }
 }
 
@@ -271,10 +256,10 @@ avgpool_global_backward_kernel(float *dx, const float *dy, int N, int HW, int C)
         int c = (int)(i % ncols) * VEC;
         unsigned cell = i / ncols, n = cell / HW;
         float g[VEC];
-        pool_load<VEC>(g, dy + (size_t)n * C + c);
+        load_vec<VEC>(g, dy + (size_t)n * C + c);
 #pragma unroll
         for (int j = 0; j < VEC; j++) g[j] *= inv;
-        pool_store<VEC>(dx + (size_t)cell * C + c, g);
+        store_vec<VEC>(dx + (size_t)cell * C + c, g);
     }
 }
 

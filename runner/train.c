@@ -22,6 +22,7 @@
 #include "models/session.h"
 #include "runner/train_dlrm.h"
 #include "runner/train_events.h"
+#include "runner/train_host.h"
 #include "runner/train_options.h"
 
 #define MAX_TIMED_STEPS 4096
@@ -148,23 +149,6 @@ static int open_data(job *j, char *err, size_t err_size) {
     return 0;
 }
 
-static void *pinned_alloc(size_t bytes, void *user) {
-    void *p = NULL;
-    CHECK_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
-    return p;
-}
-
-static void pinned_free(void *p, void *user) { CHECK_CUDA(cudaFreeHost(p)); }
-
-/* --workers 0: the CPU cores divided among the jobs that run at once (run_suite says how many). */
-static int loader_workers(const train_options *o) {
-    if (o->workers > 0) return o->workers;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *shared = getenv("SUITE_CONCURRENT_JOBS");
-    long jobs = shared ? strtol(shared, NULL, 10) : 1;
-    long workers = (cpus < 1 ? 1 : cpus) / (jobs < 1 ? 1 : jobs);
-    return workers < 1 ? 1 : workers > 16 ? 16 : (int)workers;
-}
 
 static lr_schedule schedule_of(const job *j) {
     const train_options *o = &j->opt;
@@ -194,9 +178,9 @@ static int compare_floats(const void *a, const void *b) {
 
 static double evaluate(job *j, double *loss) {
     char err[512];
-    int workers = loader_workers(&j->opt);
+    int workers = train_loader_workers(&j->opt);
     loader_config lc = {.batch = j->opt.batch, .workers = workers, .seed = j->opt.seed,
-                        .alloc_host = pinned_alloc, .free_host = pinned_free};
+                        .alloc_host = train_pinned_alloc, .free_host = train_pinned_free};
     loader *l = loader_open(&j->test_set, &lc, err, sizeof err);
     if (!l) return NAN;
     loader_start_epoch(l, 0);
@@ -216,9 +200,9 @@ static double evaluate(job *j, double *loss) {
 static int run_epochs(job *j) {
     const train_options *o = &j->opt;
     char err[512];
-    int workers = loader_workers(o);
+    int workers = train_loader_workers(o);
     loader_config lc = {.batch = o->batch, .workers = workers, .shuffle = 1, .drop_last = 1,
-                        .seed = o->seed, .alloc_host = pinned_alloc, .free_host = pinned_free};
+                        .seed = o->seed, .alloc_host = train_pinned_alloc, .free_host = train_pinned_free};
     loader *l = loader_open(&j->train_set, &lc, err, sizeof err);
     if (!l) return fail(j, 1, err);
     cudaEvent_t copied, *marks = malloc((MAX_TIMED_STEPS + 1) * sizeof *marks);

@@ -18,6 +18,7 @@
  * the run's steps; the reference's run leaves warm-up and decay off, and so does this default.
  * Exit codes: 0 done, 1 runtime (no GPU, tables too large for the GPU, diverged), 2 bad input. */
 #include "runner/train_dlrm.h"
+#include "runner/train_host.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -176,13 +177,6 @@ static int open_data(dlrm_job *j, char *err, size_t err_size) {
     return 0;
 }
 
-static void *pinned_alloc(size_t bytes, void *user) {
-    void *p = NULL;
-    CHECK_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
-    return p;
-}
-
-static void pinned_free(void *p, void *user) { CHECK_CUDA(cudaFreeHost(p)); }
 
 /* The loader's block must be the model's input block, field for field. */
 static int check_layout(const dlrm_job *j, const loader *l, char *err, size_t err_size) {
@@ -204,7 +198,8 @@ static int check_layout(const dlrm_job *j, const loader *l, char *err, size_t er
 static int evaluate(dlrm_job *j, double *loss, double *accuracy, double *auc, char *err, size_t err_size) {
     dlrm *m = &j->model;
     cudaStream_t stream = j->ctx.stream;
-    loader_config lc = {j->o->batch, j->o->workers, 0, 0, 0, j->o->seed, pinned_alloc, pinned_free, NULL, 0};
+    loader_config lc = {.batch = j->o->batch, .workers = train_loader_workers(j->o), .seed = j->o->seed,
+                        .alloc_host = train_pinned_alloc, .free_host = train_pinned_free};
     loader *l = loader_open_source(&j->test_source, &lc, err, err_size);
     float *scores = malloc((size_t)j->test_rows * sizeof *scores), *labels = malloc((size_t)j->test_rows * sizeof *labels);
     if (!l || !scores || !labels) {
@@ -322,7 +317,9 @@ static int run_epochs(dlrm_job *j) {
     const train_options *o = j->o;
     dlrm *m = &j->model;
     char err[DLRM_ERR];
-    loader_config lc = {o->batch, o->workers, 0, 1, 1, o->seed, pinned_alloc, pinned_free, NULL, LOADER_DEFAULT_WINDOW};
+    loader_config lc = {.batch = o->batch, .workers = train_loader_workers(o), .shuffle = 1, .drop_last = 1,
+                        .seed = o->seed, .alloc_host = train_pinned_alloc, .free_host = train_pinned_free,
+                        .shuffle_window = LOADER_DEFAULT_WINDOW};
     loader *l = loader_open_source(&j->train_source, &lc, err, sizeof err);
     if (!l) return fail(j, 1, err);
     if (check_layout(j, l, err, sizeof err) != 0) {

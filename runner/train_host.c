@@ -1,0 +1,23 @@
+#include "runner/train_host.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "models/check.h"
+
+void *train_pinned_alloc(size_t bytes, void *user) {
+    void *p = NULL;
+    CHECK_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+    return p;
+}
+
+void train_pinned_free(void *ptr, void *user) { CHECK_CUDA(cudaFreeHost(ptr)); }
+
+int train_loader_workers(const train_options *o) {
+    if (o->workers > 0) return o->workers;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *shared = getenv("SUITE_CONCURRENT_JOBS");
+    long jobs = shared ? strtol(shared, NULL, 10) : 1;
+    long workers = (cpus < 1 ? 1 : cpus) / (jobs < 1 ? 1 : jobs);
+    return workers < 1 ? 1 : workers > 16 ? 16 : (int)workers;
+}
