@@ -59,17 +59,19 @@ void param_upload(const param_entry *e, float *device, const float *host, job_co
     free(staging);
 }
 
-int checkpoint_save(const model *m, job_context *ctx, const char *path, char *err, size_t err_size) {
+int checkpoint_save_table(const param_table *params, job_context *ctx, const char *path,
+                          const char *const *metadata, char *err, size_t err_size) {
     st_writer *w = st_writer_open(path);
     if (!w) {
         snprintf(err, err_size, "%s: cannot start a checkpoint (out of memory)", path);
         return -1;
     }
     st_writer_metadata(w, "format", "pt");
+    for (int i = 0; metadata && metadata[i] && metadata[i + 1]; i += 2) st_writer_metadata(w, metadata[i], metadata[i + 1]);
     float *host = NULL;
     size_t capacity = 0;
-    for (int i = 0; i < m->params.count; i++) {
-        const param_entry *e = &m->params.entries[i];
+    for (int i = 0; i < params->count; i++) {
+        const param_entry *e = &params->entries[i];
         if (e->kind == PARAM_COUNTER) {
             st_writer_add(w, e->name, ST_I64, 0, e->shape, e->counter);
             continue;
@@ -84,6 +86,10 @@ int checkpoint_save(const model *m, job_context *ctx, const char *path, char *er
     }
     free(host);
     return st_writer_close(w, err, err_size);
+}
+
+int checkpoint_save(const model *m, job_context *ctx, const char *path, char *err, size_t err_size) {
+    return checkpoint_save_table(&m->params, ctx, path, NULL, err, err_size);
 }
 
 static int check_entry(const param_entry *e, const st_tensor *t, const char *path, char *err, size_t err_size) {
@@ -103,7 +109,8 @@ static int check_entry(const param_entry *e, const st_tensor *t, const char *pat
     return -1;
 }
 
-int checkpoint_load(model *m, job_context *ctx, const char *path, char *err, size_t err_size) {
+int checkpoint_load_table(param_table *params, job_context *ctx, const char *path, const char *owner,
+                          const char *expected, char *err, size_t err_size) {
     st_file f;
     char reason[512];
     if (st_open(&f, path, reason, sizeof reason) != 0) {
@@ -111,12 +118,11 @@ int checkpoint_load(model *m, job_context *ctx, const char *path, char *err, siz
         return -1;
     }
     int status = 0;
-    for (int i = 0; i < m->params.count && status == 0; i++) {
-        const param_entry *e = &m->params.entries[i];
+    for (int i = 0; i < params->count && status == 0; i++) {
+        const param_entry *e = &params->entries[i];
         const st_tensor *t = st_find(&f, e->name);
         if (!t) {
-            snprintf(err, err_size, "%s: tensor '%s' is missing (a %s checkpoint with %d classes and "
-                     "timm's names is expected)", path, e->name, m->config.name, m->config.classes);
+            snprintf(err, err_size, "%s: tensor '%s' is missing (%s is expected)", path, e->name, expected);
             status = -1;
         } else {
             status = check_entry(e, t, path, err, err_size);
@@ -124,20 +130,26 @@ int checkpoint_load(model *m, job_context *ctx, const char *path, char *err, siz
     }
     for (int i = 0; i < f.count && status == 0; i++) {
         int known = 0;
-        for (int j = 0; j < m->params.count && !known; j++)
-            known = strcmp(f.tensors[i].name, m->params.entries[j].name) == 0;
+        for (int j = 0; j < params->count && !known; j++)
+            known = strcmp(f.tensors[i].name, params->entries[j].name) == 0;
         if (!known) {
-            snprintf(err, err_size, "%s: unexpected tensor '%s' (not part of %s)", path, f.tensors[i].name,
-                     m->config.name);
+            snprintf(err, err_size, "%s: unexpected tensor '%s' (not part of %s)", path, f.tensors[i].name, owner);
             status = -1;
         }
     }
-    for (int i = 0; i < m->params.count && status == 0; i++) {
-        const param_entry *e = &m->params.entries[i];
+    for (int i = 0; i < params->count && status == 0; i++) {
+        const param_entry *e = &params->entries[i];
         const st_tensor *t = st_find(&f, e->name);
         if (e->kind == PARAM_COUNTER) memcpy(e->counter, st_data(&f, t), sizeof(int64_t));
         else param_upload(e, e->data, st_data(&f, t), ctx);
     }
     st_close(&f);
     return status;
+}
+
+int checkpoint_load(model *m, job_context *ctx, const char *path, char *err, size_t err_size) {
+    char expected[128];
+    snprintf(expected, sizeof expected, "a %s checkpoint with %d classes and timm's names", m->config.name,
+             m->config.classes);
+    return checkpoint_load_table(&m->params, ctx, path, m->config.name, expected, err, err_size);
 }

@@ -15,6 +15,14 @@ int checkpoint_save(const model *m, job_context *ctx, const char *path, char *er
  * hold nothing else. On error nothing is half-loaded: the file is checked completely first. */
 int checkpoint_load(model *m, job_context *ctx, const char *path, char *err, size_t err_size);
 
+/* The same for any parameter table (the recommender keeps one without an image model around it).
+ * metadata: NULL, or key, value, ..., NULL for the file's __metadata__. owner names the model in
+ * messages; expected describes the checkpoint the table needs (for a missing tensor). */
+int checkpoint_save_table(const param_table *params, job_context *ctx, const char *path,
+                          const char *const *metadata, char *err, size_t err_size);
+int checkpoint_load_table(param_table *params, job_context *ctx, const char *path, const char *owner,
+                          const char *expected, char *err, size_t err_size);
+
 /* Copies a device tensor laid out like parameter e (e.g. its data or its gradient) into host memory
  * in PyTorch's layout. */
 void param_download(const param_entry *e, const float *device, float *host, job_context *ctx);

@@ -16,16 +16,8 @@
 
 static char out[1 << 16], err[1 << 16];
 
-static int run_train(const char *first, ...) {
-    char *argv[64] = {(char *)test_binary("train")};
-    int argc = 1;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a && argc < 63; a = va_arg(ap, const char *)) argv[argc++] = (char *)a;
-    va_end(ap);
-    argv[argc] = NULL;
-    return test_run(argv, out, sizeof out, err, sizeof err);
-}
+/* train with the NULL-terminated arguments; its output lands in out and err */
+#define run_train(...) test_run_binary("train", out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 static double dry_run_params(const char *model, const char *classes, double *total_bytes) {
     int rc = run_train("--model", model, "--classes", classes, "--image-size", "224", "--batch", "32",

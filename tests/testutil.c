@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,4 +145,16 @@ const char *test_binary(const char *name) {
     const char *dir = getenv("SUITE_BINARY_DIR");
     snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : SUITE_BINARY_DIR, name);
     return path;
+}
+
+int test_run_binary(const char *name, char *out, size_t out_size, char *err, size_t err_size, ...) {
+    char *argv[64] = {(char *)test_binary(name)};
+    int argc = 1;
+    va_list ap;
+    va_start(ap, err_size);
+    for (const char *a = va_arg(ap, const char *); a && argc < 63; a = va_arg(ap, const char *))
+        argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    return test_run(argv, out, out_size, err, err_size);
 }

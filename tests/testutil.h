@@ -30,5 +30,8 @@ void test_rmtree(const char *path);
 int test_run(char *const argv[], char *out, size_t out_size, char *err, size_t err_size);
 /* Path of a program built next to the tests (SUITE_BINARY_DIR). */
 const char *test_binary(const char *name);
+/* test_run of the program `name` built next to the tests, with the NULL-terminated arguments
+ * that follow (at most 62). */
+int test_run_binary(const char *name, char *out, size_t out_size, char *err, size_t err_size, ...);
 
 #endif
