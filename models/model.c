@@ -1,6 +1,7 @@
 #include "models/model.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,14 +48,20 @@ static const model_family FAMILIES[] = {
 };
 #define FAMILY_COUNT (sizeof FAMILIES / sizeof *FAMILIES)
 
+/* Built once, whichever job thread asks first. */
+static char model_name_list[256];
+static pthread_once_t model_name_list_once = PTHREAD_ONCE_INIT;
+
+static void build_model_name_list(void) {
+    for (size_t f = 0; f < FAMILY_COUNT; f++)
+        for (int i = 0; i < 4 && FAMILIES[f].names[i]; i++)
+            snprintf(model_name_list + strlen(model_name_list), sizeof model_name_list - strlen(model_name_list),
+                     "%s%s", model_name_list[0] ? ", " : "", FAMILIES[f].names[i]);
+}
+
 const char *model_names(void) {
-    static char list[256];
-    if (!list[0])
-        for (size_t f = 0; f < FAMILY_COUNT; f++)
-            for (int i = 0; i < 4 && FAMILIES[f].names[i]; i++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
-                         FAMILIES[f].names[i]);
-    return list;
+    pthread_once(&model_name_list_once, build_model_name_list);
+    return model_name_list;
 }
 
 static const model_family *family_of(const char *name) {

@@ -240,6 +240,14 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
                  "recommender's (--model dlrm), not %s's", o->model);
         return -1;
     }
+    if (o->patch_size && strncmp(o->model, "cait", 4) != 0) {
+        snprintf(err, err_size, "--patch-size: %s has no patches (it is for cait_xxs24)", o->model);
+        return -1;
+    }
+    if (o->drop_path > 0 && strcmp(o->model, "efficientnetv2_s") != 0) {
+        snprintf(err, err_size, "--drop-path: stochastic depth is built for efficientnetv2_s, not %s", o->model);
+        return -1;
+    }
     /* EfficientNetV2 learns best here with a lower SGD rate and Nesterov momentum (5 epochs of
      * Fashion-MNIST at 32x32: 0.90 test accuracy, against 0.79 at ResNet's 0.1; bench/NOTES.md) */
     if (!strcmp(o->model, "efficientnetv2_s") && o->optimizer == OPTIMIZER_SGD && !optimizer_set) {

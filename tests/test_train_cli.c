@@ -82,6 +82,11 @@ static void test_bad_input_exits_2(void **state) {
     EXPECT_USAGE("32x32 with 10 classes", "--model", "resnet26", "--data", "fashion-mnist",
                        "--image-size", "64");
     EXPECT_USAGE("--image-size: expected", "--model", "resnet26", "--image-size", "4");
+    EXPECT_USAGE("--optimizer: expected sgd or adamw", "--model", "resnet26", "--optimizer", "adam");
+    EXPECT_USAGE("resnet26 has no patches", "--model", "resnet26", "--patch-size", "4");
+    EXPECT_USAGE("not a multiple of the patch", "--model", "cait_xxs24", "--image-size", "30", "--patch-size", "4",
+                 "--dry-run");
+    EXPECT_USAGE("stochastic depth is built for efficientnetv2_s", "--model", "cait_xxs24", "--drop-path", "0.1");
     /* files are checked before the GPU is touched */
     EXPECT_USAGE("/nonexistent-dir", "--model", "resnet26", "--data", "fashion-mnist", "--data-root",
                        "/nonexistent-dir");
