@@ -1,7 +1,6 @@
 /* Activations and the small per-sample ops of EfficientNet's blocks, exported to C: SiLU, the
- * squeeze-excitation gate (sigmoid fused into the scale), stochastic depth (drop path), and batch
- * norm with an activation kind. Activations are NHWC float32 seen as [N, HW, C] where an op is per
- * sample and channel. Argument order: outputs, inputs, sizes, scratch, stream. Every launcher
+ * squeeze-excitation gate (sigmoid fused into the scale) and stochastic depth (drop path). Activations are NHWC float32 seen as [N, HW, C] where an op is per
+ * sample and channel (batch norm with SiLU is in kernels.h). Argument order: outputs, inputs, sizes, scratch, stream. Every launcher
  * checks its arguments (a message naming the function and the argument, exit 2) and its launch.
  * References: tests/gpu_efficientnet.c and tests/gpu_batchnorm.c hold double-precision CPU
  * versions. */
@@ -15,30 +14,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum { ACT_NONE = 0, ACT_RELU = 1, ACT_SILU = 2 } act_kind;
-
-/* ---- batch norm + activation (kernels/batchnorm.cu) -------------------------------------------
- * bn_forward_train / bn_forward_infer / bn_backward of kernels/kernels.h with an activation kind
- * in place of the relu flag (those three are these with ACT_RELU or ACT_NONE):
- *   ACT_NONE: y = bn(x) + residual
- *   ACT_RELU: y = relu(bn(x) + residual)    ResNet: the shortcut joins before the ReLU
- *   ACT_SILU: y = silu(bn(x)) + residual    EfficientNet: the skip joins the activated branch
- * (residual may be NULL). The backward needs y only for the ReLU mask and beta only for SiLU,
- * whose pre-activation gamma * xhat + beta it recomputes from x. dresidual, when not NULL,
- * receives the gradient where the residual joined: dy masked by the ReLU, or dy itself (ACT_NONE,
- * ACT_SILU). Scratch rules as in kernels.h (bn_scratch_bytes, zero once, left zero). */
-void bn_act_forward_train(float *y, float *mean, float *invstd, float *running_mean, float *running_var,
-                          const float *x, const float *residual, const float *gamma, const float *beta,
-                          int rows, int C, float eps, float momentum, act_kind act, void *scratch,
-                          cudaStream_t stream);
-void bn_act_forward_infer(float *y, const float *x, const float *residual, const float *gamma,
-                          const float *beta, const float *running_mean, const float *running_var,
-                          int rows, int C, float eps, act_kind act, cudaStream_t stream);
-void bn_act_backward(float *dx, float *dresidual, float *dgamma, float *dbeta, const float *dy,
-                     const float *x, const float *y, const float *gamma, const float *beta,
-                     const float *mean, const float *invstd, int rows, int C, act_kind act,
-                     void *scratch, cudaStream_t stream);
 
 /* ---- SiLU (kernels/activation.cu) --------------------------------------------------------------
  * y = x * sigmoid(x); dx = dy * s * (1 + x * (1 - s)), s = sigmoid(x). n elements; dx may be dy. */

@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels/activation.h"
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
 #include "models/check.h"
@@ -379,14 +378,6 @@ extern "C" void bn_act_forward_train(float *y, float *mean, float *invstd, float
                 beta, rows, C, eps, momentum, counter, acc, stream);
 }
 
-extern "C" void bn_forward_train(float *y, float *mean, float *invstd, float *running_mean,
-                                 float *running_var, const float *x, const float *residual,
-                                 const float *gamma, const float *beta, int rows, int C, float eps,
-                                 float momentum, int relu, void *scratch, cudaStream_t stream) {
-    bn_act_forward_train(y, mean, invstd, running_mean, running_var, x, residual, gamma, beta, rows, C, eps,
-                         momentum, relu ? ACT_RELU : ACT_NONE, scratch, stream);
-}
-
 template <int VEC, int ACT>
 static void bn_infer_launch(float *y, const float *x, const float *residual, const float *gamma,
                             const float *beta, const float *running_mean, const float *running_var,
@@ -413,14 +404,6 @@ extern "C" void bn_act_forward_infer(float *y, const float *x, const float *resi
     int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
     BN_DISPATCH(bn_infer_launch, vec, act, y, x, residual, gamma, beta, running_mean, running_var, rows, C,
                 eps, stream);
-}
-
-extern "C" void bn_forward_infer(float *y, const float *x, const float *residual,
-                                 const float *gamma, const float *beta, const float *running_mean,
-                                 const float *running_var, int rows, int C, float eps, int relu,
-                                 cudaStream_t stream) {
-    bn_act_forward_infer(y, x, residual, gamma, beta, running_mean, running_var, rows, C, eps,
-                         relu ? ACT_RELU : ACT_NONE, stream);
 }
 
 /* ---- backward ------------------------------------------------------------------------------
@@ -632,11 +615,3 @@ extern "C" void bn_act_backward(float *dx, float *dresidual, float *dgamma, floa
                 invstd, rows, C, counter, acc, stream);
 }
 
-extern "C" void bn_backward(float *dx, float *dresidual, float *dgamma, float *dbeta,
-                            const float *dy, const float *x, const float *y, const float *gamma,
-                            const float *mean, const float *invstd, int rows, int C, int relu,
-                            void *scratch, cudaStream_t stream) {
-    /* beta only enters through SiLU, which this entry point does not take */
-    bn_act_backward(dx, dresidual, dgamma, dbeta, dy, x, y, gamma, NULL, mean, invstd, rows, C,
-                    relu ? ACT_RELU : ACT_NONE, scratch, stream);
-}

@@ -15,28 +15,33 @@
 extern "C" {
 #endif
 
-/* ---- batch normalisation (per channel over rows), fused with residual add and ReLU ----------
+/* ---- batch normalisation (per channel over rows), fused with a residual add and an activation
  * Training:  mean, invstd = batch statistics of x (biased variance, invstd = 1/sqrt(var + eps));
  *            running_mean/var <- (1-momentum)*running + momentum*batch (unbiased variance, PyTorch);
- *            y = act(gamma*(x-mean)*invstd + beta + residual), act = ReLU if relu else identity,
- *            residual may be NULL. mean/invstd are kept for the backward pass.
+ *            mean/invstd are kept for the backward pass. With residual (may be NULL):
+ *   ACT_NONE: y = bn(x) + residual
+ *   ACT_RELU: y = relu(bn(x) + residual)    ResNet: the shortcut joins before the ReLU
+ *   ACT_SILU: y = silu(bn(x)) + residual    EfficientNet: the skip joins the activated branch
+ * The backward needs y only for the ReLU mask and beta only for SiLU, whose pre-activation
+ * gamma * xhat + beta it recomputes from x (beta may be NULL otherwise). It writes dx, dgamma,
+ * dbeta, and, when dresidual is not NULL, the gradient where the residual joined (dy masked by
+ * the ReLU, or dy itself); all outputs are overwritten, not accumulated.
  * scratch: bn_scratch_bytes(rows, C) bytes of device memory, zeroed once when allocated (the
  * arena zeroes its scratch region); every call leaves it zeroed again, so calls on one stream can
  * share it and graph replays need no reset. Two BN calls that may run concurrently need two. */
+typedef enum { ACT_NONE = 0, ACT_RELU = 1, ACT_SILU = 2 } act_kind;
 size_t bn_scratch_bytes(int rows, int C);
-void bn_forward_train(float *y, float *mean, float *invstd, float *running_mean, float *running_var,
-                      const float *x, const float *residual, const float *gamma, const float *beta,
-                      int rows, int C, float eps, float momentum, int relu, void *scratch,
-                      cudaStream_t stream);
-void bn_forward_infer(float *y, const float *x, const float *residual, const float *gamma,
-                      const float *beta, const float *running_mean, const float *running_var,
-                      int rows, int C, float eps, int relu, cudaStream_t stream);
-/* Backward of bn_forward_train. dy is the gradient of y; y (the forward output) gives the ReLU
- * mask (unused when relu = 0). Writes dx, dgamma, dbeta, and dresidual (= the masked dy) when
- * dresidual is not NULL; all outputs are overwritten, not accumulated. */
-void bn_backward(float *dx, float *dresidual, float *dgamma, float *dbeta, const float *dy,
-                 const float *x, const float *y, const float *gamma, const float *mean,
-                 const float *invstd, int rows, int C, int relu, void *scratch, cudaStream_t stream);
+void bn_act_forward_train(float *y, float *mean, float *invstd, float *running_mean, float *running_var,
+                          const float *x, const float *residual, const float *gamma, const float *beta,
+                          int rows, int C, float eps, float momentum, act_kind act, void *scratch,
+                          cudaStream_t stream);
+void bn_act_forward_infer(float *y, const float *x, const float *residual, const float *gamma,
+                          const float *beta, const float *running_mean, const float *running_var,
+                          int rows, int C, float eps, act_kind act, cudaStream_t stream);
+void bn_act_backward(float *dx, float *dresidual, float *dgamma, float *dbeta, const float *dy,
+                     const float *x, const float *y, const float *gamma, const float *beta,
+                     const float *mean, const float *invstd, int rows, int C, act_kind act,
+                     void *scratch, cudaStream_t stream);
 
 /* ---- pooling (NHWC) -------------------------------------------------------------------------
  * Max pool with a k x k window, PyTorch padding semantics (padded cells never win). argmax keeps

@@ -1,13 +1,13 @@
 /* Batch normalisation layer over NHWC activations ([rows, C]), fused with an optional residual
  * add and an activation (kernels/batchnorm.cu): ACT_NONE, ACT_RELU (the residual joins before the
  * ReLU, as in ResNet) or ACT_SILU (the residual joins after the SiLU, as in EfficientNet's skip
- * blocks); see kernels/activation.h. gamma/beta are trainable without weight decay; the running
+ * blocks); see kernels/kernels.h. gamma/beta are trainable without weight decay; the running
  * statistics are buffers saved in checkpoints; mean/invstd of the last training forward are kept
  * for the backward pass. PyTorch defaults: eps 1e-5, momentum 0.1. */
 #ifndef SUITE_BATCHNORM_H
 #define SUITE_BATCHNORM_H
 
-#include "kernels/activation.h"
+#include "kernels/kernels.h"
 #include "models/arena.h"
 #include "models/context.h"
 

@@ -13,6 +13,7 @@
 #include "kernels/activation.h"
 #include "kernels/kernels.h"
 #include "models/check.h"
+#include "models/layer_params.h"
 
 #define STEM_CHANNELS 24
 #define HEAD_CHANNELS 1280
@@ -61,14 +62,6 @@ static void add_param(model *m, const char *prefix, const char *leaf, param_kind
     param_table_add(&m->params, &e);
 }
 
-/* A dense conv: [out, in, k, k] as timm, stored KRSC; normal(0, sqrt(2 / (k * k * out))). */
-static void add_conv(model *m, const char *prefix, const conv_layer *c) {
-    const conv_shape *s = &c->shape;
-    int64_t shape[4] = {s->out_c, s->in_c, s->kernel, s->kernel};
-    add_param(m, prefix, "weight", PARAM_WEIGHT, 4, shape, 1, PARAM_INIT_KAIMING_FAN_OUT,
-              (int64_t)s->out_c * s->kernel * s->kernel, c->weight);
-}
-
 /* The depthwise conv: [C, 1, 3, 3], the same memory as ours; fan_out = 3 * 3 * C / C groups. */
 static void add_depthwise(model *m, const char *prefix, const depthwise_layer *d) {
     int64_t shape[4] = {d->channels, 1, 3, 3};
@@ -83,44 +76,30 @@ static void add_se_conv(model *m, const char *prefix, const linear_layer *l) {
     add_param(m, prefix, "bias", PARAM_NO_DECAY, 1, bias_shape, 0, PARAM_INIT_NONE, 0, l->bias);
 }
 
-static void add_bn(model *m, const char *prefix, const batchnorm_layer *b) {
-    static const char *leaves[] = {"weight", "bias", "running_mean", "running_var"};
-    float *data[] = {b->gamma, b->beta, b->running_mean, b->running_var};
-    int64_t shape[1] = {b->channels};
-    for (int i = 0; i < 4; i++)
-        add_param(m, prefix, leaves[i], i < 2 ? PARAM_NO_DECAY : PARAM_BUFFER, 1, shape, 0, PARAM_INIT_NONE, 0,
-                  data[i]);
-    param_entry counter = {0};
-    snprintf(counter.name, sizeof counter.name, "%snum_batches_tracked", prefix);
-    counter.kind = PARAM_COUNTER;
-    counter.counter = &m->num_batches_tracked;
-    param_table_add(&m->params, &counter);
-}
-
 /* timm's module names inside each block kind, in state_dict order. */
 static void add_block_params(model *m, const char *block_prefix, const effnet_block *b) {
     char p[PARAM_NAME_MAX];
 #define NAMED(leaf) (snprintf(p, sizeof p, "%s%s", block_prefix, leaf), p)
     switch (b->kind) {
     case BLOCK_CONV_BN_ACT:
-        add_conv(m, NAMED("conv."), &b->conv_in);
-        add_bn(m, NAMED("bn1."), &b->bn_in);
+        layer_params_conv(m, NAMED("conv."), &b->conv_in);
+        layer_params_batchnorm(m, NAMED("bn1."), &b->bn_in);
         break;
     case BLOCK_FUSED_MBCONV:
-        add_conv(m, NAMED("conv_exp."), &b->conv_in);
-        add_bn(m, NAMED("bn1."), &b->bn_in);
-        add_conv(m, NAMED("conv_pwl."), &b->conv_pwl);
-        add_bn(m, NAMED("bn2."), &b->bn_out);
+        layer_params_conv(m, NAMED("conv_exp."), &b->conv_in);
+        layer_params_batchnorm(m, NAMED("bn1."), &b->bn_in);
+        layer_params_conv(m, NAMED("conv_pwl."), &b->conv_pwl);
+        layer_params_batchnorm(m, NAMED("bn2."), &b->bn_out);
         break;
     case BLOCK_MBCONV:
-        add_conv(m, NAMED("conv_pw."), &b->conv_in);
-        add_bn(m, NAMED("bn1."), &b->bn_in);
+        layer_params_conv(m, NAMED("conv_pw."), &b->conv_in);
+        layer_params_batchnorm(m, NAMED("bn1."), &b->bn_in);
         add_depthwise(m, NAMED("conv_dw."), &b->dw);
-        add_bn(m, NAMED("bn2."), &b->bn_dw);
+        layer_params_batchnorm(m, NAMED("bn2."), &b->bn_dw);
         add_se_conv(m, NAMED("se.conv_reduce."), &b->se.reduce);
         add_se_conv(m, NAMED("se.conv_expand."), &b->se.expand);
-        add_conv(m, NAMED("conv_pwl."), &b->conv_pwl);
-        add_bn(m, NAMED("bn3."), &b->bn_out);
+        layer_params_conv(m, NAMED("conv_pwl."), &b->conv_pwl);
+        layer_params_batchnorm(m, NAMED("bn3."), &b->bn_out);
         break;
     }
 #undef NAMED
@@ -202,8 +181,8 @@ model *efficientnet_build(const model_config *config, arena *a, char *err, size_
     e->stem_size = e->conv_stem.shape.h_out;
     size_t stem_rows = (size_t)n * e->stem_size * e->stem_size;
     batchnorm_init(&e->bn1, a, (int)stem_rows, STEM_CHANNELS, ACT_SILU);
-    add_conv(m, "conv_stem.", &e->conv_stem);
-    add_bn(m, "bn1.", &e->bn1);
+    layer_params_conv(m, "conv_stem.", &e->conv_stem);
+    layer_params_batchnorm(m, "bn1.", &e->bn1);
     e->z0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * STEM_CHANNELS);
     e->a0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * STEM_CHANNELS);
     take_se_grads(&e->se_grads, a, n);
@@ -233,8 +212,8 @@ model *efficientnet_build(const model_config *config, arena *a, char *err, size_
     size_t head_rows = (size_t)n * size * size;
     conv_init(&e->conv_head, a, conv_shape_nhwc(n, in_c, HEAD_CHANNELS, 1, 1, 0, size, size));
     batchnorm_init(&e->bn2, a, (int)head_rows, HEAD_CHANNELS, ACT_SILU);
-    add_conv(m, "conv_head.", &e->conv_head);
-    add_bn(m, "bn2.", &e->bn2);
+    layer_params_conv(m, "conv_head.", &e->conv_head);
+    layer_params_batchnorm(m, "bn2.", &e->bn2);
     e->zh = arena_take_floats(a, ARENA_ACTIVATIONS, head_rows * HEAD_CHANNELS);
     e->ah = arena_take_floats(a, ARENA_ACTIVATIONS, head_rows * HEAD_CHANNELS);
     e->features = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * HEAD_CHANNELS);

@@ -8,6 +8,7 @@
 #include "models/batchnorm.h"
 #include "models/check.h"
 #include "models/conv.h"
+#include "models/layer_params.h"
 #include "models/linear.h"
 
 typedef struct bottleneck {
@@ -48,40 +49,6 @@ int resnet_depth_of(const char *name) {
 
 /* ---- parameter table -------------------------------------------------------------------------*/
 
-static void add_conv_param(model *m, const char *prefix, const conv_layer *c) {
-    param_entry e = {0};
-    snprintf(e.name, sizeof e.name, "%sweight", prefix);
-    e.kind = PARAM_WEIGHT;
-    e.ndim = 4;
-    e.shape[0] = c->shape.out_c, e.shape[1] = c->shape.in_c;
-    e.shape[2] = e.shape[3] = c->shape.kernel;
-    e.krsc = 1;
-    e.init = PARAM_INIT_KAIMING_FAN_OUT;
-    e.fan = (int64_t)c->shape.out_c * c->shape.kernel * c->shape.kernel;
-    e.data = c->weight;
-    param_table_add(&m->params, &e);
-}
-
-static void add_bn_params(model *m, const char *prefix, const batchnorm_layer *b) {
-    static const char *names[] = {"weight", "bias", "running_mean", "running_var"};
-    float *data[] = {b->gamma, b->beta, b->running_mean, b->running_var};
-    for (int i = 0; i < 4; i++) {
-        param_entry e = {0};
-        snprintf(e.name, sizeof e.name, "%s%s", prefix, names[i]);
-        e.kind = i < 2 ? PARAM_NO_DECAY : PARAM_BUFFER;
-        e.ndim = 1;
-        e.shape[0] = b->channels;
-        e.data = data[i];
-        param_table_add(&m->params, &e);
-    }
-    param_entry counter = {0};
-    snprintf(counter.name, sizeof counter.name, "%snum_batches_tracked", prefix);
-    counter.kind = PARAM_COUNTER;
-    counter.ndim = 0;
-    counter.counter = &m->num_batches_tracked;
-    param_table_add(&m->params, &counter);
-}
-
 static void add_linear_params(model *m, const char *prefix, const linear_layer *l) {
     param_entry w = {0}, b = {0};
     snprintf(w.name, sizeof w.name, "%sweight", prefix);
@@ -115,17 +82,17 @@ static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix,
     batchnorm_init(&blk->bn2, a, (int)rows_out, planes, ACT_RELU);
     conv_init(&blk->conv3, a, conv_shape_nhwc(batch, planes, out_c, 1, 1, 0, size_out, size_out));
     batchnorm_init(&blk->bn3, a, (int)rows_out, out_c, ACT_RELU);
-    snprintf(name, sizeof name, "%sconv1.", prefix), add_conv_param(m, name, &blk->conv1);
-    snprintf(name, sizeof name, "%sbn1.", prefix), add_bn_params(m, name, &blk->bn1);
-    snprintf(name, sizeof name, "%sconv2.", prefix), add_conv_param(m, name, &blk->conv2);
-    snprintf(name, sizeof name, "%sbn2.", prefix), add_bn_params(m, name, &blk->bn2);
-    snprintf(name, sizeof name, "%sconv3.", prefix), add_conv_param(m, name, &blk->conv3);
-    snprintf(name, sizeof name, "%sbn3.", prefix), add_bn_params(m, name, &blk->bn3);
+    snprintf(name, sizeof name, "%sconv1.", prefix), layer_params_conv(m, name, &blk->conv1);
+    snprintf(name, sizeof name, "%sbn1.", prefix), layer_params_batchnorm(m, name, &blk->bn1);
+    snprintf(name, sizeof name, "%sconv2.", prefix), layer_params_conv(m, name, &blk->conv2);
+    snprintf(name, sizeof name, "%sbn2.", prefix), layer_params_batchnorm(m, name, &blk->bn2);
+    snprintf(name, sizeof name, "%sconv3.", prefix), layer_params_conv(m, name, &blk->conv3);
+    snprintf(name, sizeof name, "%sbn3.", prefix), layer_params_batchnorm(m, name, &blk->bn3);
     if (blk->has_downsample) {
         conv_init(&blk->ds_conv, a, conv_shape_nhwc(batch, in_c, out_c, 1, stride, 0, size_in, size_in));
         batchnorm_init(&blk->ds_bn, a, (int)rows_out, out_c, ACT_NONE);
-        snprintf(name, sizeof name, "%sdownsample.0.", prefix), add_conv_param(m, name, &blk->ds_conv);
-        snprintf(name, sizeof name, "%sdownsample.1.", prefix), add_bn_params(m, name, &blk->ds_bn);
+        snprintf(name, sizeof name, "%sdownsample.0.", prefix), layer_params_conv(m, name, &blk->ds_conv);
+        snprintf(name, sizeof name, "%sdownsample.1.", prefix), layer_params_batchnorm(m, name, &blk->ds_bn);
     }
     blk->z1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_in * planes);
     blk->a1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_in * planes);
@@ -183,8 +150,8 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
     r->pool_size = conv_out_size(r->stem_size, 3, 2, 1);
     size_t stem_rows = (size_t)n * r->stem_size * r->stem_size;
     batchnorm_init(&r->bn1, a, (int)stem_rows, 64, ACT_RELU);
-    add_conv_param(m, "conv1.", &r->conv1);
-    add_bn_params(m, "bn1.", &r->bn1);
+    layer_params_conv(m, "conv1.", &r->conv1);
+    layer_params_batchnorm(m, "bn1.", &r->bn1);
     r->z0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);
     r->a0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);
     r->pooled = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * r->pool_size * r->pool_size * 64);

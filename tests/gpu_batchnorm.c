@@ -18,7 +18,6 @@
 
 #include <cuda_runtime.h>
 
-#include "kernels/activation.h"
 #include "kernels/kernels.h"
 #include "models/check.h"
 #include "tests/testutil.h"
@@ -307,12 +306,8 @@ static void test_infer_forward(void **state) {
             size_t n = (size_t)rows * C;
             dev_layer_make(&D, &L, shift);
             test_poison(D.y, n);
-            if (act == ACT_SILU) /* the ReLU/none cases go through kernels.h's entry point */
-                bn_act_forward_infer(D.y, D.x, with_res ? D.res : NULL, D.gamma, D.beta, D.rmean, D.rvar,
-                                     rows, C, EPS, ACT_SILU, 0);
-            else
-                bn_forward_infer(D.y, D.x, with_res ? D.res : NULL, D.gamma, D.beta, D.rmean, D.rvar,
-                                 rows, C, EPS, act == ACT_RELU, 0);
+            bn_act_forward_infer(D.y, D.x, with_res ? D.res : NULL, D.gamma, D.beta, D.rmean, D.rvar,
+                                 rows, C, EPS, act, 0);
             float *y = host_alloc(n);
             test_to_host(y, D.y, n);
             err_acc e = {0};
@@ -561,12 +556,12 @@ static void test_graph_replay(void **state) {
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    bn_forward_train(D1.y, D1.mean, D1.invstd, D1.rmean, D1.rvar, D1.x, D1.res, D1.gamma, D1.beta,
-                     L1.rows, L1.C, EPS, MOMENTUM, 1, scratch, stream);
-    bn_forward_train(D2.y, D2.mean, D2.invstd, D2.rmean, D2.rvar, D2.x, NULL, D2.gamma, D2.beta,
-                     L2.rows, L2.C, EPS, MOMENTUM, 0, scratch, stream);
-    bn_backward(D2.dx, NULL, D2.dgamma, D2.dbeta, D2.dy, D2.x, D2.y, D2.gamma, D2.mean, D2.invstd,
-                L2.rows, L2.C, 0, scratch, stream);
+    bn_act_forward_train(D1.y, D1.mean, D1.invstd, D1.rmean, D1.rvar, D1.x, D1.res, D1.gamma, D1.beta,
+                         L1.rows, L1.C, EPS, MOMENTUM, ACT_RELU, scratch, stream);
+    bn_act_forward_train(D2.y, D2.mean, D2.invstd, D2.rmean, D2.rvar, D2.x, NULL, D2.gamma, D2.beta,
+                         L2.rows, L2.C, EPS, MOMENTUM, ACT_NONE, scratch, stream);
+    bn_act_backward(D2.dx, NULL, D2.dgamma, D2.dbeta, D2.dy, D2.x, D2.y, D2.gamma, D2.beta, D2.mean,
+                    D2.invstd, L2.rows, L2.C, ACT_NONE, scratch, stream);
     CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
     CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     float *rmean0 = host_alloc(64), *rvar0 = host_alloc(64);
