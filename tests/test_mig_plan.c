@@ -1,4 +1,4 @@
-/* MIG profile tables and planner (runner/mig.h), CPU only: the shipped tables of A100-40GB,
+/* MIG profile tables and planner (runner/suite/mig.h), CPU only: the shipped tables of A100-40GB,
  * A100-80GB, H100-80GB, H200-141GB and A30-24GB against NVIDIA's documented values, plans for
  * the study's mixes, layout overrides, the placement checker, and every refusal with its numbers. */
 #define _GNU_SOURCE
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/mig.h"
+#include "runner/suite/mig.h"
 
 #define GiB(x) ((unsigned long long)((x) * 1073741824.0))
 

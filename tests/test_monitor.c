@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runner/monitor.h"
+#include "runner/suite/monitor.h"
 #include "tests/testutil.h"
 
 typedef struct scripted {

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runner/results.h"
+#include "results/results.h"
 #include "tests/testutil.h"
 
 static char *read_text(const char *path) {

@@ -26,7 +26,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/modes.h"
+#include "runner/suite/modes.h"
 #include "tests/testutil.h"
 
 #ifndef RUN_SUITE_PATH

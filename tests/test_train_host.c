@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "runner/train_host.h"
+#include "runner/train/train_host.h"
 
 static int expected(long cpus, long jobs) {
     long w = cpus / jobs;

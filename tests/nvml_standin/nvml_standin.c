@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/nvml.h"
+#include "runner/suite/nvml.h"
 
 #define SLOTS 8
 

@@ -2,7 +2,7 @@
  * group plus the self-pipe of the stop signals, so nothing blocks on a single job and no work
  * happens in a signal handler. */
 #define _GNU_SOURCE
-#include "runner/jobs.h"
+#include "runner/suite/jobs.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "runner/mix.h"
+#include "runner/suite/mix.h"
 
 #define MONITOR_MAX_UNITS 9      /* a GPU and up to 8 of its MIG instances */
 

@@ -1,7 +1,7 @@
 /* Mix parsing (grammar in mix.h). A hand-written scanner rather than sscanf so that every
  * rejection can name the exact part of the mix at fault and list what would have been valid:
  * a mix is typed on the command line, and "bad mix" alone helps nobody. */
-#include "runner/mix.h"
+#include "runner/suite/mix.h"
 
 #include <ctype.h>
 #include <stdarg.h>

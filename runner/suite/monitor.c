@@ -1,7 +1,7 @@
 /* GPU monitor (see monitor.h): the sampling thread, timeline.csv, the energy/memory series kept
  * for the summary, and the NVML data source. */
 #define _GNU_SOURCE
-#include "runner/monitor.h"
+#include "runner/suite/monitor.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "runner/mps.h"
-#include "runner/nvml.h"
+#include "runner/suite/mps.h"
+#include "runner/suite/nvml.h"
 
 static double wall_now(void) {
     struct timespec ts;

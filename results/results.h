@@ -12,7 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/jobs.h"
+#include "runner/suite/jobs.h"
 
 /* Creates <base>/<UTC time>-<mode>-<mix> (filesystem-safe; "-2", "-3"... when taken), with
  * base created as needed. 0, or -1 with a message. */

@@ -1,6 +1,6 @@
 /* Results files and tables of a run (see results.h). */
 #define _GNU_SOURCE
-#include "runner/results.h"
+#include "results/results.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "runner/train_host.h"
+#include "runner/train/train_host.h"
 
 #include <stdlib.h>
 #include <unistd.h>

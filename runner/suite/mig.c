@@ -3,7 +3,7 @@
  * 8 compute slices make (job, occupied slices, compute used) a state space of ~20k, so it is
  * memoised and always finds the best plan, or proves there is none. */
 #define _GNU_SOURCE
-#include "runner/mig.h"
+#include "runner/suite/mig.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

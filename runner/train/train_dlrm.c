@@ -1,5 +1,5 @@
-/* train --model dlrm: the recommender's job (runner/train_dlrm.h). Same shape as the image job
- * (runner/train.c) and the same event protocol, with what click logs need:
+/* train --model dlrm: the recommender's job (runner/train/train_dlrm.h). Same shape as the image job
+ * (runner/train/train.c) and the same event protocol, with what click logs need:
  *   - input: Criteo rows from the TSV reader (--data-root) or synthetic rows with a planted
  *     signal, read by the loader's worker threads into pinned blocks laid out as the model's
  *     input block; each block is copied on a copy stream into one of two device input slots
@@ -17,8 +17,8 @@
  * Terabyte run, bench/run_and_time.sh, batch 2048), --warmup-pct P warms up linearly over P of
  * the run's steps; the reference's run leaves warm-up and decay off, and so does this default.
  * Exit codes: 0 done, 1 runtime (no GPU, tables too large for the GPU, diverged), 2 bad input. */
-#include "runner/train_dlrm.h"
-#include "runner/train_host.h"
+#include "runner/train/train_dlrm.h"
+#include "runner/train/train_host.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "runner/train_events.h"
+#include "runner/train/train_events.h"
 
 #include <stdlib.h>
 #include <string.h>

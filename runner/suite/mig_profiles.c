@@ -14,7 +14,7 @@
  * 39.25 GiB), A100-80GB (9.50/19.50/39.25/78.50 GiB, the lowest of the driver versions seen) and
  * A30 (5.81/11.69/23.44 GiB) come from published -lgip transcripts. H100-80GB means the SXM5
  * part: H100 PCIe has 114 SMs and other per-profile counts. */
-#include "runner/mig.h"
+#include "runner/suite/mig.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  * instances), give every job its environment, start the monitor, run the jobs, then always tear
  * down in reverse order and write what was measured. */
 #define _GNU_SOURCE
-#include "runner/modes.h"
+#include "runner/suite/modes.h"
 
 #include <math.h>
 #include <signal.h>
@@ -14,11 +14,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/mig.h"
-#include "runner/monitor.h"
-#include "runner/mps.h"
-#include "runner/nvml.h"
-#include "runner/results.h"
+#include "runner/suite/mig.h"
+#include "runner/suite/monitor.h"
+#include "runner/suite/mps.h"
+#include "runner/suite/nvml.h"
+#include "results/results.h"
 
 static const char *mode_names[] = {"serial", "naive", "mps", "mig", "mig-emulate", "all"};
 

@@ -20,10 +20,10 @@
 #include "models/context.h"
 #include "models/model.h"
 #include "models/session.h"
-#include "runner/train_dlrm.h"
-#include "runner/train_events.h"
-#include "runner/train_host.h"
-#include "runner/train_options.h"
+#include "runner/train/train_dlrm.h"
+#include "runner/train/train_events.h"
+#include "runner/train/train_host.h"
+#include "runner/train/train_options.h"
 
 #define MAX_TIMED_STEPS 4096
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "runner/mix.h"
+#include "runner/suite/mix.h"
 
 #define JOB_MAX_EPOCHS 512
 #define JOB_LINE_MAX 16384       /* longest event line kept; longer lines are logged, not parsed */

@@ -2,7 +2,7 @@
  * caller; a process may hold several (the monitor thread and the MIG setup each open their own,
  * which NVML's reference-counted nvmlInit_v2/nvmlShutdown allow). */
 #define _GNU_SOURCE
-#include "runner/nvml.h"
+#include "runner/suite/nvml.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

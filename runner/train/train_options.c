@@ -1,4 +1,4 @@
-#include "runner/train_options.h"
+#include "runner/train/train_options.h"
 
 #include <errno.h>
 #include <math.h>

@@ -15,8 +15,8 @@
 #ifndef SUITE_MODES_H
 #define SUITE_MODES_H
 
-#include "runner/jobs.h"
-#include "runner/mix.h"
+#include "runner/suite/jobs.h"
+#include "runner/suite/mix.h"
 
 typedef enum { MODE_SERIAL, MODE_NAIVE, MODE_MPS, MODE_MIG, MODE_MIG_EMULATE, MODE_ALL } suite_mode;
 

@@ -5,8 +5,8 @@
 #ifndef SUITE_TRAIN_DLRM_H
 #define SUITE_TRAIN_DLRM_H
 
-#include "runner/train_events.h"
-#include "runner/train_options.h"
+#include "runner/train/train_events.h"
+#include "runner/train/train_options.h"
 
 /* The whole job after option parsing: returns the process's exit code (0 done, 1 runtime error,
  * 2 bad input). */

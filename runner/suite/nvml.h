@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #ifdef NVML_API_VERSION
-#error "runner/nvml.h declares NVML itself; do not include NVIDIA's nvml.h in the same file"
+#error "runner/suite/nvml.h declares NVML itself; do not include NVIDIA's nvml.h in the same file"
 #endif
 
 /* ---- constants, enums and structs: exactly NVIDIA's ---------------------------------------- */

@@ -19,8 +19,8 @@
 
 #include <stdio.h>
 
-#include "runner/mix.h"
-#include "runner/nvml.h"
+#include "runner/suite/mix.h"
+#include "runner/suite/nvml.h"
 
 #define MIG_MAX_PROFILES 24
 #define MIG_MAX_PLACEMENTS 8

@@ -9,7 +9,7 @@
 #include <limits.h>
 #include <stddef.h>
 
-#include "runner/jobs.h"
+#include "runner/suite/jobs.h"
 
 #define MPS_DEFAULT_PIPE_DIR "/tmp/nvidia-mps"
 #define MPS_CONTROL_PROGRAM "nvidia-cuda-mps-control"

@@ -1,7 +1,7 @@
 /* run_suite: runs a mix of training jobs on one GPU under a collocation mode and writes what it
  * measured under results/<run-id>/. This file is the command line only: every option is checked
  * here, before any GPU, daemon or process is touched (bad input: a message naming what is valid,
- * exit 2); the run itself is runner/modes.c. */
+ * exit 2); the run itself is runner/suite/modes.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <libgen.h>
@@ -14,10 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runner/mig.h"
-#include "runner/mix.h"
-#include "runner/modes.h"
-#include "runner/mps.h"
+#include "runner/suite/mig.h"
+#include "runner/suite/mix.h"
+#include "runner/suite/modes.h"
+#include "runner/suite/mps.h"
 
 static void usage(FILE *f) {
     fprintf(f,

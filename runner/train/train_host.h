@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "runner/train_options.h"
+#include "runner/train/train_options.h"
 
 /* loader_config's alloc_host / free_host: page-locked memory (checked CUDA calls). */
 void *train_pinned_alloc(size_t bytes, void *user);

@@ -1,7 +1,7 @@
 /* MPS control daemon of one run (see mps.h). The daemon forks itself into the background
  * (-d), so it is found again through the pid file it writes in its pipe folder. */
 #define _GNU_SOURCE
-#include "runner/mps.h"
+#include "runner/suite/mps.h"
 
 #include <dirent.h>
 #include <errno.h>
