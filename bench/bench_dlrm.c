@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "data/criteo.h"
+#include "runner/cli.h"
 #include "models/check.h"
 #include "models/dlrm.h"
 
@@ -18,43 +19,53 @@ static int compare_floats(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static int usage(const char *why) {
-    fprintf(stderr, "bench_dlrm: %s\nusage: bench_dlrm [--data criteo-kaggle|criteo-terabyte] [--max-rows N (1000000; "
-            "0: uncapped)] [--batch N (2048)] [--steps N (200)] [--warmup N (30)] [--batches N (8)] [--lr X (1.0)] "
-            "[--no-tf32] [--no-graph] [--json]\n", why);
+/* Input the options passed but the model refuses: exit 2, as for a bad option. */
+static int refuse(const char *why) {
+    fprintf(stderr, "bench_dlrm: %s\n", why);
     return 2;
 }
 
+typedef struct bench_args {
+    char data[32];
+    long max_rows, batch, steps, warmup, batches;
+    float lr;
+    int json, allow_tf32, use_graph;
+} bench_args;
+
+#define T bench_args
+/* One row per option (the row format is in runner/cli.h). */
+static const cli_option OPTIONS[] = {
+    {"--data", "SET", "criteo-kaggle or criteo-terabyte shapes", CLI_TEXT(T, data), .fallback = "criteo-kaggle"},
+    {"--max-rows", "N", "cap every embedding table at N rows (0: uncapped)", CLI_INT(T, max_rows, 0, 1LL << 40),
+     .fallback = "1000000"},
+    {"--batch", "N", "samples per step", CLI_INT(T, batch, 1, 65536), .fallback = "2048"},
+    {"--steps", "N", "timed steps", CLI_INT(T, steps, 1, 100000), .fallback = "200"},
+    {"--warmup", "N", "untimed steps first", CLI_INT(T, warmup, 0, 100000), .fallback = "30"},
+    {"--batches", "N", "distinct batches kept on the GPU", CLI_INT(T, batches, 1, 256), .fallback = "8"},
+    {"--lr", "X", "SGD learning rate", CLI_REAL(T, lr, 0, 100), .fallback = "1.0"},
+    {"--no-tf32", NULL, "strict float32", CLI_FLAG(T, allow_tf32, 0)},
+    {"--no-graph", NULL, "run the step kernel by kernel instead of as a CUDA graph", CLI_FLAG(T, use_graph, 0)},
+    {"--json", NULL, "one JSON line instead of text", CLI_FLAG(T, json, 1)},
+    {0}};
+#undef T
+
+static const cli_program PROGRAM = {
+    .name = "bench_dlrm", .synopsis = "usage: bench_dlrm [options]", .options = OPTIONS};
+
 int main(int argc, char **argv) {
-    char data[32] = "criteo-kaggle";
-    long max_rows = 1000000, batch = 2048, steps = 200, warmup = 30, batches = 8;
-    float lr = 1.0f;
-    int json = 0, allow_tf32 = 1, use_graph = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--no-tf32")) { allow_tf32 = 0; continue; }
-        if (!strcmp(a, "--no-graph")) { use_graph = 0; continue; }
-        if (!v) return usage("an option lacks its value");
-        char *end = NULL;
-        long n = strtol(v, &end, 10);
-        int whole = *v && !*end;
-        if (!strcmp(a, "--data")) snprintf(data, sizeof data, "%s", v);
-        else if (!strcmp(a, "--max-rows") && whole && n >= 0) max_rows = n;
-        else if (!strcmp(a, "--batch") && whole && n >= 1 && n <= 65536) batch = n;
-        else if (!strcmp(a, "--steps") && whole && n >= 1 && n <= 100000) steps = n;
-        else if (!strcmp(a, "--warmup") && whole && n >= 0) warmup = n;
-        else if (!strcmp(a, "--batches") && whole && n >= 1 && n <= 256) batches = n;
-        else if (!strcmp(a, "--lr")) lr = strtof(v, NULL);
-        else return usage(a);
-        i++;
-    }
+    bench_args args = {.allow_tf32 = 1, .use_graph = 1};
+    cli_parse_or_exit(&PROGRAM, &args, argc, argv);
+    const char *data = args.data;
+    long max_rows = args.max_rows, batch = args.batch, steps = args.steps, warmup = args.warmup,
+         batches = args.batches;
+    float lr = args.lr;
+    int json = args.json, allow_tf32 = args.allow_tf32, use_graph = args.use_graph;
     char err[4096];
     dlrm_config config;
     dlrm m;
     if (dlrm_config_named(&config, data, max_rows, (int)batch, 1, err, sizeof err) != 0 ||
         dlrm_plan(&m, &config, 0, err, sizeof err) != 0)
-        return usage(err);
+        return refuse(err);
     job_context ctx;
     if (context_init(&ctx, 0, (size_t)64 << 20, allow_tf32) != CONTEXT_OK) {
         fprintf(stderr, "bench_dlrm: no usable GPU\n");
@@ -69,7 +80,7 @@ int main(int argc, char **argv) {
     criteo_synthetic_spec spec = {batch * batches, {0}, 7};
     memcpy(spec.table_sizes, config.rows, sizeof spec.table_sizes);
     criteo *rows;
-    if (criteo_open_synthetic(&rows, &spec, err, sizeof err) != 0) return usage(err);
+    if (criteo_open_synthetic(&rows, &spec, err, sizeof err) != 0) return refuse(err);
     size_t block_bytes = dlrm_input_bytes(&config);
     char *host = calloc(1, block_bytes), *device = NULL;
     int64_t *indices = malloc((size_t)batch * sizeof *indices);
@@ -78,7 +89,7 @@ int main(int argc, char **argv) {
         dlrm_input in = dlrm_input_at(&config, host);
         for (long i = 0; i < batch; i++) indices[i] = k * batch + i;
         if (criteo_read(rows, in.dense, in.indices, in.labels, indices, (int)batch, err, sizeof err) != 0)
-            return usage(err);
+            return refuse(err);
         CHECK_CUDA(cudaMemcpy(device + k * block_bytes, host, block_bytes, cudaMemcpyHostToDevice));
     }
     CHECK_CUDA(cudaDeviceSynchronize()); /* the job's stream does not wait for the legacy one */

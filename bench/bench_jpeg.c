@@ -43,9 +43,8 @@
 #include "data/dataset.h"
 #include "data/image_transform.h"
 #include "data/loader.h"
+#include "runner/cli.h"
 
-#define BENCH_WIDTH 500
-#define BENCH_HEIGHT 375
 #define BENCH_CLASSES 4
 #define BENCH_MAX_THREAD_COUNTS 8
 
@@ -86,13 +85,6 @@ static void make_picture(uint8_t *rgb, int index, int width, int height) {
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     return remove(path);
-}
-
-static void usage(const char *program) {
-    fprintf(stderr, "usage: %s [--images N] [--threads 2,8,16] [--size 224] [--batch 32] "
-            "[--repeat 3] [--width 500 --height 375]\n       %s --write DIR [--images N] [--classes K] "
-            "[--width 500 --height 375]\n", program, program);
-    exit(2);
 }
 
 typedef struct writer_share {
@@ -181,33 +173,64 @@ static double read_all(const dataset *d, int batch, int repeat, char *err, size_
     return ok ? best : -1.0;
 }
 
+typedef struct bench_args {
+    int images, size, batch, repeat, classes, width, height;
+    const char *threads, *write_root;
+} bench_args;
+
+#define T bench_args
+/* One row per option (the row format is in runner/cli.h). */
+static const cli_option OPTIONS[] = {
+    {"--images", "N", "pictures to write and decode", CLI_INT(T, images, 1, 1000000), .fallback = "200"},
+    {"--threads", "N[,N...]", "loader thread counts to measure, at most 8", CLI_STR(T, threads), .fallback = "2"},
+    {"--size", "N", "crop side", CLI_INT(T, size, 8, 2048), .fallback = "224"},
+    {"--batch", "N", "images per loader batch", CLI_INT(T, batch, 1, 65536), .fallback = "32"},
+    {"--repeat", "N", "runs per rate (the best counts)", CLI_INT(T, repeat, 1, 1000), .fallback = "3"},
+    {"--width", "N", "pictures' width", CLI_INT(T, width, 16, 8192), .fallback = "500"},
+    {"--height", "N", "pictures' height", CLI_INT(T, height, 16, 8192), .fallback = "375"},
+    {"--write", "DIR", "only write a data set in ImageNet's layout there (on all cores)", CLI_STR(T, write_root)},
+    {"--classes", "K", "with --write: classes (folders), at most --images", CLI_INT(T, classes, 1, 1000000),
+     .fallback = CLI_TEXT_OF(BENCH_CLASSES)},
+    {0}};
+#undef T
+
+static const cli_program PROGRAM = {
+    .name = "bench_jpeg",
+    .synopsis = "usage: bench_jpeg [--images N] [--threads 2,8,16] [--size 224] [--batch 32] [--repeat 3]\n"
+                "       bench_jpeg --write DIR [--images N] [--classes K] [--width 500 --height 375]\n",
+    .options = OPTIONS};
+
+/* "1,8,16" into counts[] (each 1 to 256); the number of counts, or -1 with a message. */
+static int parse_thread_counts(const char *text, int *counts, int max) {
+    int n = 0;
+    const char *p = text;
+    do {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (n == max || end == p || v < 1 || v > 256 || (*end && (*end != ',' || !end[1]))) {
+            fprintf(stderr, "bench_jpeg: --threads: expected 1 to %d counts from 1 to 256 separated by commas, "
+                    "got '%s'\n", max, text);
+            return -1;
+        }
+        counts[n++] = (int)v;
+        p = *end ? end + 1 : end;
+    } while (*p);
+    return n;
+}
+
 int main(int argc, char **argv) {
-    int images = 200, size = 224, batch = 32, repeat = 3;
-    int thread_counts[BENCH_MAX_THREAD_COUNTS] = {2}, thread_runs = 1, classes = BENCH_CLASSES;
-    const char *write_root = NULL;
-    int width = BENCH_WIDTH, height = BENCH_HEIGHT;
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc) usage(argv[0]);
-        if (strcmp(argv[i], "--images") == 0) images = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--size") == 0) size = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--batch") == 0) batch = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--repeat") == 0) repeat = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--write") == 0) write_root = argv[++i];
-        else if (strcmp(argv[i], "--classes") == 0) classes = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--width") == 0) width = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--height") == 0) height = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--threads") == 0) {
-            thread_runs = 0;
-            for (char *part = strtok(argv[++i], ","); part && thread_runs < BENCH_MAX_THREAD_COUNTS;
-                 part = strtok(NULL, ","))
-                thread_counts[thread_runs++] = atoi(part);
-        } else usage(argv[0]);
+    bench_args args = {0};
+    cli_parse_or_exit(&PROGRAM, &args, argc, argv);
+    int images = args.images, size = args.size, batch = args.batch, repeat = args.repeat;
+    int classes = args.classes, width = args.width, height = args.height;
+    const char *write_root = args.write_root;
+    int thread_counts[BENCH_MAX_THREAD_COUNTS];
+    int thread_runs = parse_thread_counts(args.threads, thread_counts, BENCH_MAX_THREAD_COUNTS);
+    if (thread_runs < 1) return 2;
+    if (classes > images) {
+        fprintf(stderr, "bench_jpeg: --classes %d: at most --images (%d)\n", classes, images);
+        return 2;
     }
-    if (images < 1 || size < 8 || batch < 1 || repeat < 1 || thread_runs < 1) usage(argv[0]);
-    for (int t = 0; t < thread_runs; t++)
-        if (thread_counts[t] < 1) usage(argv[0]);
-    if (classes < 1 || classes > images || width < 16 || height < 16 || width > 8192 || height > 8192)
-        usage(argv[0]);
     if (write_root) return write_dataset(write_root, images, classes, width, height);
 
     char root[512], path[1024], err[1024];

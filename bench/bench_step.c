@@ -9,46 +9,71 @@
 #include "models/check.h"
 #include "models/rng.h"
 #include "models/session.h"
+#include "runner/cli.h"
 
 static int compare_floats(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
 }
 
-static int usage(const char *why) {
-    fprintf(stderr, "bench_step: %s\nusage: bench_step --model NAME --image-size N --batch N [--classes N] "
-            "[--steps N] [--warmup N] [--no-tf32] [--workspace-mb N] [--optimizer sgd|adamw] [--json]\n", why);
+/* Input the options passed but the model refuses: exit 2, as for a bad option. */
+static int refuse(const char *why) {
+    fprintf(stderr, "bench_step: %s\n", why);
     return 2;
 }
 
+static const cli_choice OPTIMIZERS[] = {{"sgd", OPTIMIZER_SGD}, {"adamw", OPTIMIZER_ADAMW}, {0}};
+
+typedef struct bench_args {
+    char model[32];
+    int image_size, batch, classes, steps, warmup, workspace_mb, json, allow_tf32;
+    optimizer_kind optimizer;
+    const char *precision;
+} bench_args;
+
+#define T bench_args
+/* One row per option (the row format is in runner/cli.h). */
+static const cli_option OPTIONS[] = {
+    {"--model", "NAME", "resnet26, resnet50, resnet152, efficientnetv2_s or cait_xxs24", CLI_TEXT(T, model)},
+    {"--image-size", "N", "image side", CLI_INT(T, image_size, 8, 2048), .fallback = "64"},
+    {"--batch", "N", "samples per step", CLI_INT(T, batch, 1, 65536), .fallback = "128"},
+    {"--classes", "N", "classes", CLI_INT(T, classes, 2, 1000000), .fallback = "1000"},
+    {"--steps", "N", "timed steps", CLI_INT(T, steps, 1, 1000000), .fallback = "100"},
+    {"--warmup", "N", "untimed steps first", CLI_INT(T, warmup, 0, 1000000), .fallback = "20"},
+    {"--precision", "tf32|fp32|bf16", "the step's arithmetic", CLI_STR(T, precision), .fallback = "tf32"},
+    {"--no-tf32", NULL, "strict float32 (as --precision fp32)", CLI_FLAG(T, allow_tf32, 0)},
+    {"--workspace-mb", "N", "cuDNN workspace bound", CLI_INT(T, workspace_mb, 0, 1 << 20), .fallback = "512"},
+    {"--optimizer", NULL, "sgd (lr 0.1, momentum 0.9, weight decay 5e-4) or adamw (lr 1e-3, weight decay 0.05)",
+     CLI_CHOICE(T, optimizer, OPTIMIZERS), .fallback = "sgd"},
+    {"--json", NULL, "one JSON line instead of text", CLI_FLAG(T, json, 1)},
+    {0}};
+#undef T
+
+static const cli_program PROGRAM = {
+    .name = "bench_step", .synopsis = "usage: bench_step --model NAME --image-size N --batch N [options]",
+    .options = OPTIONS};
+
 int main(int argc, char **argv) {
-    model_config config = {.name = "", .batch = 128, .image_size = 64, .in_channels = 3, .classes = 1000, .seed = 1};
-    int steps = 100, warmup = 20, json = 0, allow_tf32 = 1;
-    size_t workspace_mb = 512;
+    bench_args args = {.allow_tf32 = 1};
+    cli_parse_or_exit(&PROGRAM, &args, argc, argv);
+    if (!args.model[0]) return refuse("--model is required");
+    model_config config = {.name = "", .batch = args.batch, .image_size = args.image_size, .in_channels = 3,
+                           .classes = args.classes, .seed = 1};
+    snprintf(config.name, sizeof config.name, "%s", args.model);
+    if (precision_parse(args.precision, &config.precision) != 0) {
+        fprintf(stderr, "bench_step: --precision: expected tf32, fp32 or bf16, got '%s'\n", args.precision);
+        return 2;
+    }
+    int steps = args.steps, warmup = args.warmup, json = args.json;
+    int allow_tf32 = args.allow_tf32 && config.precision != PRECISION_FP32;
+    size_t workspace_mb = (size_t)args.workspace_mb;
     optimizer_config opt = {.kind = OPTIMIZER_SGD, .momentum = 0.9f, .weight_decay = 5e-4f};
     float lr = 0.1f;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--no-tf32")) { allow_tf32 = 0; continue; }
-        if (!v) return usage("an option lacks its value");
-        long n = strtol(v, NULL, 10);
-        if (!strcmp(a, "--model")) snprintf(config.name, sizeof config.name, "%s", v);
-        else if (!strcmp(a, "--optimizer") && !strcmp(v, "adamw"))
-            opt = (optimizer_config){.kind = OPTIMIZER_ADAMW, .weight_decay = 0.05f}, lr = 1e-3f;
-        else if (!strcmp(a, "--optimizer") && !strcmp(v, "sgd")) opt.kind = OPTIMIZER_SGD;
-        else if (!strcmp(a, "--image-size")) config.image_size = (int)n;
-        else if (!strcmp(a, "--batch")) config.batch = (int)n;
-        else if (!strcmp(a, "--classes")) config.classes = (int)n;
-        else if (!strcmp(a, "--steps") && n > 0) steps = (int)n;
-        else if (!strcmp(a, "--warmup") && n >= 0) warmup = (int)n;
-        else if (!strcmp(a, "--workspace-mb") && n >= 0) workspace_mb = (size_t)n;
-        else return usage(a);
-        i++;
-    }
+    if (args.optimizer == OPTIMIZER_ADAMW) opt = (optimizer_config){.kind = OPTIMIZER_ADAMW, .weight_decay = 0.05f}, lr = 1e-3f;
+    if (!allow_tf32 && config.precision == PRECISION_TF32) config.precision = PRECISION_FP32;
     session s;
     char err[512];
-    if (session_plan(&s, &config, err, sizeof err) != 0) return usage(err);
+    if (session_plan(&s, &config, err, sizeof err) != 0) return refuse(err);
     if (session_start(&s, 0, workspace_mb << 20, allow_tf32, optimizer_slots(opt.kind), err, sizeof err) != 0) {
         fprintf(stderr, "bench_step: %s\n", err);
         return 1;
@@ -85,13 +110,14 @@ int main(int argc, char **argv) {
     if (json)
         printf("{\"impl\":\"suite\",\"model\":\"%s\",\"image_size\":%d,\"batch\":%d,\"classes\":%d,"
                "\"median_ms\":%.4f,\"p10_ms\":%.4f,\"p90_ms\":%.4f,\"peak_bytes\":%zu,\"flops_per_step\":%.6g,"
-               "\"tf32\":%d,\"mean_loss\":%.5f,\"device\":\"%s\"}\n",
+               "\"tf32\":%d,\"precision\":\"%s\",\"mean_loss\":%.5f,\"device\":\"%s\"}\n",
                config.name, config.image_size, config.batch, config.classes, median, ms[steps / 10],
                ms[steps * 9 / 10], session_gpu_bytes(&s), flops, allow_tf32,
+               precision_name(config.precision),
                loss_sum / ((double)(warmup + steps) * config.batch), prop.name);
     else
-        printf("%s %dx%d batch %d: median %.3f ms (p10 %.3f, p90 %.3f), %.1f TFLOP/s, %.2f GiB\n", config.name,
-               config.image_size, config.image_size, config.batch, median, ms[steps / 10], ms[steps * 9 / 10],
+        printf("%s %s %dx%d batch %d: median %.3f ms (p10 %.3f, p90 %.3f), %.1f TFLOP/s, %.2f GiB\n", config.name,
+               precision_name(config.precision), config.image_size, config.image_size, config.batch, median, ms[steps / 10], ms[steps * 9 / 10],
                flops / (median * 1e-3) / 1e12, session_gpu_bytes(&s) / 1073741824.0);
     for (int i = 0; i <= steps; i++) CHECK_CUDA(cudaEventDestroy(marks[i]));
     free(marks), free(ms), free(images), free(labels);

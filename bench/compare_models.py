@@ -37,6 +37,8 @@ def read_records(paths):
                 except (ValueError, KeyError, TypeError) as e:
                     print(f"{path}:{n}: skipped, not a benchmark record ({e})", file=sys.stderr)
                     continue
+                if r.get("precision", "tf32") != "tf32":
+                    continue  # bench/compare_precision.py tables the other precisions
                 if impl not in IMPLS:
                     print(f"{path}:{n}: skipped, unknown impl {impl!r}", file=sys.stderr)
                     continue

@@ -9,6 +9,7 @@
 
 #include "models/check.h"
 #include "models/resnet.h"
+#include "runner/cli.h"
 
 #define MAX_CONVS 256
 #define REPEATS 15
@@ -18,7 +19,17 @@ static int compare_floats(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static int verbose;
+typedef struct bench_args {
+    int verbose;
+} bench_args;
+
+static const cli_option OPTIONS[] = {
+    {"--verbose", NULL, "each convolution's times and the algorithms cuDNN picked",
+     CLI_FLAG(bench_args, verbose, 1)},
+    {0}};
+
+static const cli_program PROGRAM = {.name = "conv_layout", .synopsis = "usage: conv_layout [--verbose]",
+                                    .options = OPTIONS};
 
 static float median_of(float *ms, int n) {
     qsort(ms, (size_t)n, sizeof *ms, compare_floats);
@@ -27,7 +38,8 @@ static float median_of(float *ms, int n) {
 
 /* Median milliseconds of forward + backward (data and filter) of one convolution; with --verbose
  * each direction's time and the algorithm and math type cuDNN picked. */
-static float time_conv(conv_shape shape, job_context *ctx, float *buffers[4], conv_algo_cache *cache) {
+static float time_conv(conv_shape shape, job_context *ctx, float *buffers[4], conv_algo_cache *cache,
+                       int verbose) {
     arena plan, *a = &ctx->arena;
     arena_plan(&plan);
     conv_layer c;
@@ -66,7 +78,8 @@ static float time_conv(conv_shape shape, job_context *ctx, float *buffers[4], co
 }
 
 int main(int argc, char **argv) {
-    verbose = argc > 1 && !strcmp(argv[1], "--verbose");
+    bench_args args = {0};
+    cli_parse_or_exit(&PROGRAM, &args, argc, argv);
     struct { const char *name; int size, batch; } cases[] = {
         {"resnet26", 32, 128}, {"resnet50", 64, 128}, {"resnet152", 224, 32}};
     job_context ctx;
@@ -105,7 +118,7 @@ int main(int argc, char **argv) {
                 int seen = -1; /* identical shapes repeat: time each once */
                 for (int p = 0; p < i && seen < 0; p++)
                     if (!memcmp(&shapes[p], &shapes[i], sizeof shapes[i])) seen = p;
-                timed[i] = seen >= 0 ? timed[seen] : time_conv(shapes[i], &ctx, buffers, &cache);
+                timed[i] = seen >= 0 ? timed[seen] : time_conv(shapes[i], &ctx, buffers, &cache, args.verbose);
                 total[f] += timed[i];
             }
         }

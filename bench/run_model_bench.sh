@@ -9,6 +9,9 @@
 #   env: BENCH_CONFIGS "model:size:batch[:optimizer] ..." (default: the three ResNets, SGD);
 #        both sides use the same optimizer (sgd: momentum 0.9, wd 5e-4; adamw: wd 0.05)
 #   env: PYTHON (python3), BENCH_TIMEOUT seconds per run (900), TORCH_STEPS (50)
+#   env: BENCH_PRECISIONS "tf32 bf16" (default tf32): each configuration in each precision, on both
+#        sides (PyTorch bf16 = autocast); with more than tf32, bench/compare_precision.py's table
+#   env: TORCH_MODES (default "eager compiled"; "max-autotune" adds mode="max-autotune")
 # Exit status: compare_models.py's (1 if a check FAILs or nothing ran).
 set -u
 
@@ -37,8 +40,8 @@ export PYTHONUNBUFFERED=1
 run_one() {
     local impl=$1 model=$2 size=$3 batch=$4
     shift 5
-    local log=$out_dir/logs/${impl}_${model}_${size}_${batch}.log
-    local stdout_file=$out_dir/logs/${impl}_${model}_${size}_${batch}.out
+    local log=$out_dir/logs/${impl}_${model}_${size}_${batch}_${precision}.log
+    local stdout_file=$out_dir/logs/${impl}_${model}_${size}_${batch}_${precision}.out
     echo "== $impl $model ${size}x${size} batch $batch" >&2
     timeout "$run_timeout" "$@" >"$stdout_file" 2>"$log"
     local rc=$?
@@ -55,22 +58,30 @@ run_one() {
     [ "$rc" -eq 0 ] && why="printed no JSON line"
     echo "   FAILED: $why (see $log)" >&2
     tail -n 5 "$log" | sed 's/^/   | /' >&2
-    printf '{"impl":"%s","model":"%s","image_size":%d,"batch":%d,"classes":1000,"error":"%s"}\n' \
-        "$impl" "$model" "$size" "$batch" "$why" >>"$jsonl"
+    printf '{"impl":"%s","model":"%s","image_size":%d,"batch":%d,"classes":1000,"precision":"%s","error":"%s"}\n' \
+        "$impl" "$model" "$size" "$batch" "$precision" "$why" >>"$jsonl"
 }
 
 for config in ${BENCH_CONFIGS:-resnet26:32:128 resnet50:64:128 resnet152:224:32}; do
     IFS=: read -r model size batch optimizer <<<"$config"
     optimizer=${optimizer:-sgd}
-    run_one suite "$model" "$size" "$batch" -- \
-        "$build_dir/bench_step" --model "$model" --image-size "$size" --batch "$batch" \
-        --classes 1000 --optimizer "$optimizer" --json
-    for mode in eager compiled; do
-        run_one "torch-$mode" "$model" "$size" "$batch" -- \
-            "$python" "$bench_dir/torch_model.py" --model "$model" --image-size "$size" \
-            --batch "$batch" --classes 1000 --mode "$mode" --steps "$torch_steps" --optimizer "$optimizer"
+    for precision in ${BENCH_PRECISIONS:-tf32}; do
+        run_one suite "$model" "$size" "$batch" -- \
+            "$build_dir/bench_step" --model "$model" --image-size "$size" --batch "$batch" \
+            --classes 1000 --optimizer "$optimizer" --precision "$precision" --json
+        for mode in ${TORCH_MODES:-eager compiled}; do
+            run_one "torch-$mode" "$model" "$size" "$batch" -- \
+                "$python" "$bench_dir/torch_model.py" --model "$model" --image-size "$size" \
+                --batch "$batch" --classes 1000 --mode "$mode" --steps "$torch_steps" --optimizer "$optimizer" \
+                --precision "$precision"
+        done
     done
 done
 
 echo "results: $jsonl" >&2
-"$python" "$bench_dir/compare_models.py" "$jsonl"
+status=0
+"$python" "$bench_dir/compare_models.py" "$jsonl" || status=$?
+if [ "${BENCH_PRECISIONS:-tf32}" != tf32 ]; then
+    "$python" "$bench_dir/compare_precision.py" "$jsonl" || status=$?
+fi
+exit $status

@@ -3,9 +3,13 @@
 
 Why: the suite's step time and memory only mean something next to what a well-tuned framework
 does on the same GPU. This times timm's model with SGD (lr 0.1, momentum 0.9, weight decay 5e-4)
-or AdamW (lr 1e-3, weight decay 0.05, fused), as the suite's step does, and cross-entropy on synthetic batches already on the GPU, TF32 on, cudnn.benchmark on, either
-eager (NCHW) or torch.compile(mode="reduce-overhead") with channels_last. Compilation is done in
-the warm-up and not timed. Prints ONE JSON line on stdout; everything else goes to stderr.
+or AdamW (lr 1e-3, weight decay 0.05), both fused (one kernel over all parameters), as the suite's
+step does, and cross-entropy on synthetic batches already on the GPU, cudnn.benchmark on, either
+eager (NCHW) or compiled with channels_last: torch.compile(mode="reduce-overhead") ("compiled") or
+mode="max-autotune" (Triton autotuning, CUDA graphs; minutes of compile time). --precision: tf32
+(TF32 tensor cores for float32, the default), fp32 (strict), or bf16 (float32 weights, forward
+and loss under torch.autocast(dtype=torch.bfloat16), as a mixed-precision user writes it; no
+GradScaler, which bfloat16 does not need). Compilation is done in the warm-up and not timed. Prints ONE JSON line on stdout; everything else goes to stderr.
 max_memory_reserved/allocated are the process's peaks over the whole run (what it held: run each
 mode in its own process). They include cudnn.benchmark's algorithm trials, which can need far more
 than a training step does, so steady_max_memory_reserved/allocated give the peaks of the timed
@@ -43,7 +47,8 @@ def main():
     ap.add_argument("--image-size", type=int, required=True)
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--classes", type=int, default=1000)
-    ap.add_argument("--mode", choices=("eager", "compiled"), required=True)
+    ap.add_argument("--mode", choices=("eager", "compiled", "max-autotune"), required=True)
+    ap.add_argument("--precision", choices=("tf32", "fp32", "bf16"), default="tf32")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=15)
     ap.add_argument("--device", default="cuda")
@@ -58,33 +63,42 @@ def main():
         log(f"no CUDA device available: running on cpu instead of {args.device} (timings are not comparable)")
         device = torch.device("cpu")
     cuda = device.type == "cuda"
-    torch.backends.cudnn.allow_tf32 = True
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.set_float32_matmul_precision("high")
+    tf32 = args.precision != "fp32"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(0)
 
-    fmt = torch.channels_last if args.mode == "compiled" else torch.contiguous_format
+    compiled = args.mode != "eager"
+    fmt = torch.channels_last if compiled else torch.contiguous_format
     model = timm.create_model(TIMM_NAMES.get(args.model, args.model), num_classes=args.classes,
                               pretrained=False, **({"img_size": args.image_size} if args.model.startswith("cait") else {}))
     model = model.to(device=device, memory_format=fmt).train()
     if args.optimizer == "adamw":
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05, fused=cuda)
     else:
-        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+        try:
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4, fused=cuda)
+        except (TypeError, RuntimeError) as e:  # fused SGD arrived in PyTorch 2.4
+            log(f"fused SGD unavailable ({e}): foreach SGD instead")
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4, foreach=True)
     shape = (args.batch, 3, args.image_size, args.image_size)
     inputs = [torch.randn(shape, device=device).contiguous(memory_format=fmt) for _ in range(N_BATCHES)]
     labels = [torch.randint(0, args.classes, (args.batch,), device=device) for _ in range(N_BATCHES)]
-    step_model = torch.compile(model, mode="reduce-overhead") if args.mode == "compiled" else model
+    compile_mode = {"compiled": "reduce-overhead", "max-autotune": "max-autotune"}.get(args.mode)
+    step_model = torch.compile(model, mode=compile_mode) if compiled else model
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16")
 
     def step(i):
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(step_model(inputs[i % N_BATCHES]), labels[i % N_BATCHES])
+        with autocast:
+            loss = F.cross_entropy(step_model(inputs[i % N_BATCHES]), labels[i % N_BATCHES])
         loss.backward()
         opt.step()
         return loss
 
-    warmup = max(args.warmup, 20) if args.mode == "compiled" else args.warmup
+    warmup = max(args.warmup, 20) if compiled else args.warmup
     t0 = time.perf_counter()
     for i in range(warmup):
         loss = step(i)
@@ -122,7 +136,8 @@ def main():
     times_ms.sort()
     result = {
         "impl": f"torch-{args.mode}", "model": args.model, "image_size": args.image_size,
-        "batch": args.batch, "classes": args.classes,
+        "batch": args.batch, "classes": args.classes, "precision": args.precision,
+        "compile_mode": compile_mode, "optimizer": f"{args.optimizer} {'fused' if opt.defaults.get('fused') else 'foreach'}",
         "median_ms": round(statistics.median(times_ms), 4),
         "p10_ms": round(percentile(times_ms, 10), 4), "p90_ms": round(percentile(times_ms, 90), 4),
         "max_memory_reserved": max(warmup_reserved, torch.cuda.max_memory_reserved()) if cuda else None,

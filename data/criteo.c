@@ -346,11 +346,31 @@ int criteo_open(criteo **out, const char *path, const int64_t table_sizes[CRITEO
                  expected_layout);
         goto fail;
     }
+    /* Each file's first line is parsed now, so a file of another format is refused here, naming
+     * it and the line, before any GPU work, not by a loader thread in the middle of an epoch. */
+    for (int f = 0; f < r->files; f++) {
+        float dense[CRITEO_DENSE], label;
+        int32_t sparse[CRITEO_SPARSE];
+        int64_t row = r->first_row[f];
+        if (row < r->first_row[f + 1] && criteo_read(r, dense, sparse, &label, &row, 1, err, err_size) != 0)
+            goto fail;
+    }
     *out = r;
     return 0;
 fail:
     criteo_close(r);
     return -1;
+}
+
+int criteo_files_present(const char *path) {
+    struct stat st;
+    if (!path || !*path || stat(path, &st) != 0) return 0;
+    if (!S_ISDIR(st.st_mode)) return 1;
+    char candidate[CRITEO_PATH_BYTES];
+    snprintf(candidate, sizeof candidate, "%s/train.txt", path);
+    if (is_regular(candidate)) return 1;
+    snprintf(candidate, sizeof candidate, "%s/day_0", path);
+    return is_regular(candidate);
 }
 
 int criteo_open_synthetic(criteo **out, const criteo_synthetic_spec *spec, char *err,

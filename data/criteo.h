@@ -34,9 +34,14 @@ typedef struct criteo criteo;
  *
  * Open reads every file once to index where each line starts: 8 bytes per line (360 MB for
  * Kaggle's 45M lines; 35 GB for all of Terabyte's 4.4 billion, so cap it with max_rows or pass a
- * few days). Lines are parsed only when read; open refuses empty and over-long lines. */
+ * few days). Lines are parsed when read, and the first line of each file at open already (a file
+ * of another format fails here, naming the file and line); open refuses empty and over-long lines. */
 int criteo_open(criteo **out, const char *path, const int64_t table_sizes[CRITEO_SPARSE],
                 int64_t max_rows, char *err, size_t err_size);
+/* 1 when path names Criteo files criteo_open would read (a file, or a folder with train.txt or
+ * day_0), whether or not they are well formed: "absent" data may be replaced by synthetic data,
+ * malformed data is an error. */
+int criteo_files_present(const char *path);
 
 /* Synthetic Criteo-like rows with a planted signal, deterministic by (seed, row):
  *   dense[j]  = log(1 + count), count = floor(exp(6u) - 1) for u uniform, or 0 (missing, 10%)

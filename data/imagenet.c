@@ -622,6 +622,22 @@ int dataset_open_imagenet(dataset *d, const imagenet_options *options, char *err
     d->close = in_close;
     d->impl = in;
     status = 0;
+    if (!in->skip_bad) { /* the first image decoded now: a folder of non-images fails before any GPU work */
+        char path[IN_PATH_BYTES], why[256];
+        float *first = malloc((size_t)o.image_size * (size_t)o.image_size * 3 * sizeof *first);
+        if (!first) {
+            snprintf(why, sizeof why, "out of memory for one image");
+            snprintf(path, sizeof path, "%s", split_path);
+        }
+        if (!first || load_one(in, 0, 0, first, path, why, sizeof why) != 0) {
+            snprintf(err, err_size, "ImageNet: %s: %s (the first image; --skip-bad skips undecodable images)",
+                     path, why);
+            in_close(d);
+            memset(d, 0, sizeof *d);
+            status = -1;
+        }
+        free(first);
+    }
     goto done;
 out_of_memory:
     snprintf(err, err_size, "ImageNet: out of memory listing %s", split_path);

@@ -207,8 +207,14 @@ static void fill_indices(const loader *l, int64_t *indices, int64_t first, int n
 
 /* --- the worker ring ---------------------------------------------------------------------------- */
 
+/* Batch b's first position in the epoch's order (data-parallel ranks take every shards-th). */
+static int64_t batch_start(const loader *l, int64_t b) {
+    int shards = l->config.shards > 1 ? l->config.shards : 1;
+    return (b * shards + (shards > 1 ? l->config.shard : 0)) * l->config.batch;
+}
+
 static int batch_size(const loader *l, int64_t b) {
-    int64_t left = l->source.count - b * l->config.batch;
+    int64_t left = l->source.count - batch_start(l, b);
     return left < l->config.batch ? (int)left : l->config.batch;
 }
 
@@ -249,7 +255,7 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&l->mutex);
 
         err[0] = '\0';
-        int64_t first = b * l->config.batch + offset;
+        int64_t first = batch_start(l, b) + offset;
         const int64_t *indices = l->permutation + first;
         if (l->order != ORDER_PERMUTATION) {
             fill_indices(l, slot->indices + offset, first, n);
@@ -371,7 +377,14 @@ loader *loader_open_source(const loader_source *s, const loader_config *config, 
         snprintf(err, err_size, "loader: alloc_host and free_host must be given together");
         return NULL;
     }
-    int64_t batches = c.drop_last ? s->count / c.batch : (s->count + c.batch - 1) / c.batch;
+    int shards = c.shards > 1 ? c.shards : 1;
+    if (shards > 1 && (c.shard < 0 || c.shard >= shards)) {
+        snprintf(err, err_size, "loader: shard %d of %d; expected 0..%d", c.shard, shards, shards - 1);
+        return NULL;
+    }
+    /* a shard takes only whole batches, so that every rank has as many */
+    int64_t batches = shards > 1 ? s->count / ((int64_t)c.batch * shards)
+                      : c.drop_last ? s->count / c.batch : (s->count + c.batch - 1) / c.batch;
     if (batches == 0) {
         snprintf(err, err_size,
                  "loader: %s holds %lld samples, fewer than one batch of %d, and drop_last is "

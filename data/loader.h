@@ -63,6 +63,8 @@ typedef struct loader_config {
     void *(*alloc_host)(size_t bytes, void *user); /* NULL: malloc */
     void (*free_host)(void *ptr, void *user);
     void *user;
+    int shards, shard;      /* data-parallel: batch b of this loader is batch b*shards+shard of the
+                               epoch's order cut into batches (shards 0 or 1: all of them) */
     int64_t shuffle_window; /* with shuffle: 0 = whole-epoch permutation up to
                                LOADER_MAX_PERMUTATION samples, else windows of
                                LOADER_DEFAULT_WINDOW; > 0 = windows of this many samples */

@@ -24,7 +24,10 @@
  * Threads own a fixed group of 4 channels (one float4; 1 channel when C % 4 != 0 or a pointer is
  * not 16-byte aligned) and walk the rows, so loads are coalesced across C and per-channel
  * parameters are read once per thread. Grid sizes come from rows, C and the SM count, so both
- * rows=128 x C=2048 and rows=401408 x C=64 fill the GPU. */
+ * rows=128 x C=2048 and rows=401408 x C=64 fill the GPU.
+ * Activation tensors (x, residual, y, dy, dx, dresidual) are float or bfloat16, a template
+ * parameter T of every kernel (vector_io.cuh); arithmetic, statistics, gamma/beta and their
+ * gradients are float either way, as under PyTorch's autocast. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,12 +35,15 @@
 
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
+#include "kernels/vector_io.cuh"
 #include "models/check.h"
 
 #define BN_THREADS 256        /* threads per block (upper bound: the block is lanes x tile_cols) */
 #define BN_MAX_TILE_COLS 64   /* vector columns one block covers when C is small */
 #define BN_WIDE_TILE_COLS 32  /* ... and when C is large (then C is split over blockIdx.x) */
-#define BN_ROW_UNROLL 4       /* independent rows each thread has in flight */
+/* Independent rows each thread has in flight: 4 float4 loads, or 8 of bfloat16 (8 bytes each), so
+ * both keep 64 bytes per thread in flight for the memory system. */
+#define BN_ROW_UNROLL(T) (sizeof(T) == 2 ? 8 : 4)
 #define BN_REDUCE_BLOCKS_PER_SM 4 /* at most: fewer, fuller blocks mean fewer atomics */
 #define BN_MAX_STRIPES 8      /* copies of the accumulators, so blocks spread their atomics */
 #define BN_BLOCKS_PER_STRIPE 32
@@ -75,8 +81,8 @@ static int bn_resident_blocks(const void *kernel, int threads, int at_most) {
 }
 
 /* Blocks along the rows: enough to give every thread a few rows, at most one full wave. */
-static dim3 bn_grid(const bn_shape *s, int rows, int blocks_per_sm) {
-    long want = ((long)rows + (long)s->lanes * BN_ROW_UNROLL - 1) / ((long)s->lanes * BN_ROW_UNROLL);
+static dim3 bn_grid(const bn_shape *s, int rows, int unroll, int blocks_per_sm) {
+    long want = ((long)rows + (long)s->lanes * unroll - 1) / ((long)s->lanes * unroll);
     long cap = (long)kernel_sm_count() * blocks_per_sm / s->tiles;
     if (cap < 1) cap = 1;
     if (want > cap) want = cap;
@@ -85,24 +91,11 @@ static dim3 bn_grid(const bn_shape *s, int rows, int blocks_per_sm) {
     return dim3((unsigned)s->tiles, (unsigned)want);
 }
 
-template <int VEC>
-__device__ __forceinline__ void bn_load(float v[VEC], const float *p) {
-    if constexpr (VEC == 4) {
-        float4 q = *(const float4 *)p;
-        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
-    } else {
-        v[0] = *p;
-    }
-}
+template <int VEC, typename T>
+__device__ __forceinline__ void bn_load(float v[VEC], const T *p) { load_vec<VEC>(v, p); }
 
-template <int VEC>
-__device__ __forceinline__ void bn_store(float *p, const float v[VEC]) {
-    if constexpr (VEC == 4) {
-        *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
-    } else {
-        *p = v[0];
-    }
-}
+template <int VEC, typename T>
+__device__ __forceinline__ void bn_store(T *p, const float v[VEC]) { store_vec<VEC>(p, v); }
 
 template <int VEC>
 __device__ __forceinline__ float4 bn_pack(const float v[VEC]) {
@@ -191,11 +184,11 @@ __device__ __forceinline__ int bn_tile_end(int tile_cols, int vec, int C) {
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(BN_THREADS)
 bn_stats_kernel(float *__restrict__ mean, float *__restrict__ invstd,
                 float *__restrict__ running_mean, float *__restrict__ running_var,
-                const float *__restrict__ x, int rows, int C, int tile_cols, float eps,
+                const T *__restrict__ x, int rows, int C, int tile_cols, float eps,
                 float momentum, int stripes, unsigned *counter, double *acc) {
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
     int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
@@ -206,12 +199,12 @@ bn_stats_kernel(float *__restrict__ mean, float *__restrict__ invstd,
         float shift[VEC];
         bn_load<VEC>(shift, x + c);
         size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
-        for (; r + (BN_ROW_UNROLL - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL * stride) {
-            float v[BN_ROW_UNROLL][VEC];
+        for (; r + (BN_ROW_UNROLL(T) - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL(T) * stride) {
+            float v[BN_ROW_UNROLL(T)][VEC];
 #pragma unroll
-            for (int u = 0; u < BN_ROW_UNROLL; u++) bn_load<VEC>(v[u], x + (r + u * stride) * C + c);
+            for (int u = 0; u < BN_ROW_UNROLL(T); u++) bn_load<VEC>(v[u], x + (r + u * stride) * C + c);
 #pragma unroll
-            for (int u = 0; u < BN_ROW_UNROLL; u++)
+            for (int u = 0; u < BN_ROW_UNROLL(T); u++)
 #pragma unroll
                 for (int j = 0; j < VEC; j++) {
                     float d = v[u][j] - shift[j];
@@ -235,7 +228,7 @@ bn_stats_kernel(float *__restrict__ mean, float *__restrict__ invstd,
     double n = (double)rows;
     for (int ch = blockIdx.x * tile_cols * VEC + threadIdx.x, end = bn_tile_end(tile_cols, VEC, C); ch < end;
          ch += blockDim.x) {
-        float shift = x[ch], rm = running_mean ? running_mean[ch] : 0.0f;
+        float shift = to_float(x[ch]), rm = running_mean ? running_mean[ch] : 0.0f;
         float rv = running_var ? running_var[ch] : 0.0f;
         double s, ss;
         bn_take_sums(&s, &ss, ch, C, stripes, acc);
@@ -265,9 +258,9 @@ __device__ __forceinline__ float bn_activate(float z, float res) {
 
 /* y = act(gamma * (x - mean) * invstd + beta) with the residual joined as bn_activate says. With
  * stats_are_var, `spread` holds the variance (inference: running_var) instead of invstd. */
-template <int VEC, int ACT>
+template <int VEC, int ACT, typename T>
 __global__ void __launch_bounds__(BN_THREADS)
-bn_apply_kernel(float *y, const float *x, const float *residual, const float *gamma,
+bn_apply_kernel(T *y, const T *x, const T *residual, const float *gamma,
                 const float *beta, const float *center, const float *spread, int stats_are_var,
                 float eps, int rows, int C, int tile_cols) {
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
@@ -283,15 +276,15 @@ bn_apply_kernel(float *y, const float *x, const float *residual, const float *ga
         shift[j] = beta[c + j];
     }
     size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
-    for (; r + (BN_ROW_UNROLL - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL * stride) {
-        float v[BN_ROW_UNROLL][VEC], res[BN_ROW_UNROLL][VEC];
+    for (; r + (BN_ROW_UNROLL(T) - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL(T) * stride) {
+        float v[BN_ROW_UNROLL(T)][VEC], res[BN_ROW_UNROLL(T)][VEC];
 #pragma unroll
-        for (int u = 0; u < BN_ROW_UNROLL; u++) {
+        for (int u = 0; u < BN_ROW_UNROLL(T); u++) {
             bn_load<VEC>(v[u], x + (r + u * stride) * C + c);
             if (residual) bn_load<VEC>(res[u], residual + (r + u * stride) * C + c);
         }
 #pragma unroll
-        for (int u = 0; u < BN_ROW_UNROLL; u++) {
+        for (int u = 0; u < BN_ROW_UNROLL(T); u++) {
 #pragma unroll
             for (int j = 0; j < VEC; j++)
                 v[u][j] = bn_activate<ACT>(fmaf(v[u][j] - m[j], scale[j], shift[j]), residual ? res[u][j] : 0.0f);
@@ -326,47 +319,62 @@ static void bn_check_act(const char *fn, int act) {
         kernel_bad_input(fn, "act must be ACT_NONE (0), ACT_RELU (1) or ACT_SILU (2) (got %d)", act);
 }
 
-/* One template per (vector width, activation); the launchers pick it at run time. */
-#define BN_DISPATCH(launch, vec, act, ...)                                       \
+static void bn_check_type(const char *fn, int type) {
+    if (type != ELEM_F32 && type != ELEM_BF16)
+        kernel_bad_input(fn, "type must be ELEM_F32 (0) or ELEM_BF16 (1) (got %d)", type);
+}
+
+/* One template per (vector width, activation, element type); the launchers pick it at run time. */
+#define BN_DISPATCH(launch, T, vec, act, ...)                                    \
     do {                                                                         \
         if ((vec) == 4) {                                                        \
-            if ((act) == ACT_RELU) launch<4, ACT_RELU>(__VA_ARGS__);             \
-            else if ((act) == ACT_SILU) launch<4, ACT_SILU>(__VA_ARGS__);        \
-            else launch<4, ACT_NONE>(__VA_ARGS__);                               \
+            if ((act) == ACT_RELU) launch<4, ACT_RELU, T>(__VA_ARGS__);          \
+            else if ((act) == ACT_SILU) launch<4, ACT_SILU, T>(__VA_ARGS__);     \
+            else launch<4, ACT_NONE, T>(__VA_ARGS__);                            \
         } else {                                                                 \
-            if ((act) == ACT_RELU) launch<1, ACT_RELU>(__VA_ARGS__);             \
-            else if ((act) == ACT_SILU) launch<1, ACT_SILU>(__VA_ARGS__);        \
-            else launch<1, ACT_NONE>(__VA_ARGS__);                               \
+            if ((act) == ACT_RELU) launch<1, ACT_RELU, T>(__VA_ARGS__);          \
+            else if ((act) == ACT_SILU) launch<1, ACT_SILU, T>(__VA_ARGS__);     \
+            else launch<1, ACT_NONE, T>(__VA_ARGS__);                            \
         }                                                                        \
     } while (0)
+#define BN_DISPATCH_TYPED(launch, type, vec, act, ...)                           \
+    do {                                                                         \
+        if ((type) == ELEM_BF16) BN_DISPATCH(launch, __nv_bfloat16, vec, act, __VA_ARGS__); \
+        else BN_DISPATCH(launch, float, vec, act, __VA_ARGS__);                  \
+    } while (0)
 
-template <int VEC, int ACT>
-static void bn_train_launch(float *y, float *mean, float *invstd, float *running_mean,
-                            float *running_var, const float *x, const float *residual,
+template <int VEC, int ACT, typename T>
+static void bn_train_launch(void *y_, float *mean, float *invstd, float *running_mean,
+                            float *running_var, const void *x_, const void *residual_,
                             const float *gamma, const float *beta, int rows, int C, float eps,
                             float momentum, unsigned *counter, double *acc, cudaStream_t stream) {
+    T *y = (T *)y_;
+    const T *x = (const T *)x_, *residual = (const T *)residual_;
     bn_shape s = bn_shape_of(C, VEC);
-    int threads = s.lanes * s.tile_cols;
+    int threads = s.lanes * s.tile_cols, unroll = BN_ROW_UNROLL(T);
     dim3 block((unsigned)threads);
-    dim3 stats_grid = bn_grid(&s, rows, bn_resident_blocks((const void *)bn_stats_kernel<VEC>, threads,
+    dim3 stats_grid = bn_grid(&s, rows, unroll, bn_resident_blocks((const void *)bn_stats_kernel<VEC, T>, threads,
                                                            BN_REDUCE_BLOCKS_PER_SM));
-    dim3 apply_grid = bn_grid(&s, rows, bn_resident_blocks((const void *)bn_apply_kernel<VEC, ACT>, threads, 0));
+    dim3 apply_grid =
+        bn_grid(&s, rows, unroll, bn_resident_blocks((const void *)bn_apply_kernel<VEC, ACT, T>, threads, 0));
     int stripes = bn_stripes(stats_grid);
-    bn_stats_kernel<VEC><<<stats_grid, block, 0, stream>>>(mean, invstd, running_mean, running_var, x, rows,
+    bn_stats_kernel<VEC, T><<<stats_grid, block, 0, stream>>>(mean, invstd, running_mean, running_var, x, rows,
                                                            C, s.tile_cols, eps, momentum, stripes, counter, acc);
     CHECK_LAUNCH();
-    bn_apply_kernel<VEC, ACT><<<apply_grid, block, 0, stream>>>(y, x, residual, gamma, beta, mean, invstd, 0,
+    bn_apply_kernel<VEC, ACT, T><<<apply_grid, block, 0, stream>>>(y, x, residual, gamma, beta, mean, invstd, 0,
                                                                 eps, rows, C, s.tile_cols);
     CHECK_LAUNCH();
 }
 
-extern "C" void bn_act_forward_train(float *y, float *mean, float *invstd, float *running_mean,
-                                     float *running_var, const float *x, const float *residual,
+extern "C" void bn_act_forward_train(void *y, float *mean, float *invstd, float *running_mean,
+                                     float *running_var, const void *x, const void *residual,
                                      const float *gamma, const float *beta, int rows, int C, float eps,
-                                     float momentum, act_kind act, void *scratch, cudaStream_t stream) {
+                                     float momentum, act_kind act, elem_type type, void *scratch,
+                                     cudaStream_t stream) {
     const char *fn = "bn_act_forward_train";
     bn_check_sizes(fn, rows, C);
     bn_check_act(fn, act);
+    bn_check_type(fn, type);
     if (!y || !mean || !invstd || !x || !gamma || !beta)
         kernel_bad_input(fn, "y, mean, invstd, x, gamma and beta must be device pointers (one is NULL)");
     if (!scratch) kernel_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
@@ -374,36 +382,38 @@ extern "C" void bn_act_forward_train(float *y, float *mean, float *invstd, float
     unsigned *counter = (unsigned *)scratch;
     double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
     int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
-    BN_DISPATCH(bn_train_launch, vec, act, y, mean, invstd, running_mean, running_var, x, residual, gamma,
-                beta, rows, C, eps, momentum, counter, acc, stream);
+    BN_DISPATCH_TYPED(bn_train_launch, type, vec, act, y, mean, invstd, running_mean, running_var, x, residual, gamma,
+                      beta, rows, C, eps, momentum, counter, acc, stream);
 }
 
-template <int VEC, int ACT>
-static void bn_infer_launch(float *y, const float *x, const float *residual, const float *gamma,
+template <int VEC, int ACT, typename T>
+static void bn_infer_launch(void *y, const void *x, const void *residual, const float *gamma,
                             const float *beta, const float *running_mean, const float *running_var,
                             int rows, int C, float eps, cudaStream_t stream) {
     bn_shape s = bn_shape_of(C, VEC);
-    int threads = s.lanes * s.tile_cols;
-    dim3 grid = bn_grid(&s, rows, bn_resident_blocks((const void *)bn_apply_kernel<VEC, ACT>, threads, 0));
-    bn_apply_kernel<VEC, ACT><<<grid, (unsigned)threads, 0, stream>>>(y, x, residual, gamma, beta, running_mean,
+    int threads = s.lanes * s.tile_cols, unroll = BN_ROW_UNROLL(T);
+    dim3 grid = bn_grid(&s, rows, unroll, bn_resident_blocks((const void *)bn_apply_kernel<VEC, ACT, T>, threads, 0));
+    bn_apply_kernel<VEC, ACT, T><<<grid, (unsigned)threads, 0, stream>>>((T *)y, (const T *)x, (const T *)residual,
+                                                                      gamma, beta, running_mean,
                                                                       running_var, 1, eps, rows, C, s.tile_cols);
     CHECK_LAUNCH();
 }
 
-extern "C" void bn_act_forward_infer(float *y, const float *x, const float *residual,
+extern "C" void bn_act_forward_infer(void *y, const void *x, const void *residual,
                                      const float *gamma, const float *beta, const float *running_mean,
                                      const float *running_var, int rows, int C, float eps, act_kind act,
-                                     cudaStream_t stream) {
+                                     elem_type type, cudaStream_t stream) {
     const char *fn = "bn_act_forward_infer";
     bn_check_sizes(fn, rows, C);
     bn_check_act(fn, act);
+    bn_check_type(fn, type);
     if (!y || !x || !gamma || !beta || !running_mean || !running_var)
         kernel_bad_input(fn, "y, x, gamma, beta, running_mean and running_var must be device pointers "
                          "(one is NULL)");
     if (!(eps > 0.0f)) kernel_bad_input(fn, "eps must be > 0 (got %g)", eps);
     int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
-    BN_DISPATCH(bn_infer_launch, vec, act, y, x, residual, gamma, beta, running_mean, running_var, rows, C,
-                eps, stream);
+    BN_DISPATCH_TYPED(bn_infer_launch, type, vec, act, y, x, residual, gamma, beta, running_mean, running_var, rows, C,
+                      eps, stream);
 }
 
 /* ---- backward ------------------------------------------------------------------------------
@@ -420,9 +430,8 @@ __device__ __forceinline__ float bn_silu_grad(float z) {
 }
 
 /* dy (or the already-masked g_src) at `at`, through the ReLU mask when mask_y is given. */
-template <int VEC>
-__device__ __forceinline__ void bn_masked_grad(float g[VEC], const float *dy, const float *y,
-                                               size_t at) {
+template <int VEC, typename T>
+__device__ __forceinline__ void bn_masked_grad(float g[VEC], const T *dy, const T *y, size_t at) {
     bn_load<VEC>(g, dy + at);
     if (y) {
         float out[VEC];
@@ -440,10 +449,10 @@ __device__ __forceinline__ float bn_through_act(float g, float xhat, float gamma
 }
 
 /* mask_y is y when the activation is ReLU, else NULL. */
-template <int VEC, int ACT>
+template <int VEC, int ACT, typename T>
 __global__ void __launch_bounds__(BN_THREADS)
-bn_backward_reduce_kernel(float *dresidual, float *dgamma, float *dbeta, const float *dy,
-                          const float *x, const float *mask_y, const float *gamma, const float *beta,
+bn_backward_reduce_kernel(T *dresidual, float *dgamma, float *dbeta, const T *dy,
+                          const T *x, const T *mask_y, const float *gamma, const float *beta,
                           const float *mean, const float *invstd, int rows, int C, int tile_cols,
                           int stripes, unsigned *counter, double *acc) {
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
@@ -461,16 +470,16 @@ bn_backward_reduce_kernel(float *dresidual, float *dgamma, float *dbeta, const f
             be[j] = ACT == ACT_SILU ? beta[c + j] : 0.0f;
         }
         size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
-        for (; r + (BN_ROW_UNROLL - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL * stride) {
-            float g[BN_ROW_UNROLL][VEC], v[BN_ROW_UNROLL][VEC];
+        for (; r + (BN_ROW_UNROLL(T) - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL(T) * stride) {
+            float g[BN_ROW_UNROLL(T)][VEC], v[BN_ROW_UNROLL(T)][VEC];
 #pragma unroll
-            for (int u = 0; u < BN_ROW_UNROLL; u++) {
+            for (int u = 0; u < BN_ROW_UNROLL(T); u++) {
                 size_t at = (r + u * stride) * C + c;
                 bn_masked_grad<VEC>(g[u], dy, mask_y, at);
                 bn_load<VEC>(v[u], x + at);
             }
 #pragma unroll
-            for (int u = 0; u < BN_ROW_UNROLL; u++) {
+            for (int u = 0; u < BN_ROW_UNROLL(T); u++) {
                 if (dresidual) bn_store<VEC>(dresidual + (r + u * stride) * C + c, g[u]);
 #pragma unroll
                 for (int j = 0; j < VEC; j++) {
@@ -510,9 +519,9 @@ bn_backward_reduce_kernel(float *dresidual, float *dgamma, float *dbeta, const f
 
 /* g comes from g_src (dresidual, already masked) when mask_y is NULL, else from dy and y; with
  * SiLU from dy through silu'. */
-template <int VEC, int ACT>
+template <int VEC, int ACT, typename T>
 __global__ void __launch_bounds__(BN_THREADS)
-bn_backward_dx_kernel(float *dx, const float *g_src, const float *mask_y, const float *x,
+bn_backward_dx_kernel(T *dx, const T *g_src, const T *mask_y, const T *x,
                       const float *gamma, const float *beta, const float *mean, const float *invstd,
                       const float *dgamma, const float *dbeta, int rows, int C, int tile_cols) {
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
@@ -531,16 +540,16 @@ bn_backward_dx_kernel(float *dx, const float *g_src, const float *mask_y, const 
         mean_gx[j] = dgamma[c + j] * inv_rows;
     }
     size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
-    for (; r + (BN_ROW_UNROLL - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL * stride) {
-        float g[BN_ROW_UNROLL][VEC], v[BN_ROW_UNROLL][VEC];
+    for (; r + (BN_ROW_UNROLL(T) - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL(T) * stride) {
+        float g[BN_ROW_UNROLL(T)][VEC], v[BN_ROW_UNROLL(T)][VEC];
 #pragma unroll
-        for (int u = 0; u < BN_ROW_UNROLL; u++) {
+        for (int u = 0; u < BN_ROW_UNROLL(T); u++) {
             size_t at = (r + u * stride) * C + c;
             bn_masked_grad<VEC>(g[u], g_src, mask_y, at);
             bn_load<VEC>(v[u], x + at);
         }
 #pragma unroll
-        for (int u = 0; u < BN_ROW_UNROLL; u++) {
+        for (int u = 0; u < BN_ROW_UNROLL(T); u++) {
 #pragma unroll
             for (int j = 0; j < VEC; j++) {
                 float xhat = (v[u][j] - m[j]) * inv[j];
@@ -565,38 +574,43 @@ bn_backward_dx_kernel(float *dx, const float *g_src, const float *mask_y, const 
     }
 }
 
-template <int VEC, int ACT>
-static void bn_backward_launch(float *dx, float *dresidual, float *dgamma, float *dbeta, const float *dy,
-                               const float *x, const float *mask_y, const float *gamma, const float *beta,
+template <int VEC, int ACT, typename T>
+static void bn_backward_launch(void *dx_, void *dresidual_, float *dgamma, float *dbeta, const void *dy_,
+                               const void *x_, const void *mask_y_, const float *gamma, const float *beta,
                                const float *mean, const float *invstd, int rows, int C, unsigned *counter,
                                double *acc, cudaStream_t stream) {
+    T *dx = (T *)dx_, *dresidual = (T *)dresidual_;
+    const T *dy = (const T *)dy_, *x = (const T *)x_, *mask_y = (const T *)mask_y_;
     bn_shape s = bn_shape_of(C, VEC);
-    int threads = s.lanes * s.tile_cols;
+    int threads = s.lanes * s.tile_cols, unroll = BN_ROW_UNROLL(T);
     dim3 block((unsigned)threads);
-    dim3 reduce_grid = bn_grid(&s, rows, bn_resident_blocks((const void *)bn_backward_reduce_kernel<VEC, ACT>,
+    dim3 reduce_grid = bn_grid(&s, rows, unroll,
+                               bn_resident_blocks((const void *)bn_backward_reduce_kernel<VEC, ACT, T>,
                                                             threads, BN_REDUCE_BLOCKS_PER_SM));
-    dim3 dx_grid = bn_grid(&s, rows, bn_resident_blocks((const void *)bn_backward_dx_kernel<VEC, ACT>, threads, 0));
+    dim3 dx_grid =
+        bn_grid(&s, rows, unroll, bn_resident_blocks((const void *)bn_backward_dx_kernel<VEC, ACT, T>, threads, 0));
     int stripes = bn_stripes(reduce_grid);
     /* Once dresidual holds the masked dy (ReLU, none), the dx pass reads it instead of dy and y;
      * with SiLU dresidual is dy itself and the dx pass goes through silu' again. */
-    const float *g_src = dresidual && ACT != ACT_SILU ? dresidual : dy;
-    const float *dx_mask = dresidual ? NULL : mask_y;
-    bn_backward_reduce_kernel<VEC, ACT><<<reduce_grid, block, 0, stream>>>(
+    const T *g_src = dresidual && ACT != ACT_SILU ? dresidual : dy;
+    const T *dx_mask = dresidual ? NULL : mask_y;
+    bn_backward_reduce_kernel<VEC, ACT, T><<<reduce_grid, block, 0, stream>>>(
         dresidual, dgamma, dbeta, dy, x, mask_y, gamma, beta, mean, invstd, rows, C, s.tile_cols, stripes,
         counter, acc);
     CHECK_LAUNCH();
-    bn_backward_dx_kernel<VEC, ACT><<<dx_grid, block, 0, stream>>>(dx, g_src, dx_mask, x, gamma, beta, mean,
+    bn_backward_dx_kernel<VEC, ACT, T><<<dx_grid, block, 0, stream>>>(dx, g_src, dx_mask, x, gamma, beta, mean,
                                                                    invstd, dgamma, dbeta, rows, C, s.tile_cols);
     CHECK_LAUNCH();
 }
 
-extern "C" void bn_act_backward(float *dx, float *dresidual, float *dgamma, float *dbeta,
-                                const float *dy, const float *x, const float *y, const float *gamma,
+extern "C" void bn_act_backward(void *dx, void *dresidual, float *dgamma, float *dbeta,
+                                const void *dy, const void *x, const void *y, const float *gamma,
                                 const float *beta, const float *mean, const float *invstd, int rows,
-                                int C, act_kind act, void *scratch, cudaStream_t stream) {
+                                int C, act_kind act, elem_type type, void *scratch, cudaStream_t stream) {
     const char *fn = "bn_act_backward";
     bn_check_sizes(fn, rows, C);
     bn_check_act(fn, act);
+    bn_check_type(fn, type);
     if (!dx || !dgamma || !dbeta || !dy || !x || !gamma || !mean || !invstd)
         kernel_bad_input(fn, "dx, dgamma, dbeta, dy, x, gamma, mean and invstd must be device pointers "
                          "(one is NULL)");
@@ -606,12 +620,12 @@ extern "C" void bn_act_backward(float *dx, float *dresidual, float *dgamma, floa
     if (!scratch) kernel_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
     unsigned *counter = (unsigned *)scratch;
     double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
-    const float *mask_y = act == ACT_RELU ? y : NULL;
+    const void *mask_y = act == ACT_RELU ? y : NULL;
     int vec = C % 4 == 0 && bn_aligned16(dx) && bn_aligned16(dresidual) && bn_aligned16(dy) &&
                       bn_aligned16(x) && bn_aligned16(mask_y)
                   ? 4
                   : 1;
-    BN_DISPATCH(bn_backward_launch, vec, act, dx, dresidual, dgamma, dbeta, dy, x, mask_y, gamma, beta, mean,
-                invstd, rows, C, counter, acc, stream);
+    BN_DISPATCH_TYPED(bn_backward_launch, type, vec, act, dx, dresidual, dgamma, dbeta, dy, x, mask_y, gamma, beta,
+                      mean, invstd, rows, C, counter, acc, stream);
 }
 

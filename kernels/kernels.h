@@ -1,5 +1,5 @@
 /* CUDA C kernels that cuDNN and cuBLAS do not provide, exported to C. Activations are NHWC
- * float32, flattened to [rows, C] with rows = N*H*W where a kernel is per-channel. Argument
+ * float32 or bfloat16 (elem_type), flattened to [rows, C] with rows = N*H*W where a kernel is per-channel. Argument
  * order everywhere: outputs, inputs, sizes, scratch, stream. Every launcher checks its launch.
  * References: tests/gpu_*.c hold a double-precision CPU version of each kernel. */
 #ifndef SUITE_KERNELS_H
@@ -14,6 +14,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Element type of activation tensors. With ELEM_BF16 the activations (inputs, outputs and their
+ * gradients) are bfloat16 while arithmetic, statistics, parameters and parameter gradients stay
+ * float32, as under torch.autocast(dtype=torch.bfloat16). */
+typedef enum { ELEM_F32 = 0, ELEM_BF16 = 1 } elem_type;
+static inline size_t elem_bytes(elem_type type) { return type == ELEM_BF16 ? 2 : 4; }
 
 /* ---- batch normalisation (per channel over rows), fused with a residual add and an activation
  * Training:  mean, invstd = batch statistics of x (biased variance, invstd = 1/sqrt(var + eps));
@@ -31,29 +37,29 @@ extern "C" {
  * share it and graph replays need no reset. Two BN calls that may run concurrently need two. */
 typedef enum { ACT_NONE = 0, ACT_RELU = 1, ACT_SILU = 2 } act_kind;
 size_t bn_scratch_bytes(int rows, int C);
-void bn_act_forward_train(float *y, float *mean, float *invstd, float *running_mean, float *running_var,
-                          const float *x, const float *residual, const float *gamma, const float *beta,
-                          int rows, int C, float eps, float momentum, act_kind act, void *scratch,
-                          cudaStream_t stream);
-void bn_act_forward_infer(float *y, const float *x, const float *residual, const float *gamma,
+void bn_act_forward_train(void *y, float *mean, float *invstd, float *running_mean, float *running_var,
+                          const void *x, const void *residual, const float *gamma, const float *beta,
+                          int rows, int C, float eps, float momentum, act_kind act, elem_type type,
+                          void *scratch, cudaStream_t stream);
+void bn_act_forward_infer(void *y, const void *x, const void *residual, const float *gamma,
                           const float *beta, const float *running_mean, const float *running_var,
-                          int rows, int C, float eps, act_kind act, cudaStream_t stream);
-void bn_act_backward(float *dx, float *dresidual, float *dgamma, float *dbeta, const float *dy,
-                     const float *x, const float *y, const float *gamma, const float *beta,
+                          int rows, int C, float eps, act_kind act, elem_type type, cudaStream_t stream);
+void bn_act_backward(void *dx, void *dresidual, float *dgamma, float *dbeta, const void *dy,
+                     const void *x, const void *y, const float *gamma, const float *beta,
                      const float *mean, const float *invstd, int rows, int C, act_kind act,
-                     void *scratch, cudaStream_t stream);
+                     elem_type type, void *scratch, cudaStream_t stream);
 
 /* ---- pooling (NHWC) -------------------------------------------------------------------------
  * Max pool with a k x k window, PyTorch padding semantics (padded cells never win). argmax keeps
  * the winning offset within the window (0..k*k-1) of each output for the backward pass. */
-void maxpool_forward(float *y, uint8_t *argmax, const float *x, int N, int H, int W, int C, int k,
-                     int stride, int pad, int Ho, int Wo, cudaStream_t stream);
+void maxpool_forward(void *y, uint8_t *argmax, const void *x, int N, int H, int W, int C, int k,
+                     int stride, int pad, int Ho, int Wo, elem_type type, cudaStream_t stream);
 /* dx is overwritten: each input cell gathers the dy of every window it won (no atomics). */
-void maxpool_backward(float *dx, const float *dy, const uint8_t *argmax, int N, int H, int W, int C,
-                      int k, int stride, int pad, int Ho, int Wo, cudaStream_t stream);
-/* y[n, c] = mean over the HW cells of x[n, :, c]. */
-void avgpool_global_forward(float *y, const float *x, int N, int HW, int C, cudaStream_t stream);
-void avgpool_global_backward(float *dx, const float *dy, int N, int HW, int C, cudaStream_t stream);
+void maxpool_backward(void *dx, const void *dy, const uint8_t *argmax, int N, int H, int W, int C,
+                      int k, int stride, int pad, int Ho, int Wo, elem_type type, cudaStream_t stream);
+/* y[n, c] = mean over the HW cells of x[n, :, c] (summed in float). */
+void avgpool_global_forward(void *y, const void *x, int N, int HW, int C, elem_type type, cudaStream_t stream);
+void avgpool_global_backward(void *dx, const void *dy, int N, int HW, int C, elem_type type, cudaStream_t stream);
 
 /* ---- loss ----------------------------------------------------------------------------------
  * Softmax cross-entropy over K classes with label smoothing s (target = (1-s)*onehot + s/K),
@@ -88,6 +94,10 @@ void lr_schedule_step(float *lr, int64_t *step, lr_schedule schedule, cudaStream
 
 /* ---- small helpers ---------------------------------------------------------------------------*/
 void fill_float(float *x, float value, size_t n, cudaStream_t stream);
+void fill_bf16(void *x, float value, size_t n, cudaStream_t stream);
+/* Element-wise conversions between float32 and bfloat16 (round to nearest even), n elements. */
+void cast_f32_to_bf16(void *dst, const float *src, size_t n, cudaStream_t stream);
+void cast_bf16_to_f32(float *dst, const void *src, size_t n, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

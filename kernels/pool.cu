@@ -7,7 +7,8 @@
  *   maxpool backward: each input cell gathers dy from the windows that contain it and compares
  *                     their argmax with its own offset: one write of dx, no atomics, no memset.
  *   avgpool forward:  block = channel tile x lanes over HW, reduced in shared memory.
- *   avgpool backward: one write of dx, dy re-read from cache. */
+ *   avgpool backward: one write of dx, dy re-read from cache.
+ * Tensors are float or bfloat16 (the template parameter T); comparisons and sums are in float. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -60,9 +61,9 @@ static void maxpool_check(const char *fn, int N, int H, int W, int C, int k, int
                        (H + 2 * pad - k) / stride + 1, (W + 2 * pad - k) / stride + 1);
 }
 
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(POOL_THREADS)
-maxpool_forward_kernel(float *y, uint8_t *argmax, const float *x, int N, int H, int W, int C,
+maxpool_forward_kernel(T *y, uint8_t *argmax, const T *x, int N, int H, int W, int C,
                        int k, int stride, int pad, int Ho, int Wo) {
     unsigned ncols = (unsigned)(C / VEC), total = (unsigned)N * Ho * Wo * ncols;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
@@ -106,28 +107,43 @@ maxpool_forward_kernel(float *y, uint8_t *argmax, const float *x, int N, int H, 
     }
 }
 
-extern "C" void maxpool_forward(float *y, uint8_t *argmax, const float *x, int N, int H, int W,
-                                int C, int k, int stride, int pad, int Ho, int Wo,
+static void pool_check_type(const char *fn, int type) {
+    if (type != ELEM_F32 && type != ELEM_BF16)
+        kernel_bad_input(fn, "type must be ELEM_F32 (0) or ELEM_BF16 (1) (got %d)", type);
+}
+
+template <typename T>
+static void maxpool_forward_launch(void *y, uint8_t *argmax, const void *x, int N, int H, int W, int C, int k,
+                                   int stride, int pad, int Ho, int Wo, int vec, size_t items, cudaStream_t stream) {
+    if (vec == 4)
+        maxpool_forward_kernel<4, T><<<pool_blocks(items), POOL_THREADS, 0, stream>>>(
+            (T *)y, argmax, (const T *)x, N, H, W, C, k, stride, pad, Ho, Wo);
+    else
+        maxpool_forward_kernel<1, T><<<pool_blocks(items), POOL_THREADS, 0, stream>>>(
+            (T *)y, argmax, (const T *)x, N, H, W, C, k, stride, pad, Ho, Wo);
+    CHECK_LAUNCH();
+}
+
+extern "C" void maxpool_forward(void *y, uint8_t *argmax, const void *x, int N, int H, int W,
+                                int C, int k, int stride, int pad, int Ho, int Wo, elem_type type,
                                 cudaStream_t stream) {
     const char *fn = "maxpool_forward";
     maxpool_check(fn, N, H, W, C, k, stride, pad, Ho, Wo);
+    pool_check_type(fn, type);
     if (!y || !argmax || !x) kernel_bad_input(fn, "y, argmax and x must be device pointers (one is NULL)");
     if (N == 0) return;
     int vec = C % 4 == 0 && kernel_aligned(y, 16) && kernel_aligned(x, 16) && kernel_aligned(argmax, 4) ? 4 : 1;
     size_t items = (size_t)N * Ho * Wo * (C / vec);
     pool_check_items(fn, items);
-    if (vec == 4)
-        maxpool_forward_kernel<4><<<pool_blocks(items), POOL_THREADS, 0, stream>>>(
-            y, argmax, x, N, H, W, C, k, stride, pad, Ho, Wo);
+    if (type == ELEM_BF16)
+        maxpool_forward_launch<__nv_bfloat16>(y, argmax, x, N, H, W, C, k, stride, pad, Ho, Wo, vec, items, stream);
     else
-        maxpool_forward_kernel<1><<<pool_blocks(items), POOL_THREADS, 0, stream>>>(
-            y, argmax, x, N, H, W, C, k, stride, pad, Ho, Wo);
-    CHECK_LAUNCH();
+        maxpool_forward_launch<float>(y, argmax, x, N, H, W, C, k, stride, pad, Ho, Wo, vec, items, stream);
 }
 
 /* Adds dy[out] to sum where the window's argmax is this cell's offset `mine`. */
-template <int VEC>
-__device__ __forceinline__ void maxpool_gather(float sum[VEC], const float *dy, const uint8_t *argmax,
+template <int VEC, typename T>
+__device__ __forceinline__ void maxpool_gather(float sum[VEC], const T *dy, const uint8_t *argmax,
                                                size_t out, int mine) {
     float g[VEC];
     load_vec<VEC>(g, dy + out);
@@ -143,9 +159,9 @@ __device__ __forceinline__ void maxpool_gather(float sum[VEC], const float *dy, 
 }
 
 /* TWO_BY_TWO: every cell lies in at most 2 windows per dimension (k <= 2 * stride). */
-template <int VEC, bool TWO_BY_TWO>
+template <int VEC, bool TWO_BY_TWO, typename T>
 __global__ void __launch_bounds__(POOL_THREADS)
-maxpool_backward_kernel(float *dx, const float *dy, const uint8_t *argmax, int N, int H, int W,
+maxpool_backward_kernel(T *dx, const T *dy, const uint8_t *argmax, int N, int H, int W,
                         int C, int k, int stride, int pad, int Ho, int Wo) {
     unsigned ncols = (unsigned)(C / VEC), total = (unsigned)N * H * W * ncols;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
@@ -182,47 +198,60 @@ maxpool_backward_kernel(float *dx, const float *dy, const uint8_t *argmax, int N
     }
 }
 
-extern "C" void maxpool_backward(float *dx, const float *dy, const uint8_t *argmax, int N, int H,
-                                 int W, int C, int k, int stride, int pad, int Ho, int Wo,
+template <typename T>
+static void maxpool_backward_launch(void *dx_, const void *dy_, const uint8_t *argmax, int N, int H, int W, int C,
+                                    int k, int stride, int pad, int Ho, int Wo, int vec, size_t items,
+                                    cudaStream_t stream) {
+    T *dx = (T *)dx_;
+    const T *dy = (const T *)dy_;
+    unsigned blocks = pool_blocks(items);
+    int two = k <= 2 * stride;
+    if (vec == 4 && two)
+        maxpool_backward_kernel<4, true, T><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
+                                                                                k, stride, pad, Ho, Wo);
+    else if (vec == 4)
+        maxpool_backward_kernel<4, false, T><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
+                                                                                 k, stride, pad, Ho, Wo);
+    else if (two)
+        maxpool_backward_kernel<1, true, T><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
+                                                                                k, stride, pad, Ho, Wo);
+    else
+        maxpool_backward_kernel<1, false, T><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
+                                                                                 k, stride, pad, Ho, Wo);
+    CHECK_LAUNCH();
+}
+
+extern "C" void maxpool_backward(void *dx, const void *dy, const uint8_t *argmax, int N, int H,
+                                 int W, int C, int k, int stride, int pad, int Ho, int Wo, elem_type type,
                                  cudaStream_t stream) {
     const char *fn = "maxpool_backward";
     maxpool_check(fn, N, H, W, C, k, stride, pad, Ho, Wo);
+    pool_check_type(fn, type);
     if (!dx || !dy || !argmax) kernel_bad_input(fn, "dx, dy and argmax must be device pointers (one is NULL)");
     if (N == 0) return;
     int vec = C % 4 == 0 && kernel_aligned(dx, 16) && kernel_aligned(dy, 16) && kernel_aligned(argmax, 4) ? 4 : 1;
     size_t items = (size_t)N * H * W * (C / vec);
     pool_check_items(fn, items);
-    unsigned blocks = pool_blocks(items);
-    int two = k <= 2 * stride;
-    if (vec == 4 && two)
-        maxpool_backward_kernel<4, true><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
-                                                                             k, stride, pad, Ho, Wo);
-    else if (vec == 4)
-        maxpool_backward_kernel<4, false><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
-                                                                              k, stride, pad, Ho, Wo);
-    else if (two)
-        maxpool_backward_kernel<1, true><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
-                                                                             k, stride, pad, Ho, Wo);
+    if (type == ELEM_BF16)
+        maxpool_backward_launch<__nv_bfloat16>(dx, dy, argmax, N, H, W, C, k, stride, pad, Ho, Wo, vec, items, stream);
     else
-        maxpool_backward_kernel<1, false><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
-                                                                              k, stride, pad, Ho, Wo);
-    CHECK_LAUNCH();
+        maxpool_backward_launch<float>(dx, dy, argmax, N, H, W, C, k, stride, pad, Ho, Wo, vec, items, stream);
 }
 
 /* ---- global average pool ------------------------------------------------------------------- */
 
 /* Block: lanes (a power of two) x tile_cols threads; blockIdx.x picks the channel tile and
  * blockIdx.y the image; lanes split the HW cells and meet in shared memory. */
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(POOL_THREADS)
-avgpool_global_forward_kernel(float *y, const float *x, int HW, int C, int tile_cols) {
+avgpool_global_forward_kernel(T *y, const T *x, int HW, int C, int tile_cols) {
     __shared__ float4 partial[POOL_THREADS];
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
     int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
     size_t n = blockIdx.y;
     float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (c < C) {
-        const float *base = x + n * HW * C + c;
+        const T *base = x + n * HW * C + c;
         for (int p = lane; p < HW; p += lanes) {
             float v[VEC];
             load_vec<VEC>(v, base + (size_t)p * C);
@@ -247,9 +276,9 @@ avgpool_global_forward_kernel(float *y, const float *x, int HW, int C, int tile_
     }
 }
 
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(POOL_THREADS)
-avgpool_global_backward_kernel(float *dx, const float *dy, int N, int HW, int C) {
+avgpool_global_backward_kernel(T *dx, const T *dy, int N, int HW, int C) {
     unsigned ncols = (unsigned)(C / VEC), total = (unsigned)N * HW * ncols;
     float inv = 1.0f / (float)HW;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
@@ -269,10 +298,11 @@ static void avgpool_check(const char *fn, int N, int HW, int C) {
                        N, HW, C);
 }
 
-extern "C" void avgpool_global_forward(float *y, const float *x, int N, int HW, int C,
+extern "C" void avgpool_global_forward(void *y, const void *x, int N, int HW, int C, elem_type type,
                                        cudaStream_t stream) {
     const char *fn = "avgpool_global_forward";
     avgpool_check(fn, N, HW, C);
+    pool_check_type(fn, type);
     if (!y || !x) kernel_bad_input(fn, "y and x must be device pointers (one is NULL)");
     if (N == 0) return;
     int vec = C % 4 == 0 && kernel_aligned(y, 16) && kernel_aligned(x, 16) ? 4 : 1;
@@ -280,25 +310,43 @@ extern "C" void avgpool_global_forward(float *y, const float *x, int N, int HW, 
     int tile_cols = (ncols + tiles - 1) / tiles, lanes = 1;
     while (lanes * 2 * tile_cols <= POOL_THREADS && lanes < HW) lanes *= 2;
     dim3 grid((unsigned)tiles, (unsigned)N), block((unsigned)(lanes * tile_cols));
-    if (vec == 4)
-        avgpool_global_forward_kernel<4><<<grid, block, 0, stream>>>(y, x, HW, C, tile_cols);
+    typedef __nv_bfloat16 bf16;
+    if (type == ELEM_BF16 && vec == 4)
+        avgpool_global_forward_kernel<4, bf16><<<grid, block, 0, stream>>>((bf16 *)y, (const bf16 *)x, HW, C, tile_cols);
+    else if (type == ELEM_BF16)
+        avgpool_global_forward_kernel<1, bf16><<<grid, block, 0, stream>>>((bf16 *)y, (const bf16 *)x, HW, C, tile_cols);
+    else if (vec == 4)
+        avgpool_global_forward_kernel<4, float><<<grid, block, 0, stream>>>((float *)y, (const float *)x, HW, C,
+                                                                            tile_cols);
     else
-        avgpool_global_forward_kernel<1><<<grid, block, 0, stream>>>(y, x, HW, C, tile_cols);
+        avgpool_global_forward_kernel<1, float><<<grid, block, 0, stream>>>((float *)y, (const float *)x, HW, C,
+                                                                            tile_cols);
     CHECK_LAUNCH();
 }
 
-extern "C" void avgpool_global_backward(float *dx, const float *dy, int N, int HW, int C,
+extern "C" void avgpool_global_backward(void *dx, const void *dy, int N, int HW, int C, elem_type type,
                                         cudaStream_t stream) {
     const char *fn = "avgpool_global_backward";
     avgpool_check(fn, N, HW, C);
+    pool_check_type(fn, type);
     if (!dx || !dy) kernel_bad_input(fn, "dx and dy must be device pointers (one is NULL)");
     if (N == 0) return;
     int vec = C % 4 == 0 && kernel_aligned(dx, 16) && kernel_aligned(dy, 16) ? 4 : 1;
     size_t items = (size_t)N * HW * (C / vec);
     pool_check_items(fn, items);
-    if (vec == 4)
-        avgpool_global_backward_kernel<4><<<pool_blocks(items), POOL_THREADS, 0, stream>>>(dx, dy, N, HW, C);
+    unsigned blocks = pool_blocks(items);
+    typedef __nv_bfloat16 bf16;
+    if (type == ELEM_BF16 && vec == 4)
+        avgpool_global_backward_kernel<4, bf16><<<blocks, POOL_THREADS, 0, stream>>>((bf16 *)dx, (const bf16 *)dy, N,
+                                                                                   HW, C);
+    else if (type == ELEM_BF16)
+        avgpool_global_backward_kernel<1, bf16><<<blocks, POOL_THREADS, 0, stream>>>((bf16 *)dx, (const bf16 *)dy, N,
+                                                                                   HW, C);
+    else if (vec == 4)
+        avgpool_global_backward_kernel<4, float><<<blocks, POOL_THREADS, 0, stream>>>((float *)dx, (const float *)dy,
+                                                                                    N, HW, C);
     else
-        avgpool_global_backward_kernel<1><<<pool_blocks(items), POOL_THREADS, 0, stream>>>(dx, dy, N, HW, C);
+        avgpool_global_backward_kernel<1, float><<<blocks, POOL_THREADS, 0, stream>>>((float *)dx, (const float *)dy,
+                                                                                    N, HW, C);
     CHECK_LAUNCH();
 }

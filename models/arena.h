@@ -2,7 +2,10 @@
  * counts bytes (no GPU needed: this is what `train --dry-run` reports), then against the real one,
  * allocated from that plan in a few cudaMalloc blocks. Trainable parameters are laid out as
  * [weights that take weight decay | parameters that do not], and their gradients and optimizer
- * state mirror that layout, so the optimizer is one pass over flat buffers. */
+ * state mirror that layout, so the optimizer is one pass over flat buffers. A bfloat16 model
+ * (half_weights) also keeps a bfloat16 copy of the weights with decay (the convolution and linear
+ * weights its tensor-core calls read) and of their gradients (what those calls write), in one
+ * block mirroring that region: the float32 weights stay the master copy the optimizer updates. */
 #ifndef SUITE_ARENA_H
 #define SUITE_ARENA_H
 
@@ -22,9 +25,11 @@ typedef struct arena {
     size_t used[ARENA_REGIONS];    /* bytes taken so far in each region */
     size_t planned[ARENA_REGIONS]; /* the plan this arena was allocated from */
     int optimizer_slots;           /* copies of the parameters the optimizer keeps (SGD: 1) */
+    int half_weights;              /* keeps the bfloat16 copies (set on the plan; copied from it) */
     char *params;                  /* device: [weights | no-decay], then grads, then slots */
     size_t params_bytes;           /* weights + no-decay */
     char *buffers, *activations, *scratch;
+    char *half;                    /* device: [bfloat16 weights | their bfloat16 gradients] */
     size_t allocated;              /* bytes obtained from cudaMalloc */
 } arena;
 
@@ -43,6 +48,12 @@ void *arena_take(arena *a, arena_region region, size_t bytes);
 float *arena_grad_of(const arena *a, const float *param);
 float *arena_slot_of(const arena *a, const float *param, int slot);
 float *arena_grads(const arena *a);
+/* The bfloat16 copy of a weight with decay, and of its gradient (NULL while planning or without
+ * half_weights); the whole copies, arena_decay_floats elements each. */
+void *arena_half_of(const arena *a, const float *param);
+void *arena_half_grad_of(const arena *a, const float *param);
+void *arena_half_weights(const arena *a);
+void *arena_half_grads(const arena *a);
 float *arena_slot(const arena *a, int slot);
 size_t arena_trainable_floats(const arena *a);
 size_t arena_decay_floats(const arena *a);

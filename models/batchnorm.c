@@ -30,19 +30,20 @@ void batchnorm_reset(batchnorm_layer *b, float gamma_value, job_context *ctx) {
     fill_float(b->running_var, 1.0f, b->channels, ctx->stream);
 }
 
-void batchnorm_forward(batchnorm_layer *b, float *y, const float *x, const float *residual, int training,
-                job_context *ctx) {
+void batchnorm_forward(batchnorm_layer *b, void *y, const void *x, const void *residual, int training,
+                       job_context *ctx) {
     if (training)
         bn_act_forward_train(y, b->mean, b->invstd, b->running_mean, b->running_var, x, residual, b->gamma,
-                             b->beta, b->rows, b->channels, b->eps, b->momentum, b->act, b->scratch,
-                             ctx->stream);
+                             b->beta, b->rows, b->channels, b->eps, b->momentum, b->act, b->type,
+                             b->scratch, ctx->stream);
     else
         bn_act_forward_infer(y, x, residual, b->gamma, b->beta, b->running_mean, b->running_var, b->rows,
-                             b->channels, b->eps, b->act, ctx->stream);
+                             b->channels, b->eps, b->act, b->type, ctx->stream);
 }
 
-void batchnorm_backward(batchnorm_layer *b, float *dx, float *dresidual, const float *dy, const float *x,
-                 const float *y, job_context *ctx) {
+void batchnorm_backward(batchnorm_layer *b, void *dx, void *dresidual, const void *dy, const void *x,
+                        const void *y, job_context *ctx) {
     bn_act_backward(dx, dresidual, b->gamma_grad, b->beta_grad, dy, x, y, b->gamma, b->beta, b->mean,
-                    b->invstd, b->rows, b->channels, b->act, b->scratch, ctx->stream);
+                    b->invstd, b->rows, b->channels, b->act, b->type, b->scratch, ctx->stream);
+    context_grad_ready(ctx, b->gamma), context_grad_ready(ctx, b->beta);
 }

@@ -3,7 +3,9 @@
  * ReLU, as in ResNet) or ACT_SILU (the residual joins after the SiLU, as in EfficientNet's skip
  * blocks); see kernels/kernels.h. gamma/beta are trainable without weight decay; the running
  * statistics are buffers saved in checkpoints; mean/invstd of the last training forward are kept
- * for the backward pass. PyTorch defaults: eps 1e-5, momentum 0.1. */
+ * for the backward pass. PyTorch defaults: eps 1e-5, momentum 0.1. Activations are float32, or
+ * bfloat16 when the model sets type = ELEM_BF16 after init (statistics and parameters stay
+ * float32). */
 #ifndef SUITE_BATCHNORM_H
 #define SUITE_BATCHNORM_H
 
@@ -14,6 +16,7 @@
 typedef struct batchnorm_layer {
     int rows, channels;
     act_kind act;
+    elem_type type;  /* of x, residual, y and their gradients; ELEM_F32 after init */
     float eps, momentum;
     float *gamma, *beta, *gamma_grad, *beta_grad;
     float *running_mean, *running_var;
@@ -28,9 +31,9 @@ void batchnorm_attach_scratch(batchnorm_layer *b, void *scratch);
 /* Sets gamma = gamma_value, beta = 0, running mean 0 and variance 1 (PyTorch's reset). */
 void batchnorm_reset(batchnorm_layer *b, float gamma_value, job_context *ctx);
 
-void batchnorm_forward(batchnorm_layer *b, float *y, const float *x, const float *residual, int training,
-                job_context *ctx);
-void batchnorm_backward(batchnorm_layer *b, float *dx, float *dresidual, const float *dy, const float *x,
-                 const float *y, job_context *ctx);
+void batchnorm_forward(batchnorm_layer *b, void *y, const void *x, const void *residual, int training,
+                       job_context *ctx);
+void batchnorm_backward(batchnorm_layer *b, void *dx, void *dresidual, const void *dy, const void *x,
+                        const void *y, job_context *ctx);
 
 #endif

@@ -1,10 +1,14 @@
 /* Status checks for every GPU library. One template, CHECK_STATUS, generates the per-library
  * macros: each failing call is reported with the library, the call's text, file:line, the numeric
  * status and the library's own message, then the process exits with status 1 (a runtime error:
- * bad input is rejected with exit 2 before any GPU call is made). */
+ * bad input is rejected with exit 2 before any GPU call is made). A thread that runs one job of
+ * several in a process (the job host) sets a trap instead: the failure then unwinds that job only. */
 #ifndef SUITE_CHECK_H
 #define SUITE_CHECK_H
 
+#include <setjmp.h>
+
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <cublasLt.h>
 #include <cudnn.h>
@@ -16,9 +20,30 @@
 extern "C" {
 #endif
 
-/* Prints "<lib> error <code> (<message>) in <call> at <file>:<line>" and exits 1. */
+/* Where a failing check of this thread goes instead of exit(1): the text it would have printed,
+ * the library and its status, then a longjmp to `unwind` (set it with setjmp before arming). */
+typedef struct suite_check_trap {
+    jmp_buf unwind;
+    char lib[16];
+    long code;
+    int exit_code;            /* what the job would have exited with */
+    int reported;             /* the job reported the error itself (suite_check_exit) */
+    double t;                 /* when the failure was seen (unix seconds): which job of a shared
+                                 context failed first */
+    char message[1024];
+} suite_check_trap;
+
+/* Arms (trap) or disarms (NULL) the calling thread's trap. */
+void suite_check_set_trap(suite_check_trap *trap);
+/* Prints "<lib> error <code> (<message>) in <call> at <file>:<line>", then exits 1, or with a
+ * trap armed on this thread records the same text there and unwinds to it (the trap is disarmed). */
 void suite_check_fail(const char *lib, const char *call, const char *file, int line, long code,
                       const char *message) __attribute__((noreturn));
+/* A job's own end on an error it has already reported (an injected fault, say): exit(code), or
+ * with a trap armed on this thread, unwind to it with the message. */
+void suite_check_exit(int code, const char *message) __attribute__((noreturn));
+/* The driver API's name and text of a status (green contexts are driver-only). */
+const char *suite_cu_message(CUresult status);
 /* cuDNN 9 keeps a richer text of its last error than cudnnGetErrorString; both are reported. */
 const char *suite_cudnn_message(cudnnStatus_t status);
 
@@ -30,6 +55,7 @@ const char *suite_cudnn_message(cudnnStatus_t status);
     } while (0)
 
 #define CHECK_CUDA(call)   CHECK_STATUS("CUDA", cudaError_t, cudaSuccess, cudaGetErrorString, call)
+#define CHECK_CU(call)     CHECK_STATUS("CUDA driver", CUresult, CUDA_SUCCESS, suite_cu_message, call)
 #define CHECK_CUDNN(call)  CHECK_STATUS("cuDNN", cudnnStatus_t, CUDNN_STATUS_SUCCESS, suite_cudnn_message, call)
 #define CHECK_CUBLAS(call) CHECK_STATUS("cuBLAS", cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasLtGetStatusString, call)
 #if SUITE_HAVE_NCCL

@@ -1,17 +1,41 @@
 /* Everything one training job owns on the GPU: its device, stream, library handles, arena and
  * the workspace shared by cuDNN and cuBLASLt. No globals, so several jobs can live in one process
- * (the streams and green-context modes). */
+ * (the streams and green-context modes). A job runs on the whole device, or inside a green
+ * context: a fixed set of the device's SMs (driver API, CUDA 12.4+), MIG-like compute isolation
+ * inside one process without MIG mode, MPS or administrator rights. */
 #ifndef SUITE_CONTEXT_H
 #define SUITE_CONTEXT_H
 
+#include <stddef.h>
+
 #include <cublasLt.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
 #include "models/arena.h"
 
+/* Where a job's work runs. */
+typedef struct context_place {
+    int device;
+    CUgreenCtx green;         /* NULL: the device's primary context, all SMs */
+    int sm_count;             /* the green context's SMs; 0 with the whole device */
+} context_place;
+
+/* Told as a backward pass completes gradients, for data-parallel training (models/ddp.h), whose
+ * all-reduces overlap the rest of the pass. ready: param's gradient is enqueued on the job's
+ * stream (layers call context_grad_ready); end: every gradient of the pass is. */
+typedef struct grad_hooks {
+    void *user;
+    void (*begin)(void *user);
+    void (*ready)(void *user, const float *param);
+    void (*end)(void *user);
+} grad_hooks;
+
 typedef struct job_context {
     int device;
+    CUgreenCtx green;         /* the place's green context, or NULL */
+    int sm_count;             /* SMs the job may use; 0: all of the device's */
     cudaStream_t stream;
     cudnnHandle_t cudnn;
     cublasLtHandle_t cublaslt;
@@ -20,7 +44,12 @@ typedef struct job_context {
     size_t workspace_bytes;
     size_t workspace_limit;   /* the most a convolution algorithm may ask for */
     int allow_tf32;           /* TF32 tensor-core math for float32 convolutions and matmuls */
+    grad_hooks *grad_hooks;   /* NULL: nobody listens */
 } job_context;
+
+static inline void context_grad_ready(const job_context *ctx, const float *param) {
+    if (ctx->grad_hooks) ctx->grad_hooks->ready(ctx->grad_hooks->user, param);
+}
 
 /* Reasons context_init can fail without a crash; anything else is a checked library error. */
 typedef enum { CONTEXT_OK = 0, CONTEXT_NO_DEVICE = 1 } context_status;
@@ -28,6 +57,36 @@ typedef enum { CONTEXT_OK = 0, CONTEXT_NO_DEVICE = 1 } context_status;
 /* Selects the device, creates the stream and handles. Prints why and returns CONTEXT_NO_DEVICE
  * when there is no usable GPU. */
 context_status context_init(job_context *ctx, int device, size_t workspace_limit, int allow_tf32);
+/* The same at a place: with a green context, it becomes the calling thread's current context, so
+ * every later runtime, cuDNN and cuBLASLt call of that thread (memory, handles, the stream, graph
+ * capture) belongs to it and its kernels run on its SMs only. */
+context_status context_init_at(job_context *ctx, const context_place *place, size_t workspace_limit,
+                               int allow_tf32);
+
+/* Green-context partitions of one device. The driver splits the SMs into equal groups of `unit`
+ * SMs (its minimum partition, aligned as the hardware co-schedules SMs: 8 on Hopper); a partition
+ * is a whole number of groups, so the SMs left over by the split (132 = 16 * 8 + 4 on an H100)
+ * belong to none. */
+#define CONTEXT_MAX_PARTITIONS 16
+typedef struct context_partitions {
+    int device;
+    int count;
+    int unit;                 /* SMs per group */
+    int groups;               /* groups the device splits into */
+    int device_sms;
+    CUgreenCtx green[CONTEXT_MAX_PARTITIONS];
+    int sm_count[CONTEXT_MAX_PARTITIONS];
+} context_partitions;
+
+/* The device's SMs and the group size of its green-context split. 0, or -1 with a message (no
+ * device, a driver without green contexts). */
+int context_sm_granularity(int device, int *device_sms, int *unit, int *groups, char *err, size_t err_size);
+/* One green context per entry of sm_counts, each a multiple of the unit, all disjoint. 0, or -1
+ * with a message naming the partition that cannot be made. */
+int context_partitions_create(context_partitions *p, int device, const int *sm_counts, int count,
+                              char *err, size_t err_size);
+context_place context_partition_place(const context_partitions *p, int index);
+void context_partitions_free(context_partitions *p);
 /* Grows the shared workspace to at least `bytes` (set-up only: it reallocates). */
 void context_reserve_workspace(job_context *ctx, size_t bytes);
 /* Sets the workspace to exactly `bytes`, e.g. down to what the chosen algorithms need. */

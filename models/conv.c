@@ -6,17 +6,6 @@
 
 #include "models/check.h"
 
-int conv_out_size(int in, int kernel, int stride, int pad) {
-    return (in + 2 * pad - kernel) / stride + 1;
-}
-
-conv_shape conv_shape_nhwc(int batch, int in_c, int out_c, int kernel, int stride, int pad, int h, int w) {
-    conv_shape s = {batch, in_c, out_c, kernel, stride, pad, h, w,
-                    conv_out_size(h, kernel, stride, pad), conv_out_size(w, kernel, stride, pad),
-                    CUDNN_TENSOR_NHWC};
-    return s;
-}
-
 void conv_init(conv_layer *c, arena *a, conv_shape shape) {
     memset(c, 0, sizeof *c);
     c->shape = shape;
@@ -30,6 +19,7 @@ double conv_flops(const conv_layer *c) {
     return 2.0 * s->batch * s->h_out * s->w_out * (double)s->out_c * s->in_c * s->kernel * s->kernel;
 }
 
+/* Compute type float for both data types (bfloat16 data: cuDNN's PSEUDO_BFLOAT16 configuration). */
 static cudnnConvolutionDescriptor_t make_conv_desc(const conv_shape *s) {
     cudnnConvolutionDescriptor_t d;
     CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&d));
@@ -38,8 +28,11 @@ static cudnnConvolutionDescriptor_t make_conv_desc(const conv_shape *s) {
     return d;
 }
 
-/* Candidates come back fastest first; the first that succeeded within the limit wins. TF32 is
- * refused (CUDNN_FMA_MATH only) when the context disallows it. */
+static int is_half(const conv_layer *c) { return c->shape.data_type == CUDNN_DATA_BFLOAT16; }
+
+/* Candidates come back fastest first; the first that succeeded within the limit wins. For float
+ * data TF32 is refused (CUDNN_FMA_MATH only) when the context disallows it; bfloat16 data always
+ * allows tensor cores. */
 #define PICK_FASTEST(results, n, limit, allow_tf32, out_algo, out_math, out_ms, out_mem, what)  \
     do {                                                                                        \
         int found_ = 0;                                                                         \
@@ -60,42 +53,43 @@ static cudnnConvolutionDescriptor_t make_conv_desc(const conv_shape *s) {
         }                                                                                       \
     } while (0)
 
-static void search_algos(conv_layer *c, float *y, const float *x, float *dx, job_context *ctx) {
+static void search_algos(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
     enum { MAX_RESULTS = 16 };
     int n = 0;
     conv_algos *al = &c->algos;
     size_t limit = ctx->workspace_limit;
-    cudnnMathType_t search_math = ctx->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    int allow_tensor_ops = ctx->allow_tf32 || is_half(c);
+    cudnnMathType_t search_math = allow_tensor_ops ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, search_math));
     CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, search_math));
     CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, search_math));
 
     cudnnConvolutionFwdAlgoPerf_t fwd[MAX_RESULTS];
-    CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx->cudnn, c->x_desc, x, c->w_desc, c->weight,
+    CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx->cudnn, c->x_desc, x, c->w_desc, c->run_weight,
                                                        c->fwd_desc, c->y_desc, y, MAX_RESULTS, &n, fwd,
                                                        ctx->workspace, limit));
-    PICK_FASTEST(fwd, n, limit, ctx->allow_tf32, al->fwd, al->fwd_math, al->fwd_ms, al->workspace_bytes, "forward");
+    PICK_FASTEST(fwd, n, limit, allow_tensor_ops, al->fwd, al->fwd_math, al->fwd_ms, al->workspace_bytes, "forward");
 
     cudnnConvolutionBwdFilterAlgoPerf_t bwf[MAX_RESULTS];
     CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-        ctx->cudnn, c->x_desc, x, c->y_desc, y, c->bwd_filter_desc, c->w_desc, c->weight_grad,
+        ctx->cudnn, c->x_desc, x, c->y_desc, y, c->bwd_filter_desc, c->w_desc, c->run_weight_grad,
         MAX_RESULTS, &n, bwf, ctx->workspace, limit));
-    PICK_FASTEST(bwf, n, limit, ctx->allow_tf32, al->bwd_filter, al->bwd_filter_math, al->bwd_filter_ms,
+    PICK_FASTEST(bwf, n, limit, allow_tensor_ops, al->bwd_filter, al->bwd_filter_math, al->bwd_filter_ms,
                  al->workspace_bytes, "backward-filter");
 
     if (dx) {
         cudnnConvolutionBwdDataAlgoPerf_t bwd[MAX_RESULTS];
         CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
-            ctx->cudnn, c->w_desc, c->weight, c->y_desc, y, c->bwd_data_desc, c->x_desc, dx,
+            ctx->cudnn, c->w_desc, c->run_weight, c->y_desc, y, c->bwd_data_desc, c->x_desc, dx,
             MAX_RESULTS, &n, bwd, ctx->workspace, limit));
-        PICK_FASTEST(bwd, n, limit, ctx->allow_tf32, al->bwd_data, al->bwd_data_math, al->bwd_data_ms,
+        PICK_FASTEST(bwd, n, limit, allow_tensor_ops, al->bwd_data, al->bwd_data_math, al->bwd_data_ms,
                      al->workspace_bytes, "backward-data");
     }
 }
 
 /* For each direction, the graph-API engine replaces the legacy algorithm when it measured faster.
  * SUITE_CONV_PATH=legacy or =engine forces one path (for comparisons and diagnosis). */
-static void search_engines(conv_layer *c, float *y, const float *x, float *dx, job_context *ctx) {
+static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
     conv_algos *al = &c->algos;
     const char *forced = getenv("SUITE_CONV_PATH");
     if (forced && !strcmp(forced, "legacy")) return;
@@ -104,7 +98,7 @@ static void search_engines(conv_layer *c, float *y, const float *x, float *dx, j
     for (int d = 0; d < 3; d++) {
         if (d == CONV_BACKWARD_DATA && !dx) continue;
         void *in = d == CONV_BACKWARD_DATA ? (void *)dx : (void *)x;
-        void *w = d == CONV_BACKWARD_FILTER ? (void *)c->weight_grad : (void *)c->weight;
+        void *w = d == CONV_BACKWARD_FILTER ? c->run_weight_grad : c->run_weight;
         float beta = d == CONV_BACKWARD_DATA && c->accumulate_dx ? 1.0f : 0.0f;
         char err[512];
         conv_engine_plan plan;
@@ -130,18 +124,25 @@ static int cache_lookup(const conv_algo_cache *cache, const conv_shape *s, int a
     return -1;
 }
 
-void conv_setup(conv_layer *c, float *y, const float *x, float *dx, int accumulate_dx,
+void conv_setup(conv_layer *c, void *y, const void *x, void *dx, int accumulate_dx,
                 conv_algo_cache *cache, job_context *ctx) {
     const conv_shape *s = &c->shape;
     c->accumulate_dx = accumulate_dx;
+    if (is_half(c) && !ctx->arena.half_weights) {
+        fprintf(stderr, "conv_setup: a bfloat16 convolution needs an arena with half_weights (the model was "
+                "planned as float)\n");
+        exit(1);
+    }
+    c->run_weight = is_half(c) ? arena_half_of(&ctx->arena, c->weight) : (void *)c->weight;
+    c->run_weight_grad = is_half(c) ? arena_half_grad_of(&ctx->arena, c->weight) : (void *)c->weight_grad;
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&c->x_desc));
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&c->y_desc));
     CHECK_CUDNN(cudnnCreateFilterDescriptor(&c->w_desc));
-    CHECK_CUDNN(cudnnSetTensor4dDescriptor(c->x_desc, s->format, CUDNN_DATA_FLOAT, s->batch, s->in_c,
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(c->x_desc, s->format, s->data_type, s->batch, s->in_c,
                                            s->h_in, s->w_in));
-    CHECK_CUDNN(cudnnSetTensor4dDescriptor(c->y_desc, s->format, CUDNN_DATA_FLOAT, s->batch, s->out_c,
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(c->y_desc, s->format, s->data_type, s->batch, s->out_c,
                                            s->h_out, s->w_out));
-    CHECK_CUDNN(cudnnSetFilter4dDescriptor(c->w_desc, CUDNN_DATA_FLOAT, s->format, s->out_c, s->in_c,
+    CHECK_CUDNN(cudnnSetFilter4dDescriptor(c->w_desc, s->data_type, s->format, s->out_c, s->in_c,
                                            s->kernel, s->kernel));
     c->fwd_desc = make_conv_desc(s);
     c->bwd_data_desc = make_conv_desc(s);
@@ -174,32 +175,33 @@ void conv_algo_cache_free(conv_algo_cache *cache) {
     cache->count = 0;
 }
 
-void conv_forward(conv_layer *c, float *y, const float *x, job_context *ctx) {
+void conv_forward(conv_layer *c, void *y, const void *x, job_context *ctx) {
     const float one = 1.0f, zero = 0.0f;
     if (c->algos.use_engine[CONV_FORWARD]) {
-        conv_engine_forward(&c->algos.engine[CONV_FORWARD], ctx->cudnn, y, x, c->weight, ctx->workspace);
+        conv_engine_forward(&c->algos.engine[CONV_FORWARD], ctx->cudnn, y, x, c->run_weight, ctx->workspace);
         return;
     }
-    CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->weight,
+    CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->run_weight,
                                         c->fwd_desc, c->algos.fwd, ctx->workspace,
                                         ctx->workspace_bytes, &zero, c->y_desc, y));
 }
 
-void conv_backward(conv_layer *c, float *dx, const float *dy, const float *x, job_context *ctx) {
+void conv_backward(conv_layer *c, void *dx, const void *dy, const void *x, job_context *ctx) {
     const float one = 1.0f, zero = 0.0f;
     const conv_algos *al = &c->algos;
     if (al->use_engine[CONV_BACKWARD_FILTER])
-        conv_engine_backward_filter(&al->engine[CONV_BACKWARD_FILTER], ctx->cudnn, c->weight_grad, dy, x,
+        conv_engine_backward_filter(&al->engine[CONV_BACKWARD_FILTER], ctx->cudnn, c->run_weight_grad, dy, x,
                                     ctx->workspace);
     else
         CHECK_CUDNN(cudnnConvolutionBackwardFilter(ctx->cudnn, &one, c->x_desc, x, c->y_desc, dy,
                                                    c->bwd_filter_desc, al->bwd_filter, ctx->workspace,
-                                                   ctx->workspace_bytes, &zero, c->w_desc, c->weight_grad));
+                                                   ctx->workspace_bytes, &zero, c->w_desc, c->run_weight_grad));
+    context_grad_ready(ctx, c->weight);
     if (!dx) return;
     if (al->use_engine[CONV_BACKWARD_DATA])
-        conv_engine_backward_data(&al->engine[CONV_BACKWARD_DATA], ctx->cudnn, dx, dy, c->weight, ctx->workspace);
+        conv_engine_backward_data(&al->engine[CONV_BACKWARD_DATA], ctx->cudnn, dx, dy, c->run_weight, ctx->workspace);
     else
-        CHECK_CUDNN(cudnnConvolutionBackwardData(ctx->cudnn, &one, c->w_desc, c->weight, c->y_desc, dy,
+        CHECK_CUDNN(cudnnConvolutionBackwardData(ctx->cudnn, &one, c->w_desc, c->run_weight, c->y_desc, dy,
                                                  c->bwd_data_desc, al->bwd_data, ctx->workspace,
                                                  ctx->workspace_bytes, c->accumulate_dx ? &one : &zero,
                                                  c->x_desc, dx));

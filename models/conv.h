@@ -1,11 +1,13 @@
-/* 2-D convolution without bias on cuDNN. Tensors are NHWC (or NCHW, for the layout benchmark)
- * float32; weights are stored in the filter layout that matches the tensors: KRSC
+/* 2-D convolution without bias on cuDNN. Tensors are NHWC (or NCHW, for the layout benchmark),
+ * float32 or bfloat16 (shape.data_type; float accumulation). Weights are stored in the filter layout that matches the tensors: KRSC
  * [out, kh, kw, in] for NHWC (checkpoints convert to and from timm's [out, in, kh, kw]).
  * Algorithms are chosen once at set-up by timing every candidate on the real buffers, like
  * torch.backends.cudnn.benchmark, within the context's workspace limit: for each direction the
  * legacy API's fastest algorithm and the fastest graph-API engine configuration (conv_engine.h)
  * are measured, and the faster one runs. Identical shapes share one search (and one engine
- * plan) through a conv_algo_cache. */
+ * plan) through a conv_algo_cache. A bfloat16 layer reads the arena's bfloat16 copy of its
+ * weight and writes the bfloat16 gradient beside it (arena.h); the float32 weight stays the
+ * master the optimizer updates. */
 #ifndef SUITE_CONV_H
 #define SUITE_CONV_H
 
@@ -35,6 +37,7 @@ typedef struct conv_layer {
     int accumulate_dx;  /* backward-data adds into dx (the residual branch joins there) */
     int owns_engine;    /* the plans are this layer's (no cache) and conv_destroy frees them */
     float *weight, *weight_grad;
+    void *run_weight, *run_weight_grad; /* what cuDNN reads and writes: the bfloat16 copies, or these */
     cudnnTensorDescriptor_t x_desc, y_desc;
     cudnnFilterDescriptor_t w_desc;
     /* math type is a property of the convolution descriptor, and each direction may pick its own */
@@ -58,12 +61,12 @@ double conv_flops(const conv_layer *c); /* forward multiply-adds x 2 */
  * layer's input and output sizes whose contents may be overwritten (dx may be NULL when the layer
  * never computes an input gradient). accumulate_dx: the backward pass adds into dx rather than
  * overwriting it. The context's workspace must hold workspace_limit bytes. */
-void conv_setup(conv_layer *c, float *y, const float *x, float *dx, int accumulate_dx,
+void conv_setup(conv_layer *c, void *y, const void *x, void *dx, int accumulate_dx,
                 conv_algo_cache *cache, job_context *ctx);
-void conv_forward(conv_layer *c, float *y, const float *x, job_context *ctx);
+void conv_forward(conv_layer *c, void *y, const void *x, job_context *ctx);
 /* Weight gradient (overwritten) and, when dx is not NULL, the input gradient: overwritten, or
  * added to what dx holds when the layer was set up with accumulate_dx. */
-void conv_backward(conv_layer *c, float *dx, const float *dy, const float *x, job_context *ctx);
+void conv_backward(conv_layer *c, void *dx, const void *dy, const void *x, job_context *ctx);
 void conv_destroy(conv_layer *c);
 
 #endif

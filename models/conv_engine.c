@@ -1,6 +1,7 @@
 /* Convolution through cuDNN's graph (backend) API. The attribute sequence, per direction:
  *
- *   tensors x, w, y   TENSOR: DATA_TYPE float, DIMENSIONS [N,C,H,W] (filter [K,C,R,S]) always,
+ *   tensors x, w, y   TENSOR: DATA_TYPE float or bfloat16 (shape.data_type), DIMENSIONS [N,C,H,W]
+ *                     (filter [K,C,R,S]) always,
  *                     STRIDES giving the layout, UNIQUE_ID 'x'/'w'/'y', BYTE_ALIGNMENT
  *   convolution       CONVOLUTION: COMP_TYPE float, CONV_MODE cross-correlation, SPATIAL_DIMS 2,
  *                     PRE/POST_PADDINGS, FILTER_STRIDES, DILATIONS 1
@@ -17,7 +18,8 @@
  * as PyTorch does, configurations whose engine has CUDNN_NUMERICAL_NOTE_TENSOR_CORE are dropped
  * when TF32 is not allowed, and those with DOWN_CONVERT_INPUTS (inputs rounded to a narrower
  * type) always. FFT and Winograd engines stay: they are float32 arithmetic, as the legacy
- * path's CUDNN_FMA_MATH algorithms are.
+ * path's CUDNN_FMA_MATH algorithms are. With bfloat16 data the tensor-core engines are the
+ * point (the accumulation stays float: REDUCED_PRECISION_REDUCTION is still refused).
  *
  * A configuration that does not apply to this shape or device is normal: its plan fails to
  * finalize with a NOT_SUPPORTED status (3xxx), or with an INTERNAL_ERROR one (4xxx) when its
@@ -36,6 +38,7 @@ enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y' };
 enum {
     MAX_CONFIGS_PER_MODE = 64, /* what each heuristic mode may propose */
     MAX_TIMED = 12,            /* plans measured per direction, to keep set-up short */
+    MAX_TIMED_BF16 = 24,       /* bfloat16 has many more tensor-core tilings worth trying */
     TIMED_RUNS = 3,            /* after one warm-up run; the median is kept */
     KEY_SIZE = 256             /* engine id and knob choices, to drop configurations seen twice */
 };
@@ -96,12 +99,12 @@ static void layout_strides(cudnnTensorFormat_t format, const int64_t dims[4], in
     }
 }
 
-static cudnnBackendDescriptor_t make_tensor(int64_t uid, cudnnTensorFormat_t format, int64_t n, int64_t c,
-                                            int64_t h, int64_t w, int64_t alignment) {
+static cudnnBackendDescriptor_t make_tensor(int64_t uid, const conv_shape *s, int64_t n, int64_t c, int64_t h,
+                                            int64_t w, int64_t alignment) {
     const int64_t dims[4] = {n, c, h, w};
     int64_t strides[4];
-    layout_strides(format, dims, strides);
-    const cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    layout_strides(s->format, dims, strides);
+    const cudnnDataType_t type = s->data_type;
     cudnnBackendDescriptor_t t = create_descriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
     SET_ATTR(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
     SET_ATTR(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
@@ -302,6 +305,9 @@ static int check_inputs(conv_direction dir, const conv_shape *s, cudnnHandle_t c
         return fail(err, err_size, "conv_engine: direction %d is not forward, backward-data or backward-filter",
                     (int)dir);
     if (!s) return fail(err, err_size, "conv_engine: shape is NULL");
+    if (s->data_type != CUDNN_DATA_FLOAT && s->data_type != CUDNN_DATA_BFLOAT16)
+        return fail(err, err_size, "conv_engine: shape.data_type is %d, expected CUDNN_DATA_FLOAT or "
+                    "CUDNN_DATA_BFLOAT16", (int)s->data_type);
     if (s->format != CUDNN_TENSOR_NHWC && s->format != CUDNN_TENSOR_NCHW)
         return fail(err, err_size, "conv_engine: shape.format is %d, expected CUDNN_TENSOR_NHWC or CUDNN_TENSOR_NCHW",
                     (int)s->format);
@@ -322,10 +328,12 @@ static int check_inputs(conv_direction dir, const conv_shape *s, cudnnHandle_t c
     const char *names[3][3] = {{"x (input)", "w (filter)", "y (output)"},
                                {"x (dx, written)", "w (filter)", "y (dy)"},
                                {"x (input)", "w (dw, written)", "y (dy)"}};
+    size_t element = conv_element_bytes(s);
     for (int i = 0; i < 3; i++)
-        if (!buffers[i] || (uintptr_t)buffers[i] % sizeof(float))
-            return fail(err, err_size, "conv_engine %s: buffer %s is %p, expected a device pointer aligned to 4 bytes",
-                        conv_direction_name(dir), names[dir][i], buffers[i]);
+        if (!buffers[i] || (uintptr_t)buffers[i] % element)
+            return fail(err, err_size,
+                        "conv_engine %s: buffer %s is %p, expected a device pointer aligned to %zu bytes",
+                        conv_direction_name(dir), names[dir][i], buffers[i], element);
     if (workspace_limit > 0 && !workspace)
         return fail(err, err_size, "conv_engine: workspace is NULL but workspace_limit is %zu bytes", workspace_limit);
     return 0;
@@ -333,7 +341,8 @@ static int check_inputs(conv_direction dir, const conv_shape *s, cudnnHandle_t c
 
 /* Times the configurations the heuristics propose for `graph` and keeps the fastest in *plan.
  * Returns 0, or -1 with a message that counts why each configuration was passed over. */
-static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph, int allow_tf32, cudnnHandle_t cudnn,
+static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph, int allow_tensor_core,
+                          int max_timed, cudnnHandle_t cudnn,
                           cudaStream_t stream, void *x, void *w, void *y, void *workspace, size_t workspace_limit,
                           char *err, size_t err_size) {
     cudnnBackendDescriptor_t configs[2 * MAX_CONFIGS_PER_MODE];
@@ -354,7 +363,7 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
 
     int duplicates = 0, excluded = 0, refused = 0, too_big = 0, kept = -1;
     char first_refusal[256] = "";
-    for (int i = 0; i < n_configs && plan->candidates_timed < MAX_TIMED; i++) {
+    for (int i = 0; i < n_configs && plan->candidates_timed < max_timed; i++) {
         int64_t engine_id;
         uint32_t notes;
         describe_config(configs[i], &engine_id, &notes, keys[i], KEY_SIZE);
@@ -368,7 +377,7 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
         int down_converts = (notes >> CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) & 1u;
         int reduced_reduction = (notes >> CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) & 1u;
         int tensor_core = (notes >> CUDNN_NUMERICAL_NOTE_TENSOR_CORE) & 1u;
-        if (down_converts || reduced_reduction || (!allow_tf32 && tensor_core)) {
+        if (down_converts || reduced_reduction || (!allow_tensor_core && tensor_core)) {
             excluded++;
             continue;
         }
@@ -437,9 +446,9 @@ int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shap
     for (int i = 0; i < 3; i++) plan->alignment[i] = pointer_alignment(buffers[i]);
 
     const int64_t *align = plan->alignment;
-    cudnnBackendDescriptor_t tx = make_tensor(UID_X, s->format, s->batch, s->in_c, s->h_in, s->w_in, align[0]);
-    cudnnBackendDescriptor_t tw = make_tensor(UID_W, s->format, s->out_c, s->in_c, s->kernel, s->kernel, align[1]);
-    cudnnBackendDescriptor_t ty = make_tensor(UID_Y, s->format, s->batch, s->out_c, s->h_out, s->w_out, align[2]);
+    cudnnBackendDescriptor_t tx = make_tensor(UID_X, s, s->batch, s->in_c, s->h_in, s->w_in, align[0]);
+    cudnnBackendDescriptor_t tw = make_tensor(UID_W, s, s->out_c, s->in_c, s->kernel, s->kernel, align[1]);
+    cudnnBackendDescriptor_t ty = make_tensor(UID_Y, s, s->batch, s->out_c, s->h_out, s->w_out, align[2]);
     cudnnBackendDescriptor_t conv = make_convolution(s);
     cudnnBackendDescriptor_t op = make_operation(dir, conv, tx, tw, ty, beta);
     cudnnBackendDescriptor_t graph = create_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
@@ -448,8 +457,11 @@ int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shap
     cudnnStatus_t status = cudnnBackendFinalize(graph);
     int result;
     if (status == CUDNN_STATUS_SUCCESS) {
-        result = search_engines(plan, graph, allow_tf32, cudnn, stream, x, w, y, workspace, workspace_limit, err,
-                                err_size);
+        /* bfloat16 data is there to run on tensor cores; float data does only with TF32 */
+        int allow_tensor_core = allow_tf32 || s->data_type == CUDNN_DATA_BFLOAT16;
+        int max_timed = s->data_type == CUDNN_DATA_BFLOAT16 ? MAX_TIMED_BF16 : MAX_TIMED;
+        result = search_engines(plan, graph, allow_tensor_core, max_timed, cudnn, stream, x, w, y, workspace,
+                                workspace_limit, err, err_size);
     } else {
         if (!does_not_apply(status)) CHECK_CUDNN(status);
         result = fail(err, err_size, "conv_engine %s: cuDNN supports no graph for this convolution: %s",
@@ -500,18 +512,18 @@ static void run_plan(const conv_engine_plan *plan, conv_direction dir, cudnnHand
     destroy_descriptor(pack);
 }
 
-void conv_engine_forward(const conv_engine_plan *plan, cudnnHandle_t cudnn, float *y, const float *x,
-                         const float *w, void *workspace) {
+void conv_engine_forward(const conv_engine_plan *plan, cudnnHandle_t cudnn, void *y, const void *x,
+                         const void *w, void *workspace) {
     run_plan(plan, CONV_FORWARD, cudnn, x, w, y, workspace);
 }
 
-void conv_engine_backward_data(const conv_engine_plan *plan, cudnnHandle_t cudnn, float *dx, const float *dy,
-                               const float *w, void *workspace) {
+void conv_engine_backward_data(const conv_engine_plan *plan, cudnnHandle_t cudnn, void *dx, const void *dy,
+                               const void *w, void *workspace) {
     run_plan(plan, CONV_BACKWARD_DATA, cudnn, dx, w, dy, workspace);
 }
 
-void conv_engine_backward_filter(const conv_engine_plan *plan, cudnnHandle_t cudnn, float *dw, const float *dy,
-                                 const float *x, void *workspace) {
+void conv_engine_backward_filter(const conv_engine_plan *plan, cudnnHandle_t cudnn, void *dw, const void *dy,
+                                 const void *x, void *workspace) {
     run_plan(plan, CONV_BACKWARD_FILTER, cudnn, x, dw, dy, workspace);
 }
 

@@ -6,9 +6,9 @@
  * are where the H100 speed is. conv.c runs a direction through this path when it measures
  * faster than the legacy algorithm.
  *
- * Tensors are float32 NHWC (filter KRSC) or NCHW (filter KCRS), as in conv_shape. With
- * allow_tf32 = 0 only engines whose numerical notes promise strict float32 are candidates (see
- * conv_engine.c). beta is part of the plan: a backward-data plan built with beta = 1 always
+ * Tensors are float32 or bfloat16 (shape.data_type; float accumulation either way), NHWC (filter
+ * KRSC) or NCHW (filter KCRS), as in conv_shape. With float data and allow_tf32 = 0 only engines
+ * whose numerical notes promise strict float32 are candidates (see conv_engine.c). beta is part of the plan: a backward-data plan built with beta = 1 always
  * accumulates into dx, one built with beta = 0 always overwrites it. A plan holds no data
  * pointers, so layers of the same shape (and direction, beta, alignment) may share one. */
 #ifndef SUITE_CONV_ENGINE_H
@@ -54,13 +54,13 @@ int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shap
  * synchronisation and no device allocation, so they may be captured into a CUDA graph. The
  * workspace must hold plan->workspace_bytes. Each checks that the plan is of its direction and
  * that the pointers have the alignment the plan was built for. */
-void conv_engine_forward(const conv_engine_plan *plan, cudnnHandle_t cudnn, float *y, const float *x,
-                         const float *w, void *workspace);
+void conv_engine_forward(const conv_engine_plan *plan, cudnnHandle_t cudnn, void *y, const void *x,
+                         const void *w, void *workspace);
 /* dx = dgrad(dy, w) + beta * dx, beta as the plan was built. */
-void conv_engine_backward_data(const conv_engine_plan *plan, cudnnHandle_t cudnn, float *dx,
-                               const float *dy, const float *w, void *workspace);
-void conv_engine_backward_filter(const conv_engine_plan *plan, cudnnHandle_t cudnn, float *dw,
-                                 const float *dy, const float *x, void *workspace);
+void conv_engine_backward_data(const conv_engine_plan *plan, cudnnHandle_t cudnn, void *dx,
+                               const void *dy, const void *w, void *workspace);
+void conv_engine_backward_filter(const conv_engine_plan *plan, cudnnHandle_t cudnn, void *dw,
+                                 const void *dy, const void *x, void *workspace);
 
 const char *conv_direction_name(conv_direction dir);
 void conv_engine_destroy(conv_engine_plan *plan);

@@ -328,7 +328,7 @@ static void efficientnet_forward(model *m, int training, job_context *ctx) {
     const effnet_block *last = &e->blocks[e->block_count - 1];
     conv_forward(&e->conv_head, e->zh, last->out, ctx);
     batchnorm_forward(&e->bn2, e->ah, e->zh, NULL, training, ctx);
-    avgpool_global_forward(e->features, e->ah, n, last->size_out * last->size_out, HEAD_CHANNELS, ctx->stream);
+    avgpool_global_forward(e->features, e->ah, n, last->size_out * last->size_out, HEAD_CHANNELS, ELEM_F32, ctx->stream);
     linear_forward(&e->classifier, m->logits, e->features, ctx);
 }
 
@@ -338,7 +338,7 @@ static void efficientnet_backward(model *m, job_context *ctx) {
     const effnet_block *last = &e->blocks[e->block_count - 1];
     float *g0 = e->grads.g[0], *g1 = e->grads.g[1];
     linear_backward(&e->classifier, e->grad_features, m->dlogits, e->features, ctx);
-    avgpool_global_backward(g0, e->grad_features, n, last->size_out * last->size_out, HEAD_CHANNELS, ctx->stream);
+    avgpool_global_backward(g0, e->grad_features, n, last->size_out * last->size_out, HEAD_CHANNELS, ELEM_F32, ctx->stream);
     batchnorm_backward(&e->bn2, g1, NULL, g0, e->zh, e->ah, ctx);
     int current = 0;
     conv_backward(&e->conv_head, e->grad_boundary[current], g1, last->out, ctx);

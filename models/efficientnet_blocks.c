@@ -48,7 +48,7 @@ void squeeze_excite_setup(squeeze_excite *se, job_context *ctx) {
 
 void squeeze_excite_forward(squeeze_excite *se, float *y, const float *x, job_context *ctx) {
     int n = se->batch, c = se->channels;
-    avgpool_global_forward(se->pooled, x, n, se->hw, c, ctx->stream);
+    avgpool_global_forward(se->pooled, x, n, se->hw, c, ELEM_F32, ctx->stream);
     linear_forward(&se->reduce, se->reduced_pre, se->pooled, ctx);
     silu_forward(se->reduced_act, se->reduced_pre, (size_t)n * se->reduced, ctx->stream);
     linear_forward(&se->expand, se->gate_logits, se->reduced_act, ctx);

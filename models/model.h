@@ -9,8 +9,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/kernels.h"
 #include "models/arena.h"
 #include "models/context.h"
+
+/* Numerics of a job. tf32 (the default, 0): float32 tensors, TF32 tensor-core convolutions and
+ * matmuls; fp32: strict float32; bf16: mixed precision as torch.autocast(dtype=torch.bfloat16)
+ * does it: bfloat16 activations and convolution/matmul inputs with float32 accumulation,
+ * float32 master weights (a bfloat16 copy is made each forward), gradients reduced and applied
+ * in float32, batch-norm statistics and the loss in float32, no loss scaling. */
+typedef enum { PRECISION_TF32 = 0, PRECISION_FP32 = 1, PRECISION_BF16 = 2 } precision_kind;
+/* "tf32", "fp32", "bf16". */
+const char *precision_name(precision_kind p);
+/* 0 with *out set for a known name, -1 otherwise. */
+int precision_parse(const char *name, precision_kind *out);
+/* The families that build in bf16 (for messages): "resnet26, resnet50, resnet152". */
+const char *precision_bf16_models(void);
 
 typedef struct model_config {
     char name[32];      /* resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24 */
@@ -21,7 +35,11 @@ typedef struct model_config {
     uint64_t seed;      /* initialisation */
     int patch_size;     /* vision transformers: patch side (0: the family's default, 16) */
     float drop_path;    /* stochastic depth rate at the last block (0: off) */
+    precision_kind precision;
 } model_config;
+
+/* The element type of the model's activations under its precision. */
+elem_type model_activation_type(const model_config *config);
 
 typedef enum {
     PARAM_WEIGHT,    /* trainable, weight decay applies */
@@ -78,12 +96,22 @@ struct model {
 /* Names of the models that can be built, for error messages: "resnet26, resnet50, resnet152". */
 const char *model_names(void);
 int model_known(const char *name);
+/* Whether the named model builds with PRECISION_BF16. */
+int model_runs_bf16(const char *name);
 /* Builds the named model against `a` (planning or real). NULL with a message in err for an unknown
- * name or impossible sizes; no GPU work. */
+ * name, impossible sizes or a precision the family does not run in; no GPU work. A bf16 model
+ * marks a planning arena half_weights (arena.h), so the real one keeps the bfloat16 copies. */
 model *model_build(const model_config *config, arena *a, char *err, size_t err_size);
 void model_free(model *m);
 /* Trainable parameters, as timm counts them (sum of p.numel() over model.parameters()). */
 int64_t model_param_count(const model *m);
+/* bf16 models: the bfloat16 copy of the weights with decay from the float32 masters (at the start
+ * of each forward), and the float32 gradients from the bfloat16 ones the layers wrote (at the
+ * end of each backward). One pass each over the weight region, on the job's stream. */
+void model_weights_to_half(job_context *ctx);
+void model_grads_from_half(job_context *ctx);
+/* m->backward between the context's gradient hooks (begin, end): what a training step calls. */
+void model_backward(model *m, job_context *ctx);
 /* Parameter initialisation the family's reference uses, drawn on the host from config.seed. */
 void model_init_params(model *m, job_context *ctx);
 

@@ -15,25 +15,30 @@ typedef struct bottleneck {
     conv_layer conv1, conv2, conv3, ds_conv;
     batchnorm_layer bn1, bn2, bn3, ds_bn;
     int has_downsample;
-    const float *x;            /* block input: the previous block's output */
-    float *z1, *a1, *z2, *a2;  /* conv outputs and their BN+ReLU outputs */
-    float *z3, *out;           /* conv3 output; relu(bn3(z3) + shortcut) */
-    float *zd, *ad;            /* downsample conv output and its BN output */
+    const void *x;            /* block input: the previous block's output */
+    void *z1, *a1, *z2, *a2;  /* conv outputs and their BN+ReLU outputs */
+    void *z3, *out;           /* conv3 output; relu(bn3(z3) + shortcut) */
+    void *zd, *ad;            /* downsample conv output and its BN output */
 } bottleneck;
 
+/* Activations and their gradients are of one element type (model_activation_type): float32, or
+ * bfloat16 under --precision bf16, where the float32 input is cast once per forward (as autocast
+ * casts a convolution's input) and the float32 dlogits once per backward. */
 typedef struct resnet {
+    elem_type type;
     conv_layer conv1;
     batchnorm_layer bn1;
-    float *z0, *a0, *pooled;
+    void *input_half, *dlogits_half; /* bfloat16 only */
+    void *z0, *a0, *pooled;
     uint8_t *argmax;
     int stem_size, pool_size;
     int block_count;
     bottleneck *blocks;
-    float *features;           /* [batch, 2048] */
+    void *features;           /* [batch, 2048] */
     linear_layer fc;
     /* gradients: block boundaries ping-pong; the rest are per-role buffers sized for the largest use */
-    float *grad_boundary[2], *grad_z3, *grad_shortcut, *grad_zd, *grad_mid2[2], *grad_mid1[2];
-    float *grad_a0, *grad_z0, *grad_features;
+    void *grad_boundary[2], *grad_z3, *grad_shortcut, *grad_zd, *grad_mid2[2], *grad_mid1[2];
+    void *grad_a0, *grad_z0, *grad_features;
     void *bn_scratch;
     conv_algo_cache cache;
 } resnet;
@@ -69,19 +74,32 @@ typedef struct grad_sizes {
     size_t boundary, z3, shortcut, mid2, mid1;
 } grad_sizes;
 
+static void *take_act(arena *a, elem_type type, size_t n) {
+    return arena_take(a, ARENA_ACTIVATIONS, n * elem_bytes(type));
+}
+
+/* A convolution and its batch norm in the model's element type. */
+static void conv_bn_init(conv_layer *c, batchnorm_layer *bn, arena *a, conv_shape shape, int bn_rows, act_kind act,
+                         elem_type type) {
+    shape.data_type = type == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    conv_init(c, a, shape);
+    batchnorm_init(bn, a, bn_rows, shape.out_c, act);
+    bn->type = type;
+}
+
 static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix, int batch, int in_c,
-                        int planes, int stride, int size_in, grad_sizes *gs) {
+                        int planes, int stride, int size_in, elem_type type, grad_sizes *gs) {
     int out_c = planes * 4, size_out = conv_out_size(size_in, 3, stride, 1);
     size_t rows_in = (size_t)batch * size_in * size_in, rows_out = (size_t)batch * size_out * size_out;
     char name[PARAM_NAME_MAX];
     blk->has_downsample = stride != 1 || in_c != out_c;
 
-    conv_init(&blk->conv1, a, conv_shape_nhwc(batch, in_c, planes, 1, 1, 0, size_in, size_in));
-    batchnorm_init(&blk->bn1, a, (int)rows_in, planes, ACT_RELU);
-    conv_init(&blk->conv2, a, conv_shape_nhwc(batch, planes, planes, 3, stride, 1, size_in, size_in));
-    batchnorm_init(&blk->bn2, a, (int)rows_out, planes, ACT_RELU);
-    conv_init(&blk->conv3, a, conv_shape_nhwc(batch, planes, out_c, 1, 1, 0, size_out, size_out));
-    batchnorm_init(&blk->bn3, a, (int)rows_out, out_c, ACT_RELU);
+    conv_bn_init(&blk->conv1, &blk->bn1, a, conv_shape_nhwc(batch, in_c, planes, 1, 1, 0, size_in, size_in),
+                 (int)rows_in, ACT_RELU, type);
+    conv_bn_init(&blk->conv2, &blk->bn2, a, conv_shape_nhwc(batch, planes, planes, 3, stride, 1, size_in, size_in),
+                 (int)rows_out, ACT_RELU, type);
+    conv_bn_init(&blk->conv3, &blk->bn3, a, conv_shape_nhwc(batch, planes, out_c, 1, 1, 0, size_out, size_out),
+                 (int)rows_out, ACT_RELU, type);
     snprintf(name, sizeof name, "%sconv1.", prefix), layer_params_conv(m, name, &blk->conv1);
     snprintf(name, sizeof name, "%sbn1.", prefix), layer_params_batchnorm(m, name, &blk->bn1);
     snprintf(name, sizeof name, "%sconv2.", prefix), layer_params_conv(m, name, &blk->conv2);
@@ -89,20 +107,20 @@ static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix,
     snprintf(name, sizeof name, "%sconv3.", prefix), layer_params_conv(m, name, &blk->conv3);
     snprintf(name, sizeof name, "%sbn3.", prefix), layer_params_batchnorm(m, name, &blk->bn3);
     if (blk->has_downsample) {
-        conv_init(&blk->ds_conv, a, conv_shape_nhwc(batch, in_c, out_c, 1, stride, 0, size_in, size_in));
-        batchnorm_init(&blk->ds_bn, a, (int)rows_out, out_c, ACT_NONE);
+        conv_bn_init(&blk->ds_conv, &blk->ds_bn, a, conv_shape_nhwc(batch, in_c, out_c, 1, stride, 0, size_in, size_in),
+                     (int)rows_out, ACT_NONE, type);
         snprintf(name, sizeof name, "%sdownsample.0.", prefix), layer_params_conv(m, name, &blk->ds_conv);
         snprintf(name, sizeof name, "%sdownsample.1.", prefix), layer_params_batchnorm(m, name, &blk->ds_bn);
     }
-    blk->z1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_in * planes);
-    blk->a1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_in * planes);
-    blk->z2 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * planes);
-    blk->a2 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * planes);
-    blk->z3 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
-    blk->out = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
+    blk->z1 = take_act(a, type, rows_in * planes);
+    blk->a1 = take_act(a, type, rows_in * planes);
+    blk->z2 = take_act(a, type, rows_out * planes);
+    blk->a2 = take_act(a, type, rows_out * planes);
+    blk->z3 = take_act(a, type, rows_out * out_c);
+    blk->out = take_act(a, type, rows_out * out_c);
     if (blk->has_downsample) {
-        blk->zd = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
-        blk->ad = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
+        blk->zd = take_act(a, type, rows_out * out_c);
+        blk->ad = take_act(a, type, rows_out * out_c);
         gs->shortcut = max_z(gs->shortcut, rows_out * out_c);
     }
     gs->boundary = max_z(gs->boundary, max_z(rows_in * in_c, rows_out * out_c));
@@ -143,18 +161,21 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
     m->setup = resnet_setup, m->forward = resnet_forward, m->backward = resnet_backward;
     m->destroy = resnet_destroy;
     int n = config->batch, s = config->image_size;
+    elem_type type = r->type = model_activation_type(config);
 
-    m->input = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * s * s * config->in_channels);
-    conv_init(&r->conv1, a, conv_shape_nhwc(n, config->in_channels, 64, 7, 2, 3, s, s));
-    r->stem_size = r->conv1.shape.h_out;
+    size_t input_floats = (size_t)n * s * s * config->in_channels;
+    m->input = arena_take_floats(a, ARENA_ACTIVATIONS, input_floats);
+    if (type == ELEM_BF16) r->input_half = take_act(a, type, input_floats);
+    conv_shape stem = conv_shape_nhwc(n, config->in_channels, 64, 7, 2, 3, s, s);
+    r->stem_size = stem.h_out;
     r->pool_size = conv_out_size(r->stem_size, 3, 2, 1);
     size_t stem_rows = (size_t)n * r->stem_size * r->stem_size;
-    batchnorm_init(&r->bn1, a, (int)stem_rows, 64, ACT_RELU);
+    conv_bn_init(&r->conv1, &r->bn1, a, stem, (int)stem_rows, ACT_RELU, type);
     layer_params_conv(m, "conv1.", &r->conv1);
     layer_params_batchnorm(m, "bn1.", &r->bn1);
-    r->z0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);
-    r->a0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);
-    r->pooled = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * r->pool_size * r->pool_size * 64);
+    r->z0 = take_act(a, type, stem_rows * 64);
+    r->a0 = take_act(a, type, stem_rows * 64);
+    r->pooled = take_act(a, type, (size_t)n * r->pool_size * r->pool_size * 64);
     r->argmax = arena_take(a, ARENA_ACTIVATIONS, (size_t)n * r->pool_size * r->pool_size * 64);
 
     for (int i = 0; i < 4; i++) r->block_count += stage_blocks[i];
@@ -167,30 +188,32 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
             char prefix[64];
             snprintf(prefix, sizeof prefix, "layer%d.%d.", stage + 1, i);
             int stride = (i == 0 && stage > 0) ? 2 : 1;
-            build_block(&r->blocks[b], m, a, prefix, n, in_c, planes, stride, size, &gs);
+            build_block(&r->blocks[b], m, a, prefix, n, in_c, planes, stride, size, type, &gs);
             r->blocks[b].x = b == 0 ? r->pooled : r->blocks[b - 1].out;
             size = r->blocks[b].conv2.shape.h_out;
             in_c = planes * 4;
         }
     }
-    r->features = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * in_c);
+    r->features = take_act(a, type, (size_t)n * in_c);
     linear_init(&r->fc, a, n, in_c, config->classes);
+    r->fc.type = type;
     add_linear_params(m, "fc.", &r->fc);
     m->logits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * config->classes);
     m->dlogits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * config->classes);
+    if (type == ELEM_BF16) r->dlogits_half = take_act(a, type, (size_t)n * config->classes);
     m->labels = arena_take(a, ARENA_SCRATCH, (size_t)n * sizeof(int32_t));
 
     for (int i = 0; i < 2; i++) {
-        r->grad_boundary[i] = arena_take_floats(a, ARENA_ACTIVATIONS, gs.boundary);
-        r->grad_mid2[i] = arena_take_floats(a, ARENA_ACTIVATIONS, gs.mid2);
-        r->grad_mid1[i] = arena_take_floats(a, ARENA_ACTIVATIONS, gs.mid1);
+        r->grad_boundary[i] = take_act(a, type, gs.boundary);
+        r->grad_mid2[i] = take_act(a, type, gs.mid2);
+        r->grad_mid1[i] = take_act(a, type, gs.mid1);
     }
-    r->grad_z3 = arena_take_floats(a, ARENA_ACTIVATIONS, gs.z3);
-    r->grad_shortcut = arena_take_floats(a, ARENA_ACTIVATIONS, gs.shortcut);
-    r->grad_zd = arena_take_floats(a, ARENA_ACTIVATIONS, gs.shortcut);
-    r->grad_a0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);
-    r->grad_z0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * 64);
-    r->grad_features = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * in_c);
+    r->grad_z3 = take_act(a, type, gs.z3);
+    r->grad_shortcut = take_act(a, type, gs.shortcut);
+    r->grad_zd = take_act(a, type, gs.shortcut);
+    r->grad_a0 = take_act(a, type, stem_rows * 64);
+    r->grad_z0 = take_act(a, type, stem_rows * 64);
+    r->grad_features = take_act(a, type, (size_t)n * in_c);
 
     /* One BN scratch for the whole model: all BN layers run one after another on one stream. */
     size_t scratch = batchnorm_scratch_bytes(&r->bn1);
@@ -226,7 +249,7 @@ static void resnet_setup(model *m, job_context *ctx) {
     fill_float((float *)ctx->arena.activations, 0.5f, ctx->arena.planned[ARENA_ACTIVATIONS] / sizeof(float),
                ctx->stream);
     context_reserve_workspace(ctx, ctx->workspace_limit);
-    conv_setup(&r->conv1, r->z0, m->input, NULL, 0, &r->cache, ctx);
+    conv_setup(&r->conv1, r->z0, r->type == ELEM_BF16 ? r->input_half : m->input, NULL, 0, &r->cache, ctx);
     size_t workspace = r->conv1.algos.workspace_bytes;
     for (int b = 0; b < r->block_count; b++) {
         bottleneck *blk = &r->blocks[b];
@@ -260,10 +283,17 @@ static void resnet_setup(model *m, job_context *ctx) {
 static void resnet_forward(model *m, int training, job_context *ctx) {
     resnet *r = m->impl;
     const conv_shape *stem = &r->conv1.shape;
-    conv_forward(&r->conv1, r->z0, m->input, ctx);
+    const void *input = m->input;
+    if (r->type == ELEM_BF16) {
+        model_weights_to_half(ctx);
+        size_t input_floats = (size_t)stem->batch * stem->h_in * stem->w_in * stem->in_c;
+        cast_f32_to_bf16(r->input_half, m->input, input_floats, ctx->stream);
+        input = r->input_half;
+    }
+    conv_forward(&r->conv1, r->z0, input, ctx);
     batchnorm_forward(&r->bn1, r->a0, r->z0, NULL, training, ctx);
     maxpool_forward(r->pooled, r->argmax, r->a0, stem->batch, r->stem_size, r->stem_size, 64, 3, 2, 1,
-                    r->pool_size, r->pool_size, ctx->stream);
+                    r->pool_size, r->pool_size, r->type, ctx->stream);
     for (int b = 0; b < r->block_count; b++) {
         bottleneck *blk = &r->blocks[b];
         conv_forward(&blk->conv1, blk->z1, blk->x, ctx);
@@ -271,7 +301,7 @@ static void resnet_forward(model *m, int training, job_context *ctx) {
         conv_forward(&blk->conv2, blk->z2, blk->a1, ctx);
         batchnorm_forward(&blk->bn2, blk->a2, blk->z2, NULL, training, ctx);
         conv_forward(&blk->conv3, blk->z3, blk->a2, ctx);
-        const float *shortcut = blk->x;
+        const void *shortcut = blk->x;
         if (blk->has_downsample) {
             conv_forward(&blk->ds_conv, blk->zd, blk->x, ctx);
             batchnorm_forward(&blk->ds_bn, blk->ad, blk->zd, NULL, training, ctx);
@@ -281,11 +311,11 @@ static void resnet_forward(model *m, int training, job_context *ctx) {
     }
     const conv_shape *last = &r->blocks[r->block_count - 1].conv3.shape;
     avgpool_global_forward(r->features, r->blocks[r->block_count - 1].out, last->batch,
-                           last->h_out * last->w_out, last->out_c, ctx->stream);
+                           last->h_out * last->w_out, last->out_c, r->type, ctx->stream);
     linear_forward(&r->fc, m->logits, r->features, ctx);
 }
 
-static void block_backward(resnet *r, bottleneck *blk, float *dx, const float *dout, job_context *ctx) {
+static void block_backward(resnet *r, bottleneck *blk, void *dx, const void *dout, job_context *ctx) {
     if (blk->has_downsample) {
         batchnorm_backward(&blk->bn3, r->grad_z3, r->grad_shortcut, dout, blk->z3, blk->out, ctx);
         batchnorm_backward(&blk->ds_bn, r->grad_zd, NULL, r->grad_shortcut, blk->zd, blk->ad, ctx);
@@ -303,19 +333,25 @@ static void block_backward(resnet *r, bottleneck *blk, float *dx, const float *d
 static void resnet_backward(model *m, job_context *ctx) {
     resnet *r = m->impl;
     const conv_shape *last = &r->blocks[r->block_count - 1].conv3.shape;
-    linear_backward(&r->fc, r->grad_features, m->dlogits, r->features, ctx);
+    const void *dlogits = m->dlogits;
+    if (r->type == ELEM_BF16) {
+        cast_f32_to_bf16(r->dlogits_half, m->dlogits, (size_t)m->config.batch * m->config.classes, ctx->stream);
+        dlogits = r->dlogits_half;
+    }
+    linear_backward(&r->fc, r->grad_features, dlogits, r->features, ctx);
     int current = 0;
     avgpool_global_backward(r->grad_boundary[current], r->grad_features, last->batch,
-                            last->h_out * last->w_out, last->out_c, ctx->stream);
+                            last->h_out * last->w_out, last->out_c, r->type, ctx->stream);
     for (int b = r->block_count - 1; b >= 0; b--) {
         block_backward(r, &r->blocks[b], r->grad_boundary[1 - current], r->grad_boundary[current], ctx);
         current = 1 - current;
     }
     const conv_shape *stem = &r->conv1.shape;
     maxpool_backward(r->grad_a0, r->grad_boundary[current], r->argmax, stem->batch, r->stem_size,
-                     r->stem_size, 64, 3, 2, 1, r->pool_size, r->pool_size, ctx->stream);
+                     r->stem_size, 64, 3, 2, 1, r->pool_size, r->pool_size, r->type, ctx->stream);
     batchnorm_backward(&r->bn1, r->grad_z0, NULL, r->grad_a0, r->z0, r->a0, ctx);
-    conv_backward(&r->conv1, NULL, r->grad_z0, m->input, ctx);
+    conv_backward(&r->conv1, NULL, r->grad_z0, r->type == ELEM_BF16 ? r->input_half : m->input, ctx);
+    if (r->type == ELEM_BF16) model_grads_from_half(ctx);
 }
 
 static void resnet_destroy(model *m) {

@@ -15,7 +15,13 @@ int session_plan(session *s, const model_config *config, char *err, size_t err_s
 
 int session_start(session *s, int device, size_t workspace_limit, int allow_tf32, int optimizer_slots,
                   char *err, size_t err_size) {
-    if (context_init(&s->ctx, device, workspace_limit, allow_tf32) != CONTEXT_OK) {
+    context_place whole = {device, NULL, 0};
+    return session_start_at(s, &whole, workspace_limit, allow_tf32, optimizer_slots, err, err_size);
+}
+
+int session_start_at(session *s, const context_place *place, size_t workspace_limit, int allow_tf32,
+                     int optimizer_slots, char *err, size_t err_size) {
+    if (context_init_at(&s->ctx, place, workspace_limit, allow_tf32) != CONTEXT_OK) {
         snprintf(err, err_size, "no usable GPU: training needs a CUDA device");
         return 1;
     }

@@ -24,6 +24,9 @@ int session_plan(session *s, const model_config *config, char *err, size_t err_s
  * values). Returns 0, or 1 (no GPU, out of memory) with a message. */
 int session_start(session *s, int device, size_t workspace_limit, int allow_tf32, int optimizer_slots,
                   char *err, size_t err_size);
+/* The same at a place (the whole device or a green context's SMs, models/context.h). */
+int session_start_at(session *s, const context_place *place, size_t workspace_limit, int allow_tf32,
+                     int optimizer_slots, char *err, size_t err_size);
 /* Bytes on the GPU that the session allocated itself (arena and workspace). */
 size_t session_gpu_bytes(const session *s);
 void session_end(session *s);

@@ -21,7 +21,7 @@ void trainer_step_body(trainer *t) {
     m->forward(m, 1, ctx);
     softmax_ce_forward_backward(m->dlogits, &t->sums[0], &t->sums[1], m->logits, m->labels,
                                 m->config.batch, m->config.classes, t->label_smoothing, ctx->stream);
-    m->backward(m, ctx);
+    model_backward(m, ctx); /* with a data-parallel job's all-reduces (models/ddp.h) */
     lr_schedule_step(t->lr, t->step, t->schedule, ctx->stream);
     size_t n = arena_trainable_floats(a), n_decay = t->opt.decay_all ? n : arena_decay_floats(a);
     if (t->opt.kind == OPTIMIZER_ADAMW)
@@ -62,7 +62,7 @@ void trainer_init(trainer *t, model *m, job_context *ctx, optimizer_config opt, 
     m->forward(m, 1, ctx);
     softmax_ce_forward_backward(m->dlogits, &t->sums[0], &t->sums[1], m->logits, m->labels,
                                 m->config.batch, m->config.classes, label_smoothing, ctx->stream);
-    m->backward(m, ctx);
+    model_backward(m, ctx); /* with a data-parallel job's all-reduces (models/ddp.h) */
     if (buffer_bytes) {
         CHECK_CUDA(cudaMemcpyAsync(a->buffers, saved, buffer_bytes, cudaMemcpyDeviceToDevice, ctx->stream));
         CHECK_CUDA(cudaStreamSynchronize(ctx->stream));

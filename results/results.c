@@ -11,7 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "results/faults.h"
+
 static const char *status_names[] = {"ok", "failed", "diverged"};
+
+const char *results_status_name(job_status status) { return status_names[status]; }
 
 /* --- folders and atomic files -------------------------------------------------------------- */
 
@@ -121,16 +125,13 @@ int results_write_json(const char *dir, const char *name, const cJSON *json, cha
     return rc;
 }
 
-/* In-memory text for the files written whole (CSV). */
-typedef struct text_buffer { char *data; size_t size; FILE *f; } text_buffer;
-
-static FILE *text_open(text_buffer *t) {
+FILE *results_text_open(results_text *t) {
     memset(t, 0, sizeof *t);
     t->f = open_memstream(&t->data, &t->size);
     return t->f;
 }
 
-static int text_commit(text_buffer *t, const char *dir, const char *name, char *err, size_t err_size) {
+int results_text_commit(results_text *t, const char *dir, const char *name, char *err, size_t err_size) {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int rc = -1;
@@ -158,29 +159,60 @@ double results_job_end(const job_run *job) {
 }
 
 void results_compare(run_summary *s, const serial_baseline *b) {
-    s->speedup = s->energy_vs_serial = NAN;
-    for (int i = 0; i < s->job_count; i++) s->solo_s[i] = s->slowdown[i] = NAN;
-    if (!b || !b->known) return;
-    if (!isnan(b->makespan_s) && s->makespan_s > 0) s->speedup = b->makespan_s / s->makespan_s;
-    if (!isnan(b->energy_j) && !isnan(s->energy_j) && b->energy_j > 0)
-        s->energy_vs_serial = s->energy_j / b->energy_j;
-    for (int i = 0; i < s->job_count && i < b->job_count; i++) {
-        s->solo_s[i] = b->solo_timed_s[i];
-        if (s->solo_s[i] > 0 && !isnan(s->timed_s[i])) s->slowdown[i] = s->timed_s[i] / s->solo_s[i];
+    int known = b && b->known;
+    metrics_input in;
+    metrics_input_init(&in);
+    in.count = s->job_count;
+    in.sequential = s->sequential;
+    in.same_workload = s->same_workload;
+    in.makespan_s = s->makespan_s;
+    in.energy_j = s->energy_j;
+    if (known) in.serial_makespan_s = b->makespan_s, in.serial_energy_j = b->energy_j;
+    for (int i = 0; i < s->job_count; i++) {
+        metrics_job_input *j = &in.jobs[i];
+        int solo = known && i < b->job_count;
+        j->rate = s->timed_rate[i];
+        j->samples = s->samples[i];
+        j->turnaround_s = s->turnaround_s[i];
+        j->partition_rate = s->partition_rate[i];
+        j->solo_rate = solo ? b->solo_rate[i] : NAN;
+        j->alone_s = solo ? b->solo_window_s[i] : NAN;
+    }
+    metrics_compute(&in, &s->metrics);
+    s->speedup = s->metrics.speedup;
+    s->energy_vs_serial = s->metrics.energy_vs_serial;
+    for (int i = 0; i < s->job_count; i++) {
+        s->solo_s[i] = known && i < b->job_count ? b->solo_timed_s[i] : NAN;
+        s->slowdown[i] = s->metrics.jobs[i].slowdown;
+        /* a baseline without rates (older summaries): the timed epochs' seconds */
+        if (isnan(s->slowdown[i]) && s->solo_s[i] > 0 && !isnan(s->timed_s[i]) && !s->sequential)
+            s->slowdown[i] = s->timed_s[i] / s->solo_s[i];
     }
 }
 
 void results_summarize(const job_run *jobs, int count, const char *mode, int serial, int stopped,
                        const serial_baseline *baseline, run_summary *s) {
+    double partition_rate[MIX_MAX_JOBS];  /* the isolation pass's, measured before this */
+    char partition_source[sizeof s->partition_source];
+    memcpy(partition_rate, s->partition_rate, sizeof partition_rate);
+    memcpy(partition_source, s->partition_source, sizeof partition_source);
     memset(s, 0, sizeof *s);
+    for (int i = 0; i < MIX_MAX_JOBS; i++)
+        s->partition_rate[i] = partition_rate[i] > 0 && i < count ? partition_rate[i] : NAN;
+    memcpy(s->partition_source, partition_source, sizeof partition_source);
     snprintf(s->mode, sizeof s->mode, "%s", mode);
     s->job_count = count;
     s->first_go = s->last_end = NAN;
     s->energy_j = s->peak_gpu_memory = NAN;
     s->monitor_mean_ms = s->monitor_busy_fraction = NAN;
+    s->sequential = serial;
+    job_spec specs[MIX_MAX_JOBS];
+    for (int i = 0; i < count && i < MIX_MAX_JOBS; i++) specs[i] = jobs[i].spec;
+    s->same_workload = metrics_same_workload(specs, count < MIX_MAX_JOBS ? count : MIX_MAX_JOBS);
     double serial_sum = 0;
     for (int i = 0; i < count; i++) {
         const job_run *j = &jobs[i];
+        s->turnaround_s[i] = NAN;
         s->ok += j->status == JOB_OK;
         s->failed += j->status == JOB_FAILED;
         s->diverged += j->status == JOB_DIVERGED;
@@ -191,6 +223,7 @@ void results_summarize(const job_run *jobs, int count, const char *mode, int ser
         if (!isnan(s->timed_rate[i])) s->timed_samples_per_s_sum += s->timed_rate[i];
         s->peak_bytes[i] = NAN;
         for (int e = 0; e < j->epoch_count; e++) {
+            if (!isnan(j->epochs[e].samples)) s->samples[i] += j->epochs[e].samples;
             if (!isnan(j->epochs[e].samples)) s->total_samples += j->epochs[e].samples;
             double p = j->epochs[e].peak_bytes;
             if (!isnan(p) && (isnan(s->peak_bytes[i]) || p > s->peak_bytes[i])) s->peak_bytes[i] = p;
@@ -200,12 +233,16 @@ void results_summarize(const job_run *jobs, int count, const char *mode, int ser
         s->window_end[i] = end;
         if (isnan(j->t_go) || isnan(end)) continue;
         serial_sum += end - j->t_go;
+        if (serial) s->turnaround_s[i] = serial_sum;  /* its wait for the jobs before it, then its own */
         if (isnan(s->first_go) || j->t_go < s->first_go) s->first_go = j->t_go;
         if (isnan(s->last_end) || end > s->last_end) s->last_end = end;
     }
+    for (int i = 0; !serial && i < count; i++) s->turnaround_s[i] = s->window_end[i] - s->first_go;
     s->makespan_s = serial ? serial_sum : s->last_end - s->first_go;
     if (isnan(s->first_go)) s->makespan_s = NAN;
     s->aggregate_samples_per_s = s->makespan_s > 0 ? s->total_samples / s->makespan_s : NAN;
+    if (!s->same_workload)  /* samples of unlike jobs do not add up */
+        s->aggregate_samples_per_s = s->timed_samples_per_s_sum = NAN;
     s->status = stopped ? "interrupted" : (s->ok == count ? "complete" : "partial");
     results_compare(s, baseline);
 }
@@ -217,10 +254,14 @@ void results_baseline_from(const run_summary *serial, const char *source, serial
     b->makespan_s = serial->makespan_s;
     b->energy_j = serial->energy_j;
     b->job_count = serial->job_count;
-    for (int i = 0; i < serial->job_count; i++) b->solo_timed_s[i] = serial->timed_s[i];
+    for (int i = 0; i < serial->job_count; i++) {
+        b->solo_timed_s[i] = serial->timed_s[i];
+        b->solo_rate[i] = serial->timed_rate[i];
+        b->solo_window_s[i] = serial->window_end[i] - serial->window_start[i];
+    }
 }
 
-static void add_number(cJSON *o, const char *key, double v) {
+void results_json_number(cJSON *o, const char *key, double v) {
     if (isnan(v) || isinf(v)) cJSON_AddNullToObject(o, key);
     else cJSON_AddNumberToObject(o, key, v);
 }
@@ -239,21 +280,12 @@ int results_load_baseline(const char *dir, const job_run *jobs, int count, seria
     memset(b, 0, sizeof *b);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    errno = 0;
+    cJSON *root = results_read_json(path);
+    if (!root && errno) {
         snprintf(err, err_size, "--baseline %s: cannot read %s: %s", dir, path, strerror(errno));
         return -1;
     }
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    char buf[8192];
-    size_t n;
-    while (mem && (n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, mem);
-    fclose(f);
-    if (mem) fclose(mem);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(root, "mode");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "jobs");
     int rc = -1;
@@ -283,6 +315,8 @@ int results_load_baseline(const char *dir, const job_run *jobs, int count, seria
                 rc = -1;
             }
             b->solo_timed_s[i] = get_number(item, "timed_seconds");
+            b->solo_rate[i] = get_number(item, "timed_samples_per_s");
+            b->solo_window_s[i] = get_number(item, "end_t") - get_number(item, "go_t");
         }
     }
     if (rc == 0) {
@@ -311,14 +345,14 @@ void results_csv_field(FILE *f, const char *text) {
     fputc('"', f);
 }
 
-static void csv_number(FILE *f, double v, int decimals) {
+void results_csv_number(FILE *f, double v, int decimals) {
     if (!isnan(v)) fprintf(f, "%.*f", decimals, v);
 }
 
 int results_write_jobs_csv(const char *dir, const job_run *jobs, int count, const run_summary *s,
                            char *err, size_t err_size) {
-    text_buffer t;
-    FILE *f = text_open(&t);
+    results_text t;
+    FILE *f = results_text_open(&t);
     if (!f) {
         snprintf(err, err_size, "out of memory writing jobs.csv");
         return -1;
@@ -331,7 +365,8 @@ int results_write_jobs_csv(const char *dir, const job_run *jobs, int count, cons
     for (int e = 1; e <= max_epochs; e++) fprintf(f, ",epoch%d_s", e);
     fprintf(f, ",timed_epoch,timed_s,timed_samples_per_s,timed_step_ms_median,timed_step_ms_p90,"
                "peak_bytes,footprint_bytes,final_loss,status,reason,timed_t_start,timed_t_end,"
-               "go_t,end_t,mps,mig,device,solo_timed_s,slowdown\n");
+               "go_t,end_t,mps,mig,device,solo_timed_s,slowdown,normalized_throughput,"
+               "energy_per_sample_j,solo_in_partition_samples_per_s,interference_ratio\n");
     for (int i = 0; i < count; i++) {
         const job_run *j = &jobs[i];
         fprintf(f, "%d,", i);
@@ -341,43 +376,50 @@ int results_write_jobs_csv(const char *dir, const job_run *jobs, int count, cons
         for (int e = 1; e <= max_epochs; e++) {
             fputc(',', f);
             for (int k = 0; k < j->epoch_count; k++)
-                if (j->epochs[k].epoch == e) csv_number(f, j->epochs[k].seconds, 6);
+                if (j->epochs[k].epoch == e) results_csv_number(f, j->epochs[k].seconds, 6);
         }
         int k = results_timed_epoch(j);
         const job_epoch *te = k >= 0 ? &j->epochs[k] : NULL;
         fprintf(f, ",%d,", te ? te->epoch : 0);
-        csv_number(f, te ? te->seconds : NAN, 6);
+        results_csv_number(f, te ? te->seconds : NAN, 6);
         fputc(',', f);
-        csv_number(f, te ? te->samples_per_s : NAN, 3);
+        results_csv_number(f, te ? te->samples_per_s : NAN, 3);
         fputc(',', f);
-        csv_number(f, te ? te->step_ms_median : NAN, 3);
+        results_csv_number(f, te ? te->step_ms_median : NAN, 3);
         fputc(',', f);
-        csv_number(f, te ? te->step_ms_p90 : NAN, 3);
+        results_csv_number(f, te ? te->step_ms_p90 : NAN, 3);
         fputc(',', f);
-        csv_number(f, s->peak_bytes[i], 0);
+        results_csv_number(f, s->peak_bytes[i], 0);
         fputc(',', f);
-        csv_number(f, j->footprint_bytes, 0);
+        results_csv_number(f, j->footprint_bytes, 0);
         fputc(',', f);
-        csv_number(f, j->epoch_count ? j->epochs[j->epoch_count - 1].loss : NAN, 6);
+        results_csv_number(f, j->epoch_count ? j->epochs[j->epoch_count - 1].loss : NAN, 6);
         fprintf(f, ",%s,", status_names[j->status]);
         results_csv_field(f, j->reason);
         fputc(',', f);
-        csv_number(f, te ? te->t_start : NAN, 6);
+        results_csv_number(f, te ? te->t_start : NAN, 6);
         fputc(',', f);
-        csv_number(f, te ? te->t_end : NAN, 6);
+        results_csv_number(f, te ? te->t_end : NAN, 6);
         fputc(',', f);
-        csv_number(f, j->t_go, 6);
+        results_csv_number(f, j->t_go, 6);
         fputc(',', f);
-        csv_number(f, results_job_end(j), 6);
+        results_csv_number(f, results_job_end(j), 6);
         fprintf(f, ",%s,%s,", j->mps < 0 ? "" : j->mps ? "1" : "0", j->mig < 0 ? "" : j->mig ? "1" : "0");
         results_csv_field(f, j->device);
         fputc(',', f);
-        csv_number(f, s->solo_s[i], 6);
+        results_csv_number(f, s->solo_s[i], 6);
         fputc(',', f);
-        csv_number(f, s->slowdown[i], 4);
+        results_csv_number(f, s->slowdown[i], 4);
+        const job_metrics *m = &s->metrics.jobs[i];
+        const double more[] = {m->normalized, m->energy_per_sample, s->partition_rate[i], m->interference};
+        const int decimals[] = {4, 6, 3, 4};
+        for (int k = 0; k < 4; k++) {
+            fputc(',', f);
+            results_csv_number(f, more[k], decimals[k]);
+        }
         fputc('\n', f);
     }
-    return text_commit(&t, dir, "jobs.csv", err, err_size);
+    return results_text_commit(&t, dir, "jobs.csv", err, err_size);
 }
 
 int results_write_summary(const char *dir, const char *mix_text, const job_run *jobs, int count,
@@ -389,26 +431,43 @@ int results_write_summary(const char *dir, const char *mix_text, const job_run *
     cJSON_AddNumberToObject(root, "jobs_ok", s->ok);
     cJSON_AddNumberToObject(root, "jobs_failed", s->failed);
     cJSON_AddNumberToObject(root, "jobs_diverged", s->diverged);
-    add_number(root, "makespan_s", s->makespan_s);
+    results_json_number(root, "makespan_s", s->makespan_s);
     cJSON_AddStringToObject(root, "makespan_definition",
                             strcmp(s->mode, "serial") == 0
                                 ? "sum over jobs of go-to-end (each job alone; setup excluded)"
                                 : "first go to last end (setup and warm-up before go excluded)");
-    add_number(root, "total_samples", s->total_samples);
-    add_number(root, "aggregate_samples_per_s", s->aggregate_samples_per_s);
-    add_number(root, "timed_samples_per_s_sum", s->timed_samples_per_s_sum);
-    add_number(root, "energy_j", s->energy_j);
-    add_number(root, "peak_gpu_memory_bytes", s->peak_gpu_memory);
+    results_json_number(root, "total_samples", s->total_samples);
+    cJSON_AddBoolToObject(root, "same_workload", s->same_workload);
+    if (s->same_workload) {  /* a sum of unlike jobs' samples/s means nothing: left out */
+        results_json_number(root, "aggregate_samples_per_s", s->aggregate_samples_per_s);
+        results_json_number(root, "timed_samples_per_s_sum", s->timed_samples_per_s_sum);
+    }
+    results_json_number(root, "energy_j", s->energy_j);
+    results_json_number(root, "peak_gpu_memory_bytes", s->peak_gpu_memory);
     if (b && b->known) {
         cJSON *serial = cJSON_AddObjectToObject(root, "serial_baseline");
         cJSON_AddStringToObject(serial, "source", b->source);
-        add_number(serial, "makespan_s", b->makespan_s);
-        add_number(serial, "energy_j", b->energy_j);
+        results_json_number(serial, "makespan_s", b->makespan_s);
+        results_json_number(serial, "energy_j", b->energy_j);
     } else {
         cJSON_AddNullToObject(root, "serial_baseline");
     }
-    add_number(root, "speedup_vs_serial", s->speedup);
-    add_number(root, "energy_vs_serial", s->energy_vs_serial);
+    results_json_number(root, "speedup_vs_serial", s->speedup);
+    results_json_number(root, "energy_vs_serial", s->energy_vs_serial);
+    const run_metrics *m = &s->metrics;
+    results_json_number(root, "stp", m->stp);
+    results_json_number(root, "antt", m->antt);
+    results_json_number(root, "fairness", m->fairness);
+    results_json_number(root, "interference_ratio_min", m->interference_min);
+    results_json_number(root, "interference_ratio_mean", m->interference_mean);
+    if (s->partition_source[0]) cJSON_AddStringToObject(root, "solo_in_partition_runs", s->partition_source);
+    cJSON *defs = cJSON_AddObjectToObject(root, "metric_definitions");
+    cJSON_AddStringToObject(defs, "normalized_throughput", "timed-epoch samples/s here / the same job's alone (serial baseline)");
+    cJSON_AddStringToObject(defs, "stp", s->sequential ? "1: one job at a time" : "sum of normalized throughputs");
+    cJSON_AddStringToObject(defs, "antt", "mean of (first go to the job's end) / the job's go-to-end alone");
+    cJSON_AddStringToObject(defs, "fairness", "min / max normalized throughput");
+    cJSON_AddStringToObject(defs, "energy_per_sample_j", "run energy split by solo-equivalent seconds of each job's samples");
+    cJSON_AddStringToObject(defs, "interference_ratio", "samples/s here / the same job's alone in a partition of its own size");
     cJSON *list = cJSON_AddArrayToObject(root, "jobs");
     for (int i = 0; i < count; i++) {
         const job_run *j = &jobs[i];
@@ -423,124 +482,51 @@ int results_write_summary(const char *dir, const char *mix_text, const job_run *
         cJSON_AddStringToObject(o, "status", status_names[j->status]);
         cJSON_AddStringToObject(o, "reason", j->reason);
         cJSON_AddNumberToObject(o, "timed_epoch", s->timed_epoch[i]);
-        add_number(o, "timed_seconds", s->timed_s[i]);
-        add_number(o, "timed_samples_per_s", s->timed_rate[i]);
-        add_number(o, "peak_bytes", s->peak_bytes[i]);
-        add_number(o, "solo_timed_seconds", s->solo_s[i]);
-        add_number(o, "slowdown", s->slowdown[i]);
-        add_number(o, "go_t", s->window_start[i]);
-        add_number(o, "end_t", s->window_end[i]);
+        results_json_number(o, "timed_seconds", s->timed_s[i]);
+        results_json_number(o, "timed_samples_per_s", s->timed_rate[i]);
+        results_json_number(o, "peak_bytes", s->peak_bytes[i]);
+        results_json_number(o, "solo_timed_seconds", s->solo_s[i]);
+        results_json_number(o, "slowdown", s->slowdown[i]);
+        results_json_number(o, "normalized_throughput", m->jobs[i].normalized);
+        results_json_number(o, "normalized_turnaround", m->jobs[i].turnaround);
+        results_json_number(o, "energy_per_sample_j", m->jobs[i].energy_per_sample);
+        results_json_number(o, "solo_in_partition_samples_per_s", s->partition_rate[i]);
+        results_json_number(o, "interference_ratio", m->jobs[i].interference);
+        results_json_number(o, "samples", s->samples[i]);
+        results_json_number(o, "go_t", s->window_start[i]);
+        results_json_number(o, "end_t", s->window_end[i]);
         if (j->mps >= 0) cJSON_AddBoolToObject(o, "mps", j->mps);
         else cJSON_AddNullToObject(o, "mps");
         if (j->mig >= 0) cJSON_AddBoolToObject(o, "mig", j->mig);
         else cJSON_AddNullToObject(o, "mig");
+        results_job_fault_fields(o, j);
         cJSON_AddItemToArray(list, o);
     }
+    cJSON_AddItemToObject(root, "faults", results_faults_json(jobs, count));
     cJSON *mon = cJSON_AddObjectToObject(root, "monitor");
     cJSON_AddBoolToObject(mon, "enabled", s->monitor_on);
     cJSON_AddNumberToObject(mon, "ticks", (double)s->monitor_ticks);
-    add_number(mon, "mean_tick_cpu_ms", s->monitor_mean_ms);
-    add_number(mon, "cpu_fraction", s->monitor_busy_fraction);
+    results_json_number(mon, "mean_tick_cpu_ms", s->monitor_mean_ms);
+    results_json_number(mon, "cpu_fraction", s->monitor_busy_fraction);
     int rc = results_write_json(dir, "summary.json", root, err, err_size);
     cJSON_Delete(root);
     return rc;
 }
 
-/* --- tables -------------------------------------------------------------------------------- */
 
-void results_format_bytes(char *out, size_t size, double bytes) {
-    if (isnan(bytes)) snprintf(out, size, "-");
-    else if (bytes >= 1073741824.0) snprintf(out, size, "%.2f GiB", bytes / 1073741824.0);
-    else snprintf(out, size, "%.0f MiB", bytes / 1048576.0);
-}
-
-static void format_number(char *out, size_t size, double v, const char *fmt) {
-    if (isnan(v)) snprintf(out, size, "-");
-    else snprintf(out, size, fmt, v);
-}
-
-void results_print_table(FILE *out, const job_run *jobs, int count, const run_summary *s) {
-    fprintf(out, "\n%-4s %-24s %-16s %-11s %6s %6s %10s %12s %11s %9s  %s\n", "job", "label", "model",
-            "data", "batch", "epoch", "seconds", "samples/s", "peak mem", "slowdown", "status");
-    for (int i = 0; i < count; i++) {
-        const job_run *j = &jobs[i];
-        char secs[32], rate[32], mem[32], slow[32];
-        format_number(secs, sizeof secs, s->timed_s[i], "%.3f");
-        format_number(rate, sizeof rate, s->timed_rate[i], "%.1f");
-        results_format_bytes(mem, sizeof mem, s->peak_bytes[i]);
-        format_number(slow, sizeof slow, s->slowdown[i], "%.2fx");
-        fprintf(out, "%-4d %-24.24s %-16s %-11s %6d %6d %10s %12s %11s %9s  %s%s%s\n", i,
-                j->spec.label, j->spec.model, j->spec.data, j->spec.batch, s->timed_epoch[i], secs,
-                rate, mem, slow, status_names[j->status], j->reason[0] ? ": " : "", j->reason);
-    }
-    char span[32], agg[32], speed[32], energy[32], ratio[32];
-    format_number(span, sizeof span, s->makespan_s, "%.3f s");
-    format_number(agg, sizeof agg, s->aggregate_samples_per_s, "%.1f");
-    format_number(speed, sizeof speed, s->speedup, "%.2fx");
-    format_number(energy, sizeof energy, s->energy_j, "%.1f J");
-    format_number(ratio, sizeof ratio, s->energy_vs_serial, "%.2fx");
-    fprintf(out, "%-4s %s: %d ok, %d failed, %d diverged (%s); makespan %s, %s samples/s in "
-            "total, speed-up vs serial %s, energy %s (%s of serial)\n\n",
-            "all", s->mode, s->ok, s->failed, s->diverged, s->status, span, agg, speed, energy, ratio);
-}
-
-static double mean_slowdown(const run_summary *s) {
-    double sum = 0;
-    int n = 0;
-    for (int i = 0; i < s->job_count; i++)
-        if (!isnan(s->slowdown[i])) sum += s->slowdown[i], n++;
-    return n ? sum / n : NAN;
-}
-
-void results_print_comparison(FILE *out, const run_summary *runs, int count) {
-    fprintf(out, "\n%-12s %-12s %11s %14s %9s %12s %9s %14s\n", "mode", "status", "makespan s",
-            "samples/s", "speed-up", "energy J", "energy/x", "mean slowdown");
-    for (int r = 0; r < count; r++) {
-        const run_summary *s = &runs[r];
-        char span[32], agg[32], speed[32], energy[32], ratio[32], slow[32];
-        format_number(span, sizeof span, s->makespan_s, "%.3f");
-        format_number(agg, sizeof agg, s->aggregate_samples_per_s, "%.1f");
-        format_number(speed, sizeof speed, s->speedup, "%.2fx");
-        format_number(energy, sizeof energy, s->energy_j, "%.1f");
-        format_number(ratio, sizeof ratio, s->energy_vs_serial, "%.2fx");
-        format_number(slow, sizeof slow, mean_slowdown(s), "%.2fx");
-        fprintf(out, "%-12s %-12s %11s %14s %9s %12s %9s %14s\n", s->mode, s->status, span, agg,
-                speed, energy, ratio, slow);
-    }
-    fputc('\n', out);
-}
-
-int results_write_comparison(const char *dir, const run_summary *runs, int count, char *err,
-                             size_t err_size) {
-    text_buffer t;
-    FILE *f = text_open(&t);
-    if (!f) {
-        snprintf(err, err_size, "out of memory writing comparison.csv");
-        return -1;
-    }
-    cJSON *root = cJSON_CreateArray();
-    fprintf(f, "mode,status,jobs_ok,makespan_s,aggregate_samples_per_s,speedup_vs_serial,energy_j,"
-               "energy_vs_serial,mean_slowdown\n");
-    for (int r = 0; r < count; r++) {
-        const run_summary *s = &runs[r];
-        fprintf(f, "%s,%s,%d,", s->mode, s->status, s->ok);
-        const double values[] = {s->makespan_s, s->aggregate_samples_per_s, s->speedup, s->energy_j,
-                                 s->energy_vs_serial, mean_slowdown(s)};
-        const char *keys[] = {"makespan_s", "aggregate_samples_per_s", "speedup_vs_serial",
-                              "energy_j", "energy_vs_serial", "mean_slowdown"};
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "mode", s->mode);
-        cJSON_AddStringToObject(o, "status", s->status);
-        cJSON_AddNumberToObject(o, "jobs_ok", s->ok);
-        for (int k = 0; k < 6; k++) {
-            csv_number(f, values[k], 6);
-            fputc(k < 5 ? ',' : '\n', f);
-            add_number(o, keys[k], values[k]);
-        }
-        cJSON_AddItemToArray(root, o);
-    }
-    int rc = text_commit(&t, dir, "comparison.csv", err, err_size);
-    if (rc == 0) rc = results_write_json(dir, "comparison.json", root, err, err_size);
-    cJSON_Delete(root);
-    return rc;
+cJSON *results_read_json(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    char buf[8192];
+    size_t n;
+    while (mem && (n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, mem);
+    fclose(f);
+    if (mem) fclose(mem);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    errno = 0; /* read: a parse failure is not a read error */
+    return root;
 }

@@ -1,7 +1,9 @@
-/* Results of a run under results/<run-id>/: run.json (configuration and machine, built by the
- * caller), jobs.csv (one row per job: every epoch's seconds, the timed epoch, status), summary.json
- * (makespan, aggregate throughput, speed-up and energy against serial, each job's slow-down
- * against running alone) and, for --mode all, comparison.csv/.json across the modes. Every file
+/* Results of a run under results/<run-id>/: run.json (configuration and machine, built in
+ * run_json.c), jobs.csv (one row per job: every epoch's seconds, the timed epoch, status), summary.json
+ * (makespan, the normalized metrics of metrics.h: each job's throughput against running alone,
+ * slow-down, energy per sample and interference; STP, ANTT, fairness, speed-up and energy against
+ * serial; a samples/s sum only when every job is the same workload) and, for --mode all,
+ * comparison.csv/.json across the modes. Every file
  * is written to a temporary name and renamed, so a reader never sees half a file and a run that
  * fails midway still leaves complete files for what it measured. */
 #ifndef SUITE_RESULTS_H
@@ -12,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "results/metrics.h"
 #include "runner/suite/jobs.h"
 
 /* Creates <base>/<UTC time>-<mode>-<mix> (filesystem-safe; "-2", "-3"... when taken), with
@@ -24,6 +27,8 @@ int results_make_dirs(const char *path, char *err, size_t err_size);
 /* data -> <path>.tmp.<pid>, fsync, rename to path. 0, or -1 with a message. */
 int results_write_atomic(const char *path, const char *data, size_t size, char *err, size_t err_size);
 int results_write_json(const char *dir, const char *name, const cJSON *json, char *err, size_t err_size);
+/* The JSON in the file at path; NULL (errno set where the file could not be read) otherwise. */
+cJSON *results_read_json(const char *path);
 
 /* The serial numbers a collocated run is compared with: from the serial part of --mode all or
  * from a previous serial run of the same mix (--baseline DIR). */
@@ -33,6 +38,8 @@ typedef struct serial_baseline {
     double makespan_s, energy_j;                /* NaN when unknown */
     int job_count;
     double solo_timed_s[MIX_MAX_JOBS];          /* each job's timed epoch, alone */
+    double solo_rate[MIX_MAX_JOBS];             /* ... its samples/s */
+    double solo_window_s[MIX_MAX_JOBS];         /* each job's go-to-end, alone */
 } serial_baseline;
 
 typedef struct run_summary {
@@ -51,6 +58,16 @@ typedef struct run_summary {
     long monitor_ticks;
     double monitor_mean_ms, monitor_busy_fraction;
     int monitor_on;
+    int sequential;                             /* jobs ran one after another */
+    int same_workload;                          /* metrics_same_workload of the jobs */
+    double samples[MIX_MAX_JOBS];               /* each job's samples, all epochs */
+    double turnaround_s[MIX_MAX_JOBS];          /* run's first go to the job's end (sequential: the
+                                                   windows before it included) */
+    /* Partitioned modes: each job alone in a partition of its own size (NaN: not measured),
+     * filled by the orchestrator's isolation pass before results_compare. */
+    double partition_rate[MIX_MAX_JOBS];
+    char partition_source[PATH_MAX];            /* where those solo runs are */
+    run_metrics metrics;                        /* results_compare; see metrics.h */
 } run_summary;
 
 /* Index of the timed epoch: the second (the first is warm-up), or the only one of a job planned
@@ -59,12 +76,13 @@ int results_timed_epoch(const job_run *job);
 /* When the job's training ended: its done event, else its last epoch's end, else its exit. */
 double results_job_end(const job_run *job);
 
-/* Fills s from the jobs (energy, memory and monitor fields are left NaN/0 for the caller).
+/* Fills s from the jobs (energy, memory and monitor fields are left NaN/0 for the caller;
+ * partition_rate and partition_source, set before by an isolation pass, are kept).
  * makespan: serial runs one job at a time, so it is the sum of each job's go-to-end; the
  * collocated modes take first go to last end. Setup and warm-up before "go" are not counted. */
 void results_summarize(const job_run *jobs, int count, const char *mode, int serial, int stopped,
                        const serial_baseline *baseline, run_summary *s);
-/* Speed-up, energy ratio and slow-downs against a baseline (again, once energy is known). */
+/* The normalized metrics against a baseline (again, once energy or partition rates are known). */
 void results_compare(run_summary *s, const serial_baseline *baseline);
 /* The baseline a serial run provides. */
 void results_baseline_from(const run_summary *serial, const char *source, serial_baseline *b);
@@ -80,6 +98,16 @@ int results_write_summary(const char *dir, const char *mix_text, const job_run *
                           size_t err_size);
 /* RFC 4180 field: quoted when it holds a comma, quote or line break. */
 void results_csv_field(FILE *f, const char *text);
+/* A number with that many decimals; nothing for NaN (an empty field). */
+void results_csv_number(FILE *f, double v, int decimals);
+/* key: v, or null for NaN and infinities. */
+void results_json_number(cJSON *o, const char *key, double v);
+const char *results_status_name(job_status status);   /* "ok", "failed", "diverged" */
+/* In-memory text for a file written whole (CSV): open, write to t->f, commit writes
+ * <dir>/<name> atomically and frees the text. */
+typedef struct results_text { char *data; size_t size; FILE *f; } results_text;
+FILE *results_text_open(results_text *t);
+int results_text_commit(results_text *t, const char *dir, const char *name, char *err, size_t err_size);
 
 /* One row per job and a total row. */
 void results_print_table(FILE *out, const job_run *jobs, int count, const run_summary *s);
@@ -87,6 +115,12 @@ void results_print_table(FILE *out, const job_run *jobs, int count, const run_su
 void results_print_comparison(FILE *out, const run_summary *runs, int count);
 int results_write_comparison(const char *dir, const run_summary *runs, int count, char *err,
                              size_t err_size);
+/* --mig-layouts: one row per layout (its profiles in job order, the SMs it uses) with STP, ANTT,
+ * fairness, speed-up and interference ratios; also written as layouts.csv and layouts.json. */
+void results_print_layouts(FILE *out, const char *const *layouts, const int *sms, const run_summary *runs,
+                           int count);
+int results_write_layouts(const char *dir, const char *const *layouts, const int *sms,
+                          const run_summary *runs, int count, char *err, size_t err_size);
 /* "1.5 GiB", "512 MiB", "-" for NaN. */
 void results_format_bytes(char *out, size_t size, double bytes);
 

@@ -17,6 +17,13 @@
  * It reports "mps":1 when $CUDA_MPS_PIPE_DIRECTORY holds a control socket, as a CUDA program
  * would find a daemon there.
  *
+ * Training prints a "progress" event after every step. --inject-fault KIND@STEP imitates train's
+ * injected faults (runner/train/fault.h) with its "fault" event and error texts: oom and
+ * illegal-address fail with the CUDA error, nan diverges, exit, hang, sigkill. As an MPS client
+ * (a control socket in the pipe folder) illegal-address also does what MPS does with a fatal
+ * fault: it writes a line in the server's log (server.log in $CUDA_MPS_LOG_DIRECTORY) and marks
+ * the pipe folder, and every other client fails at its next step with the error MPS gives them.
+ *
  * Run under the name nvidia-cuda-mps-control (a symlink), it imitates MPS's control program:
  * "-d" puts a daemon in the background that holds $CUDA_MPS_PIPE_DIRECTORY/control (a socket)
  * and writes nvidia-cuda-mps-control.pid there; without arguments it reads commands on stdin
@@ -44,7 +51,7 @@ typedef struct behaviour {
 } behaviour;
 
 typedef struct options {
-    const char *model, *data, *data_root;
+    const char *model, *data, *data_root, *fault;
     long batch, image_size, classes, epochs, steps;
     int json, wait_go, dry_run, have_image_size, have_classes;
 } options;
@@ -129,6 +136,8 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(a, "--epochs") == 0) o.epochs = need_number(argc, argv, &i);
         else if (strcmp(a, "--steps-per-epoch") == 0) o.steps = need_number(argc, argv, &i);
         else if (strcmp(a, "--seed") == 0) need_number(argc, argv, &i);
+        else if (strcmp(a, "--gpus") == 0) need_number(argc, argv, &i); /* data-parallel ranks */
+        else if (strcmp(a, "--inject-fault") == 0 && i + 1 < argc) o.fault = argv[++i];
         else if (strcmp(a, "--json") == 0) o.json = 1;
         else if (strcmp(a, "--wait-go") == 0) o.wait_go = 1;
         else if (strcmp(a, "--dry-run") == 0) o.dry_run = 1;
@@ -177,6 +186,53 @@ static int has_control_socket(const char *dir) {
     struct stat st;
     snprintf(path, sizeof path, "%s/control", dir ? dir : "");
     return dir && *dir && stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+#define FATAL_MARK "fake-mps-fatal-fault"
+
+/* The pipe folder's mark of a fatal fault, when this process is an MPS client. */
+static int mps_poisoned(void) {
+    const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" FATAL_MARK, dir ? dir : "");
+    return has_control_socket(dir) && access(path, F_OK) == 0;
+}
+
+static void fail_cuda(const char *message) {
+    fprintf(stderr, "%s\n", message); /* CHECK_CUDA's way: stderr and exit 1, no event */
+    exit(1);
+}
+
+static void inject_fault(const char *kind, long step) {
+    printf("{\"event\":\"fault\",\"kind\":\"%s\",\"step\":%ld,\"t\":%.6f}\n", kind, step, now());
+    fprintf(stderr, "train: injecting fault %s at step %ld\n", kind, step);
+    char message[256];
+    if (strcmp(kind, "oom") == 0) {
+        snprintf(message, sizeof message, "cudaMalloc: out of memory (cudaErrorMemoryAllocation) after taking "
+                 "1.00 GiB more (injected fault oom at step %ld)", step);
+        fail_now(message);
+    } else if (strcmp(kind, "illegal-address") == 0) {
+        const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY"), *log_dir = getenv("CUDA_MPS_LOG_DIRECTORY");
+        if (has_control_socket(dir)) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/" FATAL_MARK, dir);
+            FILE *f = fopen(path, "w");
+            if (f) fclose(f);
+            snprintf(path, sizeof path, "%s/server.log", log_dir ? log_dir : dir);
+            f = fopen(path, "a");
+            if (f) fprintf(f, "[fake] Server 1: Client %d encountered a fatal GPU error: illegal address; "
+                           "terminating all clients\n", (int)getpid()), fclose(f);
+        }
+        snprintf(message, sizeof message, "cudaStreamSynchronize: an illegal memory access was encountered "
+                 "(cudaErrorIllegalAddress) (injected fault illegal-address at step %ld)", step);
+        fail_now(message);
+    } else if (strcmp(kind, "exit") == 0) {
+        exit(1);
+    } else if (strcmp(kind, "hang") == 0) {
+        for (;;) pause();
+    } else if (strcmp(kind, "sigkill") == 0) {
+        raise(SIGKILL);
+    }
 }
 
 static volatile sig_atomic_t daemon_stop = 0;
@@ -267,12 +323,32 @@ int main(int argc, char **argv) {
         for (;;) pause();
     printf("{\"event\":\"ready\",\"t\":%.6f}\n", now());
     wait_for_go();
-    long steps = o.steps > 0 ? o.steps : b.steps;
+    long steps = o.steps > 0 ? o.steps : b.steps, fault_step = 0;
+    char fault_kind[32] = "";
+    if (o.fault) {
+        const char *at = strchr(o.fault, '@');
+        if (!at || at == o.fault || (size_t)(at - o.fault) >= sizeof fault_kind || atol(at + 1) < 1)
+            usage_error("--inject-fault: expected KIND@STEP, got ", o.fault);
+        memcpy(fault_kind, o.fault, (size_t)(at - o.fault));
+        fault_step = atol(at + 1);
+    }
     for (long k = 1; k <= o.epochs; k++) {
         if (b.crash_epoch == k) raise(b.crash_signal);
         if (b.fail_epoch == k) fail_now("out of memory");
         double t0 = now();
-        sleep_ms(b.epoch_ms);
+        for (long s = 1; s <= steps; s++) {
+            sleep_ms(b.epoch_ms / steps);
+            long global = (k - 1) * steps + s;
+            if (mps_poisoned())
+                fail_cuda("CUDA error 808 (the MPS client has been terminated by the server) in "
+                          "cudaStreamSynchronize(stream) at fake_train.c");
+            printf("{\"event\":\"progress\",\"epoch\":%ld,\"step\":%ld,\"steps\":%ld,\"t\":%.6f}\n", k, s,
+                   steps, now());
+            if (global != fault_step) continue;
+            inject_fault(fault_kind, global); /* returns only for nan */
+            b.nan_epoch = (int)k;
+        }
+        sleep_ms(b.epoch_ms % steps);
         double t1 = now();
         double samples = (double)steps * o.batch, seconds = t1 - t0;
         char loss[64], accuracy[64];

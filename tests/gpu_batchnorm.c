@@ -234,7 +234,7 @@ static void run_train_forward(const layer *L, const dev_layer *D, int act, int w
     test_poison(D->mean, L->C);
     test_poison(D->invstd, L->C);
     bn_act_forward_train(D->y, D->mean, D->invstd, D->rmean, D->rvar, D->x, with_res ? D->res : NULL,
-                         D->gamma, D->beta, L->rows, L->C, EPS, MOMENTUM, (act_kind)act, scratch, 0);
+                         D->gamma, D->beta, L->rows, L->C, EPS, MOMENTUM, (act_kind)act, ELEM_F32, scratch, 0);
 }
 
 /* Two calls per case with fresh data each: the second starts from the scratch the first left. */
@@ -307,7 +307,7 @@ static void test_infer_forward(void **state) {
             dev_layer_make(&D, &L, shift);
             test_poison(D.y, n);
             bn_act_forward_infer(D.y, D.x, with_res ? D.res : NULL, D.gamma, D.beta, D.rmean, D.rvar,
-                                 rows, C, EPS, act, 0);
+                                 rows, C, EPS, act, ELEM_F32, 0);
             float *y = host_alloc(n);
             test_to_host(y, D.y, n);
             err_acc e = {0};
@@ -336,7 +336,7 @@ static void check_backward_case(const layer *L, const dev_layer *D, int act, int
     test_poison(D->dgamma, C);
     test_poison(D->dbeta, C);
     bn_act_backward(D->dx, want_dres ? D->dres : NULL, D->dgamma, D->dbeta, D->dy, D->x, D->y, D->gamma,
-                    D->beta, D->mean, D->invstd, rows, C, (act_kind)act, scratch, 0);
+                    D->beta, D->mean, D->invstd, rows, C, (act_kind)act, ELEM_F32, scratch, 0);
     float *y = host_alloc(n), *dx = host_alloc(n), *dres = host_alloc(n);
     float *mean = host_alloc(C), *invstd = host_alloc(C), *got = host_alloc(C);
     test_to_host(y, D->y, n);
@@ -466,7 +466,7 @@ static void gradcheck_case(int rows, int C, int act, int with_res, uint64_t seed
     size_t n = (size_t)rows * C;
     run_train_forward(&L, &D, act, with_res);
     bn_act_backward(D.dx, with_res ? D.dres : NULL, D.dgamma, D.dbeta, D.dy, D.x, D.y, D.gamma, D.beta, D.mean,
-                    D.invstd, rows, C, (act_kind)act, scratch, 0);
+                    D.invstd, rows, C, (act_kind)act, ELEM_F32, scratch, 0);
     float *dx = host_alloc(n), *dres = host_alloc(n), *dgamma = host_alloc(C), *dbeta = host_alloc(C);
     float *y = host_alloc(n);
     test_to_host(dx, D.dx, n);
@@ -557,11 +557,11 @@ static void test_graph_replay(void **state) {
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     bn_act_forward_train(D1.y, D1.mean, D1.invstd, D1.rmean, D1.rvar, D1.x, D1.res, D1.gamma, D1.beta,
-                         L1.rows, L1.C, EPS, MOMENTUM, ACT_RELU, scratch, stream);
+                         L1.rows, L1.C, EPS, MOMENTUM, ACT_RELU, ELEM_F32, scratch, stream);
     bn_act_forward_train(D2.y, D2.mean, D2.invstd, D2.rmean, D2.rvar, D2.x, NULL, D2.gamma, D2.beta,
-                         L2.rows, L2.C, EPS, MOMENTUM, ACT_NONE, scratch, stream);
+                         L2.rows, L2.C, EPS, MOMENTUM, ACT_NONE, ELEM_F32, scratch, stream);
     bn_act_backward(D2.dx, NULL, D2.dgamma, D2.dbeta, D2.dy, D2.x, D2.y, D2.gamma, D2.beta, D2.mean,
-                    D2.invstd, L2.rows, L2.C, ACT_NONE, scratch, stream);
+                    D2.invstd, L2.rows, L2.C, ACT_NONE, ELEM_F32, scratch, stream);
     CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
     CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     float *rmean0 = host_alloc(64), *rvar0 = host_alloc(64);

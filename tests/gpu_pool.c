@@ -132,7 +132,7 @@ static void check_maxpool(const pool_shape *s, int kind, int shift, uint64_t see
     upload(x_d, x, nx);
     upload(dy_d, dy, ny);
 
-    maxpool_forward(y_d, am_d, x_d, s->N, s->H, s->W, s->C, s->k, s->stride, s->pad, Ho, Wo, 0);
+    maxpool_forward(y_d, am_d, x_d, s->N, s->H, s->W, s->C, s->k, s->stride, s->pad, Ho, Wo, ELEM_F32, 0);
     ref_maxpool(y_ref, am_ref, x, s);
     test_to_host(y, y_d, ny);
     CHECK_CUDA(cudaMemcpy(am, am_d, ny, cudaMemcpyDeviceToHost));
@@ -143,7 +143,7 @@ static void check_maxpool(const pool_shape *s, int kind, int shift, uint64_t see
             fail();
         }
 
-    maxpool_backward(dx_d, dy_d, am_d, s->N, s->H, s->W, s->C, s->k, s->stride, s->pad, Ho, Wo, 0);
+    maxpool_backward(dx_d, dy_d, am_d, s->N, s->H, s->W, s->C, s->k, s->stride, s->pad, Ho, Wo, ELEM_F32, 0);
     ref_maxpool_backward(dx_ref, dy, am_ref, s);
     test_to_host(dx, dx_d, nx);
     expect_err("maxpool dx", name, test_rel_err(dx, dx_ref, nx), 1e-6);
@@ -189,7 +189,7 @@ static void test_maxpool_nan(void **state) {
     uint8_t *am_d;
     CHECK_CUDA(cudaMalloc((void **)&am_d, 4));
     upload(x_d, x, 9);
-    maxpool_forward(y_d, am_d, x_d, 1, 3, 3, 1, 3, 2, 1, 2, 2, 0);
+    maxpool_forward(y_d, am_d, x_d, 1, 3, 3, 1, 3, 2, 1, 2, 2, ELEM_F32, 0);
     test_to_host(y, y_d, 4);
     CHECK_CUDA(cudaMemcpy(am, am_d, 4, cudaMemcpyDeviceToHost));
     for (int i = 0; i < 4; i++) assert_true(isnan(y[i])); /* every window holds the centre */
@@ -212,8 +212,8 @@ static void gradcheck_maxpool(const pool_shape *s, uint64_t seed) {
     CHECK_CUDA(cudaMalloc((void **)&am_d, ny));
     upload(x_d, x, nx);
     upload(w_d, w, ny);
-    maxpool_forward(y_d, am_d, x_d, s->N, s->H, s->W, s->C, s->k, s->stride, s->pad, Ho, Wo, 0);
-    maxpool_backward(dx_d, w_d, am_d, s->N, s->H, s->W, s->C, s->k, s->stride, s->pad, Ho, Wo, 0);
+    maxpool_forward(y_d, am_d, x_d, s->N, s->H, s->W, s->C, s->k, s->stride, s->pad, Ho, Wo, ELEM_F32, 0);
+    maxpool_backward(dx_d, w_d, am_d, s->N, s->H, s->W, s->C, s->k, s->stride, s->pad, Ho, Wo, ELEM_F32, 0);
     test_to_host(dx, dx_d, nx);
     int checked = 0, winners = 0;
     for (int attempt = 0; attempt < 400 && checked < 24; attempt++) {
@@ -225,7 +225,7 @@ static void gradcheck_maxpool(const pool_shape *s, uint64_t seed) {
         float at[2] = {plus, minus};
         for (int side = 0; side < 2; side++) {
             upload(x_d + i, &at[side], 1);
-            maxpool_forward(y_d, am_d, x_d, s->N, s->H, s->W, s->C, s->k, s->stride, s->pad, Ho, Wo, 0);
+            maxpool_forward(y_d, am_d, x_d, s->N, s->H, s->W, s->C, s->k, s->stride, s->pad, Ho, Wo, ELEM_F32, 0);
             test_to_host(y, y_d, ny);
             loss[side] = 0.0;
             for (size_t o = 0; o < ny; o++) loss[side] += (double)w[o] * y[o];
@@ -269,8 +269,8 @@ static void check_avgpool(int N, int HW, int C, int shift, uint64_t seed) {
     upload(x_d, x, nx);
     upload(dy_d, dy, ny);
     for (int call = 0; call < 2; call++) { /* outputs are overwritten, not accumulated */
-        avgpool_global_forward(y_d, x_d, N, HW, C, 0);
-        avgpool_global_backward(dx_d, dy_d, N, HW, C, 0);
+        avgpool_global_forward(y_d, x_d, N, HW, C, ELEM_F32, 0);
+        avgpool_global_backward(dx_d, dy_d, N, HW, C, ELEM_F32, 0);
     }
     for (int n = 0; n < N; n++)
         for (int p = 0; p < HW; p++)
@@ -307,7 +307,7 @@ static void test_avgpool_gradcheck(void **state) {
     float *x_d = dev_alloc(nx), *y_d = dev_alloc(ny), *w_d = dev_alloc(ny), *dx_d = dev_alloc(nx);
     upload(x_d, x, nx);
     upload(w_d, w, ny);
-    avgpool_global_backward(dx_d, w_d, N, HW, C, 0);
+    avgpool_global_backward(dx_d, w_d, N, HW, C, ELEM_F32, 0);
     test_to_host(dx, dx_d, nx);
     for (int t = 0; t < 16; t++) {
         size_t i = test_rand_u64(&rng) % nx;
@@ -315,7 +315,7 @@ static void test_avgpool_gradcheck(void **state) {
         double loss[2];
         for (int side = 0; side < 2; side++) {
             upload(x_d + i, &at[side], 1);
-            avgpool_global_forward(y_d, x_d, N, HW, C, 0);
+            avgpool_global_forward(y_d, x_d, N, HW, C, ELEM_F32, 0);
             test_to_host(y, y_d, ny);
             loss[side] = 0.0;
             for (size_t o = 0; o < ny; o++) loss[side] += (double)w[o] * y[o];

@@ -258,6 +258,16 @@ static void test_open_errors(void **state) {
     for (int i = 0; i < 5000; i++) fputc('1', f);
     fclose(f);
     expect_open_error(path, 0, "train.txt: line 3 is longer than 4096 bytes", "");
+    /* a file of another format: its first line is refused at open, with the file and line */
+    f = fopen(path, "wb");
+    fprintf(f, "label,I1,I2\n%s\n", line);
+    fclose(f);
+    expect_open_error(path, 0, "train.txt: line 1:", "tab-separated fields, expected 40");
+    assert_int_equal(criteo_files_present(path), 1);
+    assert_int_equal(criteo_files_present(dir), 1);
+    snprintf(path, sizeof path, "%s/absent", dir);
+    assert_int_equal(criteo_files_present(path), 0);
+    snprintf(path, sizeof path, "%s/train.txt", dir);
     tables[5] = 0;
     expect_open_error(path, 0, "table size of C6 is 0", "1..");
     tables[5] = (int64_t)1 << 31;

@@ -136,6 +136,25 @@ static void test_small_file_exits_2(void **state) {
     test_rmtree(dir);
 }
 
+/* A Criteo file whose first line is of another format is bad input found before any GPU work,
+ * naming the file and the line, also with --data-if-present (the file is present, just wrong). */
+static void test_malformed_first_line_exits_2(void **state) {
+    char dir[512], path[600];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/bad.tsv", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "label,I1,I2,C1\n1,2,3,abc\n");
+    fclose(f);
+    assert_int_equal(run_train("--model", "dlrm", "--data", "criteo-kaggle", "--data-root", path, "--json", NULL), 2);
+    assert_non_null(strstr(err, "bad.tsv: line 1:"));
+    assert_null(strstr(err, "GPU"));
+    assert_int_equal(run_train("--model", "dlrm", "--data", "criteo-kaggle", "--data-root", path,
+                               "--data-if-present", "--json", NULL), 2);
+    assert_non_null(strstr(err, "bad.tsv: line 1:"));
+    test_rmtree(dir);
+}
+
 static void test_data_if_present_and_no_gpu(void **state) {
     int count = 0;
     if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) skip(); /* covered by gpu_dlrm_train */
@@ -156,7 +175,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameter_counts),   cmocka_unit_test(test_xl_footprint),
         cmocka_unit_test(test_bad_input_exits_2),  cmocka_unit_test(test_small_file_exits_2),
-        cmocka_unit_test(test_data_if_present_and_no_gpu),
+        cmocka_unit_test(test_data_if_present_and_no_gpu), cmocka_unit_test(test_malformed_first_line_exits_2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -294,7 +294,7 @@ static void test_failures_leave_others_running(void **state) {
     assert_int_equal(jobs[1].status, JOB_OK);
     assert_int_equal(jobs[1].epoch_count, 3);
     assert_int_equal(jobs[2].status, JOB_FAILED);
-    assert_non_null(strstr(jobs[2].reason, "exit 1: out of memory"));
+    assert_non_null(strstr(jobs[2].reason, "exit 1 in epoch 1: out of memory"));
     free_jobs(jobs, 3);
     unsetenv("FAKE_TRAIN");
     test_rmtree(dir);

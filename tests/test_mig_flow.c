@@ -130,7 +130,7 @@ static void test_seven_small_jobs_created_and_destroyed(void **state) {
     if (session.table_differences) fail_msg("shipped A100-40GB table differs from NVML's:\n%s", session.table_report);
     assert_int_equal(session.device_count, 0);
     mig_job jobs[7];
-    for (int i = 0; i < 7; i++) jobs[i] = (mig_job){"S", GiB(1.5)};
+    for (int i = 0; i < 7; i++) jobs[i] = (mig_job){"S", GiB(1.5), 0};
     assign_ok(jobs, 7, NULL);
     assert_int_equal(live_gpu_instances(0), 7);
     assert_int_equal(live_compute_instances(), 7);
@@ -155,7 +155,7 @@ static void test_seven_small_jobs_created_and_destroyed(void **state) {
 static void test_without_create_the_plan_is_shown(void **state) {
     nvml *nv = open_standin("A100-40GB", "on", NULL, NULL, NULL);
     open_session(nv);
-    mig_job jobs[2] = {{"S", GiB(1)}, {"L", GiB(12)}};
+    mig_job jobs[2] = {{"S", GiB(1), 0}, {"L", GiB(12), 0}};
     assert_int_equal(mig_assign(&session, jobs, 2, NULL, 0, err, sizeof err), -1);
     expect_in(err, "2 of 2 jobs have no idle MIG instance");
     expect_in(err, "MIG plan for NVIDIA A100-SXM4-40GB");
@@ -170,7 +170,7 @@ static void test_existing_instances_are_used_and_left_alone(void **state) {
     open_session(nv);
     assert_int_equal(session.device_count, 2);
     assert_int_equal(session.occupied, 0xF1);
-    mig_job jobs[2] = {{"L", GiB(12)}, {"S", GiB(1.5)}};
+    mig_job jobs[2] = {{"L", GiB(12), 0}, {"S", GiB(1.5), 0}};
     assign_ok(jobs, 2, NULL);
     const mig_device *large = mig_job_device(&session, 0), *small = mig_job_device(&session, 1);
     assert_false(large->created);
@@ -203,7 +203,7 @@ static void test_gpu_instance_without_compute_instance_holds_its_slices(void **s
     assert_int_equal(session.device_count, 0);  /* no MIG device to run on ... */
     assert_int_equal(session.occupied, 0x0F);   /* ... but its slices are taken */
     assert_int_equal(session.compute_used, 4);
-    mig_job jobs[2] = {{"S", GiB(1)}, {"S", GiB(1)}};
+    mig_job jobs[2] = {{"S", GiB(1), 0}, {"S", GiB(1), 0}};
     assign_ok(jobs, 2, NULL);
     assert_true(mig_job_device(&session, 0)->placement.start >= 4);
     assert_true(mig_job_device(&session, 1)->placement.start >= 4);
@@ -216,7 +216,7 @@ static void test_gpu_instance_without_compute_instance_holds_its_slices(void **s
 static void test_creation_refused_midway(void **state) {
     nvml *nv = open_standin("A100-40GB", "on", "gpu-instance:3", "14@4:busy", NULL);
     open_session(nv);
-    mig_job jobs[4] = {{"S", GiB(1)}, {"S", GiB(1)}, {"S", GiB(1)}, {"S", GiB(1)}};
+    mig_job jobs[4] = {{"S", GiB(1), 0}, {"S", GiB(1), 0}, {"S", GiB(1), 0}, {"S", GiB(1), 0}};
     assert_int_equal(mig_assign(&session, jobs, 4, NULL, 1, err, sizeof err), -1);
     expect_in(err, "creating MIG instance 3 of 4 (1g.5gb");
     expect_in(err, "NVML error 23 (Insufficient Resources) in nvmlDeviceCreateGpuInstanceWithPlacement");
@@ -233,7 +233,7 @@ static void test_creation_refused_midway(void **state) {
 static void test_compute_instance_refused_midway(void **state) {
     nvml *nv = open_standin("A100-40GB", "on", "compute-instance:2", NULL, NULL);
     open_session(nv);
-    mig_job jobs[3] = {{"S", GiB(1)}, {"M", GiB(4)}, {"S", GiB(1)}};
+    mig_job jobs[3] = {{"S", GiB(1), 0}, {"M", GiB(4), 0}, {"S", GiB(1), 0}};
     assert_int_equal(mig_assign(&session, jobs, 3, NULL, 1, err, sizeof err), -1);
     expect_in(err, "creating MIG instance 2 of 3");
     expect_in(err, "nvmlGpuInstanceCreateComputeInstance");
@@ -245,7 +245,7 @@ static void test_compute_instance_refused_midway(void **state) {
 static void test_no_permission(void **state) {
     nvml *nv = open_standin("A100-40GB", "on", "permission", NULL, NULL);
     open_session(nv);
-    mig_job jobs[1] = {{"S", GiB(1)}};
+    mig_job jobs[1] = {{"S", GiB(1), 0}};
     assert_int_equal(mig_assign(&session, jobs, 1, NULL, 1, err, sizeof err), -1);
     expect_in(err, "Insufficient Permissions");
     expect_in(err, "needs root");
@@ -256,7 +256,7 @@ static void test_no_permission(void **state) {
 static void test_destroy_retries_what_is_still_busy(void **state) {
     nvml *nv = open_standin("A100-40GB", "on", NULL, NULL, NULL);
     open_session(nv);
-    mig_job jobs[2] = {{"S", GiB(1)}, {"S", GiB(1)}};
+    mig_job jobs[2] = {{"S", GiB(1), 0}, {"S", GiB(1), 0}};
     assign_ok(jobs, 2, NULL);
     inject_failure("destroy-busy");  /* a process still runs on them */
     assert_int_equal(mig_destroy_created(&session, err, sizeof err), -1);
@@ -273,7 +273,7 @@ static void test_destroy_retries_what_is_still_busy(void **state) {
 static void test_a_reused_id_is_not_destroyed(void **state) {
     nvml *nv = open_standin("A100-40GB", "on", NULL, NULL, NULL);
     open_session(nv);
-    mig_job jobs[2] = {{"S", GiB(1)}, {"S", GiB(1)}};
+    mig_job jobs[2] = {{"S", GiB(1), 0}, {"S", GiB(1), 0}};
     assign_ok(jobs, 2, NULL);
     unsigned int ours = mig_job_device(&session, 0)->gpu_instance_id;
     /* meanwhile someone destroys it and makes their own, which gets the same id */
@@ -287,7 +287,7 @@ static void test_a_reused_id_is_not_destroyed(void **state) {
 static void test_layout_with_an_existing_instance(void **state) {
     nvml *nv = open_standin("A100-40GB", "on", NULL, "9@4", NULL);
     open_session(nv);
-    mig_job jobs[2] = {{"a", GiB(2)}, {"b", GiB(1)}};
+    mig_job jobs[2] = {{"a", GiB(2), 0}, {"b", GiB(1), 0}};
     assign_ok(jobs, 2, "3g.20gb,1g.5gb");
     assert_false(mig_job_device(&session, 0)->created);
     assert_true(mig_job_device(&session, 1)->created);
@@ -303,7 +303,7 @@ static void test_h100_table_and_flow(void **state) {
     open_session(nv);
     if (session.table_differences) fail_msg("shipped H100-80GB table differs from NVML's:\n%s", session.table_report);
     assert_int_equal(session.gpu.total_sms, 132);
-    mig_job jobs[3] = {{"S", GiB(1.5)}, {"M", GiB(4)}, {"L", GiB(12)}};
+    mig_job jobs[3] = {{"S", GiB(1.5), 0}, {"M", GiB(4), 0}, {"L", GiB(12), 0}};
     assign_ok(jobs, 3, NULL);
     assert_string_equal(session.gpu.profiles[session.plan.instances[2].profile].name, "1g.20gb");
     assert_int_equal(mig_job_device(&session, 2)->sm_count, 26);
@@ -329,7 +329,7 @@ static void test_mig_mode_off(void **state) {
     open_session(nv);
     assert_false(session.table_from_nvml);  /* NVML gave no table: the shipped one stands in */
     assert_string_equal(session.gpu.name, "A100-40GB");
-    mig_job jobs[1] = {{"S", GiB(1)}};
+    mig_job jobs[1] = {{"S", GiB(1), 0}};
     assert_int_equal(mig_assign(&session, jobs, 1, NULL, 1, err, sizeof err), -1);
     expect_in(err, "MIG mode is off on GPU 0 (NVIDIA A100-SXM4-40GB)");
     expect_in(err, "sudo nvidia-smi -i 0 -mig 1");
@@ -357,7 +357,7 @@ static void test_too_many_jobs_for_the_gpu(void **state) {
     nvml *nv = open_standin("A100-40GB", "on", NULL, "19@0:busy", NULL);
     open_session(nv);
     mig_job jobs[7];
-    for (int i = 0; i < 7; i++) jobs[i] = (mig_job){"S", GiB(1)};
+    for (int i = 0; i < 7; i++) jobs[i] = (mig_job){"S", GiB(1), 0};
     assert_int_equal(mig_assign(&session, jobs, 7, NULL, 1, err, sizeof err), -1);
     expect_in(err, "7 of 7 jobs found no idle MIG instance that holds them (1 exist, 1 busy)");
     expect_in(err, "at most 6 jobs");

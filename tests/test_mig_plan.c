@@ -1,6 +1,7 @@
-/* MIG profile tables and planner (runner/suite/mig.h), CPU only: the shipped tables of A100-40GB,
- * A100-80GB, H100-80GB, H200-141GB and A30-24GB against NVIDIA's documented values, plans for
- * the study's mixes, layout overrides, the placement checker, and every refusal with its numbers. */
+/* MIG profile tables and planner (runner/suite/mig_plan.h), CPU only: the shipped tables of
+ * A100-40GB, A100-80GB, H100-80GB, H200-141GB and A30-24GB against NVIDIA's documented values,
+ * plans for the study's mixes under both objectives, layout enumeration and overrides, the
+ * placement checker, and every refusal with its numbers. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/suite/mig.h"
+#include "runner/suite/mig_plan.h"
 
 #define GiB(x) ((unsigned long long)((x) * 1073741824.0))
 
@@ -162,7 +163,7 @@ static void test_compare_reports_each_difference(void **state) {
 
 static void test_seven_small_jobs_take_seven_1g_5gb(void **state) {
     mig_job jobs[7];
-    for (int i = 0; i < 7; i++) jobs[i] = (mig_job){"S", GiB(1.5)};
+    for (int i = 0; i < 7; i++) jobs[i] = (mig_job){"S", GiB(1.5), 0};
     plan_ok("A100-40GB", jobs, 7, NULL);
     unsigned seen = 0;
     for (int i = 0; i < 7; i++) {
@@ -186,13 +187,13 @@ static void test_seven_small_jobs_take_seven_1g_5gb(void **state) {
 
 static void test_too_many_jobs(void **state) {
     mig_job jobs[8];
-    for (int i = 0; i < 8; i++) jobs[i] = (mig_job){"S", GiB(1)};
+    for (int i = 0; i < 8; i++) jobs[i] = (mig_job){"S", GiB(1), 0};
     plan_fails("A100-40GB", jobs, 8, NULL, "8 jobs", "7 compute slices", "at most 7", NULL);
     plan_fails("A30-24GB", jobs, 5, NULL, "5 jobs", "at most 4", NULL);
 }
 
 static void test_small_medium_large(void **state) {
-    mig_job jobs[3] = {{"S", GiB(1.5)}, {"M", GiB(4)}, {"L", GiB(12)}};
+    mig_job jobs[3] = {{"S", GiB(1.5), 0}, {"M", GiB(4), 0}, {"L", GiB(12), 0}};
     plan_ok("A100-40GB", jobs, 3, NULL);
     assert_string_equal(planned_profile(0)->name, "1g.5gb");
     assert_string_equal(planned_profile(1)->name, "1g.10gb");  /* 5.15 GiB: smallest that holds it */
@@ -223,7 +224,7 @@ static void test_headroom_decides_the_profile(void **state) {
 }
 
 static void test_footprint_too_large(void **state) {
-    mig_job jobs[2] = {{"S", GiB(1)}, {"L", GiB(45)}};
+    mig_job jobs[2] = {{"S", GiB(1), 0}, {"L", GiB(45), 0}};
     plan_fails("A100-40GB", jobs, 2, NULL, "job 1 \"L\"", "footprint 45.00 GiB", "needs 50.25 GiB",
                "10% + 768 MiB", "largest profile on A100-40GB is 7g.40gb with 39.25 GiB", NULL);
 }
@@ -231,7 +232,7 @@ static void test_footprint_too_large(void **state) {
 static void test_layout_4g_and_3g_together_is_valid(void **state) {
     /* NVIDIA lists 4g.20gb + 3g.20gb as a valid A100 configuration: 4g.20gb may start only at
      * slice 0, so the 3g.20gb must take slices 4..7. Given in either order it is placed so. */
-    mig_job jobs[2] = {{"a", GiB(8)}, {"b", GiB(8)}};
+    mig_job jobs[2] = {{"a", GiB(8), 0}, {"b", GiB(8), 0}};
     plan_ok("A100-40GB", jobs, 2, "3g.20gb,4g.20gb");
     assert_int_equal(plan.instances[0].placement.start, 4);
     assert_int_equal(plan.instances[1].placement.start, 0);
@@ -270,7 +271,7 @@ static void test_placement_checker(void **state) {
 }
 
 static void test_layouts_that_break_the_rules(void **state) {
-    mig_job three[3] = {{"S", GiB(1)}, {"S", GiB(1)}, {"S", GiB(1)}};
+    mig_job three[3] = {{"S", GiB(1), 0}, {"S", GiB(1), 0}, {"S", GiB(1), 0}};
     plan_fails("A100-40GB", three, 3, "3g.20gb,3g.20gb,1g.5gb", "the layout does not fit A100-40GB",
                "9 memory and 7 compute slices", "too few slices", "3g.20gb at {0,4}:4", NULL);
     plan_fails("A100-40GB", three, 3, "4g.20gb,2g.10gb,2g.10gb", "8 memory and 8 compute", NULL);
@@ -278,7 +279,7 @@ static void test_layouts_that_break_the_rules(void **state) {
     plan_fails("A100-40GB", three, 3, "1g.5gb,2g.10gb", "names 2 instance(s) for 3 job(s)", NULL);
     plan_fails("A100-40GB", three, 2, "1g.5gb,5g.25gb", "no profile \"5g.25gb\"", "3g.20gb (19.50 GiB)", NULL);
     plan_fails("A100-40GB", three, 2, "1g.5gb,,", "entry 2 is empty", NULL);
-    mig_job big[1] = {{"M", GiB(6)}};
+    mig_job big[1] = {{"M", GiB(6), 0}};
     plan_fails("A100-40GB", big, 1, "1g.5gb", "layout entry 1 1g.5gb (4.75 GiB) is too small for job 0 \"M\"",
                "needs 7.35 GiB", NULL);
     /* slices add up, but the only 4g.20gb placement is blocked by an existing instance on slice 3 */
@@ -290,25 +291,25 @@ static void test_layouts_that_break_the_rules(void **state) {
 }
 
 static void test_free_space_and_existing_instances(void **state) {
-    mig_job one[1] = {{"S", GiB(1)}};
+    mig_job one[1] = {{"S", GiB(1), 0}};
     plan_ok("A100-40GB", one, 1, NULL);
     assert_int_equal(plan.instances[0].placement.start, 0);  /* leaves 1..7 free in one piece */
     /* with slice 0 taken, slice 1 keeps 2..7 together (slice 6 would leave 1..5 and 7) */
     assert_int_equal(mig_plan_jobs(&plan, gpu("A100-40GB"), one, 1, NULL, 1u, 1, err, sizeof err), 0);
     assert_int_equal(plan.instances[0].placement.start, 1);
     /* an existing 4g.20gb on 0..3: two more jobs go to 4..7 */
-    mig_job two[2] = {{"S", GiB(1)}, {"M", GiB(4)}};
+    mig_job two[2] = {{"S", GiB(1), 0}, {"M", GiB(4), 0}};
     assert_int_equal(mig_plan_jobs(&plan, gpu("A100-40GB"), two, 2, NULL, 0x0F, 4, err, sizeof err), 0);
     assert_true(plan.instances[0].placement.start >= 4 && plan.instances[1].placement.start >= 4);
     assert_int_equal(plan.occupied, 0x0F);
-    mig_job four[4] = {{"S", GiB(1)}, {"S", GiB(1)}, {"S", GiB(1)}, {"S", GiB(1)}};
+    mig_job four[4] = {{"S", GiB(1), 0}, {"S", GiB(1), 0}, {"S", GiB(1), 0}, {"S", GiB(1), 0}};
     if (mig_plan_jobs(&plan, gpu("A100-40GB"), four, 4, NULL, 0x0F, 4, err, sizeof err) == 0)
         fail_msg("4 jobs placed beside a 4g.20gb");
     expect_in(err, "at most 3 jobs");
 }
 
 static void test_plan_print(void **state) {
-    mig_job jobs[3] = {{"S", GiB(1.5)}, {"M", GiB(4)}, {"L", GiB(12)}};
+    mig_job jobs[3] = {{"S", GiB(1.5), 0}, {"M", GiB(4), 0}, {"L", GiB(12), 0}};
     plan_ok("A100-40GB", jobs, 3, NULL);
     char *text = NULL;
     size_t size = 0;
@@ -327,10 +328,230 @@ static void test_plan_print(void **state) {
 static void test_no_table(void **state) {
     static mig_gpu empty;
     snprintf(empty.name, sizeof empty.name, "Tesla T4");
-    mig_job one[1] = {{"S", GiB(1)}};
+    mig_job one[1] = {{"S", GiB(1), 0}};
     assert_int_equal(mig_plan_jobs(&plan, &empty, one, 1, NULL, 0, 0, err, sizeof err), -1);
     expect_in(err, "no MIG profile table for Tesla T4");
     expect_in(err, "A100-40GB | A100-80GB");
+}
+
+/* ---- objectives ----------------------------------------------------------------------------- */
+
+
+static void fill_ok(const char *gpu_name, const mig_job *jobs, int n) {
+    if (mig_plan_objective(&plan, gpu(gpu_name), jobs, n, NULL, MIG_OBJECTIVE_FILL, 0, 0, err,
+                           sizeof err) != 0)
+        fail_msg("fill on %s failed: %s", gpu_name, err);
+    assert_int_equal(plan.count, n);
+    int profiles[MIG_MAX_INSTANCES];
+    mig_placement placements[MIG_MAX_INSTANCES];
+    for (int i = 0; i < n; i++) profiles[i] = plan.instances[i].profile, placements[i] = plan.instances[i].placement;
+    assert_int_equal(mig_check_placements(&plan.gpu, profiles, placements, n, 0, 0, err, sizeof err), 0);
+}
+
+static void expect_layout(const char *want) {
+    char text[256];
+    mig_plan_layout_text(&plan, text, sizeof text);
+    assert_string_equal(text, want);
+}
+
+/* Figure 1 of the study: uniform mixes of 1, 2, 3 and 7 jobs use the whole GPU. */
+static void test_fill_gives_the_study_layouts(void **state) {
+    mig_job s[7];
+    for (int i = 0; i < 7; i++) s[i] = (mig_job){"S", GiB(1.5), 1.5e13};
+    struct { const char *gpu, *one, *two, *three, *seven; } want[] = {
+        {"A100-40GB", "7g.40gb", "3g.20gb,3g.20gb", "2g.10gb,2g.10gb,2g.10gb", "1g.5gb"},
+        {"A100-80GB", "7g.80gb", "3g.40gb,3g.40gb", "2g.20gb,2g.20gb,2g.20gb", "1g.10gb"},
+        {"H100-80GB", "7g.80gb", "3g.40gb,3g.40gb", "2g.20gb,2g.20gb,2g.20gb", "1g.10gb"},
+        {"H200-141GB", "7g.141gb", "3g.71gb,3g.71gb", "2g.35gb,2g.35gb,2g.35gb", "1g.18gb"}};
+    for (size_t g = 0; g < sizeof want / sizeof want[0]; g++) {
+        fill_ok(want[g].gpu, s, 1);
+        expect_layout(want[g].one);
+        fill_ok(want[g].gpu, s, 2);
+        expect_layout(want[g].two);
+        fill_ok(want[g].gpu, s, 3);
+        expect_layout(want[g].three);
+        fill_ok(want[g].gpu, s, 7);
+        for (int i = 0; i < 7; i++) assert_string_equal(planned_profile(i)->name, want[g].seven);
+        assert_int_equal(plan.choice.relaxed, 0);
+    }
+    /* unknown demands (0) count alike; different jobs need not be on equal profiles */
+    mig_job unknown[3] = {{"a", GiB(1), 0}, {"b", GiB(2), 0}, {"c", GiB(3), 0}};
+    fill_ok("H100-80GB", unknown, 3);
+    assert_int_equal(plan.choice.candidates[0].sms, 32 + 32 + 60);  /* all 7 compute slices */
+    assert_false(plan.choice.demands_differ);
+}
+
+static void test_fill_follows_demand(void **state) {
+    /* S+M+M as the suite measures them: ResNet-26 at 32x32 and ResNet-50 at 64x64, 100 steps */
+    mig_job smm[3] = {{"S", GiB(0.43), 3.8e10 * 100}, {"M", GiB(1.48), 2.58e11 * 100}, {"M", GiB(1.48), 2.58e11 * 100}};
+    const char *gpus[] = {"A100-40GB", "H100-80GB", "H200-141GB"};
+    for (int g = 0; g < 3; g++) {
+        fill_ok(gpus[g], smm, 3);
+        assert_true(plan.instances[1].sm_count > plan.instances[0].sm_count);
+        assert_int_equal(plan.instances[1].profile, plan.instances[2].profile);  /* identical jobs */
+        assert_true(plan.choice.demands_differ);
+        assert_true(plan.choice.share[1] > 0.46 && plan.choice.share[1] < 0.47);
+    }
+    expect_layout("1g.35gb,2g.35gb,2g.35gb");  /* H200: 26 SMs beat 1g.18gb's 16 */
+    fill_ok("A100-40GB", smm, 3);
+    expect_layout("1g.5gb,2g.10gb,2g.10gb");
+    /* the runner-ups explain the choice: 2g.10gb x3 uses more SMs but gives S as many as M */
+    assert_true(plan.choice.candidate_count >= 3);
+    assert_int_equal(plan.choice.candidates[0].broken, 0);
+    int shown_broken = 0;
+    for (int i = 1; i < plan.choice.candidate_count; i++) shown_broken |= plan.choice.candidates[i].broken == 1;
+    assert_true(shown_broken);
+    /* S+M on an H100: the large job gets the 4g, the small one the largest profile beside it */
+    fill_ok("H100-80GB", smm, 2);
+    expect_layout("3g.40gb,4g.40gb");
+    /* the study's static S+M+L layout on A100-40GB falls out of fill */
+    mig_job sml[3] = {{"S", GiB(0.43), 3.8e10 * 100}, {"M", GiB(1.48), 2.58e11 * 100}, {"L", GiB(7.0), 2.2e12 * 100}};
+    fill_ok("A100-40GB", sml, 3);
+    expect_layout("1g.5gb,2g.10gb,4g.20gb");
+}
+
+static void test_fill_needs_memory_and_may_relax(void **state) {
+    /* a recommender that needs 30 GiB beside a small job: only the 3g/4g/7g profiles hold it */
+    mig_job sxl[2] = {{"S", GiB(0.43), 3.8e12}, {"XL", GiB(30), 1e15}};
+    fill_ok("H100-80GB", sxl, 2);
+    assert_true(plan.instances[1].memory_bytes >= mig_required_bytes(GiB(30)));
+    assert_true(plan.choice.too_small > 0);
+    /* the two small jobs demand more, but only a 4-slice profile holds the recommender's memory
+     * and no pair of equal profiles beside it has more SMs: the demand order gives way */
+    mig_job inverted[3] = {{"XL", GiB(16), 1e12}, {"S", GiB(0.43), 1e16}, {"S", GiB(0.43), 1e16}};
+    fill_ok("A100-40GB", inverted, 3);
+    assert_int_equal(planned_profile(0)->memory_slices, 4);
+    assert_int_equal(plan.instances[1].profile, plan.instances[2].profile);
+    assert_int_equal(plan.choice.relaxed, 1);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    mig_choice_print(&plan, out);
+    fclose(out);
+    expect_in(text, "the demand order is relaxed");
+    free(text);
+    /* impossible either way: the compact planner's numbers explain it */
+    mig_job eight[8];
+    for (int i = 0; i < 8; i++) eight[i] = (mig_job){"S", GiB(1), 1e12};
+    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), eight, 8, NULL, MIG_OBJECTIVE_FILL, 0, 0,
+                                        err, sizeof err), -1);
+    expect_in(err, "at most 7 jobs");
+    mig_job huge[2] = {{"S", GiB(1), 1e12}, {"L", GiB(45), 1e13}};
+    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), huge, 2, NULL, MIG_OBJECTIVE_FILL, 0, 0,
+                                        err, sizeof err), -1);
+    expect_in(err, "largest profile on A100-40GB is 7g.40gb");
+}
+
+static void test_compact_keeps_smallest_fit(void **state) {
+    mig_job jobs[3] = {{"S", GiB(1.5), 1e12}, {"M", GiB(4), 1e13}, {"L", GiB(12), 1e14}};
+    const char *gpus[] = {"A100-40GB", "H100-80GB"};
+    for (int g = 0; g < 2; g++) {
+        static mig_plan today;
+        assert_int_equal(mig_plan_jobs(&today, gpu(gpus[g]), jobs, 3, NULL, 0, 0, err, sizeof err), 0);
+        assert_int_equal(mig_plan_objective(&plan, gpu(gpus[g]), jobs, 3, NULL, MIG_OBJECTIVE_COMPACT, 0, 0,
+                                            err, sizeof err), 0);
+        assert_memory_equal(&plan, &today, offsetof(mig_plan, choice));
+    }
+    expect_layout("1g.10gb,1g.10gb,1g.20gb");
+    /* a layout string wins over either objective */
+    assert_int_equal(mig_plan_objective(&plan, gpu("H100-80GB"), jobs, 3, "1g.10gb+2g.20gb+4g.40gb",
+                                        MIG_OBJECTIVE_FILL, 0, 0, err, sizeof err), 0);
+    expect_layout("1g.10gb,2g.20gb,4g.40gb");
+    mig_objective o;
+    assert_int_equal(mig_objective_parse("compact", &o), 0);
+    assert_int_equal(o, MIG_OBJECTIVE_COMPACT);
+    assert_int_equal(mig_objective_parse("fill", &o), 0);
+    assert_int_equal(o, MIG_OBJECTIVE_FILL);
+    assert_int_equal(mig_objective_parse("smallest", &o), -1);
+    assert_string_equal(mig_objective_name(MIG_OBJECTIVE_COMPACT), "compact");
+}
+
+static void test_enumerated_layouts_are_distinct_and_valid(void **state) {
+    const char *gpus[] = {"A100-40GB", "H100-80GB", "A30-24GB"};
+    static mig_layout layouts[MIG_MAX_LAYOUTS];
+    for (int g = 0; g < 3; g++) {
+        const mig_gpu *G = gpu(gpus[g]);
+        int total = 0;
+        for (int n = 1; n <= G->compute_slices; n++) {
+            int count = mig_enumerate_layouts(G, n, 0, 0, layouts, MIG_MAX_LAYOUTS);
+            assert_true(count > 0);
+            total += count;
+            for (int i = 0; i < count; i++) {
+                assert_int_equal(layouts[i].count, n);
+                char text[256];
+                mig_layout_text(G, &layouts[i], text, sizeof text);
+                mig_job jobs[MIG_MAX_INSTANCES];
+                for (int j = 0; j < n; j++) jobs[j] = (mig_job){"x", 0, 0};
+                if (mig_plan_jobs(&plan, G, jobs, n, text, 0, 0, err, sizeof err) != 0)
+                    fail_msg("%s: enumerated layout %s cannot be placed: %s", gpus[g], text, err);
+                for (int k = 0; k < i; k++)
+                    assert_false(memcmp(&layouts[k], &layouts[i], sizeof layouts[i]) == 0);
+                for (int j = 0; j < n; j++) assert_true(G->profiles[layouts[i].profiles[j]].plannable);
+            }
+        }
+        assert_int_equal(mig_enumerate_layouts(G, G->compute_slices + 1, 0, 0, layouts, MIG_MAX_LAYOUTS), 0);
+        if (g == 1) assert_int_equal(total, 6 + 14 + 21 + 19 + 10 + 5 + 2);
+    }
+    /* two jobs on an H100: 14 layouts, with 4g+3g but never two 4g */
+    const mig_gpu *h100 = gpu("H100-80GB");
+    int count = mig_enumerate_layouts(h100, 2, 0, 0, layouts, MIG_MAX_LAYOUTS);
+    assert_int_equal(count, 14);
+    char text[256];
+    mig_layout_text(h100, &layouts[0], text, sizeof text);
+    assert_string_equal(text, "4g.40gb+3g.40gb");
+    for (int i = 0; i < count; i++) {
+        mig_layout_text(h100, &layouts[i], text, sizeof text);
+        assert_null(strstr(text, "4g.40gb+4g.40gb"));
+    }
+    /* beside an existing 4g on slices 0..3 only what fits 4..7 remains */
+    count = mig_enumerate_layouts(h100, 1, 0x0F, 4, layouts, MIG_MAX_LAYOUTS);
+    for (int i = 0; i < count; i++) assert_true(h100->profiles[layouts[i].profiles[0]].compute_slices <= 3);
+    /* the best assignment of a given layout puts the larger profile on the larger demand */
+    mig_job sm[2] = {{"S", GiB(0.4), 1e12}, {"M", GiB(1.5), 1e13}};
+    mig_layout given = {2, {mig_find_profile(h100, "3g.40gb"), mig_find_profile(h100, "1g.10gb")}};
+    mig_candidate c;
+    assert_int_equal(mig_assign_layout(h100, sm, 2, &given, &c), 0);
+    assert_string_equal(h100->profiles[c.profile[0]].name, "1g.10gb");
+    assert_string_equal(h100->profiles[c.profile[1]].name, "3g.40gb");
+    mig_job big[2] = {{"a", GiB(15), 1}, {"b", GiB(15), 1}};
+    assert_int_equal(mig_assign_layout(h100, big, 2, &given, &c), -1);
+}
+
+static void test_layout_strings_with_plus(void **state) {
+    const mig_gpu *h100 = gpu("H100-80GB");
+    int profiles[MIG_MAX_INSTANCES];
+    assert_int_equal(mig_parse_layout(h100, "1g.10gb+3g.40gb", 2, profiles, err, sizeof err), 0);
+    assert_string_equal(h100->profiles[profiles[1]].name, "3g.40gb");
+    assert_int_equal(mig_parse_layout(h100, "1g.10gb+me+3g.40gb", 2, profiles, err, sizeof err), 0);
+    assert_string_equal(h100->profiles[profiles[0]].name, "1g.10gb+me");
+    assert_int_equal(mig_parse_layout(h100, "2g.20gb + 2g.20gb, 1g.10gb", 3, profiles, err, sizeof err), 0);
+    assert_int_equal(mig_parse_layout(h100, "2g.20gb+2g.20gb", 3, profiles, err, sizeof err), -1);
+    expect_in(err, "names 2 instance(s) for 3 job(s)");
+}
+
+static void test_fill_choice_print(void **state) {
+    mig_job smm[3] = {{"S", GiB(0.43), 3.8e12}, {"M", GiB(1.48), 2.58e13}, {"M", GiB(1.48), 2.58e13}};
+    fill_ok("H100-80GB", smm, 3);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    mig_choice_print(&plan, out);
+    fclose(out);
+    expect_in(text, "MIG objective fill");
+    expect_in(text, "job 0 S 6.9%");
+    expect_in(text, "21 distinct layout(s) of 3 instance(s) fit H100-80GB");
+    expect_in(text, "chosen    1g.20gb,2g.20gb,2g.20gb");
+    expect_in(text, "runner-up 1g.10gb,2g.20gb,2g.20gb");
+    expect_in(text, "fewer SMs at work (80 < 90)");
+    expect_in(text, "no more SMs than one with less");
+    free(text);
+    assert_int_equal(mig_plan_objective(&plan, gpu("H100-80GB"), smm, 3, NULL, MIG_OBJECTIVE_COMPACT, 0, 0,
+                                        err, sizeof err), 0);
+    out = open_memstream(&text, &size);
+    mig_choice_print(&plan, out);
+    fclose(out);
+    expect_in(text, "MIG objective compact: each job on the smallest profile");
+    free(text);
 }
 
 int main(void) {
@@ -351,6 +572,13 @@ int main(void) {
         cmocka_unit_test(test_free_space_and_existing_instances),
         cmocka_unit_test(test_plan_print),
         cmocka_unit_test(test_no_table),
+        cmocka_unit_test(test_fill_gives_the_study_layouts),
+        cmocka_unit_test(test_fill_follows_demand),
+        cmocka_unit_test(test_fill_needs_memory_and_may_relax),
+        cmocka_unit_test(test_compact_keeps_smallest_fit),
+        cmocka_unit_test(test_enumerated_layouts_are_distinct_and_valid),
+        cmocka_unit_test(test_layout_strings_with_plus),
+        cmocka_unit_test(test_fill_choice_print),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,7 +26,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/suite/modes.h"
+#include "runner/suite/suite.h"
 #include "tests/testutil.h"
 
 #ifndef RUN_SUITE_PATH
@@ -83,6 +83,7 @@ static pid_t start(fixture *f, const char *fake, const char *const *args) {
         setenv("PATH", path, 1);
         setenv("SUITE_NVML_LIBRARY", f->nvml ? f->nvml : "/nonexistent/libnvidia-ml.so.1", 1);
         setenv("CUDA_MPS_PIPE_DIRECTORY", f->mps_default, 1); /* never a real daemon's */
+        setenv("SUITE_JOB_HOST", FAKE_JOB_HOST_PATH, 1);     /* the in-process modes' jobs as fake_train */
         if (fake) setenv("FAKE_TRAIN", fake, 1);
         else unsetenv("FAKE_TRAIN");
         int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -154,13 +155,13 @@ static void test_usage_errors(void **state) {
     fixture *f = *state;
     struct { const char *args[12]; const char *message; } cases[] = {
         {{NULL}, "--mode is required"},
-        {{"--mode", "bogus", "--mix", "S", NULL}, "serial, naive, mps, mig, mig-emulate, all"},
+        {{"--mode", "bogus", "--mix", "S", NULL}, "serial, naive, mps, mig, mig-emulate, streams, green, all"},
         {{"--mode", "naive", NULL}, "--mix is required"},
         {{"--mode", "naive", "--mix", "S+Q", NULL}, "unknown job \"Q\""},
         {{"--mode", "naive", "--mix", "S", "--mps-sm", "50", NULL}, "go with --mode mps"},
         {{"--mode", "mps", "--mix", "S+S+S", "--mps-sm", "25,25", NULL}, "one per job (3)"},
         {{"--mode", "mps", "--mix", "S", "--mps-mem", "4X", NULL}, "not a size"},
-        {{"--mode", "naive", "--mix", "S", "--epochs", "0", NULL}, "--epochs: expected a number from 1"},
+        {{"--mode", "naive", "--mix", "S", "--epochs", "0", NULL}, "--epochs: expected a whole number from 1"},
         {{"--mode", "naive", "--mix", "S", "--epochs", NULL}, "missing its value"},
         {{"--mode", "naive", "--mix", "S", "--bogus", NULL}, "unknown option '--bogus'"},
         {{"--mode", "mig", "--mix", "S", "--mig-gpu", "Z100", NULL}, "unknown GPU"},
@@ -241,11 +242,11 @@ static void test_oversized_mix(void **state) {
     char err[512];
     double fps[] = {3e9, 1e9};
     long long limits[] = {2000000000LL, 0};
-    assert_int_equal(mode_check_fit(MODE_MPS, fps, limits, 2, 1e12, err, sizeof err), -1);
+    assert_int_equal(suite_check_fit(0, fps, limits, 2, 1e12, err, sizeof err), -1);
     assert_non_null(strstr(err, "job 0"));
-    assert_int_equal(mode_check_fit(MODE_SERIAL, fps, NULL, 2, 3.5e9, err, sizeof err), 0);
-    assert_int_equal(mode_check_fit(MODE_NAIVE, fps, NULL, 2, 3.5e9, err, sizeof err), -1);
-    assert_int_equal(mode_check_fit(MODE_NAIVE, fps, NULL, 2, NAN, err, sizeof err), 0);
+    assert_int_equal(suite_check_fit(MODE_SEQUENTIAL, fps, NULL, 2, 3.5e9, err, sizeof err), 0);
+    assert_int_equal(suite_check_fit(0, fps, NULL, 2, 3.5e9, err, sizeof err), -1);
+    assert_int_equal(suite_check_fit(0, fps, NULL, 2, NAN, err, sizeof err), 0);
 }
 
 static void test_naive_and_serial_runs(void **state) {
@@ -387,6 +388,106 @@ static void test_sigterm_cleans_up(void **state) {
     cJSON_Delete(run_json);
 }
 
+/* One job's illegal address: contained by naive (the others finish), not by MPS, whose other
+ * clients are recorded as its collateral with the server's log line; summary.json says which. */
+static void test_fault_contained_or_collateral(void **state) {
+    fixture *f = *state;
+    static const char *modes[] = {"naive", "mps"};
+    for (int m = 0; m < 2; m++) {
+        char results[600];
+        snprintf(results, sizeof results, "%s/%s", f->results, modes[m]);
+        const char *args[] = {"--mode", modes[m], "--mix", "S[fault=illegal-address@5]+S+S", "--quick",
+                              "--results", results, NULL};
+        assert_int_equal(run(f, "*:epoch_ms=300", args), 3);
+        DIR *d = opendir(results);
+        char dir[1200] = "";
+        for (struct dirent *e; d && (e = readdir(d));)
+            if (e->d_name[0] != '.') snprintf(dir, sizeof dir, "%s/%s", results, e->d_name);
+        if (d) closedir(d);
+        cJSON *summary = load_json(dir, "summary.json");
+        cJSON *faults = cJSON_GetObjectItem(summary, "faults");
+        cJSON *jobs = cJSON_GetObjectItem(summary, "jobs");
+        cJSON *faulty = cJSON_GetArrayItem(jobs, 0), *other = cJSON_GetArrayItem(jobs, 1);
+        assert_non_null(strstr(str(faulty, "reason"), "cudaErrorIllegalAddress"));
+        assert_string_equal(str(faulty, "fault"), "illegal-address@5");
+        if (m == 0) {
+            assert_true(cJSON_IsTrue(cJSON_GetObjectItem(faults, "contained")));
+            assert_string_equal(str(other, "status"), "ok");
+            assert_true(cJSON_IsNull(cJSON_GetObjectItem(other, "collateral_of")));
+            assert_non_null(strstr(f->out, "the fault was contained"));
+        } else {
+            assert_true(cJSON_IsFalse(cJSON_GetObjectItem(faults, "contained")));
+            assert_true(num(faults, "collateral") == 2);
+            assert_true(num(other, "collateral_of") == 0);
+            assert_non_null(strstr(str(other, "reason"), "collateral of job 0 (mode mps)"));
+            assert_non_null(strstr(str(other, "evidence"), "fatal GPU error"));
+            assert_non_null(strstr(f->out, "NOT contained"));
+        }
+        cJSON_Delete(summary);
+    }
+}
+
+/* A results folder that cannot be written is bad input, found before any job starts. */
+static void test_results_unwritable(void **state) {
+    fixture *f = *state;
+    char in_the_way[600];
+    snprintf(in_the_way, sizeof in_the_way, "%s/a-file", f->dir);
+    FILE *file = fopen(in_the_way, "w");
+    fclose(file);
+    const char *args[] = {"--mode", "naive", "--mix", "S", "--quick", "--results", in_the_way, NULL};
+    assert_int_equal(run(f, NULL, args), 2);
+    assert_non_null(strstr(f->err, "a-file"));
+    assert_null(strstr(f->err, "started (pid"));
+}
+
+/* kill -9 of run_suite: its jobs die with it, its MPS daemon stays until the next run_suite, which
+ * stops it and says so. */
+static void test_killed_runner_cleaned_up_next_time(void **state) {
+    fixture *f = *state;
+    char state_dir[600], record[600];
+    snprintf(state_dir, sizeof state_dir, "%s/state", f->dir);
+    snprintf(record, sizeof record, "%s/pids", f->dir);
+    mkdir(record, 0755);
+    setenv("SUITE_STATE_DIR", state_dir, 1);
+    setenv("FAKE_TRAIN_RECORD", record, 1);
+    const char *args[] = {"--mode", "mps", "--mix", "3*S", NULL};
+    pid_t pid = start(f, "*:epoch_ms=30000", args);
+    int recorded = 0;
+    for (int i = 0; i < 200 && recorded < 3; i++) {
+        usleep(50000);
+        recorded = 0;
+        DIR *d = opendir(record);
+        for (struct dirent *e; d && (e = readdir(d));) recorded += e->d_name[0] != '.';
+        if (d) closedir(d);
+    }
+    assert_int_equal(recorded, 3);
+    usleep(300000);
+    kill(pid, SIGKILL);
+    finish(f, pid);
+    usleep(500000);
+    DIR *d = opendir(record);
+    for (struct dirent *e; d && (e = readdir(d));) { /* gone, or a zombie nobody reaped yet */
+        char path[64], line[256] = "";
+        snprintf(path, sizeof path, "/proc/%ld/stat", atol(e->d_name));
+        FILE *st = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+        if (st && !fgets(line, sizeof line, st)) line[0] = 0;
+        if (st) fclose(st);
+        const char *after = strrchr(line, ')');
+        assert_true(!after || after[2] == 'Z');
+    }
+    if (d) closedir(d);
+    unsetenv("FAKE_TRAIN_RECORD");
+    const char *next[] = {"--mode", "naive", "--mix", "S", "--quick", NULL};
+    assert_int_equal(run(f, NULL, next), 0);
+    assert_non_null(strstr(f->err, "stopped a stale MPS control daemon"));
+    DIR *sd = opendir(state_dir);
+    int entries = 0;
+    for (struct dirent *e; sd && (e = readdir(sd));) entries += e->d_name[0] != '.';
+    if (sd) closedir(sd);
+    assert_int_equal(entries, 0);
+    unsetenv("SUITE_STATE_DIR");
+}
+
 static void test_all_modes(void **state) {
     fixture *f = *state;
     const char *args[] = {"--mode", "all", "--mix", "S+M", "--mps-sm", "50", NULL};
@@ -394,12 +495,12 @@ static void test_all_modes(void **state) {
     char dir[1024];
     run_dir(f, dir, sizeof dir);
     cJSON *cmp = load_json(dir, "comparison.json");
-    assert_int_equal(cJSON_GetArraySize(cmp), 4);
-    const char *modes[] = {"serial", "naive", "mps", "mig"};
-    for (int i = 0; i < 4; i++) assert_string_equal(str(cJSON_GetArrayItem(cmp, i), "mode"), modes[i]);
+    assert_int_equal(cJSON_GetArraySize(cmp), 6);
+    const char *modes[] = {"serial", "naive", "mps", "mig", "streams", "green"};
+    for (int i = 0; i < 6; i++) assert_string_equal(str(cJSON_GetArrayItem(cmp, i), "mode"), modes[i]);
     assert_string_equal(str(cJSON_GetArrayItem(cmp, 3), "status"), "skipped"); /* no NVML here */
-    assert_true(num(cJSON_GetArrayItem(cmp, 1), "speedup_vs_serial") > 1.4);
-    assert_true(num(cJSON_GetArrayItem(cmp, 2), "speedup_vs_serial") > 1.4);
+    for (int i = 1; i < 6; i++)
+        if (i != 3) assert_true(num(cJSON_GetArrayItem(cmp, i), "speedup_vs_serial") > 1.4);
     cJSON_Delete(cmp);
     char sub[1100];
     snprintf(sub, sizeof sub, "%s/mps", dir);
@@ -506,6 +607,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_crash_marks_partial, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_cleans_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_all_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_contained_or_collateral, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_results_unwritable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_runner_cleaned_up_next_time, setup, teardown),
 #ifdef NVML_STANDIN_PATH
         cmocka_unit_test_setup_teardown(test_mig_with_standin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fit_from_nvml, setup, teardown),

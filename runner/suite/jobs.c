@@ -1,15 +1,19 @@
 /* Job processes and their event protocol (see jobs.h). One poll() loop serves every pipe of a
  * group plus the self-pipe of the stop signals, so nothing blocks on a single job and no work
- * happens in a signal handler. */
+ * happens in a signal handler. Children are forked and exec'd (not posix_spawn'd) so that each
+ * asks, between the two, to be killed when the runner dies: a `kill -9` of run_suite leaves no
+ * job behind. */
 #define _GNU_SOURCE
 #include "runner/suite/jobs.h"
+#include "runner/suite/progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -178,9 +182,13 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     if (spec->image_size > 0) NUM("--image-size", "%d", spec->image_size); /* 0: criteo */
     if (spec->classes > 0) NUM("--classes", "%d", spec->classes);
     if (spec->max_rows > 0) NUM("--max-rows", "%lld", spec->max_rows);
+    if (spec->precision[0]) ARG("--precision", spec->precision); /* also for the footprint */
+    if (spec->gpus > 1) NUM("--gpus", "%d", spec->gpus);
     if (!dry_run) {
         NUM("--epochs", "%d", epochs);
         if (steps_per_epoch > 0) NUM("--steps-per-epoch", "%ld", steps_per_epoch);
+        if (spec->fault.kind != FAULT_NONE && fault_format(&spec->fault, num, sizeof num) > 0)
+            ARG("--inject-fault", num);
     }
     strv_push(&s, dry_run ? "--dry-run" : "--json");
     strv_push(&s, dry_run ? "--json" : "--wait-go");
@@ -209,8 +217,9 @@ int job_prepare(job_run *job, int index, const job_spec *spec, const char *train
     job->pid = -1;
     job->stdin_fd = job->out_fd = job->err_fd = job->log_fd = -1;
     job->mps = job->mig = -1;
+    job->collateral_of = -1;
     job->params = job->footprint_bytes = NAN;
-    job->t_spawn = job->t_ready = job->t_go = job->t_done = job->t_exit = NAN;
+    job->t_spawn = job->t_ready = job->t_go = job->t_done = job->t_exit = job->t_fault = NAN;
     job->argv = job_build_argv(train_path, spec, job->epochs_planned, job->steps_per_epoch, data_root, 0);
     job->envp = job_build_env(environ, env);
     if (!job->argv || !job->envp) {
@@ -263,6 +272,7 @@ const char *job_handle_line(job_run *job, const char *line, double now) {
     }
     const cJSON *event = cJSON_GetObjectItemCaseSensitive(root, "event");
     const char *phase = NULL;
+    if (job->phase == JOB_TRAINING) jobs_note_event(job, jobs_monotonic());
     const char *name = cJSON_IsString(event) ? event->valuestring : "";
     double t = json_number(root, "t");
     if (strcmp(name, "setup") == 0) {
@@ -301,6 +311,18 @@ const char *job_handle_line(job_run *job, const char *line, double now) {
             e->diverged = json_flag(root, "diverged") == 1 || cJSON_IsNull(loss);
             phase = "epoch";
         }
+    } else if (strcmp(name, "progress") == 0 || strcmp(name, "block") == 0) {
+        /* "step" counts within the epoch ("steps" of them): the record names the run's step */
+        double step = json_number(root, "step"), steps = json_number(root, "steps"), epoch = json_number(root, "epoch");
+        if (!isnan(step) && step > 0)
+            job->last_step = (long)step + (!isnan(steps) && !isnan(epoch) && epoch > 1 ? (long)((epoch - 1) * steps) : 0);
+    } else if (strcmp(name, "fault") == 0) {
+        json_string(root, "kind", job->fault_kind, sizeof job->fault_kind);
+        if (!job->fault_kind[0]) snprintf(job->fault_kind, sizeof job->fault_kind, "unnamed");
+        double step = json_number(root, "step");
+        job->fault_step = isnan(step) ? 0 : (long)step;
+        if (job->fault_step > 0) job->last_step = job->fault_step;
+        job->t_fault = isnan(t) ? now : t;
     } else if (strcmp(name, "done") == 0) {
         job->saw_done = 1;
         job->t_done = isnan(t) ? now : t;
@@ -312,17 +334,30 @@ const char *job_handle_line(job_run *job, const char *line, double now) {
     return phase;
 }
 
+/* " at step 50 (injected fault sigkill)", " in epoch 2": where the job was when it ended. */
+static void where_it_was(const job_run *job, char *out, size_t size) {
+    int n = 0;
+    if (job->last_step > 0) n = snprintf(out, size, " at step %ld", job->last_step);
+    else if (job->phase >= JOB_TRAINING || job->epoch_count > 0)
+        n = snprintf(out, size, " in epoch %d", job->epoch_count + 1);
+    else out[0] = 0;
+    if (job->fault_kind[0] && !strstr(job->error_message, "injected fault") && n >= 0 && (size_t)n < size)
+        snprintf(out + n, size - (size_t)n, " (injected fault %s)", job->fault_kind);
+}
+
 void job_settle(job_run *job) {
     int diverged_epoch = 0;
     for (int i = 0; i < job->epoch_count && !diverged_epoch; i++)
         if (job->epochs[i].diverged) diverged_epoch = job->epochs[i].epoch;
-    char tail[600] = "";
-    if (job->error_message[0]) snprintf(tail, sizeof tail, ": %s", job->error_message);
-    else if (job->err_last[0]) snprintf(tail, sizeof tail, "; last stderr line: %s", job->err_last);
-    if (job->reason[0]) { /* the runner ended it: not started, not ready, stopped */
+    char tail[600] = "", where[96];
+    where_it_was(job, where, sizeof where);
+    if (job->error_message[0]) snprintf(tail, sizeof tail, "%s: %s", where, job->error_message);
+    else if (job->err_last[0]) snprintf(tail, sizeof tail, "%s; last stderr line: %s", where, job->err_last);
+    else snprintf(tail, sizeof tail, "%s", where);
+    if (job->reason[0]) { /* the runner ended it: not started, not ready, stopped, stalled */
         job->status = JOB_FAILED;
         size_t n = strlen(job->reason);
-        if (job->error_message[0]) snprintf(job->reason + n, sizeof job->reason - n, "%s", tail);
+        if (job->error_message[0] || job->stalled) snprintf(job->reason + n, sizeof job->reason - n, "%s", tail);
         return;
     }
     int st = job->wait_status;
@@ -332,8 +367,9 @@ void job_settle(job_run *job) {
                  strsignal(WTERMSIG(st)), tail);
     } else if (diverged_epoch) {
         job->status = JOB_DIVERGED;
-        snprintf(job->reason, sizeof job->reason, "loss became NaN in epoch %d (exit %d)",
-                 diverged_epoch, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        snprintf(job->reason, sizeof job->reason, "loss became NaN in epoch %d (exit %d)%s",
+                 diverged_epoch, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                 job->fault_kind[0] ? tail : "");
     } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
         job->status = JOB_FAILED;
         snprintf(job->reason, sizeof job->reason, "exit %d%s", WEXITSTATUS(st), tail);
@@ -357,36 +393,70 @@ static void progress(const jobs_settings *s, const job_run *job, const char *fmt
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "[%s] job %d %s: %s\n", s->tag, job->index, job->spec.label, text);
+    if (s->board) progress_show(s->board, job, text);
+    else fprintf(stderr, "[%s] job %d %s: %s\n", s->tag, job->index, job->spec.label, text);
 }
 
 static void notify(const jobs_settings *s, const job_run *job, const char *phase, double t) {
     if (s->observer.on_phase) s->observer.on_phase(s->observer.user, job, phase, t);
 }
 
-static int spawn_child(pid_t *pid, char *const argv[], char *const envp[], int in_fd, int out_fd,
+/* fork + exec: between the two the child asks for SIGKILL when the runner dies (a kill -9 of
+ * run_suite must leave no job running), joins a group of its own (stopped as a whole, not by the
+ * terminal) and gets default signal handling; only async-signal-safe calls run there. An exec
+ * failure comes back as errno through a close-on-exec pipe. */
+int jobs_spawn(pid_t *pid, char *const argv[], char *const envp[], int in_fd, int out_fd,
                        int err_fd) {
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&attr);
-    if (in_fd >= 0) posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
-    else posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    if (err_fd >= 0) posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    int reset[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD};
-    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) sigaddset(&defaults, reset[i]);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setpgroup(&attr, 0); /* own group: stopped as a whole, not by the tty */
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETPGROUP);
-    int rc = posix_spawn(pid, argv[0], &fa, &attr, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return errno;
+    pid_t parent = getpid();
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* no handler of ours may run in the child */
+    pid_t child = fork();
+    if (child == 0) {
+        int reset[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) sigaction(reset[i], &dfl, NULL);
+        int e = 0;
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) e = errno;
+        if (!e && getppid() != parent) e = ESRCH; /* the runner died before the request */
+        if (!e && setpgid(0, 0) != 0) e = errno;
+        if (!e && in_fd < 0) {
+            int null = open("/dev/null", O_RDONLY);
+            if (null < 0 || dup2(null, 0) < 0) e = errno;
+        } else if (!e && dup2(in_fd, 0) < 0) {
+            e = errno;
+        }
+        if (!e && out_fd >= 0 && dup2(out_fd, 1) < 0) e = errno;
+        if (!e && err_fd >= 0 && dup2(err_fd, 2) < 0) e = errno;
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (!e) execve(argv[0], argv, envp);
+        if (!e) e = errno;
+        ssize_t ignored = write(report[1], &e, sizeof e);
+        (void)ignored;
+        _exit(127);
+    }
+    int rc = child < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(report[1]);
+    if (child > 0) {
+        int e = 0;
+        ssize_t n;
+        do n = read(report[0], &e, sizeof e);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof e) { /* exec failed: reap it, report why */
+            while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+            rc = e;
+        } else {
+            *pid = child;
+        }
+    }
+    close(report[0]);
     return rc;
 }
 
@@ -399,7 +469,7 @@ static int start_job(job_run *job, const jobs_settings *s) {
         fprintf(stderr, "warning: cannot write the log %s: %s\n", job->log_path, strerror(errno));
     int rc = 0;
     if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(er, O_CLOEXEC)) rc = errno;
-    if (!rc) rc = spawn_child(&job->pid, job->argv, job->envp, in[0], out[1], er[1]);
+    if (!rc) rc = jobs_spawn(&job->pid, job->argv, job->envp, in[0], out[1], er[1]);
     close_fd(&in[0]);
     close_fd(&out[1]);
     close_fd(&er[1]);
@@ -444,6 +514,7 @@ static void log_bytes(job_run *job, const char *data, size_t n) {
 static void take_stdout_line(job_run *job, const jobs_settings *s) {
     job->out_line[job->out_len] = 0;
     const char *phase = job->out_overflow ? NULL : job_handle_line(job, job->out_line, jobs_now());
+    if (!job->out_overflow && s->board) progress_line(s->board, job, job->out_line);
     job->out_len = 0;
     job->out_overflow = 0;
     if (!phase) return;
@@ -519,6 +590,7 @@ static void release_barrier(job_run *jobs, int count, const jobs_settings *s) {
         while (w < 0 && errno == EINTR);
         close_fd(&job->stdin_fd); /* "go" is the only line; EOF later tells train nothing more comes */
         job->t_go = t;
+        job->last_event_mono = jobs_monotonic();
         job->phase = JOB_TRAINING;
     }
     for (int i = 0; i < count; i++)
@@ -538,6 +610,11 @@ static void finish_job(job_run *job, const jobs_settings *s) {
 }
 
 group_result jobs_run_group(job_run *jobs, int count, const jobs_settings *s) {
+    progress_board board;
+    jobs_settings shown = *s;
+    shown.board = &board;
+    progress_begin(&board, stderr, -1, jobs, count, s->tag);
+    s = &shown;
     jobs_install_stop_signals();
     int stopping = 0, released = 0, any_bad = 0;
     double ready_deadline = jobs_monotonic() + s->ready_timeout_s;
@@ -593,6 +670,15 @@ group_result jobs_run_group(job_run *jobs, int count, const jobs_settings *s) {
         for (int i = 0; i < count; i++) {
             job_run *job = &jobs[i];
             if (job->phase == JOB_FINISHED) continue;
+            if (job->phase == JOB_TRAINING && !job->term_sent && !job->reaped &&
+                mono - job->last_event_mono > jobs_stall_limit(job, s)) {
+                char why[160];
+                snprintf(why, sizeof why, "stopped by the watchdog: no event for %.0f s (--stall-timeout)",
+                         mono - job->last_event_mono);
+                job->stalled = 1;
+                progress(s, job, "%s", why);
+                terminate_job(job, s->grace_s, why);
+            }
             if (job->term_sent && !job->kill_sent && !job->reaped && mono >= job->kill_at) {
                 if (kill(-job->pid, SIGKILL) != 0) kill(job->pid, SIGKILL);
                 job->kill_sent = 1;
@@ -626,6 +712,7 @@ group_result jobs_run_group(job_run *jobs, int count, const jobs_settings *s) {
     }
     free(fds);
     free(owner);
+    progress_end(&board);
     if (stopping) return GROUP_STOPPED;
     for (int i = 0; i < count; i++) any_bad |= jobs[i].status != JOB_OK;
     return any_bad ? GROUP_PARTIAL : GROUP_COMPLETE;
@@ -644,7 +731,7 @@ int jobs_run_capture(char *const argv[], char *const envp[], const char *stdin_t
         return -1;
     }
     pid_t pid;
-    int rc = spawn_child(&pid, argv, envp ? envp : environ, in[0], pipe_out[1], -1);
+    int rc = jobs_spawn(&pid, argv, envp ? envp : environ, in[0], pipe_out[1], -1);
     close_fd(&in[0]);
     close_fd(&pipe_out[1]);
     if (rc) {
@@ -709,6 +796,8 @@ int job_parse_footprint(const char *text, job_footprint *fp, char *err, size_t e
         return -1;
     }
     fp->params = json_number(root, "params");
+    fp->flops_per_step = json_number(root, "flops_per_step");
+    fp->samples_per_epoch = json_number(root, "samples_per_epoch");
     static const struct { const char *key; size_t offset; } parts[] = {
         {"parameters", offsetof(job_footprint, parameters)}, {"gradients", offsetof(job_footprint, gradients)},
         {"optimizer", offsetof(job_footprint, optimizer)}, {"buffers", offsetof(job_footprint, buffers)},
@@ -718,6 +807,14 @@ int job_parse_footprint(const char *text, job_footprint *fp, char *err, size_t e
         *(double *)((char *)fp + parts[i].offset) = json_number(f, parts[i].key);
     cJSON_Delete(root);
     return 0;
+}
+
+double job_demand(const job_footprint *fp, const job_spec *spec, int epochs, long steps_per_epoch) {
+    if (spec->epochs > 0) epochs = spec->epochs;
+    if (spec->steps_per_epoch > 0) steps_per_epoch = spec->steps_per_epoch;
+    double steps = steps_per_epoch > 0 ? (double)steps_per_epoch
+                   : spec->batch > 0 ? floor(fp->samples_per_epoch / spec->batch) : NAN;
+    return fp->flops_per_step * steps * (epochs > 0 ? epochs : 1);
 }
 
 int job_query_footprint(const char *train_path, const job_spec *spec, const char *data_root,
@@ -738,4 +835,23 @@ int job_query_footprint(const char *train_path, const job_spec *spec, const char
     else rc = job_parse_footprint(out, fp, err, err_size);
     job_free_strv(argv);
     return rc;
+}
+
+int jobs_find_program(const char *name, char *out, size_t size) {
+    out[0] = 0;
+    if (strchr(name, '/')) {
+        snprintf(out, size, "%s", name);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    char *copy = strdup(path ? path : "/usr/bin:/bin"), *save = NULL;
+    for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !out[0]; dir = strtok_r(NULL, ":", &save)) {
+        char candidate[PATH_MAX];
+        snprintf(candidate, sizeof candidate, "%s/%s", dir, name);
+        if (access(candidate, X_OK) == 0) snprintf(out, size, "%s", candidate);
+    }
+    free(copy);
+    if (out[0]) return 0;
+    errno = ENOENT;
+    return -1;
 }

@@ -70,6 +70,17 @@ typedef struct job_run {
     int saw_done;
     char error_message[512];
 
+    /* progress and faults (the watchdog and the failure record) */
+    double last_event_mono;      /* monotonic time of the last event line, or of "go" */
+    double longest_gap_s;        /* longest wait between two events since "go"; 0 before one */
+    long last_step;              /* latest step a progress or fault event named; 0 unknown */
+    char fault_kind[24];         /* a fault the job announced it injects ("fault" event), or "" */
+    long fault_step;
+    double t_fault;              /* unix seconds of that event; NaN when none */
+    int stalled;                 /* stopped by the watchdog */
+    int collateral_of;           /* the job whose fault took this one down; -1 when none */
+    char evidence[1024];         /* a collateral failure's evidence: the mode's log line, its own error */
+
     /* outcome */
     job_status status;
     char reason[768];
@@ -87,7 +98,32 @@ typedef struct jobs_settings {
     double grace_s;              /* SIGTERM -> SIGKILL */
     const char *tag;             /* progress prefix on stderr, e.g. "naive"; NULL: quiet */
     jobs_observer observer;
+    double stall_timeout_s;      /* watchdog: a training job silent this long is stopped.
+                                    0: derived from the job's own pace (jobs_stall_limit); < 0: off */
+    struct progress_board *board;/* jobs_run_group's status lines (progress.h); callers leave NULL */
 } jobs_settings;
+
+/* The watchdog's limit for one job now: the setting when given, else JOBS_STALL_FACTOR times the
+ * longest wait between its events so far (events come every epoch or progress report, so this is
+ * its measured step time times the steps between reports), at least JOBS_STALL_MIN_S; before its
+ * first event after "go" nothing is measured yet: JOBS_STALL_FIRST_S. */
+#define JOBS_STALL_FACTOR 8.0
+#define JOBS_STALL_MIN_S 30.0
+#define JOBS_STALL_FIRST_S 600.0
+double jobs_stall_limit(const job_run *job, const jobs_settings *settings);
+/* Records an event line's arrival (monotonic now) for the watchdog. */
+void jobs_note_event(job_run *job, double mono);
+
+/* After a group ended: in a mode where one job's fatal fault ends the others (faults_spread: MPS
+ * clients of one server, jobs of one process), every job that failed after the first job that
+ * failed of its own (an announced fault first, else the earliest to fail) is re-recorded as
+ * "collateral of job N (mode M)", with its own error and the mode's evidence (e.g. the MPS server
+ * log line) in job->evidence. Elsewhere failures stay each job's own. Returns how many were
+ * classified collateral. */
+int jobs_classify_collateral(job_run *jobs, int count, const char *mode, int faults_spread,
+                             const char *mode_evidence);
+/* Index of the job whose own failure came first (an announced fault preferred), -1 when none failed. */
+int jobs_first_failure(const job_run *jobs, int count);
 
 typedef enum { GROUP_COMPLETE = 0, GROUP_PARTIAL = 1, GROUP_STOPPED = 2 } group_result;
 
@@ -126,11 +162,16 @@ void job_settle(job_run *job);
 /* `train --dry-run --json` for one job: its footprint in bytes, without a GPU. */
 typedef struct job_footprint {
     double params, parameters, gradients, optimizer, buffers, activations, workspace, total;
+    double flops_per_step;       /* forward + backward, multiply-adds x 2; NaN when not reported */
+    double samples_per_epoch;    /* a whole epoch of the job's data set; NaN when not reported */
 } job_footprint;
 int job_query_footprint(const char *train_path, const job_spec *spec, const char *data_root,
                         job_footprint *fp, char *err, size_t err_size);
 /* Parses the dry-run object; 0, or -1 with a message naming what is missing. */
 int job_parse_footprint(const char *text, job_footprint *fp, char *err, size_t err_size);
+/* A job's compute demand in FLOPs: FLOPs per step x the steps it is planned to train (epochs x
+ * its fixed steps per epoch, else x a whole epoch's batches). NaN when the dry run did not say. */
+double job_demand(const job_footprint *fp, const job_spec *spec, int epochs, long steps_per_epoch);
 
 /* Ctrl-C, SIGTERM and SIGHUP only set a flag and write to a self-pipe that the event loop
  * polls; SIGPIPE is ignored (a job that died before "go" must not kill the runner). */
@@ -141,6 +182,12 @@ void jobs_request_stop(int signo);   /* the same from code (tests, a failed set-
 double jobs_now(void);               /* unix seconds (CLOCK_REALTIME) */
 double jobs_monotonic(void);
 
+/* The program `name` as a shell would find it: as given when it holds a '/', else the first
+ * executable in $PATH. 0 with its path in out, or -1 (errno ENOENT) when there is none. */
+int jobs_find_program(const char *name, char *out, size_t size);
+/* posix_spawn of argv with envp, stdin/stdout/stderr from the given fds (-1: /dev/null for stdin,
+ * inherited for the others), default signal handling and a process group of its own. 0 or errno. */
+int jobs_spawn(pid_t *pid, char *const argv[], char *const envp[], int in_fd, int out_fd, int err_fd);
 /* Runs argv to completion with stdin from /dev/null (or the given text), collecting stdout
  * (up to out_size-1 bytes, NUL-terminated); stderr is passed through. Used for `train --dry-run`
  * and the MPS control program. Returns the wait status, or -1 with errno on spawn failure or

@@ -1,5 +1,5 @@
-/* MIG profile tables: the shipped ones (to plan for a GPU that is not present), the GPU's own
- * from NVML, the comparison of the two, and the placement checker that applies a table's rules.
+/* MIG profile tables: the shipped ones (to plan for a GPU that is not present) and their
+ * comparison with the GPU's own (read from NVML by the session, mig_instances.c).
  *
  * Sources for the shipped tables. Profiles, instance counts and fractions: NVIDIA's MIG User
  * Guide, "Supported MIG Profiles". Placements (memory-slice start and size, the geometry NVML's
@@ -14,7 +14,7 @@
  * 39.25 GiB), A100-80GB (9.50/19.50/39.25/78.50 GiB, the lowest of the driver versions seen) and
  * A30 (5.81/11.69/23.44 GiB) come from published -lgip transcripts. H100-80GB means the SXM5
  * part: H100 PCIe has 114 SMs and other per-profile counts. */
-#include "runner/suite/mig.h"
+#include "runner/suite/mig_plan.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -106,98 +106,7 @@ int mig_find_profile(const mig_gpu *gpu, const char *name) {
     return -1;
 }
 
-/* "MIG 1g.5gb+me" -> "1g.5gb+me"; the variants with media engines or graphics are left to
- * layout strings: they cost the same slices and are limited to one instance. */
-static void set_profile_name(mig_profile *p, const char *nvml_name) {
-    if (strncmp(nvml_name, "MIG ", 4) == 0) nvml_name += 4;
-    snprintf(p->name, sizeof p->name, "%.*s", (int)sizeof p->name - 1, nvml_name);
-    size_t n = strlen(p->name);
-    p->plannable = !strchr(p->name, '+') && !(n > 3 && strcmp(p->name + n - 3, "-me") == 0);
-}
-
-int mig_query_gpu(nvml *nv, nvmlDevice_t device, mig_gpu *out) {
-    memset(out, 0, sizeof *out);
-    for (unsigned int index = 0; index < NVML_GPU_INSTANCE_PROFILE_COUNT; index++) {
-        if (out->profile_count == MIG_MAX_PROFILES) break;
-        mig_profile *p = &out->profiles[out->profile_count];
-        nvmlGpuInstanceProfileInfo_v2_t info = {.version = nvmlGpuInstanceProfileInfo_v2};
-        nvmlReturn_t st;
-        if (nv->nvmlDeviceGetGpuInstanceProfileInfoV) {
-            st = nv->nvmlDeviceGetGpuInstanceProfileInfoV(device, index, &info);
-        } else {
-            /* Drivers before the versioned query: v1 has no name, so it is made up as
-             * nvidia-smi shows it, from the slices and the memory rounded up to GB. */
-            nvmlGpuInstanceProfileInfo_t v1;
-            st = nv->nvmlDeviceGetGpuInstanceProfileInfo
-                     ? nv->nvmlDeviceGetGpuInstanceProfileInfo(device, index, &v1)
-                     : NVML_ERROR_FUNCTION_NOT_FOUND;
-            if (st == NVML_SUCCESS) {
-                info.id = v1.id, info.sliceCount = v1.sliceCount;
-                info.instanceCount = v1.instanceCount, info.memorySizeMB = v1.memorySizeMB;
-                info.multiprocessorCount = v1.multiprocessorCount;
-                snprintf(info.name, sizeof info.name, "%ug.%llugb%s", v1.sliceCount,
-                         (v1.memorySizeMB + 1023) / 1024,
-                         index == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 ? "+me" : "");
-            }
-        }
-        /* Profiles this GPU lacks answer NOT_SUPPORTED (INVALID_ARGUMENT on older drivers for
-         * indices they do not know); with MIG off some drivers answer NOT_SUPPORTED for all. */
-        if (st == NVML_ERROR_NOT_SUPPORTED || st == NVML_ERROR_INVALID_ARGUMENT) continue;
-        if (nvml_check(nv, st, NVML_SUCCESS, "nvmlDeviceGetGpuInstanceProfileInfoV(profile index)",
-                       __FILE__, __LINE__) != NVML_SUCCESS)
-            return -1;
-        set_profile_name(p, info.name);
-        p->id = info.id;
-        p->compute_slices = (int)info.sliceCount;
-        p->sm_count = (int)info.multiprocessorCount;
-        p->memory_mib = info.memorySizeMB;
-        p->max_instances = (int)info.instanceCount;
-
-        nvmlGpuInstancePlacement_t placements[MIG_MAX_PLACEMENTS];
-        unsigned int count = 0;
-        if (NVML_CALL(nv, nvmlDeviceGetGpuInstancePossiblePlacements_v2, (device, p->id, NULL, &count)) !=
-            NVML_SUCCESS)
-            return -1;
-        if (count > MIG_MAX_PLACEMENTS) count = MIG_MAX_PLACEMENTS;
-        if (count &&
-            NVML_CALL(nv, nvmlDeviceGetGpuInstancePossiblePlacements_v2, (device, p->id, placements, &count)) !=
-                NVML_SUCCESS)
-            return -1;
-        if (count == 0) continue;  /* a profile nothing can be placed for is no use to a plan */
-        p->placement_count = (int)count;
-        for (unsigned int k = 0; k < count; k++) {
-            p->placements[k] = (mig_placement){(int)placements[k].start, (int)placements[k].size};
-            int end = p->placements[k].start + p->placements[k].size;
-            if (end > out->memory_slices) out->memory_slices = end;
-        }
-        p->memory_slices = p->placements[0].size;
-        if (p->compute_slices > out->compute_slices) out->compute_slices = p->compute_slices;
-        /* The whole-GPU SM count is not queryable here; the largest profile stands in until the
-         * caller sets it (mig_open takes it from the shipped table when the GPU is known). */
-        if (p->sm_count > out->total_sms) out->total_sms = p->sm_count;
-        if (p->memory_mib > out->total_memory_mib) out->total_memory_mib = p->memory_mib;
-        out->profile_count++;
-    }
-    if (out->memory_slices > MIG_MAX_SLICES || out->compute_slices > MIG_MAX_SLICES) {
-        snprintf(nv->last_error, sizeof nv->last_error,
-                 "NVML reports %d memory and %d compute slices; this build plans for at most %d",
-                 out->memory_slices, out->compute_slices, MIG_MAX_SLICES);
-        return -1;
-    }
-    return out->profile_count;
-}
-
-/* ---- placement rules ----------------------------------------------------------------------- */
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t size, const char *fmt, ...) {
-    if (err && size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+unsigned long long mig_profile_bytes(const mig_profile *p) { return p->memory_mib << 20; }
 
 void mig_placements_text(const mig_profile *p, char *out, size_t size) {
     size_t used = 0;
@@ -206,50 +115,6 @@ void mig_placements_text(const mig_profile *p, char *out, size_t size) {
         if (n > 0) used += (size_t)n;
     }
     if (used < size) snprintf(out + used, size - used, "}:%d", p->memory_slices);
-}
-
-int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_placement *placements,
-                         int count, unsigned int occupied, int compute_used, char *err,
-                         size_t err_size) {
-    int owner[MIG_MAX_SLICES], per_profile[MIG_MAX_PROFILES] = {0}, compute = compute_used;
-    for (int i = 0; i < MIG_MAX_SLICES; i++) owner[i] = occupied >> i & 1u ? -2 : -1;
-    for (int i = 0; i < count; i++) {
-        if (profiles[i] < 0 || profiles[i] >= gpu->profile_count)
-            return fail(err, err_size, "instance %d: no such profile on %s", i, gpu->name);
-        const mig_profile *p = &gpu->profiles[profiles[i]];
-        mig_placement pl = placements[i];
-        int allowed = 0;
-        for (int k = 0; k < p->placement_count; k++)
-            allowed |= p->placements[k].start == pl.start && p->placements[k].size == pl.size;
-        if (!allowed) {
-            char starts[64];
-            mig_placements_text(p, starts, sizeof starts);
-            return fail(err, err_size, "instance %d (%s) at memory slices %d..%d breaks NVIDIA's "
-                        "placement rules for %s: %s may start only at %s", i, p->name, pl.start,
-                        pl.start + pl.size - 1, gpu->name, p->name, starts);
-        }
-        for (int s = pl.start; s < pl.start + pl.size; s++) {
-            if (owner[s] == -1) {
-                owner[s] = i;
-                continue;
-            }
-            if (owner[s] == -2)
-                return fail(err, err_size, "instance %d (%s) at memory slices %d..%d overlaps slice "
-                            "%d, held by an instance that already exists", i, p->name, pl.start,
-                            pl.start + pl.size - 1, s);
-            return fail(err, err_size, "instance %d (%s) at memory slices %d..%d overlaps instance "
-                        "%d (%s) on slice %d", i, p->name, pl.start, pl.start + pl.size - 1,
-                        owner[s], gpu->profiles[profiles[owner[s]]].name, s);
-        }
-        compute += p->compute_slices;
-        if (compute > gpu->compute_slices)
-            return fail(err, err_size, "instances up to %d (%s) need %d compute slices; %s has %d",
-                        i, p->name, compute, gpu->name, gpu->compute_slices);
-        if (++per_profile[profiles[i]] > p->max_instances)
-            return fail(err, err_size, "%d instances of %s; %s allows %d", per_profile[profiles[i]],
-                        p->name, gpu->name, p->max_instances);
-    }
-    return 0;
 }
 
 /* ---- comparison ----------------------------------------------------------------------------- */
@@ -272,10 +137,10 @@ __attribute__((format(printf, 2, 3))) static void note(report_buf *r, const char
     if (r->used + 1 < r->size) r->p[r->used++] = '\n', r->p[r->used] = '\0';
 }
 
-static const mig_profile *profile_by_id(const mig_gpu *gpu, unsigned int id) {
+int mig_profile_by_id(const mig_gpu *gpu, unsigned int profile_id) {
     for (int i = 0; i < gpu->profile_count; i++)
-        if (gpu->profiles[i].id == id) return &gpu->profiles[i];
-    return NULL;
+        if (gpu->profiles[i].id == profile_id) return i;
+    return -1;
 }
 
 static int same_placements(const mig_profile *a, const mig_profile *b) {
@@ -301,11 +166,12 @@ int mig_compare_tables(const mig_gpu *shipped, const mig_gpu *measured, char *re
              measured->memory_slices);
     for (int i = 0; i < shipped->profile_count; i++) {
         const mig_profile *s = &shipped->profiles[i];
-        const mig_profile *m = profile_by_id(measured, s->id);
-        if (!m) {
+        int found = mig_profile_by_id(measured, s->id);
+        if (found < 0) {
             note(&r, "%s: profile %s (id %u) is not in NVML's table", shipped->name, s->name, s->id);
             continue;
         }
+        const mig_profile *m = &measured->profiles[found];
         if (strcmp(s->name, m->name) != 0)
             note(&r, "%s: profile id %u is %s in the shipped table, %s in NVML's", shipped->name,
                  s->id, s->name, m->name);
@@ -329,7 +195,7 @@ int mig_compare_tables(const mig_gpu *shipped, const mig_gpu *measured, char *re
         }
     }
     for (int i = 0; i < measured->profile_count; i++)
-        if (!profile_by_id(shipped, measured->profiles[i].id))
+        if (mig_profile_by_id(shipped, measured->profiles[i].id) < 0)
             note(&r, "%s: NVML has profile %s (id %u) that the shipped table lacks", shipped->name,
                  measured->profiles[i].name, measured->profiles[i].id);
     return r.count;

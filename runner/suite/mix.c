@@ -55,7 +55,9 @@ static const data_set data_sets[] = {
                   " and data one of " VALID_DATA
 #define VALID_OVERRIDES                                                                           \
     "epochs=1..100000, steps=1..1000000000 (steps per epoch), classes=2..100000 (synthetic only), " \
-    "rows=1..2147483647 (dlrm only: rows per embedding table at most)"
+    "rows=1..2147483647 (dlrm only: rows per embedding table at most), "                           \
+    "precision=tf32|fp32|bf16, gpus=1..64 (data-parallel, one rank per GPU), "                     \
+    "fault=KIND@STEP (KIND: " FAULT_KINDS ")"
 
 const mix_preset *mix_presets(int *count) {
     if (count) *count = PRESET_COUNT;
@@ -242,6 +244,21 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
                 return fail(c, part, where, "rows=\"%.*s\" must be a whole number in 1..%lld",
                             (int)value.n, value.p, (long long)MIX_MAX_ROWS);
             job->max_rows = v;
+        } else if (span_is(key, "precision")) {
+            const char *canonical = span_is(value, "tf32") ? "tf32" : span_is(value, "fp32") ? "fp32"
+                                    : span_is(value, "bf16") ? "bf16" : NULL;
+            if (!canonical)
+                return fail(c, part, where, "precision=\"%.*s\" must be tf32, fp32 or bf16", (int)value.n,
+                            value.p);
+            snprintf(job->precision, sizeof job->precision, "%s", canonical);
+        } else if (span_is(key, "gpus")) {
+            if (!number_ok || v < 1 || v > 64)
+                return fail(c, part, where, "gpus=\"%.*s\" must be a whole number in 1..64", (int)value.n, value.p);
+            job->gpus = v > 1 ? (int)v : 0;
+        } else if (span_is(key, "fault")) {
+            char why[256];
+            if (fault_parse(value.p, value.n, &job->fault, why, sizeof why) != 0)
+                return fail(c, part, where, "%s", why);
         } else if (span_is(key, "classes")) {
             if (strcmp(job->data, "synthetic") != 0)
                 return fail(c, part, where,
@@ -391,7 +408,7 @@ int mix_job_format(const job_spec *job, char *out, size_t size) {
             default_size = data_sets[i].image_size;
             default_classes = data_sets[i].classes;
         }
-    char size_part[24] = "", overrides[96] = "";
+    char size_part[24] = "", overrides[160] = "", fault[48];
     if (job->image_size != default_size) snprintf(size_part, sizeof size_part, "/%d", job->image_size);
     size_t n = 0;
 #define ADD_OVERRIDE(...)                                                                         \
@@ -405,6 +422,10 @@ int mix_job_format(const job_spec *job, char *out, size_t size) {
     if (job->steps_per_epoch > 0) ADD_OVERRIDE("steps=%ld", job->steps_per_epoch);
     if (job->classes != default_classes) ADD_OVERRIDE("classes=%d", job->classes);
     if (job->max_rows > 0) ADD_OVERRIDE("rows=%lld", job->max_rows);
+    if (job->gpus > 1) ADD_OVERRIDE("gpus=%d", job->gpus);
+    if (job->precision[0]) ADD_OVERRIDE("precision=%s", job->precision);
+    if (job->fault.kind != FAULT_NONE && fault_format(&job->fault, fault, sizeof fault) > 0)
+        ADD_OVERRIDE("fault=%s", fault);
 #undef ADD_OVERRIDE
     if (n && n < sizeof overrides - 1) overrides[n++] = ']', overrides[n] = '\0';
     return snprintf(out, size, "%s:%s@%d%s%s", job->model, job->data, job->batch, size_part,

@@ -20,6 +20,9 @@
  *   override := epochs=1..100000 | steps=1..1000000000 (steps per epoch)
  *             | classes=2..100000 (synthetic only: the other data sets fix their classes)
  *             | rows=1..2147483647 (dlrm only: each embedding table capped at that many rows)
+ *             | precision=tf32|fp32|bf16 (the job's numerics, train --precision)
+ *             | fault=KIND@STEP  (a fault injected at that training step, runner/train/fault.h:
+ *               oom, illegal-address, nan, exit, hang, sigkill; e.g. S[fault=illegal-address@50])
  * Whitespace (spaces, tabs) may stand at either end, around '+' and '*', and inside brackets
  * around ',' and '='; it may not split a job ("resnet50 :imagenet64@128" is an error), a name
  * or a number. Examples: "S+M+M", "7*S", " 2 * S + M ", "M[epochs=3, steps=100]",
@@ -30,6 +33,8 @@
 #define SUITE_MIX_H
 
 #include <stddef.h>
+
+#include "runner/train/fault.h"
 
 #define MIX_MAX_JOBS 64
 
@@ -44,6 +49,9 @@ typedef struct job_spec {
     int epochs;          /* 0: the run's default */
     long steps_per_epoch;/* 0: the run's default (a whole epoch unless --quick/--steps-per-epoch) */
     long long max_rows;  /* dlrm: rows per embedding table at most (0: uncapped) */
+    train_fault fault;   /* injected fault (kind FAULT_NONE: none) */
+    int gpus;            /* data-parallel over this many GPUs (train --gpus); 0: one */
+    char precision[8];   /* tf32, fp32, bf16; empty: train's default (tf32) */
 } job_spec;
 
 typedef struct mix {

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "runner/suite/mps.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -201,23 +202,9 @@ static int run_control(const mps_daemon *d, const char *stdin_text, char *out, s
     mps_control_argv(d, stdin_text == NULL, argv);
     char program[PATH_MAX];
     int status = -1;
-    if (strchr(argv[0], '/')) {
-        snprintf(program, sizeof program, "%s", argv[0]);
-    } else { /* posix_spawn needs a path: search PATH as a shell would */
-        const char *path = getenv("PATH");
-        char *copy = strdup(path ? path : "/usr/bin:/bin"), *save = NULL;
-        program[0] = 0;
-        for (char *dir = strtok_r(copy, ":", &save); dir && !program[0]; dir = strtok_r(NULL, ":", &save)) {
-            char candidate[PATH_MAX];
-            snprintf(candidate, sizeof candidate, "%s/%s", dir, argv[0]);
-            if (access(candidate, X_OK) == 0) snprintf(program, sizeof program, "%s", candidate);
-        }
-        free(copy);
-        if (!program[0]) {
-            job_free_strv(envp);
-            errno = ENOENT;
-            return -1;
-        }
+    if (jobs_find_program(argv[0], program, sizeof program) != 0) { /* posix_spawn needs a path */
+        job_free_strv(envp);
+        return -1;
     }
     argv[0] = program;
     if (envp) status = jobs_run_capture((char *const *)argv, envp, stdin_text, out, out_size, 30.0);
@@ -250,6 +237,138 @@ static void log_tail(const mps_daemon *d, char *out, size_t size) {
     out[strcspn(out, "\n")] = 0;
 }
 
+/* --- ownership: no daemon outlives its run ------------------------------------------------- */
+
+/* Field 22 of /proc/<pid>/stat: with the pid, it names one process for the machine's uptime. */
+static unsigned long long process_start(long pid) {
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = 0;
+    const char *p = strrchr(line, ')'); /* the name may hold spaces */
+    unsigned long long start = 0;
+    for (int field = 2; p && *p && field < 22; p++)
+        if (*p == ' ') field++;
+    if (p && sscanf(p, "%llu", &start) != 1) start = 0;
+    return start;
+}
+
+int mps_state_dir(char *out, size_t size, char *err, size_t err_size) {
+    const char *state = getenv("SUITE_STATE_DIR"), *tmp = getenv("TMPDIR");
+    if (state && *state) snprintf(out, size, "%s", state);
+    else snprintf(out, size, "%s/suite-%ld", tmp && *tmp ? tmp : "/tmp", (long)getuid());
+    return make_private_dir(out, err, err_size);
+}
+
+static void record_owner(mps_daemon *d) {
+    char path[PATH_MAX + 32], err[PATH_MAX + 128];
+    static int sequence = 0;
+    snprintf(path, sizeof path, "%s/" MPS_OWNER_FILE, d->pipe_dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%ld %llu\n", (long)getpid(), process_start((long)getpid()));
+        if (fclose(f) != 0) f = NULL;
+    }
+    char dir[PATH_MAX];
+    int ok = f != NULL && mps_state_dir(dir, sizeof dir, err, sizeof err) == 0;
+    if (ok) {
+        snprintf(d->record, sizeof d->record, "%.*s/mps-%ld-%d", PATH_MAX - 48, dir, (long)getpid(), sequence++);
+        f = fopen(d->record, "w");
+        ok = f && fprintf(f, "%s\n%s\n", d->pipe_dir, d->log_dir) > 0;
+        if (f && fclose(f) != 0) ok = 0;
+        if (!ok) d->record[0] = 0;
+    }
+    if (!ok)
+        fprintf(stderr, "warning: cannot record this run as the owner of its MPS daemon (%s); a run_suite "
+                "killed with SIGKILL would leave the daemon for you to stop\n", f ? err : strerror(errno));
+}
+
+static void forget_owner(mps_daemon *d) {
+    if (d->record[0]) unlink(d->record);
+    d->record[0] = 0;
+}
+
+static int owner_alive(const char *pipe_dir) {
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" MPS_OWNER_FILE, pipe_dir);
+    FILE *f = fopen(path, "r");
+    long pid = 0;
+    unsigned long long start = 0;
+    if (f) {
+        if (fscanf(f, "%ld %llu", &pid, &start) != 2) pid = 0;
+        fclose(f);
+    }
+    return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM) && process_start(pid) == start;
+}
+
+int mps_stop_stale(FILE *msg) {
+    char dir[PATH_MAX], err[PATH_MAX + 128];
+    if (mps_state_dir(dir, sizeof dir, err, sizeof err) != 0) return 0;
+    DIR *dd = opendir(dir);
+    if (!dd) return 0;
+    int stopped = 0;
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+        if (strncmp(e->d_name, "mps-", 4) != 0) continue;
+        mps_daemon d;
+        memset(&d, 0, sizeof d);
+        snprintf(d.record, sizeof d.record, "%.*s/%s", PATH_MAX - 300, dir, e->d_name);
+        FILE *f = fopen(d.record, "r");
+        int read_ok = f && fgets(d.pipe_dir, sizeof d.pipe_dir, f) && fgets(d.log_dir, sizeof d.log_dir, f);
+        if (f) fclose(f);
+        d.pipe_dir[strcspn(d.pipe_dir, "\n")] = 0;
+        d.log_dir[strcspn(d.log_dir, "\n")] = 0;
+        if (read_ok && owner_alive(d.pipe_dir)) continue; /* another run's, still running */
+        if (read_ok && mps_daemon_running(d.pipe_dir)) {
+            long pid = read_pid_file(d.pipe_dir);
+            snprintf(d.program, sizeof d.program, "%s", MPS_CONTROL_PROGRAM);
+            d.owned = d.pipe_dir_made = 1;
+            int rc = mps_stop(&d, err, sizeof err);
+            fprintf(msg, "note: stopped a stale MPS control daemon (pid %ld) that a run_suite which is gone "
+                    "had started (pipe folder %s)%s%s\n", pid, d.pipe_dir, rc ? ": " : "", rc ? err : "");
+            stopped++;
+        } else if (read_ok) {
+            remove_dir_entries(d.pipe_dir); /* its sockets and pid file, left by a daemon that died too */
+            rmdir(d.pipe_dir);
+        }
+        forget_owner(&d);
+    }
+    closedir(dd);
+    return stopped;
+}
+
+/* word in line as a word of its own (not "faults" in a folder's path), case aside */
+static int has_word(const char *line, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = strcasestr(line, word); p; p = strcasestr(p + 1, word)) {
+        int before = p == line || !isalnum((unsigned char)p[-1]);
+        int after = !isalnum((unsigned char)p[n]);
+        if (before && after) return 1;
+    }
+    return 0;
+}
+
+void mps_fault_evidence(const mps_daemon *d, char *out, size_t size) {
+    static const char *const names[] = {"server.log", "control.log"};
+    static const char *const words[] = {"fatal", "exception", "xid", "fault", "illegal", "terminated", "error"};
+    out[0] = 0;
+    if (!d->log_dir[0]) return;
+    for (size_t n = 0; n < 2 && !out[0]; n++) {
+        char path[PATH_MAX + 32], line[1024];
+        snprintf(path, sizeof path, "%s/%s", d->log_dir, names[n]);
+        FILE *f = fopen(path, "r");
+        while (f && !out[0] && fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = 0;
+            for (size_t w = 0; w < sizeof words / sizeof words[0] && !out[0]; w++)
+                if (has_word(line, words[w])) snprintf(out, size, "MPS %s: %s", names[n], line);
+        }
+        if (f) fclose(f);
+    }
+}
+
 int mps_start(mps_daemon *d, const char *run_dir, const char *visible, char *err, size_t err_size) {
     if (!d->program[0]) snprintf(d->program, sizeof d->program, "%s", MPS_CONTROL_PROGRAM);
     snprintf(d->visible, sizeof d->visible, "%s", visible ? visible : "");
@@ -270,12 +389,15 @@ int mps_start(mps_daemon *d, const char *run_dir, const char *visible, char *err
         return -1;
     }
     d->pipe_dir_made = 1;
+    record_owner(d);
     char out[1024];
     int st = run_control(d, NULL, out, sizeof out);
     if (st == -1 || st == -2 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         if (st == -1) snprintf(err, err_size, "cannot run %s: %s (is the NVIDIA driver's MPS installed?)",
                                d->program, strerror(errno));
         else snprintf(err, err_size, "%s -d did not start (status %d)", d->program, st);
+        forget_owner(d);
+        remove_dir_entries(d->pipe_dir);
         rmdir(d->pipe_dir);
         d->pipe_dir_made = 0;
         return -1;
@@ -312,6 +434,10 @@ int mps_attach(mps_daemon *d, const char *pipe_dir, char *err, size_t err_size) 
 int mps_stop(mps_daemon *d, char *err, size_t err_size) {
     err[0] = 0;
     if (!d->owned) return 0;
+    char fault[768];
+    mps_fault_evidence(d, fault, sizeof fault);
+    if (fault[0]) /* a fatal fault may leave the server unusable: the next mode starts its own */
+        fprintf(stderr, "note: %s; this MPS daemon is stopped, a later mode starts a fresh one\n", fault);
     long pid = read_pid_file(d->pipe_dir);
     char out[1024];
     int st = run_control(d, "quit\n", out, sizeof out);
@@ -336,5 +462,6 @@ int mps_stop(mps_daemon *d, char *err, size_t err_size) {
         rmdir(d->pipe_dir);
         d->pipe_dir_made = 0;
     }
+    forget_owner(d);
     return rc;
 }

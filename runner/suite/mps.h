@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "runner/suite/jobs.h"
 
@@ -22,6 +23,7 @@ typedef struct mps_daemon {
     int owned;                 /* this run started it and it still runs: mps_stop quits it */
     int started;               /* this run started it (stays set after mps_stop) */
     int pipe_dir_made;         /* this run made pipe_dir: mps_stop removes it */
+    char record[PATH_MAX];     /* this run's entry for it in the runner's state folder, or "" */
 } mps_daemon;
 
 /* {program, "-d", NULL} to start the daemon, {program, NULL} to send it commands on stdin. */
@@ -54,5 +56,19 @@ int mps_start(mps_daemon *d, const char *run_dir, const char *visible, char *err
 int mps_attach(mps_daemon *d, const char *pipe_dir, char *err, size_t err_size);
 /* Quits an owned daemon and waits for it to go; kills it if "quit" does not work. Idempotent. */
 int mps_stop(mps_daemon *d, char *err, size_t err_size);
+
+/* A daemon must not outlive its run, even one killed with SIGKILL. Before it starts, its pipe
+ * folder gets MPS_OWNER_FILE ("<pid> <start time>" of this run_suite) and the runner's state
+ * folder (mps_state_dir) an entry naming the pipe and log folders; mps_stop removes both.
+ * mps_stop_stale, at the next run_suite's start, quits every recorded daemon whose owner is gone
+ * (a pid reused by another process does not count: the start time must match) and says so on msg.
+ * Returns how many it stopped. */
+#define MPS_OWNER_FILE "suite-owner"
+int mps_stop_stale(FILE *msg);
+/* $SUITE_STATE_DIR, else ${TMPDIR:-/tmp}/suite-<uid>, created private (0700). 0, or -1 with a message. */
+int mps_state_dir(char *out, size_t size, char *err, size_t err_size);
+/* The first line of the daemon's logs that reports a fault (a client's fatal GPU error, a server
+ * exception), for the record of the jobs it took down; "" when there is none. */
+void mps_fault_evidence(const mps_daemon *d, char *out, size_t size);
 
 #endif

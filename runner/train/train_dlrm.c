@@ -42,6 +42,7 @@
 typedef struct dlrm_job {
     const train_options *o;
     const train_events *ev;
+    const context_place *place;         /* the whole device or a green context's SMs */
     dlrm_config config;
     dlrm model;
     job_context ctx;
@@ -111,6 +112,7 @@ static int dry_run(dlrm_job *j) {
         cJSON_AddNumberToObject(e, "params", (double)j->model.param_count);
         add_config_fields(e, j);
         cJSON_AddNumberToObject(e, "flops_per_step", j->model.flops_per_step);
+        cJSON_AddNumberToObject(e, "samples_per_epoch", (double)j->o->synthetic_count);
         cJSON_AddItemToObject(e, "footprint", footprint_json(&f));
         train_emit(j->ev, e);
     } else {
@@ -145,7 +147,7 @@ static int open_data(dlrm_job *j, char *err, size_t err_size) {
     int real = 0;
     if (o->data_root[0]) {
         if (criteo_open(&j->reader, o->data_root, j->config.rows, 0, err, err_size) == 0) real = 1;
-        else if (!o->data_if_present) return -1;
+        else if (!o->data_if_present || criteo_files_present(o->data_root)) return -1; /* present but bad */
         else fprintf(stderr, "train: %s; --data-if-present: synthetic %s data instead\n", err, o->data);
     }
     if (real) {
@@ -288,6 +290,8 @@ static long train_epoch(dlrm_job *j, loader *l, int epoch, cudaEvent_t *marks, d
     cudaStream_t stream = j->ctx.stream;
     size_t block_bytes = loader_block_bytes(l);
     block_clock block = {train_wall_seconds(), 0, 0, 0};
+    const double t_epoch = block.start;
+    train_progress progress = {0};
     long steps = 0;
     loader_batch b;
     int got = 0;
@@ -304,6 +308,8 @@ static long train_epoch(dlrm_job *j, loader *l, int epoch, cudaEvent_t *marks, d
         CHECK_CUDA(cudaEventRecord(j->consumed[slot], stream));
         steps++;
         block.steps++;
+        train_progress_tick(j->ev, &progress, epoch, steps, j->steps_per_epoch, j->o->batch, t_epoch);
+        train_fault_at(&j->o->fault, (epoch - 1) * j->steps_per_epoch + steps, j->ev, stream, &m->params);
         if (steps <= DLRM_MAX_TIMED_STEPS) CHECK_CUDA(cudaEventRecord(marks[steps], stream));
         CHECK_CUDA(cudaEventSynchronize(j->copied[slot])); /* b's pinned block is refilled after the next call */
         if (block.steps == j->o->block_steps) *diverged = end_block(j, epoch, &block, loss_sum, correct);
@@ -416,7 +422,7 @@ static void emit_setup(dlrm_job *j) {
     cJSON_AddNumberToObject(e, "params", (double)m->param_count);
     cJSON_AddNumberToObject(e, "footprint_bytes", (double)footprint);
     cJSON_AddNumberToObject(e, "flops_per_step", m->flops_per_step);
-    int sms = train_add_device_fields(e, j->ctx.device, device, sizeof device, &mps);
+    int sms = train_add_place_fields(e, &j->ctx, device, sizeof device, &mps);
     cJSON_AddNumberToObject(e, "steps_per_epoch", (double)j->steps_per_epoch);
     cJSON_AddStringToObject(e, "data", j->o->data);
     cJSON_AddStringToObject(e, "data_source", j->data_source);
@@ -438,7 +444,7 @@ static void emit_setup(dlrm_job *j) {
 /* Context, model, checkpoint, graphs. 0, or the exit code with the message in err. */
 static int build_on_gpu(dlrm_job *j, char *err, size_t err_size) {
     const train_options *o = j->o;
-    if (context_init(&j->ctx, o->device, o->workspace_limit, o->allow_tf32) != CONTEXT_OK) {
+    if (context_init_at(&j->ctx, j->place, o->workspace_limit, o->allow_tf32) != CONTEXT_OK) {
         snprintf(err, err_size, "no usable GPU: training needs a CUDA device");
         return 1;
     }
@@ -472,20 +478,24 @@ static void cleanup(dlrm_job *j) {
     criteo_close(j->held_out_reader);
 }
 
-int train_dlrm(const train_options *o, const train_events *ev) {
-    static dlrm_job job; /* large (the model's layer table); one job per process */
-    dlrm_job *j = &job;
-    memset(j, 0, sizeof *j);
+int train_dlrm(const train_options *o, const train_events *ev, const context_place *place) {
+    dlrm_job *j = calloc(1, sizeof *j); /* large (the model's layer table); one per job, not static */
+    if (!j) return train_fail(ev, 1, "out of memory for the job");
+    j->place = place;
     j->o = o;
     j->ev = ev;
     char err[DLRM_ERR];
     if (check_options(o, err, sizeof err) != 0 ||
         dlrm_config_named(&j->config, o->data, o->max_rows, o->batch, o->seed, err, sizeof err) != 0 ||
-        dlrm_plan(&j->model, &j->config, 0, err, sizeof err) != 0)
-        return fail(j, 2, err);
+        dlrm_plan(&j->model, &j->config, 0, err, sizeof err) != 0) {
+        int rc = fail(j, 2, err);
+        free(j);
+        return rc;
+    }
     if (o->dry_run) {
         int rc = dry_run(j);
         dlrm_free(&j->model);
+        free(j);
         return rc;
     }
     int rc = 0;
@@ -509,5 +519,6 @@ int train_dlrm(const train_options *o, const train_events *ev) {
         }
     }
     cleanup(j);
+    free(j);
     return rc;
 }

@@ -8,8 +8,8 @@
 #include "runner/train/train_events.h"
 #include "runner/train/train_options.h"
 
-/* The whole job after option parsing: returns the process's exit code (0 done, 1 runtime error,
- * 2 bad input). */
-int train_dlrm(const train_options *o, const train_events *ev);
+/* The whole job after option parsing, at its place on the GPU: returns the exit code (0 done,
+ * 1 runtime error, 2 bad input). */
+int train_dlrm(const train_options *o, const train_events *ev, const context_place *place);
 
 #endif

@@ -5,6 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cudnn.h>
+
 #include "models/check.h"
 
 double train_wall_seconds(void) {
@@ -16,8 +18,12 @@ double train_wall_seconds(void) {
 void train_emit(const train_events *ev, cJSON *event) {
     if (ev->json) {
         char *text = cJSON_PrintUnformatted(event);
-        printf("%s\n", text);
-        fflush(stdout);
+        if (ev->write_line) {
+            ev->write_line(ev->user, text);
+        } else {
+            printf("%s\n", text);
+            fflush(stdout);
+        }
         free(text);
     }
     cJSON_Delete(event);
@@ -39,6 +45,8 @@ int train_wait_for_go(const train_events *ev, int wait_go) {
     cJSON_AddNumberToObject(e, "t", train_wall_seconds());
     train_emit(ev, e);
     if (!wait_go) return 0;
+    if (ev->go_barrier)
+        return ev->go_barrier(ev->user) == 0 ? 0 : train_fail(ev, 1, "the job host's start barrier did not say go");
     char line[64];
     if (!fgets(line, sizeof line, stdin) || strncmp(line, "go", 2) != 0)
         return train_fail(ev, 1, "--wait-go: stdin closed or did not say \"go\"");
@@ -60,5 +68,39 @@ int train_add_device_fields(cJSON *event, int device, char *name, size_t name_si
     cJSON_AddNumberToObject(event, "mps", *mps);
     cJSON_AddNumberToObject(event, "mig", visible && !strncmp(visible, "MIG-", 4));
     cJSON_AddNumberToObject(event, "pid", (double)getpid());
+    /* provenance for the report: the libraries this process really loaded */
+    int runtime = 0;
+    CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
+    cJSON_AddNumberToObject(event, "cuda_runtime_version", runtime);
+    cJSON_AddNumberToObject(event, "cudnn_version", (double)cudnnGetVersion());
     return prop.multiProcessorCount;
+}
+
+int train_add_place_fields(cJSON *event, const job_context *ctx, char *name, size_t name_size, int *mps) {
+    int sms = train_add_device_fields(event, ctx->device, name, name_size, mps);
+    cJSON_AddBoolToObject(event, "green", ctx->green != NULL);
+    if (!ctx->green) return sms;
+    cJSON_ReplaceItemInObject(event, "sm_count", cJSON_CreateNumber(ctx->sm_count));
+    cJSON_AddNumberToObject(event, "device_sm_count", sms);
+    return ctx->sm_count;
+}
+
+void train_progress_tick(const train_events *ev, train_progress *p, int epoch, long step, long steps,
+                         int batch, double t_start) {
+    double now = train_wall_seconds();
+    if (p->t_last == 0) p->t_last = t_start;
+    if (now - p->t_last < TRAIN_PROGRESS_S || step >= steps) return;
+    p->t_last = now;
+    /* the rate of the steps queued so far: the GPU may be a few steps behind, which the next
+     * event catches up with */
+    double rate = step * (double)batch / (now - t_start);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "progress");
+    cJSON_AddNumberToObject(e, "epoch", epoch);
+    cJSON_AddNumberToObject(e, "step", (double)step);
+    cJSON_AddNumberToObject(e, "steps", (double)steps);
+    cJSON_AddNumberToObject(e, "samples_per_s", rate);
+    cJSON_AddNumberToObject(e, "eta_s", rate > 0 ? (steps - step) * (double)batch / rate : 0);
+    cJSON_AddNumberToObject(e, "t", now);
+    train_emit(ev, e);
 }

@@ -8,9 +8,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "models/context.h"
+
 typedef struct train_events {
     int json;      /* 1: events on stdout */
     FILE *human;   /* where the human-readable lines go */
+    /* In the job host (several jobs in one process), set by it: each event line goes to
+     * write_line instead of stdout, and the start barrier is go_barrier instead of stdin
+     * (0 go, else the job does not start). NULL: a process of its own. */
+    void (*write_line)(void *user, const char *line);
+    int (*go_barrier)(void *user);
+    void *user;
 } train_events;
 
 double train_wall_seconds(void);
@@ -23,5 +31,18 @@ int train_wait_for_go(const train_events *ev, int wait_go);
 /* Adds what the runner records about where the job runs: device name, SM count, whether it runs
  * as an MPS client and on a MIG instance, its pid. Returns the device name's SM count. */
 int train_add_device_fields(cJSON *event, int device, char *name, size_t name_size, int *mps);
+/* The same for a job's context: inside a green context, sm_count is the partition's and
+ * "green" is true. Returns the SMs the job may use. */
+int train_add_place_fields(cJSON *event, const job_context *ctx, char *name, size_t name_size, int *mps);
+
+/* In-epoch progress for long epochs: a "progress" event (epoch, step, steps, samples/s so far,
+ * eta_s of the epoch) at most every TRAIN_PROGRESS_S seconds. One train_progress per epoch,
+ * zeroed at its start; call after every step. */
+#define TRAIN_PROGRESS_S 3.0
+typedef struct train_progress {
+    double t_last;
+} train_progress;
+void train_progress_tick(const train_events *ev, train_progress *p, int epoch, long step, long steps,
+                         int batch, double t_start);
 
 #endif

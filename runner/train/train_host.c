@@ -7,7 +7,7 @@
 
 void *train_pinned_alloc(size_t bytes, void *user) {
     void *p = NULL;
-    CHECK_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+    CHECK_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
     return p;
 }
 

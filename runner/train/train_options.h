@@ -8,6 +8,7 @@
 
 #include "kernels/schedule.h"
 #include "models/trainer.h"
+#include "runner/train/fault.h"
 
 typedef struct train_options {
     char model[32];
@@ -21,25 +22,31 @@ typedef struct train_options {
     int nesterov, decay_all, step_epochs;
     lr_kind schedule;
     optimizer_kind optimizer; /* default: AdamW for cait_*, SGD otherwise */
+    precision_kind precision; /* tf32 (default); fp32 also from --no-tf32 */
     int lr_set, weight_decay_set, schedule_set, warmup_set; /* given on the command line */
     int patch_size;           /* vision transformers: 0 = the model's default */
     float drop_path;          /* stochastic depth rate (0: off) */
     int64_t max_rows;         /* dlrm: rows per embedding table at most (hash modulo); 0: uncapped */
     long block_steps;         /* dlrm: steps per timed training block (1000) */
     long lr_warmup_steps, lr_decay_start, lr_decay_steps; /* dlrm: the reference's policy (0: none) */
-    int momentum_set;
+    int momentum_set, optimizer_set;
     uint64_t seed;
     char save[1024], load[1024];
     int eval, json, dry_run, wait_go, use_graph, allow_tf32, device, workers;
+    int gpus;                 /* --gpus N: data-parallel ranks (runner/train/train_ddp.c); 0: plain */
+    int ddp_rank, ddp_world;  /* in a rank (set by train_ddp.c, not options); world 0: not a rank */
+    char ddp_id[264];         /* the NCCL id, hex */
     int data_if_present;      /* with --data-root: synthetic data where the set's files are absent */
     int skip_bad;             /* undecodable images are skipped and counted instead of failing */
+    int workspace_mb;         /* --workspace-mb; workspace_limit in bytes */
     size_t workspace_limit;
+    char inject_fault[48];    /* --inject-fault KIND@STEP as given; parsed into fault */
+    train_fault fault;        /* FAULT_NONE unless asked (runner/train/fault.h) */
 } train_options;
 
 /* 0 on success; -1 with a message naming the option and what it expects (exit 2); 1 when --help
- * was asked (usage already printed to `out`). */
+ * was asked (usage already printed to stdout). The options are one table in train_options.c. */
 int train_options_parse(train_options *o, int argc, char **argv, char *err, size_t err_size);
-void train_options_usage(void *file);
 const char *lr_kind_name(lr_kind kind);
 
 #endif

@@ -14,7 +14,12 @@ Writes, under --out:
   <model>_ref.safetensors      input (float32 NHWC), labels (int32), logits, loss [1],
                                grad.<param>, running.<bn buffer> after the forward,
                                updated.<param> with --sgd-step; the settings are in __metadata__
+
+With --bf16 1 PyTorch's compared step is the mixed-precision one a user writes, float32 weights
+under torch.autocast(dtype=torch.bfloat16); torch_err.<key> is then its error against float64,
+the bound the suite's bf16 step is held to (a few times what PyTorch's own bf16 reaches).
 """
+import contextlib
 import argparse
 import os
 import sys
@@ -76,9 +81,11 @@ def sgd_param_groups(model, weight_decay):
             {"params": no_decay, "weight_decay": 0.0}]
 
 
-def run_step(args, base_state, x, labels, dtype, device):
-    """One training step (forward, cross-entropy, backward, optional SGD) from base_state in dtype;
-    every result as a float64 CPU tensor keyed as in the reference file."""
+def run_step(args, base_state, x, labels, dtype, device, autocast_bf16=False):
+    """One training step (forward, cross-entropy, backward, optional SGD) from base_state in dtype
+    (with autocast_bf16: float32 weights, forward under bfloat16 autocast, loss in float32 as
+    autocast makes cross_entropy); every result as a float64 CPU tensor keyed as in the
+    reference file."""
     model = create(args)
     model.load_state_dict(base_state)
     model = model.to(device=device, dtype=dtype).train()
@@ -96,8 +103,11 @@ def run_step(args, base_state, x, labels, dtype, device):
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.ReLU):
             module.register_forward_pre_hook(record_margin(name))
-    logits = model(x.to(dtype))
-    loss = F.cross_entropy(logits, labels)
+    cast = torch.autocast(device.type, dtype=torch.bfloat16) if autocast_bf16 else contextlib.nullcontext()
+    with cast:
+        logits = model(x.to(dtype))
+        loss = F.cross_entropy(logits, labels)
+    logits = logits.float()
     loss.backward()
     out = {"logits": logits, "loss": loss.reshape(1)}
     out.update({f"relu_margin.{name}": m for name, m in margins.items()})
@@ -127,6 +137,8 @@ def main():
     ap.add_argument("--tf32", type=int, choices=(0, 1), default=0)
     ap.add_argument("--sgd-step", type=float, metavar="LR", default=None,
                     help="also apply one SGD step (momentum 0.9, weight decay 5e-4) and store updated.*")
+    ap.add_argument("--bf16", type=int, choices=(0, 1), default=0,
+                    help="compare PyTorch's bfloat16 autocast step (not float32) with float64")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--patch-size", type=int, default=16, help="CaiT: patch side")
     args = ap.parse_args()
@@ -160,7 +172,7 @@ def main():
     # against it too, and its error per tensor is stored as torch_err.<key>, so the suite is held
     # to the precision the framework itself reaches rather than to the framework's rounding.
     truth = run_step(args, base_state, x, labels, torch.float64, device)
-    torch32 = run_step(args, base_state, x, labels, torch.float32, device)
+    torch32 = run_step(args, base_state, x, labels, torch.float32, device, autocast_bf16=bool(args.bf16))
     ref = {"input": cpu_copy(x.permute(0, 2, 3, 1)), "labels": cpu_copy(labels).to(torch.int32)}
     if args.model.startswith("cait"):
         ref["patch_size"] = torch.tensor([float(args.patch_size)])
@@ -174,7 +186,7 @@ def main():
     loss, logits = truth["loss"], truth["logits"]
 
     meta = {"model": args.model, "classes": str(args.classes), "image_size": str(args.image_size),
-            "batch": str(args.batch), "seed": str(args.seed), "tf32": str(args.tf32), "reference": "float64",
+            "batch": str(args.batch), "seed": str(args.seed), "tf32": str(args.tf32), "bf16": str(args.bf16), "reference": "float64",
             "bn_momentum": "0.1", "bn_eps": "1e-5", "torch": torch.__version__,
             "timm": timm.__version__, "device": str(device)}
     if args.sgd_step is not None:
@@ -184,9 +196,9 @@ def main():
 
     n_params = sum(v.numel() for k, v in base_state.items() if "running" not in k and "num_batches" not in k)
     print(f"{args.model} classes={args.classes} image={args.image_size} batch={args.batch} "
-          f"seed={args.seed} tf32={args.tf32} device={device} params={n_params} "
+          f"seed={args.seed} tf32={args.tf32} bf16={args.bf16} device={device} params={n_params} "
           f"loss={loss.item():.6f} logits_l2={logits.norm().item():.6f} "
-          f"torch-fp32 err logits={ref['torch_err.logits'].item():.2e} "
+          f"torch-{'bf16' if args.bf16 else 'fp32'} err logits={ref['torch_err.logits'].item():.2e} "
           f"first grad={next(v for k, v in ref.items() if k.startswith('torch_err.grad.')).item():.2e} "
           f"tensors={len(ref)} -> {weights_path}, {ref_path}", flush=True)
 

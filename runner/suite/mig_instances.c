@@ -1,14 +1,12 @@
-/* MIG planning, placement checking, and the NVML session that discovers, creates and destroys
- * instances (see mig.h). The planner is an exact search: at most 7 jobs, 8 memory slices and
- * 8 compute slices make (job, occupied slices, compute used) a state space of ~20k, so it is
- * memoised and always finds the best plan, or proves there is none. */
+/* MIG instance management through NVML (see mig.h): the GPU's own profile table, discovery of
+ * existing instances, creation of planned ones and destruction of exactly what was created.
+ * Planning itself is mig_plan.c's; this file only calls it. */
 #define _GNU_SOURCE
 #include "runner/suite/mig.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t size, const char *fmt, ...) {
     if (err && size) {
@@ -20,306 +18,86 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t size, co
     return -1;
 }
 
-static double gib(unsigned long long bytes) { return (double)bytes / 1073741824.0; }
-static unsigned long long profile_bytes(const mig_profile *p) { return p->memory_mib << 20; }
-static unsigned int slice_mask(mig_placement p) { return ((1u << p.size) - 1u) << p.start; }
 
-static int popcount(unsigned int mask) {
-    int n = 0;
-    for (; mask; mask &= mask - 1) n++;
-    return n;
+/* "MIG 1g.5gb+me" -> "1g.5gb+me"; the variants with media engines or graphics are left to
+ * layout strings: they cost the same slices and are limited to one instance. */
+static void set_profile_name(mig_profile *p, const char *nvml_name) {
+    if (strncmp(nvml_name, "MIG ", 4) == 0) nvml_name += 4;
+    snprintf(p->name, sizeof p->name, "%.*s", (int)sizeof p->name - 1, nvml_name);
+    size_t n = strlen(p->name);
+    p->plannable = !strchr(p->name, '+') && !(n > 3 && strcmp(p->name + n - 3, "-me") == 0);
 }
 
-static int longest_free_run(unsigned int used, int slices) {
-    int best = 0, run = 0;
-    for (int i = 0; i < slices; i++) {
-        run = used >> i & 1u ? 0 : run + 1;
-        if (run > best) best = run;
-    }
-    return best;
-}
-
-unsigned long long mig_required_bytes(unsigned long long footprint_bytes) {
-    if (footprint_bytes > (1ULL << 50)) return ~0ULL;  /* a petabyte: fits nothing */
-    return footprint_bytes + footprint_bytes * MIG_HEADROOM_PERCENT / 100 + MIG_CONTEXT_RESERVE_BYTES;
-}
-
-/* Smaller = fewer memory slices, then fewer compute slices, then less memory. */
-static int profile_smaller(const mig_profile *a, const mig_profile *b) {
-    if (a->memory_slices != b->memory_slices) return a->memory_slices < b->memory_slices;
-    if (a->compute_slices != b->compute_slices) return a->compute_slices < b->compute_slices;
-    return a->memory_mib < b->memory_mib;
-}
-
-int mig_smallest_profile(const mig_gpu *gpu, unsigned long long footprint_bytes) {
-    unsigned long long need = mig_required_bytes(footprint_bytes);
-    int best = -1;
-    for (int i = 0; i < gpu->profile_count; i++) {
-        const mig_profile *p = &gpu->profiles[i];
-        if (p->plannable && profile_bytes(p) >= need && (best < 0 || profile_smaller(p, &gpu->profiles[best])))
-            best = i;
-    }
-    return best;
-}
-
-/* ---- the planner ---------------------------------------------------------------------------- */
-
-typedef struct memo_entry {
-    signed char state;            /* 0 unknown, 1 solved */
-    signed char cand, place;      /* the best first move from here, -1 if none */
-    int cost, run;                /* cost of the rest (INT_MAX: infeasible), free run at the end */
-} memo_entry;
-
-typedef struct plan_search {
-    const mig_gpu *gpu;
-    int n;
-    int cand_count[MIG_MAX_INSTANCES];
-    int cand[MIG_MAX_INSTANCES][MIG_MAX_PROFILES];  /* profile indices, smallest first */
-    memo_entry *memo;
-} plan_search;
-
-#define NO_PLAN 1000000
-static size_t memo_index(int job, unsigned int used, int compute) {
-    return ((size_t)job * (1u << MIG_MAX_SLICES) + used) * (MIG_MAX_SLICES + 1) + (size_t)compute;
-}
-
-/* Best placement of jobs job..n-1 given the used slices: lowest total candidate rank (so every
- * job keeps its smallest profile whenever that can be placed), then the longest free run. */
-static memo_entry *solve(plan_search *s, int job, unsigned int used, int compute) {
-    memo_entry *m = &s->memo[memo_index(job, used, compute)];
-    if (m->state) return m;
-    m->state = 1, m->cand = m->place = -1, m->cost = NO_PLAN, m->run = -1;
-    if (job == s->n) {
-        m->cost = 0, m->run = longest_free_run(used, s->gpu->memory_slices);
-        return m;
-    }
-    for (int c = 0; c < s->cand_count[job]; c++) {
-        const mig_profile *p = &s->gpu->profiles[s->cand[job][c]];
-        if (compute + p->compute_slices > s->gpu->compute_slices) continue;
-        for (int k = 0; k < p->placement_count; k++) {
-            unsigned int mask = slice_mask(p->placements[k]);
-            if (used & mask) continue;
-            memo_entry *rest = solve(s, job + 1, used | mask, compute + p->compute_slices);
-            if (rest->cost >= NO_PLAN) continue;
-            int cost = c + rest->cost;
-            if (cost < m->cost || (cost == m->cost && rest->run > m->run))
-                m->cost = cost, m->run = rest->run, m->cand = (signed char)c, m->place = (signed char)k;
-        }
-    }
-    return m;
-}
-
-/* "1g.10gb, 2g.20gb" -> profile indices; one per job. */
-static int parse_layout(const mig_gpu *gpu, const char *layout, int job_count, int *profiles,
-                        char *err, size_t err_size) {
-    char names[1024] = "";
-    size_t used = 0;
-    for (int i = 0; i < gpu->profile_count && used < sizeof names; i++) {
-        int n = snprintf(names + used, sizeof names - used, "%s%s (%.2f GiB)", i ? ", " : "",
-                         gpu->profiles[i].name, gib(profile_bytes(&gpu->profiles[i])));
-        if (n > 0) used += (size_t)n;
-    }
-    int count = 0;
-    for (const char *p = layout;;) {
-        while (*p == ' ' || *p == '\t') p++;
-        const char *end = p;
-        while (*end && *end != ',') end++;
-        const char *last = end;
-        while (last > p && (last[-1] == ' ' || last[-1] == '\t')) last--;
-        char name[32];
-        if (last == p || (size_t)(last - p) >= sizeof name)
-            return fail(err, err_size, "layout \"%s\": entry %d is %s; write profile names joined "
-                        "by ',', e.g. 1g.10gb,2g.20gb; %s has %s", layout, count + 1,
-                        last == p ? "empty" : "too long", gpu->name, names);
-        memcpy(name, p, (size_t)(last - p));
-        name[last - p] = '\0';
-        int index = mig_find_profile(gpu, name);
-        if (index < 0)
-            return fail(err, err_size, "layout \"%s\": %s has no profile \"%s\"; its profiles: %s",
-                        layout, gpu->name, name, names);
-        if (count < MIX_MAX_JOBS) profiles[count] = index;
-        count++;
-        if (!*end) break;
-        p = end + 1;
-    }
-    if (count != job_count)
-        return fail(err, err_size, "layout \"%s\" names %d instance(s) for %d job(s); give one "
-                    "profile per job, in the mix's order", layout, count, job_count);
-    return 0;
-}
-
-int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int job_count,
-                  const char *layout, unsigned int occupied, int compute_used, char *err,
-                  size_t err_size) {
-    memset(plan, 0, sizeof *plan);
-    plan->gpu = *gpu, plan->occupied = occupied, plan->compute_used = compute_used;
-    if (gpu->profile_count == 0)
-        return fail(err, err_size, "no MIG profile table for %s; plans can be made for %s", gpu->name,
-                    mig_known_gpu_names());
-    if (job_count <= 0) return fail(err, err_size, "no jobs to place on %s", gpu->name);
-    int free_compute = gpu->compute_slices - compute_used;
-    int free_memory = gpu->memory_slices - popcount(occupied);
-    if (job_count > free_compute || job_count > MIG_MAX_INSTANCES)
-        return fail(err, err_size, "%d jobs need a MIG instance each and every instance needs a "
-                    "compute slice: %s has %d compute slices, %d of them free, so at most %d jobs",
-                    job_count, gpu->name, gpu->compute_slices, free_compute, free_compute);
-
-    plan_search s = {.gpu = gpu, .n = job_count};
-    int layout_profiles[MIX_MAX_JOBS];
-    int use_layout = layout && *layout;
-    if (use_layout && parse_layout(gpu, layout, job_count, layout_profiles, err, err_size) != 0)
-        return -1;
-    int smallest_memory = 0, smallest_compute = 0;
-    char choices[512] = "";
-    size_t used = 0;
-    for (int j = 0; j < job_count; j++) {
-        const char *label = jobs[j].label ? jobs[j].label : "";
-        unsigned long long need = mig_required_bytes(jobs[j].footprint_bytes);
-        if (use_layout) {
-            const mig_profile *p = &gpu->profiles[layout_profiles[j]];
-            if (profile_bytes(p) < need)
-                return fail(err, err_size, "layout entry %d %s (%.2f GiB) is too small for job %d "
-                            "\"%s\": footprint %.2f GiB needs %.2f GiB with headroom (%d%% + %llu MiB)",
-                            j + 1, p->name, gib(profile_bytes(p)), j, label,
-                            gib(jobs[j].footprint_bytes), gib(need), MIG_HEADROOM_PERCENT,
-                            MIG_CONTEXT_RESERVE_BYTES >> 20);
-            s.cand[j][0] = layout_profiles[j], s.cand_count[j] = 1;
+int mig_query_gpu(nvml *nv, nvmlDevice_t device, mig_gpu *out) {
+    memset(out, 0, sizeof *out);
+    for (unsigned int index = 0; index < NVML_GPU_INSTANCE_PROFILE_COUNT; index++) {
+        if (out->profile_count == MIG_MAX_PROFILES) break;
+        mig_profile *p = &out->profiles[out->profile_count];
+        nvmlGpuInstanceProfileInfo_v2_t info = {.version = nvmlGpuInstanceProfileInfo_v2};
+        nvmlReturn_t st;
+        if (nv->nvmlDeviceGetGpuInstanceProfileInfoV) {
+            st = nv->nvmlDeviceGetGpuInstanceProfileInfoV(device, index, &info);
         } else {
-            for (int i = 0; i < gpu->profile_count; i++)  /* fitting profiles, smallest first */
-                if (gpu->profiles[i].plannable && profile_bytes(&gpu->profiles[i]) >= need) {
-                    int k = s.cand_count[j]++;
-                    while (k > 0 && profile_smaller(&gpu->profiles[i], &gpu->profiles[s.cand[j][k - 1]]))
-                        s.cand[j][k] = s.cand[j][k - 1], k--;
-                    s.cand[j][k] = i;
-                }
-            if (s.cand_count[j] == 0) {
-                int largest = 0;
-                for (int i = 1; i < gpu->profile_count; i++)
-                    if (gpu->profiles[i].memory_mib > gpu->profiles[largest].memory_mib) largest = i;
-                return fail(err, err_size, "job %d \"%s\": footprint %.2f GiB needs %.2f GiB with "
-                            "headroom (%d%% + %llu MiB); the largest profile on %s is %s with %.2f GiB",
-                            j, label, gib(jobs[j].footprint_bytes), gib(need), MIG_HEADROOM_PERCENT,
-                            MIG_CONTEXT_RESERVE_BYTES >> 20, gpu->name, gpu->profiles[largest].name,
-                            gib(profile_bytes(&gpu->profiles[largest])));
+            /* Drivers before the versioned query: v1 has no name, so it is made up as
+             * nvidia-smi shows it, from the slices and the memory rounded up to GB. */
+            nvmlGpuInstanceProfileInfo_t v1;
+            st = nv->nvmlDeviceGetGpuInstanceProfileInfo
+                     ? nv->nvmlDeviceGetGpuInstanceProfileInfo(device, index, &v1)
+                     : NVML_ERROR_FUNCTION_NOT_FOUND;
+            if (st == NVML_SUCCESS) {
+                info.id = v1.id, info.sliceCount = v1.sliceCount;
+                info.instanceCount = v1.instanceCount, info.memorySizeMB = v1.memorySizeMB;
+                info.multiprocessorCount = v1.multiprocessorCount;
+                snprintf(info.name, sizeof info.name, "%ug.%llugb%s", v1.sliceCount,
+                         (v1.memorySizeMB + 1023) / 1024,
+                         index == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 ? "+me" : "");
             }
         }
-        const mig_profile *first = &gpu->profiles[s.cand[j][0]];
-        smallest_memory += first->memory_slices, smallest_compute += first->compute_slices;
-        int n = snprintf(choices + used, used < sizeof choices ? sizeof choices - used : 0,
-                         "%sjob %d \"%s\" %s", j ? ", " : "", j, label, first->name);
-        if (n > 0) used += (size_t)n;
-    }
-    if (use_layout) {  /* +me profiles and the like: at most max_instances each */
-        int per_profile[MIG_MAX_PROFILES] = {0};
-        for (int j = 0; j < job_count; j++)
-            if (++per_profile[layout_profiles[j]] > gpu->profiles[layout_profiles[j]].max_instances)
-                return fail(err, err_size, "layout \"%s\": %s allows at most %d instance(s) of %s",
-                            layout, gpu->name, gpu->profiles[layout_profiles[j]].max_instances,
-                            gpu->profiles[layout_profiles[j]].name);
-    }
+        /* Profiles this GPU lacks answer NOT_SUPPORTED (INVALID_ARGUMENT on older drivers for
+         * indices they do not know); with MIG off some drivers answer NOT_SUPPORTED for all. */
+        if (st == NVML_ERROR_NOT_SUPPORTED || st == NVML_ERROR_INVALID_ARGUMENT) continue;
+        if (nvml_check(nv, st, NVML_SUCCESS, "nvmlDeviceGetGpuInstanceProfileInfoV(profile index)",
+                       __FILE__, __LINE__) != NVML_SUCCESS)
+            return -1;
+        set_profile_name(p, info.name);
+        p->id = info.id;
+        p->compute_slices = (int)info.sliceCount;
+        p->sm_count = (int)info.multiprocessorCount;
+        p->memory_mib = info.memorySizeMB;
+        p->max_instances = (int)info.instanceCount;
 
-    s.memo = calloc((size_t)(MIG_MAX_INSTANCES + 1) << MIG_MAX_SLICES, (MIG_MAX_SLICES + 1) * sizeof *s.memo);
-    if (!s.memo) return fail(err, err_size, "out of host memory while planning MIG instances");
-    memo_entry *best = solve(&s, 0, occupied, compute_used);
-    if (best->cost >= NO_PLAN) {
-        char rules[512] = "";
-        size_t r = 0;
-        for (int i = 0; i < gpu->profile_count; i++) {
-            int wanted = 0;
-            for (int j = 0; j < job_count; j++) wanted |= s.cand[j][0] == i;
-            if (!wanted) continue;
-            char starts[64];
-            mig_placements_text(&gpu->profiles[i], starts, sizeof starts);
-            int n = snprintf(rules + r, r < sizeof rules ? sizeof rules - r : 0, "%s%s at %s",
-                             r ? ", " : "", gpu->profiles[i].name, starts);
-            if (n > 0) r += (size_t)n;
+        nvmlGpuInstancePlacement_t placements[MIG_MAX_PLACEMENTS];
+        unsigned int count = 0;
+        if (NVML_CALL(nv, nvmlDeviceGetGpuInstancePossiblePlacements_v2, (device, p->id, NULL, &count)) !=
+            NVML_SUCCESS)
+            return -1;
+        if (count > MIG_MAX_PLACEMENTS) count = MIG_MAX_PLACEMENTS;
+        if (count &&
+            NVML_CALL(nv, nvmlDeviceGetGpuInstancePossiblePlacements_v2, (device, p->id, placements, &count)) !=
+                NVML_SUCCESS)
+            return -1;
+        if (count == 0) continue;  /* a profile nothing can be placed for is no use to a plan */
+        p->placement_count = (int)count;
+        for (unsigned int k = 0; k < count; k++) {
+            p->placements[k] = (mig_placement){(int)placements[k].start, (int)placements[k].size};
+            int end = p->placements[k].start + p->placements[k].size;
+            if (end > out->memory_slices) out->memory_slices = end;
         }
-        free(s.memo);
-        int adds_up = smallest_memory <= free_memory && smallest_compute <= free_compute;
-        return fail(err, err_size, "%s does not fit %s: %d job(s) need %d memory and %d compute "
-                    "slices with their %s profiles (%s), and %d memory and %d compute slices are "
-                    "free%s: %s. Allowed placements ({starts}:size): %s",
-                    use_layout ? "the layout" : "the mix", gpu->name, job_count, smallest_memory,
-                    smallest_compute, use_layout ? "layout's" : "smallest", choices, free_memory,
-                    free_compute, occupied ? " (the rest is held by existing instances)" : "",
-                    adds_up ? "the slices add up, but NVIDIA's placement rules allow no arrangement"
-                            : "too few slices",
-                    rules);
+        p->memory_slices = p->placements[0].size;
+        if (p->compute_slices > out->compute_slices) out->compute_slices = p->compute_slices;
+        /* The whole-GPU SM count is not queryable here; the largest profile stands in until the
+         * caller sets it (mig_open takes it from the shipped table when the GPU is known). */
+        if (p->sm_count > out->total_sms) out->total_sms = p->sm_count;
+        if (p->memory_mib > out->total_memory_mib) out->total_memory_mib = p->memory_mib;
+        out->profile_count++;
     }
-    unsigned int taken = occupied;
-    int compute = compute_used, profiles[MIG_MAX_INSTANCES];
-    mig_placement placements[MIG_MAX_INSTANCES];
-    for (int j = 0; j < job_count; j++) {
-        memo_entry *m = &s.memo[memo_index(j, taken, compute)];
-        const mig_profile *p = &gpu->profiles[s.cand[j][m->cand]];
-        mig_planned *out = &plan->instances[plan->count++];
-        out->job = j;
-        snprintf(out->label, sizeof out->label, "%s", jobs[j].label ? jobs[j].label : "");
-        out->profile = profiles[j] = s.cand[j][m->cand];
-        out->placement = placements[j] = p->placements[m->place];
-        out->existing = -1;
-        out->footprint_bytes = jobs[j].footprint_bytes;
-        out->required_bytes = mig_required_bytes(jobs[j].footprint_bytes);
-        out->sm_count = p->sm_count;
-        out->sm_fraction = gpu->total_sms > 0 ? (double)p->sm_count / gpu->total_sms : 0.0;
-        out->memory_bytes = profile_bytes(p);
-        taken |= slice_mask(out->placement), compute += p->compute_slices;
+    if (out->memory_slices > MIG_MAX_SLICES || out->compute_slices > MIG_MAX_SLICES) {
+        snprintf(nv->last_error, sizeof nv->last_error,
+                 "NVML reports %d memory and %d compute slices; this build plans for at most %d",
+                 out->memory_slices, out->compute_slices, MIG_MAX_SLICES);
+        return -1;
     }
-    free(s.memo);
-    return mig_check_placements(gpu, profiles, placements, job_count, occupied, compute_used, err,
-                                err_size);
-}
-
-void mig_plan_print(const mig_plan *plan, FILE *out) {
-    const mig_gpu *g = &plan->gpu;
-    fprintf(out, "MIG plan for %s: %d compute slices, %d memory slices, %d SMs\n", g->name,
-            g->compute_slices, g->memory_slices, g->total_sms);
-    fprintf(out, "  a job fits a profile when its memory >= footprint + %d%% + %llu MiB\n",
-            MIG_HEADROOM_PERCENT, MIG_CONTEXT_RESERVE_BYTES >> 20);
-    fprintf(out, "  %-4s %-24s %10s %10s  %-11s %4s %6s %10s  %-8s %s\n", "job", "label",
-            "footprint", "needs", "profile", "SMs", "of GPU", "memory", "slices", "instance");
-    char owner[MIG_MAX_SLICES][4];
-    for (int s = 0; s < MIG_MAX_SLICES; s++) snprintf(owner[s], sizeof owner[s], "%s", plan->occupied >> s & 1u ? "#" : ".");
-    unsigned int used = plan->occupied;
-    for (int i = 0; i < plan->count; i++) {
-        const mig_planned *p = &plan->instances[i];
-        char slices[16];
-        snprintf(slices, sizeof slices, p->placement.size > 1 ? "%d..%d" : "%d", p->placement.start,
-                 p->placement.start + p->placement.size - 1);
-        fprintf(out, "  %-4d %-24.24s %6.2f GiB %6.2f GiB  %-11s %4d %5.1f%% %6.2f GiB  %-8s %s\n",
-                p->job, p->label, gib(p->footprint_bytes), gib(p->required_bytes),
-                p->profile >= 0 ? g->profiles[p->profile].name : "(unknown)", p->sm_count, 100.0 * p->sm_fraction,
-                gib(p->memory_bytes), slices, p->existing >= 0 ? "existing" : "new");
-        for (int s = p->placement.start; s < p->placement.start + p->placement.size && s < MIG_MAX_SLICES; s++)
-            snprintf(owner[s], sizeof owner[s], "%d", p->job);
-        used |= slice_mask(p->placement);
-    }
-    fprintf(out, "  memory slice:");
-    for (int s = 0; s < g->memory_slices; s++) fprintf(out, " %3d", s);
-    fprintf(out, "\n  job:         ");
-    for (int s = 0; s < g->memory_slices; s++) fprintf(out, " %3s", owner[s]);
-    fprintf(out, "\n  ('#' held by instances outside this plan, '.' free; largest free run: %d slices)\n",
-            longest_free_run(used, g->memory_slices));
-}
-
-int mig_plan_admin_command(const mig_plan *plan, unsigned int gpu_index, char *out, size_t size) {
-    int order[MIG_MAX_INSTANCES], n = 0;
-    for (int i = 0; i < plan->count; i++) {  /* largest first: nvidia-smi places in that order */
-        if (plan->instances[i].existing >= 0) continue;
-        int k = n++;
-        while (k > 0 && plan->gpu.profiles[plan->instances[order[k - 1]].profile].memory_slices <
-                            plan->gpu.profiles[plan->instances[i].profile].memory_slices)
-            order[k] = order[k - 1], k--;
-        order[k] = i;
-    }
-    char ids[64] = "";
-    size_t used = 0;
-    for (int k = 0; k < n && used < sizeof ids; k++) {
-        int w = snprintf(ids + used, sizeof ids - used, "%s%u", k ? "," : "",
-                         plan->gpu.profiles[plan->instances[order[k]].profile].id);
-        if (w > 0) used += (size_t)w;
-    }
-    return snprintf(out, size, "nvidia-smi mig -i %u -cgi %s -C", gpu_index, ids);
+    return out->profile_count;
 }
 
 /* ---- the session: NVML discovery, creation, destruction ------------------------------------- */
@@ -386,12 +164,6 @@ int mig_open(mig_session *s, nvml *nv, unsigned int gpu_index, char *err, size_t
     return 0;
 }
 
-static int profile_by_id(const mig_gpu *gpu, unsigned int id) {
-    for (int i = 0; i < gpu->profile_count; i++)
-        if (gpu->profiles[i].id == id) return i;
-    return -1;
-}
-
 int mig_discover(mig_session *s, char *err, size_t err_size) {
     nvml *nv = s->nv;
     s->device_count = 0, s->occupied = 0, s->compute_used = 0;
@@ -405,7 +177,7 @@ int mig_discover(mig_session *s, char *err, size_t err_size) {
             nvmlGpuInstanceInfo_t info;
             if (NVML_CALL(nv, nvmlGpuInstanceGetInfo, (instances[k], &info)))
                 return fail(err, err_size, "cannot read a GPU instance: %s", nv->last_error);
-            s->occupied |= slice_mask((mig_placement){(int)info.placement.start, (int)info.placement.size});
+            s->occupied |= mig_slice_mask((mig_placement){(int)info.placement.start, (int)info.placement.size});
             s->compute_used += s->gpu.profiles[i].compute_slices;
         }
     }
@@ -431,7 +203,7 @@ int mig_discover(mig_session *s, char *err, size_t err_size) {
             NVML_CALL(nv, nvmlGpuInstanceGetInfo, (gi, &info)))
             return fail(err, err_size, "cannot read MIG device %u: %s", i, nv->last_error);
         d->profile_id = info.profileId;
-        d->profile = profile_by_id(&s->gpu, info.profileId);
+        d->profile = mig_profile_by_id(&s->gpu, info.profileId);
         d->placement = (mig_placement){(int)info.placement.start, (int)info.placement.size};
         d->memory_bytes = memory.total;
         d->sm_count = d->profile >= 0 ? s->gpu.profiles[d->profile].sm_count : 0;
@@ -566,7 +338,7 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
         if (s->created[c].gpu_instance_live || s->created[c].compute_instance_live) s->created[live++] = s->created[c];
     s->created_count = live;
     int layout_profiles[MIX_MAX_JOBS], use_layout = layout && *layout;
-    if (use_layout && parse_layout(&s->gpu, layout, job_count, layout_profiles, err, err_size)) return -1;
+    if (use_layout && mig_parse_layout(&s->gpu, layout, job_count, layout_profiles, err, err_size)) return -1;
 
     /* Idle existing devices first: the largest job first, each taking the smallest device that
      * holds it (with a layout: the same profile). The devices a job fits are nested by size, so
@@ -678,7 +450,7 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
         p->footprint_bytes = jobs[j].footprint_bytes, p->required_bytes = mig_required_bytes(jobs[j].footprint_bytes);
         p->sm_count = d->sm_count, p->memory_bytes = d->memory_bytes;
         p->sm_fraction = s->gpu.total_sms > 0 ? (double)d->sm_count / s->gpu.total_sms : 0.0;
-        ours |= slice_mask(d->placement);
+        ours |= mig_slice_mask(d->placement);
     }
     s->plan.occupied = s->occupied & ~ours;
     s->job_count = job_count;

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Per model: the suite's step in bf16 and tf32 next to PyTorch's strongest compiled step in each.
+
+Why: issue 13's targets in one table: suite bf16 at most 0.8x PyTorch's compiled bf16 step (the
+better of mode="reduce-overhead" and "max-autotune" where both ran; the column says which), and
+the suite's bf16 peak memory at most its tf32 footprint. Reads the JSON lines of
+bench/run_model_bench.sh (run with BENCH_PRECISIONS="tf32 bf16"); records without "precision"
+are tf32. Prints a Markdown table and PASS/FAIL/SKIP lines; exits 1 if a check FAILs or nothing
+was found.
+"""
+import json
+import sys
+
+GIB = float(1 << 30)
+TARGET = 0.8
+COMPILED = ("torch-compiled", "torch-max-autotune")
+
+
+def read(paths):
+    """{(model, size, batch): {(impl, precision): record}} in first-seen order."""
+    rows = {}
+    for path in paths or ["-"]:
+        stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+        with stream:
+            for line in stream:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                try:
+                    r = json.loads(line)
+                    key = (str(r["model"]), int(r["image_size"]), int(r["batch"]))
+                    slot = (r["impl"], r.get("precision", "tf32"))
+                except (ValueError, KeyError, TypeError):
+                    continue
+                rows.setdefault(key, {})[slot] = r
+    return rows
+
+
+def ms(record):
+    if not record or "error" in record:
+        return None
+    v = record.get("median_ms")
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
+def best_compiled(by_slot, precision):
+    """(ms, which) of the fastest compiled PyTorch run in that precision, or (None, '-')."""
+    runs = [(ms(by_slot.get((impl, precision))), impl[len("torch-"):]) for impl in COMPILED]
+    runs = [r for r in runs if r[0] is not None]
+    return min(runs) if runs else (None, "-")
+
+
+def fmt(v, digits=2):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def main():
+    rows = read(sys.argv[1:])
+    if not rows:
+        print("no benchmark records found", file=sys.stderr)
+        return 1
+    header = ("model", "input", "batch", "suite bf16 ms", "suite tf32 ms", "torch compiled bf16 ms",
+              "torch compiled tf32 ms", "suite bf16 / torch bf16", "suite bf16 GiB", "suite tf32 GiB")
+    table, verdicts = [header], []
+    for (model, size, batch), by_slot in rows.items():
+        s_bf, s_tf = by_slot.get(("suite", "bf16")), by_slot.get(("suite", "tf32"))
+        t_bf, t_bf_mode = best_compiled(by_slot, "bf16")
+        t_tf, t_tf_mode = best_compiled(by_slot, "tf32")
+        ratio = ms(s_bf) / t_bf if ms(s_bf) and t_bf else None
+        mem_bf = s_bf.get("peak_bytes") / GIB if ms(s_bf) else None
+        mem_tf = s_tf.get("peak_bytes") / GIB if ms(s_tf) else None
+        table.append((model, f"{size}x{size}", str(batch), fmt(ms(s_bf)), fmt(ms(s_tf)),
+                      f"{fmt(t_bf)} ({t_bf_mode})", f"{fmt(t_tf)} ({t_tf_mode})", fmt(ratio), fmt(mem_bf),
+                      fmt(mem_tf)))
+        name = f"{model} {size}x{size}/{batch}"
+        if ratio is None:
+            verdicts.append(("SKIP", f"{name}: suite bf16 <= {TARGET}x torch compiled bf16: a run is missing"))
+        else:
+            verdicts.append(("PASS" if ratio <= TARGET else "FAIL",
+                             f"{name}: suite bf16 {ms(s_bf):.3f} ms = {ratio:.2f}x torch compiled bf16 "
+                             f"{t_bf:.3f} ms ({t_bf_mode}); target <= {TARGET}"))
+        if mem_bf is None or mem_tf is None:
+            verdicts.append(("SKIP", f"{name}: bf16 memory <= tf32 memory: a suite run is missing"))
+        else:
+            verdicts.append(("PASS" if mem_bf <= mem_tf else "FAIL",
+                             f"{name}: suite bf16 {mem_bf:.2f} GiB vs tf32 {mem_tf:.2f} GiB"))
+    print("| " + " | ".join(table[0]) + " |")
+    print("|" + " --- |" * len(table[0]))
+    for row in table[1:]:
+        print("| " + " | ".join(row) + " |")
+    for verdict, text in verdicts:
+        print(f"{verdict} {text}")
+    return 1 if any(v == "FAIL" for v, _ in verdicts) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""One self-contained HTML page from run_suite's run folders (run_suite report RUN_DIR... -o F).
+
+Reads what run_suite writes (summary.json, jobs.csv, timeline.csv, run.json, comparison.json and
+a study's study.json) from any folders given, in any nesting, and draws the study's figures:
+epoch time, SM activity and memory per mode and collocation degree (Figures 2-4), timelines
+with job phase markers (Figures 5 and 9), energy per run and per sample (Figure 6), the
+comparison table, the paper's own findings next to ours, and each run's provenance.
+
+Python with matplotlib because that is what the field plots with: the study's authors, timm and
+PyTorch users already have it, and a researcher can change a figure here without learning a
+new tool. Figures are PNG embedded as data: URIs, so the page needs no network and no files.
+
+Exit status: 0 written; 2 bad input (a folder without runs, an unreadable or malformed file:
+the message names it); 1 the page could not be written.
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_data import MODEL_SIZES, ReportError, load, mode_key, read_json, short_workload, solo_times, workload_title  # noqa: E402
+from report_figures import figure_energy, figure_throughput, figure_timeline, figure_uniform, plt_module  # noqa: E402
+from report_html import CSS, comparison_table, esc, findings_section, provenance  # noqa: E402
+
+
+def build(paths, reference_path):
+    runs, cells, studies, alls = load(paths)
+    ref = read_json(reference_path, dict) if reference_path else {}
+    plt = plt_module()
+    solo = solo_times(runs)
+    groups = {}
+    for r in runs:
+        groups.setdefault(r.workload, []).append(r)
+    cell_groups = {}
+    for c in cells:
+        cell_groups.setdefault(c.workload, []).append(c)
+        groups.setdefault(c.workload, [])
+    order = sorted(groups, key=lambda w: (":" not in w, ["small", "medium", "large", "very large", None].index(MODEL_SIZES.get(w.split(":")[0])), w))
+    groups = [(w, groups[w]) for w in order]
+    figures = []  # (id, title) for the test and the contents
+    body = []
+    gpu_names = {r.run_json.get("gpu", {}).get("name") for r in runs if isinstance(r.run_json.get("gpu"), dict)}
+    gpu_names = {g for g in gpu_names if g}
+
+    body.append("<h2 id=modes>Per mode and collocation degree (the study's Figures 2-4)</h2>"
+                "<p class=note>Bars grouped by collocated run, runs ordered by degree (dotted lines) and mode; "
+                "the timed epoch is the second (the first warms up). SM activity is the GPU's own (GPM) where it "
+                "has it, else NVML utilisation.</p>")
+    for w, rs in groups:
+        wc = cell_groups.get(w, [])
+        anchor = f"w{len(figures)}"
+        body.append(f"<h3 id={anchor}>{esc(workload_title(w))}</h3>")
+        if rs or wc:
+            src = figure_uniform(plt, rs, wc)
+            figures.append((f"fig-modes-{anchor}", workload_title(w)))
+            body.append(f"<img id=fig-modes-{anchor} alt='epoch time, SM activity and memory per mode and degree: {esc(w)}' src='{src}'>")
+        src = figure_throughput(plt, rs, solo) if ":" in w and any(r.degree > 1 for r in rs) else None
+        if src:
+            figures.append((f"fig-throughput-{anchor}", workload_title(w)))
+            body.append(f"<img id=fig-throughput-{anchor} alt='throughput against one job alone' src='{src}'>")
+        body.append(comparison_table(rs, wc, solo))
+
+    body.append("<h2 id=timelines>Timelines (Figures 5 and 9)</h2><p class=note>Dotted lines: a job's go and the "
+                "start of its timed epoch; dashed: its end. Memory is stacked per job (NVML's per-process "
+                "accounting); the black line is the whole GPU.</p>")
+    chosen = []
+    for w, rs in groups:
+        coll = [r for r in rs if r.timeline]
+        if ":" not in w or len(runs) <= 16:
+            chosen.extend(sorted(coll, key=lambda r: (r.degree, mode_key(r.mode))))
+        else:
+            top = max((r.degree for r in coll if r.mode != "serial"), default=0)
+            chosen.extend(sorted([r for r in coll if r.degree == top and r.mode != "serial"], key=lambda r: mode_key(r.mode)))
+    n_tl = 0
+    for r in chosen:
+        src = figure_timeline(plt, r)
+        if src:
+            n_tl += 1
+            figures.append((f"fig-timeline-{n_tl}", r.path))
+            body.append(f"<h3>{esc(short_workload(r))} x{r.degree}, {esc(r.mode)}</h3>"
+                        f"<img id=fig-timeline-{n_tl} alt='timeline {esc(r.mode)}' src='{src}'>")
+    if not n_tl:
+        body.append("<p class=note>No timeline in these runs (run_suite samples the GPU through NVML; it was absent or --no-monitor).</p>")
+
+    body.append("<h2 id=energy>Energy (Figure 6)</h2><p class=note>GPU energy from first go to last end (serial: the sum "
+                "of each job's own window), and per trained sample.</p>")
+    src = figure_energy(plt, groups)
+    if src:
+        figures.append(("fig-energy", "energy"))
+        body.append(f"<img id=fig-energy alt='energy per run and per sample' src='{src}'>")
+    else:
+        body.append("<p class=note>No energy was measured in these runs (no NVML energy counter).</p>")
+
+    if ref:
+        body.append("<h2 id=paper>The study's findings next to ours</h2>")
+        body.append(findings_section(ref, groups, cells, solo, gpu_names))
+
+    body.append("<h2 id=provenance>Provenance</h2>")
+    body.append(provenance(runs, studies))
+
+    title = "Collocation report"
+    if studies:
+        title = f"Collocation study: {', '.join(str(st.get('study', '?')) for _, st in studies)}"
+    head = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
+            f"<style>{CSS}</style></head><body><h1>{esc(title)}</h1>"
+            f"<p class=sub>{len(runs)} run(s) from {esc(', '.join(paths))}; GPU: {esc(', '.join(sorted(gpu_names)) or 'not recorded')}; "
+            f"{len(figures)} figure(s)</p><nav><a href='#modes'>modes and degrees</a><a href='#timelines'>timelines</a>"
+            f"<a href='#energy'>energy</a>{'<a href=#paper>the paper</a>' if ref else ''}<a href='#provenance'>provenance</a></nav>")
+    page = head + "\n".join(body) + f"\n<!-- figures: {' '.join(f for f, _ in figures)} -->\n</body></html>\n"
+    return page, figures
+
+
+def main(argv):
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = argparse.ArgumentParser(prog="run_suite report", description="Turn run folders into one self-contained HTML page.")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run, --mode all or study folders of run_suite")
+    p.add_argument("-o", "--output", help="the page (default: RUN_DIR/report.html for one folder, else report.html)")
+    p.add_argument("--reference", default=os.path.join(here, "study_reference.json"),
+                   help="the paper's findings (default: study_reference.json beside this script; '' for none)")
+    a = p.parse_args(argv)
+    out = a.output or (os.path.join(a.run_dirs[0], "report.html") if len(a.run_dirs) == 1 else "report.html")
+    try:
+        page, figures = build(a.run_dirs, a.reference)
+    except ReportError as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2
+    tmp = f"{out}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(page)
+        os.replace(tmp, out)
+    except OSError as e:
+        print(f"report: cannot write {out}: {e.strerror}", file=sys.stderr)
+        return 1
+    print(f"report: {out} ({len(page) / 1024:.0f} KiB, {len(figures)} figures)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

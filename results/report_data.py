@@ -1,0 +1,399 @@
+"""Reading run_suite's folders for the report: summary.json, jobs.csv, timeline.csv, run.json,
+the jobs' setup events in their logs, and a study's study.json. Every file is read defensively: a
+malformed one raises ReportError naming it (the report then exits 2)."""
+import csv
+import json
+import math
+import os
+
+NAN = float("nan")
+MODE_ORDER = ["serial", "naive", "mps", "mig", "mig-emulate", "streams", "green"]
+MODE_COLOURS = {"serial": "#7f7f7f", "naive": "#d62728", "mps": "#1f77b4", "mig": "#2ca02c",
+                "mig-emulate": "#98df8a", "streams": "#9467bd", "green": "#8c564b"}
+MODEL_NAMES = {"resnet26": "ResNet-26", "resnet50": "ResNet-50", "resnet152": "ResNet-152",
+               "efficientnetv2_s": "EfficientNetV2-S", "cait_xxs24": "CaiT-XXS24",
+               "dlrm": "DLRM recommender"}
+MODEL_SIZES = {"resnet26": "small", "resnet50": "medium", "efficientnetv2_s": "medium",
+               "resnet152": "large", "cait_xxs24": "large", "dlrm": "very large"}
+# summary.json keys shown in their own columns; any other number there (e.g. the normalized
+# metrics) is shown too, under its own name, so new metrics appear without a change here.
+KNOWN_SUMMARY = {"jobs_ok", "jobs_failed", "jobs_diverged", "makespan_s", "total_samples",
+                 "aggregate_samples_per_s", "timed_samples_per_s_sum", "energy_j",
+                 "peak_gpu_memory_bytes", "speedup_vs_serial", "energy_vs_serial"}
+METRIC_NAMES = {"stp": "STP", "antt": "ANTT", "fairness": "fairness",
+                "interference_ratio": "interference ratio",
+                "energy_per_sample_j": "energy / sample (J)"}
+GIB = 1024.0 ** 3
+
+
+class ReportError(Exception):
+    """Bad input: the message names the file and what was expected."""
+
+
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def num(v):
+    return float(v) if is_num(v) else NAN
+
+
+def fnum(text):
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        return NAN
+    return v if math.isfinite(v) else NAN
+
+
+def finite(values):
+    return [v for v in values if not math.isnan(v)]
+
+
+def mean(values):
+    v = finite(values)
+    return sum(v) / len(v) if v else NAN
+
+
+def read_json(path, want):
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ReportError(f"{path}: cannot read: {e.strerror}")
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ReportError(f"{path}: not valid JSON ({e})")
+    if not isinstance(data, want):
+        raise ReportError(f"{path}: expected a JSON {'object' if want is dict else 'array'}")
+    return data
+
+
+def read_csv(path):
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise ReportError(f"{path}: cannot read: {e.strerror}")
+    except (csv.Error, UnicodeDecodeError) as e:
+        raise ReportError(f"{path}: not a CSV file ({e})")
+    return rows
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+class Timeline:
+    """The whole-GPU rows of timeline.csv as columns, and the phase markers."""
+
+    def __init__(self, path):
+        rows = read_csv(path)
+        if rows and "t" not in rows[0]:
+            raise ReportError(f"{path}: expected a column 't' (run_suite's timeline.csv)")
+        unit = rows[0].get("unit") if rows else None
+        rows = [r for r in rows if r.get("unit") == unit]
+        self.t = [fnum(r.get("t")) for r in rows]
+        if any(math.isnan(t) for t in self.t):
+            raise ReportError(f"{path}: a row's time 't' is not a number")
+        self.columns = {}
+        names = [k for k in (rows[0].keys() if rows else []) if k not in ("t", "unit", "markers")]
+        for name in names:
+            self.columns[name] = [fnum(r.get(name)) for r in rows]
+        self.markers = []
+        for t, r in zip(self.t, rows):
+            for m in (r.get("markers") or "").split():
+                job, _, phase = m.partition(":")
+                if job.startswith("job") and job[3:].isdigit():
+                    self.markers.append((t, int(job[3:]), phase))
+        self.job_mem = sorted((int(k[3:-10]), k) for k in self.columns
+                              if k.startswith("job") and k.endswith("_mem_bytes") and k[3:-10].isdigit())
+
+    def has(self, name):
+        return name in self.columns and bool(finite(self.columns[name]))
+
+    def mean_between(self, name, windows):
+        if not self.has(name):
+            return NAN
+        col = self.columns[name]
+        return mean([col[i] for i, t in enumerate(self.t) if any(a <= t <= b for a, b in windows)])
+
+    def index_at(self, t):
+        for i, ti in enumerate(self.t):
+            if ti >= t:
+                return i
+        return len(self.t) - 1 if self.t else -1
+
+    def energy_between(self, a, b):
+        if not self.has("energy_j"):
+            return NAN
+        col = self.columns["energy_j"]
+        pts = [(t, e) for t, e in zip(self.t, col) if not math.isnan(e)]
+        before = [e for t, e in pts if t <= a] or [pts[0][1]]
+        after = [e for t, e in pts if t <= b] or [pts[-1][1]]
+        return after[-1] - before[-1]
+
+
+def setup_versions(log):
+    """The library versions a job's setup event reports (its log holds its events); a log is
+    free text, so what does not parse is skipped."""
+    out = {}
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith('{"event":"setup"'):
+                    try:
+                        e = json.loads(line)
+                    except ValueError:
+                        continue
+                    for key, name in (("cuda_runtime_version", "CUDA runtime"), ("cudnn_version", "cuDNN")):
+                        v = e.get(key) if isinstance(e, dict) else None
+                        if is_num(v) and v > 0:
+                            out[name] = version_text(int(v), key)
+                    break
+    except OSError:
+        pass
+    return out
+
+
+def version_text(v, key):
+    if key == "cudnn_version":  # 90100 = 9.1.0
+        return f"{v // 10000}.{v // 100 % 100}.{v % 100}"
+    return f"{v // 1000}.{v % 1000 // 10}"  # 12080 = 12.8
+
+
+class Run:
+    """One mode's run folder: summary.json (required), jobs.csv, timeline.csv, run.json."""
+
+    def __init__(self, path):
+        self.path = path
+        s = read_json(os.path.join(path, "summary.json"), dict)
+        where = os.path.join(path, "summary.json")
+        if not isinstance(s.get("mode"), str) or not isinstance(s.get("jobs"), list):
+            raise ReportError(f"{where}: expected run_suite's summary (a 'mode' string and a 'jobs' list)")
+        for i, j in enumerate(s["jobs"]):
+            if not isinstance(j, dict):
+                raise ReportError(f"{where}: jobs[{i}] is not an object")
+        self.summary = s
+        self.mode = s["mode"]
+        self.mix = s.get("mix") if isinstance(s.get("mix"), str) else "?"
+        self.jobs = s["jobs"]
+        self.degree = len(self.jobs)
+        self.csv_rows = []
+        p = os.path.join(path, "jobs.csv")
+        if os.path.exists(p):
+            self.csv_rows = read_csv(p)
+        p = os.path.join(path, "run.json")
+        self.run_json = read_json(p, dict) if os.path.exists(p) else {}
+        p = os.path.join(path, "timeline.csv")
+        self.timeline = Timeline(p) if os.path.exists(p) else None
+        names = [j.get("job") if isinstance(j.get("job"), str) else str(j.get("label")) for j in self.jobs]
+        self.uniform = len(set(names)) == 1
+        self.workload = names[0] if self.uniform and names else self.mix
+        self.model = self.workload.split(":")[0] if self.uniform else ""
+        self.cell = None  # the study's record of this run, when it is part of a study
+        self.root = path  # the folder given on the command line that holds it (set by load)
+        self.versions = {}
+        for name in sorted(os.listdir(path)):
+            if name.startswith("job-") and name.endswith(".log"):
+                self.versions.update(setup_versions(os.path.join(path, name)))
+
+    def job_csv(self, i, key):
+        return fnum(self.csv_rows[i].get(key)) if i < len(self.csv_rows) else NAN
+
+    def timed_seconds(self):
+        out = []
+        for i, j in enumerate(self.jobs):
+            v = num(j.get("timed_seconds"))
+            out.append(v if not math.isnan(v) else self.job_csv(i, "timed_s"))
+        return out
+
+    def timed_windows(self):
+        w = []
+        for i in range(self.degree):
+            a, b = self.job_csv(i, "timed_t_start"), self.job_csv(i, "timed_t_end")
+            if not math.isnan(a) and not math.isnan(b):
+                w.append((a, b))
+        if not w:
+            a, b = self.go_end()
+            if not math.isnan(a):
+                w.append((a, b))
+        return w
+
+    def go_end(self):
+        go = finite([num(j.get("go_t")) for j in self.jobs])
+        end = finite([num(j.get("end_t")) for j in self.jobs])
+        return (min(go), max(end)) if go and end else (NAN, NAN)
+
+    def sm_activity(self):
+        """Mean over the timed epochs: SM activity (GPM), else NVML utilisation; and its name."""
+        if not self.timeline:
+            return NAN, None
+        for col, name in (("sm_active_pct", "SM activity"), ("util_gpu_pct", "GPU utilisation")):
+            v = self.timeline.mean_between(col, self.timed_windows())
+            if not math.isnan(v):
+                return v, name
+        return NAN, None
+
+    def memory_after_epoch(self):
+        """GPU memory just after the first epoch ended (per job where known), as the study
+        read nvidia-smi after an epoch; without a timeline, the jobs' own peaks."""
+        tl = self.timeline
+        starts = finite([self.job_csv(i, "timed_t_start") for i in range(self.degree)])
+        if tl and tl.has("mem_used_bytes") and starts:
+            if self.mode == "serial":  # one job at a time: the largest of each alone
+                best = (NAN, [])
+                for t in starts:
+                    i = tl.index_at(t)
+                    total = tl.columns["mem_used_bytes"][i]
+                    if math.isnan(best[0]) or total > best[0]:
+                        best = (total, [tl.columns[k][i] for _, k in tl.job_mem])
+                return best[0], best[1], "GPU memory in use after the first epoch"
+            i = tl.index_at(max(starts))
+            return (tl.columns["mem_used_bytes"][i], [tl.columns[k][i] for _, k in tl.job_mem],
+                    "GPU memory in use after the first epoch")
+        peaks = [num(j.get("peak_bytes")) for j in self.jobs]
+        if self.mode == "serial":
+            return (max(finite(peaks)) if finite(peaks) else NAN), [], "largest job peak (no timeline)"
+        return (sum(finite(peaks)) if finite(peaks) else NAN), peaks, "sum of job peaks (no timeline)"
+
+    def energy(self):
+        v = num(self.summary.get("energy_j"))
+        if math.isnan(v) and self.timeline:
+            a, b = self.go_end()
+            if not math.isnan(a):
+                v = self.timeline.energy_between(a, b)
+        return v
+
+    def samples(self):
+        return num(self.summary.get("total_samples"))
+
+    def energy_per_sample(self):
+        for key in ("energy_per_sample_j",):
+            v = num(self.summary.get(key))
+            if not math.isnan(v):
+                return v
+        e, n = self.energy(), self.samples()
+        return e / n if n and not math.isnan(e) and not math.isnan(n) else NAN
+
+    def extra_metrics(self):
+        out = {}
+        for k, v in self.summary.items():
+            if k not in KNOWN_SUMMARY and is_num(v):
+                out[k] = float(v)
+        for holder in ("metrics", "normalized"):
+            m = self.summary.get(holder)
+            if isinstance(m, dict):
+                for k, v in m.items():
+                    if is_num(v):
+                        out[k] = float(v)
+        return out
+
+    def normalized_throughput(self, solo):
+        """Sum over jobs of (job alone / job here), from the timed epochs; solo: workload -> seconds."""
+        base = solo.get(self.workload)
+        if self.uniform and base:
+            return sum(base / t for t in self.timed_seconds() if t and not math.isnan(t)) if self.mode != "serial" else 1.0
+        vals = [num(j.get("solo_timed_seconds")) / num(j.get("timed_seconds")) for j in self.jobs
+                if num(j.get("timed_seconds")) > 0]
+        vals = finite(vals)
+        return sum(vals) if len(vals) == self.degree and self.mode != "serial" else NAN
+
+    def failures(self):
+        out = []
+        for i, j in enumerate(self.jobs):
+            if j.get("status") not in (None, "ok"):
+                out.append(f"job {i} {j.get('label', '?')}: {j.get('status')}"
+                           + (f": {j.get('reason')}" if j.get("reason") else ""))
+        return out
+
+
+class Cell:
+    """A study cell that has no run folder: refused (does not fit), failed to start, skipped."""
+
+    def __init__(self, d, where):
+        self.mode = str(d.get("mode", "?"))
+        self.degree = int(num(d.get("degree"))) if is_num(d.get("degree")) else 0
+        self.workload = str(d.get("job") or d.get("mix") or "?")
+        self.status = str(d.get("status", "?"))
+        self.reason = str(d.get("reason", ""))
+        self.mix = str(d.get("mix", ""))
+        self.where = where
+
+
+def load(paths):
+    runs, cells, studies, alls = [], [], [], []
+    for root in paths:
+        if not os.path.isdir(root):
+            raise ReportError(f"{root}: not a folder (expected a run folder of run_suite)")
+        found = 0
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            if "study.json" in filenames:
+                p = os.path.join(dirpath, "study.json")
+                st = read_json(p, dict)
+                if not isinstance(st.get("cells", []), list):
+                    raise ReportError(f"{p}: 'cells' is not a list")
+                studies.append((dirpath, st))
+                found += 1
+            if "comparison.json" in filenames:
+                alls.append((dirpath, read_json(os.path.join(dirpath, "comparison.json"), list)))
+            if "summary.json" in filenames:
+                runs.append(Run(dirpath))
+                runs[-1].root = root
+                found += 1
+        if not found:
+            raise ReportError(f"{root}: no run folder in it (expected summary.json, as run_suite writes)")
+    by_path = {os.path.realpath(r.path): r for r in runs}
+    for base, st in studies:
+        for k, c in enumerate(st.get("cells", [])):
+            if not isinstance(c, dict):
+                raise ReportError(f"{os.path.join(base, 'study.json')}: cells[{k}] is not an object")
+            folder = c.get("folder")
+            run = by_path.get(os.path.realpath(os.path.join(base, folder))) if isinstance(folder, str) and folder else None
+            if run:
+                run.cell = c
+            elif c.get("status") not in ("complete", "partial"):
+                cells.append(Cell(c, base))
+    return runs, cells, studies, alls
+
+
+# --- figures ---------------------------------------------------------------------------------
+
+def mode_key(mode):
+    return MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
+
+
+def workload_title(w):
+    if ":" not in w:
+        return f"mix {w}"
+    model, _, rest = w.partition(":")
+    data, _, batch = rest.partition("@")
+    size = MODEL_SIZES.get(model)
+    return f"{MODEL_NAMES.get(model, model)} · {data} · batch {batch}" + (f" ({size})" if size else "")
+
+
+def short_workload(r):
+    return MODEL_NAMES.get(r.model, r.model) if r.uniform else r.mix
+
+
+
+
+def solo_times(runs):
+    """Each uniform workload's timed epoch alone: its serial run's mean (any degree), else the
+    mean of its degree-1 runs."""
+    out = {}
+    for r in runs:
+        if r.uniform and r.mode == "serial":
+            out.setdefault(r.workload, []).extend(finite(r.timed_seconds()))
+    for r in runs:
+        if r.uniform and r.degree == 1 and r.workload not in out:
+            out.setdefault(r.workload + "#1", []).extend(finite(r.timed_seconds()))
+    res = {k: sum(v) / len(v) for k, v in out.items() if v and not k.endswith("#1")}
+    for k, v in out.items():
+        if k.endswith("#1") and v and k[:-2] not in res:
+            res[k[:-2]] = sum(v) / len(v)
+    return res
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+def short_name(w):
+    return MODEL_NAMES.get(w.split(":")[0], w) if ":" in w else w

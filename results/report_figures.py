@@ -1,0 +1,210 @@
+"""The report's figures (matplotlib, drawn off-screen into PNG data: URIs)."""
+import base64
+import io
+import math
+
+from report_data import GIB, MODE_COLOURS, Cell, finite, mode_key, num, short_workload
+
+def png(fig):
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def plt_module():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({"font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+    return plt
+
+
+def slots_of(runs, cells):
+    """Bars in the study's order: degree, then mode; refused cells keep their place."""
+    items = [(r.degree, mode_key(r.mode), r.mode, r) for r in runs] + \
+            [(c.degree, mode_key(c.mode), c.mode, c) for c in cells]
+    items.sort(key=lambda x: (x[0], x[1]))
+    return items
+
+
+def degree_separators(ax, slots):
+    for k in range(1, len(slots)):
+        if slots[k][0] != slots[k - 1][0]:
+            ax.axvline(k - 0.5, color="#555", linestyle=":", linewidth=1)
+
+
+def label_slots(ax, slots):
+    ax.set_xticks(range(len(slots)))
+    ax.set_xticklabels([s[2] for s in slots], rotation=45, ha="right")
+    ax.set_xlim(-0.6, len(slots) - 0.4)
+    top = ax.get_ylim()[1]
+    seen = set()
+    for k, s in enumerate(slots):
+        if s[0] not in seen:
+            seen.add(s[0])
+            ax.text(k - 0.45, top, f"{s[0]} job{'s' if s[0] != 1 else ''}", va="bottom", fontsize=8, color="#333")
+
+
+def figure_uniform(plt, runs, cells):
+    """Figures 2-4: (a) each job's timed epoch, (b) SM activity, (c) memory after an epoch."""
+    slots = slots_of(runs, cells)
+    fig, axes = plt.subplots(3, 1, figsize=(max(7, 0.55 * len(slots) + 2), 8.2), sharex=False)
+    ax_t, ax_sm, ax_mem = axes
+    sm_name, mem_name = None, None
+    for k, (deg, _, mode, item) in enumerate(slots):
+        colour = MODE_COLOURS.get(mode, "#444")
+        if isinstance(item, Cell):
+            for ax in axes:
+                ax.text(k, 0, f" {item.status}", rotation=90, ha="center", va="bottom", fontsize=7, color="#a00")
+            continue
+        times = item.timed_seconds()
+        w = 0.8 / max(1, len(times))
+        for i, t in enumerate(times):
+            if not math.isnan(t):
+                ax_t.bar(k - 0.4 + w * (i + 0.5), t, width=w * 0.9, color=colour, edgecolor="white", linewidth=0.3)
+            else:
+                ax_t.text(k - 0.4 + w * (i + 0.5), 0, "x", ha="center", va="bottom", color="#a00", fontsize=7)
+        sm, name = item.sm_activity()
+        if not math.isnan(sm):
+            ax_sm.bar(k, sm, width=0.6, color=colour)
+            sm_name = sm_name or name
+        total, per_job, mname = item.memory_after_epoch()
+        mem_name = mem_name or mname
+        parts = [v for v in per_job if not math.isnan(v)]
+        if parts and len(parts) == len(per_job):
+            bottom = 0.0
+            for v in parts:
+                ax_mem.bar(k, v / GIB, bottom=bottom, width=0.6, color=colour, edgecolor="white", linewidth=0.5)
+                bottom += v / GIB
+            if not math.isnan(total) and total / GIB > bottom:
+                ax_mem.bar(k, total / GIB - bottom, bottom=bottom, width=0.6, color="#ddd", edgecolor="white", linewidth=0.5)
+        elif not math.isnan(total):
+            ax_mem.bar(k, total / GIB, width=0.6, color=colour)
+    ax_t.set_ylabel("timed epoch (s)")
+    ax_t.set_title("(a) time per timed epoch, one bar per job", loc="left", fontsize=9, pad=14)
+    ax_sm.set_ylabel("%")
+    ax_sm.set_ylim(0, 100)
+    ax_sm.set_title(f"(b) {sm_name or 'SM activity (not measured)'} over the timed epochs", loc="left", fontsize=9, pad=14)
+    ax_mem.set_ylabel("GiB")
+    ax_mem.set_title(f"(c) {mem_name or 'memory'}; stacked per job (grey: other processes)", loc="left", fontsize=9, pad=14)
+    for ax in axes:
+        label_slots(ax, slots)
+        degree_separators(ax, slots)
+    fig.tight_layout()
+    return png(fig)
+
+
+def figure_throughput(plt, runs, solo):
+    """Aggregate throughput against the job alone (sum over jobs of solo/shared timed epoch)."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    by_mode = {}
+    for r in runs:
+        v = r.normalized_throughput(solo)
+        if not math.isnan(v):
+            by_mode.setdefault(r.mode, []).append((r.degree, v))
+    if not by_mode:
+        plt.close(fig)
+        return None
+    degrees = sorted({d for pts in by_mode.values() for d, _ in pts})
+    for mode in sorted(by_mode, key=mode_key):
+        pts = sorted(by_mode[mode])
+        ax.plot([d for d, _ in pts], [v for _, v in pts], marker="o", color=MODE_COLOURS.get(mode, "#444"), label=mode)
+    ax.plot(degrees, degrees, linestyle=":", color="#999", label="ideal (n x alone)")
+    ax.set_xticks(degrees)
+    ax.ticklabel_format(axis="y", useOffset=False)
+    ax.set_xlabel("collocated jobs")
+    ax.set_ylabel("throughput / one job alone")
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return png(fig)
+
+
+def figure_timeline(plt, run):
+    """Figures 5 and 9: SM activity, memory per job, power and PCIe over the run, with markers."""
+    tl = run.timeline
+    if not tl or not tl.t:
+        return None
+    t0 = min(finite([num(j.get("go_t")) for j in run.jobs]) or [tl.t[0]])
+    x = [t - t0 for t in tl.t]
+    panels = []
+    if tl.has("sm_active_pct") or tl.has("util_gpu_pct"):
+        panels.append("sm")
+    if tl.has("mem_used_bytes") or tl.job_mem:
+        panels.append("mem")
+    if tl.has("power_w"):
+        panels.append("power")
+    if tl.has("pcie_rx_bytes_per_s") or tl.has("pcie_tx_bytes_per_s"):
+        panels.append("pcie")
+    if not panels:
+        return None
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, 1.7 * len(panels) + 0.6), sharex=True, squeeze=False)
+    axes = [a[0] for a in axes]
+    cmap = plt.get_cmap("tab10")
+    for ax, p in zip(axes, panels):
+        if p == "sm":
+            for col, name, style in (("sm_active_pct", "SM activity", "-"), ("util_gpu_pct", "GPU utilisation", "--")):
+                if tl.has(col):
+                    ax.plot(x, tl.columns[col], style, linewidth=1, label=name, color="#1f77b4" if style == "-" else "#999")
+            ax.set_ylabel("%")
+            ax.set_ylim(0, 105)
+        elif p == "mem":
+            if tl.job_mem:
+                ys = [[0.0 if math.isnan(v) else v / GIB for v in tl.columns[k]] for _, k in tl.job_mem]
+                ax.stackplot(x, ys, labels=[f"job {j}" for j, _ in tl.job_mem],
+                             colors=[cmap(j % 10) for j, _ in tl.job_mem], alpha=0.8)
+            if tl.has("mem_used_bytes"):
+                ax.plot(x, [v / GIB for v in tl.columns["mem_used_bytes"]], color="k", linewidth=1, label="GPU total")
+            ax.set_ylabel("GiB")
+        elif p == "power":
+            ax.plot(x, tl.columns["power_w"], color="#d62728", linewidth=1, label="power")
+            ax.set_ylabel("W")
+        else:
+            for col, name, c in (("pcie_rx_bytes_per_s", "PCIe rx (to GPU)", "#2ca02c"), ("pcie_tx_bytes_per_s", "PCIe tx", "#ff7f0e")):
+                if tl.has(col):
+                    ax.plot(x, [v / 1e6 for v in tl.columns[col]], color=c, linewidth=1, label=name)
+            ax.set_ylabel("MB/s")
+        for t, job, phase in tl.markers:
+            if phase in ("start", "end") or phase == "epoch1":
+                ax.axvline(t - t0, color=cmap(job % 10), linestyle="--" if phase == "end" else ":", linewidth=0.8)
+        ax.legend(fontsize=7, frameon=False, loc="upper right", ncol=4)
+    top = axes[0]
+    for t, job, phase in tl.markers:
+        if phase in ("start", "end", "epoch1"):
+            label = {"start": "go", "end": "end", "epoch1": "timed"}[phase]
+            top.annotate(f"j{job} {label}", (t - t0, 1.0), xycoords=("data", "axes fraction"), fontsize=6,
+                         rotation=90, va="bottom", ha="center", color=cmap(job % 10))
+    axes[-1].set_xlabel("seconds since go")
+    fig.tight_layout()
+    return png(fig)
+
+
+def figure_energy(plt, groups):
+    """Figure 6: energy of each run and energy per sample, grouped by workload and degree."""
+    bars = []
+    for title, runs in groups:
+        for r in sorted(runs, key=lambda r: (r.degree, mode_key(r.mode))):
+            e = r.energy()
+            if not math.isnan(e):
+                bars.append((f"{short_workload(r)} x{r.degree}", r.mode, e, r.energy_per_sample()))
+    if not bars:
+        return None
+    fig, (a, b) = plt.subplots(2, 1, figsize=(max(6.5, 0.45 * len(bars) + 2), 5.6), sharex=True)
+    for k, (grp, mode, e, eps) in enumerate(bars):
+        c = MODE_COLOURS.get(mode, "#444")
+        a.bar(k, e / 1000.0, color=c)
+        if not math.isnan(eps):
+            b.bar(k, eps * 1000.0, color=c)
+    for k in range(1, len(bars)):
+        if bars[k][0] != bars[k - 1][0]:
+            a.axvline(k - 0.5, color="#555", linestyle=":", linewidth=1)
+            b.axvline(k - 0.5, color="#555", linestyle=":", linewidth=1)
+    a.set_ylabel("energy (kJ), go to end")
+    b.set_ylabel("energy / sample (mJ)")
+    b.set_xticks(range(len(bars)))
+    b.set_xticklabels([f"{g} {m}" for g, m, _, _ in bars], rotation=60, ha="right", fontsize=7)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=MODE_COLOURS.get(m, "#444")) for m in sorted({m for _, m, _, _ in bars}, key=mode_key)]
+    a.legend(handles, sorted({m for _, m, _, _ in bars}, key=mode_key), fontsize=8, frameon=False, ncol=5)
+    fig.tight_layout()
+    return png(fig)

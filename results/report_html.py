@@ -1,0 +1,208 @@
+"""The report's tables: comparison per workload, the paper's findings next to ours, provenance."""
+import html
+import math
+import os
+
+from report_data import (GIB, METRIC_NAMES, MODEL_NAMES, MODEL_SIZES, NAN, Cell, finite, is_num, mean,
+                         mode_key, num, short_name)
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
+h1{font-size:1.5em;margin-bottom:0}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:2em}
+h3{font-size:1.05em;margin-top:1.6em}p.sub{color:#555;margin-top:4px}
+table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
+th{background:#f4f4f4}td.l,th.l{text-align:left}tr.bad td{background:#fff3f3}
+img{max-width:100%;border:1px solid #eee;margin:6px 0}code{font-size:11px;word-break:break-all}
+.ok{color:#176f2c}.off{color:#a33}.note{color:#666;font-size:12px}nav a{margin-right:12px}
+"""
+
+
+def esc(v):
+    return html.escape(str(v), quote=True)
+
+
+def fmt(v, spec="{:.3g}", none="–"):
+    return none if v is None or (isinstance(v, float) and math.isnan(v)) else spec.format(v)
+
+
+def gib(v):
+    return fmt(v / GIB if not math.isnan(v) else NAN, "{:.2f}")
+
+
+def comparison_table(runs, cells, solo):
+    extra = sorted({k for r in runs for k in r.extra_metrics()})
+    head = ["jobs", "mode", "status", "makespan s", "samples/s", "speed-up vs serial", "throughput / alone",
+            "mean timed epoch s", "energy J", "energy vs serial", "peak GPU mem GiB"] + \
+           [METRIC_NAMES.get(k, k) for k in extra] + ["failures"]
+    out = ["<table><tr>" + "".join(f"<th{' class=l' if h in ('mode', 'status', 'failures') else ''}>{esc(h)}</th>" for h in head) + "</tr>"]
+    items = sorted([(r.degree, mode_key(r.mode), r) for r in runs] + [(c.degree, mode_key(c.mode), c) for c in cells],
+                   key=lambda x: (x[0], x[1]))
+    for _, _, it in items:
+        if isinstance(it, Cell):
+            out.append(f"<tr class=bad><td>{it.degree}</td><td class=l>{esc(it.mode)}</td><td class=l>{esc(it.status)}</td>"
+                       f"<td colspan={len(head) - 4}></td><td class=l>{esc(it.reason)}</td></tr>")
+            continue
+        s = it.summary
+        m = it.extra_metrics()
+        fails = it.failures()
+        cells_html = [str(it.degree), esc(it.mode), esc(s.get("status", "?")),
+                      fmt(num(s.get("makespan_s")), "{:.2f}"), fmt(num(s.get("aggregate_samples_per_s")), "{:,.0f}"),
+                      fmt(num(s.get("speedup_vs_serial")), "{:.2f}x"), fmt(it.normalized_throughput(solo), "{:.2f}x"),
+                      fmt(mean(it.timed_seconds()), "{:.3f}"), fmt(it.energy(), "{:,.0f}"),
+                      fmt(num(s.get("energy_vs_serial")), "{:.2f}x"), gib(num(s.get("peak_gpu_memory_bytes")))] + \
+                     [fmt(m.get(k, NAN), "{:.3g}") for k in extra] + ["<br>".join(esc(f) for f in fails)]
+        cls = " class=bad" if fails else ""
+        out.append(f"<tr{cls}>" + "".join(f"<td{' class=l' if i in (1, 2, len(cells_html) - 1) else ''}>{c}</td>"
+                                          for i, c in enumerate(cells_html)) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def epoch_ratio(groups, sizes, degree, modes, solo):
+    """Mean timed epoch at `degree` over the same mode's degree-1 epoch, per workload of the sizes."""
+    rows = []
+    for workload, runs in groups:
+        model = workload.split(":")[0]
+        if MODEL_SIZES.get(model) not in sizes:
+            continue
+        for mode in modes:
+            alone = [r for r in runs if r.mode in (mode, mode + "-emulate") and r.degree == 1]
+            here = [r for r in runs if r.mode in (mode, mode + "-emulate") and r.degree == degree]
+            for h in here:
+                a = [x for x in alone if x.mode == h.mode]
+                base = mean(a[0].timed_seconds()) if a else solo.get(workload, NAN)
+                v = mean(h.timed_seconds())
+                if not math.isnan(base) and base > 0 and not math.isnan(v):
+                    rows.append(f"{MODEL_NAMES.get(model, model)} {h.mode}: {v / base:.2f}x")
+    return rows
+
+
+def findings_section(ref, groups, cells, solo, gpu_names):
+    out = [f"<p>The paper measured on {esc(ref.get('hardware', '?'))} with {esc(ref.get('software', '?'))}; "
+           f"these runs: <b>{esc(', '.join(sorted(gpu_names)) or 'GPU not recorded')}</b> with this suite "
+           "(cuDNN/cuBLAS, no framework). Ratios travel between machines better than seconds; a larger GPU "
+           "leaves more room for collocation, so our ratios are expected to be lower than the paper's where "
+           "a single job fills less of the GPU.</p>",
+           "<table><tr><th class=l>where</th><th class=l>the paper states</th><th class=l>ours</th></tr>"]
+    uniform = [(w, rs) for w, rs in groups if ":" in w]
+    for f in ref.get("findings", []):
+        if not isinstance(f, dict):
+            continue
+        kind, ours = f.get("kind"), []
+        if kind == "epoch_ratio":
+            ours = epoch_ratio(uniform, f.get("sizes", []), f.get("degree", 0), f.get("modes", []), solo)
+        elif kind == "alone_spread":
+            for w, rs in uniform:
+                t = [(r.mode, mean(r.timed_seconds())) for r in rs if r.degree == 1 and r.mode != "serial"]
+                t = [(m, v) for m, v in t if not math.isnan(v)]
+                if len(t) > 1:
+                    lo = min(v for _, v in t)
+                    ours.append(f"{short_name(w)}: " + ", ".join(f"{m} {v / lo:.2f}" for m, v in sorted(t, key=lambda x: mode_key(x[0]))))
+        elif kind == "mode_order":
+            for w, rs in uniform:
+                for d in sorted({r.degree for r in rs if r.degree > 1}):
+                    t = [(mean(r.timed_seconds()), r.mode) for r in rs if r.degree == d and r.mode != "serial"]
+                    t = sorted((v, m) for v, m in t if not math.isnan(v))
+                    if len(t) > 1:
+                        ours.append(f"{short_name(w)} x{d} (fastest first): " + " > ".join(m for _, m in t))
+        elif kind == "naive_vs_sequence":
+            for w, rs in uniform:
+                if MODEL_SIZES.get(w.split(":")[0]) not in f.get("sizes", []) or w not in solo:
+                    continue
+                for r in rs:
+                    if r.mode == "naive" and r.degree > 1:
+                        ours.append(f"{short_name(w)} x{r.degree}: naive epoch / (n x alone) = "
+                                    f"{mean(r.timed_seconds()) / (r.degree * solo[w]):.2f}")
+        elif kind == "does_not_fit":
+            ours = [f"{short_name(c.workload)} x{c.degree} {c.mode}: {c.status}" for c in cells if c.status == "does not fit"]
+            if not ours:
+                ours = ["every planned cell ran (none refused for memory)"]
+        elif kind == "memory_sum":
+            for w, rs in uniform:
+                alone = [r.memory_after_epoch()[0] for r in rs if r.degree == 1 and r.mode != "serial"]
+                alone = [v for v in finite(alone) if v > 0]
+                if not alone:
+                    continue
+                for r in rs:
+                    if r.degree > 1 and r.mode != "serial":
+                        m = r.memory_after_epoch()[0]
+                        if not math.isnan(m):
+                            ours.append(f"{short_name(w)} x{r.degree} {r.mode}: {m / (r.degree * min(alone)):.2f} of n x alone")
+        elif kind == "energy_order":
+            for w, rs in groups:
+                for d in sorted({r.degree for r in rs if r.degree > 1}):
+                    e = sorted((r.energy(), r.mode) for r in rs if r.degree == d and not math.isnan(r.energy()))
+                    if len(e) > 1:
+                        ours.append(f"{short_name(w)} x{d}: " + " < ".join(f"{m} {v / 1000:.2f} kJ" for v, m in e))
+        elif kind == "table2":
+            for w, rs in groups:
+                if ":" in w or "XL" not in w.upper() and "dlrm" not in w:
+                    continue
+                for r in sorted(rs, key=lambda r: mode_key(r.mode)):
+                    sp = num(r.summary.get("speedup_vs_serial"))
+                    ours.append(f"{r.mode}: makespan {fmt(num(r.summary.get('makespan_s')), '{:.1f}')} s"
+                                + (f" ({(1 / sp - 1) * 100:+.0f}% vs serial)" if not math.isnan(sp) and sp > 0 else ""))
+        elif kind == "timeline_note":
+            ours = ["see the timelines of the mixed runs below"] if any(":" not in w for w, _ in groups) else []
+        rng = f" (range used: {f['low']}-{f['high']})" if is_num(f.get("low")) and is_num(f.get("high")) else ""
+        out.append(f"<tr><td class=l>{esc(f.get('where', ''))}</td><td class=l>{esc(f.get('statement', ''))}"
+                   f"<span class=note>{esc(rng)}</span></td><td class=l>"
+                   + ("<br>".join(esc(o) for o in ours[:14]) if ours else "<span class=note>not measured in these runs</span>")
+                   + (f"<br><span class=note>… {len(ours) - 14} more</span>" if len(ours) > 14 else "") + "</td></tr>")
+    out.append("</table>")
+    t2 = ref.get("table2")
+    if isinstance(t2, list) and t2:
+        out.append(f"<h3>Table 2 as the paper prints it</h3><p class=note>{esc(ref.get('table2_note', ''))}</p>"
+                   "<table><tr><th class=l>collocation</th><th>recommender h</th><th>ResNet h</th><th>total h</th>"
+                   "<th>change</th><th>GPU util %</th><th>memory GB</th></tr>")
+        for row in t2:
+            if isinstance(row, dict):
+                out.append(f"<tr><td class=l>{esc(row.get('collocation', ''))}</td><td>{fmt(num(row.get('recommender_h')), '{:.2f}')}</td>"
+                           f"<td>{fmt(num(row.get('resnet_h')), '{:.2f}')}</td><td>{fmt(num(row.get('total_h')), '{:.2f}')}</td>"
+                           f"<td>{fmt(num(row.get('total_change_pct')), '{:+.0f}%')}</td><td>{fmt(num(row.get('gpu_util_pct')), '{:.0f}')}</td>"
+                           f"<td>{fmt(num(row.get('memory_gb')), '{:.2f}')}</td></tr>")
+        out.append("</table>")
+        mixed = [(w, rs) for w, rs in groups if ":" not in w and ("XL" in w.upper() or "dlrm" in w)]
+        for w, rs in mixed:
+            out.append(f"<p>Ours for <b>{esc(w)}</b> (seconds; quick runs time a few steps, so compare the change, "
+                       "utilisation and memory, not the hours):</p><table><tr><th class=l>mode</th>"
+                       + "".join(f"<th>job {i} timed epoch s</th>" for i in range(rs[0].degree))
+                       + "<th>makespan s</th><th>change</th><th>GPU util %</th><th>memory GiB</th></tr>")
+            for r in sorted(rs, key=lambda r: mode_key(r.mode)):
+                sp = num(r.summary.get("speedup_vs_serial"))
+                util = r.timeline.mean_between("util_gpu_pct", r.timed_windows()) if r.timeline else NAN
+                out.append(f"<tr><td class=l>{esc(r.mode)}</td>" + "".join(f"<td>{fmt(t, '{:.3f}')}</td>" for t in r.timed_seconds())
+                           + f"<td>{fmt(num(r.summary.get('makespan_s')), '{:.2f}')}</td>"
+                           f"<td>{fmt((1 / sp - 1) * 100 if not math.isnan(sp) and sp > 0 else NAN, '{:+.0f}%')}</td>"
+                           f"<td>{fmt(util, '{:.0f}')}</td><td>{gib(r.memory_after_epoch()[0])}</td></tr>")
+            out.append("</table>")
+    return "\n".join(out)
+
+
+
+
+def provenance(runs, studies):
+    out = []
+    for base, st in studies:
+        out.append(f"<p>Study <b>{esc(st.get('study', '?'))}</b> in <code>{esc(base)}</code>: {esc(st.get('status', '?'))}, "
+                   f"started {esc(st.get('started', '?'))}, finished {esc(st.get('finished', '') or '–')}, "
+                   f"suite revision <code>{esc(st.get('suite_revision') or 'not recorded')}</code>, "
+                   f"command <code>{esc(' '.join(map(str, st.get('command', []))))}</code></p>")
+    out.append("<table><tr><th class=l>run folder</th><th class=l>command</th><th class=l>GPU</th><th class=l>driver / CUDA</th>"
+               "<th class=l>libraries</th><th class=l>suite revision</th><th class=l>started</th></tr>")
+    for r in sorted(runs, key=lambda r: r.path):
+        j = r.run_json
+        g = j.get("gpu") if isinstance(j.get("gpu"), dict) else {}
+        cuda = g.get("cuda_driver_version")
+        cuda_txt = f"{int(cuda) // 1000}.{int(cuda) % 1000 // 10}" if is_num(cuda) else "–"
+        versions = dict(r.versions)
+        if isinstance(j.get("versions"), dict):
+            versions.update(j["versions"])
+        libs = ", ".join(f"{k} {v}" for k, v in versions.items()) or "not recorded"
+        rev = j.get("suite_revision") or j.get("git_revision") or versions.get("suite") or "not recorded"
+        cmd = j.get("command") if isinstance(j.get("command"), list) else []
+        out.append(f"<tr><td class=l><code>{esc(os.path.relpath(r.path, r.root))}</code></td><td class=l><code>{esc(' '.join(map(str, cmd)))}</code></td>"
+                   f"<td class=l>{esc(g.get('name') or 'unknown')}</td><td class=l>{esc(g.get('driver_version') or '–')} / {esc(cuda_txt)}</td>"
+                   f"<td class=l>{esc(libs)}</td><td class=l><code>{esc(rev)}</code></td><td class=l>{esc(j.get('started', '–'))}</td></tr>")
+    out.append("</table>")
+    return "\n".join(out)

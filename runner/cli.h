@@ -1,0 +1,89 @@
+/* Command lines from one table per program: each row declares an option once (name, argument,
+ * help, how its value is checked and where it is stored) and the same table drives the parser and
+ * `--help`, so the two cannot drift apart.
+ *
+ * A row, in a program's `static const cli_option OPTIONS[]` ending with {0}:
+ *
+ *   {"--batch", "N", "samples per step", CLI_INT(train_options, batch, 1, 65536), .fallback = "128"},
+ *    name       arg  help (one line;      kind, destination field and check      optional parts
+ *                   wrapped by --help)
+ *
+ * Kinds (T is the struct cli_parse fills, f a field of it):
+ *   CLI_FLAG(T, f, v)         no value; sets the int f to v (1, or 0 for a --no-... switch)
+ *   CLI_INT(T, f, lo, hi)     whole number in [lo, hi] into an int, long or int64_t/uint64_t field
+ *   CLI_REAL(T, f, lo, hi)    finite number in [lo, hi] into a float or double field
+ *   CLI_TEXT(T, f)            copied into the char array f (1 to sizeof f - 1 characters)
+ *   CLI_STR(T, f)             the const char *f points at the argument itself (argv outlives it)
+ *   CLI_CHOICE(T, f, list)    one of a cli_choice list {{"sgd", OPTIMIZER_SGD}, ..., {0}}: its value
+ *                             into the int/enum f; --help shows the names as the argument
+ * Optional parts: .fallback = "text" (the default, parsed like a given value before argv, shown in
+ * --help), CLI_MARK(T, g) (sets the int g to 1 when the option is given on the command line),
+ * .values = f (f() names the accepted values at run time, e.g. a table's names; --help appends
+ * "one of <f()>"; checking them stays with the caller, which owns the table).
+ *
+ * The tables write `#define T <struct>` before the rows and `#undef T` after them.
+ *
+ * Bad values fail with one message shape per kind, naming the option and what it expects:
+ * "--batch: expected a whole number from 1 to 65536, got '0'". --help and -h are built in.
+ * A new train or run_suite option also needs its line in that program's option table in
+ * README.md: tests/test_cli_help.c compares the two. */
+#ifndef SUITE_CLI_H
+#define SUITE_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum { CLI_KIND_FLAG = 1, CLI_KIND_INT, CLI_KIND_REAL, CLI_KIND_TEXT, CLI_KIND_STR, CLI_KIND_CHOICE } cli_kind;
+
+typedef struct cli_choice {
+    const char *name;
+    int value;
+} cli_choice;
+
+typedef struct cli_option {
+    const char *name; /* "--batch" */
+    const char *arg;  /* the value's name in --help ("N", "DIR"); NULL for flags and choices */
+    const char *help;
+    cli_kind kind;
+    size_t offset, size;      /* the destination field in the struct cli_parse fills */
+    double lo, hi;            /* CLI_INT, CLI_REAL: the accepted range; CLI_FLAG: lo is the value set */
+    const cli_choice *choices;
+    const char *fallback;
+    const char *(*values)(void);
+    int marks;                /* with CLI_MARK: */
+    size_t mark;              /* offset of the int set to 1 when given */
+} cli_option;
+
+#define CLI_FIELD_(T, f) .offset = offsetof(T, f), .size = sizeof(((T *)0)->f)
+#define CLI_FLAG(T, f, v) .kind = CLI_KIND_FLAG, CLI_FIELD_(T, f), .lo = (v)
+#define CLI_INT(T, f, l, h) .kind = CLI_KIND_INT, CLI_FIELD_(T, f), .lo = (l), .hi = (h)
+#define CLI_REAL(T, f, l, h) .kind = CLI_KIND_REAL, CLI_FIELD_(T, f), .lo = (l), .hi = (h)
+#define CLI_TEXT(T, f) .kind = CLI_KIND_TEXT, CLI_FIELD_(T, f)
+#define CLI_STR(T, f) .kind = CLI_KIND_STR, CLI_FIELD_(T, f)
+#define CLI_CHOICE(T, f, list) .kind = CLI_KIND_CHOICE, CLI_FIELD_(T, f), .choices = (list)
+#define CLI_MARK(T, g) .marks = 1, .mark = offsetof(T, g)
+/* .fallback = CLI_TEXT_OF(MACRO): a default kept in a numeric macro, as text */
+#define CLI_TEXT_OF_(x) #x
+#define CLI_TEXT_OF(x) CLI_TEXT_OF_(x)
+
+typedef struct cli_program {
+    const char *name;          /* in messages: "unknown option '--x' (train --help lists them)" */
+    const char *synopsis;      /* --help's first lines, "usage: ..." */
+    const char *epilogue;      /* after the options (exit status, notes); may be NULL */
+    const cli_option *options; /* ends with a row whose name is NULL */
+} cli_program;
+
+/* Fills `dst` (the struct the rows point into; the caller sets what no fallback covers first).
+ * 0 on success; -1 with a message in err (the caller exits 2); 1 when --help was asked (usage
+ * already printed to stdout). Values come as "--opt value" or "--opt=value"; an argument that
+ * starts with "--" is never taken as a value ("--epochs --quick": --epochs misses its value). */
+int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err, size_t err_size);
+
+/* cli_parse for a program's main with nothing to clean up: returns only on success; after --help
+ * it exits 0, on bad input it prints "<name>: <message>" to stderr and exits 2. */
+void cli_parse_or_exit(const cli_program *p, void *dst, int argc, char **argv);
+
+/* The synopsis, one line per option (wrapped to 100 columns) and the epilogue. */
+void cli_usage(const cli_program *p, FILE *f);
+
+#endif

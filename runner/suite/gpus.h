@@ -1,0 +1,21 @@
+/* run_suite --gpus 0,1,2,3: a mix spread over several GPUs of this machine. The jobs are placed
+ * before anything runs (placement.h: memory fits, compute balanced; a placement that does not
+ * fit is refused, exit 2), then every GPU with jobs gets its own ordinary run_suite (this program
+ * again, argv only: --gpu G --mix <its jobs>), all started at once. So each GPU runs under the
+ * chosen mode by itself (its own MPS daemon, its own MIG instances, its own green partitions),
+ * with its own start barrier and its own monitor, into <run>/gpu-<G>/<run-id>/. When all have
+ * ended, <run>/placement.json holds the plan and <run>/summary.json each GPU's figures and the
+ * totals (makespan: the longest GPU's; samples, energy and STP: summed over GPUs).
+ * A data-parallel job (gpus=k in the mix) is placed on k GPUs and shown by --dry-run, but a run
+ * refuses it: each GPU's mode (its MPS daemon, its MIG instances) holds that GPU only, so a job
+ * spanning two cannot be one of its clients; it runs by itself with `train --gpus k`. */
+#ifndef SUITE_GPUS_H
+#define SUITE_GPUS_H
+
+/* 1 when argv holds --gpus. */
+int gpus_requested(int argc, char *const argv[]);
+/* The whole of run_suite --gpus; returns run_suite's exit status (the worst of the GPUs' runs;
+ * 2 for bad input or a placement that does not fit). */
+int gpus_main(int argc, char *const argv[]);
+
+#endif

@@ -1,0 +1,206 @@
+/* MIG planning, pure (no NVML, no GPU): what a GPU can be cut into and how a mix is cut.
+ *
+ *  - profile tables (mig_profiles.c): shipped for A100-40GB, A100-80GB, H100-80GB, H200-141GB and
+ *    A30-24GB, so that a plan can be made for a GPU that is not present; the session (mig.h)
+ *    reads the GPU's own table from NVML and compares it with these.
+ *  - the planner (mig_plan.c): places one instance per job on the memory slices so that the
+ *    instances obey NVIDIA's placement rules and do not overlap; the placement checker; layout
+ *    strings; the printed plan.
+ *  - objectives and layouts (mig_layouts.c): every distinct valid layout of a GPU for a number of
+ *    jobs, and the two ways of choosing profiles:
+ *      fill     the whole GPU is shared out by compute demand (FLOPs per step x planned steps):
+ *               every job's memory held, identical jobs on identical profiles, a job with 10%
+ *               more demand than another on more SMs; among those layouts the one that meets
+ *               the most demand (each job counts its SMs up to its demand share of all SMs),
+ *               then the one with the most SMs at work. The comparison of modes needs this.
+ *      compact  each job on the smallest profile that holds it, leaving the rest of the GPU
+ *               to other tenants.
+ * Layout strings name one profile per job, in the mix's order, joined by ',' or '+'
+ * ("1g.10gb,3g.40gb" or "1g.10gb+3g.40gb"; "1g.10gb+me" stays one profile). */
+#ifndef SUITE_MIG_PLAN_H
+#define SUITE_MIG_PLAN_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define MIG_MAX_PROFILES 24
+#define MIG_MAX_PLACEMENTS 8
+#define MIG_MAX_SLICES 8       /* memory slices of the largest MIG GPU (A30: 4) */
+#define MIG_MAX_INSTANCES 8    /* GPU instances on one GPU: at most 7 today */
+#define MIG_NAME_MAX 96        /* NVML's device name buffer */
+#define MIG_MAX_LAYOUTS 256    /* distinct layouts of one job count: ~40 on the 8-slice GPUs */
+
+/* Headroom. A job's footprint (from `train --dry-run --json`: the arena's parameters, gradients,
+ * optimizer state and activations) leaves out the CUDA context, the cuDNN/cuBLAS handles and
+ * their workspaces and the allocator's slack, and inside a MIG instance nothing can be borrowed
+ * from a neighbour. A profile holds a job when
+ *   profile memory >= footprint + footprint * MIG_HEADROOM_PERCENT / 100 + MIG_CONTEXT_RESERVE. */
+#define MIG_HEADROOM_PERCENT 10
+#define MIG_CONTEXT_RESERVE_BYTES (768ULL << 20)
+
+typedef struct mig_placement {
+    int start, size;           /* memory slices, as NVML's nvmlGpuInstancePlacement_t */
+} mig_placement;
+
+static inline unsigned int mig_slice_mask(mig_placement p) { return ((1u << p.size) - 1u) << p.start; }
+
+typedef struct mig_profile {
+    char name[32];             /* "1g.5gb", "1g.5gb+me" */
+    unsigned int id;           /* NVML GPU instance profile id (nvidia-smi mig -lgip "ID") */
+    int compute_slices;        /* the "1" of 1g.5gb */
+    int memory_slices;         /* placement size */
+    int sm_count;
+    unsigned long long memory_mib;
+    int max_instances;
+    int plannable;             /* 0 for +me/-me/+gfx variants: chosen only by a layout string */
+    int placement_count;
+    mig_placement placements[MIG_MAX_PLACEMENTS];  /* allowed (start, size), NVIDIA's rules */
+} mig_profile;
+
+typedef struct mig_gpu {
+    char name[MIG_NAME_MAX];   /* "A100-40GB", or NVML's device name */
+    int compute_slices, memory_slices;
+    int total_sms;             /* SMs of the whole GPU without MIG: the base of sm_fraction */
+    unsigned long long total_memory_mib;
+    int profile_count;
+    mig_profile profiles[MIG_MAX_PROFILES];
+} mig_gpu;
+
+/* ---- profile tables (mig_profiles.c) -------------------------------------------------------- */
+
+/* Shipped table by name (A100-40GB, A100-80GB, H100-80GB, H200-141GB, A30-24GB; case ignored),
+ * NULL when unknown. */
+const mig_gpu *mig_known_gpu(const char *name);
+const char *mig_known_gpu_names(void);  /* "A100-40GB | A100-80GB | ..." for messages */
+/* The shipped table for an NVML device name and memory size ("NVIDIA A100-SXM4-40GB"), or NULL
+ * (also for variants with other SM counts, such as H100 PCIe). */
+const mig_gpu *mig_known_gpu_for_device(const char *device_name, unsigned long long memory_mib);
+/* Compares a shipped table with NVML's: profile names, slices, SM counts, instance counts and
+ * placements must agree exactly, memory within 3% (drivers reserve slightly different amounts).
+ * Writes one line per difference into report and returns how many there are. */
+int mig_compare_tables(const mig_gpu *shipped, const mig_gpu *measured, char *report,
+                       size_t size);
+int mig_find_profile(const mig_gpu *gpu, const char *name);          /* index, or -1 */
+int mig_profile_by_id(const mig_gpu *gpu, unsigned int profile_id);  /* index, or -1 */
+/* A profile's allowed placements as nvidia-smi mig -lgipp writes them: "{0,2,4}:2". */
+void mig_placements_text(const mig_profile *p, char *out, size_t size);
+unsigned long long mig_profile_bytes(const mig_profile *p);
+
+/* ---- planner (mig_plan.c) ------------------------------------------------------------------- */
+
+/* How the profiles were chosen (the functions are mig_layouts.c's, at the end of this header). */
+typedef enum { MIG_OBJECTIVE_FILL, MIG_OBJECTIVE_COMPACT } mig_objective;
+#define MIG_OBJECTIVE_NAMES "fill, compact"
+const char *mig_objective_name(mig_objective objective);
+int mig_objective_parse(const char *text, mig_objective *objective);  /* 0, or -1 when unknown */
+
+/* A layout: a multiset of profiles (indices, largest first) that can be placed together. */
+typedef struct mig_layout {
+    int count;
+    int profiles[MIG_MAX_INSTANCES];
+} mig_layout;
+
+/* One candidate of `fill`: a layout with its best assignment of profiles to jobs. */
+typedef struct mig_candidate {
+    int profile[MIG_MAX_INSTANCES];  /* per job, in job order */
+    double met;                      /* sum over jobs of min(SMs, demand share of all SMs), of all SMs */
+    int sms;                         /* SMs the layout uses */
+    int broken;                      /* rules it breaks: 0 none, 1 the demand order, 2 also
+                                        identical jobs on identical profiles */
+} mig_candidate;
+
+#define MIG_RUNNER_UPS 3
+typedef struct mig_choice {
+    mig_objective objective;
+    int layouts;               /* distinct layouts that place this many instances */
+    int too_small;             /* ... of which no assignment holds every job's memory */
+    int unequal;               /* ... of which holding memory needs identical jobs apart */
+    int out_of_order;          /* ... of which holding memory needs a job with more demand on fewer SMs */
+    int relaxed;               /* 0: every rule kept; 1: demand order relaxed; 2: also identical jobs */
+    int candidate_count;       /* chosen + runner-ups kept (at most 1 + MIG_RUNNER_UPS) */
+    mig_candidate candidates[1 + MIG_RUNNER_UPS];  /* best first */
+    double share[MIG_MAX_INSTANCES];  /* each job's demand share, 0..1 */
+    int demands_differ;        /* known and not all equal */
+    int made;                  /* 1 when mig_plan_objective made the plan this belongs to */
+} mig_choice;
+
+typedef struct mig_job {
+    const char *label;         /* the mix's label, for messages and the printed plan */
+    unsigned long long footprint_bytes;
+    double demand;             /* compute demand (FLOPs per step x planned steps); <= 0: unknown,
+                                  and then every job counts the same for `fill` */
+} mig_job;
+
+typedef struct mig_planned {
+    int job;                   /* index into the jobs given to the planner */
+    char label[64];
+    int profile;               /* index into the plan's gpu.profiles */
+    mig_placement placement;
+    int existing;              /* session: index of a reused MIG device; -1: to be created */
+    unsigned long long footprint_bytes, required_bytes;
+    /* what --mig-emulate reproduces without MIG: */
+    int sm_count;
+    double sm_fraction;        /* sm_count / gpu.total_sms */
+    unsigned long long memory_bytes;
+} mig_planned;
+
+typedef struct mig_plan {
+    mig_gpu gpu;
+    unsigned int occupied;     /* memory slices held by instances outside the plan (bit i) */
+    int compute_used;          /* compute slices held by them */
+    int count;
+    mig_planned instances[MIG_MAX_INSTANCES];
+    mig_choice choice;         /* how mig_plan_objective chose the profiles (made 0 otherwise) */
+} mig_plan;
+
+unsigned long long mig_required_bytes(unsigned long long footprint_bytes);
+/* Smallest plannable profile whose memory holds the footprint with headroom; -1 if none. */
+int mig_smallest_profile(const mig_gpu *gpu, unsigned long long footprint_bytes);
+/* The placement checker: every placement is one NVIDIA allows for its profile, none overlaps
+ * another or the occupied slices, compute slices and per-profile instance counts stay within
+ * the GPU's. 0, or -1 with the first violation in err. */
+int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_placement *placements,
+                         int count, unsigned int occupied, int compute_used, char *err,
+                         size_t err_size);
+/* A layout string -> profile indices (profiles holds MIG_MAX_INSTANCES), one per job. 0, or -1
+ * naming the bad entry and the GPU's profiles, or the count when it is not job_count. */
+int mig_parse_layout(const mig_gpu *gpu, const char *layout, int job_count, int *profiles,
+                     char *err, size_t err_size);
+/* The compact planner. layout NULL or "": each job's smallest profile; else one profile name
+ * per job. occupied / compute_used: slices already taken (0 on an empty GPU). Placement keeps
+ * the largest contiguous free space. 0, or -1 with the numbers in err. */
+int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int job_count,
+                  const char *layout, unsigned int occupied, int compute_used, char *err,
+                  size_t err_size);
+/* The plan's profiles in job order as a layout string ("1g.10gb,2g.20gb,2g.20gb"). */
+int mig_plan_layout_text(const mig_plan *plan, char *out, size_t size);
+/* The same for some of its jobs (jobs: their indices; NULL: 0..count-1), in that order. */
+int mig_plan_layout_for(const mig_plan *plan, const int *jobs, int count, char *out, size_t size);
+/* The plan as a table with placements and a slice map. */
+void mig_plan_print(const mig_plan *plan, FILE *out);
+/* "nvidia-smi mig -i <gpu> -cgi <ids> -C" for the instances still to create; what snprintf returns. */
+int mig_plan_admin_command(const mig_plan *plan, unsigned int gpu_index, char *out, size_t size);
+
+/* ---- objectives and layouts (mig_layouts.c) ------------------------------------------------- */
+
+/* Every distinct layout of job_count plannable profiles that NVIDIA's rules can place in the
+ * free slices, largest profiles first, at most max. Returns how many (0: none). */
+int mig_enumerate_layouts(const mig_gpu *gpu, int job_count, unsigned int occupied,
+                          int compute_used, mig_layout *out, int max);
+/* "3g.40gb+2g.20gb+2g.20gb" */
+int mig_layout_text(const mig_gpu *gpu, const mig_layout *layout, char *out, size_t size);
+
+/* Best assignment of a given layout's profiles to the jobs (fill's score with every job's memory
+ * held, nothing else required). 0, or -1 when no assignment holds every job's memory. */
+int mig_assign_layout(const mig_gpu *gpu, const mig_job *jobs, int job_count,
+                      const mig_layout *layout, mig_candidate *out);
+/* Plans with an objective. A layout string overrides the objective (as mig_plan_jobs).
+ * plan->choice records, for `fill`, the chosen layout and the runner-ups. 0, or -1 with err. */
+int mig_plan_objective(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int job_count,
+                       const char *layout, mig_objective objective, unsigned int occupied,
+                       int compute_used, char *err, size_t err_size);
+/* The choice as the dry run shows it (mig_plan_print starts with it): objective, demand shares,
+ * the chosen layout, the runner-ups and why each lost. Nothing when plan->choice.made is 0. */
+void mig_choice_print(const mig_plan *plan, FILE *out);
+
+#endif

@@ -1,0 +1,14 @@
+/* `run_suite report RUN_DIR... [-o report.html]`: the report generator (results/report.py, Python
+ * with matplotlib) started without a shell. The interpreter is $SUITE_PYTHON, else the system's
+ * /usr/bin/python3 (where Debian's python3-matplotlib installs), else python3 on PATH; the script
+ * is $SUITE_REPORT_SCRIPT, else results/report.py of the source tree run_suite was built from. */
+#ifndef SUITE_REPORT_CMD_H
+#define SUITE_REPORT_CMD_H
+
+/* argv[0] is "report"; the rest goes to the script. Returns the exit status to use. */
+int report_main(int argc, char **argv);
+/* Runs the script with args (count of them) and waits; its exit status, or 2 when the script is
+ * missing, 1 when it could not be started or was killed. */
+int report_run(char *const *args, int count);
+
+#endif

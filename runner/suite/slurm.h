@@ -1,0 +1,69 @@
+/* run_suite --slurm: a sweep of mixes as one Slurm job array. The sweep folder holds the batch
+ * script (sweep.sbatch), each array task's Slurm log (task-<i>.out) and each task's results
+ * (task-<i>/<run-id>/, written by the run_suite the task runs). One array task = one mix = one
+ * whole GPU node (--exclusive), so collocation measurements are never disturbed by a neighbour;
+ * `run_suite report` merges the tasks' run folders (SWEEP/task-N/RUN-ID) afterwards.
+ *
+ * Script generation is pure (text in a buffer, tested on the CPU); submission runs `sbatch
+ * --parsable` without a shell. */
+#ifndef SUITE_SLURM_H
+#define SUITE_SLURM_H
+
+#include <stddef.h>
+
+#define SLURM_MAX_TASKS 1000
+
+typedef struct slurm_options {
+    const char *partition;   /* NULL: the cluster's default partition */
+    const char *gres;        /* generic resources per node, "gpu:4" or "gpu:h100:4"; NULL: none */
+    int max_nodes;           /* nodes (array tasks) in use at once, the array's %N throttle; 0: any */
+    const char *time_limit;  /* per task, Slurm's syntax ("30", "2:00:00", "1-00:00:00"); NULL: default */
+    const char *job_name;    /* NULL: "run_suite" */
+} slurm_options;
+
+/* One array task's own arguments: "--mix S+M", or a study cell's "--mode mps --mix 2*S
+ * --steps-per-epoch 40" (NULL-terminated). */
+#define SLURM_TASK_ARGS 8
+typedef struct slurm_task {
+    const char *args[SLURM_TASK_ARGS];
+    char text[3][192];               /* storage for args built from a study cell */
+} slurm_task;
+
+/* What every array task runs: task i execs `run_suite` with common_args, then tasks[i].args and
+ * --results <sweep>/task-<i>. workdir: where relative paths in common_args are meant from. */
+typedef struct slurm_sweep {
+    const char *run_suite;           /* absolute path of the program the tasks run */
+    const char *const *common_args;  /* options passed on to every task (NULL-terminated) */
+    const slurm_task *tasks;
+    int task_count;
+    const char *sweep_dir;           /* absolute */
+    const char *workdir;             /* absolute */
+} slurm_sweep;
+
+/* Checks the options' syntax: 0, or -1 with a message naming the option and what is expected. */
+int slurm_check_options(const slurm_options *o, char *err, size_t err_size);
+
+/* The batch script. Returns its length, or -1 with a message (too many tasks, buffer too small). */
+int slurm_script(const slurm_options *o, const slurm_sweep *s, char *out, size_t size, char *err,
+                 size_t err_size);
+
+/* argv without what only the submission uses (--slurm, --partition, --gres, --nodes, --time,
+ * --job-name, --dry-run, --mix, --mixes, --study, --results with their values): the options every
+ * task repeats. Writes at most max-1 pointers into out (NULL-terminated); returns the count. */
+int slurm_task_args(int argc, char *const argv[], const char **out, int max);
+
+/* Writes <sweep_dir>/sweep.sbatch and, unless dry_run, submits it with `sbatch --parsable`
+ * (job id in job_id). 0, or -1 with a message (sbatch missing or refusing: its own words). */
+int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char *job_id,
+                 size_t job_id_size, char *err, size_t err_size);
+
+/* `run_suite --slurm ...` (dispatched before run_suite's own options, as --study is): the tasks
+ * are --mix MIX (one), --mixes 'MIX;MIX;...' (one each) or --study SET (one per study cell).
+ * Every mix is checked, and task 0 is checked by this run_suite itself with --dry-run, so an
+ * option no task would accept is refused here. Makes <results>/slurm-<time>-<pid>/, writes
+ * (--dry-run) or submits the sweep and prints how to merge. Returns run_suite's exit status:
+ * 0, 1 when submission fails, 2 for bad input. */
+int slurm_requested(int argc, char *const argv[]);
+int slurm_main(int argc, char *const argv[]);
+
+#endif

@@ -1,0 +1,33 @@
+/* `run_suite --study small|medium|large|mixed|all [--quick]`: the collocation study's matrix on
+ * this GPU, as a sequence of ordinary run_suite runs (this program started again per cell, argv
+ * only), into one study folder with study.json and the report at its top.
+ *
+ * Uniform cells (Figures 2-4): S, M, L, EfficientNetV2-S (medium) and CaiT-XXS24 (large) at
+ * degrees 1, 2, 3 and 7, each under naive, mps and mig-emulate (and real MIG, --mig-create, where
+ * MIG mode is on), plus each workload alone under serial (the baseline). Mixed cells: S+M+M+M
+ * (Figure 9) and the recommender with ResNet-152 (Table 2) under --mode all. A cell whose jobs do
+ * not fit (run_suite's own footprint check, asked with --dry-run first) is recorded as "does not
+ * fit", as the study reports, and not run. */
+#ifndef SUITE_STUDY_H
+#define SUITE_STUDY_H
+
+#include <stddef.h>
+
+/* 1 when argv asks for a study (holds --study). */
+int study_requested(int argc, char **argv);
+/* Checks the study's options, runs it and writes the report; returns the exit status (0 every
+ * cell ran or was refused for memory, 2 bad usage, 3 some cell failed, 128+N stopped by signal N). */
+int study_main(int argc, char **argv);
+
+/* The cells of a set (pure, for tests): how many, and with out non-NULL, their mode, mix and
+ * degree ("does not fit" is decided when the study runs). degrees: 0-terminated, NULL = 1,2,3,7. */
+typedef struct study_cell {
+    char workload[48];   /* "S", "EfficientNetV2-S", "S+M+M+M" */
+    char mode[16];       /* "serial", "naive", "mps", "mig-emulate", "mig", "all" */
+    char mix[160];       /* what run_suite gets as --mix */
+    int degree;          /* jobs in the mix */
+    long steps;          /* --steps-per-epoch for the run; 0: the run's default */
+} study_cell;
+int study_cells(const char *set, int quick, const int *degrees, int with_mig, study_cell *out, int max);
+
+#endif

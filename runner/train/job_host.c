@@ -1,0 +1,243 @@
+/* job_host: several training jobs in one process, one host thread and one job context each (own
+ * stream, cuDNN/cuBLASLt handles, arena, CUDA graph), on the whole device (run_suite --mode
+ * streams) or each in a green context holding its own SMs (--green, run_suite --mode green).
+ *
+ *   job_host [--device N] [--green SMS,SMS,...] --job TRAIN-ARGS... [--job TRAIN-ARGS...]
+ *   job_host [--device N] --probe        the device's SMs and its green-context group size (JSON)
+ *
+ * Each --job takes train's own options up to the next --job. The protocol is train's (JSON lines
+ * on stdout) with "job": <index> in every event, one start barrier for all ("go" once on stdin
+ * when the jobs ask --wait-go), an "exit" event when a job's thread ends (its exit code, its fault)
+ * and, once all have ended, a "collateral" event for each job that failed after another job's
+ * CUDA fault poisoned the context they share, naming that job ("origin"). A failing check unwinds
+ * only its job (a trap per thread, models/check.h).
+ * Exit status: 0 when every job ended 0, 2 for bad input (before any GPU work), else 1. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "models/check.h"
+#include "models/context.h"
+#include "runner/train/job.h"
+#include "runner/train/train_events.h"
+#include "runner/train/train_options.h"
+
+#define HOST_MAX_JOBS CONTEXT_MAX_PARTITIONS
+
+typedef struct host host;
+
+typedef struct host_job {
+    host *h;
+    int index;
+    train_options opt;
+    train_events ev;
+    context_place place;
+    pthread_t thread;
+    int code;                 /* the job's exit code */
+    int bad;                  /* its options were refused */
+    int faulted;              /* a failing check unwound it */
+    int poisoned;             /* after its fault, the context reported an error too (sticky) */
+    double fault_t;
+    char fault[1024];
+} host_job;
+
+struct host {
+    pthread_mutex_t lock;     /* stdout and the barrier */
+    pthread_cond_t changed;
+    int go;                   /* 0 waiting, 1 go, -1 never */
+    int count;
+    host_job jobs[HOST_MAX_JOBS];
+};
+
+static void write_line(void *user, const char *line) {
+    host_job *hj = user;
+    pthread_mutex_lock(&hj->h->lock);
+    /* every event is a non-empty object: the job's index goes in front of its first key */
+    printf("{\"job\":%d,%s\n", hj->index, line + 1);
+    fflush(stdout);
+    pthread_mutex_unlock(&hj->h->lock);
+}
+
+static int go_barrier(void *user) {
+    host *h = ((host_job *)user)->h;
+    pthread_mutex_lock(&h->lock);
+    while (h->go == 0) pthread_cond_wait(&h->changed, &h->lock);
+    int go = h->go;
+    pthread_mutex_unlock(&h->lock);
+    return go > 0 ? 0 : -1;
+}
+
+static void emit_exit(host_job *hj) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "exit");
+    cJSON_AddNumberToObject(e, "code", hj->code);
+    if (hj->faulted) cJSON_AddStringToObject(e, "fault", hj->fault);
+    cJSON_AddBoolToObject(e, "poisoned", hj->poisoned);
+    cJSON_AddNumberToObject(e, "t", train_wall_seconds());
+    train_emit(&hj->ev, e);
+}
+
+static void *job_thread(void *arg) {
+    host_job *hj = arg;
+    suite_check_trap trap;
+    if (setjmp(trap.unwind) == 0) {
+        suite_check_set_trap(&trap);
+        hj->code = train_job_run(&hj->opt, &hj->ev, &hj->place);
+        suite_check_set_trap(NULL);
+        emit_exit(hj);
+        return NULL;
+    }
+    /* A check failed: this job is over. A sticky error (a kernel fault) is reported again by every
+     * later call in the same context, including a plain synchronisation. */
+    hj->code = trap.exit_code;
+    hj->faulted = 1;
+    hj->fault_t = trap.t;
+    snprintf(hj->fault, sizeof hj->fault, "%s", trap.message);
+    (void)cudaGetLastError();
+    hj->poisoned = cudaDeviceSynchronize() != cudaSuccess;
+    if (!trap.reported) train_fail(&hj->ev, hj->code, trap.message);
+    emit_exit(hj);
+    /* What the job held (memory, loader threads) stays until the process ends: unwinding skipped
+     * its clean-up, and a poisoned context could not run it anyway. */
+    return NULL;
+}
+
+/* The job whose fault poisoned the context a failed job ran in, or -1. In one context (streams)
+ * the earliest poisoning fault is the origin of the others'; green contexts are separate. */
+static int origin_of(const host *h, const host_job *hj) {
+    int origin = -1;
+    for (int k = 0; k < h->count; k++) {
+        const host_job *o = &h->jobs[k];
+        if (o == hj || !o->poisoned || o->place.green != hj->place.green) continue;
+        if (hj->faulted && o->fault_t > hj->fault_t) continue;
+        if (origin < 0 || o->fault_t < h->jobs[origin].fault_t) origin = k;
+    }
+    return hj->code != 0 ? origin : -1;
+}
+
+static void emit_collateral(host *h, host_job *hj) {
+    int origin = origin_of(h, hj);
+    if (origin < 0) return;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "collateral");
+    cJSON_AddNumberToObject(e, "origin", origin);
+    cJSON_AddStringToObject(e, "fault", h->jobs[origin].fault);
+    train_emit(&hj->ev, e);
+}
+
+static int parse_list(const char *text, int *out, int max) {
+    int n = 0;
+    for (const char *p = text; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 100000 || n == max || (*end && *end != ',')) return -1;
+        out[n++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+static int usage_error(const char *message) {
+    fprintf(stderr, "job_host: %s\nusage: job_host [--device N] [--green SMS,SMS,...] --job TRAIN-ARGS... "
+            "[--job TRAIN-ARGS...]\n       job_host [--device N] --probe\n", message);
+    return 2;
+}
+
+static int probe(int device) {
+    int sms, unit, groups;
+    char err[512];
+    if (context_sm_granularity(device, &sms, &unit, &groups, err, sizeof err) != 0) {
+        fprintf(stderr, "job_host: %s\n", err);
+        return 1;
+    }
+    printf("{\"device\":%d,\"device_sms\":%d,\"unit\":%d,\"groups\":%d}\n", device, sms, unit, groups);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static host h;
+    int device = 0, green_count = 0, want_probe = 0, green[HOST_MAX_JOBS];
+    char err[1024];
+    int a = 1;
+    for (; a < argc && strcmp(argv[a], "--job") != 0; a++) {
+        if (!strcmp(argv[a], "--probe")) want_probe = 1;
+        else if (!strcmp(argv[a], "--device") && a + 1 < argc) device = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--green") && a + 1 < argc) {
+            green_count = parse_list(argv[++a], green, HOST_MAX_JOBS);
+            if (green_count < 0) return usage_error("--green: expected SM counts like 64,64 (one per job)");
+        } else {
+            snprintf(err, sizeof err, "unknown option %s", argv[a]);
+            return usage_error(err);
+        }
+    }
+    if (want_probe) return probe(device);
+    pthread_mutex_init(&h.lock, NULL);
+    pthread_cond_init(&h.changed, NULL);
+    int bad = 0, wait_go = 0;
+    while (a < argc) { /* argv[a] is "--job" */
+        int end = a + 1;
+        while (end < argc && strcmp(argv[end], "--job") != 0) end++;
+        if (h.count == HOST_MAX_JOBS) return usage_error("too many --job (at most 16)");
+        host_job *hj = &h.jobs[h.count];
+        hj->h = &h;
+        hj->index = h.count++;
+        hj->ev = (train_events){1, stderr, write_line, go_barrier, hj};
+        argv[a] = "train"; /* train's parser reads its options after the program name */
+        if (train_options_parse(&hj->opt, end - a, argv + a, err, sizeof err) != 0) {
+            hj->code = train_fail(&hj->ev, 2, err);
+            bad = 1;
+        } else if (hj->opt.device != device) {
+            snprintf(err, sizeof err, "--device %d: the host runs its jobs on device %d", hj->opt.device, device);
+            hj->code = train_fail(&hj->ev, 2, err);
+            bad = 1;
+        }
+        hj->bad = bad && hj->code != 0;
+        hj->opt.json = 1;
+        wait_go |= hj->opt.wait_go;
+        a = end;
+    }
+    if (h.count == 0) return usage_error("no --job given");
+    for (int i = 0; bad && i < h.count; i++) /* one job's bad input stops all before any GPU work */
+        if (!h.jobs[i].bad) h.jobs[i].code = train_fail(&h.jobs[i].ev, 2, "not started: another job of the host has bad options");
+    if (green_count && green_count != h.count) {
+        snprintf(err, sizeof err, "--green gives %d SM counts for %d jobs", green_count, h.count);
+        return usage_error(err);
+    }
+    context_partitions parts = {0};
+    if (!bad && green_count && context_partitions_create(&parts, device, green, green_count, err, sizeof err) != 0) {
+        for (int i = 0; i < h.count; i++) h.jobs[i].code = train_fail(&h.jobs[i].ev, 1, err);
+        bad = 1;
+    }
+    for (int i = 0; !bad && i < h.count; i++) {
+        host_job *hj = &h.jobs[i];
+        hj->place = green_count ? context_partition_place(&parts, i) : (context_place){device, NULL, 0};
+        if (pthread_create(&hj->thread, NULL, job_thread, hj) != 0) {
+            fprintf(stderr, "job_host: cannot start the thread of job %d\n", i);
+            return 1;
+        }
+    }
+    if (!bad && wait_go) {
+        char line[64];
+        int go = fgets(line, sizeof line, stdin) && !strncmp(line, "go", 2) ? 1 : -1;
+        pthread_mutex_lock(&h.lock);
+        h.go = go;
+        pthread_cond_broadcast(&h.changed);
+        pthread_mutex_unlock(&h.lock);
+    }
+    int status = bad ? 2 : 0;
+    for (int i = 0; i < h.count; i++) {
+        if (!bad) pthread_join(h.jobs[i].thread, NULL);
+        if (h.jobs[i].code != 0 && status == 0) status = 1;
+    }
+    for (int i = 0; i < h.count; i++) {
+        if (bad) emit_exit(&h.jobs[i]); /* no thread ran */
+        else emit_collateral(&h, &h.jobs[i]);
+    }
+    int poisoned = 0;
+    for (int i = 0; i < h.count; i++) poisoned |= h.jobs[i].poisoned;
+    if (!poisoned) context_partitions_free(&parts);
+    return status;
+}

@@ -1,0 +1,398 @@
+/* train --gpus N: the launcher of the ranks, the rank's side, and the job's events (see
+ * train_ddp.h). */
+#define _GNU_SOURCE
+#include "runner/train/train_ddp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runner/train/job.h"
+
+extern char **environ;
+
+#define RANK_LINE_MAX 65536
+#define STOP_GRACE_S 10.0
+
+/* --- the job's events from the ranks' ---------------------------------------------------------- */
+
+static double num(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static void put_num(cJSON *o, const char *key, double v) {
+    cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+    if (isnan(v)) cJSON_AddNullToObject(o, key);
+    else cJSON_AddNumberToObject(o, key, v);
+}
+
+cJSON *train_ddp_aggregate(const char *event, cJSON *const *per_rank, int ranks) {
+    cJSON *out = cJSON_Duplicate(per_rank[0], 1);
+    cJSON_AddNumberToObject(out, "gpus", ranks);
+    if (!strcmp(event, "setup")) {
+        double batch = num(per_rank[0], "batch");
+        if (!isnan(batch)) put_num(out, "global_batch", batch * ranks);
+        double biggest = 0;
+        for (int r = 0; r < ranks; r++) biggest = fmax(biggest, num(per_rank[r], "footprint_bytes"));
+        put_num(out, "footprint_bytes", biggest); /* on each GPU */
+        cJSON *devices = cJSON_AddArrayToObject(out, "rank_devices");
+        for (int r = 0; r < ranks; r++) {
+            const cJSON *d = cJSON_GetObjectItemCaseSensitive(per_rank[r], "device");
+            cJSON_AddItemToArray(devices, cJSON_CreateString(cJSON_IsString(d) ? d->valuestring : ""));
+        }
+        return out;
+    }
+    /* epoch: the ranks worked at once; the slowest sets the time */
+    const char *summed[] = {"samples", "loader_wait_s", "bad_images"};
+    const char *slowest[] = {"seconds", "step_ms_median", "step_ms_p10", "step_ms_p90", "peak_bytes",
+                             "device_used_bytes", "t_end"};
+    const char *mean[] = {"loss", "train_accuracy", "accuracy", "test_loss"};
+    for (size_t k = 0; k < sizeof summed / sizeof *summed; k++) {
+        double s = 0;
+        for (int r = 0; r < ranks; r++) s += num(per_rank[r], summed[k]);
+        if (cJSON_GetObjectItemCaseSensitive(out, summed[k])) put_num(out, summed[k], s);
+    }
+    for (size_t k = 0; k < sizeof slowest / sizeof *slowest; k++) {
+        double m = -INFINITY;
+        for (int r = 0; r < ranks; r++) m = fmax(m, num(per_rank[r], slowest[k]));
+        if (cJSON_GetObjectItemCaseSensitive(out, slowest[k])) put_num(out, slowest[k], isinf(m) ? NAN : m);
+    }
+    double first = INFINITY;
+    for (int r = 0; r < ranks; r++) first = fmin(first, num(per_rank[r], "t_start"));
+    if (cJSON_GetObjectItemCaseSensitive(out, "t_start")) put_num(out, "t_start", isinf(first) ? NAN : first);
+    int diverged = 0;
+    for (size_t k = 0; k < sizeof mean / sizeof *mean; k++) {
+        if (!cJSON_GetObjectItemCaseSensitive(out, mean[k])) continue;
+        double s = 0;
+        for (int r = 0; r < ranks; r++) s += num(per_rank[r], mean[k]); /* equal local batches */
+        if (!strcmp(mean[k], "loss")) diverged = !isfinite(s);
+        put_num(out, mean[k], isfinite(s) ? s / ranks : NAN);
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(out, "diverged");
+    cJSON_AddBoolToObject(out, "diverged", diverged);
+    put_num(out, "samples_per_s", num(out, "samples") / num(out, "seconds"));
+    return out;
+}
+
+/* --- the rank ---------------------------------------------------------------------------------- */
+
+/* One rank per process: its watchdog is the process's. */
+static struct {
+    ddp *d;
+    pthread_t thread;
+    int running;
+    volatile int stop;
+} watchdog;
+
+static void *watch(void *arg) {
+    (void)arg;
+    char err[512], line[700];
+    while (!watchdog.stop) {
+        if (ddp_check(watchdog.d, err, sizeof err) != 0) {
+            /* one write: the main thread may be printing an event at the same time */
+            int n = snprintf(line, sizeof line, "{\"event\":\"error\",\"message\":\"%s; communicator aborted\"}\n", err);
+            if (write(1, line, (size_t)n) < 0) { /* stdout gone: the launcher is gone too */ }
+            fprintf(stderr, "train: %s; communicator aborted\n", err);
+            _exit(1);
+        }
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+int train_ddp_join(ddp *d, session *s, const train_options *o, char *err, size_t err_size) {
+    if (ddp_init(d, &s->ctx, s->model, o->ddp_rank, o->ddp_world, o->ddp_id, err, err_size) != 0) return 1;
+    watchdog.d = d;
+    watchdog.stop = 0;
+    watchdog.running = pthread_create(&watchdog.thread, NULL, watch, NULL) == 0;
+    if (!watchdog.running) {
+        snprintf(err, err_size, "cannot start the NCCL watchdog thread");
+        return 1;
+    }
+    return 0;
+}
+
+void train_ddp_leave(ddp *d) {
+    if (d->bucket_count)
+        fprintf(stderr, "train: rank %d of %d: %d gradient bucket(s) over %.1f MB, %d of them all-reduced during the "
+                "backward pass (the rest after it)\n", d->rank, d->world, d->bucket_count,
+                (double)d->count * sizeof(float) / 1e6, d->launches_early);
+    if (watchdog.running && watchdog.d == d) {
+        watchdog.stop = 1;
+        pthread_join(watchdog.thread, NULL);
+        watchdog.running = 0;
+    }
+    ddp_free(d);
+}
+
+static int run_rank(train_options *o, const train_events *ev, const char *rank_text) {
+    const char *world = getenv("SUITE_DDP_WORLD"), *id = getenv("SUITE_DDP_ID"), *parent = getenv("SUITE_DDP_PARENT");
+    o->ddp_rank = atoi(rank_text);
+    o->ddp_world = world ? atoi(world) : 0;
+    if (o->ddp_world != o->gpus || o->ddp_rank < 0 || o->ddp_rank >= o->ddp_world || !id)
+        return train_fail(ev, 2, "SUITE_DDP_RANK/WORLD/ID do not describe a rank of this --gpus job");
+    snprintf(o->ddp_id, sizeof o->ddp_id, "%s", id);
+    /* the launcher's death is this rank's: no orphan left waiting in a collective */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (parent && getppid() != (pid_t)atol(parent)) return train_fail(ev, 1, "the launcher is gone");
+    /* an injected fault hits the last rank only: its peers are the ones that must not hang */
+    if (o->ddp_rank != o->ddp_world - 1) o->fault.kind = FAULT_NONE;
+    o->device += o->ddp_rank;
+    context_place place = {o->device, NULL, 0};
+    return train_job_run(o, ev, &place);
+}
+
+/* --- the launcher ------------------------------------------------------------------------------ */
+
+typedef struct rank_proc {
+    pid_t pid;
+    int in_fd, out_fd;
+    char line[RANK_LINE_MAX];
+    size_t len;
+    int reaped, status, done;
+} rank_proc;
+
+typedef struct launcher {
+    const train_options *o;
+    const train_events *ev;
+    int n;
+    rank_proc *ranks;
+    cJSON **setup;          /* [n] */
+    cJSON **epochs;         /* [(epochs + 1) * n] */
+    int setups, readies, released;
+    int failed_rank;
+    char failure[768];
+    int exit_code;
+} launcher;
+
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int signo) { stop_signal = signo; }
+
+static double now_mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void fail_once(launcher *l, int rank, int code, const char *message) {
+    if (l->failed_rank >= 0 || stop_signal) return;
+    l->failed_rank = rank;
+    l->exit_code = code;
+    snprintf(l->failure, sizeof l->failure, "rank %d of %d: %s", rank, l->n, message);
+}
+
+static void release(launcher *l) {
+    if (train_wait_for_go(l->ev, l->o->wait_go) != 0) {
+        fail_once(l, -1, 1, "the start barrier did not say go");
+        return;
+    }
+    for (int r = 0; r < l->n; r++)
+        if (write(l->ranks[r].in_fd, "go\n", 3) != 3) fail_once(l, r, 1, "cannot release it (its stdin is closed)");
+    l->released = 1;
+}
+
+static void human_epoch(const launcher *l, const cJSON *e) {
+    fprintf(l->ev->human, "epoch %d (%d GPUs): %.0f samples in %.2f s, %.0f samples/s, loss %.4f\n",
+            (int)num(e, "epoch"), l->n, num(e, "samples"), num(e, "seconds"), num(e, "samples_per_s"), num(e, "loss"));
+    fflush(l->ev->human);
+}
+
+static void handle_line(launcher *l, int r, const char *line) {
+    cJSON *e = cJSON_Parse(line);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "event");
+    if (!cJSON_IsString(kind)) {
+        fprintf(l->ev->human, "rank %d: %s\n", r, line); /* not an event: a human line */
+        cJSON_Delete(e);
+        return;
+    }
+    const char *name = kind->valuestring;
+    cJSON *copy = cJSON_Duplicate(e, 1);
+    char renamed[64];
+    snprintf(renamed, sizeof renamed, "rank_%s", name);
+    cJSON_ReplaceItemInObjectCaseSensitive(copy, "event", cJSON_CreateString(renamed));
+    cJSON_AddNumberToObject(copy, "rank", r);
+    train_emit(l->ev, copy);
+    if (!strcmp(name, "setup") && !l->setup[r]) {
+        l->setup[r] = e, e = NULL;
+        if (++l->setups == l->n) train_emit(l->ev, train_ddp_aggregate("setup", l->setup, l->n));
+    } else if (!strcmp(name, "ready")) {
+        if (++l->readies == l->n) release(l);
+    } else if (!strcmp(name, "epoch")) {
+        int k = (int)num(e, "epoch");
+        if (k >= 1 && k <= l->o->epochs && !l->epochs[k * l->n + r]) {
+            l->epochs[k * l->n + r] = e, e = NULL;
+            int all = 1;
+            for (int q = 0; q < l->n; q++) all &= l->epochs[k * l->n + q] != NULL;
+            if (all) {
+                cJSON *agg = train_ddp_aggregate("epoch", &l->epochs[k * l->n], l->n);
+                human_epoch(l, agg);
+                train_emit(l->ev, agg);
+            }
+        }
+    } else if (!strcmp(name, "done")) {
+        l->ranks[r].done = 1;
+    } else if (!strcmp(name, "error")) {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+        fail_once(l, r, 1, cJSON_IsString(m) ? m->valuestring : "error");
+    }
+    cJSON_Delete(e);
+}
+
+static void read_rank(launcher *l, int r) {
+    rank_proc *p = &l->ranks[r];
+    ssize_t got = read(p->out_fd, p->line + p->len, sizeof p->line - 1 - p->len);
+    if (got <= 0) {
+        if (got < 0 && errno == EINTR) return;
+        close(p->out_fd);
+        p->out_fd = -1;
+        return;
+    }
+    p->len += (size_t)got;
+    char *start = p->line, *nl;
+    while ((nl = memchr(start, '\n', p->len - (size_t)(start - p->line)))) {
+        *nl = 0;
+        handle_line(l, r, start);
+        start = nl + 1;
+    }
+    p->len -= (size_t)(start - p->line);
+    memmove(p->line, start, p->len);
+    if (p->len == sizeof p->line - 1) p->len = 0; /* an over-long line is dropped */
+}
+
+static void stop_ranks(launcher *l, int signo) {
+    for (int r = 0; r < l->n; r++)
+        if (!l->ranks[r].reaped && l->ranks[r].pid > 0) kill(l->ranks[r].pid, signo);
+}
+
+static int spawn_rank(launcher *l, int r, char **argv, const char *id) {
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    int count = 0;
+    while (environ[count]) count++;
+    char **env = calloc((size_t)count + 8, sizeof *env);
+    char rank[48], world[48], parent[48], ident[300];
+    snprintf(rank, sizeof rank, "SUITE_DDP_RANK=%d", r);
+    snprintf(world, sizeof world, "SUITE_DDP_WORLD=%d", l->n);
+    snprintf(parent, sizeof parent, "SUITE_DDP_PARENT=%d", (int)getpid());
+    snprintf(ident, sizeof ident, "SUITE_DDP_ID=%s", id);
+    int n = 0;
+    for (int i = 0; env && i < count; i++)
+        if (strncmp(environ[i], "SUITE_DDP_", 10) && strncmp(environ[i], "NCCL_NVLS_ENABLE=", 17)) env[n++] = environ[i];
+    if (env) {
+        env[n++] = rank, env[n++] = world, env[n++] = parent, env[n++] = ident;
+        env[n++] = "NCCL_NVLS_ENABLE=0"; /* NVLink multicast stays off wherever this runs */
+    }
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[len > 0 ? len : 0] = 0;
+    int rc = env && len > 0 ? posix_spawn(&l->ranks[r].pid, self, &fa, NULL, argv, env) : -1;
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(in[0]), close(out[1]);
+    l->ranks[r].in_fd = in[1], l->ranks[r].out_fd = out[0];
+    return rc;
+}
+
+static int launch(const train_options *o, const train_events *ev, int argc, char **argv) {
+    char id[2 * DDP_ID_BYTES + 8], err[512];
+    if (ddp_make_id(id, sizeof id, err, sizeof err) != 0) return train_fail(ev, 1, err);
+    launcher l = {.o = o, .ev = ev, .n = o->gpus, .failed_rank = -1};
+    l.ranks = calloc((size_t)l.n, sizeof *l.ranks);
+    l.setup = calloc((size_t)l.n, sizeof *l.setup);
+    l.epochs = calloc((size_t)(o->epochs + 1) * (size_t)l.n, sizeof *l.epochs);
+    char **child = calloc((size_t)argc + 3, sizeof *child);
+    if (!l.ranks || !l.setup || !l.epochs || !child) return train_fail(ev, 1, "out of memory for the ranks");
+    int has_json = 0, has_wait = 0, c = 0;
+    for (int i = 0; i < argc; i++) {
+        has_json |= !strcmp(argv[i], "--json"), has_wait |= !strcmp(argv[i], "--wait-go");
+        child[c++] = argv[i];
+    }
+    if (!has_json) child[c++] = "--json"; /* ranks always speak the protocol to the launcher */
+    if (!has_wait) child[c++] = "--wait-go";
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL), sigaction(SIGINT, &sa, NULL), sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    for (int r = 0; r < l.n; r++) {
+        l.ranks[r].in_fd = l.ranks[r].out_fd = -1;
+        if (spawn_rank(&l, r, child, id) != 0) {
+            fail_once(&l, r, 1, "cannot start its process");
+            l.ranks[r].reaped = 1;
+        }
+    }
+    double kill_at = 0;
+    int stopping = 0, running = l.n;
+    while (running > 0) {
+        if ((l.failed_rank >= 0 || stop_signal) && !stopping) { /* one rank's end is everyone's */
+            stopping = 1;
+            stop_ranks(&l, SIGTERM);
+            kill_at = now_mono() + STOP_GRACE_S;
+        }
+        if (stopping && now_mono() > kill_at) stop_ranks(&l, SIGKILL);
+        struct pollfd fds[64];
+        int map[64], nf = 0;
+        for (int r = 0; r < l.n && nf < 64; r++)
+            if (l.ranks[r].out_fd >= 0) fds[nf] = (struct pollfd){l.ranks[r].out_fd, POLLIN, 0}, map[nf++] = r;
+        if (nf) poll(fds, (nfds_t)nf, 100);
+        else usleep(50000);
+        for (int i = 0; i < nf; i++)
+            if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_rank(&l, map[i]);
+        for (int r = 0; r < l.n; r++) {
+            rank_proc *p = &l.ranks[r];
+            if (p->reaped || p->out_fd >= 0 || waitpid(p->pid, &p->status, WNOHANG) != p->pid) continue;
+            p->reaped = 1;
+            running--;
+            if (p->in_fd >= 0) close(p->in_fd), p->in_fd = -1;
+            int code = WIFEXITED(p->status) ? WEXITSTATUS(p->status) : 1;
+            if (WIFEXITED(p->status) && code == 0 && p->done) continue;
+            char why[96];
+            if (WIFSIGNALED(p->status)) snprintf(why, sizeof why, "killed by signal %d", WTERMSIG(p->status));
+            else snprintf(why, sizeof why, "exited with status %d", code);
+            fail_once(&l, r, code == 2 ? 2 : 1, why);
+        }
+    }
+    for (int i = 0; i < (o->epochs + 1) * l.n; i++) cJSON_Delete(l.epochs[i]);
+    for (int r = 0; r < l.n; r++) cJSON_Delete(l.setup[r]);
+    free(l.epochs), free(l.setup), free(l.ranks), free(child);
+    if (stop_signal && l.failed_rank < 0) return 128 + stop_signal;
+    if (l.failed_rank >= 0 || l.exit_code) {
+        char message[1024];
+        snprintf(message, sizeof message, "%s; the other ranks were stopped", l.failure[0] ? l.failure : "a rank failed");
+        return train_fail(ev, l.exit_code ? l.exit_code : 1, message);
+    }
+    cJSON *done = cJSON_CreateObject();
+    cJSON_AddStringToObject(done, "event", "done");
+    cJSON_AddNumberToObject(done, "t", train_wall_seconds());
+    cJSON_AddNumberToObject(done, "gpus", l.n);
+    train_emit(ev, done);
+    return 0;
+}
+
+int train_ddp_main(train_options *o, const train_events *ev, int argc, char **argv) {
+    if (!strcmp(o->model, "dlrm"))
+        return train_fail(ev, 2, "--gpus: data-parallel training covers the image models, not dlrm");
+    const char *rank = getenv("SUITE_DDP_RANK");
+    if (rank) return run_rank(o, ev, rank);
+    if (o->dry_run) { /* every rank holds the same: one rank's footprint, on each GPU */
+        context_place place = {o->device, NULL, 0};
+        return train_job_run(o, ev, &place);
+    }
+    return launch(o, ev, argc, argv);
+}

@@ -1,0 +1,46 @@
+/* train --gpus N: data-parallel training, one process per GPU.
+ *
+ * Why processes rather than one thread per GPU: a rank is then exactly a plain `train` (same
+ * code path, same CUDA graph, same events), one per device as NCCL and PyTorch's DDP expect; a
+ * GPU's MPS daemon, MIG instance or CUDA_VISIBLE_DEVICES applies to its rank as to any job; and
+ * a rank that crashes (a failed CUDA check exits the process) is seen by the launcher as an exit,
+ * which it answers by stopping the other ranks, rather than taking a shared process down with
+ * half its communicators in a collective.
+ *
+ * The launcher (this process, started with --gpus N) makes the NCCL id, starts N ranks (this
+ * program again, argv only, with SUITE_DDP_RANK/WORLD/ID in the environment; rank r on device
+ * r), releases them together behind the start barrier, and speaks the runner's protocol for the
+ * whole job: aggregate setup, ready, epoch (samples summed, seconds the slowest rank's, loss and
+ * accuracy the ranks' mean) and done events, plus each rank's own events renamed rank_<event>
+ * with "rank". Each rank reads the r-th local batch of every global batch (global batch = N x
+ * --batch) and averages gradients over the ranks (models/ddp.h). A rank that fails or dies makes
+ * the launcher stop the others (SIGTERM, then SIGKILL) and report which rank and why; a rank
+ * whose launcher dies is killed by the kernel (PR_SET_PDEATHSIG); a rank polls its communicator
+ * (ncclCommGetAsyncError) and aborts it on an error, so no rank waits in a collective forever.
+ * A fault injected with --inject-fault hits the last rank only: its peers must survive it. */
+#ifndef SUITE_TRAIN_DDP_H
+#define SUITE_TRAIN_DDP_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "models/ddp.h"
+#include "models/session.h"
+#include "runner/train/train_events.h"
+#include "runner/train/train_options.h"
+
+/* The whole of `train --gpus N`: the launcher, or a rank when SUITE_DDP_RANK is set (a dry run
+ * reports the footprint of one rank). Returns train's exit code. */
+int train_ddp_main(train_options *o, const train_events *ev, int argc, char **argv);
+
+/* In a rank, after the session's set-up and before trainer_init (which captures the step with
+ * the all-reduces): joins the communicator and starts the watchdog. 0, or 1 with a message. */
+int train_ddp_join(ddp *d, session *s, const train_options *o, char *err, size_t err_size);
+/* Stops the watchdog and leaves the communicator (nothing when not joined). */
+void train_ddp_leave(ddp *d);
+
+/* The job's event from the ranks' events of one kind ("setup", "epoch"), all present (pure). */
+cJSON *train_ddp_aggregate(const char *event, cJSON *const *per_rank, int ranks);
+
+#endif

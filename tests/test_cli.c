@@ -1,0 +1,151 @@
+/* runner/cli.c on a table of every kind: values stored in fields of each width, defaults, marks,
+ * "--opt=value", and one message shape per kind of bad input; --help lists every row. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "runner/cli.h"
+
+typedef struct args {
+    int flag, off, count, count_given, color;
+    long big;
+    int64_t wide;
+    float rate;
+    double seconds;
+    char name[8];
+    const char *path;
+} args;
+
+static const cli_choice COLORS[] = {{"red", 7}, {"green", 8}, {"blue", 9}, {0}};
+
+static const cli_option OPTIONS[] = {
+    {"--flag", NULL, "a switch", CLI_FLAG(args, flag, 1)},
+    {"--no-off", NULL, "clears off", CLI_FLAG(args, off, 0)},
+    {"--count", "N", "a small count", CLI_INT(args, count, 1, 10), .fallback = "3", CLI_MARK(args, count_given)},
+    {"--big", "N", "a long", CLI_INT(args, big, 0, 1LL << 40)},
+    {"--wide", "N", "an int64_t", CLI_INT(args, wide, -5, 1LL << 50)},
+    {"--rate", "X", "a float", CLI_REAL(args, rate, 0, 1), .fallback = "0.5"},
+    {"--seconds", "S", "a double", CLI_REAL(args, seconds, 0, 1e6)},
+    {"--name", "TEXT", "copied", CLI_TEXT(args, name)},
+    {"--path", "PATH", "pointed at", CLI_STR(args, path)},
+    {"--color", NULL, "a choice", CLI_CHOICE(args, color, COLORS), .fallback = "green"},
+    {0}};
+
+static const cli_program PROGRAM = {.name = "prog", .synopsis = "usage: prog [options]",
+                                    .epilogue = "the end\n", .options = OPTIONS};
+
+static char err[512];
+
+static int parse(args *a, const char *const *argv) {
+    int argc = 0;
+    while (argv[argc]) argc++;
+    memset(a, 0, sizeof *a);
+    a->off = 1;
+    err[0] = 0;
+    return cli_parse(&PROGRAM, a, argc, (char **)argv, err, sizeof err);
+}
+#define PARSE(a, ...) parse(a, (const char *const[]){"prog", __VA_ARGS__, NULL})
+
+static void test_defaults(void **state) {
+    args a;
+    assert_int_equal(parse(&a, (const char *const[]){"prog", NULL}), 0);
+    assert_int_equal(a.count, 3);
+    assert_int_equal(a.count_given, 0); /* a default is not "given" */
+    assert_true(a.rate == 0.5f);
+    assert_int_equal(a.color, 8);
+    assert_int_equal(a.off, 1);
+    assert_null(a.path);
+}
+
+static void test_values(void **state) {
+    args a;
+    assert_int_equal(PARSE(&a, "--flag", "--no-off", "--count", "10", "--big", "1099511627776", "--wide=-5",
+                           "--rate", "1e-1", "--seconds=86400.5", "--name", "abcdefg", "--path", "/x y",
+                           "--color", "blue"), 0);
+    assert_int_equal(a.flag, 1);
+    assert_int_equal(a.off, 0);
+    assert_int_equal(a.count, 10);
+    assert_int_equal(a.count_given, 1);
+    assert_true(a.big == 1099511627776L);
+    assert_true(a.wide == -5);
+    assert_true(a.rate == 0.1f);
+    assert_true(a.seconds == 86400.5);
+    assert_string_equal(a.name, "abcdefg");
+    assert_string_equal(a.path, "/x y");
+    assert_int_equal(a.color, 9);
+    assert_int_equal(PARSE(&a, "--count", "2", "--count", "4"), 0); /* the last one counts */
+    assert_int_equal(a.count, 4);
+}
+
+static void expect_error(const char *message, const char *const *argv) {
+    args a;
+    int rc = parse(&a, argv);
+    if (rc != -1 || strcmp(err, message) != 0)
+        fail_msg("%s %s: rc %d, '%s' (expected '%s')", argv[1], argv[2] ? argv[2] : "", rc, err, message);
+}
+#define EXPECT_ERROR(message, ...) expect_error(message, (const char *const[]){"prog", __VA_ARGS__, NULL})
+
+static void test_errors(void **state) {
+    EXPECT_ERROR("--count: expected a whole number from 1 to 10, got '0'", "--count", "0");
+    EXPECT_ERROR("--count: expected a whole number from 1 to 10, got '2.5'", "--count", "2.5");
+    EXPECT_ERROR("--count: expected a whole number from 1 to 10, got ''", "--count=");
+    EXPECT_ERROR("--count: expected a whole number from 1 to 10; missing its value", "--count");
+    EXPECT_ERROR("--count: expected a whole number from 1 to 10; missing its value", "--count", "--flag");
+    EXPECT_ERROR("--big: expected a whole number from 0 to 1099511627776, got '99999999999999999999'", "--big",
+                 "99999999999999999999");
+    EXPECT_ERROR("--rate: expected a number from 0 to 1, got 'nan'", "--rate", "nan");
+    EXPECT_ERROR("--rate: expected a number from 0 to 1, got '1.5'", "--rate", "1.5");
+    EXPECT_ERROR("--name: expected a value of 1 to 7 characters, got 'abcdefgh'", "--name", "abcdefgh");
+    EXPECT_ERROR("--color: expected red, green or blue, got 'pink'", "--color", "pink");
+    EXPECT_ERROR("unknown option '--colour' (prog --help lists them)", "--colour", "red");
+    EXPECT_ERROR("unknown option 'stray' (prog --help lists them)", "stray");
+    EXPECT_ERROR("--flag takes no value (got '--flag=1')", "--flag=1");
+}
+
+typedef struct narrow {
+    short s;
+} narrow;
+
+/* A row whose field cannot hold what its kind stores is refused before any argument is read. */
+static void test_table_mistake(void **state) {
+    static const cli_option bad[] = {{"--s", "N", "too narrow", CLI_INT(narrow, s, 0, 9)}, {0}};
+    static const cli_program p = {.name = "bad", .synopsis = "usage: bad", .options = bad};
+    narrow n;
+    char *argv[] = {"bad", NULL};
+    assert_int_equal(cli_parse(&p, &n, 1, argv, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--s cannot be stored in a field of 2 bytes"));
+}
+
+static void test_usage(void **state) {
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    cli_usage(&PROGRAM, f);
+    fclose(f);
+    assert_non_null(strstr(text, "usage: prog [options]\n"));
+    assert_non_null(strstr(text, "  --count N               a small count (default 3)\n"));
+    assert_non_null(strstr(text, "  --color red|green|blue  a choice (default green)\n"));
+    assert_non_null(strstr(text, "  --flag                  a switch\n"));
+    assert_non_null(strstr(text, "  --help                  this text (also -h)\n"));
+    assert_non_null(strstr(text, "\nthe end\n"));
+    for (const cli_option *r = OPTIONS; r->name; r++) {
+        char line[64];
+        snprintf(line, sizeof line, "\n  %s", r->name);
+        assert_non_null(strstr(text, line));
+    }
+    free(text);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),   cmocka_unit_test(test_values), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_table_mistake), cmocka_unit_test(test_usage),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

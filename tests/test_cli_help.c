@@ -1,0 +1,159 @@
+/* The README's option tables agree with the programs: every option `train --help` and
+ * `run_suite --help` print appears in the first column of that program's `| option | meaning |`
+ * table in README.md, and every option named there is one the program accepts. An option added to
+ * a program's table (runner/cli.h) without a line in the README fails here, and so does a README
+ * line for an option that is gone. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "data/dataset.h"
+#include "tests/testutil.h"
+
+#define MAX_NAMES 256
+
+typedef struct names {
+    char name[MAX_NAMES][48];
+    int count;
+} names;
+
+static void add_name(names *n, const char *start, size_t len) {
+    if (len >= sizeof n->name[0]) fail_msg("option name too long: %.*s", (int)len, start);
+    for (int i = 0; i < n->count; i++)
+        if (strlen(n->name[i]) == len && !strncmp(n->name[i], start, len)) return;
+    assert_true(n->count < MAX_NAMES);
+    memcpy(n->name[n->count], start, len);
+    n->name[n->count++][len] = 0;
+}
+
+static int has_name(const names *n, const char *name) {
+    for (int i = 0; i < n->count; i++)
+        if (!strcmp(n->name[i], name)) return 1;
+    return 0;
+}
+
+static int name_char(char c) { return c == '-' || c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+/* Every "--word" in text[0..len) that starts a word ("x--y" and "---z" are none). */
+static void scan_options(names *n, const char *text, size_t len) {
+    for (size_t i = 0; i + 2 < len; i++) {
+        if (text[i] != '-' || text[i + 1] != '-' || (i > 0 && name_char(text[i - 1])) || text[i + 2] == '-' ||
+            !name_char(text[i + 2]))
+            continue;
+        size_t j = i + 2;
+        while (j < len && name_char(text[j])) j++;
+        add_name(n, text + i, j - i);
+        i = j;
+    }
+}
+
+/* The options of `program --help`: the first word of each line that starts with "  --". */
+static void help_options(const char *program, names *n) {
+    static char out[1 << 16], err[1 << 12];
+    int rc = test_run_binary(program, out, sizeof out, err, sizeof err, "--help", NULL);
+    if (rc != 0) fail_msg("%s --help: exit %d, stderr '%s'", program, rc, err);
+    memset(n, 0, sizeof *n);
+    for (const char *line = out; *line;) {
+        size_t len = strcspn(line, "\n");
+        if (!strncmp(line, "  --", 4)) add_name(n, line + 2, strcspn(line + 2, " \n"));
+        line += len + (line[len] == '\n');
+    }
+    assert_true(n->count > 5);
+}
+
+/* The end of the table cell that starts at `cell` (a '|' not escaped as "\|"), or NULL. */
+static const char *cell_end(const char *cell, const char *line_end) {
+    for (const char *c = cell; c < line_end; c++)
+        if (*c == '|' && c[-1] != '\\') return c;
+    return NULL;
+}
+
+/* The options in the first column of the "| option | meaning |" tables of the README section
+ * whose heading starts with "## <program>:". */
+static void readme_options(const char *readme, const char *program, names *n) {
+    char heading[64];
+    snprintf(heading, sizeof heading, "\n## %s:", program);
+    const char *section = strstr(readme, heading);
+    if (!section) fail_msg("README.md has no section '## %s:'", program);
+    section += strlen(heading);
+    const char *end = strstr(section, "\n## ");
+    if (!end) end = section + strlen(section);
+    memset(n, 0, sizeof *n);
+    int in_table = 0;
+    for (const char *line = section; line < end;) {
+        const char *line_end = strchr(line, '\n');
+        if (!line_end || line_end > end) line_end = end;
+        if (*line != '|') in_table = 0;
+        else if (!strncmp(line, "| option |", 10)) in_table = 1;
+        else if (in_table && strncmp(line, "| ---", 5) != 0) {
+            const char *first_end = cell_end(line + 1, line_end);
+            if (first_end) scan_options(n, line + 1, (size_t)(first_end - line - 1));
+        }
+        line = line_end + (*line_end == '\n');
+    }
+    if (n->count == 0) fail_msg("README.md's '## %s:' section has no '| option | meaning |' table", program);
+}
+
+static void expect_agreement(const char *program) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/README.md", SUITE_SOURCE_DIR);
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char err[512];
+    if (dataset_read_file(path, (size_t)1 << 22, &bytes, &size, err, sizeof err) != 0) fail_msg("%s", err);
+    char *readme = malloc(size + 1);
+    memcpy(readme, bytes, size);
+    readme[size] = 0;
+    free(bytes);
+    static names help, table;
+    help_options(program, &help);
+    readme_options(readme, program, &table);
+    free(readme);
+    int missing = 0;
+    for (int i = 0; i < help.count; i++)
+        if (!has_name(&table, help.name[i])) {
+            fprintf(stderr, "%s --help has %s, which README.md's %s option table lacks\n", program, help.name[i],
+                    program);
+            missing++;
+        }
+    for (int i = 0; i < table.count; i++)
+        if (!has_name(&help, table.name[i])) {
+            fprintf(stderr, "README.md's %s option table has %s, which %s --help lacks\n", program, table.name[i],
+                    program);
+            missing++;
+        }
+    assert_int_equal(missing, 0);
+}
+
+static void test_train_help_matches_readme(void **state) { expect_agreement("train"); }
+static void test_run_suite_help_matches_readme(void **state) { expect_agreement("run_suite"); }
+
+/* The scanner itself: names in a README-like cell, escaped bars, and words that are not options. */
+static void test_scanner(void **state) {
+    static names n;
+    memset(&n, 0, sizeof n);
+    const char *cell = " `--lr 0.1 --momentum 0.9`, `--optimizer sgd\\|adamw`, --wd-all, x--y, ---z ";
+    scan_options(&n, cell, strlen(cell));
+    assert_int_equal(n.count, 4);
+    assert_true(has_name(&n, "--lr") && has_name(&n, "--momentum") && has_name(&n, "--optimizer") &&
+                has_name(&n, "--wd-all"));
+    const char *line = "| `--schedule a\\|b` | meaning |";
+    const char *e = cell_end(line + 1, line + strlen(line));
+    assert_non_null(e);
+    assert_int_equal(e - line, (long)strlen("| `--schedule a\\|b` "));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scanner),
+        cmocka_unit_test(test_train_help_matches_readme),
+        cmocka_unit_test(test_run_suite_help_matches_readme),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,118 @@
+/* --precision on the host (no GPU): names, which models build in bf16, the planned footprint of a
+ * bf16 model (bfloat16 activations plus the bfloat16 weight and gradient copies), train's option
+ * and its refusals, the mix override precision= and run_suite --precision reaching train's
+ * arguments. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "models/session.h"
+#include "runner/suite/jobs.h"
+#include "runner/suite/mix.h"
+#include "tests/testutil.h"
+
+static void test_names(void **state) {
+    (void)state;
+    precision_kind p = PRECISION_FP32;
+    assert_int_equal(precision_parse("bf16", &p), 0);
+    assert_int_equal(p, PRECISION_BF16);
+    assert_int_equal(precision_parse("tf32", &p), 0);
+    assert_int_equal(p, PRECISION_TF32);
+    assert_int_equal(precision_parse("fp16", &p), -1);
+    assert_int_equal(precision_parse(NULL, &p), -1);
+    assert_string_equal(precision_name(PRECISION_FP32), "fp32");
+    assert_true(model_runs_bf16("resnet50"));
+    assert_false(model_runs_bf16("cait_xxs24"));
+    assert_false(model_runs_bf16("resnet"));
+    assert_non_null(strstr(precision_bf16_models(), "resnet152"));
+}
+
+/* Planned bytes of each kind for resnet50 64x64/128 in a precision. */
+static arena_footprint plan(precision_kind precision, arena *a) {
+    model_config config = {.name = "resnet50", .batch = 128, .image_size = 64, .in_channels = 3, .classes = 1000,
+                           .precision = precision};
+    session s;
+    char err[256];
+    assert_int_equal(session_plan(&s, &config, err, sizeof err), 0);
+    *a = s.plan;
+    arena_footprint f = arena_footprint_of(&s.plan, 1);
+    model_free(s.model);
+    return f;
+}
+
+static void test_footprint(void **state) {
+    (void)state;
+    arena a32, a16;
+    arena_footprint f32 = plan(PRECISION_TF32, &a32), f16 = plan(PRECISION_BF16, &a16);
+    assert_false(a32.half_weights);
+    assert_true(a16.half_weights);
+    /* the bfloat16 copies: half the weight region each, counted with parameters and gradients */
+    size_t copy = a16.used[ARENA_WEIGHTS] / 2;
+    assert_int_equal(a16.used[ARENA_WEIGHTS], a32.used[ARENA_WEIGHTS]);
+    assert_int_equal(f16.parameters, f32.parameters + copy);
+    assert_int_equal(f16.gradients, f32.gradients + copy);
+    assert_int_equal(f16.optimizer, f32.optimizer);
+    /* activations: bfloat16, plus the bfloat16 input and dlogits; float input, logits, dlogits stay */
+    assert_true(f16.activations < f32.activations * 0.55);
+    assert_true(f16.total < f32.total);
+
+    /* a family without a bf16 build is refused with a message, before any GPU work */
+    model_config cait = {.name = "cait_xxs24", .batch = 8, .image_size = 32, .in_channels = 3, .classes = 10,
+                         .patch_size = 4, .precision = PRECISION_BF16};
+    session s;
+    char err[256];
+    assert_int_equal(session_plan(&s, &cait, err, sizeof err), -1);
+    assert_non_null(strstr(err, "bf16"));
+}
+
+static void test_train_option(void **state) {
+    (void)state;
+    char out[8192], err[4096];
+    int rc = test_run_binary("train", out, sizeof out, err, sizeof err, "--model", "resnet26", "--dry-run",
+                             "--precision", "bf16", NULL);
+    assert_int_equal(rc, 0);
+    rc = test_run_binary("train", out, sizeof out, err, sizeof err, "--model", "cait_xxs24", "--dry-run",
+                         "--precision", "bf16", NULL);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "resnet26"));
+    rc = test_run_binary("train", out, sizeof out, err, sizeof err, "--model", "resnet26", "--dry-run",
+                         "--precision", "fp8", NULL);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "--precision"));
+}
+
+static int has_pair(char **argv, const char *flag, const char *value) {
+    for (int i = 0; argv[i] && argv[i + 1]; i++)
+        if (!strcmp(argv[i], flag) && !strcmp(argv[i + 1], value)) return 1;
+    return 0;
+}
+
+static void test_mix_override(void **state) {
+    (void)state;
+    mix m;
+    char err[512], text[256];
+    assert_int_equal(mix_parse(&m, "S+M[precision=BF16, steps=5]", err, sizeof err), 0);
+    assert_string_equal(m.jobs[0].precision, "");
+    assert_string_equal(m.jobs[1].precision, "bf16");
+    mix_job_format(&m.jobs[1], text, sizeof text);
+    assert_non_null(strstr(text, "precision=bf16"));
+    mix again;
+    assert_int_equal(mix_parse(&again, text, err, sizeof err), 0);
+    assert_string_equal(again.jobs[0].precision, "bf16");
+    char **argv = job_build_argv("train", &m.jobs[1], 2, 0, NULL, 1);
+    assert_true(has_pair(argv, "--precision", "bf16")); /* the footprint query sees it too */
+    job_free_strv(argv);
+    assert_int_equal(mix_parse(&m, "M[precision=fp16]", err, sizeof err), -1);
+    assert_non_null(strstr(err, "tf32, fp32 or bf16"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_names), cmocka_unit_test(test_footprint),
+                                       cmocka_unit_test(test_train_option), cmocka_unit_test(test_mix_override)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

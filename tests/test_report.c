@@ -1,0 +1,136 @@
+/* `run_suite report` over the committed fixture (tests/fixtures/report: a --study small of
+ * tests/fake_train under the NVML stand-in, with 7-way refused for memory, and a --mode all S+M
+ * run; the timelines' sensor columns were filled in by hand, see its README): every figure is
+ * drawn, the page holds no external reference, and bad input is refused naming the file (exit 2).
+ * Needs python3 with matplotlib, as the README's set-up installs it. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/testutil.h"
+
+#define FIXTURE SUITE_SOURCE_DIR "/tests/fixtures/report"
+#define STUDY FIXTURE "/20261124T152934Z-study-small"
+
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)n + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = 0;
+    fclose(f);
+    return text;
+}
+
+static int count(const char *text, const char *what) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+static void test_fixture_page(void **state) {
+    char dir[512], page[600], out[4096], err[8192];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(page, sizeof page, "%s/report.html", dir);
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", FIXTURE, "-o", page, NULL);
+    if (rc != 0) fprintf(stderr, "stdout: %s\nstderr: %s\n", out, err);
+    assert_int_equal(rc, 0);
+    char *html = read_all(page);
+    /* the study's workload and the mixed run: figures 2-4, throughput, timelines, energy */
+    assert_non_null(strstr(html, "id=fig-modes-w0"));
+    assert_non_null(strstr(html, "id=fig-modes-w"));
+    assert_non_null(strstr(html, "id=fig-throughput-w0"));
+    assert_non_null(strstr(html, "id=fig-timeline-1"));
+    assert_non_null(strstr(html, "id=fig-timeline-11")); /* one per run: 7 study runs + 4 modes of S+M */
+    assert_non_null(strstr(html, "id=fig-energy"));
+    /* every figure is an embedded PNG, and each one the page lists is there */
+    int images = count(html, "<img ");
+    assert_int_equal(images, count(html, "src='data:image/png;base64,"));
+    assert_true(images >= 15);
+    const char *list = strstr(html, "<!-- figures:");
+    assert_non_null(list);
+    int listed = 0;
+    for (const char *p = list; *p && strncmp(p, "-->", 3); p++) listed += !strncmp(p, " fig-", 5);
+    assert_int_equal(listed, images);
+    /* self-contained: nothing fetched from anywhere */
+    assert_null(strstr(html, "http://"));
+    assert_null(strstr(html, "https://"));
+    assert_null(strstr(html, "<link"));
+    assert_null(strstr(html, "<script"));
+    assert_null(strstr(html, "url("));
+    assert_int_equal(count(html, " src="), images);
+    /* the refused cells, the comparison, the paper's findings and the provenance */
+    assert_true(count(html, "does not fit") >= 3);
+    assert_non_null(strstr(html, "the mix needs 84.00 GiB"));
+    assert_non_null(strstr(html, "The study's findings next to ours"));
+    assert_non_null(strstr(html, "A100-SXM4-40GB"));
+    assert_non_null(strstr(html, "NVIDIA H100 80GB HBM3"));
+    assert_non_null(strstr(html, "Table 2 as the paper prints it"));
+    assert_non_null(strstr(html, "Provenance"));
+    assert_non_null(strstr(html, "mig-emulate"));
+    free(html);
+    test_rmtree(dir);
+}
+
+/* A user's edit that breaks a file: a clear message naming it, exit 2, no page. */
+static void test_bad_files(void **state) {
+    char dir[512], run[700], path[800], page[700], out[4096], err[8192], cmd_err[64];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(page, sizeof page, "%s/page.html", dir);
+    char *const cp[] = {"/bin/cp", "-r", STUDY "/S-x2-mps/20261124T152943Z-mps-2xS", run, NULL};
+    assert_int_equal(test_run(cp, out, sizeof out, cmd_err, sizeof cmd_err), 0);
+
+    snprintf(path, sizeof path, "%s/summary.json", run);
+    FILE *f = fopen(path, "w");
+    fputs("{\"mode\": \"mps\", \"jobs\": [", f);
+    fclose(f);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "not valid JSON"));
+    struct stat st;
+    assert_int_not_equal(stat(page, &st), 0);
+
+    f = fopen(path, "w");
+    fputs("{\"mode\": 3, \"jobs\": {}}", f);
+    fclose(f);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
+    assert_non_null(strstr(err, "expected run_suite's summary"));
+
+    snprintf(path, sizeof path, "%s/timeline.csv", run);
+    f = fopen(path, "w");
+    fputs("when,unit\nyesterday,gpu0\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/summary.json", run);
+    char *const restore[] = {"/bin/cp", STUDY "/S-x2-mps/20261124T152943Z-mps-2xS/summary.json", path, NULL};
+    assert_int_equal(test_run(restore, out, sizeof out, cmd_err, sizeof cmd_err), 0);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
+    assert_non_null(strstr(err, "timeline.csv"));
+
+    /* a folder without any run, and a missing one */
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", SUITE_SOURCE_DIR "/tests/fuzz/idx", NULL), 2);
+    assert_non_null(strstr(err, "no run folder"));
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", "/nonexistent/run", NULL), 2);
+    assert_non_null(strstr(err, "/nonexistent/run"));
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", NULL), 2);
+    assert_non_null(strstr(err, "usage: run_suite report"));
+    test_rmtree(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixture_page),
+        cmocka_unit_test(test_bad_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

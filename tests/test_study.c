@@ -1,0 +1,147 @@
+/* run_suite --study: the matrix of each set (pure), its options, and a whole --study small run of
+ * tests/fake_train under the NVML stand-in (an 80 GB H100 with MIG off), where the 7-way cells do
+ * not fit, so they are recorded and not run, and the report is written at the study's top. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "runner/suite/study.h"
+#include "tests/testutil.h"
+
+static void test_cells(void **state) {
+    study_cell cells[128];
+    /* small: serial alone, then naive, mps and mig-emulate at 1, 2, 3 and 7 */
+    int n = study_cells("small", 1, NULL, 0, cells, 128);
+    assert_int_equal(n, 1 + 3 * 4);
+    assert_string_equal(cells[0].mode, "serial");
+    assert_string_equal(cells[0].mix, "1*S");
+    assert_string_equal(cells[n - 1].mix, "7*S");
+    assert_string_equal(cells[n - 1].mode, "mig-emulate");
+    assert_int_equal(cells[n - 1].degree, 7);
+    assert_int_equal(cells[1].steps, 150);
+    assert_int_equal(study_cells("small", 0, NULL, 0, cells, 128), 13);
+    assert_int_equal(cells[1].steps, 0); /* not quick: the run's own (or --steps-per-epoch) */
+    /* real MIG where it is on: one more per degree */
+    assert_int_equal(study_cells("small", 1, NULL, 1, NULL, 0), 1 + 4 * 4);
+    /* medium and large: two workloads each; the explicit job keeps its count */
+    assert_int_equal(study_cells("large", 1, NULL, 0, cells, 128), 26);
+    assert_string_equal(cells[13].workload, "CaiT-XXS24");
+    assert_string_equal(cells[14].mix, "1*cait_xxs24:imagenet@128");
+    /* mixed: S+M+M+M and the recommender with ResNet-152, all modes in one run each */
+    assert_int_equal(study_cells("mixed", 1, NULL, 0, cells, 128), 2);
+    assert_string_equal(cells[0].mode, "all");
+    assert_int_equal(cells[0].degree, 4);
+    assert_string_equal(cells[1].workload, "XL+L");
+    assert_int_equal(study_cells("all", 1, NULL, 0, NULL, 0), 5 * 13 + 2);
+    const int degrees[] = {1, 2, 0};
+    assert_int_equal(study_cells("medium", 1, degrees, 0, NULL, 0), 2 * (1 + 3 * 2));
+    /* a short buffer is filled as far as it goes; the count says how many there are */
+    assert_int_equal(study_cells("all", 1, NULL, 0, cells, 3), 67);
+}
+
+static void test_bad_options(void **state) {
+    char out[4096], err[4096];
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", "huge", NULL), 2);
+    assert_non_null(strstr(err, "small, medium, large, mixed, all"));
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", NULL), 2);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", "small",
+                                     "--mix", "S", NULL), 2);
+    assert_non_null(strstr(err, "--mix"));
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", "small",
+                                     "--degrees", "1,0", NULL), 2);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", "small",
+                                     "--steps-per-epoch", "x", NULL), 2);
+}
+
+static void test_small_study(void **state) {
+    char dir[512], results[600], mps_dir[600], bin[600], link[700], out[16384], err[65536];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(results, sizeof results, "%s/results", dir);
+    snprintf(mps_dir, sizeof mps_dir, "%s/mps", dir);
+    snprintf(bin, sizeof bin, "%s/bin", dir);
+    mkdir(mps_dir, 0700);
+    mkdir(bin, 0700);
+    snprintf(link, sizeof link, "%s/nvidia-cuda-mps-control", bin);
+    assert_int_equal(symlink(FAKE_TRAIN_PATH, link), 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    setenv("PATH", path, 1);
+    setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
+    setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
+    setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", mps_dir, 1);
+    setenv("FAKE_TRAIN", "*:epoch_ms=60,footprint=12884901888", 1); /* 7 x 12 GiB > 80 GB */
+
+    /* --dry-run: the matrix with run_suite's fit check, nothing written */
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", "small", "--quick",
+                             "--dry-run", "--train", FAKE_TRAIN_PATH, "--results", results, NULL);
+    if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
+    assert_int_equal(rc, 0);
+    assert_int_equal((int)(strstr(out, "13 runs") != NULL), 1);
+    assert_non_null(strstr(out, "does not fit"));
+    struct stat st;
+    assert_int_not_equal(stat(results, &st), 0);
+
+    rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", "small", "--quick",
+                         "--degrees", "1,7", "--train", FAKE_TRAIN_PATH, "--results", results, NULL);
+    if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
+    assert_int_equal(rc, 0);
+    char *const find[] = {"/usr/bin/find", results, "-name", "study.json", NULL};
+    char found[1024], ferr[64];
+    assert_int_equal(test_run(find, found, sizeof found, ferr, sizeof ferr), 0);
+    found[strcspn(found, "\n")] = 0;
+    FILE *f = fopen(found, "r");
+    assert_non_null(f);
+    static char text[65536];
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    assert_string_equal(cJSON_GetObjectItem(root, "status")->valuestring, "complete");
+    const cJSON *cells = cJSON_GetObjectItem(root, "cells");
+    assert_int_equal(cJSON_GetArraySize(cells), 1 + 3 * 2);
+    int ran = 0, refused = 0;
+    for (int i = 0; i < cJSON_GetArraySize(cells); i++) {
+        const cJSON *c = cJSON_GetArrayItem(cells, i);
+        const char *status = cJSON_GetObjectItem(c, "status")->valuestring;
+        if (!strcmp(status, "complete")) {
+            ran++;
+            char run[1200];
+            snprintf(run, sizeof run, "%.*s/%s/summary.json", (int)(strrchr(found, '/') - found), found,
+                     cJSON_GetObjectItem(c, "folder")->valuestring);
+            assert_int_equal(stat(run, &st), 0);
+            assert_string_equal(cJSON_GetObjectItem(c, "job")->valuestring, "resnet26:cifar10@128");
+        } else {
+            assert_string_equal(status, "does not fit");
+            assert_int_equal(cJSON_GetObjectItem(c, "degree")->valueint, 7);
+            assert_non_null(strstr(cJSON_GetObjectItem(c, "reason")->valuestring, "84.00 GiB"));
+            refused++;
+        }
+    }
+    assert_int_equal(ran, 4);
+    assert_int_equal(refused, 3);
+    cJSON_Delete(root);
+    char page[1200];
+    snprintf(page, sizeof page, "%.*s/report.html", (int)(strrchr(found, '/') - found), found);
+    assert_int_equal(stat(page, &st), 0);
+    assert_non_null(strstr(err, "[study] report:"));
+    test_rmtree(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cells),
+        cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_small_study),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
