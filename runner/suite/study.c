@@ -252,7 +252,9 @@ static int cell_fits(const char *self, const study_options *o, const study_cell 
     if (!out) return -1;
     int st = jobs_run_capture(a.v, environ, NULL, out, cap, 600);
     int rc = -1;
-    cJSON *root = st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? cJSON_Parse(out) : NULL;
+    /* exit 2 with the JSON: a plan that cannot be made (its plan_error says why) */
+    int shown = st >= 0 && WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 2);
+    cJSON *root = shown ? cJSON_Parse(out) : NULL;
     const cJSON *fits = cJSON_GetObjectItemCaseSensitive(root, "fits");
     const cJSON *fit_error = cJSON_GetObjectItemCaseSensitive(root, "fit_error");
     const cJSON *plan_error = cJSON_GetObjectItemCaseSensitive(root, "plan_error");

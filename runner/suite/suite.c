@@ -335,17 +335,22 @@ static int footprints(suite_ctx *c) {
     return 0;
 }
 
-/* Each mode's plan. A failed plan stops the run (exit status returned), except in a dry run
- * (shown) and for --mode all's MODE_WHERE_POSSIBLE modes (skipped). -1 to go on. */
-static int plan_modes(suite_ctx *c, const char **plan_error) {
+/* Each mode's plan. A failed plan stops the run (exit status returned), except for --mode all's
+ * MODE_WHERE_POSSIBLE modes (skipped) and in a dry run, which shows every plan first and then
+ * exits as the run would have for an impossible one (*dry_status; -1 none). -1 to go on. */
+static int plan_modes(suite_ctx *c, const char **plan_error, int *dry_status) {
+    *dry_status = -1;
     for (int k = 0; k < c->mode_count; k++) {
         suite_planned *p = &c->modes[k];
         int rc = p->mode->plan ? p->mode->plan(c, p->error, sizeof p->error) : 0;
         if (rc == 0) continue;
         if (!*plan_error) *plan_error = p->error;
-        if (c->o->dry_run && rc != EXIT_USAGE) continue; /* bad input fails a dry run too */
         if (!c->o->mode && (p->mode->flags & MODE_WHERE_POSSIBLE)) {
             p->skipped = 1;
+            continue;
+        }
+        if (c->o->dry_run) { /* a plan that cannot be made is bad input; one that needs the GPU is shown */
+            if (rc == EXIT_USAGE) *dry_status = EXIT_USAGE;
             continue;
         }
         fprintf(stderr, "error: %s\n", p->error);
@@ -393,13 +398,17 @@ static int prepare(suite_ctx *c) {
     if (footprints(c) != 0) return EXIT_USAGE;
     monitor_probe_gpu(o->gpu, &c->gpu);
     const char *plan_error = NULL;
-    int status = plan_modes(c, &plan_error);
+    int dry_status, status = plan_modes(c, &plan_error, &dry_status);
     if (status >= 0) return status;
     char fit[2048];
     int fits, checked = fit_modes(c, fit, sizeof fit, &fits);
     if (o->dry_run) {
         print_dry_run(c, fits ? NULL : fit, plan_error);
         int sweep = o->mig_layouts ? suite_sweep_check(c, o->json ? NULL : stdout) : -1;
+        if (dry_status >= 0) {
+            if (!o->json) fprintf(stderr, "error: %s\n", plan_error);
+            return dry_status;
+        }
         return sweep >= 0 ? sweep : EXIT_OK;
     }
     if (o->mig_layouts && (status = suite_sweep_check(c, NULL)) >= 0) return status;

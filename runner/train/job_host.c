@@ -40,6 +40,7 @@ typedef struct host_job {
     int bad;                  /* its options were refused */
     int faulted;              /* a failing check unwound it */
     int poisoned;             /* after its fault, the context reported an error too (sticky) */
+    int injected;             /* its fault was the one it was asked to inject (--inject-fault) */
     double fault_t;
     char fault[1024];
 } host_job;
@@ -96,6 +97,7 @@ static void *job_thread(void *arg) {
     hj->faulted = 1;
     hj->fault_t = trap.t;
     snprintf(hj->fault, sizeof hj->fault, "%s", trap.message);
+    hj->injected = hj->opt.fault.kind != FAULT_NONE && strstr(trap.message, "injected fault") != NULL;
     (void)cudaGetLastError();
     hj->poisoned = cudaDeviceSynchronize() != cudaSuccess;
     if (!trap.reported) train_fail(&hj->ev, hj->code, trap.message);
@@ -105,17 +107,21 @@ static void *job_thread(void *arg) {
     return NULL;
 }
 
-/* The job whose fault poisoned the context a failed job ran in, or -1. In one context (streams)
- * the earliest poisoning fault is the origin of the others'; green contexts are separate. */
+/* The job whose fault poisoned the context a failed job ran in, or -1. A sticky error is seen by
+ * whichever job synchronises next, so the first to see it need not be the one that caused it: a
+ * job that injected its fault is the origin; otherwise the earliest to see it. Green contexts are
+ * separate contexts. */
 static int origin_of(const host *h, const host_job *hj) {
+    if (hj->code == 0 || hj->injected) return -1;
     int origin = -1;
     for (int k = 0; k < h->count; k++) {
         const host_job *o = &h->jobs[k];
         if (o == hj || !o->poisoned || o->place.green != hj->place.green) continue;
+        if (o->injected) return k;
         if (hj->faulted && o->fault_t > hj->fault_t) continue;
         if (origin < 0 || o->fault_t < h->jobs[origin].fault_t) origin = k;
     }
-    return hj->code != 0 ? origin : -1;
+    return origin;
 }
 
 static void emit_collateral(host *h, host_job *hj) {
