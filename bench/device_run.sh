@@ -20,6 +20,13 @@
 #   jpeg    ResNet-50 224 on 500x375 and 341x256 JPEGs (16 workers) against synthetic data
 #   data    ResNet-50 224 on generated ImageNet-layout JPEGs (16 workers) against synthetic data,
 #           resnet26 on a generated CIFAR-10 folder against synthetic, bench_jpeg at 1/8/16 threads
+#   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
+#           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (bench/sharing_table.py)
+#   sharing2 green against mig-emulate (MPS) with the same SM counts for S+M+M; the MIG layout
+#           sweep of S+M (emulated); S+XL under --mode all; one job in job_host against train alone
+#   study   run_suite --study small --quick and --study all --quick, each with its report
+#   faults  bench/faults.sh: every fault kind under naive, mps, mig-emulate, streams, green; kill -9
+#   ddp1    train --gpus 1 against plain train (loss trajectories)
 # Logs go to $OUT (or results/device). On the device machine, first: . .devroot/env.sh
 set -u
 out=${OUT:-$PWD/results/device}
@@ -220,6 +227,72 @@ PY
         echo "--- data already on the GPU (bench_step):"
         "$build/bench_step" --model resnet50 --image-size 224 --batch 128 --classes 1000 || status=1
         "$build/bench_jpeg" --images 800 --threads 1,8,16 | tail -7 || status=1
+        ;;
+    sharing)
+        steps=${SHARING_STEPS:-500}
+        for mix in "S+M+M" "7*S" "3*M"; do
+            d=/tmp/sharing/$(echo "$mix" | tr '*+' 'x_')
+            rm -rf "$d"
+            "$build/run_suite" --mode all --mig-emulate --mix "$mix" --steps-per-epoch $steps --results "$d" \
+                >"$out/sharing_$(basename $d).log" 2>&1 || status=1
+            echo "--- $mix, --mode all, $steps steps an epoch"
+            grep -A9 "^mode  *status" "$out/sharing_$(basename $d).log" | head -14
+            python3 bench/sharing_table.py "$d"
+        done
+        ps -eo comm= | grep -c '^nvidia-cuda-mps' | sed 's/^/MPS processes left: /'
+        ;;
+    sharing2)
+        steps=${SHARING_STEPS:-500}
+        d=/tmp/sharing2; rm -rf $d; mkdir -p $d
+        echo "--- S+M+M: mig-emulate through MPS against the same SM counts as green contexts"
+        for via in mps green; do
+            "$build/run_suite" --mode mig-emulate --via $via --mix S+M+M --steps-per-epoch $steps --results $d/via-$via \
+                >"$out/via_$via.log" 2>&1 || status=1
+            grep -E "SMs|partition|1g|2g|3g|4g|7g" "$out/via_$via.log" | head -8
+        done
+        python3 bench/sharing_table.py $d/via-mps $d/via-green
+        echo "--- layout sweep, S+M, emulated"
+        "$build/run_suite" --mode mig-emulate --mig-layouts all --mix S+M --steps-per-epoch $steps --results $d/layouts \
+            >"$out/layouts.log" 2>&1 || status=1
+        find $d/layouts -name layouts.csv -exec cat {} \;
+        tail -20 "$out/layouts.log"
+        echo "--- S+XL, --mode all"
+        "$build/run_suite" --mode all --mig-emulate --mix S+XL --steps-per-epoch 300 --results $d/sxl \
+            >"$out/sxl.log" 2>&1 || status=1
+        grep -A9 "^mode  *status" "$out/sxl.log" | head -14
+        grep -E "summed|not summed|samples/s in total" "$out/sxl.log" | head -8
+        python3 bench/sharing_table.py $d/sxl
+        echo "--- one job in the host process against train alone (resnet26 32x32/128, 3000 steps)"
+        for run in 1 2; do
+            "$build/train" --model resnet26 --batch 128 --image-size 32 --classes 10 --epochs 2 --steps-per-epoch 3000 \
+                --json 2>/dev/null | python3 bench/epoch_lines.py | tail -1 | sed 's/^/train alone:    /'
+            "$build/job_host" --job --model resnet26 --batch 128 --image-size 32 --classes 10 --epochs 2 \
+                --steps-per-epoch 3000 --json 2>/dev/null | sed -E 's/^\{"job":[0-9]+,/{/' | python3 bench/epoch_lines.py | \
+                tail -1 | sed 's/^/in job_host:    /'
+        done
+        ps -eo comm= | grep -c '^nvidia-cuda-mps' | sed 's/^/MPS processes left: /'
+        ;;
+    study)
+        rm -rf /tmp/study; mkdir -p /tmp/study
+        for set in small all; do
+            start=$(date +%s)
+            "$build/run_suite" --study $set --quick --results /tmp/study/$set >"$out/study_$set.log" 2>&1 || status=1
+            echo "--- study $set --quick: exit $?, $(( $(date +%s) - start )) s"
+            grep -E "^\[study\] (report|[0-9]+ runs)|does not fit|failed" "$out/study_$set.log" | head -20
+            r=$(find /tmp/study/$set -maxdepth 2 -name report.html | head -1)
+            [ -n "$r" ] && { ls -l "$r"; cp "$r" "$out/report_$set.html"; }
+            python3 bench/sharing_table.py /tmp/study/$set | head -60
+        done
+        ;;
+    faults)
+        MODES="naive mps mig-emulate streams green" bash bench/faults.sh "$build" /tmp/faults | tee "$out/faults.md" || status=1
+        ;;
+    ddp1)
+        for how in "" "--gpus 1"; do
+            "$build/train" --model resnet26 --batch 128 --image-size 32 --classes 10 --epochs 3 --steps-per-epoch 50 \
+                --seed 3 --json $how 2>/dev/null | grep '"event":"epoch"' | grep -v rank_ | \
+                python3 -c 'import sys, json; print("'"${how:-plain}"'", [json.loads(l)["loss"] for l in sys.stdin])'
+        done
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;
     esac
