@@ -23,7 +23,8 @@
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
 #           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (bench/sharing_table.py)
 #   sharing2 green against mig-emulate (MPS) with the same SM counts for S+M+M; the MIG layout
-#           sweep of S+M (emulated); S+XL under --mode all; one job in job_host against train alone
+#           sweep of S+M (emulated)
+#   sharing3 S+XL under --mode all; one job in job_host against train alone
 #   study   run_suite --study small --quick and --study all --quick, each with its report
 #   faults  bench/faults.sh: every fault kind under naive, mps, mig-emulate, streams, green; kill -9
 #   ddp1    train --gpus 1 against plain train (loss trajectories)
@@ -230,7 +231,7 @@ PY
         ;;
     sharing)
         steps=${SHARING_STEPS:-500}
-        for mix in "S+M+M" "7*S" "3*M"; do
+        for mix in ${SHARING_MIXES:-S+M+M 7*S 3*M}; do
             d=/tmp/sharing/$(echo "$mix" | tr '*+' 'x_')
             rm -rf "$d"
             "$build/run_suite" --mode all --mig-emulate --mix "$mix" --steps-per-epoch $steps --results "$d" \
@@ -256,6 +257,9 @@ PY
             >"$out/layouts.log" 2>&1 || status=1
         find $d/layouts -name layouts.csv -exec cat {} \;
         tail -20 "$out/layouts.log"
+        ;;
+    sharing3)
+        d=/tmp/sharing3; rm -rf $d; mkdir -p $d
         echo "--- S+XL, --mode all"
         "$build/run_suite" --mode all --mig-emulate --mix S+XL --steps-per-epoch 300 --results $d/sxl \
             >"$out/sxl.log" 2>&1 || status=1

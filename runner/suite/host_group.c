@@ -216,8 +216,11 @@ static group_result settle_all(host_run *h, int host_status, int stopping) {
         if (origin >= 0 && job->status != JOB_OK) {
             char own[sizeof job->reason];
             snprintf(own, sizeof own, "%s", job->reason);
-            snprintf(job->reason, sizeof job->reason, "collateral: job %d's CUDA fault (%s) poisoned the context "
-                     "both ran in; this job then failed: %s", origin, h->fault[i], own);
+            snprintf(job->evidence, sizeof job->evidence, "job %d saw: %s", i, own);
+            snprintf(job->reason, sizeof job->reason, "collateral of job %d (mode %s): its CUDA fault (%s) "
+                     "poisoned the process both ran in; this job then failed: %s", origin,
+                     h->s->tag ? h->s->tag : "one process", h->fault[i], own);
+            job->collateral_of = origin;
         }
         if (job->log_fd >= 0) close(job->log_fd);
         job->log_fd = -1;

@@ -59,6 +59,7 @@ int jobs_classify_collateral(job_run *jobs, int count, const char *mode, int fau
     for (int i = 0; i < count; i++) {
         job_run *job = &jobs[i];
         if (i == first || job->fault_kind[0] || job->status != JOB_FAILED || stopped_by_runner(job)) continue;
+        if (job->collateral_of >= 0) continue; /* the mode already knew (the job host's report) */
         if (isnan(job->t_exit) || job->t_exit < began) continue; /* it failed first: its own failure */
         const char *saw = job->error_message[0] ? job->error_message : job->err_last[0] ? job->err_last : job->reason;
         snprintf(job->evidence, sizeof job->evidence, "%s%sjob %d saw: %s", mode_evidence ? mode_evidence : "",

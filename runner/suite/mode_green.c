@@ -1,6 +1,7 @@
 /* green: every job of the mix in one process (job_host), each in a CUDA green context that holds
  * its own SMs: static SM partitions, MIG-like compute isolation on any Hopper or Ampere GPU
- * without MIG mode, MPS or administrator rights (memory and bandwidth stay shared). The SMs
+ * without MIG mode, MPS or administrator rights (memory and bandwidth stay shared, and so does
+ * the fault domain: a CUDA fault in one partition fails the others, measured on the H100). The SMs
  * per job: --green-sm, --green-share, or by compute demand over the whole GPU (green_plan.h);
  * with mig-emulate --via green, the SM counts of the MIG layout the mix would get. The device's
  * split (its SMs and group size) comes from `job_host --probe` on the run's GPU, or for a plan
@@ -135,7 +136,7 @@ static void report(const mode_run *r, cJSON *run_json) {
 const suite_mode mode_green = {
     .name = "green",
     .help = "all jobs in one process, each in a green context with its own SMs (static partitions, no MIG, no MPS)",
-    .flags = MODE_PARTITIONED | MODE_IN_ALL,
+    .flags = MODE_PARTITIONED | MODE_IN_ALL | MODE_FAULTS_SPREAD,
     .state_size = sizeof(green_state),
     .plan = plan,
     .describe = describe,

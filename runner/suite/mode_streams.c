@@ -46,7 +46,7 @@ static void report(const mode_run *r, cJSON *run_json) {
 const suite_mode mode_streams = {
     .name = "streams",
     .help = "all jobs in one process, a CUDA stream and host thread each; no time-slicing, no MPS",
-    .flags = MODE_IN_ALL,
+    .flags = MODE_IN_ALL | MODE_FAULTS_SPREAD,
     .describe = describe,
     .start = mode_plain_start,
     .job_env = mode_plain_job_env,

@@ -107,16 +107,17 @@ static void *job_thread(void *arg) {
     return NULL;
 }
 
-/* The job whose fault poisoned the context a failed job ran in, or -1. A sticky error is seen by
+/* The job whose fault poisoned the process a failed job ran in, or -1. A sticky error is seen by
  * whichever job synchronises next, so the first to see it need not be the one that caused it: a
- * job that injected its fault is the origin; otherwise the earliest to see it. Green contexts are
- * separate contexts. */
+ * job that injected its fault is the origin; otherwise the earliest to see it. Green contexts do
+ * not contain it: on the H100 an illegal address in one green context failed the job in the other
+ * too (tests/gpu_job_host.c), so the whole process is one fault domain. */
 static int origin_of(const host *h, const host_job *hj) {
     if (hj->code == 0 || hj->injected) return -1;
     int origin = -1;
     for (int k = 0; k < h->count; k++) {
         const host_job *o = &h->jobs[k];
-        if (o == hj || !o->poisoned || o->place.green != hj->place.green) continue;
+        if (o == hj || !o->poisoned) continue;
         if (o->injected) return k;
         if (hj->faulted && o->fault_t > hj->fault_t) continue;
         if (origin < 0 || o->fault_t < h->jobs[origin].fault_t) origin = k;
