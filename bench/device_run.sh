@@ -292,11 +292,13 @@ PY
         MODES="naive mps mig-emulate streams green" bash bench/faults.sh "$build" /tmp/faults | tee "$out/faults.md" || status=1
         ;;
     ddp1)
-        for how in "" "--gpus 1"; do
+        # two plain runs show how far plain training repeats itself across processes
+        for how in "" "" "--gpus 1"; do
             "$build/train" --model resnet26 --batch 128 --image-size 32 --classes 10 --epochs 3 --steps-per-epoch 50 \
-                --seed 3 --json $how 2>/dev/null | grep '"event":"epoch"' | grep -v rank_ | \
+                --seed 3 --json $how 2>/dev/null | grep '"event":"epoch"' | \
                 python3 -c 'import sys, json; print("'"${how:-plain}"'", [json.loads(l)["loss"] for l in sys.stdin])'
         done
+        "$build/gpu_ddp" 2>&1 | grep -vE "^\[ " | head -30
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;
     esac

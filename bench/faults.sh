@@ -31,7 +31,7 @@ leftovers() { # "train=N mps=N gpu_procs=N"
 
 for mode in $modes; do
     for kind in $kinds; do
-        case "$mode:$kind" in mig-emulate:illegal-address | mig-emulate:oom | naive:* | mps:* | serial:*) ;; *) continue ;; esac
+        case "$mode:$kind" in mig-emulate:illegal-address | mig-emulate:oom | naive:* | mps:* | serial:* | streams:* | green:*) ;; *) continue ;; esac
         dir="$out/$mode-$kind"
         rm -rf "$dir"
         mkdir -p "$dir"
