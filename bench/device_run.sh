@@ -280,12 +280,14 @@ PY
         rm -rf /tmp/study; mkdir -p /tmp/study
         for set in small all; do
             start=$(date +%s)
-            "$build/run_suite" --study $set --quick --results /tmp/study/$set >"$out/study_$set.log" 2>&1 || status=1
+            limit=${STUDY_LIMIT:-100000}; [ $set = small ] && limit=100000
+            timeout -s INT $limit "$build/run_suite" --study $set --quick --results /tmp/study/$set >"$out/study_$set.log" 2>&1
             echo "--- study $set --quick: exit $?, $(( $(date +%s) - start )) s"
             grep -E "^\[study\] (report|[0-9]+ runs)|does not fit|failed" "$out/study_$set.log" | head -20
             r=$(find /tmp/study/$set -maxdepth 2 -name report.html | head -1)
             [ -n "$r" ] && { ls -l "$r"; cp "$r" "$out/report_$set.html"; }
-            python3 bench/sharing_table.py /tmp/study/$set | head -60
+            python3 bench/sharing_table.py /tmp/study/$set | grep -v "| - | - | - |" | head -40
+            du -sh /tmp/study/$set
         done
         ;;
     faults)

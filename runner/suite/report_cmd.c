@@ -3,6 +3,7 @@
 #include "runner/suite/report_cmd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -17,10 +18,33 @@
 
 extern char **environ;
 
+/* 0 when `python -c "import matplotlib"` succeeds. */
+static int has_matplotlib(const char *python) {
+    char *const argv[] = {(char *)python, "-c", "import matplotlib", NULL};
+    posix_spawn_file_actions_t quiet;
+    if (posix_spawn_file_actions_init(&quiet) != 0) return -1;
+    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, python, &quiet, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&quiet);
+    if (rc != 0) return -1;
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* SUITE_PYTHON, else the first of the PATH's python3 and Debian's /usr/bin/python3 (where
+ * python3-matplotlib installs) that has matplotlib: a virtual environment or pyenv on the PATH
+ * may lack it while the system's has it, or the other way round. */
 static const char *report_python(void) {
     const char *given = getenv("SUITE_PYTHON");
     if (given && *given) return given;
-    return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    static const char *const candidates[] = {"python3", "/usr/bin/python3"};
+    for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++)
+        if (has_matplotlib(candidates[k]) == 0) return candidates[k];
+    return "python3"; /* its own error names what is missing */
 }
 
 int report_run(char *const *args, int count) {
