@@ -22,8 +22,12 @@ KNOWN_SUMMARY = {"jobs_ok", "jobs_failed", "jobs_diverged", "makespan_s", "total
                  "peak_gpu_memory_bytes", "speedup_vs_serial", "energy_vs_serial"}
 METRIC_NAMES = {"stp": "STP", "antt": "ANTT", "fairness": "fairness",
                 "interference_ratio": "interference ratio",
+                "interference_ratio_mean": "interference (mean)",
+                "interference_ratio_min": "interference (lowest)",
                 "energy_per_sample_j": "energy / sample (J)"}
 GIB = 1024.0 ** 3
+# where a partitioned mode keeps each job's run alone in its partition (runner/suite/isolation.c)
+PARTITION_REFERENCE = "alone-in-partition"
 
 
 class ReportError(Exception):
@@ -336,6 +340,8 @@ def load(paths):
             if "comparison.json" in filenames:
                 alls.append((dirpath, read_json(os.path.join(dirpath, "comparison.json"), list)))
             if "summary.json" in filenames:
+                if PARTITION_REFERENCE in os.path.relpath(dirpath, root).split(os.sep):
+                    continue  # a job alone in its partition: the interference ratio's reference, not a run of the mix
                 runs.append(Run(dirpath))
                 runs[-1].root = root
                 found += 1

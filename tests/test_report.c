@@ -52,6 +52,8 @@ static void test_fixture_page(void **state) {
     assert_non_null(strstr(html, "id=fig-throughput-w0"));
     assert_non_null(strstr(html, "id=fig-timeline-1"));
     assert_non_null(strstr(html, "id=fig-timeline-11")); /* one per run: 7 study runs + 4 modes of S+M */
+    /* mig-emulate/alone-in-partition/job-0-S is the interference ratio's reference, not a run */
+    assert_null(strstr(html, "id=fig-timeline-12"));
     assert_non_null(strstr(html, "id=fig-energy"));
     /* every figure is an embedded PNG, and each one the page lists is there */
     int images = count(html, "<img ");
