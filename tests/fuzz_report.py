@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Hostile input for the report (results/report.py): the files of a run folder, edited the way a
+user's editor, a full disk or a half-copied folder leaves them (cut short, bytes flipped, a JSON
+value of another type, a CSV cell or column gone, lines repeated), must give either a page or
+ReportError (a message naming the file: `run_suite report` exits 2), never a traceback.
+
+Deterministic (a fixed seed) and bounded: FUZZ_REPORT_CASES cases (default 40), each on a fresh
+copy of one run folder of tests/fixtures/report. A failing case prints its mutation and the
+traceback, and the exit status is 1. Exit 77 (skipped) without matplotlib.
+  tests/fuzz_report.py [FIXTURE_RUN_DIR]"""
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "results"))
+try:
+    import matplotlib  # noqa: F401
+except ImportError:
+    print("fuzz_report: matplotlib is missing: skipped")
+    sys.exit(77)
+import report  # noqa: E402
+from report_data import ReportError  # noqa: E402
+
+FILES = ("summary.json", "jobs.csv", "timeline.csv", "run.json")
+ODD_VALUES = [None, "", "x", [], {}, -1, 0, 1e308, -1e308, True, "NaN", [1, "a"], {"a": None}]
+
+
+def flip_bytes(data, rng):
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        if b:
+            b[rng.randrange(len(b))] = rng.randrange(256)
+    return bytes(b), "bytes flipped"
+
+
+def cut_short(data, rng):
+    n = rng.randrange(len(data) + 1)
+    return data[:n], f"cut at byte {n}"
+
+
+def json_value(data, rng):
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return flip_bytes(data, rng)
+    paths = []
+
+    def walk(node, path):
+        paths.append(path)
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, path + [k])
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, path + [i])
+    walk(doc, [])
+    path = rng.choice(paths[1:] or paths)
+    value = rng.choice(ODD_VALUES)
+    if not path:
+        doc = value
+    else:
+        node = doc
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+    return json.dumps(doc).encode(), f"{'/'.join(map(str, path))} = {value!r}"
+
+
+def csv_cell(data, rng):
+    lines = data.decode("utf-8", "replace").split("\n")
+    if len(lines) < 2:
+        return cut_short(data, rng)
+    i = rng.randrange(len(lines))
+    cells = lines[i].split(",")
+    how = rng.choice(("drop a cell", "empty a cell", "text in a cell", "drop the line", "repeat the line"))
+    if how == "drop the line":
+        del lines[i]
+    elif how == "repeat the line":
+        lines.insert(i, lines[i])
+    else:
+        k = rng.randrange(len(cells))
+        if how == "drop a cell":
+            del cells[k]
+        else:
+            cells[k] = "" if how == "empty a cell" else rng.choice(("abc", "-inf", "1e999", "nan", '"'))
+        lines[i] = ",".join(cells)
+    return "\n".join(lines).encode(), f"line {i}: {how}"
+
+
+def mutate(path, rng):
+    with open(path, "rb") as f:
+        data = f.read()
+    kinds = [flip_bytes, cut_short] + ([json_value] * 3 if path.endswith(".json") else [csv_cell] * 3)
+    data, what = rng.choice(kinds)(data, rng)
+    with open(path, "wb") as f:
+        f.write(data)
+    return what
+
+
+def main(argv):
+    fixture = argv[0] if argv else os.path.join(HERE, "fixtures", "report", "20261124T152948Z-all-S+M", "mps")
+    cases = int(os.environ.get("FUZZ_REPORT_CASES", "40"))
+    rng = random.Random(20261124)
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in range(cases):
+            run = os.path.join(tmp, f"case-{case}")
+            shutil.copytree(fixture, run)
+            name = rng.choice([f for f in FILES if os.path.exists(os.path.join(run, f))])
+            what = mutate(os.path.join(run, name), rng)
+            try:
+                report.build([run], "")
+                outcome = "page"
+            except ReportError as e:
+                outcome = f"refused: {e}"
+            except Exception:  # noqa: BLE001 - that is what this test looks for
+                failed += 1
+                print(f"case {case}: {name}: {what}: the report crashed")
+                traceback.print_exc(file=sys.stdout)
+                continue
+            print(f"case {case}: {name}: {what[:80]}: {outcome[:120]}")
+            shutil.rmtree(run)
+    print(f"{cases - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
