@@ -6,18 +6,8 @@
 #include "runner/suite/mig_plan.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <string.h>
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t size, const char *fmt, ...) {
-    if (err && size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static const char *objective_names[] = {"fill", "compact"};
 
@@ -266,7 +256,7 @@ static int plan_fill(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, in
         }
     if (choice->candidate_count == 0)  /* nothing fits: the compact planner says why in numbers */
         return mig_plan_jobs(plan, gpu, jobs, count, NULL, occupied, compute_used, err, err_size) == 0
-                   ? fail(err, err_size, "no layout of %d instances on %s holds every job", count, gpu->name)
+                   ? mig_fail(err, err_size, "no layout of %d instances on %s holds every job", count, gpu->name)
                    : -1;
     char layout[512];
     candidate_text(gpu, &choice->candidates[0], count, layout, sizeof layout);

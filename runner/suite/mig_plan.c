@@ -11,7 +11,7 @@
 #include <strings.h>
 
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t size, const char *fmt, ...) {
+int mig_fail(char *err, size_t size, const char *fmt, ...) {
     if (err && size) {
         va_list ap;
         va_start(ap, fmt);
@@ -134,14 +134,14 @@ int mig_parse_layout(const mig_gpu *gpu, const char *layout, int job_count, int 
         while (last > p && (last[-1] == ' ' || last[-1] == '\t')) last--;
         char name[32];
         if (last == p || (size_t)(last - p) >= sizeof name)
-            return fail(err, err_size, "layout \"%s\": entry %d is %s; write profile names joined "
+            return mig_fail(err, err_size, "layout \"%s\": entry %d is %s; write profile names joined "
                         "by ',' or '+', e.g. 1g.10gb,2g.20gb; %s has %s", layout, count + 1,
                         last == p ? "empty" : "too long", gpu->name, names);
         memcpy(name, p, (size_t)(last - p));
         name[last - p] = '\0';
         int index = mig_find_profile(gpu, name);
         if (index < 0)
-            return fail(err, err_size, "layout \"%s\": %s has no profile \"%s\"; its profiles: %s",
+            return mig_fail(err, err_size, "layout \"%s\": %s has no profile \"%s\"; its profiles: %s",
                         layout, gpu->name, name, names);
         if (count < MIG_MAX_INSTANCES) profiles[count] = index;
         count++;
@@ -149,7 +149,7 @@ int mig_parse_layout(const mig_gpu *gpu, const char *layout, int job_count, int 
         p = end + 1;
     }
     if (count != job_count)
-        return fail(err, err_size, "layout \"%s\" names %d instance(s) for %d job(s); give one "
+        return mig_fail(err, err_size, "layout \"%s\" names %d instance(s) for %d job(s); give one "
                     "profile per job, in the mix's order", layout, count, job_count);
     return 0;
 }
@@ -160,13 +160,13 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
     memset(plan, 0, sizeof *plan);
     plan->gpu = *gpu, plan->occupied = occupied, plan->compute_used = compute_used;
     if (gpu->profile_count == 0)
-        return fail(err, err_size, "no MIG profile table for %s; plans can be made for %s", gpu->name,
+        return mig_fail(err, err_size, "no MIG profile table for %s; plans can be made for %s", gpu->name,
                     mig_known_gpu_names());
-    if (job_count <= 0) return fail(err, err_size, "no jobs to place on %s", gpu->name);
+    if (job_count <= 0) return mig_fail(err, err_size, "no jobs to place on %s", gpu->name);
     int free_compute = gpu->compute_slices - compute_used;
     int free_memory = gpu->memory_slices - popcount(occupied);
     if (job_count > free_compute || job_count > MIG_MAX_INSTANCES)
-        return fail(err, err_size, "%d jobs need a MIG instance each and every instance needs a "
+        return mig_fail(err, err_size, "%d jobs need a MIG instance each and every instance needs a "
                     "compute slice: %s has %d compute slices, %d of them free, so at most %d jobs",
                     job_count, gpu->name, gpu->compute_slices, free_compute, free_compute);
 
@@ -184,7 +184,7 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
         if (use_layout) {
             const mig_profile *p = &gpu->profiles[layout_profiles[j]];
             if (mig_profile_bytes(p) < need)
-                return fail(err, err_size, "layout entry %d %s (%.2f GiB) is too small for job %d "
+                return mig_fail(err, err_size, "layout entry %d %s (%.2f GiB) is too small for job %d "
                             "\"%s\": footprint %.2f GiB needs %.2f GiB with headroom (%d%% + %llu MiB)",
                             j + 1, p->name, gib(mig_profile_bytes(p)), j, label,
                             gib(jobs[j].footprint_bytes), gib(need), MIG_HEADROOM_PERCENT,
@@ -202,7 +202,7 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
                 int largest = 0;
                 for (int i = 1; i < gpu->profile_count; i++)
                     if (gpu->profiles[i].memory_mib > gpu->profiles[largest].memory_mib) largest = i;
-                return fail(err, err_size, "job %d \"%s\": footprint %.2f GiB needs %.2f GiB with "
+                return mig_fail(err, err_size, "job %d \"%s\": footprint %.2f GiB needs %.2f GiB with "
                             "headroom (%d%% + %llu MiB); the largest profile on %s is %s with %.2f GiB",
                             j, label, gib(jobs[j].footprint_bytes), gib(need), MIG_HEADROOM_PERCENT,
                             MIG_CONTEXT_RESERVE_BYTES >> 20, gpu->name, gpu->profiles[largest].name,
@@ -219,13 +219,13 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
         int per_profile[MIG_MAX_PROFILES] = {0};
         for (int j = 0; j < job_count; j++)
             if (++per_profile[layout_profiles[j]] > gpu->profiles[layout_profiles[j]].max_instances)
-                return fail(err, err_size, "layout \"%s\": %s allows at most %d instance(s) of %s",
+                return mig_fail(err, err_size, "layout \"%s\": %s allows at most %d instance(s) of %s",
                             layout, gpu->name, gpu->profiles[layout_profiles[j]].max_instances,
                             gpu->profiles[layout_profiles[j]].name);
     }
 
     s.memo = calloc((size_t)(MIG_MAX_INSTANCES + 1) << MIG_MAX_SLICES, (MIG_MAX_SLICES + 1) * sizeof *s.memo);
-    if (!s.memo) return fail(err, err_size, "out of host memory while planning MIG instances");
+    if (!s.memo) return mig_fail(err, err_size, "out of host memory while planning MIG instances");
     memo_entry *best = solve(&s, 0, occupied, compute_used);
     if (best->cost >= NO_PLAN) {
         char rules[512] = "";
@@ -242,7 +242,7 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
         }
         free(s.memo);
         int adds_up = smallest_memory <= free_memory && smallest_compute <= free_compute;
-        return fail(err, err_size, "%s does not fit %s: %d job(s) need %d memory and %d compute "
+        return mig_fail(err, err_size, "%s does not fit %s: %d job(s) need %d memory and %d compute "
                     "slices with their %s profiles (%s), and %d memory and %d compute slices are "
                     "free%s: %s. Allowed placements ({starts}:size): %s",
                     use_layout ? "the layout" : "the mix", gpu->name, job_count, smallest_memory,
@@ -336,7 +336,7 @@ int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_plac
     for (int i = 0; i < MIG_MAX_SLICES; i++) owner[i] = occupied >> i & 1u ? -2 : -1;
     for (int i = 0; i < count; i++) {
         if (profiles[i] < 0 || profiles[i] >= gpu->profile_count)
-            return fail(err, err_size, "instance %d: no such profile on %s", i, gpu->name);
+            return mig_fail(err, err_size, "instance %d: no such profile on %s", i, gpu->name);
         const mig_profile *p = &gpu->profiles[profiles[i]];
         mig_placement pl = placements[i];
         int allowed = 0;
@@ -345,7 +345,7 @@ int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_plac
         if (!allowed) {
             char starts[64];
             mig_placements_text(p, starts, sizeof starts);
-            return fail(err, err_size, "instance %d (%s) at memory slices %d..%d breaks NVIDIA's "
+            return mig_fail(err, err_size, "instance %d (%s) at memory slices %d..%d breaks NVIDIA's "
                         "placement rules for %s: %s may start only at %s", i, p->name, pl.start,
                         pl.start + pl.size - 1, gpu->name, p->name, starts);
         }
@@ -355,19 +355,19 @@ int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_plac
                 continue;
             }
             if (owner[s] == -2)
-                return fail(err, err_size, "instance %d (%s) at memory slices %d..%d overlaps slice "
+                return mig_fail(err, err_size, "instance %d (%s) at memory slices %d..%d overlaps slice "
                             "%d, held by an instance that already exists", i, p->name, pl.start,
                             pl.start + pl.size - 1, s);
-            return fail(err, err_size, "instance %d (%s) at memory slices %d..%d overlaps instance "
+            return mig_fail(err, err_size, "instance %d (%s) at memory slices %d..%d overlaps instance "
                         "%d (%s) on slice %d", i, p->name, pl.start, pl.start + pl.size - 1,
                         owner[s], gpu->profiles[profiles[owner[s]]].name, s);
         }
         compute += p->compute_slices;
         if (compute > gpu->compute_slices)
-            return fail(err, err_size, "instances up to %d (%s) need %d compute slices; %s has %d",
+            return mig_fail(err, err_size, "instances up to %d (%s) need %d compute slices; %s has %d",
                         i, p->name, compute, gpu->name, gpu->compute_slices);
         if (++per_profile[profiles[i]] > p->max_instances)
-            return fail(err, err_size, "%d instances of %s; %s allows %d", per_profile[profiles[i]],
+            return mig_fail(err, err_size, "%d instances of %s; %s allows %d", per_profile[profiles[i]],
                         p->name, gpu->name, p->max_instances);
     }
     return 0;

@@ -70,6 +70,8 @@ typedef struct mig_gpu {
 
 /* Shipped table by name (A100-40GB, A100-80GB, H100-80GB, H200-141GB, A30-24GB; case ignored),
  * NULL when unknown. */
+/* The MIG files' error return: the message into err (when given), then -1. */
+int mig_fail(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const mig_gpu *mig_known_gpu(const char *name);
 const char *mig_known_gpu_names(void);  /* "A100-40GB | A100-80GB | ..." for messages */
 /* The shipped table for an NVML device name and memory size ("NVIDIA A100-SXM4-40GB"), or NULL
