@@ -291,7 +291,8 @@ PY
         done
         ;;
     faults)
-        MODES="naive mps mig-emulate streams green" bash bench/faults.sh "$build" /tmp/faults | tee "$out/faults.md" || status=1
+        MODES=${MODES:-naive mps mig-emulate streams green} bash bench/faults.sh "$build" /tmp/faults | tee -a "$out/faults.md" || status=1
+        cp /tmp/faults/*/outcome.json "$out/" 2>/dev/null; tar czf "$out/faults-runs.tgz" -C /tmp faults 2>/dev/null
         ;;
     ddp1)
         # two plain runs show how far plain training repeats itself across processes

@@ -35,6 +35,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
+#include "kernels/relu.cuh"
 #include "kernels/vector_io.cuh"
 #include "models/check.h"
 
@@ -251,7 +252,7 @@ __device__ __forceinline__ float bn_silu(float z) { return z / (1.0f + __expf(-z
 
 template <int ACT>
 __device__ __forceinline__ float bn_activate(float z, float res) {
-    if constexpr (ACT == ACT_RELU) return fmaxf(z + res, 0.0f);
+    if constexpr (ACT == ACT_RELU) return relu_keep_nan(z + res);
     else if constexpr (ACT == ACT_SILU) return bn_silu(z) + res;
     else return z + res;
 }

@@ -11,6 +11,7 @@
 #include "kernels/dlrm.h"
 #include "kernels/launch.h"
 #include "kernels/vector_io.cuh"
+#include "kernels/relu.cuh"
 #include "models/check.h"
 
 #define DLRM_THREADS 256
@@ -211,14 +212,14 @@ __global__ void relu_forward_kernel(float *y, size_t n, int vec) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < items; i += stride) {
         if (vec == 4) {
             float4 v = ((float4 *)y)[i];
-            ((float4 *)y)[i] = make_float4(fmaxf(v.x, 0.0f), fmaxf(v.y, 0.0f), fmaxf(v.z, 0.0f), fmaxf(v.w, 0.0f));
+            ((float4 *)y)[i] = make_float4(relu_keep_nan(v.x), relu_keep_nan(v.y), relu_keep_nan(v.z), relu_keep_nan(v.w));
         } else {
-            y[i] = fmaxf(y[i], 0.0f);
+            y[i] = relu_keep_nan(y[i]);
         }
     }
     if (vec == 4 && blockIdx.x == 0 && threadIdx.x < n % 4) {
         size_t i = n / 4 * 4 + threadIdx.x;
-        y[i] = fmaxf(y[i], 0.0f);
+        y[i] = relu_keep_nan(y[i]);
     }
 }
 

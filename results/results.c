@@ -193,12 +193,16 @@ void results_compare(run_summary *s, const serial_baseline *b) {
 void results_summarize(const job_run *jobs, int count, const char *mode, int serial, int stopped,
                        const serial_baseline *baseline, run_summary *s) {
     double partition_rate[MIX_MAX_JOBS];  /* the isolation pass's, measured before this */
+    int partition_from[MIX_MAX_JOBS];
     char partition_source[sizeof s->partition_source];
     memcpy(partition_rate, s->partition_rate, sizeof partition_rate);
+    memcpy(partition_from, s->partition_from, sizeof partition_from);
     memcpy(partition_source, s->partition_source, sizeof partition_source);
     memset(s, 0, sizeof *s);
-    for (int i = 0; i < MIX_MAX_JOBS; i++)
+    for (int i = 0; i < MIX_MAX_JOBS; i++) {
         s->partition_rate[i] = partition_rate[i] > 0 && i < count ? partition_rate[i] : NAN;
+        s->partition_from[i] = isnan(s->partition_rate[i]) ? -1 : partition_from[i];
+    }
     memcpy(s->partition_source, partition_source, sizeof partition_source);
     snprintf(s->mode, sizeof s->mode, "%s", mode);
     s->job_count = count;
@@ -491,6 +495,7 @@ int results_write_summary(const char *dir, const char *mix_text, const job_run *
         results_json_number(o, "normalized_turnaround", m->jobs[i].turnaround);
         results_json_number(o, "energy_per_sample_j", m->jobs[i].energy_per_sample);
         results_json_number(o, "solo_in_partition_samples_per_s", s->partition_rate[i]);
+        if (s->partition_from[i] >= 0) cJSON_AddNumberToObject(o, "solo_in_partition_from_job", s->partition_from[i]);
         results_json_number(o, "interference_ratio", m->jobs[i].interference);
         results_json_number(o, "samples", s->samples[i]);
         results_json_number(o, "go_t", s->window_start[i]);

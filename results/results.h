@@ -66,6 +66,9 @@ typedef struct run_summary {
     /* Partitioned modes: each job alone in a partition of its own size (NaN: not measured),
      * filled by the orchestrator's isolation pass before results_compare. */
     double partition_rate[MIX_MAX_JOBS];
+    /* the job whose solo run stands for this one (the same job in the same partition: measured
+     * once), -1 when it was measured itself or not at all */
+    int partition_from[MIX_MAX_JOBS];
     char partition_source[PATH_MAX];            /* where those solo runs are */
     run_metrics metrics;                        /* results_compare; see metrics.h */
 } run_summary;

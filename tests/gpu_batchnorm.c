@@ -594,6 +594,33 @@ static void test_graph_replay(void **state) {
     layer_free(&L2);
 }
 
+/* A NaN in a channel's input makes that channel's statistics and every output NaN, through the
+ * ReLU as well (PyTorch's relu keeps NaN): a diverged run must show a NaN loss, not train on. */
+static void test_relu_keeps_nan(void **state) {
+    (void)state;
+    enum { ROWS = 64, C = 8 };
+    float *h = host_alloc(ROWS * C), *gamma_h = host_alloc(C), *beta_h = host_alloc(C), *ones = host_alloc(C);
+    for (int i = 0; i < ROWS * C; i++) h[i] = (float)(i % 7) - 3.0f;
+    h[5 * C + 2] = NAN; /* channel 2 */
+    for (int c = 0; c < C; c++) gamma_h[c] = 1.0f, beta_h[c] = 0.0f, ones[c] = 1.0f;
+    float *x = dev_alloc(ROWS * C), *y = dev_alloc(ROWS * C), *gamma = dev_alloc(C), *beta = dev_alloc(C);
+    float *mean = dev_alloc(C), *invstd = dev_alloc(C), *rmean = dev_alloc(C), *rvar = dev_alloc(C);
+    upload(x, h, ROWS * C), upload(gamma, gamma_h, C), upload(beta, beta_h, C);
+    upload(rmean, beta_h, C), upload(rvar, ones, C);
+    bn_act_forward_train(y, mean, invstd, rmean, rvar, x, NULL, gamma, beta, ROWS, C, EPS, MOMENTUM, ACT_RELU,
+                         ELEM_F32, scratch, 0);
+    test_to_host(h, y, ROWS * C);
+    for (int r = 0; r < ROWS; r++)
+        for (int c = 0; c < C; c++) {
+            if (c == 2 && !isnan(h[r * C + c])) fail_msg("row %d of the NaN channel: %g, expected NaN", r, h[r * C + c]);
+            if (c != 2 && !(h[r * C + c] >= 0.0f)) fail_msg("row %d channel %d: %g, expected >= 0", r, c, h[r * C + c]);
+        }
+    assert_scratch_clean();
+    float *bufs[] = {x, y, gamma, beta, mean, invstd, rmean, rvar};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) CHECK_CUDA(cudaFree(bufs[i]));
+    free(h), free(gamma_h), free(beta_h), free(ones);
+}
+
 static int setup(void **state) {
     (void)state;
     scratch_bytes = bn_scratch_bytes(401408, MAX_C + 1);
@@ -621,6 +648,7 @@ int main(void) {
         cmocka_unit_test(test_backward_big),
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_graph_replay),
+        cmocka_unit_test(test_relu_keeps_nan),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

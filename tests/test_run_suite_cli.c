@@ -427,6 +427,31 @@ static void test_fault_contained_or_collateral(void **state) {
     }
 }
 
+/* A job that hangs inside the job host (streams): the watchdog stops it, and with it the process
+ * that holds every job, whose other jobs are recorded as the hung job's collateral. */
+static void test_hang_in_job_host_stopped_by_watchdog(void **state) {
+    fixture *f = *state;
+    const char *args[] = {"--mode", "streams", "--mix", "S[fault=hang@5]+S", "--epochs", "2",
+                          "--steps-per-epoch", "1000000", "--stall-timeout", "2", "--grace", "1", NULL};
+    time_t t0 = time(NULL);
+    assert_int_equal(run(f, "*:epoch_ms=200", args), 3);
+    assert_true(time(NULL) - t0 < 30);
+    DIR *d = opendir(f->results);
+    char dir[1200] = "";
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.') snprintf(dir, sizeof dir, "%s/%s", f->results, e->d_name);
+    if (d) closedir(d);
+    cJSON *summary = load_json(dir, "summary.json");
+    cJSON *jobs = cJSON_GetObjectItem(summary, "jobs");
+    cJSON *hung = cJSON_GetArrayItem(jobs, 0), *other = cJSON_GetArrayItem(jobs, 1);
+    assert_non_null(strstr(str(hung, "reason"), "stopped by the watchdog"));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(hung, "stalled")));
+    assert_true(num(other, "collateral_of") == 0);
+    assert_non_null(strstr(str(other, "reason"), "collateral of job 0 (mode streams): no progress"));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(summary, "faults"), "contained")));
+    cJSON_Delete(summary);
+}
+
 /* A results folder that cannot be written is bad input, found before any job starts. */
 static void test_results_unwritable(void **state) {
     fixture *f = *state;
@@ -608,6 +633,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_sigterm_cleans_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_all_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_contained_or_collateral, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hang_in_job_host_stopped_by_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_results_unwritable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_runner_cleaned_up_next_time, setup, teardown),
 #ifdef NVML_STANDIN_PATH

@@ -204,6 +204,36 @@ static void test_emulated_isolation_pass(void **state) {
     expect(f->out, "their samples/s are not summed");
 }
 
+/* Identical jobs on identical partitions run alone at the same rate: the isolation pass measures
+ * one and says so for the other (3*S under fill on the H100: 2g.20gb, 2g.20gb and 3g.40gb, so
+ * job 1 takes job 0's solo run and job 2 runs alone on its own larger partition). */
+static void test_isolation_measures_identical_jobs_once(void **state) {
+    fixture *f = *state;
+    setenv("FAKE_TRAIN", "*:epoch_ms=40", 1);
+    const char *args[] = {"--mode", "mig-emulate", "--mix", "3*S", "--mig-gpu", "H100-80GB", NULL};
+    assert_int_equal(run(f, "fake_train", args), 0);
+    char dir[1024], solo[1200];
+    run_dir(f, dir, sizeof dir);
+    cJSON *summary = load_json(dir, "summary.json");
+    double first = num(job(summary, 0), "solo_in_partition_samples_per_s");
+    assert_true(first > 0);
+    assert_null(cJSON_GetObjectItem(job(summary, 0), "solo_in_partition_from_job"));
+    assert_true(num(job(summary, 1), "solo_in_partition_samples_per_s") == first);
+    assert_int_equal((int)num(job(summary, 1), "solo_in_partition_from_job"), 0);
+    assert_true(num(job(summary, 1), "interference_ratio") > 0);
+    assert_true(num(job(summary, 2), "solo_in_partition_samples_per_s") > 0);
+    assert_null(cJSON_GetObjectItem(job(summary, 2), "solo_in_partition_from_job"));
+    cJSON_Delete(summary);
+    struct stat st;
+    snprintf(solo, sizeof solo, "%s/alone-in-partition/job-0-S", dir);
+    assert_int_equal(stat(solo, &st), 0);
+    snprintf(solo, sizeof solo, "%s/alone-in-partition/job-1-S", dir);
+    assert_int_not_equal(stat(solo, &st), 0);
+    snprintf(solo, sizeof solo, "%s/alone-in-partition/job-2-S", dir);
+    assert_int_equal(stat(solo, &st), 0);
+    expect(f->err, "job 1 is the same job in the same partition as job 0");
+}
+
 static void test_unlike_jobs_have_no_sum(void **state) {
     fixture *f = *state;
     setenv("FAKE_TRAIN", "*:epoch_ms=40", 1);
@@ -303,6 +333,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_impossible_plans_exit_2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dry_run_sweep_lists_layouts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_emulated_isolation_pass, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_isolation_measures_identical_jobs_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlike_jobs_have_no_sum, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layout_sweep, setup, teardown),
 #ifdef NVML_STANDIN_PATH

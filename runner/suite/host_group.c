@@ -61,7 +61,7 @@ typedef struct host_run {
     char out_line[JOB_LINE_MAX], err_line[512];
     size_t out_len, err_len;
     int collateral_of[MIX_MAX_JOBS];  /* -1, or the job whose fault poisoned this one's context */
-    char fault[MIX_MAX_JOBS][256];
+    char fault[MIX_MAX_JOBS][320];   /* what took the collateral down, as a clause */
 } host_run;
 
 static void progress(const host_run *h, const job_run *job, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -108,7 +108,8 @@ static void host_event(host_run *h, job_run *job, const cJSON *root, const char 
         const cJSON *fault = cJSON_GetObjectItemCaseSensitive(root, "fault");
         if (!cJSON_IsNumber(origin)) return;
         h->collateral_of[job->index] = origin->valueint;
-        snprintf(h->fault[job->index], sizeof h->fault[0], "%s", cJSON_IsString(fault) ? fault->valuestring : "?");
+        snprintf(h->fault[job->index], sizeof h->fault[0], "its CUDA fault (%.200s) poisoned the process both ran in",
+                 cJSON_IsString(fault) ? fault->valuestring : "?");
     }
 }
 
@@ -191,9 +192,36 @@ static void release_barrier(host_run *h, int *stdin_fd) {
         if (h->jobs[i].phase == JOB_READY) {
             h->jobs[i].phase = JOB_TRAINING;
             h->jobs[i].t_go = t;
+            h->jobs[i].last_event_mono = jobs_monotonic();
             progress(h, &h->jobs[i], "go");
             notify(h, &h->jobs[i], "start", t);
         }
+}
+
+/* The watchdog: a training job silent past its limit (jobs_stall_limit) is stopped. Its thread
+ * cannot be stopped alone (a hang may sit in a CUDA call, and the process is one fault domain),
+ * so the whole host goes, and the jobs still running are recorded as the stalled job's
+ * collateral. 1 when it fired. */
+static int watch_stalls(host_run *h, double mono) {
+    int stalled = -1;
+    for (int i = 0; i < h->count && stalled < 0; i++) {
+        job_run *job = &h->jobs[i];
+        if (job->phase == JOB_TRAINING && mono - job->last_event_mono > jobs_stall_limit(job, h->s)) stalled = i;
+    }
+    if (stalled < 0) return 0;
+    job_run *job = &h->jobs[stalled];
+    job->stalled = 1;
+    snprintf(job->reason, sizeof job->reason, "stopped by the watchdog: no event for %.0f s (--stall-timeout)",
+             mono - job->last_event_mono);
+    progress(h, job, "%s; the job host holds every job, so it is stopped", job->reason);
+    for (int i = 0; i < h->count; i++) {
+        if (i == stalled || h->jobs[i].phase == JOB_FINISHED || h->collateral_of[i] >= 0) continue;
+        h->collateral_of[i] = stalled;
+        snprintf(h->fault[i], sizeof h->fault[0], "no progress for %.0f s; the watchdog stopped the process",
+                 mono - job->last_event_mono);
+        snprintf(h->jobs[i].reason, sizeof h->jobs[i].reason, "stopped with the job host");
+    }
+    return 1;
 }
 
 /* After the host: each job's outcome from its exit event, or from the host's end without one. */
@@ -217,8 +245,7 @@ static group_result settle_all(host_run *h, int host_status, int stopping) {
             char own[sizeof job->reason];
             snprintf(own, sizeof own, "%s", job->reason);
             snprintf(job->evidence, sizeof job->evidence, "job %d saw: %s", i, own);
-            snprintf(job->reason, sizeof job->reason, "collateral of job %d (mode %s): its CUDA fault (%s) "
-                     "poisoned the process both ran in; this job then failed: %s", origin,
+            snprintf(job->reason, sizeof job->reason, "collateral of job %d (mode %s): %s; this job then failed: %s", origin,
                      h->s->tag ? h->s->tag : "one process", h->fault[i], own);
             job->collateral_of = origin;
         }
@@ -277,7 +304,7 @@ group_result host_group_run(job_run *jobs, int count, char **argv, const char *l
         progress(h, &jobs[i], "started in the job host (pid %d)", (int)pid);
         notify(h, &jobs[i], "spawn", t);
     }
-    int released = 0, stopping = 0, reaped = 0, status = 0, term_sent = 0, kill_sent = 0;
+    int released = 0, stopping = 0, reaped = 0, status = 0, term_sent = 0, kill_sent = 0, stalled = 0;
     double ready_deadline = jobs_monotonic() + s->ready_timeout_s, kill_at = 0, close_at = 0;
     for (;;) {
         double mono = jobs_monotonic();
@@ -289,7 +316,8 @@ group_result host_group_run(job_run *jobs, int count, char **argv, const char *l
                     snprintf(jobs[i].reason, sizeof jobs[i].reason, "%s", why);
             stopping = 1;
         }
-        if (stopping && !term_sent && !reaped) {
+        if (released && !stalled && !stopping && !reaped) stalled = watch_stalls(h, mono);
+        if ((stopping || stalled) && !term_sent && !reaped) {
             if (kill(-pid, SIGTERM) != 0) kill(pid, SIGTERM);
             term_sent = 1;
             kill_at = mono + s->grace_s;

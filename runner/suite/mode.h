@@ -18,6 +18,10 @@
  *             start barrier (or one after another with MODE_SEQUENTIAL).
  *   stop      always after start, also after a failure or a signal; undoes what start did.
  *   report    the mode's own facts for run.json (daemon, instances, partitions).
+ *   partition_key  (partitioned modes) what fixes the partition of the mix's job `job`: its SM
+ *             count and memory limit. Two jobs with the same key and the same spec run alone at
+ *             the same rate, so the isolation pass measures one of them. NULL: every job is
+ *             measured (real MIG instances are distinct hardware).
  * Every operation may be NULL (nothing to do). The state (state_size bytes, zeroed) lives from
  * plan to the end of the whole run, so start resets what an earlier execution of the mode left.
  *
@@ -69,6 +73,7 @@ typedef struct suite_mode {
     group_result (*run_jobs)(mode_run *r, job_run *jobs, int count, const jobs_settings *settings);
     void (*stop)(mode_run *r);
     void (*report)(const mode_run *r, cJSON *run_json);
+    void (*partition_key)(const mode_run *r, int job, char *out, size_t size);
     /* after stop: what the mode itself recorded of a job's fault (the MPS server's log line),
      * evidence for the jobs taken down with it; "" when nothing */
     void (*fault_evidence)(const mode_run *r, char *out, size_t size);

@@ -133,6 +133,11 @@ static void report(const mode_run *r, cJSON *run_json) {
     if (st->have_plan) cJSON_AddItemToObject(run_json, "green_plan", plan_json(&st->plan));
 }
 
+static void partition_key(const mode_run *r, int job, char *out, size_t size) {
+    const green_state *st = mode_run_state(r);
+    snprintf(out, size, "%d SMs", st->plan.sm[job]);
+}
+
 const suite_mode mode_green = {
     .name = "green",
     .help = "all jobs in one process, each in a green context with its own SMs (static partitions, no MIG, no MPS)",
@@ -145,4 +150,5 @@ const suite_mode mode_green = {
     .run_jobs = run_jobs,
     .stop = mode_plain_stop,
     .report = report,
+    .partition_key = partition_key,
 };

@@ -64,6 +64,13 @@ static void environment(const mode_run *r, int job, job_env *env) {
     mps_client_env(&st->mps, sm, mem, env);
 }
 
+static void partition_key(const mode_run *r, int job, char *out, size_t size) {
+    const emulate_state *st = mode_run_state(r);
+    const mig_planned *p = planned_for(&st->plan, job);
+    if (p) snprintf(out, size, "sm %.6f, memory %llu", p->sm_fraction, (unsigned long long)p->memory_bytes);
+    else snprintf(out, size, "whole GPU");
+}
+
 static void stop(mode_run *r) {
     emulate_state *st = mode_run_state(r);
     mode_mps_stop(&st->mps);
@@ -93,5 +100,6 @@ const suite_mode mode_mig_emulate = {
     .job_env = environment,
     .stop = stop,
     .report = report,
+    .partition_key = partition_key,
     .fault_evidence = evidence,
 };

@@ -95,7 +95,8 @@ int study_cells(const char *set, int quick, const int *degrees, int with_mig, st
         for (const int *d = degrees; *d; d++) {
             snprintf(mix, sizeof mix, "%d*%s", *d, u->job);
             for (size_t m = 0; m < sizeof COLLOCATED / sizeof COLLOCATED[0]; m++)
-                n = add_cell(out, n, max, u->name, COLLOCATED[m], mix, *d, steps);
+                if (*d > 1 || !strcmp(COLLOCATED[m], "mps")) /* one job: naive is serial, mig-emulate 7g is mps */
+                    n = add_cell(out, n, max, u->name, COLLOCATED[m], mix, *d, steps);
             if (with_mig) n = add_cell(out, n, max, u->name, "mig", mix, *d, steps);
         }
     }
