@@ -16,6 +16,9 @@ typedef struct session {
     model *model;        /* after session_plan: the planning instance (no GPU memory) */
     trainer trainer;
     job_context ctx;
+    /* where session_start's time went (seconds): the CUDA context and library handles; the
+     * arena and the real model; the model's set-up (algorithm search, initial values) */
+    double setup_context_s, setup_build_s, setup_model_s;
 } session;
 
 /* Host only: builds the model against a planning arena. -1 with a message for bad configs. */

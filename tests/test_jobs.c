@@ -56,7 +56,7 @@ static void free_jobs(job_run *jobs, int count) {
 }
 
 static jobs_settings quiet_settings(double ready_timeout) {
-    jobs_settings s = {ready_timeout, 1.0, NULL, {NULL, NULL}};
+    jobs_settings s = {.ready_timeout_s = ready_timeout, .grace_s = 1.0};
     return s;
 }
 
@@ -371,7 +371,7 @@ static void test_stop_escalates_to_kill(void **state) {
     if (pid == 0) {
         setenv("FAKE_TRAIN", "*:epoch_ms=20000;resnet50:ignore_term", 1);
         job_run *jobs = prepare_jobs(2, dir, 2);
-        jobs_settings s = {30, 0.5, NULL, {NULL, stop_on_start}};
+        jobs_settings s = {.ready_timeout_s = 30, .grace_s = 0.5, .observer = {NULL, stop_on_start}};
         double t0 = jobs_monotonic();
         int rc = jobs_run_group(jobs, 2, &s);
         int ok = rc == GROUP_STOPPED && jobs_monotonic() - t0 < 10 && jobs[0].status == JOB_FAILED &&

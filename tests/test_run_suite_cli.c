@@ -452,6 +452,33 @@ static void test_hang_in_job_host_stopped_by_watchdog(void **state) {
     cJSON_Delete(summary);
 }
 
+/* A run folder too deep for MPS's socket names: the empty pipe folder that keeps plain processes
+ * off MPS moves to /tmp (a CUDA client given a longer one lost its stdin), and is gone after. */
+static void test_plain_mode_pipe_folder_fits_a_socket(void **state) {
+    fixture *f = *state;
+    char deep[700];
+    snprintf(deep, sizeof deep, "%s/a-results-folder-whose-name-goes-on/and-on-to-pass-the-socket-limit", f->results);
+    const char *args[] = {"--mode", "naive", "--mix", "S", "--quick", "--results", deep, NULL};
+    assert_int_equal(run(f, "*:epoch_ms=20", args), 0);
+    DIR *d = opendir(deep);
+    char dir[1200] = "";
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.') snprintf(dir, sizeof dir, "%s/%s", deep, e->d_name);
+    if (d) closedir(d);
+    cJSON *run_json = load_json(dir, "run.json");
+    const cJSON *env = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(run_json, "jobs"), 0), "cuda_env");
+    const char *pipe = NULL;
+    for (int i = 0; i < cJSON_GetArraySize(env); i++)
+        if (!strncmp(cJSON_GetArrayItem(env, i)->valuestring, "CUDA_MPS_PIPE_DIRECTORY=", 24))
+            pipe = cJSON_GetArrayItem(env, i)->valuestring + 24;
+    assert_non_null(pipe);
+    assert_true(strncmp(pipe, "/tmp/suite-no-mps-", 18) == 0);
+    assert_true(strlen(pipe) + sizeof "/control_privileged" < 108);
+    struct stat st;
+    assert_int_not_equal(stat(pipe, &st), 0); /* removed by stop */
+    cJSON_Delete(run_json);
+}
+
 /* A results folder that cannot be written is bad input, found before any job starts. */
 static void test_results_unwritable(void **state) {
     fixture *f = *state;
@@ -634,6 +661,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_all_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_contained_or_collateral, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hang_in_job_host_stopped_by_watchdog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_mode_pipe_folder_fits_a_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_results_unwritable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_runner_cleaned_up_next_time, setup, teardown),
 #ifdef NVML_STANDIN_PATH

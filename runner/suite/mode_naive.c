@@ -1,19 +1,37 @@
 /* naive: all jobs at once as plain processes on the whole GPU; the driver time-slices them.
  * Its plain-process parts (kept off MPS, given their GPU) are shared with serial and mig. */
+#include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "results/results.h"
+#include "runner/suite/mps.h"
 #include "runner/suite/suite.h"
 
-static void no_mps_dir(const mode_run *r, char *out, size_t size) { snprintf(out, size, "%s/no-mps", r->dir); }
+/* <run>/no-mps, or where that is too long for MPS's sockets (mps_pipe_dir_fits) a folder in /tmp
+ * named after the run folder, so that start, each job and stop find the same one. */
+static void no_mps_dir(const mode_run *r, char *out, size_t size) {
+    snprintf(out, size, "%s/no-mps", r->dir);
+    if (mps_pipe_dir_fits(out)) return;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = r->dir; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    snprintf(out, size, "/tmp/suite-no-mps-%u-%016llx", (unsigned)getuid(), (unsigned long long)h);
+}
 
 int mode_plain_start(mode_run *r, char *err, size_t err_size) {
-    (void)err, (void)err_size;
-    char dir[PATH_MAX + 16], why[1024];
+    char dir[PATH_MAX + 16];
     no_mps_dir(r, dir, sizeof dir);
-    if (results_make_dirs(dir, why, sizeof why) != 0) fprintf(stderr, "warning: %s\n", why);
+    struct stat st;
+    if (mkdir(dir, 0700) != 0 && !(errno == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+                                   st.st_uid == getuid())) {
+        snprintf(err, err_size, "cannot make the empty MPS pipe folder %s that keeps the jobs off MPS: %s", dir,
+                 errno == EEXIST ? "it exists and is not a folder of ours" : strerror(errno));
+        return -1;
+    }
     return 0;
 }
 

@@ -369,15 +369,18 @@ void mps_fault_evidence(const mps_daemon *d, char *out, size_t size) {
     }
 }
 
+int mps_pipe_dir_fits(const char *pipe_dir) {
+    struct sockaddr_un probe;
+    return strlen(pipe_dir) + sizeof "/control_privileged" < sizeof probe.sun_path;
+}
+
 int mps_start(mps_daemon *d, const char *run_dir, const char *visible, char *err, size_t err_size) {
     if (!d->program[0]) snprintf(d->program, sizeof d->program, "%s", MPS_CONTROL_PROGRAM);
     snprintf(d->visible, sizeof d->visible, "%s", visible ? visible : "");
     snprintf(d->log_dir, sizeof d->log_dir, "%s/mps-log", run_dir);
     snprintf(d->pipe_dir, sizeof d->pipe_dir, "%s/mps-pipe", run_dir);
     if (make_private_dir(d->log_dir, err, err_size) != 0) return -1;
-    struct sockaddr_un probe;
-    /* The daemon's sockets live in the pipe folder: the name must fit sun_path. */
-    if (strlen(d->pipe_dir) + sizeof "/control_privileged" >= sizeof probe.sun_path) {
+    if (!mps_pipe_dir_fits(d->pipe_dir)) {
         snprintf(d->pipe_dir, sizeof d->pipe_dir, "/tmp/suite-mps-XXXXXX");
         if (!mkdtemp(d->pipe_dir)) {
             snprintf(err, err_size, "cannot create a private MPS pipe folder in /tmp: %s", strerror(errno));

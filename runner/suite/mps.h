@@ -45,6 +45,10 @@ int mps_parse_mem_list(const char *text, int job_count, long long *out, char *er
 
 /* 1 when a control daemon answers in pipe_dir (its socket exists and its pid is alive). */
 int mps_daemon_running(const char *pipe_dir);
+/* 1 when MPS's sockets in pipe_dir fit a socket address (sun_path). A CUDA client given a longer
+ * folder does not just fail to connect: on driver 580 it lost its stdin (the start barrier read
+ * EOF), so even the empty folder that keeps plain processes off MPS must fit. */
+int mps_pipe_dir_fits(const char *pipe_dir);
 /* The pipe folder that a plain CUDA program would use ($CUDA_MPS_PIPE_DIRECTORY or the default). */
 const char *mps_default_pipe_dir(void);
 

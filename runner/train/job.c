@@ -37,6 +37,7 @@ typedef struct job {
     session s;
     long steps_per_epoch;
     ddp ddp;                  /* data-parallel rank (train --gpus): its communicator */
+    double data_open_s, capture_s; /* set-up time outside the session's own (setup event) */
 } job;
 
 static int fail(const job *j, int code, const char *message) { return train_fail(&j->ev, code, message); }
@@ -173,7 +174,9 @@ static int build_on_gpu(job *j, const context_place *place, char *err, size_t er
     if (o->load[0] && checkpoint_load(j->s.model, &j->s.ctx, o->load, err, err_size) != 0) return 2;
     if (o->ddp_world && train_ddp_join(&j->ddp, &j->s, o, err, err_size) != 0) return 1; /* before the capture */
     optimizer_config opt = {o->optimizer, o->momentum, o->weight_decay, o->nesterov, o->decay_all, 0, 0, 0};
+    double t0 = train_wall_seconds();
     trainer_init(&j->s.trainer, j->s.model, &j->s.ctx, opt, schedule_of(j), o->label_smoothing, o->use_graph);
+    j->capture_s = train_wall_seconds() - t0;
     return 0;
 }
 
@@ -306,6 +309,13 @@ static void emit_setup(job *j) {
     cJSON_AddNumberToObject(e, "steps_per_epoch", (double)j->steps_per_epoch);
     cJSON_AddStringToObject(e, "data", j->opt.data);
     cJSON_AddStringToObject(e, "data_source", j->data_source);
+    /* where the time before "ready" went: a study runs hundreds of set-ups */
+    cJSON *t = cJSON_AddObjectToObject(e, "setup_seconds");
+    cJSON_AddNumberToObject(t, "data", j->data_open_s);
+    cJSON_AddNumberToObject(t, "gpu_context", j->s.setup_context_s);
+    cJSON_AddNumberToObject(t, "build", j->s.setup_build_s);
+    cJSON_AddNumberToObject(t, "model_setup", j->s.setup_model_s);
+    cJSON_AddNumberToObject(t, "step_capture", j->capture_s);
     emit(j, e);
     fprintf(j->ev.human, "%s on %s (%d SMs%s%s): %lld parameters, %.1f MiB on the GPU, %ld steps of %d per epoch\n",
             j->opt.model, device, sms, mps ? ", MPS" : "", j->s.ctx.green ? ", green context" : "",
@@ -319,7 +329,9 @@ static int run_job(job *j, const context_place *place, char *err, size_t err_siz
     model_config config = config_of(&j->opt);
     if (session_plan(&j->s, &config, err, err_size) != 0) return fail(j, 2, err);
     if (j->opt.dry_run) return dry_run(j);
+    double t_data = train_wall_seconds();
     if (open_data(j, err, err_size) != 0) return fail(j, 2, err);
+    j->data_open_s = train_wall_seconds() - t_data;
     if (j->opt.load[0] && access(j->opt.load, R_OK) != 0) {
         snprintf(err, err_size, "--load %s: cannot read the file", j->opt.load);
         return fail(j, 2, err);
