@@ -162,11 +162,12 @@ def findings_section(ref, groups, cells, solo, gpu_names):
                            f"<td>{fmt(num(row.get('total_change_pct')), '{:+.0f}%')}</td><td>{fmt(num(row.get('gpu_util_pct')), '{:.0f}')}</td>"
                            f"<td>{fmt(num(row.get('memory_gb')), '{:.2f}')}</td></tr>")
         out.append("</table>")
-        mixed = [(w, rs) for w, rs in groups if ":" not in w and ("XL" in w.upper() or "dlrm" in w)]
+        # a study cell that did not run (refused, failed its fit check) has a group and no runs
+        mixed = [(w, rs) for w, rs in groups if rs and ":" not in w and ("XL" in w.upper() or "dlrm" in w)]
         for w, rs in mixed:
             out.append(f"<p>Ours for <b>{esc(w)}</b> (seconds; quick runs time a few steps, so compare the change, "
                        "utilisation and memory, not the hours):</p><table><tr><th class=l>mode</th>"
-                       + "".join(f"<th>job {i} timed epoch s</th>" for i in range(rs[0].degree))
+                       + "".join(f"<th>job {i} timed epoch s</th>" for i in range(max(r.degree for r in rs)))
                        + "<th>makespan s</th><th>change</th><th>GPU util %</th><th>memory GiB</th></tr>")
             for r in sorted(rs, key=lambda r: mode_key(r.mode)):
                 sp = num(r.summary.get("speedup_vs_serial"))

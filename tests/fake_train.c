@@ -137,6 +137,8 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(a, "--steps-per-epoch") == 0) o.steps = need_number(argc, argv, &i);
         else if (strcmp(a, "--seed") == 0) need_number(argc, argv, &i);
         else if (strcmp(a, "--gpus") == 0) need_number(argc, argv, &i); /* data-parallel ranks */
+        else if (strcmp(a, "--max-rows") == 0) need_number(argc, argv, &i); /* a recommender's table cap */
+        else if (strcmp(a, "--precision") == 0 && i + 1 < argc) i++;
         else if (strcmp(a, "--inject-fault") == 0 && i + 1 < argc) o.fault = argv[++i];
         else if (strcmp(a, "--json") == 0) o.json = 1;
         else if (strcmp(a, "--wait-go") == 0) o.wait_go = 1;

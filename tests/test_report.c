@@ -129,10 +129,44 @@ static void test_bad_files(void **state) {
     test_rmtree(dir);
 }
 
+/* A study whose recommender cell never ran (its fit check failed) still makes a page: the cell
+ * is listed with its reason, and the Table 2 comparison has nothing of ours to show. */
+static void test_study_cell_not_run(void **state) {
+    char dir[512], study[700], path[800], page[700], out[4096], err[8192], cmd_err[64];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(study, sizeof study, "%s/study", dir);
+    snprintf(page, sizeof page, "%s/page.html", dir);
+    char *const cp[] = {"/bin/cp", "-r", STUDY, study, NULL};
+    assert_int_equal(test_run(cp, out, sizeof out, cmd_err, sizeof cmd_err), 0);
+    snprintf(path, sizeof path, "%s/study.json", study);
+    char *text = read_all(path);
+    char *cells = strstr(text, "\"cells\"");
+    assert_non_null(cells);
+    char *open = strchr(cells, '[');
+    assert_non_null(open);
+    FILE *f = fopen(path, "w");
+    fwrite(text, 1, (size_t)(open + 1 - text), f);
+    fputs("{\"workload\": \"XL+L\", \"mode\": \"all\", \"mix\": \"XL[steps=750]+L[steps=8]\", \"degree\": 2, "
+          "\"steps_per_epoch\": 0, \"status\": \"failed\", \"reason\": \"the fit check (run_suite --dry-run) "
+          "failed: see its message above\"}, ", f);
+    fputs(open + 1, f);
+    fclose(f);
+    free(text);
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", study, "-o", page, NULL);
+    if (rc != 0) fprintf(stderr, "stdout: %s\nstderr: %s\n", out, err);
+    assert_int_equal(rc, 0);
+    char *html = read_all(page);
+    assert_non_null(strstr(html, "XL[steps=750]+L[steps=8]"));
+    assert_non_null(strstr(html, "the fit check (run_suite --dry-run) failed"));
+    free(html);
+    test_rmtree(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_page),
         cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_study_cell_not_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,7 +31,7 @@ static void test_cells(void **state) {
     assert_string_equal(cells[n - 1].mix, "7*S");
     assert_string_equal(cells[n - 1].mode, "mig-emulate");
     assert_int_equal(cells[n - 1].degree, 7);
-    assert_int_equal(cells[1].steps, 150);
+    assert_int_equal(cells[1].steps, 80);
     assert_int_equal(study_cells("small", 0, NULL, 0, cells, 128), 11);
     assert_int_equal(cells[1].steps, 0); /* not quick: the run's own (or --steps-per-epoch) */
     /* real MIG where it is on: one more per degree */
