@@ -168,6 +168,8 @@ static void test_usage_errors(void **state) {
         {{"--mode", "naive", "--mix", "S", "--json", NULL}, "--json goes with --dry-run"},
         {{"--mode", "naive", "--mix", "S", "--mig-emulate", NULL}, "--mig-emulate goes with"},
         {{"--mode", "naive", "--mix", "S", "--baseline", "/nonexistent", NULL}, "not a folder"},
+        {{"--mode", "naive", "--mix", "S", "--skip", "green", NULL}, "--skip goes with --mode all"},
+        {{"--mode", "all", "--mix", "S", "--skip", "streams,gren", NULL}, "--skip streams,gren: expected modes"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = run(f, NULL, cases[i].args);
@@ -540,6 +542,20 @@ static void test_killed_runner_cleaned_up_next_time(void **state) {
     unsetenv("SUITE_STATE_DIR");
 }
 
+/* --mode all --skip: the listed modes are left out, the others run as before. */
+static void test_all_modes_skip(void **state) {
+    fixture *f = *state;
+    const char *args[] = {"--mode", "all", "--mix", "S+S", "--skip", "streams,green", "--quick", NULL};
+    assert_int_equal(run(f, "*:epoch_ms=50", args), 0);
+    char dir[1024];
+    run_dir(f, dir, sizeof dir);
+    cJSON *cmp = load_json(dir, "comparison.json");
+    const char *modes[] = {"serial", "naive", "mps", "mig"};
+    assert_int_equal(cJSON_GetArraySize(cmp), 4);
+    for (int i = 0; i < 4; i++) assert_string_equal(str(cJSON_GetArrayItem(cmp, i), "mode"), modes[i]);
+    cJSON_Delete(cmp);
+}
+
 static void test_all_modes(void **state) {
     fixture *f = *state;
     const char *args[] = {"--mode", "all", "--mix", "S+M", "--mps-sm", "50", NULL};
@@ -661,6 +677,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_all_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_contained_or_collateral, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hang_in_job_host_stopped_by_watchdog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_all_modes_skip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plain_mode_pipe_folder_fits_a_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_results_unwritable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_runner_cleaned_up_next_time, setup, teardown),

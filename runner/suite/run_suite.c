@@ -43,6 +43,7 @@ static const cli_choice OBJECTIVES[] = {{"fill", MIG_OBJECTIVE_FILL}, {"compact"
  * (--mps-sm per job, which options go with which mode) follow in main. */
 static const cli_option OPTIONS[] = {
     {"--mode", "MODE", "collocation mode", CLI_STR(T, mode), .values = suite_mode_names},
+    {"--skip", "MODE,...", "with --mode all: leave these modes out (e.g. streams,green)", CLI_STR(T, o.skip_modes)},
     {"--mix", "MIX", "jobs, e.g. S+M+M, 7*S, resnet50:imagenet64@128 (--list shows presets)", CLI_STR(T, o.mix_text)},
     {"--list", NULL, "the presets and modes (--json: as JSON)", CLI_FLAG(T, list, 1)},
     {"--epochs", "E", "epochs per job (default 2: the first warms up, the second is timed)",
@@ -183,6 +184,15 @@ int main(int argc, char **argv) {
     int all = strcmp(mode, SUITE_ALL) == 0;
     o.mode = suite_mode_find(mode);
     if (!all && !o.mode) return fail("--mode %s: expected one of %s", mode, suite_mode_names());
+    if (o.skip_modes && !all) return fail("--skip goes with --mode all, not %s%s", mode, "");
+    for (const char *p = o.skip_modes; p && *p;) {
+        size_t n = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+        const suite_mode *m = suite_mode_find(name);
+        if (!m || !strcmp(name, SUITE_ALL)) return fail("--skip %s: expected modes of --mode all, one of %s", o.skip_modes, suite_mode_names());
+        p += n + (p[n] == ',');
+    }
     if (!o.mix_text) return fail("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
     if (mix_parse(&o.mix, o.mix_text, err, sizeof err) != 0) return fail("--mix: %s%s", err, "");
     for (int i = 0; args.precision && i < o.mix.count; i++)

@@ -23,6 +23,7 @@ enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
 typedef struct suite_options {
     const suite_mode *mode;       /* NULL: --mode all */
     const char *mix_text;
+    const char *skip_modes;       /* --mode all without these: "streams,green" (checked names) */
     mix mix;
     int epochs;                   /* default 2 (the second is timed) */
     long steps_per_epoch;         /* 0: whole epochs */
