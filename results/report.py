@@ -19,7 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report_data import MODEL_SIZES, ReportError, load, mode_key, read_json, short_workload, solo_times, workload_title  # noqa: E402
+from report_data import MODEL_SIZES, ReportError, load, mode_key, read_json, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
 from report_figures import figure_energy, figure_throughput, figure_timeline, figure_uniform, plt_module  # noqa: E402
 from report_html import CSS, comparison_table, esc, findings_section, provenance  # noqa: E402
 
@@ -29,6 +29,7 @@ def build(paths, reference_path):
     ref = read_json(reference_path, dict) if reference_path else {}
     plt = plt_module()
     solo = solo_times(runs)
+    solo_whole = solo_makespans(runs)
     groups = {}
     for r in runs:
         groups.setdefault(r.workload, []).append(r)
@@ -59,7 +60,7 @@ def build(paths, reference_path):
         if src:
             figures.append((f"fig-throughput-{anchor}", workload_title(w)))
             body.append(f"<img id=fig-throughput-{anchor} alt='throughput against one job alone' src='{src}'>")
-        body.append(comparison_table(rs, wc, solo))
+        body.append(comparison_table(rs, wc, solo, solo_whole))
 
     body.append("<h2 id=timelines>Timelines (Figures 5 and 9)</h2><p class=note>Dotted lines: a job's go and the "
                 "start of its timed epoch; dashed: its end. Memory is stacked per job (NVML's per-process "

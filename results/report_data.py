@@ -300,6 +300,25 @@ class Run:
         vals = finite(vals)
         return sum(vals) if len(vals) == self.degree and self.mode != "serial" else NAN
 
+    def against_alone(self, solo, solo_makespan):
+        """A uniform run without a serial baseline of its own (a study cell: d*S beside the cell
+        running S alone): STP, ANTT, fairness and speed-up from the same workload's run alone.
+        Each job's normalized progress is alone / here over timed epochs; the serial makespan of
+        d identical jobs is d times one's. {} where the run has its own numbers or none apply."""
+        base, whole = solo.get(self.workload), solo_makespan.get(self.workload)
+        if not self.uniform or self.mode == "serial" or not base or is_num(self.summary.get("stp")):
+            return {}
+        times = self.timed_seconds()
+        if len(finite(times)) != self.degree or any(t <= 0 for t in times):
+            return {}
+        progress = [base / t for t in times]
+        out = {"stp": sum(progress), "antt": sum(1 / p for p in progress) / len(progress),
+               "fairness": min(progress) / max(progress)}
+        makespan = num(self.summary.get("makespan_s"))
+        if whole and makespan > 0 and not is_num(self.summary.get("speedup_vs_serial")):
+            out["speedup_vs_serial"] = self.degree * whole / makespan
+        return out
+
     def failures(self):
         out = []
         for i, j in enumerate(self.jobs):
@@ -380,6 +399,16 @@ def short_workload(r):
     return MODEL_NAMES.get(r.model, r.model) if r.uniform else r.mix
 
 
+
+
+def solo_makespans(runs):
+    """Each uniform workload's makespan alone (its one-job serial run), for the study's cells."""
+    out = {}
+    for r in runs:
+        v = num(r.summary.get("makespan_s"))
+        if r.uniform and r.mode == "serial" and r.degree == 1 and v > 0:
+            out.setdefault(r.workload, []).append(v)
+    return {k: sum(v) / len(v) for k, v in out.items()}
 
 
 def solo_times(runs):

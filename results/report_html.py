@@ -29,8 +29,9 @@ def gib(v):
     return fmt(v / GIB if not math.isnan(v) else NAN, "{:.2f}")
 
 
-def comparison_table(runs, cells, solo):
-    extra = sorted({k for r in runs for k in r.extra_metrics()})
+def comparison_table(runs, cells, solo, solo_whole=None):
+    derived = {id(r): r.against_alone(solo, solo_whole or {}) for r in runs}
+    extra = sorted({k for r in runs for k in r.extra_metrics()} | {k for d in derived.values() for k in d if k != "speedup_vs_serial"})
     head = ["jobs", "mode", "status", "makespan s", "samples/s", "speed-up vs serial", "throughput / alone",
             "mean timed epoch s", "energy J", "energy vs serial", "peak GPU mem GiB"] + \
            [METRIC_NAMES.get(k, k) for k in extra] + ["failures"]
@@ -44,17 +45,30 @@ def comparison_table(runs, cells, solo):
             continue
         s = it.summary
         m = it.extra_metrics()
+        d = derived[id(it)]
         fails = it.failures()
+
+        def dagger(own, key, spec):  # the run's own number, else one from the workload's run alone, marked
+            if not math.isnan(own) or key not in d:
+                return fmt(own, spec)
+            return fmt(d[key], spec) + "<sup>†</sup>"
         cells_html = [str(it.degree), esc(it.mode), esc(s.get("status", "?")),
                       fmt(num(s.get("makespan_s")), "{:.2f}"), fmt(num(s.get("aggregate_samples_per_s")), "{:,.0f}"),
-                      fmt(num(s.get("speedup_vs_serial")), "{:.2f}x"), fmt(it.normalized_throughput(solo), "{:.2f}x"),
+                      dagger(num(s.get("speedup_vs_serial")), "speedup_vs_serial", "{:.2f}x"),
+                      fmt(it.normalized_throughput(solo), "{:.2f}x"),
                       fmt(mean(it.timed_seconds()), "{:.3f}"), fmt(it.energy(), "{:,.0f}"),
                       fmt(num(s.get("energy_vs_serial")), "{:.2f}x"), gib(num(s.get("peak_gpu_memory_bytes")))] + \
-                     [fmt(m.get(k, NAN), "{:.3g}") for k in extra] + ["<br>".join(esc(f) for f in fails)]
+                     [dagger(m.get(k, NAN), k, "{:.3g}") for k in extra] + \
+                     ["<br>".join(esc(f) for f in fails)]
         cls = " class=bad" if fails else ""
         out.append(f"<tr{cls}>" + "".join(f"<td{' class=l' if i in (1, 2, len(cells_html) - 1) else ''}>{c}</td>"
                                           for i, c in enumerate(cells_html)) + "</tr>")
     out.append("</table>")
+    if any(derived.values()):
+        out.append("<p class=note>† against this workload's run alone (serial, one job): each of these runs "
+                   "collocated identical jobs without a serial run of its own, so each job's normalized "
+                   "progress is its timed epoch alone over its timed epoch here, and the serial makespan of "
+                   "d jobs is d times one job's.</p>")
     return "\n".join(out)
 
 

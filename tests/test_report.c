@@ -79,6 +79,9 @@ static void test_fixture_page(void **state) {
     assert_non_null(strstr(html, "NVIDIA H100 80GB HBM3"));
     assert_non_null(strstr(html, "Table 2 as the paper prints it"));
     assert_non_null(strstr(html, "Provenance"));
+    /* the study's cells have no serial run of their own: STP and the rest against the one alone */
+    assert_non_null(strstr(html, "against this workload's run alone"));
+    assert_true(count(html, "<sup>\xe2\x80\xa0</sup>") >= 6 * 3);
     assert_non_null(strstr(html, "mig-emulate"));
     free(html);
     test_rmtree(dir);
