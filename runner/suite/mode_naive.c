@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "results/results.h"
 #include "runner/suite/mps.h"
 #include "runner/suite/suite.h"
 

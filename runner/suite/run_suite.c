@@ -185,12 +185,14 @@ int main(int argc, char **argv) {
     o.mode = suite_mode_find(mode);
     if (!all && !o.mode) return fail("--mode %s: expected one of %s", mode, suite_mode_names());
     if (o.skip_modes && !all) return fail("--skip goes with --mode all, not %s%s", mode, "");
+    if (o.skip_modes && !*o.skip_modes) return fail("--skip: expected modes, e.g. streams,green%s%s", "", "");
     for (const char *p = o.skip_modes; p && *p;) {
         size_t n = strcspn(p, ",");
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
         const suite_mode *m = suite_mode_find(name);
-        if (!m || !strcmp(name, SUITE_ALL)) return fail("--skip %s: expected modes of --mode all, one of %s", o.skip_modes, suite_mode_names());
+        if (!m || !strcmp(name, SUITE_ALL))
+            return fail("--skip %s: expected modes of --mode all, one of %s", o.skip_modes, suite_mode_names());
         p += n + (p[n] == ',');
     }
     if (!o.mix_text) return fail("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");

@@ -6,9 +6,9 @@
  * degrees 2, 3 and 7, each under naive, mps and mig-emulate (and real MIG, --mig-create, where
  * MIG mode is on), plus each workload alone under serial (the baseline) and under mps (MPS's
  * cost to one client, left out by --quick; alone, naive is serial and mig-emulate's whole-GPU
- * instance is mps). Mixed cells: S+M+M+M
- * (Figure 9) and the recommender with ResNet-152 (Table 2) under --mode all --skip streams,green. A cell whose jobs do
- * not fit (run_suite's own footprint check, asked with --dry-run first) is recorded as "does not
+ * instance is mps). Mixed cells: S+M+M+M (Figure 9) and the recommender with ResNet-152
+ * (Table 2) under --mode all --skip streams,green (the paper's modes). A cell whose jobs do not
+ * fit (run_suite's own footprint check, asked with --dry-run first) is recorded as "does not
  * fit", as the study reports, and not run. */
 #ifndef SUITE_STUDY_H
 #define SUITE_STUDY_H

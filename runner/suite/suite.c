@@ -295,8 +295,6 @@ static int exit_for(const run_summary *s, int stopped) {
     return strcmp(s->status, "complete") == 0 ? EXIT_OK : EXIT_PARTIAL;
 }
 
-/* The modes this run executes: --mode's, or every MODE_IN_ALL row of the table, with
- * --mig-emulate's stand-in in place of the modes that need MIG. */
 /* Whether --skip names the mode (a comma-separated list of checked names). */
 static int skipped(const suite_options *o, const suite_mode *m) {
     size_t n = strlen(m->name);
@@ -305,6 +303,9 @@ static int skipped(const suite_options *o, const suite_mode *m) {
     return 0;
 }
 
+/* The modes this run executes: --mode's, or every MODE_IN_ALL row of the table but those --skip
+ * names (as the table or its stand-in), with --mig-emulate's stand-in in place of the modes that
+ * need MIG. */
 static int select_modes(suite_ctx *c) {
     const suite_options *o = c->o;
     int table_count;
@@ -312,9 +313,9 @@ static int select_modes(suite_ctx *c) {
     const suite_mode *stand_in = o->mig_emulate ? suite_mode_with(MODE_MIG_EMULATION) : NULL;
     for (int t = 0; t < (o->mode ? 1 : table_count) && c->mode_count < SUITE_MODES_MAX; t++) {
         const suite_mode *m = o->mode ? o->mode : table[t];
-        if (!o->mode && (!(m->flags & MODE_IN_ALL) || skipped(o, m))) continue;
+        if (!o->mode && !(m->flags & MODE_IN_ALL)) continue;
         if (stand_in && (m->flags & MODE_NEEDS_MIG)) m = stand_in;
-        if (!o->mode && skipped(o, m)) continue;
+        if (!o->mode && (skipped(o, table[t]) || skipped(o, m))) continue;
         suite_planned *p = &c->modes[c->mode_count++];
         p->mode = m;
         p->state = calloc(1, m->state_size ? m->state_size : 1);
