@@ -1,12 +1,14 @@
 /* SiLU, the squeeze-excitation gate and stochastic depth for EfficientNet's blocks (declared in
  * kernels/activation.h). All are memory-bound element-wise passes, so each is one kernel and one
- * pass: a thread takes a group of 4 channels (a float4; 1 when C % 4 != 0 or a pointer is not
- * 16-byte aligned) of one pixel, so a warp reads consecutive channels, and grid-strides over the
- * tensor. Per-sample values (the gate logits e[n, c], the drop-path scale[n]) are small and read
- * through the cache. The sigmoid of the gate is recomputed where it is needed rather than stored:
- * a few exponentials per element are cheaper than another tensor pass. The gate's backward
- * reduces over the HW pixels of one sample in one thread per (sample, channel group): HW is at
- * most a few hundred in these networks, and that needs no atomics and no scratch. */
+ * pass: a thread takes a group of 4 channels (a float4, or 8 bytes of bfloat16; 1 when C % 4 != 0
+ * or a pointer is not aligned for that) of one pixel, so a warp reads consecutive channels, and
+ * grid-strides over the tensor. Per-sample values (the gate logits e[n, c], the drop-path
+ * scale[n]) are small float32 tensors read through the cache. The sigmoid of the gate is
+ * recomputed where it is needed rather than stored: a few exponentials per element are cheaper
+ * than another tensor pass. The gate's backward reduces over the HW pixels of one sample in one
+ * thread per (sample, channel group): HW is at most a few hundred in these networks, and that
+ * needs no atomics and no scratch. Activations are float or bfloat16, the template parameter T
+ * (vector_io.cuh): loads widen to float, arithmetic is float, stores round once. */
 #include <stdint.h>
 
 #include "kernels/activation.h"
@@ -15,6 +17,8 @@
 #include "models/check.h"
 
 #define ACT_THREADS 256
+
+typedef __nv_bfloat16 bf16;
 
 /* At most 16 waves of 8 resident blocks per SM; larger tensors grid-stride. */
 static unsigned act_blocks(size_t items) {
@@ -35,16 +39,41 @@ static void act_check_nhwc(const char *fn, int N, int HW, int C) {
         kernel_bad_input(fn, "sizes must be N >= 0, HW >= 1, C >= 1 (got N=%d HW=%d C=%d)", N, HW, C);
 }
 
-static int act_vec(int C, const void *a, const void *b, const void *c) {
-    return C % 4 == 0 && kernel_aligned(a, 16) && kernel_aligned(b, 16) && kernel_aligned(c, 16) ? 4 : 1;
+static void act_check_type(const char *fn, int type) {
+    if (type != ELEM_F32 && type != ELEM_BF16)
+        kernel_bad_input(fn, "type must be ELEM_F32 (0) or ELEM_BF16 (1) (got %d)", type);
 }
+
+/* The 4-element path: C a multiple of 4, the activation pointers t0..t2 (of `type`) aligned for 4
+ * elements (16 bytes of float, 8 of bfloat16) and the float pointer f to 16 bytes. NULL counts as
+ * aligned. */
+static int act_vec(int C, elem_type type, const void *t0, const void *t1, const void *t2, const float *f) {
+    unsigned bytes = (unsigned)(4 * elem_bytes(type));
+    return C % 4 == 0 && kernel_aligned(t0, bytes) && kernel_aligned(t1, bytes) && kernel_aligned(t2, bytes) &&
+                   kernel_aligned(f, 16)
+               ? 4
+               : 1;
+}
+
+/* One instantiation per (vector width, element type); the launchers pick them at run time. */
+#define ACT_LAUNCH(kernel, T, vec, items, stream, ...)                                                 \
+    do {                                                                                              \
+        if ((vec) == 4) kernel<4, T><<<act_blocks(items), ACT_THREADS, 0, stream>>>(__VA_ARGS__);     \
+        else kernel<1, T><<<act_blocks(items), ACT_THREADS, 0, stream>>>(__VA_ARGS__);                \
+        CHECK_LAUNCH();                                                                               \
+    } while (0)
+#define ACT_TYPED(type, launch, ...)                      \
+    do {                                                  \
+        if ((type) == ELEM_BF16) launch<bf16>(__VA_ARGS__); \
+        else launch<float>(__VA_ARGS__);                  \
+    } while (0)
 
 __device__ __forceinline__ float act_sigmoid(float z) { return 1.0f / (1.0f + __expf(-z)); }
 
 /* ---- SiLU ---------------------------------------------------------------------------------- */
 
-template <int VEC>
-__global__ void __launch_bounds__(ACT_THREADS) silu_forward_kernel(float *y, const float *x, unsigned items) {
+template <int VEC, typename T>
+__global__ void __launch_bounds__(ACT_THREADS) silu_forward_kernel(T *y, const float *x, unsigned items) {
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float v[VEC];
         load_vec<VEC>(v, x + (size_t)i * VEC);
@@ -54,9 +83,9 @@ __global__ void __launch_bounds__(ACT_THREADS) silu_forward_kernel(float *y, con
     }
 }
 
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
-silu_backward_kernel(float *dx, const float *dy, const float *x, unsigned items) {
+silu_backward_kernel(T *dx, const T *dy, const float *x, unsigned items) {
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float v[VEC], g[VEC];
         load_vec<VEC>(v, x + (size_t)i * VEC);
@@ -70,38 +99,46 @@ silu_backward_kernel(float *dx, const float *dy, const float *x, unsigned items)
     }
 }
 
-extern "C" void silu_forward(float *y, const float *x, size_t n, cudaStream_t stream) {
-    const char *fn = "silu_forward";
-    if (n == 0) return;
-    if (!y || !x) kernel_bad_input(fn, "y and x must be device pointers (one is NULL)");
-    int vec = act_vec(n % 4 == 0 ? 4 : 1, y, x, NULL);
-    size_t items = n / vec;
-    act_check_items(fn, items);
-    if (vec == 4) silu_forward_kernel<4><<<act_blocks(items), ACT_THREADS, 0, stream>>>(y, x, (unsigned)items);
-    else silu_forward_kernel<1><<<act_blocks(items), ACT_THREADS, 0, stream>>>(y, x, (unsigned)items);
-    CHECK_LAUNCH();
+template <typename T>
+static void silu_forward_launch(void *y, const float *x, size_t items, int vec, cudaStream_t stream) {
+    ACT_LAUNCH(silu_forward_kernel, T, vec, items, stream, (T *)y, x, (unsigned)items);
 }
 
-extern "C" void silu_backward(float *dx, const float *dy, const float *x, size_t n, cudaStream_t stream) {
-    const char *fn = "silu_backward";
+template <typename T>
+static void silu_backward_launch(void *dx, const void *dy, const float *x, size_t items, int vec,
+                                 cudaStream_t stream) {
+    ACT_LAUNCH(silu_backward_kernel, T, vec, items, stream, (T *)dx, (const T *)dy, x, (unsigned)items);
+}
+
+extern "C" void silu_forward(void *y, const float *x, size_t n, elem_type type, cudaStream_t stream) {
+    const char *fn = "silu_forward";
+    act_check_type(fn, type);
     if (n == 0) return;
-    if (!dx || !dy || !x) kernel_bad_input(fn, "dx, dy and x must be device pointers (one is NULL)");
-    int vec = act_vec(n % 4 == 0 ? 4 : 1, dx, dy, x);
+    if (!y || !x) kernel_bad_input(fn, "y and x must be device pointers (one is NULL)");
+    int vec = act_vec(n % 4 == 0 ? 4 : 1, type, y, NULL, NULL, x);
     size_t items = n / vec;
     act_check_items(fn, items);
-    if (vec == 4)
-        silu_backward_kernel<4><<<act_blocks(items), ACT_THREADS, 0, stream>>>(dx, dy, x, (unsigned)items);
-    else
-        silu_backward_kernel<1><<<act_blocks(items), ACT_THREADS, 0, stream>>>(dx, dy, x, (unsigned)items);
-    CHECK_LAUNCH();
+    ACT_TYPED(type, silu_forward_launch, y, x, items, vec, stream);
+}
+
+extern "C" void silu_backward(void *dx, const void *dy, const float *x, size_t n, elem_type type,
+                              cudaStream_t stream) {
+    const char *fn = "silu_backward";
+    act_check_type(fn, type);
+    if (n == 0) return;
+    if (!dx || !dy || !x) kernel_bad_input(fn, "dx, dy and x must be device pointers (one is NULL)");
+    int vec = act_vec(n % 4 == 0 ? 4 : 1, type, dx, dy, NULL, x);
+    size_t items = n / vec;
+    act_check_items(fn, items);
+    ACT_TYPED(type, silu_backward_launch, dx, dy, x, items, vec, stream);
 }
 
 /* ---- squeeze-excitation gate --------------------------------------------------------------- */
 
 /* Item i is channel group (i % ncols) of pixel row i / ncols, which belongs to sample row / HW. */
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
-se_scale_forward_kernel(float *y, const float *x, const float *e, int HW, int C, unsigned items) {
+se_scale_forward_kernel(T *y, const T *x, const float *e, int HW, int C, unsigned items) {
     unsigned ncols = (unsigned)(C / VEC);
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         unsigned col = i % ncols, row = i / ncols, n = row / (unsigned)HW;
@@ -115,10 +152,9 @@ se_scale_forward_kernel(float *y, const float *x, const float *e, int HW, int C,
 }
 
 /* One thread per (sample, channel group), summing over the sample's HW pixels. */
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
-se_scale_backward_gate_kernel(float *de, const float *dy, const float *x, const float *e, int HW, int C,
-                              unsigned items) {
+se_scale_backward_gate_kernel(T *de, const T *dy, const T *x, const float *e, int HW, int C, unsigned items) {
     unsigned ncols = (unsigned)(C / VEC);
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         unsigned col = i % ncols, n = i / ncols;
@@ -144,10 +180,9 @@ se_scale_backward_gate_kernel(float *de, const float *dy, const float *x, const 
     }
 }
 
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
-se_scale_backward_input_kernel(float *dx, const float *dy, const float *e, const float *dmean, int HW, int C,
-                               unsigned items) {
+se_scale_backward_input_kernel(T *dx, const T *dy, const float *e, const T *dmean, int HW, int C, unsigned items) {
     unsigned ncols = (unsigned)(C / VEC);
     float inv_hw = 1.0f / (float)HW;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
@@ -162,57 +197,64 @@ se_scale_backward_input_kernel(float *dx, const float *dy, const float *e, const
     }
 }
 
-extern "C" void se_scale_forward(float *y, const float *x, const float *e, int N, int HW, int C,
+template <typename T>
+static void se_scale_forward_launch(void *y, const void *x, const float *e, int HW, int C, size_t items, int vec,
+                                    cudaStream_t stream) {
+    ACT_LAUNCH(se_scale_forward_kernel, T, vec, items, stream, (T *)y, (const T *)x, e, HW, C, (unsigned)items);
+}
+
+template <typename T>
+static void se_scale_backward_gate_launch(void *de, const void *dy, const void *x, const float *e, int HW, int C,
+                                          size_t items, int vec, cudaStream_t stream) {
+    ACT_LAUNCH(se_scale_backward_gate_kernel, T, vec, items, stream, (T *)de, (const T *)dy, (const T *)x, e, HW, C,
+               (unsigned)items);
+}
+
+template <typename T>
+static void se_scale_backward_input_launch(void *dx, const void *dy, const float *e, const void *dmean, int HW,
+                                           int C, size_t items, int vec, cudaStream_t stream) {
+    ACT_LAUNCH(se_scale_backward_input_kernel, T, vec, items, stream, (T *)dx, (const T *)dy, e, (const T *)dmean,
+               HW, C, (unsigned)items);
+}
+
+extern "C" void se_scale_forward(void *y, const void *x, const float *e, int N, int HW, int C, elem_type type,
                                  cudaStream_t stream) {
     const char *fn = "se_scale_forward";
     act_check_nhwc(fn, N, HW, C);
+    act_check_type(fn, type);
     if (!y || !x || !e) kernel_bad_input(fn, "y, x and e must be device pointers (one is NULL)");
     if (N == 0) return;
-    int vec = act_vec(C, y, x, e);
+    int vec = act_vec(C, type, y, x, NULL, e);
     size_t items = (size_t)N * HW * (C / vec);
     act_check_items(fn, items);
-    if (vec == 4)
-        se_scale_forward_kernel<4><<<act_blocks(items), ACT_THREADS, 0, stream>>>(y, x, e, HW, C, (unsigned)items);
-    else
-        se_scale_forward_kernel<1><<<act_blocks(items), ACT_THREADS, 0, stream>>>(y, x, e, HW, C, (unsigned)items);
-    CHECK_LAUNCH();
+    ACT_TYPED(type, se_scale_forward_launch, y, x, e, HW, C, items, vec, stream);
 }
 
-extern "C" void se_scale_backward_gate(float *de, const float *dy, const float *x, const float *e, int N,
-                                       int HW, int C, cudaStream_t stream) {
+extern "C" void se_scale_backward_gate(void *de, const void *dy, const void *x, const float *e, int N, int HW,
+                                       int C, elem_type type, cudaStream_t stream) {
     const char *fn = "se_scale_backward_gate";
     act_check_nhwc(fn, N, HW, C);
+    act_check_type(fn, type);
     if (!de || !dy || !x || !e) kernel_bad_input(fn, "de, dy, x and e must be device pointers (one is NULL)");
     if (N == 0) return;
-    int vec = act_vec(C, dy, x, e) == 4 && kernel_aligned(de, 16) ? 4 : 1;
+    int vec = act_vec(C, type, de, dy, x, e);
     size_t items = (size_t)N * (C / vec);
     act_check_items(fn, (size_t)N * HW * (C / vec));
-    if (vec == 4)
-        se_scale_backward_gate_kernel<4><<<act_blocks(items), ACT_THREADS, 0, stream>>>(de, dy, x, e, HW, C,
-                                                                                        (unsigned)items);
-    else
-        se_scale_backward_gate_kernel<1><<<act_blocks(items), ACT_THREADS, 0, stream>>>(de, dy, x, e, HW, C,
-                                                                                        (unsigned)items);
-    CHECK_LAUNCH();
+    ACT_TYPED(type, se_scale_backward_gate_launch, de, dy, x, e, HW, C, items, vec, stream);
 }
 
-extern "C" void se_scale_backward_input(float *dx, const float *dy, const float *e, const float *dmean, int N,
-                                        int HW, int C, cudaStream_t stream) {
+extern "C" void se_scale_backward_input(void *dx, const void *dy, const float *e, const void *dmean, int N, int HW,
+                                        int C, elem_type type, cudaStream_t stream) {
     const char *fn = "se_scale_backward_input";
     act_check_nhwc(fn, N, HW, C);
+    act_check_type(fn, type);
     if (!dx || !dy || !e || !dmean)
         kernel_bad_input(fn, "dx, dy, e and dmean must be device pointers (one is NULL)");
     if (N == 0) return;
-    int vec = act_vec(C, dx, dy, e) == 4 && kernel_aligned(dmean, 16) ? 4 : 1;
+    int vec = act_vec(C, type, dx, dy, dmean, e);
     size_t items = (size_t)N * HW * (C / vec);
     act_check_items(fn, items);
-    if (vec == 4)
-        se_scale_backward_input_kernel<4><<<act_blocks(items), ACT_THREADS, 0, stream>>>(dx, dy, e, dmean, HW, C,
-                                                                                         (unsigned)items);
-    else
-        se_scale_backward_input_kernel<1><<<act_blocks(items), ACT_THREADS, 0, stream>>>(dx, dy, e, dmean, HW, C,
-                                                                                         (unsigned)items);
-    CHECK_LAUNCH();
+    ACT_TYPED(type, se_scale_backward_input_launch, dx, dy, e, dmean, HW, C, items, vec, stream);
 }
 
 /* ---- stochastic depth ----------------------------------------------------------------------- */
@@ -238,10 +280,9 @@ drop_path_masks_kernel(float *scale, int64_t *counter, const float *keep, int bl
     if (threadIdx.x == 0) *counter = (int64_t)(step + 1);
 }
 
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
-drop_path_add_kernel(float *y, const float *shortcut, const float *branch, const float *scale, int HW, int C,
-                     unsigned items) {
+drop_path_add_kernel(T *y, const T *shortcut, const T *branch, const float *scale, int HW, int C, unsigned items) {
     unsigned ncols = (unsigned)(C / VEC);
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float k = scale[i / ncols / (unsigned)HW];
@@ -254,9 +295,9 @@ drop_path_add_kernel(float *y, const float *shortcut, const float *branch, const
     }
 }
 
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
-drop_path_backward_kernel(float *dbranch, const float *dy, const float *scale, int HW, int C, unsigned items) {
+drop_path_backward_kernel(T *dbranch, const T *dy, const float *scale, int HW, int C, unsigned items) {
     unsigned ncols = (unsigned)(C / VEC);
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float k = scale[i / ncols / (unsigned)HW];
@@ -266,6 +307,20 @@ drop_path_backward_kernel(float *dbranch, const float *dy, const float *scale, i
         for (int j = 0; j < VEC; j++) g[j] *= k;
         store_vec<VEC>(dbranch + (size_t)i * VEC, g);
     }
+}
+
+template <typename T>
+static void drop_path_add_launch(void *y, const void *shortcut, const void *branch, const float *scale, int HW,
+                                 int C, size_t items, int vec, cudaStream_t stream) {
+    ACT_LAUNCH(drop_path_add_kernel, T, vec, items, stream, (T *)y, (const T *)shortcut, (const T *)branch, scale,
+               HW, C, (unsigned)items);
+}
+
+template <typename T>
+static void drop_path_backward_launch(void *dbranch, const void *dy, const float *scale, int HW, int C,
+                                      size_t items, int vec, cudaStream_t stream) {
+    ACT_LAUNCH(drop_path_backward_kernel, T, vec, items, stream, (T *)dbranch, (const T *)dy, scale, HW, C,
+               (unsigned)items);
 }
 
 extern "C" void drop_path_masks(float *scale, int64_t *counter, const float *keep, int blocks, int N,
@@ -278,39 +333,29 @@ extern "C" void drop_path_masks(float *scale, int64_t *counter, const float *kee
     CHECK_LAUNCH();
 }
 
-extern "C" void drop_path_add_forward(float *y, const float *shortcut, const float *branch, const float *scale,
-                                      int N, int HW, int C, cudaStream_t stream) {
+extern "C" void drop_path_add_forward(void *y, const void *shortcut, const void *branch, const float *scale, int N,
+                                      int HW, int C, elem_type type, cudaStream_t stream) {
     const char *fn = "drop_path_add_forward";
     act_check_nhwc(fn, N, HW, C);
+    act_check_type(fn, type);
     if (!y || !shortcut || !branch || !scale)
         kernel_bad_input(fn, "y, shortcut, branch and scale must be device pointers (one is NULL)");
     if (N == 0) return;
-    int vec = act_vec(C, y, shortcut, branch);
+    int vec = act_vec(C, type, y, shortcut, branch, NULL);
     size_t items = (size_t)N * HW * (C / vec);
     act_check_items(fn, items);
-    if (vec == 4)
-        drop_path_add_kernel<4><<<act_blocks(items), ACT_THREADS, 0, stream>>>(y, shortcut, branch, scale, HW, C,
-                                                                               (unsigned)items);
-    else
-        drop_path_add_kernel<1><<<act_blocks(items), ACT_THREADS, 0, stream>>>(y, shortcut, branch, scale, HW, C,
-                                                                               (unsigned)items);
-    CHECK_LAUNCH();
+    ACT_TYPED(type, drop_path_add_launch, y, shortcut, branch, scale, HW, C, items, vec, stream);
 }
 
-extern "C" void drop_path_backward(float *dbranch, const float *dy, const float *scale, int N, int HW, int C,
-                                   cudaStream_t stream) {
+extern "C" void drop_path_backward(void *dbranch, const void *dy, const float *scale, int N, int HW, int C,
+                                   elem_type type, cudaStream_t stream) {
     const char *fn = "drop_path_backward";
     act_check_nhwc(fn, N, HW, C);
+    act_check_type(fn, type);
     if (!dbranch || !dy || !scale) kernel_bad_input(fn, "dbranch, dy and scale must be device pointers (one is NULL)");
     if (N == 0) return;
-    int vec = act_vec(C, dbranch, dy, NULL);
+    int vec = act_vec(C, type, dbranch, dy, NULL, NULL);
     size_t items = (size_t)N * HW * (C / vec);
     act_check_items(fn, items);
-    if (vec == 4)
-        drop_path_backward_kernel<4><<<act_blocks(items), ACT_THREADS, 0, stream>>>(dbranch, dy, scale, HW, C,
-                                                                                    (unsigned)items);
-    else
-        drop_path_backward_kernel<1><<<act_blocks(items), ACT_THREADS, 0, stream>>>(dbranch, dy, scale, HW, C,
-                                                                                    (unsigned)items);
-    CHECK_LAUNCH();
+    ACT_TYPED(type, drop_path_backward_launch, dbranch, dy, scale, HW, C, items, vec, stream);
 }

@@ -1,10 +1,19 @@
 /* Device helpers shared by transformer.cu and transformer_attention.cu: warp and block
- * reductions in a fixed order (so results do not depend on scheduling). */
+ * reductions in a fixed order (so results do not depend on scheduling), and the scalar load and
+ * store of a tensor element of either elem_type as float (bfloat16 rounded to nearest even on
+ * the store), so that one kernel template serves float32 and bfloat16 activations. */
 #ifndef SUITE_TRANSFORMER_DEVICE_CUH
 #define SUITE_TRANSFORMER_DEVICE_CUH
 
+#include <cuda_bf16.h>
+
+#include "kernels/vector_io.cuh"
+
 #define TF_WARPS 8                  /* warps per block of the row kernels */
 #define TF_THREADS (TF_WARPS * 32)
+
+__device__ __forceinline__ void put(float *p, float v) { *p = v; }
+__device__ __forceinline__ void put(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

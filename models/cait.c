@@ -5,7 +5,21 @@
  * the residual stream; gradients flow through a few buffers shared by all blocks. The LayerScale
  * multiply and the residual add ride inside the GEMMs (models/cait_layers.h), so a block's
  * forward pass is 2 LayerNorms, 6 GEMMs (2 of them batched over sample x head), the
- * talking-heads kernel, GELU and two tiny weight folds. */
+ * talking-heads kernel, GELU and two tiny weight folds.
+ * bf16 (--precision bf16) follows torch.autocast(dtype=torch.bfloat16): the GEMMs take bfloat16
+ * operands (the arena's copies of the weights, LayerNorm outputs, qkv, logits, attention
+ * weights, head outputs, MLP activations) with float accumulation; as under autocast the
+ * residual streams (patch tokens and class token) stay float32, since timm adds the float32
+ * pos_embed and gamma * branch to them, and so do their gradients; LayerNorm statistics, softmax,
+ * parameters and the parameter gradients' masters are float32. Where it differs (for speed or
+ * for precision, never coarser than autocast): the LayerScale fold rounds gamma * W to bfloat16
+ * instead of W, and the branch is not rounded before it joins the float residual (the GEMM
+ * writes the sum); the talking-heads mixes use the float32 mixing weights and keep the mixed
+ * logits and softmax output in float inside the kernel (autocast rounds proj_l's output and
+ * proj_w's input to bfloat16); the attention scale is applied in the GEMM's float alpha
+ * (autocast rounds q * scale); the patch GEMM writes float32 (autocast's conv output is
+ * bfloat16 before the float32 pos_embed is added); the class token's LayerNorm gradient adds
+ * its query share in bfloat16 (autocast sums the cast-backs in float32). */
 #include "models/cait.h"
 
 #include <math.h>
@@ -35,8 +49,10 @@ typedef struct cait_block {        /* blocks.i */
     float *mix_l_w, *mix_l_b, *mix_w_w, *mix_w_b; /* attn.proj_l, attn.proj_w (talking heads) */
     float *norm2_w, *norm2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
     const float *x;                /* input: the embedding or the previous block's out */
-    float *mean1, *rstd1, *h1, *qkv, *logits, *stats, *o, *x_mid, *mean2, *rstd2, *h2, *f, *g, *out;
-    float *proj_ws, *proj_bs, *fc2_ws, *fc2_bs; /* gamma-folded weights of this step */
+    float *mean1, *rstd1, *stats, *x_mid, *mean2, *rstd2, *out; /* float32 always */
+    void *h1, *qkv, *logits, *o, *h2, *f, *g;                   /* the model's element type */
+    void *proj_ws, *fc2_ws;        /* gamma-folded weights of this step (element type) */
+    float *proj_bs, *fc2_bs;
     th_core core;
 } cait_block;
 
@@ -44,8 +60,10 @@ typedef struct cait_token_block {  /* blocks_token_only.i: class attention */
     float *gamma_1, *gamma_2, *norm1_w, *norm1_b, *q_w, *q_b, *kv_w, *kv_b, *proj_w, *proj_b;
     float *norm2_w, *norm2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
     const float *cls_in;           /* [B, C] */
-    float *mean1, *rstd1, *hu, *q, *kv, *p, *o, *cls_mid, *mean2, *rstd2, *h2, *f, *g, *cls_out;
-    float *proj_ws, *proj_bs, *fc2_ws, *fc2_bs;
+    float *mean1, *rstd1, *p, *cls_mid, *mean2, *rstd2, *cls_out; /* float32 always */
+    void *hu, *q, *kv, *o, *h2, *f, *g;                           /* the model's element type */
+    void *proj_ws, *fc2_ws;
+    float *proj_bs, *fc2_bs;
 } cait_token_block;
 
 typedef struct param_fill {        /* a parameter set to a constant at set-up */
@@ -54,16 +72,26 @@ typedef struct param_fill {        /* a parameter set to a constant at set-up */
     float value;
 } param_fill;
 
+/* Buffers declared void * are of the model's element type (model_activation_type); those declared
+ * float * are float32 in both precisions. */
 typedef struct cait {
     int batch, size, in_c, patch, grid, tokens, dim, heads, head_dim, hidden, classes;
+    elem_type type;
     float *patch_w, *patch_b, *pos_embed, *cls_token, *norm_w, *norm_b, *head_w, *head_b;
-    float *patches, *x0, *cls0, *mean_f, *rstd_f, *normed;
+    void *patches, *normed;
+    float *x0, *cls0, *mean_f, *rstd_f;
     cait_block blocks[CAIT_DEPTH];
     cait_token_block token_blocks[CAIT_DEPTH_TOKEN];
     /* gradients shared by the blocks */
-    float *d_res;                  /* residual stream [B*N, C] */
-    float *dh, *dF, *dO, *dqkv, *attn, *d_cls, *dq;
-    float *ones, *ln_scratch, *th_scratch, *ls_scratch;
+    float *d_res, *d_cls;          /* residual streams [B*N, C] and [B, C] */
+    void *d_res_half, *d_cls_half; /* bf16: their bfloat16 copies, which the GEMMs read */
+    void *dh, *dF, *dO, *dqkv, *attn, *dq, *ones;
+    float *ln_scratch, *th_scratch, *ls_scratch;
+    /* bf16: the bfloat16 copy of the no-decay parameters (the biases a bfloat16-output GEMM adds
+     * are among them), refreshed with the weights' each forward, and of dlogits */
+    const float *no_decay;         /* the first no-decay parameter: the region starts there */
+    size_t no_decay_floats;
+    void *no_decay_half, *dlogits_half;
     param_fill *fills;
     int fill_count, fill_capacity;
     gemm_engine gemm;
@@ -126,6 +154,7 @@ static float *add_gamma(model *m, cait *c, arena *a, const char *prefix, const c
 /* ---- building ------------------------------------------------------------------------------------*/
 
 static float *act(arena *a, size_t n) { return arena_take_floats(a, ARENA_ACTIVATIONS, n); }
+static void *tact(arena *a, elem_type type, size_t n) { return arena_take(a, ARENA_ACTIVATIONS, n * elem_bytes(type)); }
 
 static void build_block(model *m, cait *c, arena *a, cait_block *b, int index) {
     char p[48];
@@ -143,16 +172,17 @@ static void build_block(model *m, cait *c, arena *a, cait_block *b, int index) {
     add_linear(m, c, a, p, "mlp.fc1", C, Hd, &b->fc1_w, &b->fc1_b, NULL, NULL);
     add_linear(m, c, a, p, "mlp.fc2", Hd, C, &b->fc2_w, &b->fc2_b, NULL, NULL);
 
-    b->mean1 = act(a, T), b->rstd1 = act(a, T), b->h1 = act(a, T * C);
-    b->qkv = act(a, T * 3 * C);
-    b->logits = act(a, (size_t)c->batch * H * N * N);
+    elem_type t = c->type;
+    b->mean1 = act(a, T), b->rstd1 = act(a, T), b->h1 = tact(a, t, T * C);
+    b->qkv = tact(a, t, T * 3 * C);
+    b->logits = tact(a, t, (size_t)c->batch * H * N * N);
     b->stats = act(a, (size_t)c->batch * H * N * 2);
-    b->o = act(a, T * C), b->x_mid = act(a, T * C);
-    b->mean2 = act(a, T), b->rstd2 = act(a, T), b->h2 = act(a, T * C);
-    b->f = act(a, T * Hd), b->g = act(a, T * Hd), b->out = act(a, T * C);
-    b->proj_ws = act(a, (size_t)C * C), b->proj_bs = act(a, C);
-    b->fc2_ws = act(a, (size_t)C * Hd), b->fc2_bs = act(a, C);
-    th_core_init(&b->core, a, c->batch, N, H, c->head_dim);
+    b->o = tact(a, t, T * C), b->x_mid = act(a, T * C);
+    b->mean2 = act(a, T), b->rstd2 = act(a, T), b->h2 = tact(a, t, T * C);
+    b->f = tact(a, t, T * Hd), b->g = tact(a, t, T * Hd), b->out = act(a, T * C);
+    b->proj_ws = tact(a, t, (size_t)C * C), b->proj_bs = act(a, C);
+    b->fc2_ws = tact(a, t, (size_t)C * Hd), b->fc2_bs = act(a, C);
+    th_core_init(&b->core, a, c->batch, N, H, c->head_dim, t);
 }
 
 static void build_token_block(model *m, cait *c, arena *a, cait_token_block *b, int index) {
@@ -175,14 +205,15 @@ static void build_token_block(model *m, cait *c, arena *a, cait_token_block *b, 
     add_linear(m, c, a, p, "mlp.fc1", C, Hd, &b->fc1_w, &b->fc1_b, NULL, NULL);
     add_linear(m, c, a, p, "mlp.fc2", Hd, C, &b->fc2_w, &b->fc2_b, NULL, NULL);
 
-    b->mean1 = act(a, U), b->rstd1 = act(a, U), b->hu = act(a, U * C);
-    b->q = act(a, (size_t)B * C), b->kv = act(a, U * 2 * C);
+    elem_type t = c->type;
+    b->mean1 = act(a, U), b->rstd1 = act(a, U), b->hu = tact(a, t, U * C);
+    b->q = tact(a, t, (size_t)B * C), b->kv = tact(a, t, U * 2 * C);
     b->p = act(a, (size_t)B * H * (c->tokens + 1));
-    b->o = act(a, (size_t)B * C), b->cls_mid = act(a, (size_t)B * C);
-    b->mean2 = act(a, B), b->rstd2 = act(a, B), b->h2 = act(a, (size_t)B * C);
-    b->f = act(a, (size_t)B * Hd), b->g = act(a, (size_t)B * Hd), b->cls_out = act(a, (size_t)B * C);
-    b->proj_ws = act(a, (size_t)C * C), b->proj_bs = act(a, C);
-    b->fc2_ws = act(a, (size_t)C * Hd), b->fc2_bs = act(a, C);
+    b->o = tact(a, t, (size_t)B * C), b->cls_mid = act(a, (size_t)B * C);
+    b->mean2 = act(a, B), b->rstd2 = act(a, B), b->h2 = tact(a, t, (size_t)B * C);
+    b->f = tact(a, t, (size_t)B * Hd), b->g = tact(a, t, (size_t)B * Hd), b->cls_out = act(a, (size_t)B * C);
+    b->proj_ws = tact(a, t, (size_t)C * C), b->proj_bs = act(a, C);
+    b->fc2_ws = tact(a, t, (size_t)C * Hd), b->fc2_bs = act(a, C);
 }
 
 static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
@@ -256,12 +287,14 @@ model *cait_build(const model_config *config, arena *a, char *err, size_t err_si
     c->grid = config->image_size / patch, c->tokens = c->grid * c->grid;
     c->dim = CAIT_DIM, c->heads = CAIT_HEADS, c->head_dim = CAIT_DIM / CAIT_HEADS;
     c->hidden = CAIT_DIM * CAIT_MLP_RATIO, c->classes = config->classes;
+    elem_type t = c->type = model_activation_type(config);
     int B = c->batch, N = c->tokens, C = c->dim, width = patch * patch * c->in_c;
-    size_t T = (size_t)B * N, U = (size_t)B * (N + 1);
+    size_t T = (size_t)B * N, U = (size_t)B * (N + 1), no_decay_start = a->used[ARENA_NO_DECAY];
 
     m->input = act(a, (size_t)B * c->size * c->size * c->in_c);
     c->cls_token = add_param(m, c, a, "", "cls_token", PARAM_NO_DECAY, 3, SHAPE(1, 1, C), PARAM_INIT_TRUNC_NORMAL_002,
                              0, 0.0f, NULL);
+    c->no_decay = c->cls_token; /* the model's first take from ARENA_NO_DECAY */
     c->pos_embed = add_param(m, c, a, "", "pos_embed", PARAM_NO_DECAY, 3, SHAPE(1, N, C), PARAM_INIT_TRUNC_NORMAL_002,
                              0, 0.0f, NULL);
     c->patch_w = add_param(m, c, a, "", "patch_embed.proj.weight", PARAM_WEIGHT, 4, SHAPE(C, c->in_c, patch, patch),
@@ -277,26 +310,34 @@ model *cait_build(const model_config *config, arena *a, char *err, size_t err_si
     add_norm(m, c, a, "", "norm", &c->norm_w, &c->norm_b);
     add_linear(m, c, a, "", "head", C, c->classes, &c->head_w, &c->head_b, NULL, NULL);
 
-    c->patches = act(a, T * width);
+    c->no_decay_floats = (a->used[ARENA_NO_DECAY] - no_decay_start) / sizeof(float);
+
+    c->patches = tact(a, t, T * width);
     c->x0 = act(a, T * C);
     c->blocks[0].x = c->x0;
     c->cls0 = act(a, (size_t)B * C);
     c->token_blocks[0].cls_in = c->cls0;
     for (int k = 1; k < CAIT_DEPTH_TOKEN; k++) c->token_blocks[k].cls_in = c->token_blocks[k - 1].cls_out;
-    c->mean_f = act(a, B), c->rstd_f = act(a, B), c->normed = act(a, (size_t)B * C);
+    c->mean_f = act(a, B), c->rstd_f = act(a, B), c->normed = tact(a, t, (size_t)B * C);
     m->logits = act(a, (size_t)B * c->classes);
     m->dlogits = act(a, (size_t)B * c->classes);
     m->labels = arena_take(a, ARENA_SCRATCH, (size_t)B * sizeof(int32_t));
 
     c->d_res = act(a, T * C);
-    c->dh = act(a, U * C);
-    c->dF = act(a, T * c->hidden);
-    c->dO = act(a, T * C);
-    c->dqkv = act(a, max_z(T * 3 * C, U * 2 * C));
-    c->attn = act(a, (size_t)B * c->heads * N * N);
+    c->dh = tact(a, t, U * C);
+    c->dF = tact(a, t, T * c->hidden);
+    c->dO = tact(a, t, T * C);
+    c->dqkv = tact(a, t, max_z(T * 3 * C, U * 2 * C));
+    c->attn = tact(a, t, (size_t)B * c->heads * N * N);
     c->d_cls = act(a, (size_t)B * C);
-    c->dq = act(a, (size_t)B * C);
-    c->ones = arena_take_floats(a, ARENA_SCRATCH, U);
+    c->dq = tact(a, t, (size_t)B * C);
+    if (t == ELEM_BF16) {
+        c->d_res_half = tact(a, t, T * C);
+        c->d_cls_half = tact(a, t, (size_t)B * C);
+        c->no_decay_half = tact(a, t, c->no_decay_floats);
+        c->dlogits_half = tact(a, t, (size_t)B * c->classes);
+    }
+    c->ones = arena_take(a, ARENA_SCRATCH, U * elem_bytes(t));
     c->ln_scratch = arena_take_floats(a, ARENA_SCRATCH, layernorm_backward_scratch_floats((int)U, C));
     c->th_scratch = arena_take_floats(a, ARENA_SCRATCH, talking_heads_backward_scratch_floats(B, c->heads, N));
     c->ls_scratch = arena_take_floats(a, ARENA_SCRATCH, max_z(ls_linear_scratch_floats(c->hidden, C),
@@ -310,11 +351,14 @@ model *cait_build(const model_config *config, arena *a, char *err, size_t err_si
 static void cait_setup(model *m, job_context *ctx) {
     cait *c = m->impl;
     gemm_engine_init(&c->gemm, ctx);
+    c->gemm.type = c->type;
     for (int l = 0; l < CAIT_DEPTH; l++) {
         cait_block *b = &c->blocks[l];
         th_core_bind(&b->core, b->qkv, b->logits, b->stats, b->o, c->attn, c->dO, c->dqkv, ctx);
     }
-    fill_float(c->ones, 1.0f, (size_t)c->batch * (c->tokens + 1), ctx->stream);
+    size_t U = (size_t)c->batch * (c->tokens + 1);
+    if (c->type == ELEM_BF16) fill_bf16(c->ones, 1.0f, U, ctx->stream);
+    else fill_float(c->ones, 1.0f, U, ctx->stream);
     model_init_params(m, ctx);
     for (int i = 0; i < c->fill_count; i++) fill_float(c->fills[i].data, c->fills[i].value, c->fills[i].n, ctx->stream);
     CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
@@ -324,90 +368,111 @@ static void cait_setup(model *m, job_context *ctx) {
 
 #define GRAD(p) arena_grad_of(&ctx->arena, (p))
 
+/* The residual gradients as the GEMMs read them: their bfloat16 copies under bf16. */
+static const void *res_run(const cait *c) { return c->type == ELEM_BF16 ? c->d_res_half : (const void *)c->d_res; }
+static const void *cls_run(const cait *c) { return c->type == ELEM_BF16 ? c->d_cls_half : (const void *)c->d_cls; }
+
+/* The bias of a GEMM whose output is of the model's type: the bfloat16 copy under bf16 (cuBLASLt
+ * adds a bias of the output's type; autocast's linear casts it the same way). */
+static const void *typed_bias(const cait *c, const float *b) {
+    if (c->type != ELEM_BF16) return b;
+    return (const char *)c->no_decay_half + (size_t)(b - c->no_decay) * elem_bytes(ELEM_BF16);
+}
+
 static void block_forward(cait *c, cait_block *b, job_context *ctx) {
     gemm_engine *g = &c->gemm;
+    elem_type t = c->type;
     int C = c->dim, Hd = c->hidden, T = c->batch * c->tokens;
-    layernorm_forward(b->h1, b->mean1, b->rstd1, b->x, b->norm1_w, b->norm1_b, T, C, CAIT_EPS, ctx->stream);
-    dense_forward(g, ctx, b->qkv, b->h1, C, b->qkv_w, b->qkv_b, T, C, 3 * C);
+    layernorm_forward(b->h1, b->mean1, b->rstd1, b->x, b->norm1_w, b->norm1_b, T, C, CAIT_EPS, t, ctx->stream);
+    dense_forward(g, ctx, b->qkv, b->h1, C, b->qkv_w, typed_bias(c, b->qkv_b), T, C, 3 * C, t);
     th_core_forward(&b->core, g, ctx, b->mix_l_w, b->mix_l_b, b->mix_w_w, b->mix_w_b);
     ls_linear_forward(g, ctx, b->x_mid, b->proj_ws, b->proj_bs, b->x, b->o, b->proj_w, b->proj_b, b->gamma_1, T, C,
                       C);
-    layernorm_forward(b->h2, b->mean2, b->rstd2, b->x_mid, b->norm2_w, b->norm2_b, T, C, CAIT_EPS, ctx->stream);
-    dense_forward(g, ctx, b->f, b->h2, C, b->fc1_w, b->fc1_b, T, C, Hd);
-    gelu_forward(b->g, b->f, (size_t)T * Hd, ctx->stream);
+    layernorm_forward(b->h2, b->mean2, b->rstd2, b->x_mid, b->norm2_w, b->norm2_b, T, C, CAIT_EPS, t, ctx->stream);
+    dense_forward(g, ctx, b->f, b->h2, C, b->fc1_w, typed_bias(c, b->fc1_b), T, C, Hd, t);
+    gelu_forward(b->g, b->f, (size_t)T * Hd, t, ctx->stream);
     ls_linear_forward(g, ctx, b->out, b->fc2_ws, b->fc2_bs, b->x_mid, b->g, b->fc2_w, b->fc2_b, b->gamma_2, T, Hd,
                       C);
 }
 
-/* d_res holds dL/d(out) on entry and dL/d(x) on return. */
+/* d_res holds dL/d(out) on entry and dL/d(x) on return (with its bfloat16 copy under bf16). */
 static void block_backward(cait *c, cait_block *b, job_context *ctx) {
     gemm_engine *g = &c->gemm;
+    elem_type t = c->type;
     int C = c->dim, Hd = c->hidden, T = c->batch * c->tokens;
-    ls_linear_backward(g, ctx, c->dF, GRAD(b->fc2_w), GRAD(b->fc2_b), GRAD(b->gamma_2), c->d_res, b->g, b->fc2_ws,
+    ls_linear_backward(g, ctx, c->dF, GRAD(b->fc2_w), GRAD(b->fc2_b), GRAD(b->gamma_2), res_run(c), b->g, b->fc2_ws,
                        b->fc2_w, b->fc2_b, b->gamma_2, c->ones, T, Hd, C, c->ls_scratch);
-    gelu_backward(c->dF, c->dF, b->f, (size_t)T * Hd, ctx->stream);
+    gelu_backward(c->dF, c->dF, b->f, (size_t)T * Hd, t, ctx->stream);
     dense_backward(g, ctx, c->dh, C, 0.0f, GRAD(b->fc1_w), GRAD(b->fc1_b), c->dF, b->h2, C, b->fc1_w, c->ones, T, C,
                    Hd);
-    layernorm_backward(c->d_res, GRAD(b->norm2_w), GRAD(b->norm2_b), c->dh, b->x_mid, b->mean2, b->rstd2, b->norm2_w,
-                       T, C, 1, c->ln_scratch, ctx->stream);
-    ls_linear_backward(g, ctx, c->dO, GRAD(b->proj_w), GRAD(b->proj_b), GRAD(b->gamma_1), c->d_res, b->o,
+    layernorm_backward(c->d_res, c->d_res_half, GRAD(b->norm2_w), GRAD(b->norm2_b), c->dh, b->x_mid, b->mean2,
+                       b->rstd2, b->norm2_w, T, C, 1, t, c->ln_scratch, ctx->stream);
+    ls_linear_backward(g, ctx, c->dO, GRAD(b->proj_w), GRAD(b->proj_b), GRAD(b->gamma_1), res_run(c), b->o,
                        b->proj_ws, b->proj_w, b->proj_b, b->gamma_1, c->ones, T, C, C, c->ls_scratch);
     th_core_backward(&b->core, g, ctx, GRAD(b->mix_l_w), GRAD(b->mix_l_b), GRAD(b->mix_w_w), GRAD(b->mix_w_b),
                      b->mix_l_w, b->mix_l_b, b->mix_w_w, b->mix_w_b, c->th_scratch);
     dense_backward(g, ctx, c->dh, C, 0.0f, GRAD(b->qkv_w), GRAD(b->qkv_b), c->dqkv, b->h1, C, b->qkv_w, c->ones, T, C,
                    3 * C);
-    layernorm_backward(c->d_res, GRAD(b->norm1_w), GRAD(b->norm1_b), c->dh, b->x, b->mean1, b->rstd1, b->norm1_w, T,
-                       C, 1, c->ln_scratch, ctx->stream);
+    layernorm_backward(c->d_res, c->d_res_half, GRAD(b->norm1_w), GRAD(b->norm1_b), c->dh, b->x, b->mean1, b->rstd1,
+                       b->norm1_w, T, C, 1, t, c->ln_scratch, ctx->stream);
 }
 
 /* x: the patch tokens after the last block [B*N, C]. */
 static void token_block_forward(cait *c, cait_token_block *b, const float *x, job_context *ctx) {
     gemm_engine *g = &c->gemm;
+    elem_type t = c->type;
     int B = c->batch, C = c->dim, Hd = c->hidden, tokens = c->tokens + 1, U = B * tokens;
     layernorm_cat_forward(b->hu, b->mean1, b->rstd1, b->cls_in, x, tokens, b->norm1_w, b->norm1_b, U, C, CAIT_EPS,
-                          ctx->stream);
-    dense_forward(g, ctx, b->q, b->hu, tokens * C, b->q_w, b->q_b, B, C, C); /* the class rows only */
-    dense_forward(g, ctx, b->kv, b->hu, C, b->kv_w, b->kv_b, U, C, 2 * C);
+                          t, ctx->stream);
+    /* the class rows only */
+    dense_forward(g, ctx, b->q, b->hu, tokens * C, b->q_w, typed_bias(c, b->q_b), B, C, C, t);
+    dense_forward(g, ctx, b->kv, b->hu, C, b->kv_w, typed_bias(c, b->kv_b), U, C, 2 * C, t);
     class_attention_forward(b->o, b->p, b->q, b->kv, B, c->heads, tokens, c->head_dim,
-                            1.0f / sqrtf((float)c->head_dim), ctx->stream);
+                            1.0f / sqrtf((float)c->head_dim), t, ctx->stream);
     ls_linear_forward(g, ctx, b->cls_mid, b->proj_ws, b->proj_bs, b->cls_in, b->o, b->proj_w, b->proj_b, b->gamma_1,
                       B, C, C);
-    layernorm_forward(b->h2, b->mean2, b->rstd2, b->cls_mid, b->norm2_w, b->norm2_b, B, C, CAIT_EPS, ctx->stream);
-    dense_forward(g, ctx, b->f, b->h2, C, b->fc1_w, b->fc1_b, B, C, Hd);
-    gelu_forward(b->g, b->f, (size_t)B * Hd, ctx->stream);
+    layernorm_forward(b->h2, b->mean2, b->rstd2, b->cls_mid, b->norm2_w, b->norm2_b, B, C, CAIT_EPS, t, ctx->stream);
+    dense_forward(g, ctx, b->f, b->h2, C, b->fc1_w, typed_bias(c, b->fc1_b), B, C, Hd, t);
+    gelu_forward(b->g, b->f, (size_t)B * Hd, t, ctx->stream);
     ls_linear_forward(g, ctx, b->cls_out, b->fc2_ws, b->fc2_bs, b->cls_mid, b->g, b->fc2_w, b->fc2_b, b->gamma_2, B,
                       Hd, C);
 }
 
 /* d_cls holds dL/d(cls_out) on entry and dL/d(cls_in) on return; the patch tokens' gradient is
- * written to d_res (accumulate_x 0) or added to it. */
+ * written to d_res (accumulate_x 0) or added to it (with the bfloat16 copies under bf16). */
 static void token_block_backward(cait *c, cait_token_block *b, const float *x, int accumulate_x, job_context *ctx) {
     gemm_engine *g = &c->gemm;
+    elem_type t = c->type;
     int B = c->batch, C = c->dim, Hd = c->hidden, tokens = c->tokens + 1, U = B * tokens;
-    ls_linear_backward(g, ctx, c->dF, GRAD(b->fc2_w), GRAD(b->fc2_b), GRAD(b->gamma_2), c->d_cls, b->g, b->fc2_ws,
+    ls_linear_backward(g, ctx, c->dF, GRAD(b->fc2_w), GRAD(b->fc2_b), GRAD(b->gamma_2), cls_run(c), b->g, b->fc2_ws,
                        b->fc2_w, b->fc2_b, b->gamma_2, c->ones, B, Hd, C, c->ls_scratch);
-    gelu_backward(c->dF, c->dF, b->f, (size_t)B * Hd, ctx->stream);
+    gelu_backward(c->dF, c->dF, b->f, (size_t)B * Hd, t, ctx->stream);
     dense_backward(g, ctx, c->dh, C, 0.0f, GRAD(b->fc1_w), GRAD(b->fc1_b), c->dF, b->h2, C, b->fc1_w, c->ones, B, C,
                    Hd);
-    layernorm_backward(c->d_cls, GRAD(b->norm2_w), GRAD(b->norm2_b), c->dh, b->cls_mid, b->mean2, b->rstd2,
-                       b->norm2_w, B, C, 1, c->ln_scratch, ctx->stream);
-    ls_linear_backward(g, ctx, c->dO, GRAD(b->proj_w), GRAD(b->proj_b), GRAD(b->gamma_1), c->d_cls, b->o,
+    layernorm_backward(c->d_cls, c->d_cls_half, GRAD(b->norm2_w), GRAD(b->norm2_b), c->dh, b->cls_mid, b->mean2,
+                       b->rstd2, b->norm2_w, B, C, 1, t, c->ln_scratch, ctx->stream);
+    ls_linear_backward(g, ctx, c->dO, GRAD(b->proj_w), GRAD(b->proj_b), GRAD(b->gamma_1), cls_run(c), b->o,
                        b->proj_ws, b->proj_w, b->proj_b, b->gamma_1, c->ones, B, C, C, c->ls_scratch);
     class_attention_backward(c->dq, c->dqkv, c->dO, b->p, b->q, b->kv, B, c->heads, tokens, c->head_dim,
-                             1.0f / sqrtf((float)c->head_dim), ctx->stream);
+                             1.0f / sqrtf((float)c->head_dim), t, ctx->stream);
     dense_backward(g, ctx, c->dh, C, 0.0f, GRAD(b->kv_w), GRAD(b->kv_b), c->dqkv, b->hu, C, b->kv_w, c->ones, U, C,
                    2 * C);
     /* the query's share goes to the class rows of dh (beta = 1) */
     dense_backward(g, ctx, c->dh, tokens * C, 1.0f, GRAD(b->q_w), GRAD(b->q_b), c->dq, b->hu, tokens * C, b->q_w,
                    c->ones, B, C, C);
-    layernorm_cat_backward(c->d_cls, c->d_res, GRAD(b->norm1_w), GRAD(b->norm1_b), c->dh, b->cls_in, x, tokens,
-                           b->mean1, b->rstd1, b->norm1_w, U, C, 1, accumulate_x, c->ln_scratch, ctx->stream);
+    layernorm_cat_backward(c->d_cls, c->d_cls_half, c->d_res, c->d_res_half, GRAD(b->norm1_w), GRAD(b->norm1_b),
+                           c->dh, b->cls_in, x, tokens, b->mean1, b->rstd1, b->norm1_w, U, C, 1, accumulate_x, t,
+                           c->ln_scratch, ctx->stream);
 }
 
 static void cait_forward(model *m, int training, job_context *ctx) {
     (void)training; /* no dropout, no batch statistics: both passes compute the same */
     cait *c = m->impl;
     int B = c->batch, C = c->dim;
+    if (c->type == ELEM_BF16) {
+        model_weights_to_half(ctx);
+        cast_f32_to_bf16(c->no_decay_half, c->no_decay, c->no_decay_floats, ctx->stream);
+    }
     patch_embed_forward(&c->gemm, ctx, c->x0, c->patches, m->input, c->patch_w, c->patch_b, c->pos_embed, B, c->size,
                         c->in_c, c->patch, C);
     for (int l = 0; l < CAIT_DEPTH; l++) block_forward(c, &c->blocks[l], ctx);
@@ -416,24 +481,32 @@ static void cait_forward(model *m, int training, job_context *ctx) {
     for (int k = 0; k < CAIT_DEPTH_TOKEN; k++) token_block_forward(c, &c->token_blocks[k], x, ctx);
     /* timm normalises every token, but only the class token reaches the head */
     layernorm_forward(c->normed, c->mean_f, c->rstd_f, c->token_blocks[CAIT_DEPTH_TOKEN - 1].cls_out, c->norm_w,
-                      c->norm_b, B, C, CAIT_EPS, ctx->stream);
-    dense_forward(&c->gemm, ctx, m->logits, c->normed, C, c->head_w, c->head_b, B, C, c->classes);
+                      c->norm_b, B, C, CAIT_EPS, c->type, ctx->stream);
+    /* float logits (the loss reads them), as models/linear.c */
+    dense_forward(&c->gemm, ctx, m->logits, c->normed, C, c->head_w, c->head_b, B, C, c->classes, ELEM_F32);
 }
 
 static void cait_backward(model *m, job_context *ctx) {
     cait *c = m->impl;
     int B = c->batch, C = c->dim;
-    dense_backward(&c->gemm, ctx, c->dh, C, 0.0f, GRAD(c->head_w), GRAD(c->head_b), m->dlogits, c->normed, C,
+    const void *dlogits = m->dlogits;
+    if (c->type == ELEM_BF16) {
+        cast_f32_to_bf16(c->dlogits_half, m->dlogits, (size_t)B * c->classes, ctx->stream);
+        dlogits = c->dlogits_half;
+    }
+    dense_backward(&c->gemm, ctx, c->dh, C, 0.0f, GRAD(c->head_w), GRAD(c->head_b), dlogits, c->normed, C,
                    c->head_w, c->ones, B, C, c->classes);
-    layernorm_backward(c->d_cls, GRAD(c->norm_w), GRAD(c->norm_b), c->dh, c->token_blocks[CAIT_DEPTH_TOKEN - 1].cls_out,
-                       c->mean_f, c->rstd_f, c->norm_w, B, C, 0, c->ln_scratch, ctx->stream);
+    layernorm_backward(c->d_cls, c->d_cls_half, GRAD(c->norm_w), GRAD(c->norm_b), c->dh,
+                       c->token_blocks[CAIT_DEPTH_TOKEN - 1].cls_out, c->mean_f, c->rstd_f, c->norm_w, B, C, 0, c->type,
+                       c->ln_scratch, ctx->stream);
     const float *x = c->blocks[CAIT_DEPTH - 1].out;
     for (int k = CAIT_DEPTH_TOKEN - 1; k >= 0; k--)
         token_block_backward(c, &c->token_blocks[k], x, k != CAIT_DEPTH_TOKEN - 1, ctx);
     column_sum(GRAD(c->cls_token), c->d_cls, B, C, (size_t)C, ctx->stream);
     for (int l = CAIT_DEPTH - 1; l >= 0; l--) block_backward(c, &c->blocks[l], ctx);
-    patch_embed_backward(&c->gemm, ctx, GRAD(c->patch_w), GRAD(c->patch_b), GRAD(c->pos_embed), c->d_res, c->patches,
-                         c->ones, B, c->size, c->in_c, c->patch, C);
+    patch_embed_backward(&c->gemm, ctx, GRAD(c->patch_w), GRAD(c->patch_b), GRAD(c->pos_embed), c->d_res, res_run(c),
+                         c->patches, c->patch_w, c->ones, B, c->size, c->in_c, c->patch, C);
+    if (c->type == ELEM_BF16) model_grads_from_half(ctx);
 }
 
 static void cait_destroy(model *m) {

@@ -32,13 +32,22 @@ void gemm_engine_destroy(gemm_engine *g) {
     memset(g, 0, sizeof *g);
 }
 
+static cudaDataType_t cuda_type(elem_type type) { return type == ELEM_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+/* TF32 is a float32 mode; bfloat16 operands always accumulate in plain float. */
+static cublasComputeType_t compute_type(const job_context *ctx, elem_type ab) {
+    return ctx->allow_tf32 && ab == ELEM_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 static void bad_gemm(const char *what, int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc) {
     fprintf(stderr, "gemm: %s (ta %d tb %d, m %d n %d k %d, lda %d ldb %d ldc %d)\n", what, ta, tb, m, n, k, lda,
             ldb, ldc);
     exit(2);
 }
 
-static void check_shape(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc) {
+static void check_shape(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc, elem_type ab, elem_type c) {
+    if ((ab != ELEM_F32 && ab != ELEM_BF16) || (c != ELEM_F32 && c != ELEM_BF16))
+        bad_gemm("element types must be ELEM_F32 or ELEM_BF16", ta, tb, m, n, k, lda, ldb, ldc);
     if (m < 1 || n < 1 || k < 1) bad_gemm("sizes must be positive", ta, tb, m, n, k, lda, ldb, ldc);
     if (lda < (ta ? m : k) || ldb < (tb ? k : n) || ldc < n)
         bad_gemm("a leading dimension is shorter than its rows", ta, tb, m, n, k, lda, ldb, ldc);
@@ -48,14 +57,15 @@ static void check_shape(int ta, int tb, int m, int n, int k, int lda, int ldb, i
  * column-major X^T: so cuBLAS gets B as its first operand and A as its second, with the same
  * transpose flags, and m and n swapped. */
 static gemm_plan *plan_for(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k, int lda,
-                           int ldb, int ldc, int bias) {
+                           int ldb, int ldc, int bias, elem_type c_type) {
+    elem_type ab = g->type;
     for (int i = 0; i < g->count; i++) {
         gemm_plan *p = &g->plans[i];
         if (p->ta == ta && p->tb == tb && p->m == m && p->n == n && p->k == k && p->lda == lda && p->ldb == ldb &&
-            p->ldc == ldc && p->bias == bias)
+            p->ldc == ldc && p->bias == bias && p->ab == ab && p->c_type == c_type)
             return p;
     }
-    check_shape(ta, tb, m, n, k, lda, ldb, ldc);
+    check_shape(ta, tb, m, n, k, lda, ldb, ldc, ab, c_type);
     if (g->count == g->capacity) {
         g->capacity = g->capacity ? 2 * g->capacity : 32;
         g->plans = realloc(g->plans, (size_t)g->capacity * sizeof *g->plans);
@@ -67,8 +77,8 @@ static gemm_plan *plan_for(gemm_engine *g, job_context *ctx, int ta, int tb, int
     gemm_plan *p = &g->plans[g->count++];
     memset(p, 0, sizeof *p);
     p->ta = ta, p->tb = tb, p->m = m, p->n = n, p->k = k, p->lda = lda, p->ldb = ldb, p->ldc = ldc, p->bias = bias;
-    cublasComputeType_t compute = ctx->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    CHECK_CUBLAS(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
+    p->ab = ab, p->c_type = c_type;
+    CHECK_CUBLAS(cublasLtMatmulDescCreate(&p->desc, compute_type(ctx, ab), CUDA_R_32F));
     cublasOperation_t op_first = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_second = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
@@ -76,9 +86,9 @@ static gemm_plan *plan_for(gemm_engine *g, job_context *ctx, int ta, int tb, int
         cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
         CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
     }
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_32F, tb ? k : n, tb ? n : k, ldb));
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_32F, ta ? m : k, ta ? k : m, lda));
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, n, m, ldc));
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->a, cuda_type(ab), tb ? k : n, tb ? n : k, ldb));
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->b, cuda_type(ab), ta ? m : k, ta ? k : m, lda));
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->c, cuda_type(c_type), n, m, ldc));
 
     cublasLtMatmulPreference_t pref;
     size_t workspace = GEMM_WORKSPACE;
@@ -103,9 +113,10 @@ static gemm_plan *plan_for(gemm_engine *g, job_context *ctx, int ta, int tb, int
 
 static int misaligned(const void *p) { return ((uintptr_t)p & (GEMM_ALIGN - 1)) != 0; }
 
-void gemm(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k, float alpha, const float *A,
-          int lda, const float *B, int ldb, float beta, const float *C_in, float *C, int ldc, const float *bias) {
-    gemm_plan *p = plan_for(g, ctx, ta, tb, m, n, k, lda, ldb, ldc, bias != NULL);
+void gemm(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k, float alpha, const void *A,
+          int lda, const void *B, int ldb, float beta, const void *C_in, void *C, int ldc, const void *bias,
+          elem_type c_type) {
+    gemm_plan *p = plan_for(g, ctx, ta, tb, m, n, k, lda, ldb, ldc, bias != NULL, c_type);
     if (misaligned(A) || misaligned(B) || misaligned(C) || misaligned(C_in) || misaligned(bias))
         bad_gemm("an operand is not 16-byte aligned", ta, tb, m, n, k, lda, ldb, ldc);
     if (bias)
@@ -115,9 +126,9 @@ void gemm(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k,
 }
 
 void gemm_batched(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k, float alpha,
-                  const float *const *A, int lda, const float *const *B, int ldb, float beta, float *const *C,
+                  const void *const *A, int lda, const void *const *B, int ldb, float beta, void *const *C,
                   int ldc, int count) {
-    check_shape(ta, tb, m, n, k, lda, ldb, ldc);
+    check_shape(ta, tb, m, n, k, lda, ldb, ldc, g->type, g->type);
     if (count < 1) bad_gemm("a batch needs at least one product", ta, tb, m, n, k, lda, ldb, ldc);
     /* cublasSetStream resets the workspace to cuBLAS's own pool, so the job's is set after it;
      * both are host-side and only change when the context does. */
@@ -128,9 +139,8 @@ void gemm_batched(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n
         g->blas_stream = ctx->stream, g->blas_workspace = ctx->workspace;
         g->blas_workspace_bytes = ctx->workspace_bytes;
     }
-    cublasComputeType_t compute = ctx->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    cudaDataType_t t = cuda_type(g->type);
     CHECK_CUBLAS(cublasGemmBatchedEx(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                                     &alpha, (const void *const *)B, CUDA_R_32F, ldb, (const void *const *)A,
-                                     CUDA_R_32F, lda, &beta, (void *const *)C, CUDA_R_32F, ldc, count, compute,
-                                     CUBLAS_GEMM_DEFAULT));
+                                     &alpha, B, t, ldb, A, t, lda, &beta, C, t, ldc, count,
+                                     compute_type(ctx, g->type), CUBLAS_GEMM_DEFAULT));
 }

@@ -27,39 +27,46 @@ double depthwise_layer_flops(const depthwise_layer *d) {
 size_t depthwise_layer_scratch_bytes(const depthwise_layer *d) { return depthwise_scratch_bytes(d->channels); }
 void depthwise_layer_attach_scratch(depthwise_layer *d, void *scratch) { d->scratch = scratch; }
 
-/* ---- the two implementations ---------------------------------------------------------------*/
+/* ---- the two implementations ---------------------------------------------------------------
+ * Both read the weight and write its gradient where set-up pointed them (run_weight,
+ * run_weight_grad): the float32 master and its gradient, or the arena's bfloat16 copies. */
 
-static void run_ours(depthwise_layer *d, int dir, float *y, const float *x, float *dx, const float *dy,
-                     float *dw, job_context *ctx) {
+static void run_ours(depthwise_layer *d, int dir, void *y, const void *x, void *dx, const void *dy,
+                     job_context *ctx) {
     int N = d->batch, H = d->h_in, W = d->w_in, C = d->channels, s = d->stride, Ho = d->h_out, Wo = d->w_out;
-    if (dir == DEPTHWISE_FORWARD) depthwise_forward(y, x, d->weight, N, H, W, C, s, Ho, Wo, ctx->stream);
+    if (dir == DEPTHWISE_FORWARD)
+        depthwise_forward(y, x, d->run_weight, N, H, W, C, s, Ho, Wo, d->type, ctx->stream);
     else if (dir == DEPTHWISE_BACKWARD_DATA)
-        depthwise_backward_data(dx, dy, d->weight, N, H, W, C, s, Ho, Wo, ctx->stream);
-    else depthwise_backward_filter(dw, dy, x, N, H, W, C, s, Ho, Wo, d->scratch, ctx->stream);
+        depthwise_backward_data(dx, dy, d->run_weight, N, H, W, C, s, Ho, Wo, d->type, ctx->stream);
+    else
+        depthwise_backward_filter(d->run_weight_grad, dy, x, N, H, W, C, s, Ho, Wo, d->type, d->scratch,
+                                  ctx->stream);
 }
 
-static void run_cudnn(depthwise_layer *d, int dir, float *y, const float *x, float *dx, const float *dy,
-                      float *dw, job_context *ctx) {
+static void run_cudnn(depthwise_layer *d, int dir, void *y, const void *x, void *dx, const void *dy,
+                      job_context *ctx) {
     const float one = 1.0f, zero = 0.0f;
     const depthwise_choice *ch = &d->choice;
     if (dir == DEPTHWISE_FORWARD)
-        CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, d->x_desc, x, d->w_desc, d->weight, d->fwd_desc,
+        CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, d->x_desc, x, d->w_desc, d->run_weight, d->fwd_desc,
                                             ch->fwd, ctx->workspace, ctx->workspace_bytes, &zero, d->y_desc, y));
     else if (dir == DEPTHWISE_BACKWARD_DATA)
-        CHECK_CUDNN(cudnnConvolutionBackwardData(ctx->cudnn, &one, d->w_desc, d->weight, d->y_desc, dy,
+        CHECK_CUDNN(cudnnConvolutionBackwardData(ctx->cudnn, &one, d->w_desc, d->run_weight, d->y_desc, dy,
                                                  d->bwd_data_desc, ch->bwd_data, ctx->workspace,
                                                  ctx->workspace_bytes, &zero, d->x_desc, dx));
     else
         CHECK_CUDNN(cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d->x_desc, x, d->y_desc, dy,
                                                    d->bwd_filter_desc, ch->bwd_filter, ctx->workspace,
-                                                   ctx->workspace_bytes, &zero, d->w_desc, dw));
+                                                   ctx->workspace_bytes, &zero, d->w_desc, d->run_weight_grad));
 }
 
-static void run(depthwise_layer *d, int dir, depthwise_path path, float *y, const float *x, float *dx,
-                const float *dy, float *dw, job_context *ctx) {
-    if (path == DEPTHWISE_CUDNN) run_cudnn(d, dir, y, x, dx, dy, dw, ctx);
-    else run_ours(d, dir, y, x, dx, dy, dw, ctx);
+static void run(depthwise_layer *d, int dir, depthwise_path path, void *y, const void *x, void *dx,
+                const void *dy, job_context *ctx) {
+    if (path == DEPTHWISE_CUDNN) run_cudnn(d, dir, y, x, dx, dy, ctx);
+    else run_ours(d, dir, y, x, dx, dy, ctx);
 }
+
+static int is_half(const depthwise_layer *d) { return d->type == ELEM_BF16; }
 
 /* ---- set-up ---------------------------------------------------------------------------------*/
 
@@ -72,14 +79,15 @@ static cudnnConvolutionDescriptor_t make_desc(const depthwise_layer *d) {
     return desc;
 }
 
-/* found = whether a result succeeded within the limit (and is plain float math unless TF32 is
- * allowed); the first such (results come back fastest first) is taken. */
-#define PICK(results, n, limit, allow_tf32, out_algo, out_math, out_mem, found)                  \
+/* found = whether a result succeeded within the limit (and is plain float math unless tensor
+ * cores are allowed: TF32 for float data where the context allows it, always for bfloat16 data);
+ * the first such (results come back fastest first) is taken. */
+#define PICK(results, n, limit, allow_tensor_ops, out_algo, out_math, out_mem, found)            \
     do {                                                                                         \
         for (int i_ = 0; i_ < (n) && !(found); i_++) {                                           \
             if ((results)[i_].status != CUDNN_STATUS_SUCCESS || (results)[i_].memory > (limit))  \
                 continue;                                                                        \
-            if (!(allow_tf32) && (results)[i_].mathType != CUDNN_FMA_MATH) continue;             \
+            if (!(allow_tensor_ops) && (results)[i_].mathType != CUDNN_FMA_MATH) continue;       \
             out_algo = (results)[i_].algo, out_math = (results)[i_].mathType;                    \
             out_mem = (results)[i_].memory;                                                      \
             found = 1;                                                                           \
@@ -88,35 +96,35 @@ static cudnnConvolutionDescriptor_t make_desc(const depthwise_layer *d) {
 
 /* cuDNN's algorithm per direction; a direction cuDNN cannot do (a status other than success,
  * or no algorithm within the limit) is left to our kernels. */
-static void find_cudnn(depthwise_layer *d, float *y, const float *x, float *dx, size_t memory[3],
+static void find_cudnn(depthwise_layer *d, void *y, const void *x, void *dx, size_t memory[3],
                        job_context *ctx) {
     enum { MAX_RESULTS = 16 };
     depthwise_choice *ch = &d->choice;
     size_t limit = ctx->workspace_limit;
-    int n = 0;
-    cudnnMathType_t search_math = ctx->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    int n = 0, tensor_ops = ctx->allow_tf32 || is_half(d);
+    cudnnMathType_t search_math = tensor_ops ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     CHECK_CUDNN(cudnnSetConvolutionMathType(d->fwd_desc, search_math));
     CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_data_desc, search_math));
     CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_filter_desc, search_math));
 
     cudnnConvolutionFwdAlgoPerf_t fwd[MAX_RESULTS];
-    if (cudnnFindConvolutionForwardAlgorithmEx(ctx->cudnn, d->x_desc, x, d->w_desc, d->weight, d->fwd_desc,
+    if (cudnnFindConvolutionForwardAlgorithmEx(ctx->cudnn, d->x_desc, x, d->w_desc, d->run_weight, d->fwd_desc,
                                                d->y_desc, y, MAX_RESULTS, &n, fwd, ctx->workspace,
                                                limit) == CUDNN_STATUS_SUCCESS)
-        PICK(fwd, n, limit, ctx->allow_tf32, ch->fwd, ch->fwd_math, memory[DEPTHWISE_FORWARD],
+        PICK(fwd, n, limit, tensor_ops, ch->fwd, ch->fwd_math, memory[DEPTHWISE_FORWARD],
              ch->cudnn_ok[DEPTHWISE_FORWARD]);
     cudnnConvolutionBwdFilterAlgoPerf_t bwf[MAX_RESULTS];
     if (cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx->cudnn, d->x_desc, x, d->y_desc, y, d->bwd_filter_desc,
-                                                      d->w_desc, d->weight_grad, MAX_RESULTS, &n, bwf,
+                                                      d->w_desc, d->run_weight_grad, MAX_RESULTS, &n, bwf,
                                                       ctx->workspace, limit) == CUDNN_STATUS_SUCCESS)
-        PICK(bwf, n, limit, ctx->allow_tf32, ch->bwd_filter, ch->bwd_filter_math,
+        PICK(bwf, n, limit, tensor_ops, ch->bwd_filter, ch->bwd_filter_math,
              memory[DEPTHWISE_BACKWARD_FILTER], ch->cudnn_ok[DEPTHWISE_BACKWARD_FILTER]);
     if (dx) {
         cudnnConvolutionBwdDataAlgoPerf_t bwd[MAX_RESULTS];
-        if (cudnnFindConvolutionBackwardDataAlgorithmEx(ctx->cudnn, d->w_desc, d->weight, d->y_desc, y,
+        if (cudnnFindConvolutionBackwardDataAlgorithmEx(ctx->cudnn, d->w_desc, d->run_weight, d->y_desc, y,
                                                         d->bwd_data_desc, d->x_desc, dx, MAX_RESULTS, &n, bwd,
                                                         ctx->workspace, limit) == CUDNN_STATUS_SUCCESS)
-            PICK(bwd, n, limit, ctx->allow_tf32, ch->bwd_data, ch->bwd_data_math,
+            PICK(bwd, n, limit, tensor_ops, ch->bwd_data, ch->bwd_data_math,
                  memory[DEPTHWISE_BACKWARD_DATA], ch->cudnn_ok[DEPTHWISE_BACKWARD_DATA]);
     }
     (void)cudaGetLastError(); /* a refused Find leaves no error behind for the next check */
@@ -131,16 +139,16 @@ static int compare_float(const void *a, const void *b) {
 }
 
 /* Median of DEPTHWISE_TIMING_REPS runs of one direction, after one warm-up run. */
-static float time_direction(depthwise_layer *d, int dir, depthwise_path path, float *y, const float *x,
-                            float *dx, job_context *ctx) {
+static float time_direction(depthwise_layer *d, int dir, depthwise_path path, void *y, const void *x,
+                            void *dx, job_context *ctx) {
     float ms[DEPTHWISE_TIMING_REPS];
     cudaEvent_t start, stop;
     CHECK_CUDA(cudaEventCreate(&start));
     CHECK_CUDA(cudaEventCreate(&stop));
-    run(d, dir, path, y, x, dx, y, d->weight_grad, ctx);
+    run(d, dir, path, y, x, dx, y, ctx);
     for (int r = 0; r < DEPTHWISE_TIMING_REPS; r++) {
         CHECK_CUDA(cudaEventRecord(start, ctx->stream));
-        run(d, dir, path, y, x, dx, y, d->weight_grad, ctx);
+        run(d, dir, path, y, x, dx, y, ctx);
         CHECK_CUDA(cudaEventRecord(stop, ctx->stream));
         CHECK_CUDA(cudaEventSynchronize(stop));
         CHECK_CUDA(cudaEventElapsedTime(&ms[r], start, stop));
@@ -151,7 +159,7 @@ static float time_direction(depthwise_layer *d, int dir, depthwise_path path, fl
     return ms[DEPTHWISE_TIMING_REPS / 2];
 }
 
-static void measure(depthwise_layer *d, float *y, const float *x, float *dx, job_context *ctx) {
+static void measure(depthwise_layer *d, void *y, const void *x, void *dx, job_context *ctx) {
     depthwise_choice *ch = &d->choice;
     const char *forced = getenv("SUITE_DEPTHWISE_PATH");
     int force_ours = forced && !strcmp(forced, "ours"), force_cudnn = forced && !strcmp(forced, "cudnn");
@@ -178,31 +186,40 @@ static void measure(depthwise_layer *d, float *y, const float *x, float *dx, job
     }
 }
 
-static int cache_lookup(const depthwise_cache *cache, const int key[6]) {
+static int cache_lookup(const depthwise_cache *cache, const int key[7]) {
     for (int i = 0; cache && i < cache->count; i++)
-        if (memcmp(cache->keys[i], key, 6 * sizeof(int)) == 0) return i;
+        if (memcmp(cache->keys[i], key, 7 * sizeof(int)) == 0) return i;
     return -1;
 }
 
-void depthwise_layer_setup(depthwise_layer *d, float *y, const float *x, float *dx, depthwise_cache *cache,
+void depthwise_layer_setup(depthwise_layer *d, void *y, const void *x, void *dx, depthwise_cache *cache,
                            job_context *ctx) {
     if (!d->scratch) {
         fprintf(stderr, "depthwise_layer_setup: no scratch attached (depthwise_layer_attach_scratch)\n");
         exit(2);
     }
+    if (is_half(d) && !ctx->arena.half_weights) {
+        fprintf(stderr, "depthwise_layer_setup: a bfloat16 layer needs an arena with half_weights (the model was "
+                "planned as float)\n");
+        exit(1);
+    }
+    d->run_weight = is_half(d) ? arena_half_of(&ctx->arena, d->weight) : (void *)d->weight;
+    d->run_weight_grad = is_half(d) ? arena_half_grad_of(&ctx->arena, d->weight) : (void *)d->weight_grad;
+    /* float accumulation for both data types (make_desc), as the dense convolutions do */
+    cudnnDataType_t data = is_half(d) ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&d->x_desc));
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&d->y_desc));
     CHECK_CUDNN(cudnnCreateFilterDescriptor(&d->w_desc));
-    CHECK_CUDNN(cudnnSetTensor4dDescriptor(d->x_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, d->batch, d->channels,
-                                           d->h_in, d->w_in));
-    CHECK_CUDNN(cudnnSetTensor4dDescriptor(d->y_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, d->batch, d->channels,
-                                           d->h_out, d->w_out));
-    CHECK_CUDNN(cudnnSetFilter4dDescriptor(d->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, d->channels, 1, 3, 3));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(d->x_desc, CUDNN_TENSOR_NHWC, data, d->batch, d->channels, d->h_in,
+                                           d->w_in));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(d->y_desc, CUDNN_TENSOR_NHWC, data, d->batch, d->channels, d->h_out,
+                                           d->w_out));
+    CHECK_CUDNN(cudnnSetFilter4dDescriptor(d->w_desc, data, CUDNN_TENSOR_NHWC, d->channels, 1, 3, 3));
     d->fwd_desc = make_desc(d);
     d->bwd_data_desc = make_desc(d);
     d->bwd_filter_desc = make_desc(d);
 
-    int key[6] = {d->batch, d->channels, d->h_in, d->w_in, d->stride, dx != NULL};
+    int key[7] = {d->batch, d->channels, d->h_in, d->w_in, d->stride, dx != NULL, (int)d->type};
     int cached = cache_lookup(cache, key);
     if (cached >= 0) {
         d->choice = cache->choices[cached];
@@ -222,14 +239,14 @@ void depthwise_layer_setup(depthwise_layer *d, float *y, const float *x, float *
 
 /* ---- passes ---------------------------------------------------------------------------------*/
 
-void depthwise_layer_forward(depthwise_layer *d, float *y, const float *x, job_context *ctx) {
-    run(d, DEPTHWISE_FORWARD, d->choice.path[DEPTHWISE_FORWARD], y, x, NULL, NULL, NULL, ctx);
+void depthwise_layer_forward(depthwise_layer *d, void *y, const void *x, job_context *ctx) {
+    run(d, DEPTHWISE_FORWARD, d->choice.path[DEPTHWISE_FORWARD], y, x, NULL, NULL, ctx);
 }
 
-void depthwise_layer_backward(depthwise_layer *d, float *dx, const float *dy, const float *x, job_context *ctx) {
-    run(d, DEPTHWISE_BACKWARD_FILTER, d->choice.path[DEPTHWISE_BACKWARD_FILTER], NULL, x, NULL, dy,
-        d->weight_grad, ctx);
-    if (dx) run(d, DEPTHWISE_BACKWARD_DATA, d->choice.path[DEPTHWISE_BACKWARD_DATA], NULL, NULL, dx, dy, NULL, ctx);
+void depthwise_layer_backward(depthwise_layer *d, void *dx, const void *dy, const void *x, job_context *ctx) {
+    run(d, DEPTHWISE_BACKWARD_FILTER, d->choice.path[DEPTHWISE_BACKWARD_FILTER], NULL, x, NULL, dy, ctx);
+    context_grad_ready(ctx, d->weight);
+    if (dx) run(d, DEPTHWISE_BACKWARD_DATA, d->choice.path[DEPTHWISE_BACKWARD_DATA], NULL, NULL, dx, dy, ctx);
 }
 
 void depthwise_layer_destroy(depthwise_layer *d) {

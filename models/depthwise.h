@@ -1,4 +1,4 @@
-/* Depthwise 3x3 convolution layer (padding 1, stride 1 or 2, no bias) over NHWC float32, as in
+/* Depthwise 3x3 convolution layer (padding 1, stride 1 or 2, no bias) over NHWC activations, as in
  * EfficientNet's inverted-residual blocks. Two implementations per direction: the kernels of
  * kernels/depthwise.cu and cuDNN's grouped convolution (legacy API, group count = channels, the
  * algorithm found with cudnnFind*Ex within the context's workspace limit). Set-up times both on
@@ -8,12 +8,17 @@
  * comparisons and diagnosis). Layers of the same shape share one measurement through a
  * depthwise_cache.
  * The weight is [C, 3, 3]: timm's [C, 1, 3, 3] and cuDNN's NHWC grouped filter [C, 3, 3, 1] have
- * that same memory order, so checkpoints need no conversion (krsc = 0). */
+ * that same memory order, so checkpoints need no conversion (krsc = 0).
+ * Activations are float32, or bfloat16 when the model sets type = ELEM_BF16 after init; a
+ * bfloat16 layer then reads the arena's bfloat16 copy of its weight and writes its weight gradient
+ * into the bfloat16 gradient copy (arena.h), as the dense convolutions do: the weight takes decay,
+ * so model_grads_from_half makes the float32 gradient from that copy after the backward pass. */
 #ifndef SUITE_DEPTHWISE_H
 #define SUITE_DEPTHWISE_H
 
 #include <cudnn.h>
 
+#include "kernels/kernels.h"
 #include "models/arena.h"
 #include "models/context.h"
 
@@ -33,7 +38,9 @@ typedef struct depthwise_choice {
 
 typedef struct depthwise_layer {
     int batch, channels, h_in, w_in, h_out, w_out, stride;
+    elem_type type;                /* of x, y and their gradients; ELEM_F32 after init */
     float *weight, *weight_grad;   /* [C, 3, 3] */
+    void *run_weight, *run_weight_grad; /* what the kernels read and write: the bfloat16 copies, or these */
     void *scratch;                 /* backward-filter partials: depthwise_layer_scratch_bytes */
     cudnnTensorDescriptor_t x_desc, y_desc;
     cudnnFilterDescriptor_t w_desc;
@@ -44,7 +51,7 @@ typedef struct depthwise_layer {
 #define DEPTHWISE_CACHE_MAX 64
 typedef struct depthwise_cache {
     int count;
-    int keys[DEPTHWISE_CACHE_MAX][6]; /* batch, channels, h, w, stride, has dx */
+    int keys[DEPTHWISE_CACHE_MAX][7]; /* batch, channels, h, w, stride, has dx, type */
     depthwise_choice choices[DEPTHWISE_CACHE_MAX];
 } depthwise_cache;
 
@@ -58,12 +65,13 @@ void depthwise_layer_attach_scratch(depthwise_layer *d, void *scratch);
 /* Creates the descriptors and measures both implementations per direction on the real buffers
  * y, x, dx (their contents may be overwritten; dx NULL: the layer never computes an input
  * gradient). The scratch must be attached and the context's workspace must hold workspace_limit
- * bytes. cache may be NULL. */
-void depthwise_layer_setup(depthwise_layer *d, float *y, const float *x, float *dx, depthwise_cache *cache,
+ * bytes; a bfloat16 layer needs an arena with half_weights. cache may be NULL. */
+void depthwise_layer_setup(depthwise_layer *d, void *y, const void *x, void *dx, depthwise_cache *cache,
                            job_context *ctx);
-void depthwise_layer_forward(depthwise_layer *d, float *y, const float *x, job_context *ctx);
-/* Weight gradient (overwritten) and, when dx is not NULL, the input gradient (overwritten). */
-void depthwise_layer_backward(depthwise_layer *d, float *dx, const float *dy, const float *x, job_context *ctx);
+void depthwise_layer_forward(depthwise_layer *d, void *y, const void *x, job_context *ctx);
+/* Weight gradient (overwritten; the bfloat16 copy's for a bfloat16 layer) and, when dx is not
+ * NULL, the input gradient (overwritten). */
+void depthwise_layer_backward(depthwise_layer *d, void *dx, const void *dy, const void *x, job_context *ctx);
 void depthwise_layer_destroy(depthwise_layer *d);
 
 #endif

@@ -3,7 +3,11 @@
  * efficientnet_blocks.c. Gradients flow through two block-boundary buffers (a block without a
  * skip writes the other one, a block with a skip adds onto the one it got) and three buffers for
  * the tensors inside a block, all shared by every block; one BN scratch, one depthwise scratch and
- * one set of SE gradient buffers serve the whole model. */
+ * one set of SE gradient buffers serve the whole model. Activations and their gradients are of
+ * one element type (model_activation_type): under --precision bf16 the float32 input is cast once
+ * per forward and the float32 dlogits once per backward, the bfloat16 weight copies are refreshed
+ * at the start of the forward and the float32 gradients made from the bfloat16 ones at the end of
+ * the backward, as in models/resnet.c. */
 #include "models/efficientnet.h"
 
 #include <stdio.h>
@@ -31,16 +35,18 @@ static const struct {
 };
 
 typedef struct efficientnet {
+    elem_type type;
+    void *input_half, *dlogits_half; /* bfloat16 only */
     conv_layer conv_stem;
     batchnorm_layer bn1;
-    float *z0, *a0;
+    void *z0, *a0;
     int stem_size, block_count;
     effnet_block *blocks;
     conv_layer conv_head;
     batchnorm_layer bn2;
-    float *zh, *ah, *features;  /* head conv output, its BN + SiLU, pooled [batch, 1280] */
+    void *zh, *ah, *features;   /* head conv output, its BN + SiLU, pooled [batch, 1280] */
     linear_layer classifier;
-    float *grad_boundary[2], *grad_features;
+    void *grad_boundary[2], *grad_features;
     effnet_grads grads;
     squeeze_grads se_grads;
     int drop_rows;              /* blocks whose branch may be dropped */
@@ -109,6 +115,19 @@ static void add_block_params(model *m, const char *block_prefix, const effnet_bl
 
 static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
 
+static void *take_act(arena *a, elem_type type, size_t n) {
+    return arena_take(a, ARENA_ACTIVATIONS, n * elem_bytes(type));
+}
+
+/* A convolution and its batch norm in the model's element type. */
+static void conv_bn_init(conv_layer *c, batchnorm_layer *bn, arena *a, conv_shape shape, int bn_rows, act_kind act,
+                         elem_type type) {
+    shape.data_type = type == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    conv_init(c, a, shape);
+    batchnorm_init(bn, a, bn_rows, shape.out_c, act);
+    bn->type = type;
+}
+
 static void efficientnet_setup(model *m, job_context *ctx);
 static void efficientnet_forward(model *m, int training, job_context *ctx);
 static void efficientnet_backward(model *m, job_context *ctx);
@@ -124,7 +143,7 @@ static int block_bns(effnet_block *b, batchnorm_layer **out) {
 }
 
 /* The SE gradient buffers, shared: sized for the widest block (a pass over the stage table). */
-static void take_se_grads(squeeze_grads *g, arena *a, int batch) {
+static void take_se_grads(squeeze_grads *g, arena *a, int batch, elem_type type) {
     int widest = 0, widest_reduced = 0, in_c = STEM_CHANNELS;
     for (int s = 0; s < STAGE_COUNT; s++) {
         if (STAGES[s].kind == BLOCK_MBCONV) {
@@ -138,9 +157,9 @@ static void take_se_grads(squeeze_grads *g, arena *a, int batch) {
         }
         in_c = STAGES[s].out_c;
     }
-    g->d_pooled = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * widest);
-    g->d_reduced = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * widest_reduced);
-    g->d_gate = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * widest);
+    g->d_pooled = take_act(a, type, (size_t)batch * widest);
+    g->d_reduced = take_act(a, type, (size_t)batch * widest_reduced);
+    g->d_gate = take_act(a, type, (size_t)batch * widest);
 }
 
 model *efficientnet_build(const model_config *config, arena *a, char *err, size_t err_size) {
@@ -175,17 +194,20 @@ model *efficientnet_build(const model_config *config, arena *a, char *err, size_
     m->setup = efficientnet_setup, m->forward = efficientnet_forward, m->backward = efficientnet_backward;
     m->destroy = efficientnet_destroy;
     int n = config->batch, size = config->image_size;
+    elem_type type = e->type = model_activation_type(config);
 
-    m->input = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * size * size * config->in_channels);
-    conv_init(&e->conv_stem, a, conv_shape_nhwc(n, config->in_channels, STEM_CHANNELS, 3, 2, 1, size, size));
-    e->stem_size = e->conv_stem.shape.h_out;
+    size_t input_floats = (size_t)n * size * size * config->in_channels;
+    m->input = arena_take_floats(a, ARENA_ACTIVATIONS, input_floats);
+    if (type == ELEM_BF16) e->input_half = take_act(a, type, input_floats);
+    conv_shape stem = conv_shape_nhwc(n, config->in_channels, STEM_CHANNELS, 3, 2, 1, size, size);
+    e->stem_size = stem.h_out;
     size_t stem_rows = (size_t)n * e->stem_size * e->stem_size;
-    batchnorm_init(&e->bn1, a, (int)stem_rows, STEM_CHANNELS, ACT_SILU);
+    conv_bn_init(&e->conv_stem, &e->bn1, a, stem, (int)stem_rows, ACT_SILU, type);
     layer_params_conv(m, "conv_stem.", &e->conv_stem);
     layer_params_batchnorm(m, "bn1.", &e->bn1);
-    e->z0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * STEM_CHANNELS);
-    e->a0 = arena_take_floats(a, ARENA_ACTIVATIONS, stem_rows * STEM_CHANNELS);
-    take_se_grads(&e->se_grads, a, n);
+    e->z0 = take_act(a, type, stem_rows * STEM_CHANNELS);
+    e->a0 = take_act(a, type, stem_rows * STEM_CHANNELS);
+    take_se_grads(&e->se_grads, a, n, type);
 
     /* blocks: timm's drop-path rate of block i is drop_path * i / block_count */
     size_t boundary = stem_rows * STEM_CHANNELS, inner = stem_rows * STEM_CHANNELS;
@@ -197,7 +219,7 @@ model *efficientnet_build(const model_config *config, arena *a, char *err, size_
             int stride = i == 0 ? STAGES[s].stride : 1;
             float keep = 1.0f - config->drop_path * (float)b / (float)e->block_count;
             inner = max_z(inner, effnet_block_init(blk, a, STAGES[s].kind, n, in_c, STAGES[s].out_c,
-                                                   STAGES[s].expand, stride, size, keep, &e->se_grads));
+                                                   STAGES[s].expand, stride, size, keep, type, &e->se_grads));
             if (blk->keep < 1.0f) blk->drop_row = e->drop_rows++;
             blk->x = b == 0 ? e->a0 : e->blocks[b - 1].out;
             char prefix[32];
@@ -210,14 +232,15 @@ model *efficientnet_build(const model_config *config, arena *a, char *err, size_
         }
 
     size_t head_rows = (size_t)n * size * size;
-    conv_init(&e->conv_head, a, conv_shape_nhwc(n, in_c, HEAD_CHANNELS, 1, 1, 0, size, size));
-    batchnorm_init(&e->bn2, a, (int)head_rows, HEAD_CHANNELS, ACT_SILU);
+    conv_bn_init(&e->conv_head, &e->bn2, a, conv_shape_nhwc(n, in_c, HEAD_CHANNELS, 1, 1, 0, size, size),
+                 (int)head_rows, ACT_SILU, type);
     layer_params_conv(m, "conv_head.", &e->conv_head);
     layer_params_batchnorm(m, "bn2.", &e->bn2);
-    e->zh = arena_take_floats(a, ARENA_ACTIVATIONS, head_rows * HEAD_CHANNELS);
-    e->ah = arena_take_floats(a, ARENA_ACTIVATIONS, head_rows * HEAD_CHANNELS);
-    e->features = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * HEAD_CHANNELS);
+    e->zh = take_act(a, type, head_rows * HEAD_CHANNELS);
+    e->ah = take_act(a, type, head_rows * HEAD_CHANNELS);
+    e->features = take_act(a, type, (size_t)n * HEAD_CHANNELS);
     linear_init(&e->classifier, a, n, HEAD_CHANNELS, config->classes);
+    e->classifier.type = type;
     {   /* timm's _init_weight_goog: Linear weight U(+-1/sqrt(fan_out)), bias zero */
         int64_t w_shape[2] = {config->classes, HEAD_CHANNELS}, b_shape[1] = {config->classes};
         add_param(m, "classifier.", "weight", PARAM_WEIGHT, 2, w_shape, 0, PARAM_INIT_UNIFORM_FAN_IN, config->classes,
@@ -226,12 +249,13 @@ model *efficientnet_build(const model_config *config, arena *a, char *err, size_
     }
     m->logits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * config->classes);
     m->dlogits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * config->classes);
+    if (type == ELEM_BF16) e->dlogits_half = take_act(a, type, (size_t)n * config->classes);
     m->labels = arena_take(a, ARENA_SCRATCH, (size_t)n * sizeof(int32_t));
 
     inner = max_z(inner, head_rows * HEAD_CHANNELS);
-    for (int i = 0; i < 2; i++) e->grad_boundary[i] = arena_take_floats(a, ARENA_ACTIVATIONS, boundary);
-    for (int i = 0; i < 3; i++) e->grads.g[i] = arena_take_floats(a, ARENA_ACTIVATIONS, inner);
-    e->grad_features = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * HEAD_CHANNELS);
+    for (int i = 0; i < 2; i++) e->grad_boundary[i] = take_act(a, type, boundary);
+    for (int i = 0; i < 3; i++) e->grads.g[i] = take_act(a, type, inner);
+    e->grad_features = take_act(a, type, (size_t)n * HEAD_CHANNELS);
     if (e->drop_rows) {
         e->drop_keep = arena_take_floats(a, ARENA_SCRATCH, (size_t)e->drop_rows);
         e->drop_scale = arena_take_floats(a, ARENA_SCRATCH, (size_t)e->drop_rows * n);
@@ -273,7 +297,7 @@ static void efficientnet_setup(model *m, job_context *ctx) {
     fill_float((float *)ctx->arena.activations, 0.5f, ctx->arena.planned[ARENA_ACTIVATIONS] / sizeof(float),
                ctx->stream);
     context_reserve_workspace(ctx, ctx->workspace_limit);
-    conv_setup(&e->conv_stem, e->z0, m->input, NULL, 0, &e->cache, ctx);
+    conv_setup(&e->conv_stem, e->z0, e->type == ELEM_BF16 ? e->input_half : m->input, NULL, 0, &e->cache, ctx);
     size_t workspace = e->conv_stem.algos.workspace_bytes;
     for (int b = 0; b < e->block_count; b++)
         workspace = max_z(workspace, effnet_block_setup(&e->blocks[b], e->grad_boundary[0], &e->grads, &e->cache,
@@ -320,7 +344,14 @@ static void efficientnet_setup(model *m, job_context *ctx) {
 static void efficientnet_forward(model *m, int training, job_context *ctx) {
     efficientnet *e = m->impl;
     int n = m->config.batch;
-    conv_forward(&e->conv_stem, e->z0, m->input, ctx);
+    const void *input = m->input;
+    if (e->type == ELEM_BF16) {
+        model_weights_to_half(ctx);
+        const conv_shape *stem = &e->conv_stem.shape;
+        cast_f32_to_bf16(e->input_half, m->input, (size_t)n * stem->h_in * stem->w_in * stem->in_c, ctx->stream);
+        input = e->input_half;
+    }
+    conv_forward(&e->conv_stem, e->z0, input, ctx);
     batchnorm_forward(&e->bn1, e->a0, e->z0, NULL, training, ctx);
     if (training && e->drop_rows)
         drop_path_masks(e->drop_scale, e->drop_counter, e->drop_keep, e->drop_rows, n, m->config.seed, ctx->stream);
@@ -328,7 +359,7 @@ static void efficientnet_forward(model *m, int training, job_context *ctx) {
     const effnet_block *last = &e->blocks[e->block_count - 1];
     conv_forward(&e->conv_head, e->zh, last->out, ctx);
     batchnorm_forward(&e->bn2, e->ah, e->zh, NULL, training, ctx);
-    avgpool_global_forward(e->features, e->ah, n, last->size_out * last->size_out, HEAD_CHANNELS, ELEM_F32, ctx->stream);
+    avgpool_global_forward(e->features, e->ah, n, last->size_out * last->size_out, HEAD_CHANNELS, e->type, ctx->stream);
     linear_forward(&e->classifier, m->logits, e->features, ctx);
 }
 
@@ -336,9 +367,15 @@ static void efficientnet_backward(model *m, job_context *ctx) {
     efficientnet *e = m->impl;
     int n = m->config.batch;
     const effnet_block *last = &e->blocks[e->block_count - 1];
-    float *g0 = e->grads.g[0], *g1 = e->grads.g[1];
-    linear_backward(&e->classifier, e->grad_features, m->dlogits, e->features, ctx);
-    avgpool_global_backward(g0, e->grad_features, n, last->size_out * last->size_out, HEAD_CHANNELS, ELEM_F32, ctx->stream);
+    void *g0 = e->grads.g[0], *g1 = e->grads.g[1];
+    const void *dlogits = m->dlogits;
+    if (e->type == ELEM_BF16) {
+        cast_f32_to_bf16(e->dlogits_half, m->dlogits, (size_t)n * m->config.classes, ctx->stream);
+        dlogits = e->dlogits_half;
+    }
+    linear_backward(&e->classifier, e->grad_features, dlogits, e->features, ctx);
+    avgpool_global_backward(g0, e->grad_features, n, last->size_out * last->size_out, HEAD_CHANNELS, e->type,
+                            ctx->stream);
     batchnorm_backward(&e->bn2, g1, NULL, g0, e->zh, e->ah, ctx);
     int current = 0;
     conv_backward(&e->conv_head, e->grad_boundary[current], g1, last->out, ctx);
@@ -352,7 +389,8 @@ static void efficientnet_backward(model *m, job_context *ctx) {
         }
     }
     batchnorm_backward(&e->bn1, g0, NULL, e->grad_boundary[current], e->z0, e->a0, ctx);
-    conv_backward(&e->conv_stem, NULL, g0, m->input, ctx);
+    conv_backward(&e->conv_stem, NULL, g0, e->type == ELEM_BF16 ? e->input_half : m->input, ctx);
+    if (e->type == ELEM_BF16) model_grads_from_half(ctx);
 }
 
 static void efficientnet_destroy(model *m) {

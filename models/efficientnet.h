@@ -20,7 +20,13 @@
  * across stages from 0) drops its residual branch with rate drop_path * i / 40, per sample, only
  * where it has a skip and only in training. The masks are drawn on the device from the seed and a
  * device counter once per training forward, so a captured graph draws new ones on every replay;
- * 0 launches nothing extra. */
+ * 0 launches nothing extra.
+ * Precision: with --precision bf16 every activation and activation gradient is bfloat16 (the
+ * float32 input is cast once per forward, the float32 dlogits once per backward, as in
+ * models/resnet.c) and every weight with decay runs from the arena's bfloat16 copy: the dense and
+ * depthwise convolutions, the SE's two FCs and the classifier. What stays float32: BN statistics
+ * and parameters, biases, the outputs of the FCs (the SE's reduce output and gate logits, the
+ * logits), the drop-path scales, the loss and the optimizer. */
 #ifndef SUITE_EFFICIENTNET_H
 #define SUITE_EFFICIENTNET_H
 
@@ -38,27 +44,33 @@ const depthwise_layer *efficientnet_depthwise(const model *m, int index);
 /* ---- squeeze-excitation (efficientnet_blocks.c), public for the tests -----------------------
  * y = x * sigmoid(expand(silu(reduce(mean_hw(x))))) over x [N, HW, C]; reduce and expand are
  * timm's 1x1 convs with bias (conv_reduce [rd, C, 1, 1], conv_expand [C, rd, 1, 1]), which on a
- * [N, C] mean are linear layers with weights in exactly that memory order. The gradient buffers
- * may be shared by every SE of a model (they are dead between blocks): pass a squeeze_grads
- * sized for the largest, or NULL to take the layer's own. */
+ * [N, C] mean are linear layers with weights in exactly that memory order. x, y, the mean, the
+ * SiLU output and every gradient are of `type`; the FCs' outputs (reduced_pre, gate_logits) are
+ * float32 in either precision (models/linear.h), so the SiLU and the sigmoid read float and the
+ * only roundings are where a tensor of `type` is stored. The gradient buffers may be shared by
+ * every SE of a model (they are dead between blocks): pass a squeeze_grads sized for the largest
+ * (of the same type), or NULL to take the layer's own. */
 typedef struct squeeze_grads {
-    float *d_pooled, *d_reduced, *d_gate; /* [N, C], [N, rd], [N, C] */
+    void *d_pooled, *d_reduced, *d_gate; /* [N, C], [N, rd], [N, C] */
 } squeeze_grads;
 
 typedef struct squeeze_excite {
     int batch, hw, channels, reduced;
+    elem_type type;
     linear_layer reduce, expand;
-    float *pooled, *reduced_pre, *reduced_act, *gate_logits; /* [N, C], [N, rd], [N, rd], [N, C] */
+    void *pooled, *reduced_act;          /* [N, C], [N, rd] of type */
+    float *reduced_pre, *gate_logits;    /* [N, rd], [N, C] */
     squeeze_grads grads;
 } squeeze_excite;
 
-void squeeze_excite_init(squeeze_excite *se, arena *a, int batch, int hw, int channels, int reduced,
+void squeeze_excite_init(squeeze_excite *se, arena *a, int batch, int hw, int channels, int reduced, elem_type type,
                          const squeeze_grads *shared);
 double squeeze_excite_flops(const squeeze_excite *se);
 void squeeze_excite_setup(squeeze_excite *se, job_context *ctx);
-void squeeze_excite_forward(squeeze_excite *se, float *y, const float *x, job_context *ctx);
-/* Parameter gradients (overwritten) and dx (overwritten); x is the forward input. */
-void squeeze_excite_backward(squeeze_excite *se, float *dx, const float *dy, const float *x, job_context *ctx);
+void squeeze_excite_forward(squeeze_excite *se, void *y, const void *x, job_context *ctx);
+/* Parameter gradients (overwritten; a bfloat16 layer's weight gradients go to the arena's
+ * bfloat16 copy) and dx (overwritten); x is the forward input. */
+void squeeze_excite_backward(squeeze_excite *se, void *dx, const void *dy, const void *x, job_context *ctx);
 void squeeze_excite_destroy(squeeze_excite *se);
 
 /* ---- blocks (efficientnet_blocks.c), shared by the two files of the family ------------------*/
@@ -66,6 +78,7 @@ typedef enum { BLOCK_CONV_BN_ACT, BLOCK_FUSED_MBCONV, BLOCK_MBCONV } effnet_bloc
 
 typedef struct effnet_block {
     effnet_block_kind kind;
+    elem_type type;            /* of every activation and gradient below */
     int batch, in_c, out_c, mid_c, stride, size_in, size_out, has_skip;
     float keep;                /* drop-path keep probability (1: never dropped) */
     int drop_row;              /* this block's row of the drop-path scales, -1 without */
@@ -76,37 +89,39 @@ typedef struct effnet_block {
     squeeze_excite se;         /* ir */
     conv_layer conv_pwl;       /* er, ir */
     batchnorm_layer bn_out;    /* er: bn2, ir: bn3 (no activation) */
-    const float *x;            /* block input: the previous block's output */
-    float *z1, *a1;            /* conv_in output and its BN + SiLU */
-    float *z2, *a2, *a3;       /* ir: conv_dw output, its BN + SiLU, the SE output; er: z2 = conv_pwl out */
-    float *z3;                 /* ir: conv_pwl output */
-    float *branch;             /* the last BN's output before the drop-path add (drop path only) */
-    float *out;
+    const void *x;             /* block input: the previous block's output */
+    void *z1, *a1;             /* conv_in output and its BN + SiLU */
+    void *z2, *a2, *a3;        /* ir: conv_dw output, its BN + SiLU, the SE output; er: z2 = conv_pwl out */
+    void *z3;                  /* ir: conv_pwl output */
+    void *branch;              /* the last BN's output before the drop-path add (drop path only) */
+    void *out;
 } effnet_block;
 
 /* Buffers a block's backward uses, shared by all blocks: three for the tensors inside a block
  * (each as large as the largest of them) and the drop-path scales [drop rows, N]. */
 typedef struct effnet_grads {
-    float *g[3];
+    void *g[3];
     const float *drop_scale;
 } effnet_grads;
 
-/* Takes the block's layers and activations from the arena (no GPU work); returns the largest
- * tensor inside the block (floats), for sizing the shared gradient buffers. keep < 1 (only taken
- * where the block has a skip) reserves the drop-path branch buffer; the caller sets drop_row. */
+/* Takes the block's layers and activations (of `type`) from the arena (no GPU work); returns the
+ * largest tensor inside the block (elements), for sizing the shared gradient buffers. keep < 1
+ * (only taken where the block has a skip) reserves the drop-path branch buffer; the caller sets
+ * drop_row. */
 size_t effnet_block_init(effnet_block *b, arena *a, effnet_block_kind kind, int batch, int in_c, int out_c,
-                         int expand, int stride, int size_in, float keep, const squeeze_grads *se_grads);
+                         int expand, int stride, int size_in, float keep, elem_type type,
+                         const squeeze_grads *se_grads);
 double effnet_block_flops(const effnet_block *b);
 /* Descriptors and algorithm measurements on the real buffers (b->x set; dx: a buffer of the
  * input's size; g: the shared gradient buffers); the SE's linear layers are set up separately
  * (squeeze_excite_setup), after the model settles its workspace. Returns the workspace the chosen
  * convolution algorithms need. */
-size_t effnet_block_setup(effnet_block *b, float *dx, const effnet_grads *g, conv_algo_cache *cache,
+size_t effnet_block_setup(effnet_block *b, void *dx, const effnet_grads *g, conv_algo_cache *cache,
                           depthwise_cache *dw_cache, job_context *ctx);
 void effnet_block_forward(effnet_block *b, int training, const float *drop_scale, job_context *ctx);
 /* dout: the gradient of the block's output; dx: where the input gradient goes. With a skip, dx
  * must be dout itself: the branch's input gradient is added onto it (in place). */
-void effnet_block_backward(effnet_block *b, float *dx, float *dout, const effnet_grads *g, job_context *ctx);
+void effnet_block_backward(effnet_block *b, void *dx, void *dout, const effnet_grads *g, job_context *ctx);
 void effnet_block_destroy(effnet_block *b);
 
 #endif

@@ -4,7 +4,8 @@
  * adds the shortcut in the same pass, except in training with drop path, where the branch is
  * scaled per sample first (kernels/activation.h). A skip block's input gradient is accumulated
  * onto its output gradient in place (the first conv's backward-data adds into it), so the
- * shortcut costs no copy. */
+ * shortcut costs no copy. Every layer takes the block's element type (float32 or bfloat16), so
+ * the bf16 path is the same sequence of calls on tensors of half the size. */
 #include "models/efficientnet.h"
 
 #include <math.h>
@@ -16,24 +17,41 @@
 #include "kernels/kernels.h"
 #include "models/check.h"
 
+static void *take_act(arena *a, elem_type type, size_t n) {
+    return arena_take(a, ARENA_ACTIVATIONS, n * elem_bytes(type));
+}
+
+/* A convolution of the block's element type. */
+static void conv_init_typed(conv_layer *c, arena *a, conv_shape shape, elem_type type) {
+    shape.data_type = type == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    conv_init(c, a, shape);
+}
+
+static void batchnorm_init_typed(batchnorm_layer *bn, arena *a, int rows, int channels, act_kind act,
+                                 elem_type type) {
+    batchnorm_init(bn, a, rows, channels, act);
+    bn->type = type;
+}
+
 /* ---- squeeze-excitation ---------------------------------------------------------------------*/
 
-void squeeze_excite_init(squeeze_excite *se, arena *a, int batch, int hw, int channels, int reduced,
+void squeeze_excite_init(squeeze_excite *se, arena *a, int batch, int hw, int channels, int reduced, elem_type type,
                          const squeeze_grads *shared) {
     memset(se, 0, sizeof *se);
-    se->batch = batch, se->hw = hw, se->channels = channels, se->reduced = reduced;
+    se->batch = batch, se->hw = hw, se->channels = channels, se->reduced = reduced, se->type = type;
     linear_init(&se->reduce, a, batch, channels, reduced);
     linear_init(&se->expand, a, batch, reduced, channels);
-    se->pooled = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * channels);
+    se->reduce.type = se->expand.type = type;
+    se->pooled = take_act(a, type, (size_t)batch * channels);
     se->reduced_pre = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * reduced);
-    se->reduced_act = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * reduced);
+    se->reduced_act = take_act(a, type, (size_t)batch * reduced);
     se->gate_logits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * channels);
     if (shared) {
         se->grads = *shared;
     } else {
-        se->grads.d_pooled = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * channels);
-        se->grads.d_reduced = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * reduced);
-        se->grads.d_gate = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * channels);
+        se->grads.d_pooled = take_act(a, type, (size_t)batch * channels);
+        se->grads.d_reduced = take_act(a, type, (size_t)batch * reduced);
+        se->grads.d_gate = take_act(a, type, (size_t)batch * channels);
     }
 }
 
@@ -46,23 +64,25 @@ void squeeze_excite_setup(squeeze_excite *se, job_context *ctx) {
     linear_setup(&se->expand, ctx);
 }
 
-void squeeze_excite_forward(squeeze_excite *se, float *y, const float *x, job_context *ctx) {
+void squeeze_excite_forward(squeeze_excite *se, void *y, const void *x, job_context *ctx) {
     int n = se->batch, c = se->channels;
-    avgpool_global_forward(se->pooled, x, n, se->hw, c, ELEM_F32, ctx->stream);
+    elem_type t = se->type;
+    avgpool_global_forward(se->pooled, x, n, se->hw, c, t, ctx->stream);
     linear_forward(&se->reduce, se->reduced_pre, se->pooled, ctx);
-    silu_forward(se->reduced_act, se->reduced_pre, (size_t)n * se->reduced, ctx->stream);
+    silu_forward(se->reduced_act, se->reduced_pre, (size_t)n * se->reduced, t, ctx->stream);
     linear_forward(&se->expand, se->gate_logits, se->reduced_act, ctx);
-    se_scale_forward(y, x, se->gate_logits, n, se->hw, c, ctx->stream);
+    se_scale_forward(y, x, se->gate_logits, n, se->hw, c, t, ctx->stream);
 }
 
-void squeeze_excite_backward(squeeze_excite *se, float *dx, const float *dy, const float *x, job_context *ctx) {
+void squeeze_excite_backward(squeeze_excite *se, void *dx, const void *dy, const void *x, job_context *ctx) {
     int n = se->batch, c = se->channels;
+    elem_type t = se->type;
     squeeze_grads *g = &se->grads;
-    se_scale_backward_gate(g->d_gate, dy, x, se->gate_logits, n, se->hw, c, ctx->stream);
+    se_scale_backward_gate(g->d_gate, dy, x, se->gate_logits, n, se->hw, c, t, ctx->stream);
     linear_backward(&se->expand, g->d_reduced, g->d_gate, se->reduced_act, ctx);
-    silu_backward(g->d_reduced, g->d_reduced, se->reduced_pre, (size_t)n * se->reduced, ctx->stream);
+    silu_backward(g->d_reduced, g->d_reduced, se->reduced_pre, (size_t)n * se->reduced, t, ctx->stream);
     linear_backward(&se->reduce, g->d_pooled, g->d_reduced, se->pooled, ctx);
-    se_scale_backward_input(dx, dy, se->gate_logits, g->d_pooled, n, se->hw, c, ctx->stream);
+    se_scale_backward_input(dx, dy, se->gate_logits, g->d_pooled, n, se->hw, c, t, ctx->stream);
 }
 
 void squeeze_excite_destroy(squeeze_excite *se) {
@@ -75,9 +95,10 @@ void squeeze_excite_destroy(squeeze_excite *se) {
 static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
 
 size_t effnet_block_init(effnet_block *b, arena *a, effnet_block_kind kind, int batch, int in_c, int out_c,
-                         int expand, int stride, int size_in, float keep, const squeeze_grads *se_grads) {
+                         int expand, int stride, int size_in, float keep, elem_type type,
+                         const squeeze_grads *se_grads) {
     memset(b, 0, sizeof *b);
-    b->kind = kind, b->batch = batch, b->in_c = in_c, b->out_c = out_c, b->stride = stride;
+    b->kind = kind, b->type = type, b->batch = batch, b->in_c = in_c, b->out_c = out_c, b->stride = stride;
     b->mid_c = kind == BLOCK_CONV_BN_ACT ? out_c : in_c * expand;
     b->size_in = size_in, b->size_out = conv_out_size(size_in, 3, stride, 1);
     b->has_skip = stride == 1 && in_c == out_c;
@@ -88,42 +109,44 @@ size_t effnet_block_init(effnet_block *b, arena *a, effnet_block_kind kind, int 
     size_t largest = rows_out * out_c;
     switch (kind) {
     case BLOCK_CONV_BN_ACT:
-        conv_init(&b->conv_in, a, conv_shape_nhwc(batch, in_c, out_c, 3, stride, 1, size_in, size_in));
-        batchnorm_init(&b->bn_in, a, (int)rows_out, out_c, ACT_SILU);
-        b->z1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
+        conv_init_typed(&b->conv_in, a, conv_shape_nhwc(batch, in_c, out_c, 3, stride, 1, size_in, size_in), type);
+        batchnorm_init_typed(&b->bn_in, a, (int)rows_out, out_c, ACT_SILU, type);
+        b->z1 = take_act(a, type, rows_out * out_c);
         break;
     case BLOCK_FUSED_MBCONV:
-        conv_init(&b->conv_in, a, conv_shape_nhwc(batch, in_c, mid, 3, stride, 1, size_in, size_in));
-        batchnorm_init(&b->bn_in, a, (int)rows_out, mid, ACT_SILU);
-        conv_init(&b->conv_pwl, a, conv_shape_nhwc(batch, mid, out_c, 1, 1, 0, b->size_out, b->size_out));
-        batchnorm_init(&b->bn_out, a, (int)rows_out, out_c, ACT_NONE);
-        b->z1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * mid);
-        b->a1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * mid);
-        b->z2 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
+        conv_init_typed(&b->conv_in, a, conv_shape_nhwc(batch, in_c, mid, 3, stride, 1, size_in, size_in), type);
+        batchnorm_init_typed(&b->bn_in, a, (int)rows_out, mid, ACT_SILU, type);
+        conv_init_typed(&b->conv_pwl, a, conv_shape_nhwc(batch, mid, out_c, 1, 1, 0, b->size_out, b->size_out), type);
+        batchnorm_init_typed(&b->bn_out, a, (int)rows_out, out_c, ACT_NONE, type);
+        b->z1 = take_act(a, type, rows_out * mid);
+        b->a1 = take_act(a, type, rows_out * mid);
+        b->z2 = take_act(a, type, rows_out * out_c);
         largest = max_z(largest, rows_out * mid);
         break;
     case BLOCK_MBCONV: {
         /* timm: round(mid * 0.25 / expand), Python's round (half to even, as nearbyint) */
         int reduced = (int)nearbyint(mid * (0.25 / expand));
-        conv_init(&b->conv_in, a, conv_shape_nhwc(batch, in_c, mid, 1, 1, 0, size_in, size_in));
-        batchnorm_init(&b->bn_in, a, (int)rows_in, mid, ACT_SILU);
+        conv_init_typed(&b->conv_in, a, conv_shape_nhwc(batch, in_c, mid, 1, 1, 0, size_in, size_in), type);
+        batchnorm_init_typed(&b->bn_in, a, (int)rows_in, mid, ACT_SILU, type);
         depthwise_layer_init(&b->dw, a, batch, mid, size_in, stride);
-        batchnorm_init(&b->bn_dw, a, (int)rows_out, mid, ACT_SILU);
-        squeeze_excite_init(&b->se, a, batch, b->size_out * b->size_out, mid, reduced > 0 ? reduced : 1, se_grads);
-        conv_init(&b->conv_pwl, a, conv_shape_nhwc(batch, mid, out_c, 1, 1, 0, b->size_out, b->size_out));
-        batchnorm_init(&b->bn_out, a, (int)rows_out, out_c, ACT_NONE);
-        b->z1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_in * mid);
-        b->a1 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_in * mid);
-        b->z2 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * mid);
-        b->a2 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * mid);
-        b->a3 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * mid);
-        b->z3 = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
+        b->dw.type = type;
+        batchnorm_init_typed(&b->bn_dw, a, (int)rows_out, mid, ACT_SILU, type);
+        squeeze_excite_init(&b->se, a, batch, b->size_out * b->size_out, mid, reduced > 0 ? reduced : 1, type,
+                            se_grads);
+        conv_init_typed(&b->conv_pwl, a, conv_shape_nhwc(batch, mid, out_c, 1, 1, 0, b->size_out, b->size_out), type);
+        batchnorm_init_typed(&b->bn_out, a, (int)rows_out, out_c, ACT_NONE, type);
+        b->z1 = take_act(a, type, rows_in * mid);
+        b->a1 = take_act(a, type, rows_in * mid);
+        b->z2 = take_act(a, type, rows_out * mid);
+        b->a2 = take_act(a, type, rows_out * mid);
+        b->a3 = take_act(a, type, rows_out * mid);
+        b->z3 = take_act(a, type, rows_out * out_c);
         largest = max_z(largest, max_z(rows_in * mid, rows_out * mid));
         break;
     }
     }
-    if (b->keep < 1.0f) b->branch = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
-    b->out = arena_take_floats(a, ARENA_ACTIVATIONS, rows_out * out_c);
+    if (b->keep < 1.0f) b->branch = take_act(a, type, rows_out * out_c);
+    b->out = take_act(a, type, rows_out * out_c);
     return largest;
 }
 
@@ -136,11 +159,11 @@ double effnet_block_flops(const effnet_block *b) {
 
 /* The BN whose output is the block's (before the shortcut) and what it normalises. */
 static batchnorm_layer *last_bn(effnet_block *b) { return b->kind == BLOCK_CONV_BN_ACT ? &b->bn_in : &b->bn_out; }
-static const float *last_z(const effnet_block *b) {
+static const void *last_z(const effnet_block *b) {
     return b->kind == BLOCK_CONV_BN_ACT ? b->z1 : b->kind == BLOCK_FUSED_MBCONV ? b->z2 : b->z3;
 }
 
-size_t effnet_block_setup(effnet_block *b, float *dx, const effnet_grads *g, conv_algo_cache *cache,
+size_t effnet_block_setup(effnet_block *b, void *dx, const effnet_grads *g, conv_algo_cache *cache,
                           depthwise_cache *dw_cache, job_context *ctx) {
     conv_setup(&b->conv_in, b->z1, b->x, dx, b->has_skip, cache, ctx);
     size_t workspace = b->conv_in.algos.workspace_bytes;
@@ -162,7 +185,7 @@ static void finish_forward(effnet_block *b, int training, const float *drop_scal
         int hw = b->size_out * b->size_out;
         batchnorm_forward(bn, b->branch, last_z(b), NULL, training, ctx);
         drop_path_add_forward(b->out, b->x, b->branch, drop_scale + (size_t)b->drop_row * b->batch, b->batch, hw,
-                              b->out_c, ctx->stream);
+                              b->out_c, b->type, ctx->stream);
     } else {
         batchnorm_forward(bn, b->out, last_z(b), b->has_skip ? b->x : NULL, training, ctx);
     }
@@ -184,24 +207,24 @@ void effnet_block_forward(effnet_block *b, int training, const float *drop_scale
 }
 
 /* Gradient of the last BN's input into g[0]; the drop-path scale first goes through g[1]. */
-static void start_backward(effnet_block *b, float *dout, const effnet_grads *g, job_context *ctx) {
-    const float *dy = dout;
+static void start_backward(effnet_block *b, void *dout, const effnet_grads *g, job_context *ctx) {
+    const void *dy = dout;
     if (b->drop_row >= 0) {
         int hw = b->size_out * b->size_out;
         drop_path_backward(g->g[1], dout, g->drop_scale + (size_t)b->drop_row * b->batch, b->batch, hw, b->out_c,
-                           ctx->stream);
+                           b->type, ctx->stream);
         dy = g->g[1];
     }
     batchnorm_backward(last_bn(b), g->g[0], NULL, dy, last_z(b), b->drop_row >= 0 ? b->branch : b->out, ctx);
 }
 
-void effnet_block_backward(effnet_block *b, float *dx, float *dout, const effnet_grads *g, job_context *ctx) {
+void effnet_block_backward(effnet_block *b, void *dx, void *dout, const effnet_grads *g, job_context *ctx) {
     if (b->has_skip && dx != dout) {
         fprintf(stderr, "effnet_block_backward: a block with a skip accumulates its input gradient onto its "
                 "output gradient, so dx must be dout\n");
         exit(2);
     }
-    float *g0 = g->g[0], *g1 = g->g[1], *g2 = g->g[2];
+    void *g0 = g->g[0], *g1 = g->g[1], *g2 = g->g[2];
     start_backward(b, dout, g, ctx);
     if (b->kind == BLOCK_CONV_BN_ACT) {
         conv_backward(&b->conv_in, dx, g0, b->x, ctx);

@@ -44,8 +44,8 @@ typedef struct model_family {
 
 static const model_family FAMILIES[] = {
     {{"resnet26", "resnet50", "resnet152"}, resnet_build, 1},
-    {{"cait_xxs24"}, cait_build, 0},
-    {{"efficientnetv2_s"}, efficientnet_build, 0},
+    {{"cait_xxs24"}, cait_build, 1},
+    {{"efficientnetv2_s"}, efficientnet_build, 1},
 };
 #define FAMILY_COUNT (sizeof FAMILIES / sizeof *FAMILIES)
 

@@ -22,8 +22,8 @@ typedef struct ln_run {
 
 static double ln_loss(void *arg) {
     ln_run *r = arg;
-    if (r->cat) layernorm_cat_forward(r->y, r->mean, r->rstd, r->first, r->x, r->tokens, r->gamma, r->beta, r->rows, r->C, 1e-6f, ctx.stream);
-    else layernorm_forward(r->y, r->mean, r->rstd, r->x, r->gamma, r->beta, r->rows, r->C, 1e-6f, ctx.stream);
+    if (r->cat) layernorm_cat_forward(r->y, r->mean, r->rstd, r->first, r->x, r->tokens, r->gamma, r->beta, r->rows, r->C, 1e-6f, ELEM_F32, ctx.stream);
+    else layernorm_forward(r->y, r->mean, r->rstd, r->x, r->gamma, r->beta, r->rows, r->C, 1e-6f, ELEM_F32, ctx.stream);
     return weighted_sum(r->y, r->w, (size_t)r->rows * r->C);
 }
 
@@ -65,8 +65,8 @@ static void check_layernorm(int batch, int tokens, int C, int cat) {
     test_poison(r.y, n), test_poison(d_dg, C), test_poison(d_db, C);
     settle();
     ln_loss(&r);
-    if (cat) layernorm_cat_backward(d_df, d_dx, d_dg, d_db, d_dy, r.first, r.x, tokens, r.mean, r.rstd, r.gamma, rows, C, 1, 0, scratch, ctx.stream);
-    else layernorm_backward(d_dx, d_dg, d_db, d_dy, r.x, r.mean, r.rstd, r.gamma, rows, C, 1, scratch, ctx.stream);
+    if (cat) layernorm_cat_backward(d_df, NULL, d_dx, NULL, d_dg, d_db, d_dy, r.first, r.x, tokens, r.mean, r.rstd, r.gamma, rows, C, 1, 0, ELEM_F32, scratch, ctx.stream);
+    else layernorm_backward(d_dx, NULL, d_dg, d_db, d_dy, r.x, r.mean, r.rstd, r.gamma, rows, C, 1, ELEM_F32, scratch, ctx.stream);
     printf("layernorm%s rows %d (tokens %d) C %d:\n", cat ? " (class token prepended)" : "", rows, tokens, C);
     expect_close("y", r.y, y_ref, n, 1e-5);
     expect_close("dx", d_dx, dx_ref, nx, 1e-5);
@@ -101,7 +101,7 @@ typedef struct gelu_run {
 
 static double gelu_loss(void *arg) {
     gelu_run *r = arg;
-    gelu_forward(r->y, r->x, r->n, ctx.stream);
+    gelu_forward(r->y, r->x, r->n, ELEM_F32, ctx.stream);
     return weighted_sum(r->y, r->w, r->n);
 }
 
@@ -120,11 +120,11 @@ static void test_gelu(void **state) {
         r.n = vec ? 1000 : n;
         test_poison(r.y, n);
         settle();
-        gelu_forward(r.y, r.x, r.n, ctx.stream);
+        gelu_forward(r.y, r.x, r.n, ELEM_F32, ctx.stream);
         expect_close(vec ? "y (float4)" : "y", r.y, y_ref, r.n, 3e-6);
         CHECK_CUDA(cudaMemcpy(r.y, dy, n * sizeof(float), cudaMemcpyHostToDevice));
         settle();
-        gelu_backward(r.y, r.y, r.x, r.n, ctx.stream); /* in place, as the model runs it */
+        gelu_backward(r.y, r.y, r.x, r.n, ELEM_F32, ctx.stream); /* in place, as the model runs it */
         expect_close(vec ? "dx (float4, in place)" : "dx (in place)", r.y, dx_ref, r.n, 3e-6);
     }
     float *dx = download(r.y, n);
@@ -196,7 +196,7 @@ typedef struct th_run {
 
 static double th_loss(void *arg) {
     th_run *r = arg;
-    talking_heads_forward(r->attn, r->stats, r->logits, r->wl, r->bl, r->ww, r->bw, r->B, r->H, r->N, ctx.stream);
+    talking_heads_forward(r->attn, r->stats, r->logits, r->wl, r->bl, r->ww, r->bw, r->B, r->H, r->N, ELEM_F32, ctx.stream);
     return weighted_sum(r->attn, r->w, (size_t)r->B * r->H * r->N * r->N);
 }
 
@@ -221,10 +221,10 @@ static void check_talking_heads(int B, int H, int N) {
     expect_close("attn", r.attn, attn_ref, n, 2e-5);
     test_poison(again, n);
     settle();
-    talking_heads_recompute(again, r.stats, r.logits, r.wl, r.bl, r.ww, r.bw, B, H, N, ctx.stream);
+    talking_heads_recompute(again, r.stats, r.logits, r.wl, r.bl, r.ww, r.bw, B, H, N, ELEM_F32, ctx.stream);
     float *a1 = download(r.attn, n), *a2 = download(again, n);
     assert_memory_equal(a1, a2, n * sizeof(float)); /* the backward pass sees the forward's weights exactly */
-    talking_heads_backward(grad, g_wl, g_bl, g_ww, g_bw, r.logits, r.stats, r.wl, r.bl, r.ww, r.bw, B, H, N, scratch, ctx.stream);
+    talking_heads_backward(grad, g_wl, g_bl, g_ww, g_bw, r.logits, r.stats, r.wl, r.bl, r.ww, r.bw, B, H, N, ELEM_F32, scratch, ctx.stream);
     expect_close("dlogits", grad, dl_ref, n, 1e-4);
     expect_close("d proj_l.weight", g_wl, dwl, hh, 5e-5);
     expect_close("d proj_w.weight", g_ww, dww, hh, 5e-5);
@@ -237,7 +237,7 @@ static void check_talking_heads(int B, int H, int N) {
     /* deterministic: the same call again gives the same bits */
     CHECK_CUDA(cudaMemcpy(grad, da, n * sizeof(float), cudaMemcpyHostToDevice));
     settle();
-    talking_heads_backward(grad, g_wl, g_bl, g_ww, g_bw, r.logits, r.stats, r.wl, r.bl, r.ww, r.bw, B, H, N, scratch, ctx.stream);
+    talking_heads_backward(grad, g_wl, g_bl, g_ww, g_bw, r.logits, r.stats, r.wl, r.bl, r.ww, r.bw, B, H, N, ELEM_F32, scratch, ctx.stream);
     float *dl2 = download(grad, n), *gwl2 = download(g_wl, hh);
     assert_memory_equal(dl, dl2, n * sizeof(float));
     assert_memory_equal(gwl, gwl2, hh * sizeof(float));
@@ -320,9 +320,9 @@ static void test_attention_core(void **state) {
     arena plan;
     arena_plan(&plan);
     core_run r = {0};
-    th_core_init(&r.core, &plan, B, N, H, D);
+    th_core_init(&r.core, &plan, B, N, H, D, ELEM_F32);
     assert_int_equal(arena_allocate(&ctx.arena, &plan, 0), 0);
-    th_core_init(&r.core, &ctx.arena, B, N, H, D);
+    th_core_init(&r.core, &ctx.arena, B, N, H, D, ELEM_F32);
     r.qkv = test_to_device(qkv, n_qkv), r.out = test_to_device(dout, n_out), r.w = dout, r.n_out = n_out;
     r.wl = test_to_device(wl, hh), r.bl = test_to_device(bl, H), r.ww = test_to_device(ww, hh), r.bw = test_to_device(bw, H);
     float *d_logits, *d_stats, *d_attn, *scratch, *d_dout = test_to_device(dout, n_out), *d_dqkv = test_to_device(qkv, n_qkv);
@@ -363,7 +363,7 @@ typedef struct ca_run {
 
 static double ca_loss(void *arg) {
     ca_run *r = arg;
-    class_attention_forward(r->out, r->p, r->q, r->kv, r->B, r->H, r->tokens, r->D, 1 / sqrtf((float)r->D), ctx.stream);
+    class_attention_forward(r->out, r->p, r->q, r->kv, r->B, r->H, r->tokens, r->D, 1 / sqrtf((float)r->D), ELEM_F32, ctx.stream);
     return weighted_sum(r->out, r->w, (size_t)r->B * r->H * r->D);
 }
 
@@ -411,7 +411,7 @@ static void check_class_attention(int B, int H, int tokens, int D) {
     test_poison(r.out, nq), test_poison(d_dq, nq), test_poison(d_dkv, nkv);
     settle();
     ca_loss(&r);
-    class_attention_backward(d_dq, d_dkv, d_dout, r.p, r.q, r.kv, B, H, tokens, D, 1 / sqrtf((float)D), ctx.stream);
+    class_attention_backward(d_dq, d_dkv, d_dout, r.p, r.q, r.kv, B, H, tokens, D, 1 / sqrtf((float)D), ELEM_F32, ctx.stream);
     expect_close("out", r.out, out_ref, nq, 2e-5);
     expect_close("dq", d_dq, dq_ref, nq, 1e-4);
     expect_close("dkv", d_dkv, dkv_ref, nkv, 1e-4);

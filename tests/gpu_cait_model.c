@@ -41,7 +41,7 @@ static void test_dense_strided(void **state) {
     printf("dense %d rows %d floats apart, %d -> %d, dx accumulated:\n", rows, ld, in, out);
     test_poison(d_y, (size_t)rows * out), test_poison(d_dw, (size_t)out * in), test_poison(d_db, out);
     settle();
-    dense_forward(&engine, &ctx, d_y, d_x, ld, d_w, d_b, rows, in, out);
+    dense_forward(&engine, &ctx, d_y, d_x, ld, d_w, d_b, rows, in, out, ELEM_F32);
     dense_backward(&engine, &ctx, d_dx, ld, 1.0f, d_dw, d_db, d_dy, d_x, ld, d_w, d_ones, rows, in, out);
     expect_close("y", d_y, y_ref, (size_t)rows * out, 1e-5);
     expect_close("dx (other rows untouched)", d_dx, dx_ref, nx, 1e-5);
@@ -158,7 +158,7 @@ static void test_patch_embed(void **state) {
     test_poison(r.x0, nx), test_poison(d_dw, nw), test_poison(d_db, C), test_poison(d_dpos, np);
     settle();
     pe_loss(&r);
-    patch_embed_backward(&engine, &ctx, d_dw, d_db, d_dpos, d_dy, r.patches, d_ones, B, S, Cin, P, C);
+    patch_embed_backward(&engine, &ctx, d_dw, d_db, d_dpos, d_dy, d_dy, r.patches, r.w, d_ones, B, S, Cin, P, C);
     expect_close("x0", r.x0, x_ref, nx, 1e-5);
     expect_close("dw", d_dw, dw_ref, nw, 1e-5);
     expect_close("db", d_db, db_ref, C, 1e-5);

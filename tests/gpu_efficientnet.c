@@ -135,9 +135,9 @@ static void check_dw_kernels(dw_case k, int shift, void *scratch) {
     upload(d_x, x, nx), upload(d_w, w, nw), upload(d_dy, dy, ny);
     printf("depthwise kernels n%d %dx%d c%d stride %d%s:\n", k.n, k.h, k.w, k.c, k.stride, shift ? " misaligned" : "");
     for (int call = 0; call < 2; call++) { /* the second call starts from the scratch the first left */
-        depthwise_forward(d_y, d_x, d_w, k.n, k.h, k.w, k.c, k.stride, ho, wo, 0);
-        depthwise_backward_data(d_dx, d_dy, d_w, k.n, k.h, k.w, k.c, k.stride, ho, wo, 0);
-        depthwise_backward_filter(d_dw, d_dy, d_x, k.n, k.h, k.w, k.c, k.stride, ho, wo, scratch, 0);
+        depthwise_forward(d_y, d_x, d_w, k.n, k.h, k.w, k.c, k.stride, ho, wo, ELEM_F32, 0);
+        depthwise_backward_data(d_dx, d_dy, d_w, k.n, k.h, k.w, k.c, k.stride, ho, wo, ELEM_F32, 0);
+        depthwise_backward_filter(d_dw, d_dy, d_x, k.n, k.h, k.w, k.c, k.stride, ho, wo, ELEM_F32, scratch, 0);
         expect_device_close("y", d_y, y_ref, ny, 1e-5);
         expect_device_close("dx", d_dx, dx_ref, nx, 1e-5);
         expect_device_close("dw", d_dw, dw_ref, nw, 1e-5);
@@ -241,7 +241,7 @@ static void test_depthwise_layer_both_paths(void **state) {
 typedef struct silu_fd { float *y, *x; const float *w; size_t n; } silu_fd;
 static double silu_loss(void *arg) {
     silu_fd *f = arg;
-    silu_forward(f->y, f->x, f->n, 0);
+    silu_forward(f->y, f->x, f->n, ELEM_F32, 0);
     return weighted_sum(f->y, f->w, f->n);
 }
 
@@ -257,11 +257,11 @@ static void test_silu(void **state) {
         float *d_dx = dev_alloc(n + 1) + shift;
         upload(d_x, x, n), upload(d_dy, dy, n);
         printf("silu n %zu%s:\n", n, shift ? " misaligned" : "");
-        silu_forward(d_y, d_x, n, 0);
-        silu_backward(d_dx, d_dy, d_x, n, 0);
+        silu_forward(d_y, d_x, n, ELEM_F32, 0);
+        silu_backward(d_dx, d_dy, d_x, n, ELEM_F32, 0);
         expect_device_close("y", d_y, y_ref, n, 1e-5);
         expect_device_close("dx", d_dx, dx_ref, n, 1e-5);
-        silu_backward(d_dy, d_dy, d_x, n, 0); /* in place */
+        silu_backward(d_dy, d_dy, d_x, n, ELEM_F32, 0); /* in place */
         expect_device_close("dx in place", d_dy, dx_ref, n, 1e-5);
         float *dx = falloc(n);
         test_to_host(dx, d_dx, n);
@@ -286,9 +286,9 @@ static void check_se(int N, int HW, int C, int R) {
     arena plan;
     squeeze_excite se;
     arena_plan(&plan);
-    squeeze_excite_init(&se, &plan, N, HW, C, R, NULL);
+    squeeze_excite_init(&se, &plan, N, HW, C, R, ELEM_F32, NULL);
     assert_int_equal(arena_allocate(&ctx.arena, &plan, 0), 0);
-    squeeze_excite_init(&se, &ctx.arena, N, HW, C, R, NULL);
+    squeeze_excite_init(&se, &ctx.arena, N, HW, C, R, ELEM_F32, NULL);
     squeeze_excite_setup(&se, &ctx);
     size_t n = (size_t)N * HW * C;
     float *x = random_host(n, -2, 2), *dy = random_host(n, -1, 1);
@@ -384,7 +384,7 @@ static void test_squeeze_excite(void **state) {
 typedef struct drop_fd { float *y, *shortcut, *branch, *scale; const float *w; int N, HW, C; } drop_fd;
 static double drop_loss(void *arg) {
     drop_fd *f = arg;
-    drop_path_add_forward(f->y, f->shortcut, f->branch, f->scale, f->N, f->HW, f->C, 0);
+    drop_path_add_forward(f->y, f->shortcut, f->branch, f->scale, f->N, f->HW, f->C, ELEM_F32, 0);
     return weighted_sum(f->y, f->w, (size_t)f->N * f->HW * f->C);
 }
 
@@ -405,8 +405,8 @@ static void test_drop_path_fixed_mask(void **state) {
         float *d_scale = dev_alloc(N);
         upload(d_s, s, n), upload(d_b, b, n), upload(d_dy, dy, n), upload(d_scale, scales, N);
         printf("drop path N %d HW %d C %d, scales {1.25, 0, 2}:\n", N, HW, C);
-        drop_path_add_forward(d_y, d_s, d_b, d_scale, N, HW, C, 0);
-        drop_path_backward(d_db, d_dy, d_scale, N, HW, C, 0);
+        drop_path_add_forward(d_y, d_s, d_b, d_scale, N, HW, C, ELEM_F32, 0);
+        drop_path_backward(d_db, d_dy, d_scale, N, HW, C, ELEM_F32, 0);
         expect_device_close("y", d_y, y_ref, n, 1e-6);
         expect_device_close("dbranch", d_db, db_ref, n, 1e-7);
         float *db = falloc(n);

@@ -73,7 +73,7 @@ static const cli_option OPTIONS[] = {
      CLI_INT(T, gpus, 1, 64)},
     {"--no-graph", NULL, "run the step kernel by kernel instead of as a CUDA graph", CLI_FLAG(T, use_graph, 0)},
     {"--precision", NULL, "tf32: float32 with TF32 tensor-core math; fp32: strict float32; bf16: mixed precision "
-     "as torch.autocast (bfloat16 activations, float32 weights, gradients, statistics and loss; resnet*)",
+     "as torch.autocast (bfloat16 activations, float32 weights, gradients, statistics and loss; the vision models)",
      CLI_CHOICE(T, precision, PRECISIONS), .fallback = "tf32"},
     {"--no-tf32", NULL, "strict float32 (no TF32 tensor-core math): --precision fp32", CLI_FLAG(T, allow_tf32, 0)},
     {"--workspace-mb", "N", "cuDNN workspace bound", CLI_INT(T, workspace_mb, 0, 1 << 20), .fallback = "512"},
