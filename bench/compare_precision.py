@@ -2,7 +2,8 @@
 """Per model: the suite's step in bf16 and tf32 next to PyTorch's strongest compiled step in each.
 
 Why: issue 13's targets in one table: suite bf16 at most 0.8x PyTorch's compiled bf16 step (the
-better of mode="reduce-overhead" and "max-autotune" where both ran; the column says which), and
+best of mode="reduce-overhead", "max-autotune" and the whole step in one CUDA graph ("graphed",
+bench/torch_model.py) where they ran; the column says which), and
 the suite's bf16 peak memory at most its tf32 footprint. Reads the JSON lines of
 bench/run_model_bench.sh (run with BENCH_PRECISIONS="tf32 bf16"); records without "precision"
 are tf32. Prints a Markdown table and PASS/FAIL/SKIP lines; exits 1 if a check FAILs or nothing
@@ -13,7 +14,7 @@ import sys
 
 GIB = float(1 << 30)
 TARGET = 0.8
-COMPILED = ("torch-compiled", "torch-max-autotune")
+COMPILED = ("torch-compiled", "torch-max-autotune", "torch-graphed")
 
 
 def read(paths):
@@ -50,6 +51,15 @@ def best_compiled(by_slot, precision):
     return min(runs) if runs else (None, "-")
 
 
+def spread(by_slot, precision, mode):
+    """', p10-p90 A-B' of that compiled run. Why: PyTorch's step at these sizes is bound by its host
+    work, so its spread (and its median from one machine to the next) is wide where the suite's,
+    a single graph launch, is not; a reader should see how far one median can be trusted."""
+    r = by_slot.get((f"torch-{mode}", precision)) or {}
+    lo, hi = r.get("p10_ms"), r.get("p90_ms")
+    return f", p10-p90 {lo:.2f}-{hi:.2f}" if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else ""
+
+
 def fmt(v, digits=2):
     return "-" if v is None else f"{v:.{digits}f}"
 
@@ -70,7 +80,8 @@ def main():
         mem_bf = s_bf.get("peak_bytes") / GIB if ms(s_bf) else None
         mem_tf = s_tf.get("peak_bytes") / GIB if ms(s_tf) else None
         table.append((model, f"{size}x{size}", str(batch), fmt(ms(s_bf)), fmt(ms(s_tf)),
-                      f"{fmt(t_bf)} ({t_bf_mode})", f"{fmt(t_tf)} ({t_tf_mode})", fmt(ratio), fmt(mem_bf),
+                      f"{fmt(t_bf)} ({t_bf_mode}{spread(by_slot, 'bf16', t_bf_mode)})",
+                      f"{fmt(t_tf)} ({t_tf_mode}{spread(by_slot, 'tf32', t_tf_mode)})", fmt(ratio), fmt(mem_bf),
                       fmt(mem_tf)))
         name = f"{model} {size}x{size}/{batch}"
         if ratio is None:

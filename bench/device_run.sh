@@ -28,6 +28,15 @@
 #   study   run_suite --study small --quick and --study all --quick, each with its report
 #   faults  bench/faults.sh: every fault kind under naive, mps, mig-emulate, streams, green; kill -9
 #   ddp1    train --gpus 1 against plain train (loss trajectories)
+#   bf16-tests  the bf16 GPU tests and the float tests of the kernels they share
+#   bf16-learn  Fashion-MNIST in bf16: resnet26 3 epochs (the float32 recipe), EfficientNetV2-S
+#           and CaiT (patch 4) 5 epochs
+#   bf16-parity the bf16 step against PyTorch autocast bf16 on the same weights (float64 reference;
+#           bound: a few times PyTorch's own bf16 error), every vision model
+#   bf16-bench  suite bf16/tf32 against PyTorch compiled bf16/tf32 (BENCH_CONFIGS, TORCH_MODES; the
+#           default adds "graphed", the whole step in one CUDA graph; compiles take 1-4 min each)
+#   bf16-step   the suite's bench_step alone, tf32 and bf16, for the bf16-bench configurations
+#   bf16-colloc 7*S and 3*M under MPS in tf32 and bf16, and the report that sets them side by side
 # Logs go to $OUT (or results/device). On the device machine, first: . .devroot/env.sh
 set -u
 out=${OUT:-$PWD/results/device}
@@ -302,6 +311,65 @@ PY
                 python3 -c 'import sys, json; print("'"${how:-plain}"'", [json.loads(l)["loss"] for l in sys.stdin])'
         done
         "$build/gpu_ddp" 2>&1 | grep -vE "^\[ " | head -30
+        ;;
+    bf16-tests)
+        for t in gpu_bf16 gpu_bf16_efficientnet gpu_bf16_cait gpu_efficientnet gpu_cait gpu_cait_model; do
+            timeout 300 "$build/$t" >"$out/$t.log" 2>&1; echo "$t: exit $?"
+            grep -vE "^\[ +(RUN|OK) +\]" "$out/$t.log" | head -40
+        done
+        ;;
+    bf16-learn)
+        "$build/train" --model resnet26 --data fashion-mnist --batch 128 --epochs 3 --lr 0.1 --momentum 0.9 \
+            --weight-decay 5e-4 --schedule one-cycle --warmup-pct 0.15 --eval --seed 1 --precision bf16 2>&1 | \
+            tee "$out/learn_bf16_resnet26.log" | grep -E "^epoch|error|parameters|peak" || status=1
+        "$build/train" --model efficientnetv2_s --data fashion-mnist --batch 128 --epochs 5 --lr 0.05 --nesterov --eval \
+            --seed 1 --precision bf16 2>&1 | tee "$out/learn_bf16_effnet.log" | grep -E "^epoch|error|parameters|peak" || status=1
+        "$build/train" --model cait_xxs24 --data fashion-mnist --patch-size 4 --batch 128 --epochs 5 --eval --seed 1 \
+            --precision bf16 2>&1 | tee "$out/learn_bf16_cait.log" | grep -E "^epoch|error|parameters|peak" || status=1
+        ;;
+    bf16-parity)
+        for run in ${PARITY_RUNS:-"resnet26 10 32 16 1 16" "resnet50 100 64 8 0 16" "resnet152 10 64 8 0 16" \
+                   "efficientnetv2_s 10 64 4 0 16" "cait_xxs24 10 32 4 0 4" "cait_xxs24 10 224 2 1 16"}; do
+            read -r model classes size batch seed patch <<<"$run"
+            dir=/tmp/parity-bf16-$model-$size
+            mkdir -p $dir
+            python3 tests/parity/timm_reference.py --model $model --classes $classes --image-size $size \
+                --batch $batch --seed $seed --patch-size $patch --bf16 1 --out $dir --sgd-step 0.1 | cut -c1-400 || status=1
+            SUITE_PARITY_BF16=1 SUITE_PARITY_MODELS=$model SUITE_PARITY_DIR=$dir "$build/gpu_model_parity" \
+                >"$out/parity_bf16_${model}_$size.log" 2>&1 || status=1
+            grep -E "^$model |outside|relative error|skipped" "$out/parity_bf16_${model}_$size.log" | head -12
+        done
+        ;;
+    bf16-bench)
+        BENCH_PRECISIONS="tf32 bf16" TORCH_MODES=${TORCH_MODES:-"compiled graphed"} \
+            BENCH_CONFIGS=${BENCH_CONFIGS:-"resnet26:32:128 resnet50:64:128 resnet152:224:32 efficientnetv2_s:64:128:sgd cait_xxs24:224:128:adamw"} \
+            bash bench/run_model_bench.sh "$build" "$out" || status=1
+        ;;
+    bf16-step)
+        for cfg in ${BENCH_CONFIGS:-resnet26:32:128 resnet50:64:128 resnet152:224:32 efficientnetv2_s:64:128:sgd cait_xxs24:224:128:adamw}; do
+            IFS=: read -r model size batch optimizer <<<"$cfg"
+            for precision in tf32 bf16; do
+                echo -n "$precision: "
+                "$build/bench_step" --model "$model" --image-size "$size" --batch "$batch" --classes 1000 \
+                    --optimizer "${optimizer:-sgd}" --precision $precision || status=1
+            done
+        done
+        ;;
+    bf16-colloc)
+        d=/tmp/bf16-colloc; rm -rf $d; mkdir -p $d
+        for mix in "7*S:${COLLOC_STEPS_S:-500}" "3*M:${COLLOC_STEPS_M:-300}"; do
+            steps=${mix#*:}; mix=${mix%:*}
+            for precision in tf32 bf16; do
+                name=$(echo "$mix" | tr '*' 'x')-$precision
+                "$build/run_suite" --mode mps --mix "$mix" --precision $precision --steps-per-epoch $steps \
+                    --results $d/$name >"$out/colloc_$name.log" 2>&1 || status=1
+                echo "--- $mix under MPS, $precision, $steps steps an epoch"
+                grep -E "samples/s in total|^mode  *status" -A2 "$out/colloc_$name.log" | head -8
+            done
+        done
+        python3 bench/sharing_table.py $d
+        "$build/run_suite" report $d -o "$out/report_bf16.html" || status=1
+        ps -eo comm= | grep -c '^nvidia-cuda-mps' | sed 's/^/MPS processes left: /'
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;
     esac

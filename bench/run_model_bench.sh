@@ -11,7 +11,8 @@
 #   env: PYTHON (python3), BENCH_TIMEOUT seconds per run (900), TORCH_STEPS (50)
 #   env: BENCH_PRECISIONS "tf32 bf16" (default tf32): each configuration in each precision, on both
 #        sides (PyTorch bf16 = autocast); with more than tf32, bench/compare_precision.py's table
-#   env: TORCH_MODES (default "eager compiled"; "max-autotune" adds mode="max-autotune")
+#   env: TORCH_MODES (default "eager compiled"; "max-autotune" adds mode="max-autotune", "graphed" the
+#        whole step, optimizer included, in one CUDA graph: bench/torch_model.py)
 # Exit status: compare_models.py's (1 if a check FAILs or nothing ran).
 set -u
 

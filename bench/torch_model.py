@@ -6,7 +6,8 @@ does on the same GPU. This times timm's model with SGD (lr 0.1, momentum 0.9, we
 or AdamW (lr 1e-3, weight decay 0.05), both fused (one kernel over all parameters), as the suite's
 step does, and cross-entropy on synthetic batches already on the GPU, cudnn.benchmark on, either
 eager (NCHW) or compiled with channels_last: torch.compile(mode="reduce-overhead") ("compiled") or
-mode="max-autotune" (Triton autotuning, CUDA graphs; minutes of compile time). --precision: tf32
+mode="max-autotune" (Triton autotuning, CUDA graphs; minutes of compile time), or "graphed": compiled
+(default mode) with the whole step, optimizer included, captured in one CUDA graph. --precision: tf32
 (TF32 tensor cores for float32, the default), fp32 (strict), or bf16 (float32 weights, forward
 and loss under torch.autocast(dtype=torch.bfloat16), as a mixed-precision user writes it; no
 GradScaler, which bfloat16 does not need). Compilation is done in the warm-up and not timed. Prints ONE JSON line on stdout; everything else goes to stderr.
@@ -41,13 +42,43 @@ def percentile(sorted_values, q):
     return sorted_values[i]
 
 
+def graph_whole_step(eager_step, step_loss, opt, inputs, labels, log):
+    """The whole step (compiled forward and loss, backward, fused optimizer) as one CUDA graph, as
+    PyTorch's CUDA Graphs notes show for whole-network capture. Why: at these sizes a compiled
+    step's host work (autograd, the optimizer's launches, zero_grad) can take longer than its GPU
+    work, and mode="reduce-overhead" graphs only the forward and the backward; a user after the
+    last microsecond captures everything and replays it. Returns step(i): copy batch i into the
+    captured inputs, replay."""
+    static_x, static_y = inputs[0].clone(), labels[0].clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # compiles, and creates the optimizer state, off the capture
+        for i in range(3):
+            eager_step(i)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)  # so backward allocates .grad from the graph's pool
+    with torch.cuda.graph(graph):
+        static_loss = step_loss(static_x, static_y)
+        static_loss.backward()
+        opt.step()
+    log("whole step captured in one CUDA graph")
+
+    def step(i):
+        static_x.copy_(inputs[i % len(inputs)])
+        static_y.copy_(labels[i % len(labels)])
+        graph.replay()
+        return static_loss
+    return step
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--image-size", type=int, required=True)
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--classes", type=int, default=1000)
-    ap.add_argument("--mode", choices=("eager", "compiled", "max-autotune"), required=True)
+    ap.add_argument("--mode", choices=("eager", "compiled", "max-autotune", "graphed"), required=True)
     ap.add_argument("--precision", choices=("tf32", "fp32", "bf16"), default="tf32")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=15)
@@ -76,7 +107,8 @@ def main():
                               pretrained=False, **({"img_size": args.image_size} if args.model.startswith("cait") else {}))
     model = model.to(device=device, memory_format=fmt).train()
     if args.optimizer == "adamw":
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05, fused=cuda)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05, fused=cuda,
+                                capturable=args.mode == "graphed")
     else:
         try:
             opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4, fused=cuda)
@@ -86,17 +118,26 @@ def main():
     shape = (args.batch, 3, args.image_size, args.image_size)
     inputs = [torch.randn(shape, device=device).contiguous(memory_format=fmt) for _ in range(N_BATCHES)]
     labels = [torch.randint(0, args.classes, (args.batch,), device=device) for _ in range(N_BATCHES)]
-    compile_mode = {"compiled": "reduce-overhead", "max-autotune": "max-autotune"}.get(args.mode)
-    step_model = torch.compile(model, mode=compile_mode) if compiled else model
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16")
+    compile_mode = {"compiled": "reduce-overhead", "max-autotune": "max-autotune", "graphed": "default"}.get(args.mode)
+    bf16 = args.precision == "bf16"
+
+    def forward_loss(x, y):
+        # autocast inside what is compiled, so Inductor sees the weight casts and the loss too
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            return F.cross_entropy(model(x), y)
+
+    step_loss = torch.compile(forward_loss, mode=None if args.mode == "graphed" else compile_mode) \
+        if compiled else forward_loss
 
     def step(i):
         opt.zero_grad(set_to_none=True)
-        with autocast:
-            loss = F.cross_entropy(step_model(inputs[i % N_BATCHES]), labels[i % N_BATCHES])
+        loss = step_loss(inputs[i % N_BATCHES], labels[i % N_BATCHES])
         loss.backward()
         opt.step()
         return loss
+
+    if args.mode == "graphed":
+        step = graph_whole_step(step, step_loss, opt, inputs, labels, log)
 
     warmup = max(args.warmup, 20) if compiled else args.warmup
     t0 = time.perf_counter()

@@ -19,9 +19,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report_data import MODEL_SIZES, ReportError, load, mode_key, read_json, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
-from report_figures import figure_energy, figure_throughput, figure_timeline, figure_uniform, plt_module  # noqa: E402
-from report_html import CSS, comparison_table, esc, findings_section, provenance  # noqa: E402
+from report_data import MODEL_SIZES, ReportError, load, mode_key, precision_pairs, read_json, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
+from report_figures import figure_energy, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module  # noqa: E402
+from report_html import CSS, comparison_table, esc, findings_section, precision_table, provenance  # noqa: E402
 
 
 def build(paths, reference_path):
@@ -61,6 +61,16 @@ def build(paths, reference_path):
             figures.append((f"fig-throughput-{anchor}", workload_title(w)))
             body.append(f"<img id=fig-throughput-{anchor} alt='throughput against one job alone' src='{src}'>")
         body.append(comparison_table(rs, wc, solo, solo_whole))
+
+    pairs = precision_pairs(runs)
+    if pairs:
+        body.append("<h2 id=precision>bf16 against tf32</h2><p class=note>Each pair is one mix under one mode, run "
+                    "once in tf32 and once in bf16, compared over the timed epoch (the second) as above: the sum of "
+                    "the jobs' samples/s, SM activity and memory; the bf16 bars carry their ratio to tf32.</p>")
+        figures.append(("fig-precision", "bf16 against tf32"))
+        body.append(f"<img id=fig-precision alt='bf16 against tf32: throughput, SM activity and memory' "
+                    f"src='{figure_precision(plt, pairs)}'>")
+        body.append(precision_table(pairs))
 
     body.append("<h2 id=timelines>Timelines (Figures 5 and 9)</h2><p class=note>Dotted lines: a job's go and the "
                 "start of its timed epoch; dashed: its end. Memory is stacked per job (NVML's per-process "
@@ -106,7 +116,8 @@ def build(paths, reference_path):
     head = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
             f"<style>{CSS}</style></head><body><h1>{esc(title)}</h1>"
             f"<p class=sub>{len(runs)} run(s) from {esc(', '.join(paths))}; GPU: {esc(', '.join(sorted(gpu_names)) or 'not recorded')}; "
-            f"{len(figures)} figure(s)</p><nav><a href='#modes'>modes and degrees</a><a href='#timelines'>timelines</a>"
+            f"{len(figures)} figure(s)</p><nav><a href='#modes'>modes and degrees</a>"
+            f"{'<a href=#precision>bf16 against tf32</a>' if pairs else ''}<a href='#timelines'>timelines</a>"
             f"<a href='#energy'>energy</a>{'<a href=#paper>the paper</a>' if ref else ''}<a href='#provenance'>provenance</a></nav>")
     page = head + "\n".join(body) + f"\n<!-- figures: {' '.join(f for f, _ in figures)} -->\n</body></html>\n"
     return page, figures

@@ -98,7 +98,8 @@ class Timeline:
         if any(math.isnan(t) for t in self.t):
             raise ReportError(f"{path}: a row's time 't' is not a number")
         self.columns = {}
-        names = [k for k in (rows[0].keys() if rows else []) if k not in ("t", "unit", "markers")]
+        # a row longer than the header has its extra cells under the key None: not a column
+        names = [k for k in (rows[0].keys() if rows else []) if isinstance(k, str) and k not in ("t", "unit", "markers")]
         for name in names:
             self.columns[name] = [fnum(r.get(name)) for r in rows]
         self.markers = []
@@ -189,6 +190,7 @@ class Run:
         p = os.path.join(path, "timeline.csv")
         self.timeline = Timeline(p) if os.path.exists(p) else None
         names = [j.get("job") if isinstance(j.get("job"), str) else str(j.get("label")) for j in self.jobs]
+        self.job_names = names
         self.uniform = len(set(names)) == 1
         self.workload = names[0] if self.uniform and names else self.mix
         self.model = self.workload.split(":")[0] if self.uniform else ""
@@ -225,6 +227,12 @@ class Run:
         go = finite([num(j.get("go_t")) for j in self.jobs])
         end = finite([num(j.get("end_t")) for j in self.jobs])
         return (min(go), max(end)) if go and end else (NAN, NAN)
+
+    def timed_throughput(self):
+        """Sum over jobs of timed-epoch samples/s (run_suite's own sum where it wrote one): what
+        the collocated jobs did together while all were past their warm-up."""
+        v, per = num(self.summary.get("timed_samples_per_s_sum")), [num(j.get("timed_samples_per_s")) for j in self.jobs]
+        return v if not math.isnan(v) else sum(per) if per and len(finite(per)) == len(per) else NAN
 
     def sm_activity(self):
         """Mean over the timed epochs: SM activity (GPM), else NVML utilisation; and its name."""
@@ -270,10 +278,9 @@ class Run:
         return num(self.summary.get("total_samples"))
 
     def energy_per_sample(self):
-        for key in ("energy_per_sample_j",):
-            v = num(self.summary.get(key))
-            if not math.isnan(v):
-                return v
+        v = num(self.summary.get("energy_per_sample_j"))
+        if not math.isnan(v):
+            return v
         e, n = self.energy(), self.samples()
         return e / n if n and not math.isnan(e) and not math.isnan(n) else NAN
 
@@ -399,6 +406,42 @@ def short_workload(r):
     return MODEL_NAMES.get(r.model, r.model) if r.uniform else r.mix
 
 
+def split_precision(name):
+    """A canonical job name without its precision override, and that precision (tf32, train's
+    default, where it has none): runs of one mix in two precisions must find each other."""
+    head, bracket, rest = name.rpartition("[")  # overrides come last, one bracket
+    if not bracket or not rest.endswith("]") or "]" in rest[:-1]:
+        return name, "tf32"
+    overrides = rest[:-1].split(",")
+    precision = ([o[10:] for o in overrides if o.startswith("precision=")] or ["tf32"])[-1]
+    kept = [o for o in overrides if not o.startswith("precision=")]
+    return head + (f"[{','.join(kept)}]" if kept else ""), precision
+
+
+def precision_pairs(runs):
+    """(tf32 run, bf16 run) of the same jobs but for their precision, mode and degree; the last
+    loaded of each where there are several. A run whose jobs differ in precision pairs with none."""
+    found = {}
+    for r in runs:
+        names = [split_precision(n) for n in r.job_names]
+        precisions = {p for _, p in names}
+        if len(precisions) == 1 and precisions <= {"tf32", "bf16"}:
+            found.setdefault((tuple(b for b, _ in names), r.mode, r.degree), {})[precisions.pop()] = r
+    pairs = [(k["tf32"], k["bf16"]) for k in found.values() if len(k) == 2]
+    return sorted(pairs, key=lambda p: (p[0].degree, mode_key(p[0].mode), p[0].mix))
+
+
+def precision_rows(pairs):
+    """Per pair its label and (tf32, bf16) of throughput, SM activity and memory; and the names of
+    the SM and memory measures, which depend on what each run could read."""
+    rows, sm_names, mem_names = [], set(), set()
+    for t, b in pairs:
+        sm, mem = [r.sm_activity() for r in (t, b)], [r.memory_after_epoch() for r in (t, b)]
+        sm_names.update(n for _, n in sm if n)
+        mem_names.update(m[2] for m in mem)
+        rows.append((f"{t.mix} {t.mode}", t, b, [(t.timed_throughput(), b.timed_throughput()),
+                                                 (sm[0][0], sm[1][0]), (mem[0][0], mem[1][0])]))
+    return rows, " or ".join(sorted(sm_names)) or None, " or ".join(sorted(mem_names))
 
 
 def solo_makespans(runs):

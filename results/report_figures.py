@@ -3,7 +3,9 @@ import base64
 import io
 import math
 
-from report_data import GIB, MODE_COLOURS, Cell, finite, mode_key, num, short_workload
+from report_data import GIB, MODE_COLOURS, Cell, finite, mode_key, num, precision_rows, short_workload
+
+PRECISION_COLOURS = {"tf32": "#4c72b0", "bf16": "#dd8452"}
 
 def png(fig):
     buf = io.BytesIO()
@@ -206,5 +208,42 @@ def figure_energy(plt, groups):
     b.set_xticklabels([f"{g} {m}" for g, m, _, _ in bars], rotation=60, ha="right", fontsize=7)
     handles = [plt.Rectangle((0, 0), 1, 1, color=MODE_COLOURS.get(m, "#444")) for m in sorted({m for _, m, _, _ in bars}, key=mode_key)]
     a.legend(handles, sorted({m for _, m, _, _ in bars}, key=mode_key), fontsize=8, frameon=False, ncol=5)
+    fig.tight_layout()
+    return png(fig)
+
+
+def figure_precision(plt, pairs):
+    """The same mix, mode and degree in tf32 and bf16 side by side: what the lower precision buys
+    in throughput, and what it does to SM activity and memory, with bf16's ratio on its bar."""
+    rows, sm_name, mem_name = precision_rows(pairs)
+    panels = [("(a) aggregate throughput, samples/s\n(sum over jobs, timed epoch)", 1.0),
+              (f"(b) {sm_name or 'SM activity (not measured)'}, %\n(mean over the timed epochs)", 1.0),
+              (f"(c) memory, GiB\n({mem_name})", 1.0 / GIB)]
+    wide = len(rows) > 4  # side by side the page would shrink them past reading: one above another
+    fig, axes = plt.subplots(3 if wide else 1, 1 if wide else 3, squeeze=False,
+                             figsize=(0.75 * len(rows) + 2, 9.6) if wide else (max(10.5, 3 * (0.75 * len(rows) + 1.2)), 3.6))
+    axes = axes.flat
+    for m, (ax, (title, scale)) in enumerate(zip(axes, panels)):
+        vals = [tuple(v * scale for v in row[3][m]) for row in rows]
+        top = max(finite([v for pair in vals for v in pair]) + ([100.0] if m == 1 else []), default=0) or 1.0
+        for k, (a, b) in enumerate(vals):
+            for x, v, prec in ((k - 0.2, a, "tf32"), (k + 0.2, b, "bf16")):
+                if math.isnan(v):
+                    ax.text(x, top * 0.01, "n/a", ha="center", va="bottom", fontsize=8, color="#a00")
+                else:
+                    ax.bar(x, v, width=0.38, color=PRECISION_COLOURS[prec])
+            if not math.isnan(a) and not math.isnan(b) and a > 0:
+                ax.text(k + 0.2, b + top * 0.01, f"{b / a:.2f}x", ha="center", va="bottom", fontsize=8)
+        ax.set_ylim(0, top * 1.12)
+        ax.set_xlim(-0.6, len(rows) - 0.4)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels([r[0] for r in rows], rotation=30 if len(rows) > 2 else 0,
+                           ha="right" if len(rows) > 2 else "center")
+        ax.set_title(title, loc="left", fontsize=9)
+        if m == 0:
+            ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in PRECISION_COLOURS.values()]
+    fig.legend(handles, list(PRECISION_COLOURS), loc="upper center", ncol=2, frameon=False, fontsize=8,
+               bbox_to_anchor=(0.5, 1 + 0.22 / fig.get_figheight()))
     fig.tight_layout()
     return png(fig)

@@ -4,7 +4,7 @@ import math
 import os
 
 from report_data import (GIB, METRIC_NAMES, MODEL_NAMES, MODEL_SIZES, NAN, Cell, finite, is_num, mean,
-                         mode_key, num, short_name)
+                         mode_key, num, precision_rows, short_name)
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
@@ -194,6 +194,20 @@ def findings_section(ref, groups, cells, solo, gpu_names):
     return "\n".join(out)
 
 
+def precision_table(pairs):
+    """The precision figure's numbers, for reading off and copying: one row per tf32/bf16 pair."""
+    rows, sm_name, _ = precision_rows(pairs)
+    out = ["<table><tr><th class=l rowspan=2>mix</th><th class=l rowspan=2>mode</th><th rowspan=2>jobs</th>"
+           f"<th colspan=3>samples/s (timed epoch)</th><th colspan=2>{esc(sm_name or 'SM activity')} %</th>"
+           "<th colspan=2>memory GiB</th></tr><tr><th>tf32</th><th>bf16</th><th>bf16 / tf32</th>"
+           "<th>tf32</th><th>bf16</th><th>tf32</th><th>bf16</th></tr>"]
+    for _, t, b, ((tp_t, tp_b), (sm_t, sm_b), (mem_t, mem_b)) in rows:
+        ratio = tp_b / tp_t if tp_t > 0 and not math.isnan(tp_b) else NAN
+        out.append(f"<tr><td class=l>{esc(t.mix)}</td><td class=l>{esc(t.mode)}</td><td>{t.degree}</td>"
+                   f"<td>{fmt(tp_t, '{:,.0f}')}</td><td>{fmt(tp_b, '{:,.0f}')}</td><td>{fmt(ratio, '{:.2f}x')}</td>"
+                   f"<td>{fmt(sm_t, '{:.0f}')}</td><td>{fmt(sm_b, '{:.0f}')}</td><td>{gib(mem_t)}</td><td>{gib(mem_b)}</td></tr>")
+    out.append("</table>")
+    return "\n".join(out)
 
 
 def provenance(runs, studies):

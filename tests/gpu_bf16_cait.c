@@ -38,8 +38,8 @@ static uint64_t rng = 7919;
 #define F32_SUMS 1e-4
 /* Directional differences through a bfloat16 forward: each output's rounding moves L = sum(w y)
  * by about 1.1e-3 |w y| (independently at x + hv and x - hv, as every output moves by more than
- * its ulp), which against the signal 2h |g|^2 / rms(g) of these sizes is below 1e-2 at the steps
- * used (the cases print it); the truncation error of central differences is below 1e-3. */
+ * its ulp), which against the signal 2h |g|^2 / norm(g) of these sizes (fd_direction) is below
+ * 1e-2 at the steps used; the truncation error of central differences is below 1e-2. */
 #define FD_TOL 3e-2
 
 /* ---- bfloat16 on the host, device buffers (freed at the end of each test) --------------------*/
@@ -136,20 +136,24 @@ static double weighted(const void *d, elem_type t, const float *w, size_t n) {
     return s;
 }
 
-/* L(x + h v) - L(x - h v) with v = g / rms(g), x the device input of type t whose exact values are
- * x_host, against g . (x+ - x-) over the inputs as actually stored (rounded to bfloat16 for a
- * bfloat16 input, so that rounding of the step is no error). */
+/* L(x + h v) - L(x - h v) with v = g / max(rms(g), max|g| / 2), x the device input of type t whose
+ * exact values are x_host, against g . (x+ - x-) over the inputs as actually stored (rounded to
+ * bfloat16 for a bfloat16 input, so that rounding of the step is no error). Why the cap: a gradient
+ * concentrated on few elements (class attention's dk over 197 tokens: max|g| = 26 rms) would move
+ * those by 26 h, where the softmax is far from linear (24% off in exact arithmetic at h 0.05);
+ * moving no element by more than 2 h keeps the step's own error under 1%. */
 typedef double (*loss_fn)(void *arg);
 static void fd_direction(const char *what, void *d, elem_type t, const float *x_host, const float *g, size_t n,
                          loss_fn loss, void *arg, double h) {
-    double rms = 0, pred = 0, l[2];
-    for (size_t i = 0; i < n; i++) rms += (double)g[i] * g[i];
-    rms = sqrt(rms / n);
+    double norm = 0, pred = 0, l[2];
+    for (size_t i = 0; i < n; i++) norm += (double)g[i] * g[i];
+    norm = sqrt(norm / n);
+    for (size_t i = 0; i < n; i++) norm = fmax(norm, fabs((double)g[i]) / 2);
     float *xs[2];
     for (int s = 0; s < 2; s++) {
         xs[s] = malloc(n * sizeof(float));
         for (size_t i = 0; i < n; i++) {
-            double v = x_host[i] + (s ? -h : h) * g[i] / rms;
+            double v = x_host[i] + (s ? -h : h) * g[i] / norm;
             xs[s][i] = t == ELEM_BF16 ? bf16r(v) : (float)v;
         }
         upload(d, xs[s], n, t);
@@ -788,7 +792,11 @@ static void test_whole_model(void **state) {
     const char *worst_name = "";
     for (int i = 0; i < count; i++) {
         const grad_tensor *g = &tensors[i];
-        if (strstr(g->name, "attn.proj_l.bias")) continue; /* softmax(z + c) = softmax(z): rounding only */
+        /* softmax(z + c) = softmax(z): biases that shift every logit of a row alike (talking heads'
+         * proj_l.bias; class attention's k.bias, q_cls . b_k for every key) have zero gradient in
+         * exact arithmetic, so both precisions hold rounding only */
+        if (strstr(g->name, "attn.proj_l.bias") || (strstr(g->name, "blocks_token_only.") && strstr(g->name, "attn.k.bias")))
+            continue;
         double err = test_rel_err_f(g16 + g->at, g32 + g->at, g->n);
         if (!(err < 0.2)) fail_msg("%s: bf16 gradient %.3g off the float32 one (relative)", g->name, err);
         if (err > worst) worst = err, worst_name = g->name;

@@ -597,9 +597,9 @@ static void random_batch(float *images, int32_t *labels, const model_config *c) 
     for (int i = 0; i < c->batch; i++) labels[i] = (int32_t)(rng_next(&r) % (uint64_t)c->classes);
 }
 
-static model_run run_model(precision_kind precision, float drop_path, int steps) {
+static model_run run_model(precision_kind precision, float drop_path, int steps, int size, int batch) {
     model_config config = MODEL;
-    config.precision = precision, config.drop_path = drop_path;
+    config.precision = precision, config.drop_path = drop_path, config.image_size = size, config.batch = batch;
     session s;
     char err[512];
     if (session_plan(&s, &config, err, sizeof err) ||
@@ -608,10 +608,11 @@ static model_run run_model(precision_kind precision, float drop_path, int steps)
     model *m = s.model;
     size_t image_floats = (size_t)config.batch * config.image_size * config.image_size * config.in_channels;
     float *images = malloc(image_floats * sizeof *images);
-    int32_t labels[8];
+    int32_t labels[64];
+    assert_true(batch <= 64);
     random_batch(images, labels, &config);
     model_run out = {0, 0, NULL, 0};
-    CHECK_CUDA(cudaMemcpy(m->labels, labels, sizeof labels, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(m->labels, labels, (size_t)batch * sizeof *labels, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemset(s.trainer.sums, 0, 2 * sizeof(float)));
     f32_upload(m->input, images, image_floats);
     f32_poison(arena_grads(&s.ctx.arena), arena_trainable_floats(&s.ctx.arena));
@@ -638,9 +639,9 @@ static model_run run_model(precision_kind precision, float drop_path, int steps)
         out.n += count;
     }
     m->forward(m, 0, &s.ctx); /* inference: running statistics, no drop path */
-    float logits[80];
-    test_to_host(logits, m->logits, 80);
-    for (int i = 0; i < 80; i++) assert_true(isfinite(logits[i]));
+    float logits[640];
+    test_to_host(logits, m->logits, (size_t)batch * config.classes);
+    for (int i = 0; i < batch * config.classes; i++) assert_true(isfinite(logits[i]));
     optimizer_config sgd = {.kind = OPTIMIZER_SGD, .momentum = 0.9f, .weight_decay = 5e-4f};
     lr_schedule constant = {LR_CONSTANT, 0.02f, 0, 0, 0, 0, 0, 25, 1e4f};
     trainer_init(&s.trainer, m, &s.ctx, sgd, constant, 0.0f, 1);
@@ -657,22 +658,40 @@ static model_run run_model(precision_kind precision, float drop_path, int steps)
     return out;
 }
 
+static double cosine_of(const model_run *a, const model_run *b, double *rel) {
+    double dot = 0.0, na = 0.0, nb = 0.0;
+    for (size_t i = 0; i < a->n; i++)
+        dot += (double)a->grads[i] * b->grads[i], na += (double)a->grads[i] * a->grads[i],
+            nb += (double)b->grads[i] * b->grads[i];
+    *rel = test_rel_err_f(b->grads, a->grads, a->n);
+    return dot / sqrt(na * nb);
+}
+
+/* bf16 against fp32 from the same weights, with tf32 printed as the scale of what rounding alone
+ * does. Why 64x64/16: at 32x32/8 the last stages are 1x1 and their batch norms see 8 values, and
+ * there even fp32 and tf32 part ways after a few steps (on the H100: steps 30-39 at loss 0.10 and
+ * 0.0002, bf16 gradient cosine 0.43), so no comparison of precisions means anything; here tf32's
+ * cosine is 0.9999 and bf16's 0.95 (its rounding is 8x tf32's and it rounds every stored
+ * activation too). The parity test against PyTorch's own bf16 autocast (gpu_model_parity,
+ * SUITE_PARITY_BF16=1) is the bound on the numbers; this catches wiring (a wrong operand or
+ * buffer type is off by O(1)) and shows the repeated batch is learned. */
 static void test_model_step(void **state) {
-    model_run f32 = run_model(PRECISION_FP32, 0.0f, 40), bf = run_model(PRECISION_BF16, 0.0f, 40);
+    const int size = 64, batch = 16, steps = 40;
+    model_run f32 = run_model(PRECISION_FP32, 0.0f, steps, size, batch);
+    model_run tf = run_model(PRECISION_TF32, 0.0f, steps, size, batch);
+    model_run bf = run_model(PRECISION_BF16, 0.0f, steps, size, batch);
     assert_int_equal(f32.n, bf.n);
-    double dot = 0.0, n32 = 0.0, n16 = 0.0;
-    for (size_t i = 0; i < f32.n; i++)
-        dot += (double)f32.grads[i] * bf.grads[i], n32 += (double)f32.grads[i] * f32.grads[i],
-            n16 += (double)bf.grads[i] * bf.grads[i];
-    double cosine = dot / sqrt(n32 * n16), rel = test_rel_err_f(bf.grads, f32.grads, f32.n);
-    printf("efficientnetv2_s 32x32/8: first-step loss fp32 %.5f bf16 %.5f; gradients: cosine %.5f, rel err %.3e; "
-           "steps 30-39 fp32 %.5f bf16 %.5f\n", f32.first, bf.first, cosine, rel, f32.later, bf.later);
+    double rel_tf, rel_bf, cos_tf = cosine_of(&f32, &tf, &rel_tf), cos_bf = cosine_of(&f32, &bf, &rel_bf);
+    printf("efficientnetv2_s %dx%d/%d: first-step loss fp32 %.5f tf32 %.5f bf16 %.5f; gradients against fp32: "
+           "tf32 cosine %.5f (rel err %.3e), bf16 cosine %.5f (rel err %.3e); steps %d-%d fp32 %.5f tf32 %.5f "
+           "bf16 %.5f\n", size, size, batch, f32.first, tf.first, bf.first, cos_tf, rel_tf, cos_bf, rel_bf,
+           steps - 10, steps - 1, f32.later, tf.later, bf.later);
     assert_true(isfinite(bf.first) && isfinite(bf.later));
     assert_true(fabs(bf.first - f32.first) < 3e-2 * f32.first);
-    assert_true(cosine > 0.98);
+    assert_true(cos_bf > 0.9);
     assert_true(bf.later < 0.7 * bf.first); /* the repeated batch is being learned */
-    free(f32.grads), free(bf.grads);
-    model_run dropped = run_model(PRECISION_BF16, 0.2f, 3); /* drop path's bfloat16 kernels, in the graph */
+    free(f32.grads), free(tf.grads), free(bf.grads);
+    model_run dropped = run_model(PRECISION_BF16, 0.2f, 3, size, batch); /* drop path's bf16 kernels, in the graph */
     printf("efficientnetv2_s bf16 with drop path 0.2: first-step loss %.5f\n", dropped.first);
     assert_true(isfinite(dropped.first));
     free(dropped.grads);

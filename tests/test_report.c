@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/testutil.h"
 
@@ -165,11 +166,79 @@ static void test_study_cell_not_run(void **state) {
     test_rmtree(dir);
 }
 
+/* One mix under one mode in tf32 and in bf16 (fake_train takes --precision and ignores it; the
+ * jobs' canonical names carry it): reported together they get the precision section, figure and
+ * table; the tf32 run alone has nothing to pair with, so no section. The NVML stand-in where it
+ * was built (a full build makes it), else none: the section does not need the timeline. */
+static void test_precision_pair(void **state) {
+    char dir[512], bin[600], link[700], mps[600], tf32[600], bf16[600], page[600], path[4096], nvml[4096];
+    char out[8192], err[16384];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(bin, sizeof bin, "%s/bin", dir);
+    snprintf(mps, sizeof mps, "%s/mps", dir);
+    snprintf(tf32, sizeof tf32, "%s/2xS-tf32", dir);
+    snprintf(bf16, sizeof bf16, "%s/2xS-bf16", dir);
+    snprintf(page, sizeof page, "%s/report.html", dir);
+    mkdir(bin, 0700);
+    mkdir(mps, 0700);
+    snprintf(link, sizeof link, "%s/nvidia-cuda-mps-control", bin);
+    assert_int_equal(symlink(FAKE_TRAIN_PATH, link), 0);
+    char *old_path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    snprintf(path, sizeof path, "%s:%s", bin, old_path);
+    setenv("PATH", path, 1);
+    snprintf(nvml, sizeof nvml, "%s", test_binary("libnvml_standin.so"));
+    struct stat st;
+    setenv("SUITE_NVML_LIBRARY", stat(nvml, &st) == 0 ? nvml : "/nonexistent/libnvidia-ml.so.1", 1);
+    setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
+    setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", mps, 1); /* never a real daemon's */
+    setenv("FAKE_TRAIN", "*:setup_ms=5,epoch_ms=20", 1);
+    const char *results[] = {tf32, bf16};
+    for (int i = 0; i < 2; i++) {
+        int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--mode", "mps", "--mix", "2*S",
+                                 "--precision", i ? "bf16" : "tf32", "--steps-per-epoch", "2",
+                                 "--train", FAKE_TRAIN_PATH, "--results", results[i], NULL);
+        if (rc != 0) fprintf(stderr, "stdout: %s\nstderr: %s\n", out, err);
+        assert_int_equal(rc, 0);
+    }
+    setenv("PATH", old_path, 1);
+    free(old_path);
+    unsetenv("FAKE_TRAIN");
+    unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+    unsetenv("SUITE_NVML_LIBRARY");
+
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", tf32, bf16, "-o", page, NULL);
+    if (rc != 0) fprintf(stderr, "stdout: %s\nstderr: %s\n", out, err);
+    assert_int_equal(rc, 0);
+    char *html = read_all(page);
+    assert_non_null(strstr(html, "<h2 id=precision>bf16 against tf32</h2>"));
+    assert_non_null(strstr(html, "<a href=#precision>"));
+    const char *img = strstr(html, "<img id=fig-precision ");
+    assert_non_null(img);
+    assert_int_equal(strncmp(strstr(img, " src='"), " src='data:image/png;base64,", 28), 0);
+    assert_non_null(strstr(strstr(html, "<!-- figures:"), " fig-precision"));
+    const char *table = strstr(html, "<th>bf16 / tf32</th>");
+    assert_non_null(table);
+    assert_non_null(strstr(table, "<td class=l>2*S</td><td class=l>mps</td><td>2</td>"));
+    free(html);
+
+    rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", tf32, "-o", page, NULL);
+    if (rc != 0) fprintf(stderr, "stdout: %s\nstderr: %s\n", out, err);
+    assert_int_equal(rc, 0);
+    html = read_all(page);
+    assert_null(strstr(html, "fig-precision"));
+    assert_null(strstr(html, "id=precision"));
+    assert_null(strstr(html, "bf16 against tf32"));
+    free(html);
+    test_rmtree(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_page),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_study_cell_not_run),
+        cmocka_unit_test(test_precision_pair),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
