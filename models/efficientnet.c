@@ -115,19 +115,6 @@ static void add_block_params(model *m, const char *block_prefix, const effnet_bl
 
 static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
 
-static void *take_act(arena *a, elem_type type, size_t n) {
-    return arena_take(a, ARENA_ACTIVATIONS, n * elem_bytes(type));
-}
-
-/* A convolution and its batch norm in the model's element type. */
-static void conv_bn_init(conv_layer *c, batchnorm_layer *bn, arena *a, conv_shape shape, int bn_rows, act_kind act,
-                         elem_type type) {
-    shape.data_type = type == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    conv_init(c, a, shape);
-    batchnorm_init(bn, a, bn_rows, shape.out_c, act);
-    bn->type = type;
-}
-
 static void efficientnet_setup(model *m, job_context *ctx);
 static void efficientnet_forward(model *m, int training, job_context *ctx);
 static void efficientnet_backward(model *m, job_context *ctx);
@@ -157,9 +144,9 @@ static void take_se_grads(squeeze_grads *g, arena *a, int batch, elem_type type)
         }
         in_c = STAGES[s].out_c;
     }
-    g->d_pooled = take_act(a, type, (size_t)batch * widest);
-    g->d_reduced = take_act(a, type, (size_t)batch * widest_reduced);
-    g->d_gate = take_act(a, type, (size_t)batch * widest);
+    g->d_pooled = model_take_activations(a, type, (size_t)batch * widest);
+    g->d_reduced = model_take_activations(a, type, (size_t)batch * widest_reduced);
+    g->d_gate = model_take_activations(a, type, (size_t)batch * widest);
 }
 
 model *efficientnet_build(const model_config *config, arena *a, char *err, size_t err_size) {
@@ -198,15 +185,15 @@ model *efficientnet_build(const model_config *config, arena *a, char *err, size_
 
     size_t input_floats = (size_t)n * size * size * config->in_channels;
     m->input = arena_take_floats(a, ARENA_ACTIVATIONS, input_floats);
-    if (type == ELEM_BF16) e->input_half = take_act(a, type, input_floats);
+    if (type == ELEM_BF16) e->input_half = model_take_activations(a, type, input_floats);
     conv_shape stem = conv_shape_nhwc(n, config->in_channels, STEM_CHANNELS, 3, 2, 1, size, size);
     e->stem_size = stem.h_out;
     size_t stem_rows = (size_t)n * e->stem_size * e->stem_size;
-    conv_bn_init(&e->conv_stem, &e->bn1, a, stem, (int)stem_rows, ACT_SILU, type);
+    model_conv_bn_init(&e->conv_stem, &e->bn1, a, stem, (int)stem_rows, ACT_SILU, type);
     layer_params_conv(m, "conv_stem.", &e->conv_stem);
     layer_params_batchnorm(m, "bn1.", &e->bn1);
-    e->z0 = take_act(a, type, stem_rows * STEM_CHANNELS);
-    e->a0 = take_act(a, type, stem_rows * STEM_CHANNELS);
+    e->z0 = model_take_activations(a, type, stem_rows * STEM_CHANNELS);
+    e->a0 = model_take_activations(a, type, stem_rows * STEM_CHANNELS);
     take_se_grads(&e->se_grads, a, n, type);
 
     /* blocks: timm's drop-path rate of block i is drop_path * i / block_count */
@@ -232,13 +219,13 @@ model *efficientnet_build(const model_config *config, arena *a, char *err, size_
         }
 
     size_t head_rows = (size_t)n * size * size;
-    conv_bn_init(&e->conv_head, &e->bn2, a, conv_shape_nhwc(n, in_c, HEAD_CHANNELS, 1, 1, 0, size, size),
-                 (int)head_rows, ACT_SILU, type);
+    model_conv_bn_init(&e->conv_head, &e->bn2, a, conv_shape_nhwc(n, in_c, HEAD_CHANNELS, 1, 1, 0, size, size),
+                       (int)head_rows, ACT_SILU, type);
     layer_params_conv(m, "conv_head.", &e->conv_head);
     layer_params_batchnorm(m, "bn2.", &e->bn2);
-    e->zh = take_act(a, type, head_rows * HEAD_CHANNELS);
-    e->ah = take_act(a, type, head_rows * HEAD_CHANNELS);
-    e->features = take_act(a, type, (size_t)n * HEAD_CHANNELS);
+    e->zh = model_take_activations(a, type, head_rows * HEAD_CHANNELS);
+    e->ah = model_take_activations(a, type, head_rows * HEAD_CHANNELS);
+    e->features = model_take_activations(a, type, (size_t)n * HEAD_CHANNELS);
     linear_init(&e->classifier, a, n, HEAD_CHANNELS, config->classes);
     e->classifier.type = type;
     {   /* timm's _init_weight_goog: Linear weight U(+-1/sqrt(fan_out)), bias zero */
@@ -249,13 +236,13 @@ model *efficientnet_build(const model_config *config, arena *a, char *err, size_
     }
     m->logits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * config->classes);
     m->dlogits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * config->classes);
-    if (type == ELEM_BF16) e->dlogits_half = take_act(a, type, (size_t)n * config->classes);
+    if (type == ELEM_BF16) e->dlogits_half = model_take_activations(a, type, (size_t)n * config->classes);
     m->labels = arena_take(a, ARENA_SCRATCH, (size_t)n * sizeof(int32_t));
 
     inner = max_z(inner, head_rows * HEAD_CHANNELS);
-    for (int i = 0; i < 2; i++) e->grad_boundary[i] = take_act(a, type, boundary);
-    for (int i = 0; i < 3; i++) e->grads.g[i] = take_act(a, type, inner);
-    e->grad_features = take_act(a, type, (size_t)n * HEAD_CHANNELS);
+    for (int i = 0; i < 2; i++) e->grad_boundary[i] = model_take_activations(a, type, boundary);
+    for (int i = 0; i < 3; i++) e->grads.g[i] = model_take_activations(a, type, inner);
+    e->grad_features = model_take_activations(a, type, (size_t)n * HEAD_CHANNELS);
     if (e->drop_rows) {
         e->drop_keep = arena_take_floats(a, ARENA_SCRATCH, (size_t)e->drop_rows);
         e->drop_scale = arena_take_floats(a, ARENA_SCRATCH, (size_t)e->drop_rows * n);

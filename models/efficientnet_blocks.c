@@ -17,22 +17,6 @@
 #include "kernels/kernels.h"
 #include "models/check.h"
 
-static void *take_act(arena *a, elem_type type, size_t n) {
-    return arena_take(a, ARENA_ACTIVATIONS, n * elem_bytes(type));
-}
-
-/* A convolution of the block's element type. */
-static void conv_init_typed(conv_layer *c, arena *a, conv_shape shape, elem_type type) {
-    shape.data_type = type == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    conv_init(c, a, shape);
-}
-
-static void batchnorm_init_typed(batchnorm_layer *bn, arena *a, int rows, int channels, act_kind act,
-                                 elem_type type) {
-    batchnorm_init(bn, a, rows, channels, act);
-    bn->type = type;
-}
-
 /* ---- squeeze-excitation ---------------------------------------------------------------------*/
 
 void squeeze_excite_init(squeeze_excite *se, arena *a, int batch, int hw, int channels, int reduced, elem_type type,
@@ -42,16 +26,16 @@ void squeeze_excite_init(squeeze_excite *se, arena *a, int batch, int hw, int ch
     linear_init(&se->reduce, a, batch, channels, reduced);
     linear_init(&se->expand, a, batch, reduced, channels);
     se->reduce.type = se->expand.type = type;
-    se->pooled = take_act(a, type, (size_t)batch * channels);
+    se->pooled = model_take_activations(a, type, (size_t)batch * channels);
     se->reduced_pre = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * reduced);
-    se->reduced_act = take_act(a, type, (size_t)batch * reduced);
+    se->reduced_act = model_take_activations(a, type, (size_t)batch * reduced);
     se->gate_logits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)batch * channels);
     if (shared) {
         se->grads = *shared;
     } else {
-        se->grads.d_pooled = take_act(a, type, (size_t)batch * channels);
-        se->grads.d_reduced = take_act(a, type, (size_t)batch * reduced);
-        se->grads.d_gate = take_act(a, type, (size_t)batch * channels);
+        se->grads.d_pooled = model_take_activations(a, type, (size_t)batch * channels);
+        se->grads.d_reduced = model_take_activations(a, type, (size_t)batch * reduced);
+        se->grads.d_gate = model_take_activations(a, type, (size_t)batch * channels);
     }
 }
 
@@ -109,44 +93,48 @@ size_t effnet_block_init(effnet_block *b, arena *a, effnet_block_kind kind, int 
     size_t largest = rows_out * out_c;
     switch (kind) {
     case BLOCK_CONV_BN_ACT:
-        conv_init_typed(&b->conv_in, a, conv_shape_nhwc(batch, in_c, out_c, 3, stride, 1, size_in, size_in), type);
-        batchnorm_init_typed(&b->bn_in, a, (int)rows_out, out_c, ACT_SILU, type);
-        b->z1 = take_act(a, type, rows_out * out_c);
+        model_conv_bn_init(&b->conv_in, &b->bn_in, a,
+                           conv_shape_nhwc(batch, in_c, out_c, 3, stride, 1, size_in, size_in),
+                           (int)rows_out, ACT_SILU, type);
+        b->z1 = model_take_activations(a, type, rows_out * out_c);
         break;
     case BLOCK_FUSED_MBCONV:
-        conv_init_typed(&b->conv_in, a, conv_shape_nhwc(batch, in_c, mid, 3, stride, 1, size_in, size_in), type);
-        batchnorm_init_typed(&b->bn_in, a, (int)rows_out, mid, ACT_SILU, type);
-        conv_init_typed(&b->conv_pwl, a, conv_shape_nhwc(batch, mid, out_c, 1, 1, 0, b->size_out, b->size_out), type);
-        batchnorm_init_typed(&b->bn_out, a, (int)rows_out, out_c, ACT_NONE, type);
-        b->z1 = take_act(a, type, rows_out * mid);
-        b->a1 = take_act(a, type, rows_out * mid);
-        b->z2 = take_act(a, type, rows_out * out_c);
+        model_conv_bn_init(&b->conv_in, &b->bn_in, a, conv_shape_nhwc(batch, in_c, mid, 3, stride, 1, size_in, size_in),
+                           (int)rows_out, ACT_SILU, type);
+        model_conv_bn_init(&b->conv_pwl, &b->bn_out, a,
+                           conv_shape_nhwc(batch, mid, out_c, 1, 1, 0, b->size_out, b->size_out), (int)rows_out,
+                           ACT_NONE, type);
+        b->z1 = model_take_activations(a, type, rows_out * mid);
+        b->a1 = model_take_activations(a, type, rows_out * mid);
+        b->z2 = model_take_activations(a, type, rows_out * out_c);
         largest = max_z(largest, rows_out * mid);
         break;
     case BLOCK_MBCONV: {
         /* timm: round(mid * 0.25 / expand), Python's round (half to even, as nearbyint) */
         int reduced = (int)nearbyint(mid * (0.25 / expand));
-        conv_init_typed(&b->conv_in, a, conv_shape_nhwc(batch, in_c, mid, 1, 1, 0, size_in, size_in), type);
-        batchnorm_init_typed(&b->bn_in, a, (int)rows_in, mid, ACT_SILU, type);
+        model_conv_bn_init(&b->conv_in, &b->bn_in, a, conv_shape_nhwc(batch, in_c, mid, 1, 1, 0, size_in, size_in),
+                           (int)rows_in, ACT_SILU, type);
         depthwise_layer_init(&b->dw, a, batch, mid, size_in, stride);
         b->dw.type = type;
-        batchnorm_init_typed(&b->bn_dw, a, (int)rows_out, mid, ACT_SILU, type);
+        batchnorm_init(&b->bn_dw, a, (int)rows_out, mid, ACT_SILU);
+        b->bn_dw.type = type;
         squeeze_excite_init(&b->se, a, batch, b->size_out * b->size_out, mid, reduced > 0 ? reduced : 1, type,
                             se_grads);
-        conv_init_typed(&b->conv_pwl, a, conv_shape_nhwc(batch, mid, out_c, 1, 1, 0, b->size_out, b->size_out), type);
-        batchnorm_init_typed(&b->bn_out, a, (int)rows_out, out_c, ACT_NONE, type);
-        b->z1 = take_act(a, type, rows_in * mid);
-        b->a1 = take_act(a, type, rows_in * mid);
-        b->z2 = take_act(a, type, rows_out * mid);
-        b->a2 = take_act(a, type, rows_out * mid);
-        b->a3 = take_act(a, type, rows_out * mid);
-        b->z3 = take_act(a, type, rows_out * out_c);
+        model_conv_bn_init(&b->conv_pwl, &b->bn_out, a,
+                           conv_shape_nhwc(batch, mid, out_c, 1, 1, 0, b->size_out, b->size_out), (int)rows_out,
+                           ACT_NONE, type);
+        b->z1 = model_take_activations(a, type, rows_in * mid);
+        b->a1 = model_take_activations(a, type, rows_in * mid);
+        b->z2 = model_take_activations(a, type, rows_out * mid);
+        b->a2 = model_take_activations(a, type, rows_out * mid);
+        b->a3 = model_take_activations(a, type, rows_out * mid);
+        b->z3 = model_take_activations(a, type, rows_out * out_c);
         largest = max_z(largest, max_z(rows_in * mid, rows_out * mid));
         break;
     }
     }
-    if (b->keep < 1.0f) b->branch = take_act(a, type, rows_out * out_c);
-    b->out = take_act(a, type, rows_out * out_c);
+    if (b->keep < 1.0f) b->branch = model_take_activations(a, type, rows_out * out_c);
+    b->out = model_take_activations(a, type, rows_out * out_c);
     return largest;
 }
 

@@ -120,6 +120,18 @@ void model_grads_from_half(job_context *ctx) {
                      ctx->stream);
 }
 
+void *model_take_activations(arena *a, elem_type type, size_t n) {
+    return arena_take(a, ARENA_ACTIVATIONS, n * elem_bytes(type));
+}
+
+void model_conv_bn_init(conv_layer *c, batchnorm_layer *bn, arena *a, conv_shape shape, int bn_rows, act_kind act,
+                        elem_type type) {
+    shape.data_type = type == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    conv_init(c, a, shape);
+    batchnorm_init(bn, a, bn_rows, shape.out_c, act);
+    bn->type = type;
+}
+
 model *model_build(const model_config *config, arena *a, char *err, size_t err_size) {
     const model_family *family = family_of(config->name);
     if (family && config->precision == PRECISION_BF16 && !family->has_bf16) {

@@ -11,7 +11,9 @@
 
 #include "kernels/kernels.h"
 #include "models/arena.h"
+#include "models/batchnorm.h"
 #include "models/context.h"
+#include "models/conv.h"
 
 /* Numerics of a job. tf32 (the default, 0): float32 tensors, TF32 tensor-core convolutions and
  * matmuls; fp32: strict float32; bf16: mixed precision as torch.autocast(dtype=torch.bfloat16)
@@ -23,7 +25,7 @@ typedef enum { PRECISION_TF32 = 0, PRECISION_FP32 = 1, PRECISION_BF16 = 2 } prec
 const char *precision_name(precision_kind p);
 /* 0 with *out set for a known name, -1 otherwise. */
 int precision_parse(const char *name, precision_kind *out);
-/* The families that build in bf16 (for messages): "resnet26, resnet50, resnet152". */
+/* The models that build in bf16, from the family table (for messages): "resnet26, ...". */
 const char *precision_bf16_models(void);
 
 typedef struct model_config {
@@ -110,6 +112,12 @@ int64_t model_param_count(const model *m);
  * end of each backward). One pass each over the weight region, on the job's stream. */
 void model_weights_to_half(job_context *ctx);
 void model_grads_from_half(job_context *ctx);
+/* Building in the model's element type (model_activation_type): n activations from the arena's
+ * activation region; a convolution of that type and the batch norm that follows it (bn_rows rows
+ * of the convolution's output channels). */
+void *model_take_activations(arena *a, elem_type type, size_t n);
+void model_conv_bn_init(conv_layer *c, batchnorm_layer *bn, arena *a, conv_shape shape, int bn_rows, act_kind act,
+                        elem_type type);
 /* m->backward between the context's gradient hooks (begin, end): what a training step calls. */
 void model_backward(model *m, job_context *ctx);
 /* Parameter initialisation the family's reference uses, drawn on the host from config.seed. */

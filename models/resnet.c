@@ -74,19 +74,6 @@ typedef struct grad_sizes {
     size_t boundary, z3, shortcut, mid2, mid1;
 } grad_sizes;
 
-static void *take_act(arena *a, elem_type type, size_t n) {
-    return arena_take(a, ARENA_ACTIVATIONS, n * elem_bytes(type));
-}
-
-/* A convolution and its batch norm in the model's element type. */
-static void conv_bn_init(conv_layer *c, batchnorm_layer *bn, arena *a, conv_shape shape, int bn_rows, act_kind act,
-                         elem_type type) {
-    shape.data_type = type == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    conv_init(c, a, shape);
-    batchnorm_init(bn, a, bn_rows, shape.out_c, act);
-    bn->type = type;
-}
-
 static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix, int batch, int in_c,
                         int planes, int stride, int size_in, elem_type type, grad_sizes *gs) {
     int out_c = planes * 4, size_out = conv_out_size(size_in, 3, stride, 1);
@@ -94,12 +81,13 @@ static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix,
     char name[PARAM_NAME_MAX];
     blk->has_downsample = stride != 1 || in_c != out_c;
 
-    conv_bn_init(&blk->conv1, &blk->bn1, a, conv_shape_nhwc(batch, in_c, planes, 1, 1, 0, size_in, size_in),
-                 (int)rows_in, ACT_RELU, type);
-    conv_bn_init(&blk->conv2, &blk->bn2, a, conv_shape_nhwc(batch, planes, planes, 3, stride, 1, size_in, size_in),
-                 (int)rows_out, ACT_RELU, type);
-    conv_bn_init(&blk->conv3, &blk->bn3, a, conv_shape_nhwc(batch, planes, out_c, 1, 1, 0, size_out, size_out),
-                 (int)rows_out, ACT_RELU, type);
+    model_conv_bn_init(&blk->conv1, &blk->bn1, a, conv_shape_nhwc(batch, in_c, planes, 1, 1, 0, size_in, size_in),
+                       (int)rows_in, ACT_RELU, type);
+    model_conv_bn_init(&blk->conv2, &blk->bn2, a,
+                       conv_shape_nhwc(batch, planes, planes, 3, stride, 1, size_in, size_in),
+                       (int)rows_out, ACT_RELU, type);
+    model_conv_bn_init(&blk->conv3, &blk->bn3, a, conv_shape_nhwc(batch, planes, out_c, 1, 1, 0, size_out, size_out),
+                       (int)rows_out, ACT_RELU, type);
     snprintf(name, sizeof name, "%sconv1.", prefix), layer_params_conv(m, name, &blk->conv1);
     snprintf(name, sizeof name, "%sbn1.", prefix), layer_params_batchnorm(m, name, &blk->bn1);
     snprintf(name, sizeof name, "%sconv2.", prefix), layer_params_conv(m, name, &blk->conv2);
@@ -107,20 +95,21 @@ static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix,
     snprintf(name, sizeof name, "%sconv3.", prefix), layer_params_conv(m, name, &blk->conv3);
     snprintf(name, sizeof name, "%sbn3.", prefix), layer_params_batchnorm(m, name, &blk->bn3);
     if (blk->has_downsample) {
-        conv_bn_init(&blk->ds_conv, &blk->ds_bn, a, conv_shape_nhwc(batch, in_c, out_c, 1, stride, 0, size_in, size_in),
-                     (int)rows_out, ACT_NONE, type);
+        model_conv_bn_init(&blk->ds_conv, &blk->ds_bn, a,
+                           conv_shape_nhwc(batch, in_c, out_c, 1, stride, 0, size_in, size_in),
+                           (int)rows_out, ACT_NONE, type);
         snprintf(name, sizeof name, "%sdownsample.0.", prefix), layer_params_conv(m, name, &blk->ds_conv);
         snprintf(name, sizeof name, "%sdownsample.1.", prefix), layer_params_batchnorm(m, name, &blk->ds_bn);
     }
-    blk->z1 = take_act(a, type, rows_in * planes);
-    blk->a1 = take_act(a, type, rows_in * planes);
-    blk->z2 = take_act(a, type, rows_out * planes);
-    blk->a2 = take_act(a, type, rows_out * planes);
-    blk->z3 = take_act(a, type, rows_out * out_c);
-    blk->out = take_act(a, type, rows_out * out_c);
+    blk->z1 = model_take_activations(a, type, rows_in * planes);
+    blk->a1 = model_take_activations(a, type, rows_in * planes);
+    blk->z2 = model_take_activations(a, type, rows_out * planes);
+    blk->a2 = model_take_activations(a, type, rows_out * planes);
+    blk->z3 = model_take_activations(a, type, rows_out * out_c);
+    blk->out = model_take_activations(a, type, rows_out * out_c);
     if (blk->has_downsample) {
-        blk->zd = take_act(a, type, rows_out * out_c);
-        blk->ad = take_act(a, type, rows_out * out_c);
+        blk->zd = model_take_activations(a, type, rows_out * out_c);
+        blk->ad = model_take_activations(a, type, rows_out * out_c);
         gs->shortcut = max_z(gs->shortcut, rows_out * out_c);
     }
     gs->boundary = max_z(gs->boundary, max_z(rows_in * in_c, rows_out * out_c));
@@ -165,17 +154,17 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
 
     size_t input_floats = (size_t)n * s * s * config->in_channels;
     m->input = arena_take_floats(a, ARENA_ACTIVATIONS, input_floats);
-    if (type == ELEM_BF16) r->input_half = take_act(a, type, input_floats);
+    if (type == ELEM_BF16) r->input_half = model_take_activations(a, type, input_floats);
     conv_shape stem = conv_shape_nhwc(n, config->in_channels, 64, 7, 2, 3, s, s);
     r->stem_size = stem.h_out;
     r->pool_size = conv_out_size(r->stem_size, 3, 2, 1);
     size_t stem_rows = (size_t)n * r->stem_size * r->stem_size;
-    conv_bn_init(&r->conv1, &r->bn1, a, stem, (int)stem_rows, ACT_RELU, type);
+    model_conv_bn_init(&r->conv1, &r->bn1, a, stem, (int)stem_rows, ACT_RELU, type);
     layer_params_conv(m, "conv1.", &r->conv1);
     layer_params_batchnorm(m, "bn1.", &r->bn1);
-    r->z0 = take_act(a, type, stem_rows * 64);
-    r->a0 = take_act(a, type, stem_rows * 64);
-    r->pooled = take_act(a, type, (size_t)n * r->pool_size * r->pool_size * 64);
+    r->z0 = model_take_activations(a, type, stem_rows * 64);
+    r->a0 = model_take_activations(a, type, stem_rows * 64);
+    r->pooled = model_take_activations(a, type, (size_t)n * r->pool_size * r->pool_size * 64);
     r->argmax = arena_take(a, ARENA_ACTIVATIONS, (size_t)n * r->pool_size * r->pool_size * 64);
 
     for (int i = 0; i < 4; i++) r->block_count += stage_blocks[i];
@@ -194,26 +183,26 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
             in_c = planes * 4;
         }
     }
-    r->features = take_act(a, type, (size_t)n * in_c);
+    r->features = model_take_activations(a, type, (size_t)n * in_c);
     linear_init(&r->fc, a, n, in_c, config->classes);
     r->fc.type = type;
     add_linear_params(m, "fc.", &r->fc);
     m->logits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * config->classes);
     m->dlogits = arena_take_floats(a, ARENA_ACTIVATIONS, (size_t)n * config->classes);
-    if (type == ELEM_BF16) r->dlogits_half = take_act(a, type, (size_t)n * config->classes);
+    if (type == ELEM_BF16) r->dlogits_half = model_take_activations(a, type, (size_t)n * config->classes);
     m->labels = arena_take(a, ARENA_SCRATCH, (size_t)n * sizeof(int32_t));
 
     for (int i = 0; i < 2; i++) {
-        r->grad_boundary[i] = take_act(a, type, gs.boundary);
-        r->grad_mid2[i] = take_act(a, type, gs.mid2);
-        r->grad_mid1[i] = take_act(a, type, gs.mid1);
+        r->grad_boundary[i] = model_take_activations(a, type, gs.boundary);
+        r->grad_mid2[i] = model_take_activations(a, type, gs.mid2);
+        r->grad_mid1[i] = model_take_activations(a, type, gs.mid1);
     }
-    r->grad_z3 = take_act(a, type, gs.z3);
-    r->grad_shortcut = take_act(a, type, gs.shortcut);
-    r->grad_zd = take_act(a, type, gs.shortcut);
-    r->grad_a0 = take_act(a, type, stem_rows * 64);
-    r->grad_z0 = take_act(a, type, stem_rows * 64);
-    r->grad_features = take_act(a, type, (size_t)n * in_c);
+    r->grad_z3 = model_take_activations(a, type, gs.z3);
+    r->grad_shortcut = model_take_activations(a, type, gs.shortcut);
+    r->grad_zd = model_take_activations(a, type, gs.shortcut);
+    r->grad_a0 = model_take_activations(a, type, stem_rows * 64);
+    r->grad_z0 = model_take_activations(a, type, stem_rows * 64);
+    r->grad_features = model_take_activations(a, type, (size_t)n * in_c);
 
     /* One BN scratch for the whole model: all BN layers run one after another on one stream. */
     size_t scratch = batchnorm_scratch_bytes(&r->bn1);

@@ -31,23 +31,10 @@ static uint64_t rng = 4242;
 /* float results of float arithmetic on exact bfloat16 inputs */
 #define F32_SUMS 1e-4
 
-static uint16_t bf16_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN stays NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-static float float_of(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 /* Rounds x in place to bfloat16 values and returns a device copy in bfloat16. */
 static uint16_t *bf16_device(float *x, size_t n) {
     uint16_t *h = malloc(n * sizeof *h), *d = NULL;
-    for (size_t i = 0; i < n; i++) h[i] = bf16_of(x[i]), x[i] = float_of(h[i]);
+    for (size_t i = 0; i < n; i++) h[i] = test_bf16_of(x[i]), x[i] = test_float_of_bf16(h[i]);
     CHECK_CUDA(cudaMalloc((void **)&d, n * sizeof *d));
     CHECK_CUDA(cudaMemcpy(d, h, n * sizeof *d, cudaMemcpyHostToDevice));
     free(h);
@@ -63,7 +50,7 @@ static float *bf16_host(const void *d, size_t n) {
     uint16_t *h = malloc(n * sizeof *h);
     float *f = malloc(n * sizeof *f);
     CHECK_CUDA(cudaMemcpy(h, d, n * sizeof *h, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; i++) f[i] = float_of(h[i]);
+    for (size_t i = 0; i < n; i++) f[i] = test_float_of_bf16(h[i]);
     free(h);
     return f;
 }
@@ -89,7 +76,7 @@ static void test_casts(void **state) {
     float *back = malloc(n * sizeof *back);
     test_to_host(back, d_back, n);
     size_t wrong = 0;
-    for (size_t i = 0; i < n; i++) wrong += h[i] != bf16_of(x[i]) || back[i] != float_of(h[i]);
+    for (size_t i = 0; i < n; i++) wrong += h[i] != test_bf16_of(x[i]) || back[i] != test_float_of_bf16(h[i]);
     printf("casts: %zu of %zu elements differ from round-to-nearest-even\n", wrong, n);
     assert_int_equal(wrong, 0);
     CHECK_CUDA(cudaFree(d_x)); CHECK_CUDA(cudaFree(d_back)); CHECK_CUDA(cudaFree(d_h));
@@ -255,7 +242,7 @@ static void test_pooling(void **state) {
 /* Writes w (rounded to bfloat16 in place) as the float32 master of the weight at `master`, and
  * the arena's bfloat16 copy from it, as a bf16 model's forward does. */
 static void set_weight(float *master, float *w, size_t n) {
-    for (size_t i = 0; i < n; i++) w[i] = float_of(bf16_of(w[i]));
+    for (size_t i = 0; i < n; i++) w[i] = test_float_of_bf16(test_bf16_of(w[i]));
     CHECK_CUDA(cudaMemcpy(master, w, n * sizeof *w, cudaMemcpyHostToDevice));
     model_weights_to_half(&ctx);
 }

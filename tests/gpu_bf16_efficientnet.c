@@ -50,21 +50,8 @@ static uint64_t rng = 4343;
 
 /* ---- bfloat16 on the host ----------------------------------------------------------------------*/
 
-static uint16_t bf16_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN stays NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-static float float_of(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 /* What the GPU stores for a float result v. */
-static double rb(double v) { return float_of(bf16_of((float)v)); }
+static double rb(double v) { return test_float_of_bf16(test_bf16_of((float)v)); }
 /* The spacing of bfloat16 values around v (zero counts as 1's: an overestimate). */
 static double ulp_of(double v) {
     int e;
@@ -102,7 +89,7 @@ static void f32_poison(float *d, size_t n) {
 /* Rounds x to bfloat16 values in place and copies them to d. */
 static void bf16_upload(void *d, float *x, size_t n) {
     uint16_t *h = malloc(n * sizeof *h);
-    for (size_t i = 0; i < n; i++) h[i] = bf16_of(x[i]), x[i] = float_of(h[i]);
+    for (size_t i = 0; i < n; i++) h[i] = test_bf16_of(x[i]), x[i] = test_float_of_bf16(h[i]);
     CHECK_CUDA(cudaDeviceSynchronize());
     CHECK_CUDA(cudaMemcpy(d, h, n * sizeof *h, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaDeviceSynchronize());
@@ -113,7 +100,7 @@ static float *bf16_download(const void *d, size_t n) {
     float *f = malloc(n * sizeof *f);
     CHECK_CUDA(cudaDeviceSynchronize());
     CHECK_CUDA(cudaMemcpy(h, d, n * sizeof *h, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; i++) f[i] = float_of(h[i]);
+    for (size_t i = 0; i < n; i++) f[i] = test_float_of_bf16(h[i]);
     free(h);
     return f;
 }
@@ -123,7 +110,7 @@ static void f32_upload(float *d, const float *x, size_t n) {
     CHECK_CUDA(cudaDeviceSynchronize());
 }
 static void round_host(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = float_of(bf16_of(x[i]));
+    for (size_t i = 0; i < n; i++) x[i] = test_float_of_bf16(test_bf16_of(x[i]));
 }
 
 static void expect(const char *what, double err, double tol) {

@@ -1,7 +1,8 @@
 /* --precision on the host (no GPU): names, which models build in bf16, the planned footprint of a
  * bf16 model (bfloat16 activations plus the bfloat16 weight and gradient copies), train's option
  * and its refusals, the mix override precision= and run_suite --precision reaching train's
- * arguments. */
+ * arguments; and the host bfloat16 rounding the GPU tests' references use. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,19 @@
 #include "runner/suite/jobs.h"
 #include "runner/suite/mix.h"
 #include "tests/testutil.h"
+
+/* The host rounding the bf16 GPU tests build their references on: ties to even, NaN kept. */
+static void test_host_bf16_rounding(void **state) {
+    (void)state;
+    assert_int_equal(test_bf16_of(1.0f), 0x3f80);
+    assert_int_equal(test_bf16_of(1.0f + 0x1p-8f), 0x3f80);      /* halfway, to the even 1.0 */
+    assert_int_equal(test_bf16_of(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82); /* halfway, to the even 1 + 2^-6 */
+    assert_int_equal(test_bf16_of(1.0f + 0x1p-8f + 0x1p-16f), 0x3f81); /* above halfway: up */
+    assert_int_equal(test_bf16_of(-2.5f), 0xc020);
+    assert_true(isnan(test_float_of_bf16(test_bf16_of(NAN))));
+    assert_true(isinf(test_float_of_bf16(test_bf16_of(INFINITY))));
+    assert_true(test_float_of_bf16(0x3f81) == 1.0f + 0x1p-7f);
+}
 
 static void test_names(void **state) {
     (void)state;
@@ -119,7 +133,8 @@ static void test_mix_override(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_names), cmocka_unit_test(test_footprint),
-                                       cmocka_unit_test(test_train_option), cmocka_unit_test(test_mix_override)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_host_bf16_rounding), cmocka_unit_test(test_names),
+                                       cmocka_unit_test(test_footprint), cmocka_unit_test(test_train_option),
+                                       cmocka_unit_test(test_mix_override)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,6 +70,21 @@ void test_to_host(float *host, const float *device, size_t n) {
     CHECK_CUDA(cudaMemcpy(host, device, n * sizeof(float), cudaMemcpyDeviceToHost));
 }
 
+uint16_t test_bf16_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet, not rounded to inf */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float test_float_of_bf16(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 void test_poison(float *device, size_t n) {
     CHECK_CUDA(cudaMemset(device, 0xFF, n * sizeof(float))); /* 0xFFFFFFFF is a NaN */
 }

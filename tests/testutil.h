@@ -19,6 +19,10 @@ double test_rel_err_f(const float *a, const float *ref, size_t n);
 /* Device round trips for test data (checked). */
 float *test_to_device(const float *host, size_t n);
 void test_to_host(float *host, const float *device, size_t n);
+/* bfloat16 on the host, as the GPU rounds (__float2bfloat16: to nearest, ties to even; a NaN stays
+ * a NaN): the bits of f, and the float those bits are. */
+uint16_t test_bf16_of(float f);
+float test_float_of_bf16(uint16_t h);
 /* Fills device memory with NaN so a kernel that leaves an output unwritten fails its check. */
 void test_poison(float *device, size_t n);
 /* Temporary directory for fixture files (created under $TMPDIR, removed by the test). */
