@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_profiler_api.h>
+
 #include "models/check.h"
 #include "models/rng.h"
 #include "models/session.h"
@@ -26,7 +28,7 @@ static const cli_choice OPTIMIZERS[] = {{"sgd", OPTIMIZER_SGD}, {"adamw", OPTIMI
 
 typedef struct bench_args {
     char model[32];
-    int image_size, batch, classes, steps, warmup, workspace_mb, json, allow_tf32;
+    int image_size, batch, classes, steps, warmup, workspace_mb, json, allow_tf32, profile;
     optimizer_kind optimizer;
     const char *precision;
 } bench_args;
@@ -46,6 +48,8 @@ static const cli_option OPTIONS[] = {
     {"--optimizer", NULL, "sgd (lr 0.1, momentum 0.9, weight decay 5e-4) or adamw (lr 1e-3, weight decay 0.05)",
      CLI_CHOICE(T, optimizer, OPTIMIZERS), .fallback = "sgd"},
     {"--json", NULL, "one JSON line instead of text", CLI_FLAG(T, json, 1)},
+    {"--profile", NULL, "after the timed steps, one more step between cudaProfilerStart and Stop (for ncu "
+     "--profile-from-start off; bench/kernel_breakdown.py sums it by kind)", CLI_FLAG(T, profile, 1)},
     {0}};
 #undef T
 
@@ -104,6 +108,12 @@ int main(int argc, char **argv) {
     qsort(ms, (size_t)steps, sizeof *ms, compare_floats);
     double loss_sum, correct;
     trainer_take_sums(&s.trainer, &loss_sum, &correct);
+    if (args.profile) {
+        CHECK_CUDA(cudaProfilerStart());
+        CHECK_CUDA(cudaGraphLaunch(s.trainer.exec, s.ctx.stream));
+        CHECK_CUDA(cudaStreamSynchronize(s.ctx.stream));
+        CHECK_CUDA(cudaProfilerStop());
+    }
     struct cudaDeviceProp prop;
     CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
     double flops = 3.0 * m->flops_per_step_forward, median = ms[steps / 2];

@@ -36,6 +36,10 @@
 #   bf16-bench  suite bf16/tf32 against PyTorch compiled bf16/tf32 (BENCH_CONFIGS, TORCH_MODES; the
 #           default adds "graphed", the whole step in one CUDA graph; compiles take 1-4 min each)
 #   bf16-step   the suite's bench_step alone, tf32 and bf16, for the bf16-bench configurations
+#   recipes EfficientNetV2-S on Fashion-MNIST, 5 epochs, for each recipe in RECIPES (name=options;
+#           ...), seed in SEEDS and precision in PRECISIONS, four runs at a time; last-epoch accuracies
+#   bf16-profile one step's kernels by kind under ncu (bench/kernel_breakdown.py), PROFILE_CONFIGS
+#           (model:size:batch:precision, default resnet26 and resnet50 in bf16)
 #   bf16-colloc 7*S and 3*M under MPS in tf32 and bf16, and the report that sets them side by side
 # Logs go to $OUT (or results/device). On the device machine, first: . .devroot/env.sh
 set -u
@@ -353,6 +357,40 @@ PY
                 "$build/bench_step" --model "$model" --image-size "$size" --batch "$batch" --classes 1000 \
                     --optimizer "${optimizer:-sgd}" --precision $precision || status=1
             done
+        done
+        ;;
+    recipes)
+        IFS=';' read -ra recipes <<<"${RECIPES:-adamw=--optimizer adamw;sgd-0.02=--lr 0.02}"
+        runs=()
+        for recipe in "${recipes[@]}"; do
+            for precision in ${PRECISIONS:-bf16 tf32}; do
+                for seed in ${SEEDS:-1 2 3 4}; do runs+=("${recipe%%=*}|$precision|$seed|${recipe#*=}"); done
+            done
+        done
+        for ((i = 0; i < ${#runs[@]}; i++)); do
+            IFS='|' read -r name precision seed options <<<"${runs[$i]}"
+            # shellcheck disable=SC2086
+            "$build/train" --model efficientnetv2_s --data fashion-mnist --batch 128 --epochs 5 --eval --seed "$seed" \
+                --precision "$precision" $options >"$out/recipe_${name}_${precision}_$seed.log" 2>&1 &
+            if (( (i + 1) % 4 == 0 )); then wait; fi
+        done
+        wait
+        for run in "${runs[@]}"; do
+            IFS='|' read -r name precision seed options <<<"$run"
+            printf '%-10s %-5s seed %s: ' "$name" "$precision" "$seed"
+            grep -oE "test acc [0-9.]+" "$out/recipe_${name}_${precision}_$seed.log" | awk '{printf "%s ", $3} END {print ""}'
+        done
+        ;;
+    bf16-profile)
+        for cfg in ${PROFILE_CONFIGS:-resnet26:32:128:bf16 resnet50:64:128:bf16}; do
+            IFS=: read -r model size batch precision <<<"$cfg"
+            args=(--model "$model" --image-size "$size" --batch "$batch" --classes 1000 --precision "$precision")
+            median=$("$build/bench_step" "${args[@]}" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')
+            log="$out/ncu_${model}_${size}_$precision.csv"
+            ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+                --csv --page raw "$build/bench_step" "${args[@]}" --steps 5 --warmup 5 --profile >"$log" 2>&1 || status=1
+            echo "--- $model ${size}x$size/$batch $precision (bench_step median $median ms)"
+            python3 bench/kernel_breakdown.py "$log" --step-ms "$median" || status=1
         done
         ;;
     bf16-colloc)

@@ -13,6 +13,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/launch.h"
+#include "kernels/pdl.cuh"
 #include "kernels/vector_io.cuh"
 #include "models/check.h"
 
@@ -58,9 +59,9 @@ static int act_vec(int C, elem_type type, const void *t0, const void *t1, const 
 /* One instantiation per (vector width, element type); the launchers pick them at run time. */
 #define ACT_LAUNCH(kernel, T, vec, items, stream, ...)                                                 \
     do {                                                                                              \
-        if ((vec) == 4) kernel<4, T><<<act_blocks(items), ACT_THREADS, 0, stream>>>(__VA_ARGS__);     \
-        else kernel<1, T><<<act_blocks(items), ACT_THREADS, 0, stream>>>(__VA_ARGS__);                \
-        CHECK_LAUNCH();                                                                               \
+        if ((vec) == 4)                                                                               \
+            CHECK_CUDA(pdl_launch(kernel<4, T>, act_blocks(items), ACT_THREADS, stream, __VA_ARGS__)); \
+        else CHECK_CUDA(pdl_launch(kernel<1, T>, act_blocks(items), ACT_THREADS, stream, __VA_ARGS__)); \
     } while (0)
 #define ACT_TYPED(type, launch, ...)                      \
     do {                                                  \
@@ -74,6 +75,8 @@ __device__ __forceinline__ float act_sigmoid(float z) { return 1.0f / (1.0f + __
 
 template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS) silu_forward_kernel(T *y, const float *x, unsigned items) {
+    pdl_wait();
+    pdl_release();
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float v[VEC];
         load_vec<VEC>(v, x + (size_t)i * VEC);
@@ -86,6 +89,8 @@ __global__ void __launch_bounds__(ACT_THREADS) silu_forward_kernel(T *y, const f
 template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
 silu_backward_kernel(T *dx, const T *dy, const float *x, unsigned items) {
+    pdl_wait();
+    pdl_release();
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float v[VEC], g[VEC];
         load_vec<VEC>(v, x + (size_t)i * VEC);
@@ -139,6 +144,8 @@ extern "C" void silu_backward(void *dx, const void *dy, const float *x, size_t n
 template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
 se_scale_forward_kernel(T *y, const T *x, const float *e, int HW, int C, unsigned items) {
+    pdl_wait();
+    pdl_release();
     unsigned ncols = (unsigned)(C / VEC);
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         unsigned col = i % ncols, row = i / ncols, n = row / (unsigned)HW;
@@ -155,6 +162,8 @@ se_scale_forward_kernel(T *y, const T *x, const float *e, int HW, int C, unsigne
 template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
 se_scale_backward_gate_kernel(T *de, const T *dy, const T *x, const float *e, int HW, int C, unsigned items) {
+    pdl_wait();
+    pdl_release();
     unsigned ncols = (unsigned)(C / VEC);
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         unsigned col = i % ncols, n = i / ncols;
@@ -183,6 +192,8 @@ se_scale_backward_gate_kernel(T *de, const T *dy, const T *x, const float *e, in
 template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
 se_scale_backward_input_kernel(T *dx, const T *dy, const float *e, const T *dmean, int HW, int C, unsigned items) {
+    pdl_wait();
+    pdl_release();
     unsigned ncols = (unsigned)(C / VEC);
     float inv_hw = 1.0f / (float)HW;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
@@ -268,6 +279,8 @@ __device__ __forceinline__ uint64_t act_mix64(uint64_t z) {
 /* One block: every thread reads the counter before the barrier, thread 0 advances it after. */
 __global__ void __launch_bounds__(ACT_THREADS)
 drop_path_masks_kernel(float *scale, int64_t *counter, const float *keep, int blocks, int N, uint64_t seed) {
+    pdl_wait();
+    pdl_release();
     uint64_t step = (uint64_t)*counter;
     uint64_t stream_key = act_mix64(seed ^ act_mix64(step + 0x9E3779B97F4A7C15ull));
     for (int i = threadIdx.x; i < blocks * N; i += blockDim.x) {
@@ -283,6 +296,8 @@ drop_path_masks_kernel(float *scale, int64_t *counter, const float *keep, int bl
 template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
 drop_path_add_kernel(T *y, const T *shortcut, const T *branch, const float *scale, int HW, int C, unsigned items) {
+    pdl_wait();
+    pdl_release();
     unsigned ncols = (unsigned)(C / VEC);
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float k = scale[i / ncols / (unsigned)HW];
@@ -298,6 +313,8 @@ drop_path_add_kernel(T *y, const T *shortcut, const T *branch, const float *scal
 template <int VEC, typename T>
 __global__ void __launch_bounds__(ACT_THREADS)
 drop_path_backward_kernel(T *dbranch, const T *dy, const float *scale, int HW, int C, unsigned items) {
+    pdl_wait();
+    pdl_release();
     unsigned ncols = (unsigned)(C / VEC);
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         float k = scale[i / ncols / (unsigned)HW];
@@ -329,8 +346,7 @@ extern "C" void drop_path_masks(float *scale, int64_t *counter, const float *kee
     if (blocks < 0 || N < 0) kernel_bad_input(fn, "blocks and N must be >= 0 (got %d, %d)", blocks, N);
     if ((long)blocks * N > 0x7fffffffL) kernel_bad_input(fn, "blocks * N = %ld is too large", (long)blocks * N);
     if (!scale || !counter || !keep) kernel_bad_input(fn, "scale, counter and keep must be device pointers (one is NULL)");
-    drop_path_masks_kernel<<<1, ACT_THREADS, 0, stream>>>(scale, counter, keep, blocks, N, seed);
-    CHECK_LAUNCH();
+    CHECK_CUDA(pdl_launch(drop_path_masks_kernel, 1, ACT_THREADS, stream, scale, counter, keep, blocks, N, seed));
 }
 
 extern "C" void drop_path_add_forward(void *y, const void *shortcut, const void *branch, const float *scale, int N,

@@ -27,7 +27,11 @@
  * rows=128 x C=2048 and rows=401408 x C=64 fill the GPU.
  * Activation tensors (x, residual, y, dy, dx, dresidual) are float or bfloat16, a template
  * parameter T of every kernel (vector_io.cuh); arithmetic, statistics, gamma/beta and their
- * gradients are float either way, as under PyTorch's autocast. */
+ * gradients are float either way, as under PyTorch's autocast.
+ * All four kernels are launched for programmatic dependent launch (kernels/pdl.cuh): each waits
+ * for the kernel before it after loading what that kernel cannot have written (per-channel
+ * parameters, the forward's statistics), and releases the next at once, so that the second kernel
+ * of each pair is scheduled while the first one's cross-block reduction finishes. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +39,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
+#include "kernels/pdl.cuh"
 #include "kernels/relu.cuh"
 #include "kernels/vector_io.cuh"
 #include "models/check.h"
@@ -196,6 +201,8 @@ bn_stats_kernel(float *__restrict__ mean, float *__restrict__ invstd,
     float sum[VEC], sq[VEC];
 #pragma unroll
     for (int j = 0; j < VEC; j++) sum[j] = sq[j] = 0.0f;
+    pdl_wait(); /* x is the output of the kernel before */
+    pdl_release();
     if (c < C) {
         float shift[VEC];
         bn_load<VEC>(shift, x + c);
@@ -270,11 +277,17 @@ bn_apply_kernel(T *y, const T *x, const T *residual, const float *gamma,
     float m[VEC], scale[VEC], shift[VEC];
 #pragma unroll
     for (int j = 0; j < VEC; j++) {
+        scale[j] = gamma[c + j];
+        shift[j] = beta[c + j];
+    }
+    pdl_wait(); /* training: the statistics kernel before wrote center and spread */
+    pdl_release();
+#pragma unroll
+    for (int j = 0; j < VEC; j++) {
         float inv = stats_are_var ? (float)(1.0 / sqrt((double)spread[c + j] + (double)eps))
                                   : spread[c + j];
         m[j] = center[c + j];
-        scale[j] = gamma[c + j] * inv;
-        shift[j] = beta[c + j];
+        scale[j] *= inv;
     }
     size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
     for (; r + (BN_ROW_UNROLL(T) - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL(T) * stride) {
@@ -359,12 +372,10 @@ static void bn_train_launch(void *y_, float *mean, float *invstd, float *running
     dim3 apply_grid =
         bn_grid(&s, rows, unroll, bn_resident_blocks((const void *)bn_apply_kernel<VEC, ACT, T>, threads, 0));
     int stripes = bn_stripes(stats_grid);
-    bn_stats_kernel<VEC, T><<<stats_grid, block, 0, stream>>>(mean, invstd, running_mean, running_var, x, rows,
-                                                           C, s.tile_cols, eps, momentum, stripes, counter, acc);
-    CHECK_LAUNCH();
-    bn_apply_kernel<VEC, ACT, T><<<apply_grid, block, 0, stream>>>(y, x, residual, gamma, beta, mean, invstd, 0,
-                                                                eps, rows, C, s.tile_cols);
-    CHECK_LAUNCH();
+    CHECK_CUDA(pdl_launch(bn_stats_kernel<VEC, T>, stats_grid, block, stream, mean, invstd, running_mean, running_var,
+                          x, rows, C, s.tile_cols, eps, momentum, stripes, counter, acc));
+    CHECK_CUDA(pdl_launch(bn_apply_kernel<VEC, ACT, T>, apply_grid, block, stream, y, x, residual, gamma, beta,
+                          (const float *)mean, (const float *)invstd, 0, eps, rows, C, s.tile_cols));
 }
 
 extern "C" void bn_act_forward_train(void *y, float *mean, float *invstd, float *running_mean,
@@ -394,10 +405,8 @@ static void bn_infer_launch(void *y, const void *x, const void *residual, const 
     bn_shape s = bn_shape_of(C, VEC);
     int threads = s.lanes * s.tile_cols, unroll = BN_ROW_UNROLL(T);
     dim3 grid = bn_grid(&s, rows, unroll, bn_resident_blocks((const void *)bn_apply_kernel<VEC, ACT, T>, threads, 0));
-    bn_apply_kernel<VEC, ACT, T><<<grid, (unsigned)threads, 0, stream>>>((T *)y, (const T *)x, (const T *)residual,
-                                                                      gamma, beta, running_mean,
-                                                                      running_var, 1, eps, rows, C, s.tile_cols);
-    CHECK_LAUNCH();
+    CHECK_CUDA(pdl_launch(bn_apply_kernel<VEC, ACT, T>, grid, dim3((unsigned)threads), stream, (T *)y, (const T *)x,
+                          (const T *)residual, gamma, beta, running_mean, running_var, 1, eps, rows, C, s.tile_cols));
 }
 
 extern "C" void bn_act_forward_infer(void *y, const void *x, const void *residual,
@@ -461,8 +470,8 @@ bn_backward_reduce_kernel(T *dresidual, float *dgamma, float *dbeta, const T *dy
     float sg[VEC], sgx[VEC];
 #pragma unroll
     for (int j = 0; j < VEC; j++) sg[j] = sgx[j] = 0.0f;
+    float m[VEC], inv[VEC], ga[VEC], be[VEC];
     if (c < C) {
-        float m[VEC], inv[VEC], ga[VEC], be[VEC];
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
             m[j] = mean[c + j];
@@ -470,6 +479,10 @@ bn_backward_reduce_kernel(T *dresidual, float *dgamma, float *dbeta, const T *dy
             ga[j] = ACT == ACT_SILU ? gamma[c + j] : 0.0f;
             be[j] = ACT == ACT_SILU ? beta[c + j] : 0.0f;
         }
+    }
+    pdl_wait(); /* dy is the output of the kernel before */
+    pdl_release();
+    if (c < C) {
         size_t stride = (size_t)gridDim.y * lanes, r = (size_t)blockIdx.y * lanes + lane;
         for (; r + (BN_ROW_UNROLL(T) - 1) * stride < (size_t)rows; r += BN_ROW_UNROLL(T) * stride) {
             float g[BN_ROW_UNROLL(T)][VEC], v[BN_ROW_UNROLL(T)][VEC];
@@ -537,6 +550,11 @@ bn_backward_dx_kernel(T *dx, const T *g_src, const T *mask_y, const T *x,
         ga[j] = gamma[c + j];
         be[j] = ACT == ACT_SILU ? beta[c + j] : 0.0f;
         k[j] = ga[j] * inv[j];
+    }
+    pdl_wait(); /* the reduce kernel before wrote dgamma, dbeta and g_src */
+    pdl_release();
+#pragma unroll
+    for (int j = 0; j < VEC; j++) {
         mean_g[j] = dbeta[c + j] * inv_rows;
         mean_gx[j] = dgamma[c + j] * inv_rows;
     }
@@ -595,13 +613,11 @@ static void bn_backward_launch(void *dx_, void *dresidual_, float *dgamma, float
      * with SiLU dresidual is dy itself and the dx pass goes through silu' again. */
     const T *g_src = dresidual && ACT != ACT_SILU ? dresidual : dy;
     const T *dx_mask = dresidual ? NULL : mask_y;
-    bn_backward_reduce_kernel<VEC, ACT, T><<<reduce_grid, block, 0, stream>>>(
-        dresidual, dgamma, dbeta, dy, x, mask_y, gamma, beta, mean, invstd, rows, C, s.tile_cols, stripes,
-        counter, acc);
-    CHECK_LAUNCH();
-    bn_backward_dx_kernel<VEC, ACT, T><<<dx_grid, block, 0, stream>>>(dx, g_src, dx_mask, x, gamma, beta, mean,
-                                                                   invstd, dgamma, dbeta, rows, C, s.tile_cols);
-    CHECK_LAUNCH();
+    CHECK_CUDA(pdl_launch(bn_backward_reduce_kernel<VEC, ACT, T>, reduce_grid, block, stream, dresidual, dgamma,
+                          dbeta, dy, x, mask_y, gamma, beta, mean, invstd, rows, C, s.tile_cols, stripes, counter,
+                          acc));
+    CHECK_CUDA(pdl_launch(bn_backward_dx_kernel<VEC, ACT, T>, dx_grid, block, stream, dx, g_src, dx_mask, x, gamma,
+                          beta, mean, invstd, (const float *)dgamma, (const float *)dbeta, rows, C, s.tile_cols));
 }
 
 extern "C" void bn_act_backward(void *dx, void *dresidual, float *dgamma, float *dbeta,

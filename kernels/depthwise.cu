@@ -20,6 +20,7 @@
 
 #include "kernels/depthwise.h"
 #include "kernels/launch.h"
+#include "kernels/pdl.cuh"
 #include "kernels/vector_io.cuh"
 #include "models/check.h"
 
@@ -79,6 +80,8 @@ __device__ __forceinline__ void dw_load_weights(float w9[9][VEC], const T *w, in
 template <int VEC, typename T>
 __global__ void __launch_bounds__(DW_THREADS)
 depthwise_forward_kernel(T *y, const T *x, const T *w, int N, int H, int W, int C, int stride, int Ho, int Wo) {
+    pdl_wait();
+    pdl_release();
     unsigned ncols = (unsigned)(C / VEC), items = (unsigned)N * Ho * ncols;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         int c = (int)(i % ncols) * VEC;
@@ -116,12 +119,11 @@ static void dw_forward_launch(void *y, const void *x, const void *w, int N, int 
                               int Wo, int vec, cudaStream_t stream) {
     unsigned blocks = dw_blocks((size_t)N * Ho * (C / vec));
     if (vec == 4)
-        depthwise_forward_kernel<4, T><<<blocks, DW_THREADS, 0, stream>>>((T *)y, (const T *)x, (const T *)w, N, H, W,
-                                                                         C, stride, Ho, Wo);
+        CHECK_CUDA(pdl_launch(depthwise_forward_kernel<4, T>, blocks, DW_THREADS, stream, (T *)y, (const T *)x,
+                              (const T *)w, N, H, W, C, stride, Ho, Wo));
     else
-        depthwise_forward_kernel<1, T><<<blocks, DW_THREADS, 0, stream>>>((T *)y, (const T *)x, (const T *)w, N, H, W,
-                                                                         C, stride, Ho, Wo);
-    CHECK_LAUNCH();
+        CHECK_CUDA(pdl_launch(depthwise_forward_kernel<1, T>, blocks, DW_THREADS, stream, (T *)y, (const T *)x,
+                              (const T *)w, N, H, W, C, stride, Ho, Wo));
 }
 
 extern "C" void depthwise_forward(void *y, const void *x, const void *w, int N, int H, int W, int C, int stride,
@@ -141,6 +143,8 @@ template <int VEC, typename T>
 __global__ void __launch_bounds__(DW_THREADS)
 depthwise_backward_data_kernel(T *dx, const T *dy, const T *w, int N, int H, int W, int C, int stride, int Ho,
                                int Wo) {
+    pdl_wait();
+    pdl_release();
     unsigned ncols = (unsigned)(C / VEC), items = (unsigned)N * H * ncols;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < items; i += gridDim.x * blockDim.x) {
         int c = (int)(i % ncols) * VEC;
@@ -183,12 +187,11 @@ static void dw_backward_data_launch(void *dx, const void *dy, const void *w, int
                                     int Ho, int Wo, int vec, cudaStream_t stream) {
     unsigned blocks = dw_blocks((size_t)N * H * (C / vec));
     if (vec == 4)
-        depthwise_backward_data_kernel<4, T><<<blocks, DW_THREADS, 0, stream>>>((T *)dx, (const T *)dy, (const T *)w,
-                                                                               N, H, W, C, stride, Ho, Wo);
+        CHECK_CUDA(pdl_launch(depthwise_backward_data_kernel<4, T>, blocks, DW_THREADS, stream, (T *)dx,
+                              (const T *)dy, (const T *)w, N, H, W, C, stride, Ho, Wo));
     else
-        depthwise_backward_data_kernel<1, T><<<blocks, DW_THREADS, 0, stream>>>((T *)dx, (const T *)dy, (const T *)w,
-                                                                               N, H, W, C, stride, Ho, Wo);
-    CHECK_LAUNCH();
+        CHECK_CUDA(pdl_launch(depthwise_backward_data_kernel<1, T>, blocks, DW_THREADS, stream, (T *)dx,
+                              (const T *)dy, (const T *)w, N, H, W, C, stride, Ho, Wo));
 }
 
 extern "C" void depthwise_backward_data(void *dx, const void *dy, const void *w, int N, int H, int W, int C,
@@ -219,6 +222,8 @@ template <int VEC, typename T>
 __global__ void __launch_bounds__(DW_THREADS)
 depthwise_backward_filter_kernel(T *dw, const T *dy, const T *x, int H, int W, int C, int stride, int Ho, int Wo,
                                  unsigned pixels, int tile_cols, unsigned *counter, float *partial) {
+    pdl_wait();
+    pdl_release();
     __shared__ float4 red[DW_THREADS];
     __shared__ bool last;
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
@@ -292,12 +297,11 @@ static void dw_backward_filter_launch(void *dw, const void *dy, const void *x, i
                                       int Ho, int Wo, unsigned pixels, int tile_cols, dim3 grid, dim3 block, int vec,
                                       unsigned *counter, float *partial, cudaStream_t stream) {
     if (vec == 4)
-        depthwise_backward_filter_kernel<4, T><<<grid, block, 0, stream>>>(
-            (T *)dw, (const T *)dy, (const T *)x, H, W, C, stride, Ho, Wo, pixels, tile_cols, counter, partial);
+        CHECK_CUDA(pdl_launch(depthwise_backward_filter_kernel<4, T>, grid, block, stream, (T *)dw, (const T *)dy,
+                              (const T *)x, H, W, C, stride, Ho, Wo, pixels, tile_cols, counter, partial));
     else
-        depthwise_backward_filter_kernel<1, T><<<grid, block, 0, stream>>>(
-            (T *)dw, (const T *)dy, (const T *)x, H, W, C, stride, Ho, Wo, pixels, tile_cols, counter, partial);
-    CHECK_LAUNCH();
+        CHECK_CUDA(pdl_launch(depthwise_backward_filter_kernel<1, T>, grid, block, stream, (T *)dw, (const T *)dy,
+                              (const T *)x, H, W, C, stride, Ho, Wo, pixels, tile_cols, counter, partial));
 }
 
 extern "C" void depthwise_backward_filter(void *dw, const void *dy, const void *x, int N, int H, int W, int C,

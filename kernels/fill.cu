@@ -1,10 +1,13 @@
-/* Small element-wise helpers. */
+/* Small element-wise helpers (launched for programmatic dependent launch: kernels/pdl.cuh). */
 #include <cuda_bf16.h>
 
 #include "kernels/kernels.h"
+#include "kernels/pdl.cuh"
 #include "models/check.h"
 
 __global__ void fill_float_kernel(float *x, float value, size_t n) {
+    pdl_wait();
+    pdl_release();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         x[i] = value;
 }
@@ -12,11 +15,12 @@ __global__ void fill_float_kernel(float *x, float value, size_t n) {
 extern "C" void fill_float(float *x, float value, size_t n, cudaStream_t stream) {
     if (n == 0) return;
     size_t blocks = (n + 255) / 256;
-    fill_float_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(x, value, n);
-    CHECK_LAUNCH();
+    CHECK_CUDA(pdl_launch(fill_float_kernel, (unsigned)(blocks < 4096 ? blocks : 4096), 256, stream, x, value, n));
 }
 
 __global__ void fill_bf16_kernel(__nv_bfloat16 *x, __nv_bfloat16 value, size_t n) {
+    pdl_wait();
+    pdl_release();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         x[i] = value;
 }
@@ -24,14 +28,15 @@ __global__ void fill_bf16_kernel(__nv_bfloat16 *x, __nv_bfloat16 value, size_t n
 extern "C" void fill_bf16(void *x, float value, size_t n, cudaStream_t stream) {
     if (n == 0) return;
     size_t blocks = (n + 255) / 256;
-    fill_bf16_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>((__nv_bfloat16 *)x,
-                                                                                    __float2bfloat16_rn(value), n);
-    CHECK_LAUNCH();
+    CHECK_CUDA(pdl_launch(fill_bf16_kernel, (unsigned)(blocks < 4096 ? blocks : 4096), 256, stream,
+                          (__nv_bfloat16 *)x, __float2bfloat16_rn(value), n));
 }
 
 /* Casts are grid-stride over pairs (bfloat162 / float2), so a weight region of any length and
  * 4-byte alignment (the arena's 256) needs one launch; an odd last element is done alone. */
 __global__ void cast_f32_to_bf16_kernel(__nv_bfloat16 *dst, const float *src, size_t n) {
+    pdl_wait();
+    pdl_release();
     size_t pairs = n / 2;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < pairs; i += (size_t)gridDim.x * blockDim.x)
         ((__nv_bfloat162 *)dst)[i] = __float22bfloat162_rn(((const float2 *)src)[i]);
@@ -39,6 +44,8 @@ __global__ void cast_f32_to_bf16_kernel(__nv_bfloat16 *dst, const float *src, si
 }
 
 __global__ void cast_bf16_to_f32_kernel(float *dst, const __nv_bfloat16 *src, size_t n) {
+    pdl_wait();
+    pdl_release();
     size_t pairs = n / 2;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < pairs; i += (size_t)gridDim.x * blockDim.x)
         ((float2 *)dst)[i] = __bfloat1622float2(((const __nv_bfloat162 *)src)[i]);
@@ -52,12 +59,10 @@ static unsigned cast_blocks(size_t n) {
 
 extern "C" void cast_f32_to_bf16(void *dst, const float *src, size_t n, cudaStream_t stream) {
     if (n == 0) return;
-    cast_f32_to_bf16_kernel<<<cast_blocks(n), 256, 0, stream>>>((__nv_bfloat16 *)dst, src, n);
-    CHECK_LAUNCH();
+    CHECK_CUDA(pdl_launch(cast_f32_to_bf16_kernel, cast_blocks(n), 256, stream, (__nv_bfloat16 *)dst, src, n));
 }
 
 extern "C" void cast_bf16_to_f32(float *dst, const void *src, size_t n, cudaStream_t stream) {
     if (n == 0) return;
-    cast_bf16_to_f32_kernel<<<cast_blocks(n), 256, 0, stream>>>(dst, (const __nv_bfloat16 *)src, n);
-    CHECK_LAUNCH();
+    CHECK_CUDA(pdl_launch(cast_bf16_to_f32_kernel, cast_blocks(n), 256, stream, dst, (const __nv_bfloat16 *)src, n));
 }

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "models/check.h"
 
@@ -21,4 +22,13 @@ int kernel_sm_count(void) {
     CHECK_CUDA(cudaGetDevice(&device));
     CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     return sms > 0 ? sms : 1;
+}
+
+int kernel_pdl_enabled(void) {
+    const char *setting = getenv("SUITE_PDL");
+    if (setting && strcmp(setting, "0") == 0) return 0;
+    int device = 0, major = 0;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    return major >= 9;
 }

@@ -15,6 +15,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
+#include "kernels/pdl.cuh"
 #include "models/check.h"
 
 #define CE_THREADS 256
@@ -36,6 +37,8 @@ template <int VEC>
 __global__ void __launch_bounds__(CE_THREADS)
 softmax_ce_kernel(float *dlogits, float *loss_sum, float *correct, const float *logits,
                   const int32_t *labels, int rows, int K, float smoothing, float grad_scale) {
+    pdl_wait();
+    pdl_release();
     __shared__ float block_loss[CE_WARPS], block_hits[CE_WARPS];
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int row = blockIdx.x * CE_WARPS + warp;
@@ -127,12 +130,11 @@ static void ce_launch(float *dlogits, float *loss_sum, float *correct,
     unsigned blocks = (unsigned)((rows + CE_WARPS - 1) / CE_WARPS);
     int vec = K % 4 == 0 && ((uintptr_t)logits & 15) == 0 && ((uintptr_t)dlogits & 15) == 0 ? 4 : 1;
     if (vec == 4)
-        softmax_ce_kernel<4><<<blocks, CE_THREADS, 0, stream>>>(dlogits, loss_sum, correct, logits,
-                                                                labels, rows, K, smoothing, grad_scale);
+        CHECK_CUDA(pdl_launch(softmax_ce_kernel<4>, blocks, CE_THREADS, stream, dlogits, loss_sum, correct, logits,
+                              labels, rows, K, smoothing, grad_scale));
     else
-        softmax_ce_kernel<1><<<blocks, CE_THREADS, 0, stream>>>(dlogits, loss_sum, correct, logits,
-                                                                labels, rows, K, smoothing, grad_scale);
-    CHECK_LAUNCH();
+        CHECK_CUDA(pdl_launch(softmax_ce_kernel<1>, blocks, CE_THREADS, stream, dlogits, loss_sum, correct, logits,
+                              labels, rows, K, smoothing, grad_scale));
 }
 
 static void ce_check(const char *fn, float *loss_sum, float *correct, const float *logits,

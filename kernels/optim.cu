@@ -12,6 +12,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
+#include "kernels/pdl.cuh"
 #include "models/check.h"
 
 #define SGD_THREADS 256
@@ -36,6 +37,8 @@ template <int VEC>
 __global__ void __launch_bounds__(SGD_THREADS)
 sgd_update_kernel(float *params, float *momentum_buf, const float *grads, const float *lr_ptr,
                   size_t n, size_t n_decay, float momentum, float weight_decay, int nesterov) {
+    pdl_wait();
+    pdl_release();
     float lr = *lr_ptr;
     size_t nvec = n / VEC;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < nvec;
@@ -92,12 +95,11 @@ extern "C" void sgd_update(float *params, float *momentum_buf, const float *grad
     if (blocks > cap) blocks = cap;
     if (blocks < 1) blocks = 1;
     if (vec == 4)
-        sgd_update_kernel<4><<<(unsigned)blocks, SGD_THREADS, 0, stream>>>(
-            params, momentum_buf, grads, lr, n, n_decay, momentum, weight_decay, nesterov);
+        CHECK_CUDA(pdl_launch(sgd_update_kernel<4>, (unsigned)blocks, SGD_THREADS, stream, params, momentum_buf,
+                              grads, lr, n, n_decay, momentum, weight_decay, nesterov));
     else
-        sgd_update_kernel<1><<<(unsigned)blocks, SGD_THREADS, 0, stream>>>(
-            params, momentum_buf, grads, lr, n, n_decay, momentum, weight_decay, nesterov);
-    CHECK_LAUNCH();
+        CHECK_CUDA(pdl_launch(sgd_update_kernel<1>, (unsigned)blocks, SGD_THREADS, stream, params, momentum_buf,
+                              grads, lr, n, n_decay, momentum, weight_decay, nesterov));
 }
 
 #define ADAMW_VEC 4
@@ -106,6 +108,8 @@ __global__ void __launch_bounds__(SGD_THREADS)
 adamw_update_kernel(float *params, float *m, float *v, const float *grads, const float *lr_ptr,
                     const int64_t *step_ptr, size_t n, size_t n_decay, double beta1_d, double beta2_d,
                     float eps, float weight_decay, int vec) {
+    pdl_wait();
+    pdl_release();
     float lr = *lr_ptr;
     double t = (double)*step_ptr;
     float bias1 = (float)(1.0 - pow(beta1_d, t)), bias2 = (float)(1.0 - pow(beta2_d, t));
@@ -165,12 +169,13 @@ extern "C" void adamw_update(float *params, float *m, float *v, const float *gra
     size_t cap = (size_t)kernel_sm_count() * SGD_BLOCKS_PER_SM;
     if (blocks > cap) blocks = cap;
     if (blocks < 1) blocks = 1;
-    adamw_update_kernel<<<(unsigned)blocks, SGD_THREADS, 0, stream>>>(
-        params, m, v, grads, lr, step, n, n_decay, beta1, beta2, eps, weight_decay, vec);
-    CHECK_LAUNCH();
+    CHECK_CUDA(pdl_launch(adamw_update_kernel, (unsigned)blocks, SGD_THREADS, stream, params, m, v, grads, lr, step,
+                          n, n_decay, beta1, beta2, eps, weight_decay, vec));
 }
 
 __global__ void lr_schedule_step_kernel(float *lr, int64_t *step, lr_schedule schedule) {
+    pdl_wait();
+    pdl_release();
     int64_t s = *step;
     *lr = lr_at(&schedule, (long)s);
     *step = s + 1;
@@ -180,6 +185,5 @@ extern "C" void lr_schedule_step(float *lr, int64_t *step, lr_schedule schedule,
                                  cudaStream_t stream) {
     if (!lr || !step)
         kernel_bad_input("lr_schedule_step", "lr and step must be device pointers (one is NULL)");
-    lr_schedule_step_kernel<<<1, 1, 0, stream>>>(lr, step, schedule);
-    CHECK_LAUNCH();
+    CHECK_CUDA(pdl_launch(lr_schedule_step_kernel, 1, 1, stream, lr, step, schedule));
 }

@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
+#include "kernels/pdl.cuh"
 #include "kernels/vector_io.cuh"
 #include "models/check.h"
 
@@ -65,6 +66,8 @@ template <int VEC, typename T>
 __global__ void __launch_bounds__(POOL_THREADS)
 maxpool_forward_kernel(T *y, uint8_t *argmax, const T *x, int N, int H, int W, int C,
                        int k, int stride, int pad, int Ho, int Wo) {
+    pdl_wait();
+    pdl_release();
     unsigned ncols = (unsigned)(C / VEC), total = (unsigned)N * Ho * Wo * ncols;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         int c = (int)(i % ncols) * VEC;
@@ -116,12 +119,11 @@ template <typename T>
 static void maxpool_forward_launch(void *y, uint8_t *argmax, const void *x, int N, int H, int W, int C, int k,
                                    int stride, int pad, int Ho, int Wo, int vec, size_t items, cudaStream_t stream) {
     if (vec == 4)
-        maxpool_forward_kernel<4, T><<<pool_blocks(items), POOL_THREADS, 0, stream>>>(
-            (T *)y, argmax, (const T *)x, N, H, W, C, k, stride, pad, Ho, Wo);
+        CHECK_CUDA(pdl_launch(maxpool_forward_kernel<4, T>, pool_blocks(items), POOL_THREADS, stream, (T *)y, argmax,
+                              (const T *)x, N, H, W, C, k, stride, pad, Ho, Wo));
     else
-        maxpool_forward_kernel<1, T><<<pool_blocks(items), POOL_THREADS, 0, stream>>>(
-            (T *)y, argmax, (const T *)x, N, H, W, C, k, stride, pad, Ho, Wo);
-    CHECK_LAUNCH();
+        CHECK_CUDA(pdl_launch(maxpool_forward_kernel<1, T>, pool_blocks(items), POOL_THREADS, stream, (T *)y, argmax,
+                              (const T *)x, N, H, W, C, k, stride, pad, Ho, Wo));
 }
 
 extern "C" void maxpool_forward(void *y, uint8_t *argmax, const void *x, int N, int H, int W,
@@ -163,6 +165,8 @@ template <int VEC, bool TWO_BY_TWO, typename T>
 __global__ void __launch_bounds__(POOL_THREADS)
 maxpool_backward_kernel(T *dx, const T *dy, const uint8_t *argmax, int N, int H, int W,
                         int C, int k, int stride, int pad, int Ho, int Wo) {
+    pdl_wait();
+    pdl_release();
     unsigned ncols = (unsigned)(C / VEC), total = (unsigned)N * H * W * ncols;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         int c = (int)(i % ncols) * VEC;
@@ -207,18 +211,17 @@ static void maxpool_backward_launch(void *dx_, const void *dy_, const uint8_t *a
     unsigned blocks = pool_blocks(items);
     int two = k <= 2 * stride;
     if (vec == 4 && two)
-        maxpool_backward_kernel<4, true, T><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
-                                                                                k, stride, pad, Ho, Wo);
+        CHECK_CUDA(pdl_launch(maxpool_backward_kernel<4, true, T>, blocks, POOL_THREADS, stream, dx, dy, argmax, N, H,
+                              W, C, k, stride, pad, Ho, Wo));
     else if (vec == 4)
-        maxpool_backward_kernel<4, false, T><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
-                                                                                 k, stride, pad, Ho, Wo);
+        CHECK_CUDA(pdl_launch(maxpool_backward_kernel<4, false, T>, blocks, POOL_THREADS, stream, dx, dy, argmax, N,
+                              H, W, C, k, stride, pad, Ho, Wo));
     else if (two)
-        maxpool_backward_kernel<1, true, T><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
-                                                                                k, stride, pad, Ho, Wo);
+        CHECK_CUDA(pdl_launch(maxpool_backward_kernel<1, true, T>, blocks, POOL_THREADS, stream, dx, dy, argmax, N, H,
+                              W, C, k, stride, pad, Ho, Wo));
     else
-        maxpool_backward_kernel<1, false, T><<<blocks, POOL_THREADS, 0, stream>>>(dx, dy, argmax, N, H, W, C,
-                                                                                 k, stride, pad, Ho, Wo);
-    CHECK_LAUNCH();
+        CHECK_CUDA(pdl_launch(maxpool_backward_kernel<1, false, T>, blocks, POOL_THREADS, stream, dx, dy, argmax, N,
+                              H, W, C, k, stride, pad, Ho, Wo));
 }
 
 extern "C" void maxpool_backward(void *dx, const void *dy, const uint8_t *argmax, int N, int H,
@@ -245,6 +248,8 @@ extern "C" void maxpool_backward(void *dx, const void *dy, const uint8_t *argmax
 template <int VEC, typename T>
 __global__ void __launch_bounds__(POOL_THREADS)
 avgpool_global_forward_kernel(T *y, const T *x, int HW, int C, int tile_cols) {
+    pdl_wait();
+    pdl_release();
     __shared__ float4 partial[POOL_THREADS];
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
     int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
@@ -279,6 +284,8 @@ avgpool_global_forward_kernel(T *y, const T *x, int HW, int C, int tile_cols) {
 template <int VEC, typename T>
 __global__ void __launch_bounds__(POOL_THREADS)
 avgpool_global_backward_kernel(T *dx, const T *dy, int N, int HW, int C) {
+    pdl_wait();
+    pdl_release();
     unsigned ncols = (unsigned)(C / VEC), total = (unsigned)N * HW * ncols;
     float inv = 1.0f / (float)HW;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
@@ -312,16 +319,17 @@ extern "C" void avgpool_global_forward(void *y, const void *x, int N, int HW, in
     dim3 grid((unsigned)tiles, (unsigned)N), block((unsigned)(lanes * tile_cols));
     typedef __nv_bfloat16 bf16;
     if (type == ELEM_BF16 && vec == 4)
-        avgpool_global_forward_kernel<4, bf16><<<grid, block, 0, stream>>>((bf16 *)y, (const bf16 *)x, HW, C, tile_cols);
+        CHECK_CUDA(pdl_launch(avgpool_global_forward_kernel<4, bf16>, grid, block, stream, (bf16 *)y, (const bf16 *)x,
+                              HW, C, tile_cols));
     else if (type == ELEM_BF16)
-        avgpool_global_forward_kernel<1, bf16><<<grid, block, 0, stream>>>((bf16 *)y, (const bf16 *)x, HW, C, tile_cols);
+        CHECK_CUDA(pdl_launch(avgpool_global_forward_kernel<1, bf16>, grid, block, stream, (bf16 *)y, (const bf16 *)x,
+                              HW, C, tile_cols));
     else if (vec == 4)
-        avgpool_global_forward_kernel<4, float><<<grid, block, 0, stream>>>((float *)y, (const float *)x, HW, C,
-                                                                            tile_cols);
+        CHECK_CUDA(pdl_launch(avgpool_global_forward_kernel<4, float>, grid, block, stream, (float *)y,
+                              (const float *)x, HW, C, tile_cols));
     else
-        avgpool_global_forward_kernel<1, float><<<grid, block, 0, stream>>>((float *)y, (const float *)x, HW, C,
-                                                                            tile_cols);
-    CHECK_LAUNCH();
+        CHECK_CUDA(pdl_launch(avgpool_global_forward_kernel<1, float>, grid, block, stream, (float *)y,
+                              (const float *)x, HW, C, tile_cols));
 }
 
 extern "C" void avgpool_global_backward(void *dx, const void *dy, int N, int HW, int C, elem_type type,
@@ -337,16 +345,15 @@ extern "C" void avgpool_global_backward(void *dx, const void *dy, int N, int HW,
     unsigned blocks = pool_blocks(items);
     typedef __nv_bfloat16 bf16;
     if (type == ELEM_BF16 && vec == 4)
-        avgpool_global_backward_kernel<4, bf16><<<blocks, POOL_THREADS, 0, stream>>>((bf16 *)dx, (const bf16 *)dy, N,
-                                                                                   HW, C);
+        CHECK_CUDA(pdl_launch(avgpool_global_backward_kernel<4, bf16>, blocks, POOL_THREADS, stream, (bf16 *)dx,
+                              (const bf16 *)dy, N, HW, C));
     else if (type == ELEM_BF16)
-        avgpool_global_backward_kernel<1, bf16><<<blocks, POOL_THREADS, 0, stream>>>((bf16 *)dx, (const bf16 *)dy, N,
-                                                                                   HW, C);
+        CHECK_CUDA(pdl_launch(avgpool_global_backward_kernel<1, bf16>, blocks, POOL_THREADS, stream, (bf16 *)dx,
+                              (const bf16 *)dy, N, HW, C));
     else if (vec == 4)
-        avgpool_global_backward_kernel<4, float><<<blocks, POOL_THREADS, 0, stream>>>((float *)dx, (const float *)dy,
-                                                                                    N, HW, C);
+        CHECK_CUDA(pdl_launch(avgpool_global_backward_kernel<4, float>, blocks, POOL_THREADS, stream, (float *)dx,
+                              (const float *)dy, N, HW, C));
     else
-        avgpool_global_backward_kernel<1, float><<<blocks, POOL_THREADS, 0, stream>>>((float *)dx, (const float *)dy,
-                                                                                    N, HW, C);
-    CHECK_LAUNCH();
+        CHECK_CUDA(pdl_launch(avgpool_global_backward_kernel<1, float>, blocks, POOL_THREADS, stream, (float *)dx,
+                              (const float *)dy, N, HW, C));
 }
