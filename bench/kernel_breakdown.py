@@ -5,9 +5,9 @@ Reads the CSV of
     ncu --profile-from-start off --clock-control none --cache-control none \
         --metrics gpu__time_duration.sum --csv --page raw  bench_step ... --profile
 (one step, the GPU's own clocks, caches as the step leaves them) and prints, per kind, the kernels,
-their summed time and share, and the five longest kernel names. The kernels run one at a time under
-ncu, so the sum leaves out the gaps between launches; set it against bench_step's median step to see
-them (--step-ms).
+their summed time and share, and the longest kernel names (--top, 3). The kernels run one at a time under
+ncu, so the sum leaves out the gaps between launches, but each kernel is also timed alone, which can
+make the sum exceed the real step (--step-ms, bench_step's median, says which it is).
 
 usage: kernel_breakdown.py NCU.csv [--step-ms X] [--top N]
 """
@@ -42,9 +42,17 @@ def kind_of(name):
     return "other"
 
 
+def fail(message):
+    print(f"kernel_breakdown: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def read_rows(path):
-    with open(path, newline="") as f:
-        lines = [line for line in f if line.startswith('"')]  # ncu prints its own notes first
+    try:
+        with open(path, newline="") as f:
+            lines = [line for line in f if line.startswith('"')]  # ncu prints its own notes first
+    except OSError as e:
+        fail(f"{path}: {e.strerror}")
     rows = list(csv.DictReader(lines))
     out = []
     for row in rows:
@@ -67,7 +75,7 @@ def main():
     args = ap.parse_args()
     rows = read_rows(args.csv)
     if not rows:
-        sys.exit(f"kernel_breakdown: {args.csv}: no gpu__time_duration.sum rows (was it ncu --csv --page raw?)")
+        fail(f"{args.csv}: no gpu__time_duration.sum rows (expected the CSV of ncu --csv --page raw)")
     total = sum(t for _, t in rows)
     by_kind = defaultdict(list)
     for name, t in rows:
@@ -81,9 +89,13 @@ def main():
         top = ", ".join(f"{n} {v:.3f}" for n, v in sorted(names.items(), key=lambda kv: -kv[1])[: args.top])
         print(f"{kind:<32} {len(items):>7} {ms:>8.3f} {100 * ms / total:>5.1f}%  {top}")
     print(f"{'all kernels':<32} {len(rows):>7} {total:>8.3f}")
-    if args.step_ms:
+    if args.step_ms and args.step_ms >= total:
         print(f"step median {args.step_ms:.3f} ms: {args.step_ms - total:.3f} ms between kernels "
               f"({100 * (args.step_ms - total) / args.step_ms:.1f}%)")
+    elif args.step_ms:
+        # Kernels replayed one at a time (cold starts, no overlap) sum to more than the real step.
+        print(f"step median {args.step_ms:.3f} ms, less than the kernels' sum under ncu: only the shares "
+              f"above are comparable, not the times")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
  * visible. The rules for such a kernel:
  *   - before pdl_wait: no stores to global memory, and loads only of data the kernel just before
  *     it does not write (every kernel before that one is finished: that one passed its own wait,
- *     or was launched the ordinary way, before it let this one start);
+ *     or was launched the ordinary way, as cuDNN's and cuBLAS's are, before it let this one start);
+ *     ours load only parameters and saved statistics there, written many kernels earlier;
  *   - every thread that touches global memory calls pdl_wait first, on every path;
  *   - pdl_release(), once the kernel has passed its own pdl_wait, lets the next kernel be
  *     scheduled early; a block that exits releases implicitly.
