@@ -41,6 +41,8 @@
 #   bf16-profile one step's kernels by kind under ncu (bench/kernel_breakdown.py), PROFILE_CONFIGS
 #           (model:size:batch:precision, default resnet26 and resnet50 in bf16)
 #   bf16-colloc 7*S and 3*M under MPS in tf32 and bf16, and the report that sets them side by side
+#   ab      bench_step for BENCH_CONFIGS (model:size:batch[:optimizer]) in AB_PRECISION (bf16), with
+#           AB_ENV (default SUITE_PDL=0) and without, alternating, AB_ROUNDS (2) rounds
 # Logs go to $OUT (or results/device). On the device machine, first: . .devroot/env.sh
 set -u
 out=${OUT:-$PWD/results/device}
@@ -409,6 +411,21 @@ PY
         python3 bench/sharing_table.py $d
         "$build/run_suite" report $d -o "$out/report_bf16.html" || status=1
         ps -eo comm= | grep -c '^nvidia-cuda-mps' | sed 's/^/MPS processes left: /'
+        ;;
+    ab)
+        for cfg in ${BENCH_CONFIGS:-resnet26:32:128 resnet50:64:128 resnet152:224:32 efficientnetv2_s:64:128}; do
+            IFS=: read -r model size batch optimizer <<<"$cfg"
+            for ((round = 1; round <= ${AB_ROUNDS:-2}; round++)); do
+                for with in yes no; do
+                    label=$([ $with = yes ] && echo "${AB_ENV:-SUITE_PDL=0}" || echo "default")
+                    printf '%-28s round %d: ' "$label" "$round"
+                    # shellcheck disable=SC2046
+                    env $([ $with = yes ] && echo "${AB_ENV:-SUITE_PDL=0}") "$build/bench_step" --model "$model" \
+                        --image-size "$size" --batch "$batch" --classes 1000 --optimizer "${optimizer:-sgd}" \
+                        --precision "${AB_PRECISION:-bf16}" || status=1
+                done
+            done
+        done
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;
     esac

@@ -76,18 +76,24 @@ void softmax_ce_eval(float *loss_sum, float *correct, const float *logits, const
 /* ---- optimizer -----------------------------------------------------------------------------
  * SGD with momentum as torch.optim.SGD (dampening 0): g = grad + wd*p for the first n_decay
  * elements (weights) and g = grad for the rest (BN parameters, biases); buf = momentum*buf + g;
- * g = nesterov ? g + momentum*buf : buf; p -= lr*g. The learning rate is read from device memory. */
-void sgd_update(float *params, float *momentum_buf, const float *grads, const float *lr, size_t n,
-                size_t n_decay, float momentum, float weight_decay, int nesterov,
-                cudaStream_t stream);
+ * g = nesterov ? g + momentum*buf : buf; p -= lr*g. The learning rate is read from device memory.
+ * bf16 training (both optimizers): the first n_half elements (<= n) have bfloat16 copies. With
+ * half_grads, their gradient is read from it (bfloat16 -> float) instead of grads; with
+ * half_weights, the updated float32 weight is also stored there, rounded to nearest even as
+ * cast_f32_to_bf16 rounds. Either may be NULL; n_half > 0 with both NULL is rejected. This
+ * replaces the two cast passes around the update (models/trainer.c). */
+void sgd_update(float *params, float *momentum_buf, void *half_weights, const float *grads,
+                const void *half_grads, const float *lr, size_t n, size_t n_decay, size_t n_half,
+                float momentum, float weight_decay, int nesterov, cudaStream_t stream);
 /* AdamW as torch.optim.AdamW (amsgrad off): for the first n_decay elements p -= lr*wd*p first
  * (decoupled decay); m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; with t = *step (updates so far,
  * this one included, as lr_schedule_step leaves it): p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t)
  * + eps). lr and t are read from device memory. The betas are doubles, as PyTorch's are: 1 - beta
  * rounds to float from the exact value (1 - 0.999f would be 1.3e-5 off). */
-void adamw_update(float *params, float *m, float *v, const float *grads, const float *lr,
-                  const int64_t *step, size_t n, size_t n_decay, double beta1, double beta2, float eps,
-                  float weight_decay, cudaStream_t stream);
+void adamw_update(float *params, float *m, float *v, void *half_weights, const float *grads,
+                  const void *half_grads, const float *lr, const int64_t *step, size_t n, size_t n_decay,
+                  size_t n_half, double beta1, double beta2, float eps, float weight_decay,
+                  cudaStream_t stream);
 /* *lr = lr_at(schedule, *step); then ++*step. One thread: it runs once per training step inside
  * the captured graph. */
 void lr_schedule_step(float *lr, int64_t *step, lr_schedule schedule, cudaStream_t stream);

@@ -5,7 +5,9 @@
  * state mirror that layout, so the optimizer is one pass over flat buffers. A bfloat16 model
  * (half_weights) also keeps a bfloat16 copy of the weights with decay (the convolution and linear
  * weights its tensor-core calls read) and of their gradients (what those calls write), in one
- * block mirroring that region: the float32 weights stay the master copy the optimizer updates. */
+ * block mirroring that region: the float32 weights stay the master copy the optimizer updates
+ * (inside a training step it also writes the bfloat16 copy and reads the bfloat16 gradients:
+ * models/trainer.c). */
 #ifndef SUITE_ARENA_H
 #define SUITE_ARENA_H
 

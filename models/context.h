@@ -45,6 +45,11 @@ typedef struct job_context {
     size_t workspace_limit;   /* the most a convolution algorithm may ask for */
     int allow_tf32;           /* TF32 tensor-core math for float32 convolutions and matmuls */
     grad_hooks *grad_hooks;   /* NULL: nobody listens */
+    /* 1 only while trainer_step_body enqueues a step (models/trainer.c): its optimizer writes the
+     * arena's bfloat16 weight copy and, without grad_hooks, reads the bfloat16 gradients, so
+     * model_weights_to_half and model_grads_from_half leave those casts to it. 0 (as
+     * context_init leaves it) everywhere else: every other forward and backward casts. */
+    int optimizer_owns_half;
 } job_context;
 
 static inline void context_grad_ready(const job_context *ctx, const float *param) {

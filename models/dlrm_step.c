@@ -85,8 +85,8 @@ static void step_body(dlrm *m, int slot, int update) {
         arena *a = &m->ctx->arena;
         dlrm_lr_step(m->lr, m->step, m->policy, stream);
         /* the reference's optimizer: plain SGD, no momentum, no weight decay */
-        sgd_update((float *)a->params, NULL, arena_grads(a), m->lr, arena_trainable_floats(a), 0, 0.0f, 0.0f, 0,
-                   stream);
+        sgd_update((float *)a->params, NULL, NULL, arena_grads(a), NULL, m->lr, arena_trainable_floats(a), 0, 0,
+                   0.0f, 0.0f, 0, stream);
     }
     CHECK_CUDA(cudaStreamWaitEvent(stream, m->join, 0)); /* the sorted pairs */
     if (update)

@@ -110,12 +110,19 @@ elem_type model_activation_type(const model_config *config) {
     return config->precision == PRECISION_BF16 ? ELEM_BF16 : ELEM_F32;
 }
 
+/* The checks are here, not in the models, so no model has to know about the trainer: inside
+ * trainer_step_body the optimizer at the end of the previous step (or the eager warm-up pass in
+ * trainer_init, which casts) has already written the copy, and this step's optimizer reads the
+ * bfloat16 gradients itself. Data-parallel hooks all-reduce the float32 gradients, so with hooks
+ * the gradients are still cast here. */
 void model_weights_to_half(job_context *ctx) {
+    if (ctx->optimizer_owns_half) return;
     cast_f32_to_bf16(arena_half_weights(&ctx->arena), (const float *)ctx->arena.params,
                      arena_decay_floats(&ctx->arena), ctx->stream);
 }
 
 void model_grads_from_half(job_context *ctx) {
+    if (ctx->optimizer_owns_half && !ctx->grad_hooks) return;
     cast_bf16_to_f32(arena_grads(&ctx->arena), arena_half_grads(&ctx->arena), arena_decay_floats(&ctx->arena),
                      ctx->stream);
 }

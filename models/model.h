@@ -109,7 +109,8 @@ void model_free(model *m);
 int64_t model_param_count(const model *m);
 /* bf16 models: the bfloat16 copy of the weights with decay from the float32 masters (at the start
  * of each forward), and the float32 gradients from the bfloat16 ones the layers wrote (at the
- * end of each backward). One pass each over the weight region, on the job's stream. */
+ * end of each backward). One pass each over the weight region, on the job's stream; none while
+ * ctx->optimizer_owns_half says the trainer's optimizer does that work (models/context.h). */
 void model_weights_to_half(job_context *ctx);
 void model_grads_from_half(job_context *ctx);
 /* Building in the model's element type (model_activation_type): n activations from the arena's

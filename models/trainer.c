@@ -18,6 +18,14 @@ void trainer_step_body(trainer *t) {
     model *m = t->model;
     job_context *ctx = t->ctx;
     arena *a = &ctx->arena;
+    /* bf16: the update below keeps the bfloat16 weight copy current and, unless hooks need the
+     * float32 gradients (ddp all-reduces them), reads the bfloat16 gradients, so this step's
+     * passes skip both casts (model.c). Set for this body only: any pass outside a step (the
+     * warm-up in trainer_init, evaluation, a test's forward after writing weights) still casts. */
+    void *half_w = arena_half_weights(a);
+    const void *half_g = half_w && !ctx->grad_hooks ? arena_half_grads(a) : NULL;
+    size_t n_half = half_w ? arena_decay_floats(a) : 0;
+    ctx->optimizer_owns_half = half_w != NULL;
     m->forward(m, 1, ctx);
     softmax_ce_forward_backward(m->dlogits, &t->sums[0], &t->sums[1], m->logits, m->labels,
                                 m->config.batch, m->config.classes, t->label_smoothing, ctx->stream);
@@ -25,12 +33,13 @@ void trainer_step_body(trainer *t) {
     lr_schedule_step(t->lr, t->step, t->schedule, ctx->stream);
     size_t n = arena_trainable_floats(a), n_decay = t->opt.decay_all ? n : arena_decay_floats(a);
     if (t->opt.kind == OPTIMIZER_ADAMW)
-        adamw_update((float *)a->params, arena_slot(a, 0), arena_slot(a, 1), arena_grads(a), t->lr,
-                     t->step, n, n_decay, t->opt.beta1, t->opt.beta2, t->opt.eps, t->opt.weight_decay,
+        adamw_update((float *)a->params, arena_slot(a, 0), arena_slot(a, 1), half_w, arena_grads(a), half_g, t->lr,
+                     t->step, n, n_decay, n_half, t->opt.beta1, t->opt.beta2, t->opt.eps, t->opt.weight_decay,
                      ctx->stream);
     else
-        sgd_update((float *)a->params, arena_slot(a, 0), arena_grads(a), t->lr, n, n_decay,
+        sgd_update((float *)a->params, arena_slot(a, 0), half_w, arena_grads(a), half_g, t->lr, n, n_decay, n_half,
                    t->opt.momentum, t->opt.weight_decay, t->opt.nesterov, ctx->stream);
+    ctx->optimizer_owns_half = 0;
 }
 
 int optimizer_slots(optimizer_kind kind) { return kind == OPTIMIZER_ADAMW ? 2 : 1; }

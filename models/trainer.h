@@ -49,7 +49,11 @@ void trainer_init(trainer *t, model *m, job_context *ctx, optimizer_config opt, 
                   float label_smoothing, int use_graph);
 /* Enqueues one training step on the job's stream; host buffers should be pinned. */
 void trainer_step(trainer *t, const float *images, const int32_t *labels);
-/* The same step enqueued kernel by kernel (no graph): the captured body. */
+/* The same step enqueued kernel by kernel (no graph): the captured body. bf16: its optimizer
+ * keeps the bfloat16 weight copy current (the step's forward does not cast) and, without grad
+ * hooks, reads the bfloat16 gradients, so after it the float32 gradients of the weights with
+ * decay are stale: model_grads_from_half makes them. Weights written outside a step reach the
+ * next step only through a pass that casts (any forward outside a step, or model_weights_to_half). */
 void trainer_step_body(trainer *t);
 /* Enqueues an inference forward and accumulates loss and correct count over the first n rows. */
 void trainer_eval_batch(trainer *t, const float *images, const int32_t *labels, int n);

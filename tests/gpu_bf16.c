@@ -164,6 +164,9 @@ static void test_batchnorm(void **state) {
     check_bn(512, 256, ACT_NONE, 0);
     check_bn(300, 6, ACT_SILU, 1); /* C % 4 != 0: the scalar path */
     check_bn(128, 2048, ACT_RELU, 1);
+    check_bn(8192, 128, ACT_RELU, 1);
+    check_bn(6272, 256, ACT_SILU, 1); /* ResNet-152's stage 3 at 224 px, batch 32 */
+    check_bn(32768, 64, ACT_RELU, 1);
 }
 
 /* ---- pooling -------------------------------------------------------------------------------*/

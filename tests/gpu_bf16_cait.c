@@ -738,6 +738,8 @@ static float *run_cait(precision_kind precision, const float *images, const int3
         trainer_take_sums(&s.trainer, &loss, &correct);
         if (i == 0) {
             *first = loss / MB;
+            /* bf16: the step's optimizer read the bfloat16 gradients; this makes the float32 ones */
+            if (precision == PRECISION_BF16) model_grads_from_half(&s.ctx);
             *n = arena_trainable_floats(&s.ctx.arena);
             grads = malloc(*n * sizeof *grads);
             test_to_host(grads, arena_grads(&s.ctx.arena), *n);

@@ -52,10 +52,13 @@ static model_config config_of(const train_options *o) {
     return c;
 }
 
+/* The workspace is bounded by the limit until the algorithms are measured on the GPU (plus 32 MiB
+ * for cuBLASLt and slack). */
+static size_t workspace_bound(const job *j) { return j->opt.workspace_limit + ((size_t)32 << 20); }
+
 static cJSON *footprint_json(const job *j) {
     arena_footprint f = arena_footprint_of(&j->s.plan, optimizer_slots(j->opt.optimizer));
-    /* the workspace is bounded by the limit until the algorithms are measured on the GPU */
-    size_t workspace = j->opt.workspace_limit + ((size_t)32 << 20);
+    size_t workspace = workspace_bound(j);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "parameters", (double)f.parameters);
     cJSON_AddNumberToObject(o, "gradients", (double)f.gradients);
@@ -85,10 +88,10 @@ static int dry_run(job *j) {
         printf("%s: %lld parameters; planned GPU footprint %.1f MiB (parameters %.1f, gradients %.1f, "
                "optimizer %.1f, buffers %.1f, activations %.1f, scratch %.1f, workspace <= %.1f)\n",
                j->opt.model, (long long)model_param_count(j->s.model),
-               (f.total + j->opt.workspace_limit + (32 << 20)) / 1048576.0, f.parameters / 1048576.0,
+               (f.total + workspace_bound(j)) / 1048576.0, f.parameters / 1048576.0,
                f.gradients / 1048576.0, f.optimizer / 1048576.0, f.buffers / 1048576.0,
                f.activations / 1048576.0, f.scratch / 1048576.0,
-               (j->opt.workspace_limit + (32 << 20)) / 1048576.0);
+               workspace_bound(j) / 1048576.0);
     }
     return 0;
 }
@@ -233,7 +236,12 @@ static int run_epochs(job *j) {
             CHECK_CUDA(cudaEventRecord(copied, j->s.ctx.stream));
             steps++;
             train_progress_tick(&j->ev, &progress, epoch, steps, j->steps_per_epoch, o->batch, t_start);
-            train_fault_at(&o->fault, (epoch - 1) * j->steps_per_epoch + steps, &j->ev, j->s.ctx.stream, &j->s.model->params);
+            long step = (epoch - 1) * j->steps_per_epoch + steps;
+            train_fault_at(&o->fault, step, &j->ev, j->s.ctx.stream, &j->s.model->params);
+            /* A NaN fault writes the float32 weights, but a bf16 step's forward reads the bfloat16
+             * copy that the optimizer keeps: refresh it, so the next step diverges as in float32. */
+            if (o->fault.kind == FAULT_NAN && step == o->fault.step && j->s.ctx.arena.half_weights)
+                model_weights_to_half(&j->s.ctx);
             if (steps <= MAX_TIMED_STEPS) CHECK_CUDA(cudaEventRecord(marks[steps], j->s.ctx.stream));
             CHECK_CUDA(cudaEventSynchronize(copied)); /* b's pinned buffers are refilled after the next call */
         }
