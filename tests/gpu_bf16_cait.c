@@ -26,6 +26,7 @@
 #include "models/cait_layers.h"
 #include "models/check.h"
 #include "models/session.h"
+#include "tests/cait_reference.h"
 #include "tests/testutil.h"
 
 static job_context ctx;
@@ -277,56 +278,6 @@ static void test_gelu(void **state) {
 
 /* ---- talking heads ----------------------------------------------------------------------------*/
 
-/* The double reference of kernels/transformer.h's talking heads (as tests/gpu_cait.c): attn from
- * the logits; with da, dlogits and the mixing parameters' gradients (added to). */
-static void th_reference(int B, int H, int N, const float *logits, const float *wl, const float *bl, const float *ww,
-                         const float *bw, const double *da, double *attn, double *dlogits, double *dwl, double *dbl,
-                         double *dww, double *dbw) {
-    double *z = dal((size_t)H * N), *p = dal((size_t)H * N), *dz = dal((size_t)H * N);
-    size_t hs = (size_t)N * N;
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < N; i++) {
-            size_t base = ((size_t)b * H * N + i) * N;
-            for (int o = 0; o < H; o++) {
-                double m = -INFINITY, s = 0;
-                for (int j = 0; j < N; j++) {
-                    double v = bl[o];
-                    for (int h = 0; h < H; h++) v += (double)wl[o * H + h] * logits[base + h * hs + j];
-                    z[o * N + j] = v, m = fmax(m, v);
-                }
-                for (int j = 0; j < N; j++) s += exp(z[o * N + j] - m);
-                for (int j = 0; j < N; j++) p[o * N + j] = exp(z[o * N + j] - m) / s;
-            }
-            for (int o = 0; o < H; o++)
-                for (int j = 0; j < N; j++) {
-                    double v = bw[o];
-                    for (int h = 0; h < H; h++) v += (double)ww[o * H + h] * p[h * N + j];
-                    attn[base + o * hs + j] = v;
-                }
-            if (!da) continue;
-            for (int h = 0; h < H; h++) {
-                double dot = 0;
-                for (int j = 0; j < N; j++) {
-                    double v = 0;
-                    for (int o = 0; o < H; o++) v += (double)ww[o * H + h] * da[base + o * hs + j];
-                    dz[h * N + j] = v, dot += v * p[h * N + j];
-                }
-                for (int j = 0; j < N; j++) dz[h * N + j] = p[h * N + j] * (dz[h * N + j] - dot);
-            }
-            for (int j = 0; j < N; j++)
-                for (int o = 0; o < H; o++) {
-                    dbw[o] += da[base + o * hs + j], dbl[o] += dz[o * N + j];
-                    double dl = 0;
-                    for (int h = 0; h < H; h++) {
-                        dww[o * H + h] += da[base + o * hs + j] * p[h * N + j];
-                        dwl[o * H + h] += dz[o * N + j] * logits[base + h * hs + j];
-                        dl += (double)wl[h * H + o] * dz[h * N + j];
-                    }
-                    dlogits[base + o * hs + j] = dl;
-                }
-        }
-    free(z), free(p), free(dz);
-}
 
 static void check_talking_heads(int B, int H, int N) {
     size_t n = (size_t)B * H * N * N, hh = (size_t)H * H;

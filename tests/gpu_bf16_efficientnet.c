@@ -36,6 +36,7 @@
 #include "models/efficientnet.h"
 #include "models/rng.h"
 #include "models/session.h"
+#include "tests/efficientnet_reference.h"
 #include "tests/testutil.h"
 
 static job_context ctx;
@@ -187,33 +188,7 @@ static double weighted_sum(const void *dev_y, const float *w, size_t n, double *
     return s;
 }
 
-static double sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
-static double silu(double z) { return z * sigmoid(z); }
-static double silu_grad(double z) { double s = sigmoid(z); return s * (1.0 + z * (1.0 - s)); }
-
 /* ---- depthwise ---------------------------------------------------------------------------------*/
-
-typedef struct dw_case { int n, h, w, c, stride; } dw_case;
-
-static void dw_reference(const dw_case *k, const float *x, const float *w, const float *dy, double *y, double *dx,
-                         double *dw) {
-    int ho_n = (k->h - 1) / k->stride + 1, wo_n = (k->w - 1) / k->stride + 1, C = k->c;
-    for (int n = 0; n < k->n; n++)
-        for (int ho = 0; ho < ho_n; ho++)
-            for (int wo = 0; wo < wo_n; wo++)
-                for (int c = 0; c < C; c++) {
-                    size_t o = (((size_t)n * ho_n + ho) * wo_n + wo) * C + c;
-                    for (int r = 0; r < 3; r++)
-                        for (int s = 0; s < 3; s++) {
-                            int h = ho * k->stride - 1 + r, ww = wo * k->stride - 1 + s;
-                            if (h < 0 || h >= k->h || ww < 0 || ww >= k->w) continue;
-                            size_t xi = (((size_t)n * k->h + h) * k->w + ww) * C + c;
-                            y[o] += (double)x[xi] * w[c * 9 + r * 3 + s];
-                            dx[xi] += (double)dy[o] * w[c * 9 + r * 3 + s];
-                            dw[c * 9 + r * 3 + s] += (double)dy[o] * x[xi];
-                        }
-                }
-}
 
 /* The kernels directly: x, y, dx, dy `shift` elements off their allocation (1: off the 8-byte
  * grid, the scalar path; 4: 8- but not 16-byte aligned, still the bfloat16 vector path). */
