@@ -81,7 +81,10 @@ done
 
 echo "results: $jsonl" >&2
 status=0
-"$python" "$bench_dir/compare_models.py" "$jsonl" || status=$?
+# the float32/TF32 table only when that precision ran (with BENCH_PRECISIONS=bf16 it has no rows)
+case " ${BENCH_PRECISIONS:-tf32} " in
+*" tf32 "*) "$python" "$bench_dir/compare_models.py" "$jsonl" || status=$? ;;
+esac
 if [ "${BENCH_PRECISIONS:-tf32}" != tf32 ]; then
     "$python" "$bench_dir/compare_precision.py" "$jsonl" || status=$?
 fi
