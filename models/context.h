@@ -24,7 +24,9 @@ typedef struct context_place {
 
 /* Told as a backward pass completes gradients, for data-parallel training (models/ddp.h), whose
  * all-reduces overlap the rest of the pass. ready: param's gradient is enqueued on the job's
- * stream (layers call context_grad_ready); end: every gradient of the pass is. */
+ * stream (layers call context_grad_ready); end: every gradient of the pass is. A layer may still
+ * read param after its report (conv, linear and depthwise report before their input gradient,
+ * which reads the weight): a hook may read the gradient, never write the parameter. */
 typedef struct grad_hooks {
     void *user;
     void (*begin)(void *user);
