@@ -189,23 +189,13 @@ static void test_watchdog_off_leaves_quiet_jobs(void **state) {
     test_rmtree(dir);
 }
 
-static void make_fake_mps(const char *dir, char *bin, size_t size) {
-    snprintf(bin, size, "%s/bin", dir);
-    mkdir(bin, 0755);
-    char link[600], path[4096];
-    snprintf(link, sizeof link, "%s/nvidia-cuda-mps-control", bin);
-    assert_int_equal(symlink(FAKE_TRAIN_PATH, link), 0);
-    snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-    setenv("PATH", path, 1);
-}
-
 /* MPS (the fake daemon): an illegal address in one client takes the other clients down; they are
  * recorded as its collateral with the server's log line and their own error. */
 static void test_mps_collateral(void **state) {
     char dir[256], bin[300], err[512], state_dir[300];
     test_tmpdir(dir, sizeof dir);
     char *old_path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-    make_fake_mps(dir, bin, sizeof bin);
+    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
     snprintf(state_dir, sizeof state_dir, "%s/state", dir);
     setenv("SUITE_STATE_DIR", state_dir, 1);
     mps_daemon d;
@@ -332,7 +322,7 @@ static void test_stale_daemon_stopped(void **state) {
     char dir[256], bin[300], err[512], state_dir[300], pipe_dir[PATH_MAX];
     test_tmpdir(dir, sizeof dir);
     char *old_path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-    make_fake_mps(dir, bin, sizeof bin);
+    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
     snprintf(state_dir, sizeof state_dir, "%s/state", dir);
     setenv("SUITE_STATE_DIR", state_dir, 1);
     int ready[2];

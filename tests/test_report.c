@@ -171,21 +171,16 @@ static void test_study_cell_not_run(void **state) {
  * table; the tf32 run alone has nothing to pair with, so no section. The NVML stand-in where it
  * was built (a full build makes it), else none: the section does not need the timeline. */
 static void test_precision_pair(void **state) {
-    char dir[512], bin[600], link[700], mps[600], tf32[600], bf16[600], page[600], path[4096], nvml[4096];
+    char dir[512], bin[600], mps[600], tf32[600], bf16[600], page[600], nvml[4096];
     char out[8192], err[16384];
     test_tmpdir(dir, sizeof dir);
-    snprintf(bin, sizeof bin, "%s/bin", dir);
     snprintf(mps, sizeof mps, "%s/mps", dir);
     snprintf(tf32, sizeof tf32, "%s/2xS-tf32", dir);
     snprintf(bf16, sizeof bf16, "%s/2xS-bf16", dir);
     snprintf(page, sizeof page, "%s/report.html", dir);
-    mkdir(bin, 0700);
     mkdir(mps, 0700);
-    snprintf(link, sizeof link, "%s/nvidia-cuda-mps-control", bin);
-    assert_int_equal(symlink(FAKE_TRAIN_PATH, link), 0);
     char *old_path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-    snprintf(path, sizeof path, "%s:%s", bin, old_path);
-    setenv("PATH", path, 1);
+    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
     snprintf(nvml, sizeof nvml, "%s", test_binary("libnvml_standin.so"));
     struct stat st;
     setenv("SUITE_NVML_LIBRARY", stat(nvml, &st) == 0 ? nvml : "/nonexistent/libnvidia-ml.so.1", 1);

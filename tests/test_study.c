@@ -71,18 +71,12 @@ static void test_bad_options(void **state) {
 }
 
 static void test_small_study(void **state) {
-    char dir[512], results[600], mps_dir[600], bin[600], link[700], out[16384], err[65536];
+    char dir[512], results[600], mps_dir[600], bin[600], out[16384], err[65536];
     test_tmpdir(dir, sizeof dir);
     snprintf(results, sizeof results, "%s/results", dir);
     snprintf(mps_dir, sizeof mps_dir, "%s/mps", dir);
-    snprintf(bin, sizeof bin, "%s/bin", dir);
     mkdir(mps_dir, 0700);
-    mkdir(bin, 0700);
-    snprintf(link, sizeof link, "%s/nvidia-cuda-mps-control", bin);
-    assert_int_equal(symlink(FAKE_TRAIN_PATH, link), 0);
-    char path[4096];
-    snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-    setenv("PATH", path, 1);
+    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
     setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
     setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
     setenv("SUITE_NVML_STANDIN_MIG", "off", 1);

@@ -107,6 +107,19 @@ void test_rmtree(const char *path) {
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+void test_fake_mps_on_path(const char *dir, const char *fake_train, char *bin, size_t size) {
+    snprintf(bin, size, "%s/bin", dir);
+    mkdir(bin, 0755);
+    char link[4096], path[8192];
+    snprintf(link, sizeof link, "%s/nvidia-cuda-mps-control", bin);
+    if (symlink(fake_train, link) != 0) {
+        perror(link);
+        exit(1);
+    }
+    snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    setenv("PATH", path, 1);
+}
+
 extern char **environ;
 
 int test_run(char *const argv[], char *out, size_t out_size, char *err, size_t err_size) {

@@ -28,6 +28,10 @@ void test_poison(float *device, size_t n);
 /* Temporary directory for fixture files (created under $TMPDIR, removed by the test). */
 void test_tmpdir(char *path, size_t size);
 void test_rmtree(const char *path);
+/* MPS without a GPU: dir/bin (returned in bin) holds fake_train under the name
+ * nvidia-cuda-mps-control (tests/fake_train.c imitates the daemon's control program), and is put
+ * first on PATH; the caller restores PATH if later tests need the old one. */
+void test_fake_mps_on_path(const char *dir, const char *fake_train, char *bin, size_t size);
 
 /* Runs a program (argv[0] is its path; no shell) and collects its stdout and stderr (truncated to
  * the buffers). Returns its exit status, 128+signal when killed, or -1 when it could not start. */
