@@ -57,6 +57,20 @@ static const driver_api *driver(void) {
     return &driver_table;
 }
 
+cudaStream_t context_stream_create(const job_context *ctx, int first) {
+    int least = 0, greatest = 0;
+    CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    int priority = first ? greatest : least;
+    if (ctx->green) {
+        CUstream stream;
+        CHECK_CU(driver()->GreenCtxStreamCreate(&stream, ctx->green, CU_STREAM_NON_BLOCKING, priority));
+        return (cudaStream_t)stream;
+    }
+    cudaStream_t stream;
+    CHECK_CUDA(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
+    return stream;
+}
+
 context_status context_init(job_context *ctx, int device, size_t workspace_limit, int allow_tf32) {
     context_place whole = {device, NULL, 0};
     return context_init_at(ctx, &whole, workspace_limit, allow_tf32);
@@ -91,16 +105,12 @@ context_status context_init_at(job_context *ctx, const context_place *place, siz
          * allocations, handles and launches are the green context's. */
         const driver_api *d = driver();
         CUcontext as_context;
-        CUstream stream;
         CHECK_CU(d->CtxFromGreenCtx(&as_context, place->green));
         CHECK_CU(d->CtxSetCurrent(as_context));
-        CHECK_CU(d->GreenCtxStreamCreate(&stream, place->green, CU_STREAM_NON_BLOCKING, 0));
-        ctx->stream = (cudaStream_t)stream;
         ctx->green = place->green;
         ctx->sm_count = place->sm_count;
-    } else {
-        CHECK_CUDA(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
     }
+    ctx->stream = context_stream_create(ctx, 1);
     CHECK_CUDNN(cudnnCreate(&ctx->cudnn));
     CHECK_CUDNN(cudnnSetStream(ctx->cudnn, ctx->stream));
     CHECK_CUBLAS(cublasLtCreate(&ctx->cublaslt));

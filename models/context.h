@@ -34,11 +34,22 @@ typedef struct grad_hooks {
     void (*end)(void *user);
 } grad_hooks;
 
+/* Set by the trainer for the span of a step whose optimizer may run beside the backward pass
+ * (models/trainer.c). A model whose pass finishes parameters early (ResNet, whose weight gradients
+ * run on a lane: models/wgrad_lane.h) calls it with `stream` ordered after every kernel that writes
+ * or still reads those parameters and their gradients: from `from` to the end of the arena's
+ * decay region (its weights, in build order), every parameter is then final, and the hook may
+ * enqueue their update on `stream`. The trainer updates whatever is left after the pass. */
+typedef struct update_hook {
+    void *user;
+    void (*final_from)(void *user, const float *from, cudaStream_t stream);
+} update_hook;
+
 typedef struct job_context {
     int device;
     CUgreenCtx green;         /* the place's green context, or NULL */
     int sm_count;             /* SMs the job may use; 0: all of the device's */
-    cudaStream_t stream;
+    cudaStream_t stream;      /* at the greatest priority (context_stream_create) */
     cudnnHandle_t cudnn;
     cublasLtHandle_t cublaslt;
     arena arena;
@@ -47,6 +58,7 @@ typedef struct job_context {
     size_t workspace_limit;   /* the most a convolution algorithm may ask for */
     int allow_tf32;           /* TF32 tensor-core math for float32 convolutions and matmuls */
     grad_hooks *grad_hooks;   /* NULL: nobody listens */
+    update_hook *update_hook; /* NULL: the optimizer runs after the pass */
     /* 1 only while trainer_step_body enqueues a step (models/trainer.c): its optimizer writes the
      * arena's bfloat16 weight copy and, without grad_hooks, reads the bfloat16 gradients, so
      * model_weights_to_half and model_grads_from_half leave those casts to it. 0 (as
@@ -98,6 +110,12 @@ void context_partitions_free(context_partitions *p);
 void context_reserve_workspace(job_context *ctx, size_t bytes);
 /* Sets the workspace to exactly `bytes`, e.g. down to what the chosen algorithms need. */
 void context_set_workspace(job_context *ctx, size_t bytes);
+/* A non-blocking stream in the job's place (its green context, if any). first: at the device's
+ * greatest priority, as the job's own stream is, else at its least (work that should only fill
+ * what the job's stream leaves idle, models/wgrad_lane.h). Priorities order the job's own streams
+ * (a captured step keeps them: models/trainer.c); every job's stream has the same one, so they
+ * do not favour one job over another. */
+cudaStream_t context_stream_create(const job_context *ctx, int first);
 void context_free(job_context *ctx);
 
 #endif

@@ -186,18 +186,21 @@ void conv_forward(conv_layer *c, void *y, const void *x, job_context *ctx) {
                                         ctx->workspace_bytes, &zero, c->y_desc, y));
 }
 
-void conv_backward(conv_layer *c, void *dx, const void *dy, const void *x, job_context *ctx) {
+static void weight_grad(conv_layer *c, const void *dy, const void *x, cudnnHandle_t cudnn, void *workspace,
+                        size_t workspace_bytes) {
     const float one = 1.0f, zero = 0.0f;
     const conv_algos *al = &c->algos;
     if (al->use_engine[CONV_BACKWARD_FILTER])
-        conv_engine_backward_filter(&al->engine[CONV_BACKWARD_FILTER], ctx->cudnn, c->run_weight_grad, dy, x,
-                                    ctx->workspace);
+        conv_engine_backward_filter(&al->engine[CONV_BACKWARD_FILTER], cudnn, c->run_weight_grad, dy, x, workspace);
     else
-        CHECK_CUDNN(cudnnConvolutionBackwardFilter(ctx->cudnn, &one, c->x_desc, x, c->y_desc, dy,
-                                                   c->bwd_filter_desc, al->bwd_filter, ctx->workspace,
-                                                   ctx->workspace_bytes, &zero, c->w_desc, c->run_weight_grad));
-    context_grad_ready(ctx, c->weight);
-    if (!dx) return;
+        CHECK_CUDNN(cudnnConvolutionBackwardFilter(cudnn, &one, c->x_desc, x, c->y_desc, dy, c->bwd_filter_desc,
+                                                   al->bwd_filter, workspace, workspace_bytes, &zero, c->w_desc,
+                                                   c->run_weight_grad));
+}
+
+static void data_grad(conv_layer *c, void *dx, const void *dy, job_context *ctx) {
+    const float one = 1.0f, zero = 0.0f;
+    const conv_algos *al = &c->algos;
     if (al->use_engine[CONV_BACKWARD_DATA])
         conv_engine_backward_data(&al->engine[CONV_BACKWARD_DATA], ctx->cudnn, dx, dy, c->run_weight, ctx->workspace);
     else
@@ -205,6 +208,33 @@ void conv_backward(conv_layer *c, void *dx, const void *dy, const void *x, job_c
                                                  c->bwd_data_desc, al->bwd_data, ctx->workspace,
                                                  ctx->workspace_bytes, c->accumulate_dx ? &one : &zero,
                                                  c->x_desc, dx));
+}
+
+void conv_backward(conv_layer *c, void *dx, const void *dy, const void *x, job_context *ctx) {
+    weight_grad(c, dy, x, ctx->cudnn, ctx->workspace, ctx->workspace_bytes);
+    context_grad_ready(ctx, c->weight);
+    if (dx) data_grad(c, dx, dy, ctx);
+}
+
+void conv_backward_lane(conv_layer *c, void *dx, const void *dy, const void *x, wgrad_lane *lane,
+                        job_context *ctx) {
+    if (!lane) {
+        conv_backward(c, dx, dy, x, ctx);
+        return;
+    }
+    if (ctx->grad_hooks) {
+        fprintf(stderr, "conv_backward_lane: gradient hooks need every gradient on the job's stream (no lane)\n");
+        exit(1);
+    }
+    if (c->algos.workspace_bytes > lane->workspace_bytes) {
+        fprintf(stderr, "conv_backward_lane: the layer's algorithms need a %zu-byte workspace, the lane has %zu\n",
+                c->algos.workspace_bytes, lane->workspace_bytes);
+        exit(1);
+    }
+    cudnnHandle_t on_lane = wgrad_lane_job_begin(lane, ctx->stream);
+    weight_grad(c, dy, x, on_lane, lane->workspace, lane->workspace_bytes);
+    wgrad_lane_job_end(lane);
+    if (dx) data_grad(c, dx, dy, ctx);
 }
 
 void conv_destroy(conv_layer *c) {

@@ -17,6 +17,7 @@
 #include "models/context.h"
 #include "models/conv_engine.h"
 #include "models/conv_shape.h"
+#include "models/wgrad_lane.h"
 
 
 typedef struct conv_algos {
@@ -67,6 +68,10 @@ void conv_forward(conv_layer *c, void *y, const void *x, job_context *ctx);
 /* Weight gradient (overwritten) and, when dx is not NULL, the input gradient: overwritten, or
  * added to what dx holds when the layer was set up with accumulate_dx. */
 void conv_backward(conv_layer *c, void *dx, const void *dy, const void *x, job_context *ctx);
+/* The same with the weight gradient on `lane` (models/wgrad_lane.h; NULL: conv_backward), whose
+ * join the caller owns. Not with gradient hooks: those want every gradient on the job's stream. */
+void conv_backward_lane(conv_layer *c, void *dx, const void *dy, const void *x, wgrad_lane *lane,
+                        job_context *ctx);
 void conv_destroy(conv_layer *c);
 
 #endif

@@ -133,7 +133,7 @@ int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char
         return -1;
     }
     d->comm = comm;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&d->comm_stream, cudaStreamNonBlocking));
+    d->comm_stream = context_stream_create(ctx, 1);
     CHECK_CUDA(cudaEventCreateWithFlags((cudaEvent_t *)&d->done, cudaEventDisableTiming));
     arena *a = &ctx->arena;
     d->grads = arena_grads(a);

@@ -330,7 +330,7 @@ int dlrm_start(dlrm *m, job_context *ctx, char *err, size_t err_size) {
     bind_params(m);
     for (int i = 0; i < m->config.bottom_layers; i++) linear_setup(&m->bottom[i], ctx);
     for (int i = 0; i < m->config.top_layers; i++) linear_setup(&m->top[i], ctx);
-    CHECK_CUDA(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking));
+    m->side = context_stream_create(ctx, 1);
     CHECK_CUDA(cudaEventCreateWithFlags(&m->fork, cudaEventDisableTiming));
     CHECK_CUDA(cudaEventCreateWithFlags(&m->join, cudaEventDisableTiming));
     /* defined inputs before anything reads them (the warm-up pass) */

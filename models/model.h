@@ -88,6 +88,7 @@ struct model {
     int32_t *labels;               /* [batch] */
     float *logits, *dlogits;       /* [batch, classes] */
     double flops_per_step_forward; /* multiply-adds x 2 for one forward of a whole batch */
+    int side_workspaces;           /* library workspaces it holds beside the context's (a lane's) */
     void (*setup)(model *m, job_context *ctx);
     void (*forward)(model *m, int training, job_context *ctx);
     void (*backward)(model *m, job_context *ctx); /* from dlogits to every parameter gradient */

@@ -36,12 +36,23 @@ typedef struct resnet {
     bottleneck *blocks;
     void *features;           /* [batch, 2048] */
     linear_layer fc;
-    /* gradients: block boundaries ping-pong; the rest are per-role buffers sized for the largest use */
-    void *grad_boundary[2], *grad_z3, *grad_shortcut, *grad_zd, *grad_mid2[2], *grad_mid1[2];
+    /* gradients: block boundaries ping-pong; the rest are per-role buffers sized for the largest use:
+     * of a block's activations a1, a2 (what a data gradient writes) and of its convolution outputs
+     * z1..z3, zd (what batch norm's backward writes and a weight gradient reads) */
+    void *grad_boundary[2], *grad_shortcut, *grad_a1, *grad_a2, *grad_z1, *grad_z2, *grad_z3, *grad_zd;
     void *grad_a0, *grad_z0, *grad_features;
     void *bn_scratch;
     conv_algo_cache cache;
+    int use_lane;             /* weight gradients beside the backward chain (SUITE_WGRAD_LANE) */
+    wgrad_lane lane;
 } resnet;
+
+/* A weight gradient reads its convolution's output gradient (grad_z1..3, grad_zd), which the chain
+ * overwrites in the next block (the next downsample block, for grad_zd). Until then the chain runs
+ * at least two more convolutions' data gradients (the block's other ones), so the lane job issued
+ * two jobs earlier is the one the chain must wait for. Two copies of those buffers, blocks taking
+ * them in turn (a lag of 5), measured no faster (bench/NOTES.md, session 9). */
+#define RESNET_LANE_LAG 2
 
 static const int STAGE_BLOCKS[3][4] = {{2, 2, 2, 2}, {3, 4, 6, 3}, {3, 8, 36, 3}};
 
@@ -151,6 +162,8 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
     m->destroy = resnet_destroy;
     int n = config->batch, s = config->image_size;
     elem_type type = r->type = model_activation_type(config);
+    r->use_lane = wgrad_lane_wanted(1);
+    m->side_workspaces = r->use_lane;
 
     size_t input_floats = (size_t)n * s * s * config->in_channels;
     m->input = arena_take_floats(a, ARENA_ACTIVATIONS, input_floats);
@@ -192,12 +205,12 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
     if (type == ELEM_BF16) r->dlogits_half = model_take_activations(a, type, (size_t)n * config->classes);
     m->labels = arena_take(a, ARENA_SCRATCH, (size_t)n * sizeof(int32_t));
 
-    for (int i = 0; i < 2; i++) {
-        r->grad_boundary[i] = model_take_activations(a, type, gs.boundary);
-        r->grad_mid2[i] = model_take_activations(a, type, gs.mid2);
-        r->grad_mid1[i] = model_take_activations(a, type, gs.mid1);
-    }
+    for (int i = 0; i < 2; i++) r->grad_boundary[i] = model_take_activations(a, type, gs.boundary);
+    r->grad_a2 = model_take_activations(a, type, gs.mid2);
+    r->grad_a1 = model_take_activations(a, type, gs.mid1);
     r->grad_z3 = model_take_activations(a, type, gs.z3);
+    r->grad_z2 = model_take_activations(a, type, gs.mid2);
+    r->grad_z1 = model_take_activations(a, type, gs.mid1);
     r->grad_shortcut = model_take_activations(a, type, gs.shortcut);
     r->grad_zd = model_take_activations(a, type, gs.shortcut);
     r->grad_a0 = model_take_activations(a, type, stem_rows * 64);
@@ -243,8 +256,8 @@ static void resnet_setup(model *m, job_context *ctx) {
     for (int b = 0; b < r->block_count; b++) {
         bottleneck *blk = &r->blocks[b];
         conv_setup(&blk->conv1, blk->z1, blk->x, r->grad_boundary[0], 1, &r->cache, ctx);
-        conv_setup(&blk->conv2, blk->z2, blk->a1, r->grad_mid1[0], 0, &r->cache, ctx);
-        conv_setup(&blk->conv3, blk->z3, blk->a2, r->grad_mid2[0], 0, &r->cache, ctx);
+        conv_setup(&blk->conv2, blk->z2, blk->a1, r->grad_a1, 0, &r->cache, ctx);
+        conv_setup(&blk->conv3, blk->z3, blk->a2, r->grad_a2, 0, &r->cache, ctx);
         workspace = max_z(workspace, max_z(blk->conv1.algos.workspace_bytes, blk->conv2.algos.workspace_bytes));
         workspace = max_z(workspace, blk->conv3.algos.workspace_bytes);
         if (blk->has_downsample) {
@@ -253,6 +266,7 @@ static void resnet_setup(model *m, job_context *ctx) {
         }
     }
     context_set_workspace(ctx, workspace);
+    if (r->use_lane) wgrad_lane_init(&r->lane, ctx, workspace, RESNET_LANE_LAG);
     linear_setup(&r->fc, ctx);
 
     model_init_params(m, ctx);
@@ -304,25 +318,27 @@ static void resnet_forward(model *m, int training, job_context *ctx) {
     linear_forward(&r->fc, m->logits, r->features, ctx);
 }
 
-static void block_backward(resnet *r, bottleneck *blk, void *dx, const void *dout, job_context *ctx) {
+static void block_backward(resnet *r, bottleneck *blk, void *dx, const void *dout, wgrad_lane *lane,
+                           job_context *ctx) {
     if (blk->has_downsample) {
         batchnorm_backward(&blk->bn3, r->grad_z3, r->grad_shortcut, dout, blk->z3, blk->out, ctx);
         batchnorm_backward(&blk->ds_bn, r->grad_zd, NULL, r->grad_shortcut, blk->zd, blk->ad, ctx);
-        conv_backward(&blk->ds_conv, dx, r->grad_zd, blk->x, ctx);
+        conv_backward_lane(&blk->ds_conv, dx, r->grad_zd, blk->x, lane, ctx);
     } else {
         batchnorm_backward(&blk->bn3, r->grad_z3, dx, dout, blk->z3, blk->out, ctx);
     }
-    conv_backward(&blk->conv3, r->grad_mid2[0], r->grad_z3, blk->a2, ctx);
-    batchnorm_backward(&blk->bn2, r->grad_mid2[1], NULL, r->grad_mid2[0], blk->z2, blk->a2, ctx);
-    conv_backward(&blk->conv2, r->grad_mid1[0], r->grad_mid2[1], blk->a1, ctx);
-    batchnorm_backward(&blk->bn1, r->grad_mid1[1], NULL, r->grad_mid1[0], blk->z1, blk->a1, ctx);
-    conv_backward(&blk->conv1, dx, r->grad_mid1[1], blk->x, ctx); /* adds onto the shortcut's gradient */
+    conv_backward_lane(&blk->conv3, r->grad_a2, r->grad_z3, blk->a2, lane, ctx);
+    batchnorm_backward(&blk->bn2, r->grad_z2, NULL, r->grad_a2, blk->z2, blk->a2, ctx);
+    conv_backward_lane(&blk->conv2, r->grad_a1, r->grad_z2, blk->a1, lane, ctx);
+    batchnorm_backward(&blk->bn1, r->grad_z1, NULL, r->grad_a1, blk->z1, blk->a1, ctx);
+    conv_backward_lane(&blk->conv1, dx, r->grad_z1, blk->x, lane, ctx); /* adds onto the shortcut's gradient */
 }
 
 static void resnet_backward(model *m, job_context *ctx) {
     resnet *r = m->impl;
     const conv_shape *last = &r->blocks[r->block_count - 1].conv3.shape;
     const void *dlogits = m->dlogits;
+    wgrad_lane *lane = r->use_lane && !ctx->grad_hooks ? &r->lane : NULL;
     if (r->type == ELEM_BF16) {
         cast_f32_to_bf16(r->dlogits_half, m->dlogits, (size_t)m->config.batch * m->config.classes, ctx->stream);
         dlogits = r->dlogits_half;
@@ -332,14 +348,20 @@ static void resnet_backward(model *m, job_context *ctx) {
     avgpool_global_backward(r->grad_boundary[current], r->grad_features, last->batch,
                             last->h_out * last->w_out, last->out_c, r->type, ctx->stream);
     for (int b = r->block_count - 1; b >= 0; b--) {
-        block_backward(r, &r->blocks[b], r->grad_boundary[1 - current], r->grad_boundary[current], ctx);
+        block_backward(r, &r->blocks[b], r->grad_boundary[1 - current], r->grad_boundary[current], lane, ctx);
         current = 1 - current;
+        /* This block's and all later weights are final once the lane has their gradients (its
+         * order) and the chain is past their data gradients (the follow point). */
+        if (lane && ctx->update_hook)
+            ctx->update_hook->final_from(ctx->update_hook->user, r->blocks[b].conv1.weight,
+                                         wgrad_lane_follow(lane, ctx->stream));
     }
     const conv_shape *stem = &r->conv1.shape;
     maxpool_backward(r->grad_a0, r->grad_boundary[current], r->argmax, stem->batch, r->stem_size,
                      r->stem_size, 64, 3, 2, 1, r->pool_size, r->pool_size, r->type, ctx->stream);
     batchnorm_backward(&r->bn1, r->grad_z0, NULL, r->grad_a0, r->z0, r->a0, ctx);
-    conv_backward(&r->conv1, NULL, r->grad_z0, r->type == ELEM_BF16 ? r->input_half : m->input, ctx);
+    conv_backward_lane(&r->conv1, NULL, r->grad_z0, r->type == ELEM_BF16 ? r->input_half : m->input, lane, ctx);
+    if (lane) wgrad_lane_join(lane, ctx->stream);
     if (r->type == ELEM_BF16) model_grads_from_half(ctx);
 }
 
@@ -355,6 +377,7 @@ static void resnet_destroy(model *m) {
     }
     linear_destroy(&r->fc);
     conv_algo_cache_free(&r->cache);
+    wgrad_lane_free(&r->lane);
     free(r->blocks);
     free(r);
     m->impl = NULL;

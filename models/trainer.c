@@ -14,31 +14,73 @@ void trainer_build(trainer *t, arena *a) {
     t->sums = arena_take_floats(a, ARENA_SCRATCH, 2);
 }
 
+/* The optimizer over the trainable parameters [from, to) (floats from the arena's start), on
+ * `stream`: what each element gets (decay, a bfloat16 copy and gradient) is decided by its place in
+ * the whole, so any split gives the update of the whole. Parameter boundaries keep the vector
+ * loads aligned (the arena's 256-byte blocks). */
+static size_t part_below(size_t limit, size_t from, size_t to) {
+    return limit <= from ? 0 : (limit < to ? limit : to) - from;
+}
+
+static void update_range(trainer *t, size_t from, size_t to, cudaStream_t stream) {
+    job_context *ctx = t->ctx;
+    arena *a = &ctx->arena;
+    if (to <= from) return;
+    /* bf16: the update keeps the bfloat16 weight copy current and, unless hooks need the float32
+     * gradients (ddp all-reduces them), reads the bfloat16 gradients, so the step's passes skip
+     * both casts (model.c). */
+    uint16_t *half_w = arena_half_weights(a);
+    const uint16_t *half_g = half_w && !ctx->grad_hooks ? arena_half_grads(a) : NULL;
+    size_t n = arena_trainable_floats(a), n_decay = t->opt.decay_all ? n : arena_decay_floats(a);
+    size_t n_half = half_w ? arena_decay_floats(a) : 0;
+    size_t len = to - from, part_decay = part_below(n_decay, from, to), part_half = part_below(n_half, from, to);
+    void *w = part_half ? half_w + from : NULL;
+    const void *g = part_half && half_g ? half_g + from : NULL;
+    float *p = (float *)a->params + from, *grad = arena_grads(a) + from;
+    if (t->opt.kind == OPTIMIZER_ADAMW)
+        adamw_update(p, arena_slot(a, 0) + from, arena_slot(a, 1) + from, w, grad, g, t->lr, t->step, len,
+                     part_decay, w || g ? part_half : 0, t->opt.beta1, t->opt.beta2, t->opt.eps,
+                     t->opt.weight_decay, stream);
+    else
+        sgd_update(p, arena_slot(a, 0) + from, w, grad, g, t->lr, len, part_decay, w || g ? part_half : 0,
+                   t->opt.momentum, t->opt.weight_decay, t->opt.nesterov, stream);
+}
+
+/* A model's pass reports parameters final from `from` on (context.h's update_hook): update what
+ * is new since the last report once it is worth a launch. */
+#define UPDATE_PART_FLOATS ((size_t)1 << 21)
+
+static void update_final_from(void *user, const float *from_param, cudaStream_t stream) {
+    trainer *t = user;
+    size_t from = (size_t)(from_param - (const float *)t->ctx->arena.params);
+    if (from >= t->updated_from || t->updated_from - from < UPDATE_PART_FLOATS) return;
+    update_range(t, from, t->updated_from, stream);
+    t->updated_from = from;
+}
+
 void trainer_step_body(trainer *t) {
     model *m = t->model;
     job_context *ctx = t->ctx;
     arena *a = &ctx->arena;
-    /* bf16: the update below keeps the bfloat16 weight copy current and, unless hooks need the
-     * float32 gradients (ddp all-reduces them), reads the bfloat16 gradients, so this step's
-     * passes skip both casts (model.c). Set for this body only: any pass outside a step (the
-     * warm-up in trainer_init, evaluation, a test's forward after writing weights) still casts. */
-    void *half_w = arena_half_weights(a);
-    const void *half_g = half_w && !ctx->grad_hooks ? arena_half_grads(a) : NULL;
-    size_t n_half = half_w ? arena_decay_floats(a) : 0;
-    ctx->optimizer_owns_half = half_w != NULL;
+    size_t n = arena_trainable_floats(a), weights_end = arena_decay_floats(a);
+    /* Set for this body only: any pass outside a step (the warm-up in trainer_init, evaluation, a
+     * test's forward after writing weights) still casts, and updates nothing. */
+    ctx->optimizer_owns_half = arena_half_weights(a) != NULL;
+    update_hook hook = {t, update_final_from};
+    t->updated_from = weights_end;
+    if (!ctx->grad_hooks) ctx->update_hook = &hook; /* data-parallel: after the all-reduces only */
+    lr_schedule_step(t->lr, t->step, t->schedule, ctx->stream); /* first: updates may start mid-pass */
     m->forward(m, 1, ctx);
     softmax_ce_forward_backward(m->dlogits, &t->sums[0], &t->sums[1], m->logits, m->labels,
                                 m->config.batch, m->config.classes, t->label_smoothing, ctx->stream);
     model_backward(m, ctx); /* with a data-parallel job's all-reduces (models/ddp.h) */
-    lr_schedule_step(t->lr, t->step, t->schedule, ctx->stream);
-    size_t n = arena_trainable_floats(a), n_decay = t->opt.decay_all ? n : arena_decay_floats(a);
-    if (t->opt.kind == OPTIMIZER_ADAMW)
-        adamw_update((float *)a->params, arena_slot(a, 0), arena_slot(a, 1), half_w, arena_grads(a), half_g, t->lr,
-                     t->step, n, n_decay, n_half, t->opt.beta1, t->opt.beta2, t->opt.eps, t->opt.weight_decay,
-                     ctx->stream);
-    else
-        sgd_update((float *)a->params, arena_slot(a, 0), half_w, arena_grads(a), half_g, t->lr, n, n_decay, n_half,
-                   t->opt.momentum, t->opt.weight_decay, t->opt.nesterov, ctx->stream);
+    if (t->updated_from == weights_end) {
+        update_range(t, 0, n, ctx->stream);
+    } else {
+        update_range(t, 0, t->updated_from, ctx->stream);
+        update_range(t, weights_end, n, ctx->stream);
+    }
+    ctx->update_hook = NULL;
     ctx->optimizer_owns_half = 0;
 }
 
@@ -84,7 +126,8 @@ void trainer_init(trainer *t, model *m, job_context *ctx, optimizer_config opt, 
     CHECK_CUDA(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));
     trainer_step_body(t);
     CHECK_CUDA(cudaStreamEndCapture(ctx->stream, &t->graph));
-    CHECK_CUDA(cudaGraphInstantiate(&t->exec, t->graph, 0));
+    /* Node priorities: a weight-gradient lane's kernels (low priority) yield SMs to the chain. */
+    CHECK_CUDA(cudaGraphInstantiate(&t->exec, t->graph, cudaGraphInstantiateFlagUseNodePriority));
     CHECK_CUDA(cudaGraphUpload(t->exec, ctx->stream));
 }
 

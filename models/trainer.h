@@ -1,6 +1,7 @@
-/* The training step: forward, softmax cross-entropy, backward, learning-rate value and the
- * optimizer's update (SGD or AdamW),
- * captured once in a CUDA graph and replayed; each step copies its batch into the model's fixed
+/* The training step: learning-rate value, forward, softmax cross-entropy, backward and the
+ * optimizer's update (SGD or AdamW), the update in parts beside the backward pass where the model
+ * reports weights final early (context.h's update_hook: ResNet's weight-gradient lane), the rest
+ * after it; captured once in a CUDA graph and replayed; each step copies its batch into the model's fixed
  * input and label buffers on the job's stream first. Loss and accuracy accumulate on the device and
  * are read once per epoch, so steps never wait for the host. */
 #ifndef SUITE_TRAINER_H
@@ -35,6 +36,7 @@ typedef struct trainer {
     float label_smoothing;
     float *lr;            /* device scalar written by the graph */
     int64_t *step;        /* device step counter */
+    size_t updated_from;  /* within a step: the weights from here on are updated (context.h) */
     float *sums;          /* device [loss_sum, correct] */
     int use_graph;
     cudaGraph_t graph;

@@ -57,6 +57,29 @@ static void test_dry_run_human_readable(void **state) {
     assert_non_null(strstr(out, "activations"));
 }
 
+static double dry_run_workspace(const char *model) {
+    int rc = run_train("--model", model, "--image-size", "64", "--batch", "8", "--workspace-mb", "64", "--dry-run",
+                       "--json", NULL);
+    assert_int_equal(rc, 0);
+    cJSON *plan = cJSON_Parse(out);
+    assert_non_null(plan);
+    double bytes = cJSON_GetObjectItem(cJSON_GetObjectItem(plan, "footprint"), "workspace")->valuedouble;
+    cJSON_Delete(plan);
+    return bytes;
+}
+
+/* A ResNet's weight-gradient lane holds a second cuDNN workspace (models/wgrad_lane.h): the plan
+ * bounds it like the first, and drops it when SUITE_WGRAD_LANE=0 turns the lane off. */
+static void test_dry_run_workspace_counts_the_lane(void **state) {
+    const double mib = 1048576.0;
+    assert_true(dry_run_workspace("resnet26") == (2 * 64 + 32) * mib);
+    assert_true(dry_run_workspace("efficientnetv2_s") == (64 + 32) * mib);
+    setenv("SUITE_WGRAD_LANE", "0", 1);
+    double without = dry_run_workspace("resnet26");
+    unsetenv("SUITE_WGRAD_LANE");
+    assert_true(without == (64 + 32) * mib);
+}
+
 static void expect_usage_error(const char *needle, const char *const *args) {
     char *argv[32] = {(char *)test_binary("train")};
     int argc = 1;
@@ -137,6 +160,7 @@ static void test_help(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameter_counts_match_timm), cmocka_unit_test(test_dry_run_human_readable),
+        cmocka_unit_test(test_dry_run_workspace_counts_the_lane),
         cmocka_unit_test(test_bad_input_exits_2), cmocka_unit_test(test_data_if_present),
         cmocka_unit_test(test_json_error_event),
         cmocka_unit_test(test_without_gpu_says_so), cmocka_unit_test(test_help),

@@ -52,9 +52,11 @@ static model_config config_of(const train_options *o) {
     return c;
 }
 
-/* The workspace is bounded by the limit until the algorithms are measured on the GPU (plus 32 MiB
- * for cuBLASLt and slack). */
-static size_t workspace_bound(const job *j) { return j->opt.workspace_limit + ((size_t)32 << 20); }
+/* The workspace is bounded by the limit until the algorithms are measured on the GPU, once for the
+ * context and once for each side workspace of the model (plus 32 MiB for cuBLASLt and slack). */
+static size_t workspace_bound(const job *j) {
+    return j->opt.workspace_limit * (size_t)(1 + j->s.model->side_workspaces) + ((size_t)32 << 20);
+}
 
 static cJSON *footprint_json(const job *j) {
     arena_footprint f = arena_footprint_of(&j->s.plan, optimizer_slots(j->opt.optimizer));
