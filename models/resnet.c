@@ -162,7 +162,7 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
     m->destroy = resnet_destroy;
     int n = config->batch, s = config->image_size;
     elem_type type = r->type = model_activation_type(config);
-    r->use_lane = wgrad_lane_wanted(1);
+    r->use_lane = wgrad_lane_enabled();
     m->side_workspaces = r->use_lane;
 
     size_t input_floats = (size_t)n * s * s * config->in_channels;

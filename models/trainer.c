@@ -14,14 +14,15 @@ void trainer_build(trainer *t, arena *a) {
     t->sums = arena_take_floats(a, ARENA_SCRATCH, 2);
 }
 
-/* The optimizer over the trainable parameters [from, to) (floats from the arena's start), on
- * `stream`: what each element gets (decay, a bfloat16 copy and gradient) is decided by its place in
- * the whole, so any split gives the update of the whole. Parameter boundaries keep the vector
- * loads aligned (the arena's 256-byte blocks). */
+/* How many of [from, to) lie below limit. */
 static size_t part_below(size_t limit, size_t from, size_t to) {
     return limit <= from ? 0 : (limit < to ? limit : to) - from;
 }
 
+/* The optimizer over the trainable parameters [from, to) (floats from the arena's start), on
+ * `stream`: what each element gets (decay, a bfloat16 copy and gradient) is decided by its place in
+ * the whole, so any split gives the update of the whole. Parameter boundaries keep the vector
+ * loads aligned (the arena's 256-byte blocks). */
 static void update_range(trainer *t, size_t from, size_t to, cudaStream_t stream) {
     job_context *ctx = t->ctx;
     arena *a = &ctx->arena;
@@ -39,10 +40,10 @@ static void update_range(trainer *t, size_t from, size_t to, cudaStream_t stream
     float *p = (float *)a->params + from, *grad = arena_grads(a) + from;
     if (t->opt.kind == OPTIMIZER_ADAMW)
         adamw_update(p, arena_slot(a, 0) + from, arena_slot(a, 1) + from, w, grad, g, t->lr, t->step, len,
-                     part_decay, w || g ? part_half : 0, t->opt.beta1, t->opt.beta2, t->opt.eps,
+                     part_decay, part_half, t->opt.beta1, t->opt.beta2, t->opt.eps,
                      t->opt.weight_decay, stream);
     else
-        sgd_update(p, arena_slot(a, 0) + from, w, grad, g, t->lr, len, part_decay, w || g ? part_half : 0,
+        sgd_update(p, arena_slot(a, 0) + from, w, grad, g, t->lr, len, part_decay, part_half,
                    t->opt.momentum, t->opt.weight_decay, t->opt.nesterov, stream);
 }
 

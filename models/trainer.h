@@ -1,8 +1,8 @@
 /* The training step: learning-rate value, forward, softmax cross-entropy, backward and the
  * optimizer's update (SGD or AdamW), the update in parts beside the backward pass where the model
  * reports weights final early (context.h's update_hook: ResNet's weight-gradient lane), the rest
- * after it; captured once in a CUDA graph and replayed; each step copies its batch into the model's fixed
- * input and label buffers on the job's stream first. Loss and accuracy accumulate on the device and
+ * after it; captured once in a CUDA graph and replayed; each step copies its batch into the
+ * model's fixed input and label buffers on the job's stream first. Loss and accuracy accumulate on the device and
  * are read once per epoch, so steps never wait for the host. */
 #ifndef SUITE_TRAINER_H
 #define SUITE_TRAINER_H

@@ -56,9 +56,7 @@ void wgrad_lane_join(wgrad_lane *l, cudaStream_t chain) {
     l->issued = 0;
 }
 
-int wgrad_lane_wanted(int by_default) {
+int wgrad_lane_enabled(void) {
     const char *setting = getenv("SUITE_WGRAD_LANE");
-    if (setting && !strcmp(setting, "0")) return 0;
-    if (setting && !strcmp(setting, "1")) return 1;
-    return by_default;
+    return !(setting && !strcmp(setting, "0"));
 }

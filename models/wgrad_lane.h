@@ -48,7 +48,8 @@ cudaStream_t wgrad_lane_follow(wgrad_lane *l, cudaStream_t chain);
 /* The chain waits for every job of the pass. */
 void wgrad_lane_join(wgrad_lane *l, cudaStream_t chain);
 
-/* Whether backward passes use a lane: SUITE_WGRAD_LANE=0 or =1 decides, else `by_default`. */
-int wgrad_lane_wanted(int by_default);
+/* Whether backward passes use a lane: yes, unless SUITE_WGRAD_LANE=0 (as SUITE_PDL=0 turns off
+ * programmatic launch), for comparisons. */
+int wgrad_lane_enabled(void);
 
 #endif
