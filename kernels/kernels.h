@@ -99,6 +99,9 @@ void adamw_update(float *params, float *m, float *v, void *half_weights, const f
 void lr_schedule_step(float *lr, int64_t *step, lr_schedule schedule, cudaStream_t stream);
 
 /* ---- small helpers ---------------------------------------------------------------------------*/
+/* One block that waits about ns nanoseconds on the GPU's clock and does nothing else: what is
+ * queued behind it meanwhile then runs back to back, free of the host's launch cost. */
+void gpu_hold(long long ns, cudaStream_t stream);
 void fill_float(float *x, float value, size_t n, cudaStream_t stream);
 void fill_bf16(void *x, float value, size_t n, cudaStream_t stream);
 /* Element-wise conversions between float32 and bfloat16 (round to nearest even), n elements. */

@@ -5,6 +5,10 @@
 #include <string.h>
 
 #include "models/check.h"
+#include "models/gpu_timer.h"
+
+enum { LEGACY_TIMED_RUNS = 5 }; /* back to back after one warm-up run */
+static const float LEGACY_HOST_MS = 0.05f; /* what one launch may add to a time Find reports */
 
 void conv_init(conv_layer *c, arena *a, conv_shape shape) {
     memset(c, 0, sizeof *c);
@@ -53,6 +57,13 @@ static int is_half(const conv_layer *c) { return c->shape.data_type == CUDNN_DAT
         }                                                                                       \
     } while (0)
 
+/* Math type is a property of the convolution descriptor: each direction runs its pick's. */
+static void use_math_types(conv_layer *c) {
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, c->algos.fwd_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, c->algos.bwd_data_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, c->algos.bwd_filter_math));
+}
+
 static void search_algos(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
     enum { MAX_RESULTS = 16 };
     int n = 0;
@@ -87,6 +98,78 @@ static void search_algos(conv_layer *c, void *y, const void *x, void *dx, job_co
     }
 }
 
+void conv_forward(conv_layer *c, void *y, const void *x, job_context *ctx) {
+    const float one = 1.0f, zero = 0.0f;
+    if (c->algos.use_engine[CONV_FORWARD]) {
+        conv_engine_forward(&c->algos.engine[CONV_FORWARD], ctx->cudnn, y, x, c->run_weight, ctx->workspace);
+        return;
+    }
+    CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->run_weight,
+                                        c->fwd_desc, c->algos.fwd, ctx->workspace,
+                                        ctx->workspace_bytes, &zero, c->y_desc, y));
+}
+
+static void weight_grad(conv_layer *c, const void *dy, const void *x, cudnnHandle_t cudnn, void *workspace,
+                        size_t workspace_bytes) {
+    const float one = 1.0f, zero = 0.0f;
+    const conv_algos *al = &c->algos;
+    if (al->use_engine[CONV_BACKWARD_FILTER])
+        conv_engine_backward_filter(&al->engine[CONV_BACKWARD_FILTER], cudnn, c->run_weight_grad, dy, x, workspace);
+    else
+        CHECK_CUDNN(cudnnConvolutionBackwardFilter(cudnn, &one, c->x_desc, x, c->y_desc, dy, c->bwd_filter_desc,
+                                                   al->bwd_filter, workspace, workspace_bytes, &zero, c->w_desc,
+                                                   c->run_weight_grad));
+}
+
+static void data_grad(conv_layer *c, void *dx, const void *dy, job_context *ctx) {
+    const float one = 1.0f, zero = 0.0f;
+    const conv_algos *al = &c->algos;
+    if (al->use_engine[CONV_BACKWARD_DATA])
+        conv_engine_backward_data(&al->engine[CONV_BACKWARD_DATA], ctx->cudnn, dx, dy, c->run_weight, ctx->workspace);
+    else
+        CHECK_CUDNN(cudnnConvolutionBackwardData(ctx->cudnn, &one, c->w_desc, c->run_weight, c->y_desc, dy,
+                                                 c->bwd_data_desc, al->bwd_data, ctx->workspace,
+                                                 ctx->workspace_bytes, c->accumulate_dx ? &one : &zero,
+                                                 c->x_desc, dx));
+}
+
+/* Runs of the legacy algorithm picked for one direction, for gpu_timer. */
+typedef struct legacy_run {
+    conv_layer *c;
+    void *y, *dx;
+    const void *x;
+    job_context *ctx;
+    conv_direction dir;
+} legacy_run;
+
+static void run_legacy(void *arg) {
+    legacy_run *r = arg;
+    if (r->dir == CONV_FORWARD) conv_forward(r->c, r->y, r->x, r->ctx);
+    else if (r->dir == CONV_BACKWARD_DATA) data_grad(r->c, r->dx, r->y, r->ctx);
+    else weight_grad(r->c, r->y, r->x, r->ctx->cudnn, r->ctx->workspace, r->ctx->workspace_bytes);
+}
+
+/* Find's own times include each launch's host path, as the engines' used to: both are measured
+ * again here the same way (gpu_timer.h) before they are compared. */
+static float time_legacy(conv_layer *c, conv_direction dir, void *y, const void *x, void *dx, job_context *ctx) {
+    legacy_run r = {c, y, dx, x, ctx, dir};
+    run_legacy(&r);
+    return gpu_timer_median_ms(ctx->stream, run_legacy, &r, LEGACY_TIMED_RUNS);
+}
+
+/* SUITE_CONV_LOG=1: one line per searched direction on stderr, with what was chosen and why. */
+static void log_choice(const conv_layer *c, conv_direction dir, float legacy_ms, const conv_engine_plan *plan,
+                       int engine_found) {
+    const char *setting = getenv("SUITE_CONV_LOG");
+    if (!setting || strcmp(setting, "1") != 0) return;
+    const conv_shape *s = &c->shape;
+    fprintf(stderr, "conv %s n%d %dx%d c%d->%d k%d s%d %s: legacy %.4f ms", s->data_type == CUDNN_DATA_BFLOAT16 ? "bf16" : "f32",
+            s->batch, s->h_in, s->w_in, s->in_c, s->out_c, s->kernel, s->stride, conv_direction_name(dir), legacy_ms);
+    if (engine_found)
+        fprintf(stderr, ", engine %s %.4f ms (best of %d)", plan->name, plan->ms, plan->candidates_timed);
+    fprintf(stderr, " -> %s\n", c->algos.use_engine[dir] ? "engine" : "legacy");
+}
+
 /* For each direction, the graph-API engine replaces the legacy algorithm when it measured faster.
  * SUITE_CONV_PATH=legacy or =engine forces one path (for comparisons and diagnosis). */
 static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
@@ -94,7 +177,7 @@ static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_
     const char *forced = getenv("SUITE_CONV_PATH");
     if (forced && !strcmp(forced, "legacy")) return;
     int force_engine = forced && !strcmp(forced, "engine");
-    float legacy_ms[3] = {al->fwd_ms, al->bwd_data_ms, al->bwd_filter_ms};
+    float *legacy_ms[3] = {&al->fwd_ms, &al->bwd_data_ms, &al->bwd_filter_ms};
     for (int d = 0; d < 3; d++) {
         if (d == CONV_BACKWARD_DATA && !dx) continue;
         void *in = d == CONV_BACKWARD_DATA ? (void *)dx : (void *)x;
@@ -102,16 +185,20 @@ static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_
         float beta = d == CONV_BACKWARD_DATA && c->accumulate_dx ? 1.0f : 0.0f;
         char err[512];
         conv_engine_plan plan;
-        if (conv_engine_find(&plan, (conv_direction)d, &c->shape, ctx->allow_tf32, beta, ctx->cudnn, ctx->stream,
-                             in, w, y, ctx->workspace, ctx->workspace_limit, err, sizeof err) != 0)
-            continue; /* no engine applies: the legacy algorithm stays */
-        if (force_engine || plan.ms < legacy_ms[d]) {
+        int found = conv_engine_find(&plan, (conv_direction)d, &c->shape, ctx->allow_tf32, beta, ctx->cudnn,
+                                     ctx->stream, in, w, y, ctx->workspace, ctx->workspace_limit, err,
+                                     sizeof err) == 0;
+        /* Find's time is the GPU's plus at most the host's launch, so a legacy algorithm Find saw
+         * at over twice the engine's (bfloat16's often take milliseconds) cannot win: not timed again. */
+        if (found && !force_engine && *legacy_ms[d] < 2.0f * plan.ms + LEGACY_HOST_MS)
+            *legacy_ms[d] = time_legacy(c, (conv_direction)d, y, x, dx, ctx);
+        if (found && (force_engine || plan.ms < *legacy_ms[d])) {
             al->engine[d] = plan;
             al->use_engine[d] = 1;
             if (plan.workspace_bytes > al->workspace_bytes) al->workspace_bytes = plan.workspace_bytes;
-        } else {
-            conv_engine_destroy(&plan);
         }
+        log_choice(c, (conv_direction)d, *legacy_ms[d], &plan, found);
+        if (found && !al->use_engine[d]) conv_engine_destroy(&plan);
     }
 }
 
@@ -154,6 +241,7 @@ void conv_setup(conv_layer *c, void *y, const void *x, void *dx, int accumulate_
     } else {
         memset(&c->algos, 0, sizeof c->algos);
         search_algos(c, y, x, dx, ctx);
+        use_math_types(c); /* the legacy picks are timed again as they will run */
         search_engines(c, y, x, dx, ctx);
         if (cache && cache->count < CONV_CACHE_MAX) {
             cache->shapes[cache->count] = *s;
@@ -164,50 +252,13 @@ void conv_setup(conv_layer *c, void *y, const void *x, void *dx, int accumulate_
             c->owns_engine = 1;
         }
     }
-    CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, c->algos.fwd_math));
-    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, c->algos.bwd_data_math));
-    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, c->algos.bwd_filter_math));
+    use_math_types(c);
 }
 
 void conv_algo_cache_free(conv_algo_cache *cache) {
     for (int i = 0; i < cache->count; i++)
         for (int d = 0; d < 3; d++) conv_engine_destroy(&cache->algos[i].engine[d]);
     cache->count = 0;
-}
-
-void conv_forward(conv_layer *c, void *y, const void *x, job_context *ctx) {
-    const float one = 1.0f, zero = 0.0f;
-    if (c->algos.use_engine[CONV_FORWARD]) {
-        conv_engine_forward(&c->algos.engine[CONV_FORWARD], ctx->cudnn, y, x, c->run_weight, ctx->workspace);
-        return;
-    }
-    CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->run_weight,
-                                        c->fwd_desc, c->algos.fwd, ctx->workspace,
-                                        ctx->workspace_bytes, &zero, c->y_desc, y));
-}
-
-static void weight_grad(conv_layer *c, const void *dy, const void *x, cudnnHandle_t cudnn, void *workspace,
-                        size_t workspace_bytes) {
-    const float one = 1.0f, zero = 0.0f;
-    const conv_algos *al = &c->algos;
-    if (al->use_engine[CONV_BACKWARD_FILTER])
-        conv_engine_backward_filter(&al->engine[CONV_BACKWARD_FILTER], cudnn, c->run_weight_grad, dy, x, workspace);
-    else
-        CHECK_CUDNN(cudnnConvolutionBackwardFilter(cudnn, &one, c->x_desc, x, c->y_desc, dy, c->bwd_filter_desc,
-                                                   al->bwd_filter, workspace, workspace_bytes, &zero, c->w_desc,
-                                                   c->run_weight_grad));
-}
-
-static void data_grad(conv_layer *c, void *dx, const void *dy, job_context *ctx) {
-    const float one = 1.0f, zero = 0.0f;
-    const conv_algos *al = &c->algos;
-    if (al->use_engine[CONV_BACKWARD_DATA])
-        conv_engine_backward_data(&al->engine[CONV_BACKWARD_DATA], ctx->cudnn, dx, dy, c->run_weight, ctx->workspace);
-    else
-        CHECK_CUDNN(cudnnConvolutionBackwardData(ctx->cudnn, &one, c->w_desc, c->run_weight, c->y_desc, dy,
-                                                 c->bwd_data_desc, al->bwd_data, ctx->workspace,
-                                                 ctx->workspace_bytes, c->accumulate_dx ? &one : &zero,
-                                                 c->x_desc, dx));
 }
 
 void conv_backward(conv_layer *c, void *dx, const void *dy, const void *x, job_context *ctx) {

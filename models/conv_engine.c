@@ -33,13 +33,14 @@
 #include <string.h>
 
 #include "models/check.h"
+#include "models/gpu_timer.h"
 
 enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y' };
 enum {
     MAX_CONFIGS_PER_MODE = 64, /* what each heuristic mode may propose */
     MAX_TIMED = 12,            /* plans measured per direction, to keep set-up short */
     MAX_TIMED_BF16 = 24,       /* bfloat16 has many more tensor-core tilings worth trying */
-    TIMED_RUNS = 3,            /* after one warm-up run; the median is kept */
+    TIMED_RUNS = 5,            /* back to back after one warm-up run; the median is kept */
     KEY_SIZE = 256             /* engine id and knob choices, to drop configurations seen twice */
 };
 
@@ -273,30 +274,27 @@ static cudnnBackendDescriptor_t make_variant_pack(void *x, void *w, void *y, voi
     return pack;
 }
 
-static int compare_floats(const void *a, const void *b) {
-    float fa = *(const float *)a, fb = *(const float *)b;
-    return (fa > fb) - (fa < fb);
+typedef struct plan_run {
+    cudnnHandle_t cudnn;
+    cudnnBackendDescriptor_t plan, pack;
+} plan_run;
+
+static void run_timed_plan(void *arg) {
+    const plan_run *p = arg;
+    CHECK_CUDNN(cudnnBackendExecute(p->cudnn, p->plan, p->pack));
 }
 
-/* Median time of TIMED_RUNS after one warm-up, in ms, on the handle's stream (which is `stream`);
- * a negative value with *status set when the engine refuses to run here. */
+/* Median GPU time of TIMED_RUNS after one warm-up, in ms, on the handle's stream (which is
+ * `stream`); a negative value with *status set when the engine refuses to run here. */
 static float time_plan(cudnnHandle_t cudnn, cudaStream_t stream, cudnnBackendDescriptor_t plan,
-                       cudnnBackendDescriptor_t pack, cudaEvent_t start, cudaEvent_t stop, cudnnStatus_t *status) {
+                       cudnnBackendDescriptor_t pack, cudnnStatus_t *status) {
     *status = cudnnBackendExecute(cudnn, plan, pack);
     if (*status != CUDNN_STATUS_SUCCESS) {
         if (!does_not_apply(*status)) CHECK_CUDNN(*status);
         return -1.0f;
     }
-    float ms[TIMED_RUNS];
-    for (int r = 0; r < TIMED_RUNS; r++) {
-        CHECK_CUDA(cudaEventRecord(start, stream));
-        CHECK_CUDNN(cudnnBackendExecute(cudnn, plan, pack));
-        CHECK_CUDA(cudaEventRecord(stop, stream));
-        CHECK_CUDA(cudaEventSynchronize(stop));
-        CHECK_CUDA(cudaEventElapsedTime(&ms[r], start, stop));
-    }
-    qsort(ms, TIMED_RUNS, sizeof ms[0], compare_floats);
-    return ms[TIMED_RUNS / 2];
+    plan_run p = {cudnn, plan, pack};
+    return gpu_timer_median_ms(stream, run_timed_plan, &p, TIMED_RUNS);
 }
 
 static int check_inputs(conv_direction dir, const conv_shape *s, cudnnHandle_t cudnn, const void *x, const void *w,
@@ -356,9 +354,6 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
     cudaStream_t saved_stream = NULL;
     CHECK_CUDNN(cudnnGetStream(cudnn, &saved_stream));
     CHECK_CUDNN(cudnnSetStream(cudnn, stream));
-    cudaEvent_t start, stop;
-    CHECK_CUDA(cudaEventCreate(&start));
-    CHECK_CUDA(cudaEventCreate(&stop));
     cudnnBackendDescriptor_t pack = make_variant_pack(x, w, y, workspace);
 
     int duplicates = 0, excluded = 0, refused = 0, too_big = 0, kept = -1;
@@ -391,7 +386,7 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
             continue;
         }
         float ms = -1.0f;
-        if (status == CUDNN_STATUS_SUCCESS) ms = time_plan(cudnn, stream, candidate, pack, start, stop, &status);
+        if (status == CUDNN_STATUS_SUCCESS) ms = time_plan(cudnn, stream, candidate, pack, &status);
         if (status != CUDNN_STATUS_SUCCESS) {
             if (refused++ == 0)
                 snprintf(first_refusal, sizeof first_refusal, " (first: %s: %s)", keys[i], suite_cudnn_message(status));
@@ -414,8 +409,6 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
     }
 
     destroy_descriptor(pack);
-    CHECK_CUDA(cudaEventDestroy(start));
-    CHECK_CUDA(cudaEventDestroy(stop));
     CHECK_CUDNN(cudnnSetStream(cudnn, saved_stream));
     if (kept >= 0) {
         plan->engine_config = configs[kept]; /* kept alive with the plan, as cudnn_frontend does */

@@ -6,6 +6,7 @@
 
 #include "kernels/depthwise.h"
 #include "models/check.h"
+#include "models/gpu_timer.h"
 
 #define DEPTHWISE_TIMING_REPS 7
 
@@ -133,30 +134,26 @@ static void find_cudnn(depthwise_layer *d, void *y, const void *x, void *dx, siz
     CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_filter_desc, ch->bwd_filter_math));
 }
 
-static int compare_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
+typedef struct direction_run {
+    depthwise_layer *d;
+    int dir;
+    depthwise_path path;
+    void *y, *dx;
+    const void *x;
+    job_context *ctx;
+} direction_run;
+
+static void run_direction(void *arg) {
+    direction_run *r = arg;
+    run(r->d, r->dir, r->path, r->y, r->x, r->dx, r->y, r->ctx);
 }
 
-/* Median of DEPTHWISE_TIMING_REPS runs of one direction, after one warm-up run. */
+/* Median GPU time of DEPTHWISE_TIMING_REPS back-to-back runs of one direction, after one warm-up run. */
 static float time_direction(depthwise_layer *d, int dir, depthwise_path path, void *y, const void *x,
                             void *dx, job_context *ctx) {
-    float ms[DEPTHWISE_TIMING_REPS];
-    cudaEvent_t start, stop;
-    CHECK_CUDA(cudaEventCreate(&start));
-    CHECK_CUDA(cudaEventCreate(&stop));
-    run(d, dir, path, y, x, dx, y, ctx);
-    for (int r = 0; r < DEPTHWISE_TIMING_REPS; r++) {
-        CHECK_CUDA(cudaEventRecord(start, ctx->stream));
-        run(d, dir, path, y, x, dx, y, ctx);
-        CHECK_CUDA(cudaEventRecord(stop, ctx->stream));
-        CHECK_CUDA(cudaEventSynchronize(stop));
-        CHECK_CUDA(cudaEventElapsedTime(&ms[r], start, stop));
-    }
-    CHECK_CUDA(cudaEventDestroy(start));
-    CHECK_CUDA(cudaEventDestroy(stop));
-    qsort(ms, DEPTHWISE_TIMING_REPS, sizeof *ms, compare_float);
-    return ms[DEPTHWISE_TIMING_REPS / 2];
+    direction_run r = {d, dir, path, y, dx, x, ctx};
+    run_direction(&r);
+    return gpu_timer_median_ms(ctx->stream, run_direction, &r, DEPTHWISE_TIMING_REPS);
 }
 
 static void measure(depthwise_layer *d, void *y, const void *x, void *dx, job_context *ctx) {

@@ -4,7 +4,9 @@
  * outputs over NaN-poisoned buffers (beta 0 must not read them), backward-data both overwriting
  * (beta 0) and accumulating onto existing values (beta 1). The same runs are then captured into
  * a CUDA graph and replayed, as the trainer does. Also: TF32 allowed (looser bound), and bad
- * input refused with a message. Prints the chosen engine and its time per direction. */
+ * input refused with a message. Prints the chosen engine and its time per direction.
+ * The timer the search uses (models/gpu_timer.h) times a known GPU wait, not the host's cost of
+ * launching it. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -20,6 +23,8 @@
 #include "models/context.h"
 #include "models/conv.h"
 #include "models/conv_engine.h"
+#include "models/gpu_timer.h"
+#include "kernels/kernels.h"
 #include "tests/testutil.h"
 
 static job_context ctx;
@@ -247,6 +252,24 @@ static void test_engine_bad_input(void **state) {
     CHECK_CUDA(cudaFree(buffer));
 }
 
+/* Each run costs the host 300 us before it launches a 40 us wait on the GPU: timed one at a time,
+ * a run would read about 0.34 ms; the timer must see the wait alone. */
+static void slow_launch_of_a_wait(void *arg) {
+    (void)arg;
+    usleep(300);
+    gpu_hold(40000, ctx.stream);
+}
+
+static void test_timer_leaves_out_the_host(void **state) {
+    (void)state;
+    slow_launch_of_a_wait(NULL);
+    CHECK_CUDA(cudaStreamSynchronize(ctx.stream));
+    float ms = gpu_timer_median_ms(ctx.stream, slow_launch_of_a_wait, NULL, 5);
+    printf("a 0.040 ms wait launched after 0.3 ms of host work each time: timed %.4f ms\n", ms);
+    assert_true(ms >= 0.039f);
+    assert_true(ms < 0.080f);
+}
+
 int main(void) {
     test_require_gpu();
     if (context_init(&ctx, 0, (size_t)64 << 20, 0) != CONTEXT_OK) return 1;
@@ -257,6 +280,7 @@ int main(void) {
         cmocka_unit_test(test_engine_nchw),
         cmocka_unit_test(test_engine_tf32),
         cmocka_unit_test(test_engine_bad_input),
+        cmocka_unit_test(test_timer_leaves_out_the_host),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     context_free(&ctx);
