@@ -6,11 +6,13 @@
  *                             double accumulators in scratch; the last block to finish finalises
  *                             mean/invstd and the running statistics and zeroes the scratch again.
  *                    apply  - one read of x (and residual), one write of y.
- *   backward:        reduce - one read of dy, x (and y for the ReLU mask; SiLU's derivative is
- *                             recomputed from x, gamma and beta instead of stored); writes
- *                             dresidual on the way; the last block writes dbeta and dgamma.
+ *   backward:        reduce - one read of dy and x (SiLU's derivative, and the ReLU's mask of
+ *                             a layer that joined no residual, are recomputed from x, gamma and
+ *                             beta; a ReLU that joined one reads its mask as bits the apply kernel
+ *                             wrote, or y); writes dresidual on the way; the last block writes
+ *                             dbeta and dgamma.
  *                    dx     - one read of the masked dy (dresidual when it was written, else dy
- *                             and y) and x, one write of dx.
+ *                             masked as above) and x, one write of dx.
  * The cross-block reduction needs no host round trip, no memset and no extra launch: each block
  * adds its per-channel sums with double atomics into one of up to 8 stripes of accumulators (so
  * hundreds of blocks of a C = 64 layer do not queue on the same L2 lines), then takes a ticket
@@ -188,6 +190,50 @@ __device__ __forceinline__ int bn_tile_end(int tile_cols, int vec, int C) {
     return end < C ? end : C;
 }
 
+/* A value as its tensor stores it: what y > 0 was decided on. */
+template <typename T> __device__ __forceinline__ float bn_stored(float v);
+template <> __device__ __forceinline__ float bn_stored<float>(float v) { return v; }
+template <> __device__ __forceinline__ float bn_stored<__nv_bfloat16>(float v) {
+    return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+/* A ReLU's mask kept as bits: bit (r * C + c) of 32-bit words, so that with C % 32 == 0 each word
+ * holds 32 channels of one row. The 32 / VEC neighbouring threads that own those channels (one row:
+ * bn_mask_bits_fit) put the word together with shuffles and one of them stores it. */
+template <int VEC>
+__device__ __forceinline__ void bn_store_mask_bits(uint32_t *bits, const float y[VEC], size_t at) {
+    constexpr int group = 32 / VEC;
+    unsigned word = 0;
+#pragma unroll
+    for (int j = 0; j < VEC; j++) word |= (y[j] > 0.0f ? 1u : 0u) << j;
+    word <<= at % 32;
+    unsigned lanes = group == 32 ? 0xffffffffu : ((1u << group) - 1u) << (threadIdx.x & 31 & ~(group - 1));
+#pragma unroll
+    for (int step = 1; step < group; step *= 2) word |= __shfl_xor_sync(lanes, word, step);
+    if (at % 32 == 0) bits[at / 32] = word;
+}
+
+template <int VEC, typename T>
+__device__ __forceinline__ void bn_store_stored_mask(uint32_t *bits, const float y[VEC], size_t at) {
+    float stored[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; j++) stored[j] = bn_stored<T>(y[j]);
+    bn_store_mask_bits<VEC>(bits, stored, at);
+}
+
+template <int VEC>
+__device__ __forceinline__ unsigned bn_load_mask_bits(const uint32_t *bits, size_t at) {
+    return (bits[at / 32] >> (at % 32)) & ((1u << VEC) - 1u);
+}
+
+/* Bits need every 32-channel word to lie within one block's tile, so that its threads are one
+ * aligned group of a warp (and all of them exit or stay together). */
+static int bn_mask_bits_fit(int C, int vec) {
+    if (C % 32 != 0) return 0;
+    bn_shape s = bn_shape_of(C, vec);
+    return s.tile_cols % (32 / vec) == 0;
+}
+
 /* ---- forward ------------------------------------------------------------------------------- */
 
 template <int VEC, typename T>
@@ -268,7 +314,7 @@ __device__ __forceinline__ float bn_activate(float z, float res) {
  * stats_are_var, `spread` holds the variance (inference: running_var) instead of invstd. */
 template <int VEC, int ACT, typename T>
 __global__ void __launch_bounds__(BN_THREADS)
-bn_apply_kernel(T *y, const T *x, const T *residual, const float *gamma,
+bn_apply_kernel(T *y, uint32_t *mask_bits, const T *x, const T *residual, const float *gamma,
                 const float *beta, const float *center, const float *spread, int stats_are_var,
                 float eps, int rows, int C, int tile_cols) {
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
@@ -303,6 +349,7 @@ bn_apply_kernel(T *y, const T *x, const T *residual, const float *gamma,
             for (int j = 0; j < VEC; j++)
                 v[u][j] = bn_activate<ACT>(fmaf(v[u][j] - m[j], scale[j], shift[j]), residual ? res[u][j] : 0.0f);
             bn_store<VEC>(y + (r + u * stride) * C + c, v[u]);
+            if (ACT == ACT_RELU && mask_bits) bn_store_stored_mask<VEC, T>(mask_bits, v[u], (r + u * stride) * C + c);
         }
     }
     for (; r < (size_t)rows; r += stride) {
@@ -313,6 +360,7 @@ bn_apply_kernel(T *y, const T *x, const T *residual, const float *gamma,
         for (int j = 0; j < VEC; j++)
             v[j] = bn_activate<ACT>(fmaf(v[j] - m[j], scale[j], shift[j]), residual ? res[j] : 0.0f);
         bn_store<VEC>(y + r * C + c, v);
+        if (ACT == ACT_RELU && mask_bits) bn_store_stored_mask<VEC, T>(mask_bits, v, r * C + c);
     }
 }
 
@@ -358,7 +406,7 @@ static void bn_check_type(const char *fn, int type) {
     } while (0)
 
 template <int VEC, int ACT, typename T>
-static void bn_train_launch(void *y_, float *mean, float *invstd, float *running_mean,
+static void bn_train_launch(void *y_, uint32_t *relu_mask, float *mean, float *invstd, float *running_mean,
                             float *running_var, const void *x_, const void *residual_,
                             const float *gamma, const float *beta, int rows, int C, float eps,
                             float momentum, unsigned *counter, double *acc, cudaStream_t stream) {
@@ -374,11 +422,16 @@ static void bn_train_launch(void *y_, float *mean, float *invstd, float *running
     int stripes = bn_stripes(stats_grid);
     CHECK_CUDA(pdl_launch(bn_stats_kernel<VEC, T>, stats_grid, block, stream, mean, invstd, running_mean, running_var,
                           x, rows, C, s.tile_cols, eps, momentum, stripes, counter, acc));
-    CHECK_CUDA(pdl_launch(bn_apply_kernel<VEC, ACT, T>, apply_grid, block, stream, y, x, residual, gamma, beta,
-                          (const float *)mean, (const float *)invstd, 0, eps, rows, C, s.tile_cols));
+    CHECK_CUDA(pdl_launch(bn_apply_kernel<VEC, ACT, T>, apply_grid, block, stream, y, relu_mask, x, residual, gamma,
+                          beta, (const float *)mean, (const float *)invstd, 0, eps, rows, C, s.tile_cols));
 }
 
-extern "C" void bn_act_forward_train(void *y, float *mean, float *invstd, float *running_mean,
+extern "C" size_t bn_relu_mask_bytes(int rows, int C) {
+    if (rows < 1 || C < 1 || !bn_mask_bits_fit(C, 4) || !bn_mask_bits_fit(C, 1)) return 0;
+    return ((size_t)rows * (size_t)(C / 32) * sizeof(uint32_t) + 255) / 256 * 256;
+}
+
+extern "C" void bn_act_forward_train(void *y, uint32_t *relu_mask, float *mean, float *invstd, float *running_mean,
                                      float *running_var, const void *x, const void *residual,
                                      const float *gamma, const float *beta, int rows, int C, float eps,
                                      float momentum, act_kind act, elem_type type, void *scratch,
@@ -394,7 +447,11 @@ extern "C" void bn_act_forward_train(void *y, float *mean, float *invstd, float 
     unsigned *counter = (unsigned *)scratch;
     double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
     int vec = C % 4 == 0 && bn_aligned16(x) && bn_aligned16(y) && bn_aligned16(residual) ? 4 : 1;
-    BN_DISPATCH_TYPED(bn_train_launch, type, vec, act, y, mean, invstd, running_mean, running_var, x, residual, gamma,
+    if (relu_mask && act != ACT_RELU) kernel_bad_input(fn, "relu_mask is for ACT_RELU only (act is %d)", (int)act);
+    if (relu_mask && (!bn_mask_bits_fit(C, vec) || !kernel_aligned(relu_mask, 4)))
+        kernel_bad_input(fn, "relu_mask needs C %% 32 == 0 (got C = %d; bn_relu_mask_bytes says 0 then) and "
+                         "4-byte alignment", C);
+    BN_DISPATCH_TYPED(bn_train_launch, type, vec, act, y, relu_mask, mean, invstd, running_mean, running_var, x, residual, gamma,
                       beta, rows, C, eps, momentum, counter, acc, stream);
 }
 
@@ -405,8 +462,8 @@ static void bn_infer_launch(void *y, const void *x, const void *residual, const 
     bn_shape s = bn_shape_of(C, VEC);
     int threads = s.lanes * s.tile_cols, unroll = BN_ROW_UNROLL(T);
     dim3 grid = bn_grid(&s, rows, unroll, bn_resident_blocks((const void *)bn_apply_kernel<VEC, ACT, T>, threads, 0));
-    CHECK_CUDA(pdl_launch(bn_apply_kernel<VEC, ACT, T>, grid, dim3((unsigned)threads), stream, (T *)y, (const T *)x,
-                          (const T *)residual, gamma, beta, running_mean, running_var, 1, eps, rows, C, s.tile_cols));
+    CHECK_CUDA(pdl_launch(bn_apply_kernel<VEC, ACT, T>, grid, dim3((unsigned)threads), stream, (T *)y,
+                          (uint32_t *)NULL, (const T *)x, (const T *)residual, gamma, beta, running_mean, running_var, 1, eps, rows, C, s.tile_cols));
 }
 
 extern "C" void bn_act_forward_infer(void *y, const void *x, const void *residual,
@@ -439,16 +496,37 @@ __device__ __forceinline__ float bn_silu_grad(float z) {
     return s * fmaf(z, 1.0f - s, 1.0f);
 }
 
-/* dy (or the already-masked g_src) at `at`, through the ReLU mask when mask_y is given. */
-template <int VEC, typename T>
-__device__ __forceinline__ void bn_masked_grad(float g[VEC], const T *dy, const T *y, size_t at) {
+/* Where a ReLU's backward finds its mask, y > 0 as y was stored (bn_act_backward picks). */
+enum { BN_MASK_NONE, BN_MASK_Y, BN_MASK_BITS, BN_MASK_FROM_X };
+
+typedef struct bn_mask_source {
+    const void *y;         /* BN_MASK_Y */
+    const uint32_t *bits;  /* BN_MASK_BITS */
+} bn_mask_source;
+
+/* dy (or the already-masked g_src) at `at`, through the mask that is read (y or bits). */
+template <int VEC, int MASK, typename T>
+__device__ __forceinline__ void bn_masked_grad(float g[VEC], const T *dy, bn_mask_source mask, size_t at) {
     bn_load<VEC>(g, dy + at);
-    if (y) {
+    if constexpr (MASK == BN_MASK_Y) {
         float out[VEC];
-        bn_load<VEC>(out, y + at);
+        bn_load<VEC>(out, (const T *)mask.y + at);
 #pragma unroll
         for (int j = 0; j < VEC; j++) g[j] = out[j] > 0.0f ? g[j] : 0.0f;
+    } else if constexpr (MASK == BN_MASK_BITS) {
+        unsigned passed = bn_load_mask_bits<VEC>(mask.bits, at);
+#pragma unroll
+        for (int j = 0; j < VEC; j++) g[j] = (passed >> j) & 1u ? g[j] : 0.0f;
     }
+}
+
+/* With no residual joined, y = relu(gamma * invstd * (x - mean) + beta) as stored, so the mask is
+ * x's: the apply kernel's arithmetic, operation for operation, with scale = gamma * invstd. */
+template <int MASK, typename T>
+__device__ __forceinline__ float bn_masked_from_x(float g, float x, float mean, float scale, float beta) {
+    if constexpr (MASK == BN_MASK_FROM_X)
+        return bn_stored<T>(bn_activate<ACT_RELU>(fmaf(x - mean, scale, beta), 0.0f)) > 0.0f ? g : 0.0f;
+    else return g;
 }
 
 /* Through SiLU: g *= silu'(gamma * xhat + beta); xhat is what the caller computed from x. */
@@ -458,26 +536,27 @@ __device__ __forceinline__ float bn_through_act(float g, float xhat, float gamma
     else return g;
 }
 
-/* mask_y is y when the activation is ReLU, else NULL. */
-template <int VEC, int ACT, typename T>
+template <int VEC, int ACT, int MASK, typename T>
 __global__ void __launch_bounds__(BN_THREADS)
 bn_backward_reduce_kernel(T *dresidual, float *dgamma, float *dbeta, const T *dy,
-                          const T *x, const T *mask_y, const float *gamma, const float *beta,
+                          const T *x, bn_mask_source mask, const float *gamma, const float *beta,
                           const float *mean, const float *invstd, int rows, int C, int tile_cols,
                           int stripes, unsigned *counter, double *acc) {
+    constexpr bool needs_affine = ACT == ACT_SILU || MASK == BN_MASK_FROM_X;
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
     int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
     float sg[VEC], sgx[VEC];
 #pragma unroll
     for (int j = 0; j < VEC; j++) sg[j] = sgx[j] = 0.0f;
-    float m[VEC], inv[VEC], ga[VEC], be[VEC];
+    float m[VEC], inv[VEC], ga[VEC], be[VEC], scale[VEC];
     if (c < C) {
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
             m[j] = mean[c + j];
             inv[j] = invstd[c + j];
-            ga[j] = ACT == ACT_SILU ? gamma[c + j] : 0.0f;
-            be[j] = ACT == ACT_SILU ? beta[c + j] : 0.0f;
+            ga[j] = needs_affine ? gamma[c + j] : 0.0f;
+            be[j] = needs_affine ? beta[c + j] : 0.0f;
+            scale[j] = ga[j] * inv[j];
         }
     }
     pdl_wait(); /* dy is the output of the kernel before */
@@ -489,11 +568,13 @@ bn_backward_reduce_kernel(T *dresidual, float *dgamma, float *dbeta, const T *dy
 #pragma unroll
             for (int u = 0; u < BN_ROW_UNROLL(T); u++) {
                 size_t at = (r + u * stride) * C + c;
-                bn_masked_grad<VEC>(g[u], dy, mask_y, at);
+                bn_masked_grad<VEC, MASK>(g[u], dy, mask, at);
                 bn_load<VEC>(v[u], x + at);
             }
 #pragma unroll
             for (int u = 0; u < BN_ROW_UNROLL(T); u++) {
+#pragma unroll
+                for (int j = 0; j < VEC; j++) g[u][j] = bn_masked_from_x<MASK, T>(g[u][j], v[u][j], m[j], scale[j], be[j]);
                 if (dresidual) bn_store<VEC>(dresidual + (r + u * stride) * C + c, g[u]);
 #pragma unroll
                 for (int j = 0; j < VEC; j++) {
@@ -507,8 +588,10 @@ bn_backward_reduce_kernel(T *dresidual, float *dgamma, float *dbeta, const T *dy
         for (; r < (size_t)rows; r += stride) {
             float g[VEC], v[VEC];
             size_t at = r * C + c;
-            bn_masked_grad<VEC>(g, dy, mask_y, at);
+            bn_masked_grad<VEC, MASK>(g, dy, mask, at);
             bn_load<VEC>(v, x + at);
+#pragma unroll
+            for (int j = 0; j < VEC; j++) g[j] = bn_masked_from_x<MASK, T>(g[j], v[j], m[j], scale[j], be[j]);
             if (dresidual) bn_store<VEC>(dresidual + at, g);
 #pragma unroll
             for (int j = 0; j < VEC; j++) {
@@ -531,13 +614,14 @@ bn_backward_reduce_kernel(T *dresidual, float *dgamma, float *dbeta, const T *dy
     if (threadIdx.x == 0) counter[blockIdx.x] = 0u;
 }
 
-/* g comes from g_src (dresidual, already masked) when mask_y is NULL, else from dy and y; with
- * SiLU from dy through silu'. */
-template <int VEC, int ACT, typename T>
+/* g comes from g_src: dresidual, already masked (MASK is then BN_MASK_NONE), or dy through the
+ * mask; with SiLU from dy through silu'. */
+template <int VEC, int ACT, int MASK, typename T>
 __global__ void __launch_bounds__(BN_THREADS)
-bn_backward_dx_kernel(T *dx, const T *g_src, const T *mask_y, const T *x,
+bn_backward_dx_kernel(T *dx, const T *g_src, bn_mask_source mask, const T *x,
                       const float *gamma, const float *beta, const float *mean, const float *invstd,
                       const float *dgamma, const float *dbeta, int rows, int C, int tile_cols) {
+    constexpr bool needs_beta = ACT == ACT_SILU || MASK == BN_MASK_FROM_X;
     int tid = threadIdx.x, lane = tid / tile_cols, lanes = blockDim.x / tile_cols;
     int c = (blockIdx.x * tile_cols + tid % tile_cols) * VEC;
     if (c >= C) return;
@@ -548,8 +632,8 @@ bn_backward_dx_kernel(T *dx, const T *g_src, const T *mask_y, const T *x,
         m[j] = mean[c + j];
         inv[j] = invstd[c + j];
         ga[j] = gamma[c + j];
-        be[j] = ACT == ACT_SILU ? beta[c + j] : 0.0f;
-        k[j] = ga[j] * inv[j];
+        be[j] = needs_beta ? beta[c + j] : 0.0f;
+        k[j] = ga[j] * inv[j]; /* also the forward's scale, for the mask from x */
     }
     pdl_wait(); /* the reduce kernel before wrote dgamma, dbeta and g_src */
     pdl_release();
@@ -564,15 +648,16 @@ bn_backward_dx_kernel(T *dx, const T *g_src, const T *mask_y, const T *x,
 #pragma unroll
         for (int u = 0; u < BN_ROW_UNROLL(T); u++) {
             size_t at = (r + u * stride) * C + c;
-            bn_masked_grad<VEC>(g[u], g_src, mask_y, at);
+            bn_masked_grad<VEC, MASK>(g[u], g_src, mask, at);
             bn_load<VEC>(v[u], x + at);
         }
 #pragma unroll
         for (int u = 0; u < BN_ROW_UNROLL(T); u++) {
 #pragma unroll
             for (int j = 0; j < VEC; j++) {
+                float gm = bn_masked_from_x<MASK, T>(g[u][j], v[u][j], m[j], k[j], be[j]);
                 float xhat = (v[u][j] - m[j]) * inv[j];
-                float gj = bn_through_act<ACT>(g[u][j], xhat, ga[j], be[j]);
+                float gj = bn_through_act<ACT>(gm, xhat, ga[j], be[j]);
                 v[u][j] = k[j] * (gj - mean_g[j] - xhat * mean_gx[j]);
             }
             bn_store<VEC>(dx + (r + u * stride) * C + c, v[u]);
@@ -581,49 +666,73 @@ bn_backward_dx_kernel(T *dx, const T *g_src, const T *mask_y, const T *x,
     for (; r < (size_t)rows; r += stride) {
         float g[VEC], v[VEC];
         size_t at = r * C + c;
-        bn_masked_grad<VEC>(g, g_src, mask_y, at);
+        bn_masked_grad<VEC, MASK>(g, g_src, mask, at);
         bn_load<VEC>(v, x + at);
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
+            float gm = bn_masked_from_x<MASK, T>(g[j], v[j], m[j], k[j], be[j]);
             float xhat = (v[j] - m[j]) * inv[j];
-            float gj = bn_through_act<ACT>(g[j], xhat, ga[j], be[j]);
+            float gj = bn_through_act<ACT>(gm, xhat, ga[j], be[j]);
             v[j] = k[j] * (gj - mean_g[j] - xhat * mean_gx[j]);
         }
         bn_store<VEC>(dx + at, v);
     }
 }
 
-template <int VEC, int ACT, typename T>
-static void bn_backward_launch(void *dx_, void *dresidual_, float *dgamma, float *dbeta, const void *dy_,
-                               const void *x_, const void *mask_y_, const float *gamma, const float *beta,
-                               const float *mean, const float *invstd, int rows, int C, unsigned *counter,
-                               double *acc, cudaStream_t stream) {
-    T *dx = (T *)dx_, *dresidual = (T *)dresidual_;
-    const T *dy = (const T *)dy_, *x = (const T *)x_, *mask_y = (const T *)mask_y_;
+template <int VEC, int ACT, int MASK, typename T>
+static void bn_backward_launch_masked(T *dx, T *dresidual, float *dgamma, float *dbeta, const T *dy, const T *x,
+                                      bn_mask_source mask, const float *gamma, const float *beta, const float *mean,
+                                      const float *invstd, int rows, int C, unsigned *counter, double *acc,
+                                      cudaStream_t stream) {
     bn_shape s = bn_shape_of(C, VEC);
     int threads = s.lanes * s.tile_cols, unroll = BN_ROW_UNROLL(T);
     dim3 block((unsigned)threads);
     dim3 reduce_grid = bn_grid(&s, rows, unroll,
-                               bn_resident_blocks((const void *)bn_backward_reduce_kernel<VEC, ACT, T>,
-                                                            threads, BN_REDUCE_BLOCKS_PER_SM));
-    dim3 dx_grid =
-        bn_grid(&s, rows, unroll, bn_resident_blocks((const void *)bn_backward_dx_kernel<VEC, ACT, T>, threads, 0));
+                               bn_resident_blocks((const void *)bn_backward_reduce_kernel<VEC, ACT, MASK, T>,
+                                                  threads, BN_REDUCE_BLOCKS_PER_SM));
     int stripes = bn_stripes(reduce_grid);
-    /* Once dresidual holds the masked dy (ReLU, none), the dx pass reads it instead of dy and y;
-     * with SiLU dresidual is dy itself and the dx pass goes through silu' again. */
-    const T *g_src = dresidual && ACT != ACT_SILU ? dresidual : dy;
-    const T *dx_mask = dresidual ? NULL : mask_y;
-    CHECK_CUDA(pdl_launch(bn_backward_reduce_kernel<VEC, ACT, T>, reduce_grid, block, stream, dresidual, dgamma,
-                          dbeta, dy, x, mask_y, gamma, beta, mean, invstd, rows, C, s.tile_cols, stripes, counter,
+    CHECK_CUDA(pdl_launch(bn_backward_reduce_kernel<VEC, ACT, MASK, T>, reduce_grid, block, stream, dresidual, dgamma,
+                          dbeta, dy, x, mask, gamma, beta, mean, invstd, rows, C, s.tile_cols, stripes, counter,
                           acc));
-    CHECK_CUDA(pdl_launch(bn_backward_dx_kernel<VEC, ACT, T>, dx_grid, block, stream, dx, g_src, dx_mask, x, gamma,
-                          beta, mean, invstd, (const float *)dgamma, (const float *)dbeta, rows, C, s.tile_cols));
+    /* Once dresidual holds the masked dy (ReLU, none), the dx pass reads it instead of dy and the
+     * mask; with SiLU dresidual is dy itself and the dx pass goes through silu' again. */
+    if (dresidual && ACT != ACT_SILU) {
+        dim3 dx_grid = bn_grid(&s, rows, unroll, bn_resident_blocks(
+                                   (const void *)bn_backward_dx_kernel<VEC, ACT, BN_MASK_NONE, T>, threads, 0));
+        CHECK_CUDA(pdl_launch(bn_backward_dx_kernel<VEC, ACT, BN_MASK_NONE, T>, dx_grid, block, stream, dx,
+                              (const T *)dresidual, mask, x, gamma, beta, mean, invstd, (const float *)dgamma,
+                              (const float *)dbeta, rows, C, s.tile_cols));
+    } else {
+        dim3 dx_grid = bn_grid(&s, rows, unroll,
+                               bn_resident_blocks((const void *)bn_backward_dx_kernel<VEC, ACT, MASK, T>, threads, 0));
+        CHECK_CUDA(pdl_launch(bn_backward_dx_kernel<VEC, ACT, MASK, T>, dx_grid, block, stream, dx, dy, mask, x, gamma,
+                              beta, mean, invstd, (const float *)dgamma, (const float *)dbeta, rows, C,
+                              s.tile_cols));
+    }
+}
+
+template <int VEC, int ACT, typename T>
+static void bn_backward_launch(void *dx, void *dresidual, float *dgamma, float *dbeta, const void *dy, const void *x,
+                               bn_mask_source mask, int mask_kind, const float *gamma, const float *beta,
+                               const float *mean, const float *invstd, int rows, int C, unsigned *counter,
+                               double *acc, cudaStream_t stream) {
+#define BN_BACKWARD_ARGS (T *)dx, (T *)dresidual, dgamma, dbeta, (const T *)dy, (const T *)x, mask, gamma, beta, \
+                         mean, invstd, rows, C, counter, acc, stream
+    if constexpr (ACT == ACT_RELU) {
+        if (mask_kind == BN_MASK_BITS) bn_backward_launch_masked<VEC, ACT, BN_MASK_BITS, T>(BN_BACKWARD_ARGS);
+        else if (mask_kind == BN_MASK_Y) bn_backward_launch_masked<VEC, ACT, BN_MASK_Y, T>(BN_BACKWARD_ARGS);
+        else bn_backward_launch_masked<VEC, ACT, BN_MASK_FROM_X, T>(BN_BACKWARD_ARGS);
+    } else {
+        (void)mask_kind;
+        bn_backward_launch_masked<VEC, ACT, BN_MASK_NONE, T>(BN_BACKWARD_ARGS);
+    }
+#undef BN_BACKWARD_ARGS
 }
 
 extern "C" void bn_act_backward(void *dx, void *dresidual, float *dgamma, float *dbeta,
-                                const void *dy, const void *x, const void *y, const float *gamma,
-                                const float *beta, const float *mean, const float *invstd, int rows,
-                                int C, act_kind act, elem_type type, void *scratch, cudaStream_t stream) {
+                                const void *dy, const void *x, const void *y, const uint32_t *relu_mask,
+                                const float *gamma, const float *beta, const float *mean, const float *invstd,
+                                int rows, int C, act_kind act, elem_type type, void *scratch, cudaStream_t stream) {
     const char *fn = "bn_act_backward";
     bn_check_sizes(fn, rows, C);
     bn_check_act(fn, act);
@@ -631,18 +740,21 @@ extern "C" void bn_act_backward(void *dx, void *dresidual, float *dgamma, float 
     if (!dx || !dgamma || !dbeta || !dy || !x || !gamma || !mean || !invstd)
         kernel_bad_input(fn, "dx, dgamma, dbeta, dy, x, gamma, mean and invstd must be device pointers "
                          "(one is NULL)");
-    if (act == ACT_RELU && !y) kernel_bad_input(fn, "y (the forward output) is needed for the ReLU mask (got NULL)");
-    if (act == ACT_SILU && !beta)
-        kernel_bad_input(fn, "beta is needed to recompute the SiLU pre-activation (got NULL)");
     if (!scratch) kernel_bad_input(fn, "scratch must hold bn_scratch_bytes(rows, C) bytes (got NULL)");
+    if (relu_mask && act != ACT_RELU) kernel_bad_input(fn, "relu_mask is for ACT_RELU only (act is %d)", (int)act);
+    int mask_kind = act != ACT_RELU ? BN_MASK_NONE : relu_mask ? BN_MASK_BITS : y ? BN_MASK_Y : BN_MASK_FROM_X;
+    bn_mask_source mask = {mask_kind == BN_MASK_Y ? y : NULL, relu_mask};
+    if ((act == ACT_SILU || mask_kind == BN_MASK_FROM_X) && !beta)
+        kernel_bad_input(fn, "beta is needed to recompute the %s from x (got NULL)",
+                         act == ACT_SILU ? "SiLU pre-activation" : "ReLU mask");
     unsigned *counter = (unsigned *)scratch;
     double *acc = (double *)((char *)scratch + bn_counter_bytes(C));
-    const void *mask_y = act == ACT_RELU ? y : NULL;
     int vec = C % 4 == 0 && bn_aligned16(dx) && bn_aligned16(dresidual) && bn_aligned16(dy) &&
-                      bn_aligned16(x) && bn_aligned16(mask_y)
+                      bn_aligned16(x) && bn_aligned16(mask.y)
                   ? 4
                   : 1;
-    BN_DISPATCH_TYPED(bn_backward_launch, type, vec, act, dx, dresidual, dgamma, dbeta, dy, x, mask_y, gamma, beta,
-                      mean, invstd, rows, C, counter, acc, stream);
+    if (relu_mask && (!bn_mask_bits_fit(C, vec) || !kernel_aligned(relu_mask, 4)))
+        kernel_bad_input(fn, "relu_mask needs C %% 32 == 0 (got C = %d) and 4-byte alignment", C);
+    BN_DISPATCH_TYPED(bn_backward_launch, type, vec, act, dx, dresidual, dgamma, dbeta, dy, x, mask, mask_kind, gamma,
+                      beta, mean, invstd, rows, C, counter, acc, stream);
 }
-

@@ -28,25 +28,31 @@ static inline size_t elem_bytes(elem_type type) { return type == ELEM_BF16 ? 2 :
  *   ACT_NONE: y = bn(x) + residual
  *   ACT_RELU: y = relu(bn(x) + residual)    ResNet: the shortcut joins before the ReLU
  *   ACT_SILU: y = silu(bn(x)) + residual    EfficientNet: the skip joins the activated branch
- * The backward needs y only for the ReLU mask and beta only for SiLU, whose pre-activation
- * gamma * xhat + beta it recomputes from x (beta may be NULL otherwise). It writes dx, dgamma,
- * dbeta, and, when dresidual is not NULL, the gradient where the residual joined (dy masked by
- * the ReLU, or dy itself); all outputs are overwritten, not accumulated.
+ * The ReLU's mask (y > 0, as y was stored) the backward takes from relu_mask when given, else
+ * from y when given, else recomputes from x, gamma and beta, which is right only when the
+ * forward joined no residual. relu_mask (bn_relu_mask_bytes(rows, C) bytes, may be NULL) is
+ * written by the training forward: bits instead of a read of y, for a ReLU that joins a
+ * residual; bn_relu_mask_bytes is 0 where its layout does not fit C (C % 32 != 0). The backward
+ * needs beta for SiLU, whose pre-activation gamma * xhat + beta it recomputes from x, and for a
+ * ReLU mask recomputed from x (beta may be NULL otherwise). It writes dx, dgamma, dbeta, and,
+ * when dresidual is not NULL, the gradient where the residual joined (dy masked by the ReLU, or
+ * dy itself); all outputs are overwritten, not accumulated.
  * scratch: bn_scratch_bytes(rows, C) bytes of device memory, zeroed once when allocated (the
  * arena zeroes its scratch region); every call leaves it zeroed again, so calls on one stream can
  * share it and graph replays need no reset. Two BN calls that may run concurrently need two. */
 typedef enum { ACT_NONE = 0, ACT_RELU = 1, ACT_SILU = 2 } act_kind;
 size_t bn_scratch_bytes(int rows, int C);
-void bn_act_forward_train(void *y, float *mean, float *invstd, float *running_mean, float *running_var,
-                          const void *x, const void *residual, const float *gamma, const float *beta,
+size_t bn_relu_mask_bytes(int rows, int C);
+void bn_act_forward_train(void *y, uint32_t *relu_mask, float *mean, float *invstd, float *running_mean,
+                          float *running_var, const void *x, const void *residual, const float *gamma, const float *beta,
                           int rows, int C, float eps, float momentum, act_kind act, elem_type type,
                           void *scratch, cudaStream_t stream);
 void bn_act_forward_infer(void *y, const void *x, const void *residual, const float *gamma,
                           const float *beta, const float *running_mean, const float *running_var,
                           int rows, int C, float eps, act_kind act, elem_type type, cudaStream_t stream);
 void bn_act_backward(void *dx, void *dresidual, float *dgamma, float *dbeta, const void *dy,
-                     const void *x, const void *y, const float *gamma, const float *beta,
-                     const float *mean, const float *invstd, int rows, int C, act_kind act,
+                     const void *x, const void *y, const uint32_t *relu_mask, const float *gamma,
+                     const float *beta, const float *mean, const float *invstd, int rows, int C, act_kind act,
                      elem_type type, void *scratch, cudaStream_t stream);
 
 /* ---- pooling (NHWC) -------------------------------------------------------------------------

@@ -9,6 +9,8 @@
 #ifndef SUITE_BATCHNORM_H
 #define SUITE_BATCHNORM_H
 
+#include <stdint.h>
+
 #include "kernels/kernels.h"
 #include "models/arena.h"
 #include "models/context.h"
@@ -21,10 +23,17 @@ typedef struct batchnorm_layer {
     float *gamma, *beta, *gamma_grad, *beta_grad;
     float *running_mean, *running_var;
     float *mean, *invstd;
+    uint32_t *relu_mask;  /* the ReLU's mask as bits, for a layer that joins a residual
+                             (batchnorm_keep_relu_mask); NULL otherwise */
+    int joined_residual;  /* the last training forward joined one: the mask is not x's alone */
     void *scratch; /* shared by every BN layer of a model (one stream): see batchnorm_attach_scratch */
 } batchnorm_layer;
 
 void batchnorm_init(batchnorm_layer *b, arena *a, int rows, int channels, act_kind act);
+/* For a ReLU layer that will join a residual: keep the ReLU's mask as bits (rows * C / 8 bytes of
+ * activations), which its backward reads instead of y. Nothing where the layout does not fit C
+ * (bn_relu_mask_bytes); a ReLU without a residual needs neither, its mask is recomputed from x. */
+void batchnorm_keep_relu_mask(batchnorm_layer *b, arena *a);
 /* Scratch each layer needs; a model takes the maximum once and attaches it to all its layers. */
 size_t batchnorm_scratch_bytes(const batchnorm_layer *b);
 void batchnorm_attach_scratch(batchnorm_layer *b, void *scratch);

@@ -99,6 +99,7 @@ static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix,
                        (int)rows_out, ACT_RELU, type);
     model_conv_bn_init(&blk->conv3, &blk->bn3, a, conv_shape_nhwc(batch, planes, out_c, 1, 1, 0, size_out, size_out),
                        (int)rows_out, ACT_RELU, type);
+    batchnorm_keep_relu_mask(&blk->bn3, a); /* it joins the shortcut: bits instead of a read of out */
     snprintf(name, sizeof name, "%sconv1.", prefix), layer_params_conv(m, name, &blk->conv1);
     snprintf(name, sizeof name, "%sbn1.", prefix), layer_params_batchnorm(m, name, &blk->bn1);
     snprintf(name, sizeof name, "%sconv2.", prefix), layer_params_conv(m, name, &blk->conv2);

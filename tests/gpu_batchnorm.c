@@ -3,8 +3,9 @@
  * the residual after it - in every combination), inference forward, backward (dx, dresidual,
  * dgamma, dbeta), the scalar path (C % 4 != 0, misaligned pointers), |mean| >> std,
  * rows = 1, big layers, scratch reuse across calls and shapes and inside a replayed CUDA graph,
- * and a finite-difference check of the backward pass against the GPU forward. Outputs are
- * poisoned with NaN before every call. */
+ * and a finite-difference check of the backward pass against the GPU forward. The backward's
+ * ReLU mask from each source: y, the bits the forward kept (checked bit for bit against y > 0),
+ * and x recomputed where no residual joined. Outputs are poisoned with NaN before every call. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -165,7 +166,11 @@ static double ref_out(const layer *L, const double *mean, const double *invstd, 
 typedef struct dev_layer {
     float *x, *res, *gamma, *beta, *rmean, *rvar, *y, *mean, *invstd;
     float *dy, *dx, *dres, *dgamma, *dbeta;
+    uint32_t *bits; /* the ReLU mask the forward may keep; NULL where its layout does not fit C */
 } dev_layer;
+
+/* Where the backward takes the ReLU mask from. */
+enum { MASK_FROM_Y, MASK_FROM_BITS, MASK_FROM_X };
 
 /* shift > 0 offsets the activation tensors by one float: C % 4 == 0 but not 16-byte aligned. */
 static void dev_layer_make(dev_layer *D, const layer *L, int shift) {
@@ -181,6 +186,9 @@ static void dev_layer_make(dev_layer *D, const layer *L, int shift) {
     upload(D->beta, L->beta, L->C);
     upload(D->rmean, L->rmean, L->C);
     upload(D->rvar, L->rvar, L->C);
+    size_t bits = bn_relu_mask_bytes(L->rows, L->C);
+    D->bits = NULL;
+    if (bits) CHECK_CUDA(cudaMalloc((void **)&D->bits, bits));
 }
 
 static void dev_layer_free(dev_layer *D, int shift) {
@@ -188,6 +196,7 @@ static void dev_layer_free(dev_layer *D, int shift) {
     for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) CHECK_CUDA(cudaFree(acts[k] - shift));
     float *chans[] = {D->gamma, D->beta, D->rmean, D->rvar, D->mean, D->invstd, D->dgamma, D->dbeta};
     for (size_t k = 0; k < sizeof chans / sizeof *chans; k++) CHECK_CUDA(cudaFree(chans[k]));
+    if (D->bits) CHECK_CUDA(cudaFree(D->bits));
 }
 
 /* Checks y, mean, invstd and the running statistics of a train forward already run on D;
@@ -229,12 +238,29 @@ static void check_train_outputs(const layer *L, const dev_layer *D, const float 
     free(mean); free(var); free(invstd); free(y); free(got); free(want);
 }
 
-static void run_train_forward(const layer *L, const dev_layer *D, int act, int with_res) {
+/* Every bit of the kept mask is y > 0 of the y the same call wrote. */
+static void check_mask_bits(const dev_layer *D, int rows, int C) {
+    size_t n = (size_t)rows * C;
+    float *y = host_alloc(n);
+    uint32_t *bits = malloc(n / 8 + 4);
+    assert_non_null(bits);
+    test_to_host(y, D->y, n);
+    CHECK_CUDA(cudaMemcpy(bits, D->bits, n / 8, cudaMemcpyDeviceToHost));
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++) wrong += ((bits[i / 32] >> (i % 32)) & 1u) != (y[i] > 0.0f);
+    if (wrong) fail_msg("mask bits (rows=%d C=%d): %zu of %zu differ from y > 0", rows, C, wrong, n);
+    free(y), free(bits);
+}
+
+static void run_train_forward(const layer *L, const dev_layer *D, int act, int with_res, int keep_bits) {
     test_poison(D->y, (size_t)L->rows * L->C);
     test_poison(D->mean, L->C);
     test_poison(D->invstd, L->C);
-    bn_act_forward_train(D->y, D->mean, D->invstd, D->rmean, D->rvar, D->x, with_res ? D->res : NULL,
-                         D->gamma, D->beta, L->rows, L->C, EPS, MOMENTUM, (act_kind)act, ELEM_F32, scratch, 0);
+    if (keep_bits) CHECK_CUDA(cudaMemset(D->bits, 0xA5, bn_relu_mask_bytes(L->rows, L->C)));
+    bn_act_forward_train(D->y, keep_bits ? D->bits : NULL, D->mean, D->invstd, D->rmean, D->rvar, D->x,
+                         with_res ? D->res : NULL, D->gamma, D->beta, L->rows, L->C, EPS, MOMENTUM, (act_kind)act,
+                         ELEM_F32, scratch, 0);
+    if (keep_bits) check_mask_bits(D, L->rows, L->C);
 }
 
 /* Two calls per case with fresh data each: the second starts from the scratch the first left. */
@@ -246,7 +272,7 @@ static void check_train_case(int rows, int C, int act, int with_res, int shift, 
         dev_layer D;
         layer_make(&L, rows, C, &rng, offset_scale, spread);
         dev_layer_make(&D, &L, shift);
-        run_train_forward(&L, &D, act, with_res);
+        run_train_forward(&L, &D, act, with_res, act == ACT_RELU && D.bits != NULL);
         check_train_outputs(&L, &D, L.rmean, L.rvar, act, with_res);
         assert_scratch_clean();
         dev_layer_free(&D, shift);
@@ -327,16 +353,18 @@ static void test_infer_forward(void **state) {
 
 /* Runs the train forward and the backward on D; checks dx, dresidual, dgamma, dbeta against the
  * reference computed from the same inputs the backward was given (dy, x, y, gamma, mean, invstd). */
-static void check_backward_case(const layer *L, const dev_layer *D, int act, int with_res, int want_dres) {
+static void check_backward_case(const layer *L, const dev_layer *D, int act, int with_res, int want_dres,
+                                int mask_source) {
     int rows = L->rows, C = L->C;
     size_t n = (size_t)rows * C;
-    run_train_forward(L, D, act, with_res);
+    run_train_forward(L, D, act, with_res, mask_source == MASK_FROM_BITS);
     test_poison(D->dx, n);
     test_poison(D->dres, n);
     test_poison(D->dgamma, C);
     test_poison(D->dbeta, C);
-    bn_act_backward(D->dx, want_dres ? D->dres : NULL, D->dgamma, D->dbeta, D->dy, D->x, D->y, D->gamma,
-                    D->beta, D->mean, D->invstd, rows, C, (act_kind)act, ELEM_F32, scratch, 0);
+    bn_act_backward(D->dx, want_dres ? D->dres : NULL, D->dgamma, D->dbeta, D->dy, D->x,
+                    mask_source == MASK_FROM_Y ? D->y : NULL, mask_source == MASK_FROM_BITS ? D->bits : NULL,
+                    D->gamma, D->beta, D->mean, D->invstd, rows, C, (act_kind)act, ELEM_F32, scratch, 0);
     float *y = host_alloc(n), *dx = host_alloc(n), *dres = host_alloc(n);
     float *mean = host_alloc(C), *invstd = host_alloc(C), *got = host_alloc(C);
     test_to_host(y, D->y, n);
@@ -396,7 +424,15 @@ static void test_backward(void **state) {
             layer_make(&L, SHAPES[s][0], SHAPES[s][1], &rng, 2.0, 1.0);
             dev_layer_make(&D, &L, shift);
             for (int call = 0; call < 2; call++) { /* the second call reuses the scratch */
-                check_backward_case(&L, &D, act, with_res, with_res);
+                check_backward_case(&L, &D, act, with_res, with_res, MASK_FROM_Y);
+                if (act == ACT_RELU && !with_res) { /* the mask from x: dresidual shows it element by element */
+                    check_backward_case(&L, &D, act, 0, 1, MASK_FROM_X);
+                    check_backward_case(&L, &D, act, 0, 0, MASK_FROM_X);
+                }
+                if (act == ACT_RELU && with_res && D.bits) {
+                    check_backward_case(&L, &D, act, 1, 1, MASK_FROM_BITS);
+                    check_backward_case(&L, &D, act, 1, 0, MASK_FROM_BITS);
+                }
                 for (size_t i = 0; i < (size_t)L.rows * L.C; i++) L.dy[i] = test_rand_uniform(&rng, -1, 1);
                 upload(D.dy, L.dy, (size_t)L.rows * L.C);
             }
@@ -412,8 +448,10 @@ static void test_backward_big(void **state) {
     dev_layer D;
     layer_make(&L, 401408, 64, &rng, 2.0, 1.0);
     dev_layer_make(&D, &L, 0);
-    check_backward_case(&L, &D, ACT_RELU, 1, 1);
-    check_backward_case(&L, &D, ACT_SILU, 1, 1);
+    check_backward_case(&L, &D, ACT_RELU, 1, 1, MASK_FROM_Y);
+    check_backward_case(&L, &D, ACT_RELU, 1, 1, MASK_FROM_BITS);
+    check_backward_case(&L, &D, ACT_RELU, 0, 1, MASK_FROM_X);
+    check_backward_case(&L, &D, ACT_SILU, 1, 1, MASK_FROM_Y);
     dev_layer_free(&D, 0);
     layer_free(&L);
 }
@@ -425,7 +463,7 @@ static void test_backward_big(void **state) {
 
 static double gpu_loss(const layer *L, const dev_layer *D, int act, int with_res, float *y) {
     size_t n = (size_t)L->rows * L->C;
-    run_train_forward(L, D, act, with_res);
+    run_train_forward(L, D, act, with_res, 0);
     test_to_host(y, D->y, n);
     double loss = 0.0;
     for (size_t i = 0; i < n; i++) loss += (double)L->dy[i] * y[i];
@@ -464,9 +502,9 @@ static void gradcheck_case(int rows, int C, int act, int with_res, uint64_t seed
     layer_make(&L, rows, C, &rng, 1.0, 1.0);
     dev_layer_make(&D, &L, 0);
     size_t n = (size_t)rows * C;
-    run_train_forward(&L, &D, act, with_res);
-    bn_act_backward(D.dx, with_res ? D.dres : NULL, D.dgamma, D.dbeta, D.dy, D.x, D.y, D.gamma, D.beta, D.mean,
-                    D.invstd, rows, C, (act_kind)act, ELEM_F32, scratch, 0);
+    run_train_forward(&L, &D, act, with_res, 0);
+    bn_act_backward(D.dx, with_res ? D.dres : NULL, D.dgamma, D.dbeta, D.dy, D.x, D.y, NULL, D.gamma, D.beta,
+                    D.mean, D.invstd, rows, C, (act_kind)act, ELEM_F32, scratch, 0);
     float *dx = host_alloc(n), *dres = host_alloc(n), *dgamma = host_alloc(C), *dbeta = host_alloc(C);
     float *y = host_alloc(n);
     test_to_host(dx, D.dx, n);
@@ -556,11 +594,11 @@ static void test_graph_replay(void **state) {
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    bn_act_forward_train(D1.y, D1.mean, D1.invstd, D1.rmean, D1.rvar, D1.x, D1.res, D1.gamma, D1.beta,
+    bn_act_forward_train(D1.y, D1.bits, D1.mean, D1.invstd, D1.rmean, D1.rvar, D1.x, D1.res, D1.gamma, D1.beta,
                          L1.rows, L1.C, EPS, MOMENTUM, ACT_RELU, ELEM_F32, scratch, stream);
-    bn_act_forward_train(D2.y, D2.mean, D2.invstd, D2.rmean, D2.rvar, D2.x, NULL, D2.gamma, D2.beta,
+    bn_act_forward_train(D2.y, NULL, D2.mean, D2.invstd, D2.rmean, D2.rvar, D2.x, NULL, D2.gamma, D2.beta,
                          L2.rows, L2.C, EPS, MOMENTUM, ACT_NONE, ELEM_F32, scratch, stream);
-    bn_act_backward(D2.dx, NULL, D2.dgamma, D2.dbeta, D2.dy, D2.x, D2.y, D2.gamma, D2.beta, D2.mean,
+    bn_act_backward(D2.dx, NULL, D2.dgamma, D2.dbeta, D2.dy, D2.x, D2.y, NULL, D2.gamma, D2.beta, D2.mean,
                     D2.invstd, L2.rows, L2.C, ACT_NONE, ELEM_F32, scratch, stream);
     CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
     CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
@@ -578,6 +616,7 @@ static void test_graph_replay(void **state) {
         CHECK_CUDA(cudaGraphLaunch(exec, stream));
         CHECK_CUDA(cudaStreamSynchronize(stream));
         check_train_outputs(&L1, &D1, rmean0, rvar0, 1, 1);
+        check_mask_bits(&D1, L1.rows, L1.C);
         float *dgamma = host_alloc(L2.C);
         test_to_host(dgamma, D2.dgamma, L2.C);
         for (int c = 0; c < L2.C; c++) assert_true(isfinite(dgamma[c]));
@@ -607,8 +646,8 @@ static void test_relu_keeps_nan(void **state) {
     float *mean = dev_alloc(C), *invstd = dev_alloc(C), *rmean = dev_alloc(C), *rvar = dev_alloc(C);
     upload(x, h, ROWS * C), upload(gamma, gamma_h, C), upload(beta, beta_h, C);
     upload(rmean, beta_h, C), upload(rvar, ones, C);
-    bn_act_forward_train(y, mean, invstd, rmean, rvar, x, NULL, gamma, beta, ROWS, C, EPS, MOMENTUM, ACT_RELU,
-                         ELEM_F32, scratch, 0);
+    bn_act_forward_train(y, NULL, mean, invstd, rmean, rvar, x, NULL, gamma, beta, ROWS, C, EPS, MOMENTUM,
+                         ACT_RELU, ELEM_F32, scratch, 0);
     test_to_host(h, y, ROWS * C);
     for (int r = 0; r < ROWS; r++)
         for (int c = 0; c < C; c++) {

@@ -1,5 +1,6 @@
 /* The bfloat16 (--precision bf16) paths on the GPU: the casts bit for bit against round-to-
- * nearest-even on the host; batch norm (ReLU with residual, none, SiLU with residual), pooling,
+ * nearest-even on the host; batch norm (ReLU with residual, none, SiLU with residual; the ReLU's
+ * mask from y, from the forward's bits and recomputed from x, each element as y > 0), pooling,
  * the cuBLASLt linear layer and cuDNN convolutions (the 3-channel stem included) on bfloat16
  * tensors against a double-precision reference computed from the same bfloat16 inputs, so what
  * remains is float accumulation plus one bfloat16 rounding of each output (relative 2^-9 per
@@ -91,7 +92,10 @@ static double act_of(int act, double z, double res) {
     return z + res;
 }
 
-static void check_bn(int rows, int C, int act, int with_res) {
+/* Where the backward takes the ReLU mask from (kernels.h): y, the forward's bits, or x. */
+enum { MASK_FROM_Y, MASK_FROM_BITS, MASK_FROM_X };
+
+static void check_bn(int rows, int C, int act, int with_res, int mask_source) {
     size_t n = (size_t)rows * C;
     float *x = randf(n, -2.0f, 3.0f), *res = randf(n, -1.0f, 1.0f), *dy = randf(n, -1.0f, 1.0f);
     float *gamma = randf((size_t)C, 0.5f, 1.5f), *beta = randf((size_t)C, -0.3f, 0.3f);
@@ -103,11 +107,32 @@ static void check_bn(int rows, int C, int act, int with_res) {
     void *scratch = NULL;
     CHECK_CUDA(cudaMalloc(&scratch, bn_scratch_bytes(rows, C)));
     CHECK_CUDA(cudaMemset(scratch, 0, bn_scratch_bytes(rows, C)));
-    bn_act_forward_train(d_y, d_mean, d_invstd, NULL, NULL, d_x, with_res ? d_res : NULL, d_gamma, d_beta, rows, C,
-                         1e-5f, 0.1f, (act_kind)act, ELEM_BF16, scratch, 0);
-    bn_act_backward(d_dx, with_res ? d_dres : NULL, d_dgamma, d_dbeta, d_dy, d_x, d_y, d_gamma, d_beta, d_mean,
-                    d_invstd, rows, C, (act_kind)act, ELEM_BF16, scratch, 0);
-    float *y = bf16_host(d_y, n), *dx = bf16_host(d_dx, n), *dres = with_res ? bf16_host(d_dres, n) : NULL;
+    uint32_t *d_bits = NULL;
+    if (mask_source == MASK_FROM_BITS) CHECK_CUDA(cudaMalloc((void **)&d_bits, bn_relu_mask_bytes(rows, C)));
+    const void *mask_y = mask_source == MASK_FROM_Y ? d_y : NULL;
+    /* A ReLU's dresidual is its mask applied to dy, element by element: asked for even without a
+     * residual, so that a mask that differs from the stored y > 0 anywhere shows. */
+    int want_dres = with_res || act == ACT_RELU;
+    bn_act_forward_train(d_y, d_bits, d_mean, d_invstd, NULL, NULL, d_x, with_res ? d_res : NULL, d_gamma, d_beta,
+                         rows, C, 1e-5f, 0.1f, (act_kind)act, ELEM_BF16, scratch, 0);
+    bn_act_backward(d_dx, want_dres ? d_dres : NULL, d_dgamma, d_dbeta, d_dy, d_x, mask_y, d_bits, d_gamma, d_beta,
+                    d_mean, d_invstd, rows, C, (act_kind)act, ELEM_BF16, scratch, 0);
+    float *y = bf16_host(d_y, n), *dx = bf16_host(d_dx, n), *dres = want_dres ? bf16_host(d_dres, n) : NULL;
+    double e_dx_own_mask = 0.0;
+    if (act == ACT_RELU) {
+        size_t wrong = 0;
+        for (size_t i = 0; i < n; i++) wrong += dres[i] != (y[i] > 0.0f ? dy[i] : 0.0f);
+        if (wrong) fail_msg("bn bf16 rows %d C %d mask source %d: %zu of %zu elements masked unlike y > 0", rows, C,
+                            mask_source, wrong, n);
+        /* Without dresidual the dx pass masks dy itself: the same dx, up to the sums' atomics. */
+        bn_act_backward(d_dx, NULL, d_dgamma, d_dbeta, d_dy, d_x, mask_y, d_bits, d_gamma, d_beta, d_mean, d_invstd,
+                        rows, C, (act_kind)act, ELEM_BF16, scratch, 0);
+        float *dx_own_mask = bf16_host(d_dx, n);
+        double *dx_first = malloc(n * sizeof *dx_first);
+        for (size_t i = 0; i < n; i++) dx_first[i] = dx[i];
+        e_dx_own_mask = test_rel_err(dx_own_mask, dx_first, n);
+        free(dx_own_mask), free(dx_first);
+    }
     float *mean = malloc(C * sizeof(float)), *invstd = malloc(C * sizeof(float));
     float *dgamma = malloc(C * sizeof(float)), *dbeta = malloc(C * sizeof(float));
     test_to_host(mean, d_mean, C), test_to_host(invstd, d_invstd, C);
@@ -145,13 +170,16 @@ static void check_bn(int rows, int C, int act, int with_res) {
     }
     double e_y = test_rel_err(y, y_ref, n), e_m = test_rel_err(mean, m, C), e_inv = test_rel_err(invstd, inv, C);
     double e_dg = test_rel_err(dgamma, sgx, C), e_db = test_rel_err(dbeta, sg, C), e_dx = test_rel_err(dx, dx_ref, n);
-    double e_dres = with_res ? test_rel_err(dres, dres_ref, n) : 0.0;
-    printf("bn bf16 rows %d C %d act %d residual %d: y %.2e mean %.2e invstd %.2e dgamma %.2e dbeta %.2e dx %.2e "
-           "dres %.2e\n", rows, C, act, with_res, e_y, e_m, e_inv, e_dg, e_db, e_dx, e_dres);
+    double e_dres = want_dres ? test_rel_err(dres, dres_ref, n) : 0.0;
+    printf("bn bf16 rows %d C %d act %d residual %d mask %d: y %.2e mean %.2e invstd %.2e dgamma %.2e dbeta %.2e "
+           "dx %.2e dres %.2e, dx masking itself %.2e\n", rows, C, act, with_res, mask_source, e_y, e_m, e_inv, e_dg,
+           e_db, e_dx, e_dres, e_dx_own_mask);
     assert_true(e_y < BF16_OUT && e_dx < BF16_OUT && e_dres < BF16_OUT);
+    assert_true(e_dx_own_mask < 1e-5); /* one element masked differently is about 1e-3 here */
     assert_true(e_m < F32_SUMS && e_inv < F32_SUMS && e_dg < F32_SUMS && e_db < F32_SUMS);
 
-    void *dev[] = {d_x, d_res, d_dy, d_y, d_dx, d_dres, d_gamma, d_beta, d_mean, d_invstd, d_dgamma, d_dbeta, scratch};
+    void *dev[] = {d_x, d_res, d_dy, d_y, d_dx, d_dres, d_gamma, d_beta, d_mean, d_invstd, d_dgamma, d_dbeta, scratch,
+                   d_bits};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) CHECK_CUDA(cudaFree(dev[i]));
     free(x), free(res), free(dy), free(gamma), free(beta), free(y), free(dx), free(dres), free(mean), free(invstd);
     free(dgamma), free(dbeta), free(m), free(inv), free(y_ref), free(g), free(sg), free(sgx), free(dx_ref), free(dres_ref);
@@ -159,14 +187,19 @@ static void check_bn(int rows, int C, int act, int with_res) {
 
 static void test_batchnorm(void **state) {
     (void)state;
-    check_bn(2048, 64, ACT_RELU, 1);
-    check_bn(2048, 64, ACT_RELU, 0);
-    check_bn(512, 256, ACT_NONE, 0);
-    check_bn(300, 6, ACT_SILU, 1); /* C % 4 != 0: the scalar path */
-    check_bn(128, 2048, ACT_RELU, 1);
-    check_bn(8192, 128, ACT_RELU, 1);
-    check_bn(6272, 256, ACT_SILU, 1); /* ResNet-152's stage 3 at 224 px, batch 32 */
-    check_bn(32768, 64, ACT_RELU, 1);
+    check_bn(2048, 64, ACT_RELU, 1, MASK_FROM_Y);
+    check_bn(2048, 64, ACT_RELU, 1, MASK_FROM_BITS);
+    check_bn(2048, 64, ACT_RELU, 0, MASK_FROM_X);
+    check_bn(2048, 64, ACT_RELU, 0, MASK_FROM_Y);
+    check_bn(512, 256, ACT_NONE, 0, MASK_FROM_Y);
+    check_bn(300, 6, ACT_SILU, 1, MASK_FROM_Y); /* C % 4 != 0: the scalar path */
+    check_bn(300, 6, ACT_RELU, 0, MASK_FROM_X);
+    check_bn(128, 2048, ACT_RELU, 1, MASK_FROM_BITS);
+    check_bn(8192, 128, ACT_RELU, 1, MASK_FROM_BITS);
+    check_bn(6272, 256, ACT_SILU, 1, MASK_FROM_Y); /* ResNet-152's stage 3 at 224 px, batch 32 */
+    check_bn(6272, 1024, ACT_RELU, 1, MASK_FROM_BITS);
+    check_bn(6272, 256, ACT_RELU, 0, MASK_FROM_X);
+    check_bn(32768, 64, ACT_RELU, 1, MASK_FROM_BITS);
 }
 
 /* ---- pooling -------------------------------------------------------------------------------*/
