@@ -32,7 +32,8 @@
 #   bf16-learn  Fashion-MNIST in bf16: resnet26 3 epochs (the float32 recipe), EfficientNetV2-S
 #           (AdamW 3e-3) and CaiT (patch 4) 5 epochs
 #   bf16-parity the bf16 step against PyTorch autocast bf16 on the same weights (float64 reference;
-#           bound: a few times PyTorch's own bf16 error), every vision model
+#           bound: a few times PyTorch's own bf16 error), every vision model or PARITY_RUNS
+#           ("model classes size batch seed patch;...")
 #   bf16-bench  suite bf16/tf32 against PyTorch compiled bf16/tf32 (BENCH_CONFIGS, TORCH_MODES; the
 #           default adds "graphed", the whole step in one CUDA graph; compiles take 1-4 min each)
 #   bf16-step   the suite's bench_step alone, tf32 and bf16, for the bf16-bench configurations
@@ -335,8 +336,9 @@ PY
             --precision bf16 2>&1 | tee "$out/learn_bf16_cait.log" | grep -E "^epoch|error|parameters|peak" || status=1
         ;;
     bf16-parity)
-        for run in ${PARITY_RUNS:-"resnet26 10 32 16 1 16" "resnet50 100 64 8 0 16" "resnet152 10 64 8 0 16" \
-                   "efficientnetv2_s 10 64 4 0 16" "cait_xxs24 10 32 4 0 4" "cait_xxs24 10 224 2 1 16"}; do
+        # PARITY_RUNS: "model classes size batch seed patch;..." (runs apart by ';')
+        IFS=';' read -ra runs <<<"${PARITY_RUNS:-resnet26 10 32 16 1 16;resnet50 100 64 8 0 16;resnet152 10 64 8 0 16;efficientnetv2_s 10 64 4 0 16;cait_xxs24 10 32 4 0 4;cait_xxs24 10 224 2 1 16}"
+        for run in "${runs[@]}"; do
             read -r model classes size batch seed patch <<<"$run"
             dir=/tmp/parity-bf16-$model-$size
             mkdir -p $dir

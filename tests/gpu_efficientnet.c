@@ -598,17 +598,21 @@ static void test_model_smoke(void **state) {
 }
 
 /* Three steps captured in a graph and three run eagerly, from the same weights and data, agree;
- * with drop path the graph's steps draw masks and train. */
+ * with drop path the graph's steps draw masks and train. "Agree" is measured against two eager runs:
+ * at batch 4 the 1x1 stages' batch norm sees 4 values, so the order of its statistics' atomics
+ * grows over three steps into differences of 3e-5 to 1.1e-3 between any two runs (bench/NOTES.md,
+ * session 11). A replay that missed a node or read a stale buffer differs by order 1. */
 static void test_model_graph(void **state) {
     model_config config = SMOKE;
-    float *params[2] = {NULL, NULL}, *initial = NULL;
+    float *params[3] = {NULL, NULL, NULL}, *initial = NULL;
     size_t n = 0, image_floats = (size_t)config.batch * config.image_size * config.image_size * 3;
     float *images = falloc(image_floats);
     int32_t labels[4];
     random_batch(images, labels, &config);
-    for (int run = 0; run < 3; run++) {
-        int graph = run != 0;
-        config.drop_path = run == 2 ? 0.3f : 0.0f;
+    /* runs: eager, graph, eager again, graph with drop path */
+    for (int run = 0; run < 4; run++) {
+        int graph = run == 1 || run == 3;
+        config.drop_path = run == 3 ? 0.3f : 0.0f;
         session s;
         char e[512];
         if (session_plan(&s, &config, e, sizeof e) || session_start(&s, 0, (size_t)64 << 20, 0, 1, e, sizeof e))
@@ -627,17 +631,19 @@ static void test_model_graph(void **state) {
         printf("3 steps, %s, drop path %.1f: mean loss %.4f\n", graph ? "graph" : "eager", config.drop_path,
                loss / (3.0 * config.batch));
         assert_true(isfinite(loss));
-        if (run < 2) {
+        if (run < 3) {
             params[run] = falloc(n);
             test_to_host(params[run], (const float *)s.ctx.arena.params, n);
         }
         session_end(&s);
     }
-    for (size_t i = 0; i < n; i++) params[0][i] -= initial[i], params[1][i] -= initial[i];
-    double e = test_rel_err_f(params[1], params[0], n);
-    printf("graph vs eager after 3 steps: relative error of the parameter change %.2e\n", e);
-    assert_true(e < 1e-3);
-    free(params[0]), free(params[1]), free(initial), free(images);
+    for (int run = 0; run < 3; run++)
+        for (size_t i = 0; i < n; i++) params[run][i] -= initial[i];
+    double e = test_rel_err_f(params[1], params[0], n), spread = test_rel_err_f(params[2], params[0], n);
+    printf("after 3 steps, relative difference of the parameter change: graph against eager %.2e, two eager runs "
+           "%.2e\n", e, spread);
+    assert_true(e < fmax(10.0 * spread, 1e-2));
+    free(params[0]), free(params[1]), free(params[2]), free(initial), free(images);
 }
 
 int main(void) {
