@@ -11,7 +11,7 @@
 
 #include "data/criteo.h"
 #include "runner/cli.h"
-#include "models/check.h"
+#include "kernels/check.h"
 #include "models/dlrm.h"
 
 static int compare_floats(const void *a, const void *b) {

@@ -8,9 +8,9 @@
 
 #include <cuda_profiler_api.h>
 
-#include "models/check.h"
-#include "models/rng.h"
-#include "models/session.h"
+#include "kernels/check.h"
+#include "models/core/rng.h"
+#include "models/core/session.h"
 #include "runner/cli.h"
 
 static int compare_floats(const void *a, const void *b) {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/check.h"
+#include "kernels/check.h"
 #include "models/resnet.h"
 #include "runner/cli.h"
 

@@ -15,7 +15,7 @@
 #include "kernels/launch.h"
 #include "kernels/pdl.cuh"
 #include "kernels/vector_io.cuh"
-#include "models/check.h"
+#include "kernels/check.h"
 
 #define ACT_THREADS 256
 

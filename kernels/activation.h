@@ -4,7 +4,7 @@
  * SiLU is in kernels.h), of one element type: float32, or bfloat16 under --precision bf16
  * (elem_type; arithmetic in float, each output rounded once). Per-sample float inputs (the gate's
  * logits, the drop-path scales) are float32 in either precision: they come out of a linear layer
- * (whose output is float32, models/linear.h) or the mask kernel. Argument order: outputs, inputs,
+ * (whose output is float32, models/layers/linear.h) or the mask kernel. Argument order: outputs, inputs,
  * sizes, type, scratch, stream. Every launcher checks its arguments (a message naming the
  * function and the argument, exit 2) and its launch.
  * References: tests/gpu_efficientnet.c (float32), tests/gpu_bf16_efficientnet.c (bfloat16) and

@@ -44,7 +44,7 @@
 #include "kernels/pdl.cuh"
 #include "kernels/relu.cuh"
 #include "kernels/vector_io.cuh"
-#include "models/check.h"
+#include "kernels/check.h"
 
 #define BN_THREADS 256        /* threads per block (upper bound: the block is lanes x tile_cols) */
 #define BN_MAX_TILE_COLS 64   /* vector columns one block covers when C is small */

@@ -22,7 +22,7 @@
 #include "kernels/launch.h"
 #include "kernels/pdl.cuh"
 #include "kernels/vector_io.cuh"
-#include "models/check.h"
+#include "kernels/check.h"
 
 #define DW_THREADS 256
 #define DW_TILE_COLS 32      /* channel groups a backward-filter block covers */

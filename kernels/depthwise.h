@@ -2,7 +2,7 @@
  * activations, exported to C. Weights are [C, 3, 3], which is timm's [C, 1, 3, 3] and cuDNN's
  * grouped NHWC filter [C, 3, 3, 1] in the same memory order. Argument order: outputs, inputs,
  * sizes, type, scratch, stream; every launcher checks its arguments (message naming the function
- * and the argument, exit 2) and its launch. models/depthwise.c measures these against cuDNN's
+ * and the argument, exit 2) and its launch. models/layers/depthwise.c measures these against cuDNN's
  * grouped convolution per direction and keeps the faster.
  * Sizes: x [N, H, W, C], y [N, Ho, Wo, C] with Ho = (H - 1) / stride + 1 (and Wo alike).
  * Element type: x, y, w and their gradients are all float32 (ELEM_F32) or all bfloat16

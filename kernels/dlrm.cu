@@ -12,7 +12,7 @@
 #include "kernels/launch.h"
 #include "kernels/vector_io.cuh"
 #include "kernels/relu.cuh"
-#include "models/check.h"
+#include "kernels/check.h"
 
 #define DLRM_THREADS 256
 #define DLRM_MAX_BLOCKS 65535u

@@ -17,7 +17,7 @@
 
 #include "kernels/dlrm.h"
 #include "kernels/launch.h"
-#include "models/check.h"
+#include "kernels/check.h"
 
 #define SPARSE_THREADS 256
 #define SPARSE_MAX_BLOCKS 65535u

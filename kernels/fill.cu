@@ -3,7 +3,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/pdl.cuh"
-#include "models/check.h"
+#include "kernels/check.h"
 
 __global__ void fill_float_kernel(float *x, float value, size_t n) {
     pdl_wait();

@@ -1,7 +1,7 @@
-/* A kernel that only waits, so that work queued behind it starts back to back (models/gpu_timer.c). */
+/* A kernel that only waits, so that work queued behind it starts back to back (models/core/gpu_timer.c). */
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
-#include "models/check.h"
+#include "kernels/check.h"
 
 __global__ void gpu_hold_kernel(unsigned long long ns) {
     unsigned long long start, now;

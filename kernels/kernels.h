@@ -87,7 +87,7 @@ void softmax_ce_eval(float *loss_sum, float *correct, const float *logits, const
  * half_grads, their gradient is read from it (bfloat16 -> float) instead of grads; with
  * half_weights, the updated float32 weight is also stored there, rounded to nearest even as
  * cast_f32_to_bf16 rounds. Either may be NULL; n_half > 0 with both NULL is rejected. This
- * replaces the two cast passes around the update (models/trainer.c). */
+ * replaces the two cast passes around the update (models/core/trainer.c). */
 void sgd_update(float *params, float *momentum_buf, void *half_weights, const float *grads,
                 const void *half_grads, const float *lr, size_t n, size_t n_decay, size_t n_half,
                 float momentum, float weight_decay, int nesterov, cudaStream_t stream);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/check.h"
+#include "kernels/check.h"
 
 void kernel_bad_input(const char *fn, const char *fmt, ...) {
     va_list args;

@@ -16,7 +16,7 @@
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
 #include "kernels/pdl.cuh"
-#include "models/check.h"
+#include "kernels/check.h"
 
 #define CE_THREADS 256
 #define CE_WARPS (CE_THREADS / 32)

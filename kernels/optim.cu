@@ -20,7 +20,7 @@
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
 #include "kernels/pdl.cuh"
-#include "models/check.h"
+#include "kernels/check.h"
 
 #define SGD_THREADS 256
 #define SGD_BLOCKS_PER_SM 8

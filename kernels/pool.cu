@@ -19,7 +19,7 @@
 #include "kernels/launch.h"
 #include "kernels/pdl.cuh"
 #include "kernels/vector_io.cuh"
-#include "models/check.h"
+#include "kernels/check.h"
 
 #define POOL_THREADS 256
 #define POOL_MAX_WINDOW 16 /* argmax is a byte: k * k <= 256 */

@@ -18,7 +18,7 @@
 #include "kernels/launch.h"
 #include "kernels/transformer.h"
 #include "kernels/transformer_device.cuh"
-#include "models/check.h"
+#include "kernels/check.h"
 
 #define LN_MAX_C 512
 #define LN_ROWS_PER_BLOCK 32   /* backward: rows whose gradients one block sums into a partial */

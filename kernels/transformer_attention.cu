@@ -19,7 +19,7 @@
 #include "kernels/launch.h"
 #include "kernels/transformer.h"
 #include "kernels/transformer_device.cuh"
-#include "models/check.h"
+#include "kernels/check.h"
 
 #define TH_ROWS_PER_BLOCK (TF_WARPS * 4)  /* backward: query rows one block sums gradients over */
 #define TH_REDUCE_THREADS 256

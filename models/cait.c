@@ -3,7 +3,7 @@
  * and statistics, qkv, the scaled attention logits with their softmax statistics (the attention
  * weights are recomputed from them), the head outputs, the MLP pre-activation and its GELU, and
  * the residual stream; gradients flow through a few buffers shared by all blocks. The LayerScale
- * multiply and the residual add ride inside the GEMMs (models/cait_layers.h), so a block's
+ * multiply and the residual add ride inside the GEMMs (models/layers/cait_layers.h), so a block's
  * forward pass is 2 LayerNorms, 6 GEMMs (2 of them batched over sample x head), the
  * talking-heads kernel, GELU and two tiny weight folds.
  * bf16 (--precision bf16) follows torch.autocast(dtype=torch.bfloat16): the GEMMs take bfloat16
@@ -29,9 +29,9 @@
 
 #include "kernels/kernels.h"
 #include "kernels/transformer.h"
-#include "models/cait_gemm.h"
-#include "models/cait_layers.h"
-#include "models/check.h"
+#include "models/layers/cait_gemm.h"
+#include "models/layers/cait_layers.h"
+#include "kernels/check.h"
 
 /* cait_xxs24_224 */
 #define CAIT_DIM 192
@@ -482,7 +482,7 @@ static void cait_forward(model *m, int training, job_context *ctx) {
     /* timm normalises every token, but only the class token reaches the head */
     layernorm_forward(c->normed, c->mean_f, c->rstd_f, c->token_blocks[CAIT_DEPTH_TOKEN - 1].cls_out, c->norm_w,
                       c->norm_b, B, C, CAIT_EPS, c->type, ctx->stream);
-    /* float logits (the loss reads them), as models/linear.c */
+    /* float logits (the loss reads them), as models/layers/linear.c */
     dense_forward(&c->gemm, ctx, m->logits, c->normed, C, c->head_w, c->head_b, B, C, c->classes, ELEM_F32);
 }
 

@@ -13,7 +13,7 @@
 #ifndef SUITE_CAIT_H
 #define SUITE_CAIT_H
 
-#include "models/model.h"
+#include "models/core/model.h"
 
 model *cait_build(const model_config *config, arena *a, char *err, size_t err_size);
 

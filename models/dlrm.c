@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/check.h"
-#include "models/rng.h"
+#include "kernels/check.h"
+#include "models/core/rng.h"
 
 /* Kaggle Display Advertising Challenge: the categories the reference's preprocessing counts
  * (the table sizes torchrec and MLPerf list for it). */

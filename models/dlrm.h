@@ -25,14 +25,14 @@
 #include <stdint.h>
 
 #include "kernels/dlrm.h"
-#include "models/arena.h"
-#include "models/context.h"
-#include "models/linear.h"
-#include "models/model.h"
+#include "models/core/arena.h"
+#include "models/core/context.h"
+#include "models/layers/linear.h"
+#include "models/core/model.h"
 
 #define DLRM_DENSE 13          /* dense features of a Criteo row */
 #define DLRM_MAX_LAYERS 8
-/* cuBLASLt's workspace, as models/linear.c reserves it */
+/* cuBLASLt's workspace, as models/layers/linear.c reserves it */
 #define DLRM_WORKSPACE_BYTES ((size_t)32 << 20)
 /* Fields of an input block (the loader's batch layout as well): each starts at a multiple of
  * DLRM_INPUT_ALIGN bytes, in this order: dense [batch, 13] float, indices [capacity] int32,

@@ -2,11 +2,11 @@
  * (emb_l.<t>.weight, bot_l.<2i>.weight/bias, top_l.<2i>.weight/bias, float32, PyTorch's
  * shapes), so `DLRM_Net.load_state_dict(safetensors.torch.load_file(f))` takes them and a file
  * written by PyTorch loads here. The model keeps its own parameter table rather than an image
- * `model`; models/checkpoint.h reads and writes tables. Tables move through host memory whole: a
+ * `model`; models/core/checkpoint.h reads and writes tables. Tables move through host memory whole: a
  * 28 GB XL checkpoint needs that much host memory twice. */
 #include <stdio.h>
 
-#include "models/checkpoint.h"
+#include "models/core/checkpoint.h"
 #include "models/dlrm.h"
 
 int dlrm_save(const dlrm *m, const char *path, char *err, size_t err_size) {

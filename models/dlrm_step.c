@@ -6,13 +6,13 @@
  *                                                               sparse SGD of the touched rows
  *
  * The sort depends only on the indices, so it runs beside the dense layers (a fork/join of
- * events, which a capture turns into graph edges). Matmuls are cuBLASLt (models/linear.c); the
+ * events, which a capture turns into graph edges). Matmuls are cuBLASLt (models/layers/linear.c); the
  * ReLUs are separate in-place passes, so every activation kept for backward is a layer output. */
 #include <string.h>
 
 #include "kernels/dlrm.h"
 #include "kernels/kernels.h"
-#include "models/check.h"
+#include "kernels/check.h"
 #include "models/dlrm.h"
 
 static dlrm_lookups lookups_of(const dlrm *m, const dlrm_input *in) {

@@ -16,8 +16,8 @@
 
 #include "kernels/activation.h"
 #include "kernels/kernels.h"
-#include "models/check.h"
-#include "models/layer_params.h"
+#include "kernels/check.h"
+#include "models/layers/layer_params.h"
 
 #define STEM_CHANNELS 24
 #define HEAD_CHANNELS 1280

@@ -30,11 +30,11 @@
 #ifndef SUITE_EFFICIENTNET_H
 #define SUITE_EFFICIENTNET_H
 
-#include "models/batchnorm.h"
-#include "models/conv.h"
-#include "models/depthwise.h"
-#include "models/linear.h"
-#include "models/model.h"
+#include "models/layers/batchnorm.h"
+#include "models/layers/conv.h"
+#include "models/layers/depthwise.h"
+#include "models/layers/linear.h"
+#include "models/core/model.h"
 
 model *efficientnet_build(const model_config *config, arena *a, char *err, size_t err_size);
 /* The depthwise layers of a built and set-up model in forward order (NULL past the end), for the
@@ -46,7 +46,7 @@ const depthwise_layer *efficientnet_depthwise(const model *m, int index);
  * timm's 1x1 convs with bias (conv_reduce [rd, C, 1, 1], conv_expand [C, rd, 1, 1]), which on a
  * [N, C] mean are linear layers with weights in exactly that memory order. x, y, the mean, the
  * SiLU output and every gradient are of `type`; the FCs' outputs (reduced_pre, gate_logits) are
- * float32 in either precision (models/linear.h), so the SiLU and the sigmoid read float and the
+ * float32 in either precision (models/layers/linear.h), so the SiLU and the sigmoid read float and the
  * only roundings are where a tensor of `type` is stored. The gradient buffers may be shared by
  * every SE of a model (they are dead between blocks): pass a squeeze_grads sized for the largest
  * (of the same type), or NULL to take the layer's own. */

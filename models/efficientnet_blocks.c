@@ -1,6 +1,6 @@
 /* EfficientNetV2's pieces below the model (see efficientnet.h): the squeeze-excitation layer and
  * the three block kinds, each a forward over arena buffers and a backward through shared gradient
- * buffers. BN + SiLU is one fused pass (models/batchnorm.h); the last BN of a block with a skip
+ * buffers. BN + SiLU is one fused pass (models/layers/batchnorm.h); the last BN of a block with a skip
  * adds the shortcut in the same pass, except in training with drop path, where the branch is
  * scaled per sample first (kernels/activation.h). A skip block's input gradient is accumulated
  * onto its output gradient in place (the first conv's backward-data adds into it), so the
@@ -15,7 +15,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/kernels.h"
-#include "models/check.h"
+#include "kernels/check.h"
 
 /* ---- squeeze-excitation ---------------------------------------------------------------------*/
 

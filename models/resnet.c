@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "models/batchnorm.h"
-#include "models/check.h"
-#include "models/conv.h"
-#include "models/layer_params.h"
-#include "models/linear.h"
+#include "models/layers/batchnorm.h"
+#include "kernels/check.h"
+#include "models/layers/conv.h"
+#include "models/layers/layer_params.h"
+#include "models/layers/linear.h"
 
 typedef struct bottleneck {
     conv_layer conv1, conv2, conv3, ds_conv;

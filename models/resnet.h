@@ -6,8 +6,8 @@
 #ifndef SUITE_RESNET_H
 #define SUITE_RESNET_H
 
-#include "models/conv.h"
-#include "models/model.h"
+#include "models/layers/conv.h"
+#include "models/core/model.h"
 
 /* 26, 50 or 152 for a known name, else 0. */
 int resnet_depth_of(const char *name);

@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/suite/jobs.h"
+#include "runner/suite/jobs/jobs.h"
 
 /* Adds to one job's object: failed (bool), collateral_of (index or null), fault ("kind@step" it
  * announced, or null), stalled (bool), evidence (string or null). */

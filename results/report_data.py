@@ -26,7 +26,7 @@ METRIC_NAMES = {"stp": "STP", "antt": "ANTT", "fairness": "fairness",
                 "interference_ratio_min": "interference (lowest)",
                 "energy_per_sample_j": "energy / sample (J)"}
 GIB = 1024.0 ** 3
-# where a partitioned mode keeps each job's run alone in its partition (runner/suite/isolation.c)
+# where a partitioned mode keeps each job's run alone in its partition (runner/suite/modes/isolation.c)
 PARTITION_REFERENCE = "alone-in-partition"
 
 

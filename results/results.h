@@ -15,7 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "results/metrics.h"
-#include "runner/suite/jobs.h"
+#include "runner/suite/jobs/jobs.h"
 
 /* Creates <base>/<UTC time>-<mode>-<mix> (filesystem-safe; "-2", "-3"... when taken), with
  * base created as needed. 0, or -1 with a message. */

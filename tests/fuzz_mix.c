@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/suite/mix.h"
+#include "runner/suite/plan/mix.h"
 
 static int same_job(const job_spec *a, const job_spec *b) {
     return !strcmp(a->model, b->model) && !strcmp(a->data, b->data) && a->image_size == b->image_size &&

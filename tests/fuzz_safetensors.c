@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "models/safetensors.h"
+#include "models/core/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
     st_file f;

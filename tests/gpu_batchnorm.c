@@ -20,7 +20,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/kernels.h"
-#include "models/check.h"
+#include "kernels/check.h"
 #include "tests/testutil.h"
 
 #define EPS 1e-5f

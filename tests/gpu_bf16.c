@@ -18,10 +18,10 @@
 #include <cmocka.h>
 
 #include "kernels/kernels.h"
-#include "models/check.h"
-#include "models/conv.h"
-#include "models/linear.h"
-#include "models/session.h"
+#include "kernels/check.h"
+#include "models/layers/conv.h"
+#include "models/layers/linear.h"
+#include "models/core/session.h"
 #include "tests/testutil.h"
 
 static job_context ctx;

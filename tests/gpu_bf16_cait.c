@@ -23,9 +23,9 @@
 
 #include "kernels/kernels.h"
 #include "kernels/transformer.h"
-#include "models/cait_layers.h"
-#include "models/check.h"
-#include "models/session.h"
+#include "models/layers/cait_layers.h"
+#include "kernels/check.h"
+#include "models/core/session.h"
 #include "tests/cait_reference.h"
 #include "tests/testutil.h"
 

@@ -32,10 +32,10 @@
 #include "kernels/activation.h"
 #include "kernels/depthwise.h"
 #include "kernels/kernels.h"
-#include "models/check.h"
+#include "kernels/check.h"
 #include "models/efficientnet.h"
-#include "models/rng.h"
-#include "models/session.h"
+#include "models/core/rng.h"
+#include "models/core/session.h"
 #include "tests/efficientnet_reference.h"
 #include "tests/testutil.h"
 

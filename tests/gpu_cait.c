@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "kernels/transformer.h"
-#include "models/cait_layers.h"
+#include "models/layers/cait_layers.h"
 #include "tests/cait_reference.h"
 #include "tests/gpu_cait_check.h"
 

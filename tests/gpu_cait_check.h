@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "models/cait_gemm.h"
-#include "models/check.h"
+#include "models/layers/cait_gemm.h"
+#include "kernels/check.h"
 #include "tests/testutil.h"
 
 static job_context ctx;

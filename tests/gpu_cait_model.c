@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "kernels/transformer.h"
-#include "models/cait_layers.h"
-#include "models/session.h"
+#include "models/layers/cait_layers.h"
+#include "models/core/session.h"
 #include "tests/gpu_cait_check.h"
 
 /* ---- dense on strided rows ------------------------------------------------------------------------*/

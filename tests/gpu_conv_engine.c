@@ -1,11 +1,11 @@
-/* The graph-API convolution path (models/conv_engine.c): for 3x3 stride 1 and 2, 1x1 stride 1
+/* The graph-API convolution path (models/layers/conv_engine.c): for 3x3 stride 1 and 2, 1x1 stride 1
  * and 2 and the 7x7 stride-2 stem on 3 channels, in NHWC and NCHW, each direction's chosen plan
  * (strict float32) against a double-precision CPU reference: forward and backward-filter
  * outputs over NaN-poisoned buffers (beta 0 must not read them), backward-data both overwriting
  * (beta 0) and accumulating onto existing values (beta 1). The same runs are then captured into
  * a CUDA graph and replayed, as the trainer does. Also: TF32 allowed (looser bound), and bad
  * input refused with a message. Prints the chosen engine and its time per direction.
- * The timer the search uses (models/gpu_timer.h) times a known GPU wait, not the host's cost of
+ * The timer the search uses (models/core/gpu_timer.h) times a known GPU wait, not the host's cost of
  * launching it. */
 #include <math.h>
 #include <setjmp.h>
@@ -19,11 +19,11 @@
 
 #include <cmocka.h>
 
-#include "models/check.h"
-#include "models/context.h"
-#include "models/conv.h"
-#include "models/conv_engine.h"
-#include "models/gpu_timer.h"
+#include "kernels/check.h"
+#include "models/core/context.h"
+#include "models/layers/conv.h"
+#include "models/layers/conv_engine.h"
+#include "models/core/gpu_timer.h"
 #include "kernels/kernels.h"
 #include "tests/testutil.h"
 

@@ -24,9 +24,9 @@
 #include <cjson/cJSON.h>
 #include <cuda_runtime.h>
 
-#include "models/ddp.h"
-#include "models/rng.h"
-#include "models/session.h"
+#include "models/core/ddp.h"
+#include "models/core/rng.h"
+#include "models/core/session.h"
 #include "tests/testutil.h"
 
 #define EPOCHS 4

@@ -21,9 +21,9 @@
 #include <cmocka.h>
 
 #include "kernels/dlrm.h"
-#include "models/check.h"
+#include "kernels/check.h"
 #include "models/dlrm.h"
-#include "models/linear.h"
+#include "models/layers/linear.h"
 #include "tests/testutil.h"
 
 static job_context ctx;

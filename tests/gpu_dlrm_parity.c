@@ -19,9 +19,9 @@
 
 #include <cmocka.h>
 
-#include "models/check.h"
+#include "kernels/check.h"
 #include "models/dlrm.h"
-#include "models/safetensors.h"
+#include "models/core/safetensors.h"
 #include "tests/testutil.h"
 
 #define ERR_FACTOR 10.0

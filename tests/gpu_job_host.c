@@ -1,4 +1,4 @@
-/* The job host on the GPU (runner/train/job_host.c, models/context.c): a green context's kernels
+/* The job host on the GPU (runner/train/job_host.c, models/core/context.c): a green context's kernels
  * run on no more SMs than it holds (each block records %smid) and two partitions share none;
  * two jobs in one process train to the same losses as each alone (deterministic seeds), on
  * streams and in green contexts; a job's CUDA fault is reported for it, and for the job sharing
@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "kernels/smid.h"
-#include "models/check.h"
-#include "models/context.h"
+#include "kernels/check.h"
+#include "models/core/context.h"
 #include "tests/testutil.h"
 
 #define BLOCKS 4096

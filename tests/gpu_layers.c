@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "models/check.h"
-#include "models/conv.h"
-#include "models/linear.h"
+#include "kernels/check.h"
+#include "models/layers/conv.h"
+#include "models/layers/linear.h"
 #include "tests/testutil.h"
 
 static job_context ctx;

@@ -18,7 +18,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/kernels.h"
-#include "models/check.h"
+#include "kernels/check.h"
 #include "tests/testutil.h"
 
 static float *host_alloc(size_t n) {

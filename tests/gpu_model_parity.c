@@ -21,10 +21,10 @@
 #include <cmocka.h>
 
 #include "kernels/kernels.h"
-#include "models/check.h"
-#include "models/checkpoint.h"
-#include "models/safetensors.h"
-#include "models/session.h"
+#include "kernels/check.h"
+#include "models/core/checkpoint.h"
+#include "models/core/safetensors.h"
+#include "models/core/session.h"
 #include "tests/testutil.h"
 
 static const char *parity_dir;

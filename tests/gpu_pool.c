@@ -17,7 +17,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/kernels.h"
-#include "models/check.h"
+#include "kernels/check.h"
 #include "tests/testutil.h"
 
 static void expect_err(const char *what, const char *shape, double err, double tol) {

@@ -16,9 +16,9 @@
 #include <cmocka.h>
 
 #include "data/dataset.h"
-#include "models/check.h"
-#include "models/rng.h"
-#include "models/session.h"
+#include "kernels/check.h"
+#include "models/core/rng.h"
+#include "models/core/session.h"
 #include "tests/testutil.h"
 
 static char out[1 << 20], err[1 << 20], tmp[1024];
@@ -154,7 +154,7 @@ static void test_pdl_matches_ordinary_launches(void **state) {
     }
 }
 
-/* The weight-gradient lane (models/wgrad_lane.h) only moves work to a second stream: the weight
+/* The weight-gradient lane (models/core/wgrad_lane.h) only moves work to a second stream: the weight
  * gradients, and the optimizer's update of each part of the weights once the pass is done with it
  * (trainer.c, in parts whose split the bf16 case checks: copies and gradients at offsets). Every
  * buffer a lane job reads is joined before the chain overwrites it. So a ResNet trains alike with

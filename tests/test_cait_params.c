@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "models/model.h"
+#include "models/core/model.h"
 
 static model *build(int image, int patch, int classes, int batch, arena *plan, char *err, size_t err_size) {
     model_config config = {.name = "cait_xxs24", .batch = batch, .image_size = image, .in_channels = 3,

@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "models/model.h"
+#include "models/core/model.h"
 #include "tests/testutil.h"
 
 static model *plan(int classes, float drop_path, arena *a) {

@@ -21,9 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runner/suite/jobs.h"
-#include "runner/suite/mix.h"
-#include "runner/suite/mps.h"
+#include "runner/suite/jobs/jobs.h"
+#include "runner/suite/plan/mix.h"
+#include "runner/suite/gpu/mps.h"
 #include "runner/train/fault.h"
 #include "tests/testutil.h"
 

@@ -1,5 +1,5 @@
-/* Green-context partition planning (runner/suite/green_plan.c) and the job host's command line
- * (runner/suite/host_group.c), on the host: SM counts rounded to the device's groups, shares by
+/* Green-context partition planning (runner/suite/plan/green_plan.c) and the job host's command line
+ * (runner/suite/jobs/host_group.c), on the host: SM counts rounded to the device's groups, shares by
  * compute demand over the whole GPU, every bad share refused with a message naming it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "runner/suite/green_plan.h"
-#include "runner/suite/host_group.h"
+#include "runner/suite/plan/green_plan.h"
+#include "runner/suite/jobs/host_group.h"
 
 static const green_gpu H100 = {132, 8, 16};
 static const green_gpu A100 = {108, 4, 27};

@@ -16,8 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runner/suite/jobs.h"
-#include "runner/suite/mps.h"
+#include "runner/suite/jobs/jobs.h"
+#include "runner/suite/gpu/mps.h"
 #include "tests/testutil.h"
 
 #ifndef FAKE_TRAIN_PATH

@@ -1,4 +1,4 @@
-/* The whole MIG flow (runner/suite/mig.h) against the stand-in libnvidia-ml
+/* The whole MIG flow (runner/suite/gpu/mig.h) against the stand-in libnvidia-ml
  * (tests/nvml_standin/nvml_standin.c), loaded through the suite's own dlopen path: discover,
  * plan, create, hand out MIG UUIDs, destroy. The stand-in keeps its instances in its own memory
  * and the test reads them back, to prove that everything created is destroyed - also after a
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/suite/mig.h"
-#include "runner/suite/nvml.h"
+#include "runner/suite/gpu/mig.h"
+#include "runner/suite/gpu/nvml.h"
 
 #ifndef NVML_STANDIN_PATH
 #error "NVML_STANDIN_PATH (the stand-in library) comes from CMakeLists.txt"

@@ -1,4 +1,4 @@
-/* MIG profile tables and planner (runner/suite/mig_plan.h), CPU only: the shipped tables of
+/* MIG profile tables and planner (runner/suite/plan/mig_plan.h), CPU only: the shipped tables of
  * A100-40GB, A100-80GB, H100-80GB, H200-141GB and A30-24GB against NVIDIA's documented values,
  * plans for the study's mixes under both objectives, layout enumeration and overrides, the
  * placement checker, and every refusal with its numbers. */
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/suite/mig_plan.h"
+#include "runner/suite/plan/mig_plan.h"
 
 #define GiB(x) ((unsigned long long)((x) * 1073741824.0))
 

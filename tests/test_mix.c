@@ -1,4 +1,4 @@
-/* Mix grammar (runner/suite/mix.h): the study's presets, repetition, explicit jobs, overrides,
+/* Mix grammar (runner/suite/plan/mix.h): the study's presets, repetition, explicit jobs, overrides,
  * whitespace rules, the formatter's round trip, and every rejected form with the words its
  * message must carry (the offending part and what would have been valid). */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runner/suite/mix.h"
+#include "runner/suite/plan/mix.h"
 
 static mix parsed;  /* 64 jobs are ~10 KB: kept off the test stack */
 

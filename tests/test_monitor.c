@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runner/suite/monitor.h"
+#include "runner/suite/gpu/monitor.h"
 #include "tests/testutil.h"
 
 typedef struct scripted {

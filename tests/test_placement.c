@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "runner/suite/placement.h"
+#include "runner/suite/plan/placement.h"
 
 #define G ((double)(1ull << 30))
 

@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "models/session.h"
-#include "runner/suite/jobs.h"
-#include "runner/suite/mix.h"
+#include "models/core/session.h"
+#include "runner/suite/jobs/jobs.h"
+#include "runner/suite/plan/mix.h"
 #include "tests/testutil.h"
 
 /* The host rounding the bf16 GPU tests build their references on: ties to even, NaN kept. */

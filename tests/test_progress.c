@@ -1,4 +1,4 @@
-/* The status board of run_suite (runner/suite/progress.c): the line a progress event becomes,
+/* The status board of run_suite (runner/suite/jobs/progress.c): the line a progress event becomes,
  * plain lines off a terminal (a job's progress at most every PROGRESS_PLAIN_S), and in-place
  * rewriting on one. */
 #include <stdarg.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/suite/jobs.h"
-#include "runner/suite/progress.h"
+#include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/progress.h"
 
 static void test_format(void **state) {
     char text[PROGRESS_LINE];

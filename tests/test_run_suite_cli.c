@@ -26,7 +26,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/suite/suite.h"
+#include "runner/suite/run/suite.h"
 #include "tests/testutil.h"
 
 #ifndef RUN_SUITE_PATH

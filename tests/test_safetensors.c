@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "models/safetensors.h"
+#include "models/core/safetensors.h"
 #include "tests/testutil.h"
 
 /* The 8-byte little-endian length, the header text, then `data_len` bytes of data (0, 1, 2, ...). */

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "runner/suite/slurm.h"
+#include "runner/suite/multi/slurm.h"
 #include "tests/testutil.h"
 
 static const slurm_task TASKS[] = {

@@ -22,7 +22,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/suite/jobs.h"
+#include "runner/suite/jobs/jobs.h"
 #include "tests/testutil.h"
 
 #if !defined(RUN_SUITE_PATH) || !defined(FAKE_TRAIN_PATH)

@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/suite/study.h"
+#include "runner/suite/multi/study.h"
 #include "tests/testutil.h"
 
 static void test_cells(void **state) {

@@ -68,7 +68,7 @@ static double dry_run_workspace(const char *model) {
     return bytes;
 }
 
-/* A ResNet's weight-gradient lane holds a second cuDNN workspace (models/wgrad_lane.h): the plan
+/* A ResNet's weight-gradient lane holds a second cuDNN workspace (models/core/wgrad_lane.h): the plan
  * bounds it like the first, and drops it when SUITE_WGRAD_LANE=0 turns the lane off. */
 static void test_dry_run_workspace_counts_the_lane(void **state) {
     const double mib = 1048576.0;

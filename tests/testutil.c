@@ -16,8 +16,8 @@
 
 #include <cuda_runtime.h>
 
-#include "models/check.h"
-#include "models/rng.h"
+#include "kernels/check.h"
+#include "models/core/rng.h"
 
 void test_require_gpu(void) {
     int count = 0;

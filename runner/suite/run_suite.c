@@ -1,7 +1,7 @@
 /* run_suite: runs a mix of training jobs on one GPU under a collocation mode and writes what it
  * measured under results/<run-id>/. This file is the command line only: every option is checked
  * here, before any GPU, daemon or process is touched (bad input: a message naming what is valid,
- * exit 2); the run itself is runner/suite/suite.c, each mode a runner/suite/mode_<name>.c. */
+ * exit 2); the run itself is runner/suite/run/suite.c, each mode a runner/suite/mode_<name>.c. */
 #define _GNU_SOURCE
 #include <libgen.h>
 #include <limits.h>
@@ -14,14 +14,14 @@
 #include <unistd.h>
 
 #include "runner/cli.h"
-#include "runner/suite/mig.h"
-#include "runner/suite/gpus.h"
-#include "runner/suite/mix.h"
-#include "runner/suite/suite.h"
-#include "runner/suite/mps.h"
-#include "runner/suite/report_cmd.h"
-#include "runner/suite/slurm.h"
-#include "runner/suite/study.h"
+#include "runner/suite/gpu/mig.h"
+#include "runner/suite/multi/gpus.h"
+#include "runner/suite/plan/mix.h"
+#include "runner/suite/run/suite.h"
+#include "runner/suite/gpu/mps.h"
+#include "runner/suite/run/report_cmd.h"
+#include "runner/suite/multi/slurm.h"
+#include "runner/suite/multi/study.h"
 
 /* What the command line fills: the run's options and the values checked once the mix is known. */
 typedef struct run_args {

@@ -14,8 +14,8 @@
 
 #include "kernels/fault.h"
 #include "kernels/kernels.h"
-#include "models/check.h"
-#include "models/model.h"
+#include "kernels/check.h"
+#include "models/core/model.h"
 #include "runner/train/train_events.h"
 
 #define OOM_MAX_BLOCKS 65536

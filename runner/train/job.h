@@ -5,13 +5,13 @@
 #ifndef SUITE_JOB_H
 #define SUITE_JOB_H
 
-#include "models/context.h"
+#include "models/core/context.h"
 #include "runner/train/train_events.h"
 #include "runner/train/train_options.h"
 
 /* Runs the job to its end (dry run included) and returns train's exit code: 0 done, 1 runtime
  * error, 2 bad input; the error event has been emitted. A failing CUDA/cuDNN/cuBLAS check exits
- * the process, or unwinds to the calling thread's trap when one is armed (models/check.h). */
+ * the process, or unwinds to the calling thread's trap when one is armed (kernels/check.h). */
 int train_job_run(const train_options *options, const train_events *events, const context_place *place);
 
 #endif

@@ -10,7 +10,7 @@
  * when the jobs ask --wait-go), an "exit" event when a job's thread ends (its exit code, its fault)
  * and, once all have ended, a "collateral" event for each job that failed after another job's
  * CUDA fault poisoned the context they share, naming that job ("origin"). A failing check unwinds
- * only its job (a trap per thread, models/check.h).
+ * only its job (a trap per thread, kernels/check.h).
  * Exit status: 0 when every job ended 0, 2 for bad input (before any GPU work), else 1. */
 #include <pthread.h>
 #include <stdio.h>
@@ -19,8 +19,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "models/check.h"
-#include "models/context.h"
+#include "kernels/check.h"
+#include "models/core/context.h"
 #include "runner/train/job.h"
 #include "runner/train/train_events.h"
 #include "runner/train/train_options.h"

@@ -13,7 +13,7 @@
  * whole job: aggregate setup, ready, epoch (samples summed, seconds the slowest rank's, loss and
  * accuracy the ranks' mean) and done events, plus each rank's own events renamed rank_<event>
  * with "rank". Each rank reads the r-th local batch of every global batch (global batch = N x
- * --batch) and averages gradients over the ranks (models/ddp.h). A rank that fails or dies makes
+ * --batch) and averages gradients over the ranks (models/core/ddp.h). A rank that fails or dies makes
  * the launcher stop the others (SIGTERM, then SIGKILL) and report which rank and why; a rank
  * whose launcher dies is killed by the kernel (PR_SET_PDEATHSIG); a rank polls its communicator
  * (ncclCommGetAsyncError) and aborts it on an error, so no rank waits in a collective forever.
@@ -25,8 +25,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "models/ddp.h"
-#include "models/session.h"
+#include "models/core/ddp.h"
+#include "models/core/session.h"
 #include "runner/train/train_events.h"
 #include "runner/train/train_options.h"
 

@@ -30,7 +30,7 @@
 
 #include "data/criteo.h"
 #include "data/loader.h"
-#include "models/check.h"
+#include "kernels/check.h"
 #include "models/dlrm.h"
 
 #define DLRM_MAX_TIMED_STEPS 4096

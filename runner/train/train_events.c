@@ -7,7 +7,7 @@
 
 #include <cudnn.h>
 
-#include "models/check.h"
+#include "kernels/check.h"
 
 double train_wall_seconds(void) {
     struct timespec ts;

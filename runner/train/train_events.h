@@ -8,7 +8,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "models/context.h"
+#include "models/core/context.h"
 
 typedef struct train_events {
     int json;      /* 1: events on stdout */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "models/check.h"
+#include "kernels/check.h"
 
 void *train_pinned_alloc(size_t bytes, void *user) {
     void *p = NULL;

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "kernels/schedule.h"
-#include "models/trainer.h"
+#include "models/core/trainer.h"
 #include "runner/train/fault.h"
 
 typedef struct train_options {

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/suite/nvml.h"
+#include "runner/suite/gpu/nvml.h"
 
 #define SLOTS 8
 

@@ -1,0 +1,212 @@
+/* Data-parallel gradients over NCCL (see ddp.h). */
+#include "models/core/ddp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/check.h"
+
+#if SUITE_HAVE_NCCL
+
+#include <nccl.h>
+
+int ddp_make_id(char *hex, size_t size, char *err, size_t err_size) {
+    ncclUniqueId id;
+    ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess) {
+        snprintf(err, err_size, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+        return -1;
+    }
+    if (size < 2 * sizeof id.internal + 1) {
+        snprintf(err, err_size, "ddp_make_id: buffer too small");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof id.internal; i++) snprintf(hex + 2 * i, 3, "%02x", (unsigned char)id.internal[i]);
+    return 0;
+}
+
+static int id_from_hex(const char *hex, ncclUniqueId *id) {
+    if (!hex || strlen(hex) != 2 * sizeof id->internal) return -1;
+    for (size_t i = 0; i < sizeof id->internal; i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1) return -1;
+        id->internal[i] = (char)v;
+    }
+    return 0;
+}
+
+static int by_address(const void *a, const void *b) {
+    const float *x = *(const float *const *)a, *y = *(const float *const *)b;
+    return (x > y) - (x < y);
+}
+
+static int param_index(const ddp *d, const float *p) {
+    int lo = 0, hi = d->param_count - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (d->param_ptr[mid] == p) return mid;
+        if (d->param_ptr[mid] < p) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+static void launch(ddp *d, ddp_bucket *b) {
+    cudaStream_t compute = d->ctx->stream;
+    CHECK_CUDA(cudaEventRecord((cudaEvent_t)b->ready, compute));
+    CHECK_CUDA(cudaStreamWaitEvent(d->comm_stream, (cudaEvent_t)b->ready, 0));
+    float *g = d->grads + b->offset;
+    CHECK_NCCL(ncclAllReduce(g, g, b->count, ncclFloat32, ncclAvg, (ncclComm_t)d->comm, d->comm_stream));
+    b->launched = 1;
+}
+
+static void on_begin(void *user) {
+    ddp *d = user;
+    for (int k = 0; k < d->bucket_count; k++) d->buckets[k].launched = 0, d->buckets[k].pending = 0;
+    for (int i = 0; i < d->param_count; i++) d->buckets[d->param_bucket[i]].pending++;
+    memset(d->param_seen, 0, (size_t)d->param_count);
+    d->launches_early = 0;
+}
+
+static void on_ready(void *user, const float *param) {
+    ddp *d = user;
+    if (!d->overlap) return;
+    int i = param_index(d, param);
+    if (i < 0 || d->param_seen[i]) return;
+    d->param_seen[i] = 1;
+    ddp_bucket *b = &d->buckets[d->param_bucket[i]];
+    if (--b->pending == 0 && !b->launched) {
+        launch(d, b);
+        d->launches_early++;
+    }
+}
+
+static void on_end(void *user) {
+    ddp *d = user;
+    /* from the end of the buffer, the order backward fills it in */
+    for (int k = d->bucket_count - 1; k >= 0; k--)
+        if (!d->buckets[k].launched) launch(d, &d->buckets[k]);
+    CHECK_CUDA(cudaEventRecord((cudaEvent_t)d->done, d->comm_stream));
+    CHECK_CUDA(cudaStreamWaitEvent(d->ctx->stream, (cudaEvent_t)d->done, 0));
+}
+
+/* Buckets over the flat buffer, cut at parameter boundaries, about DDP_BUCKET_BYTES each. */
+static int cut_buckets(ddp *d, char *err, size_t err_size) {
+    size_t limit = DDP_BUCKET_BYTES / sizeof(float), start = 0;
+    d->bucket_count = 0;
+    for (int i = 0; i < d->param_count; i++) {
+        size_t offset = (size_t)(arena_grad_of(&d->ctx->arena, d->param_ptr[i]) - d->grads);
+        size_t end = i + 1 < d->param_count ? (size_t)(arena_grad_of(&d->ctx->arena, d->param_ptr[i + 1]) - d->grads)
+                                            : d->count;
+        if (end - start > limit && offset > start) { /* close the bucket before this parameter */
+            if (d->bucket_count == DDP_MAX_BUCKETS) break;
+            d->buckets[d->bucket_count++] = (ddp_bucket){.offset = start, .count = offset - start};
+            start = offset;
+        }
+        d->param_bucket[i] = d->bucket_count;
+    }
+    if (d->bucket_count >= DDP_MAX_BUCKETS) {
+        snprintf(err, err_size, "ddp: more than %d gradient buckets", DDP_MAX_BUCKETS);
+        return -1;
+    }
+    d->buckets[d->bucket_count++] = (ddp_bucket){.offset = start, .count = d->count - start};
+    for (int k = 0; k < d->bucket_count; k++)
+        CHECK_CUDA(cudaEventCreateWithFlags((cudaEvent_t *)&d->buckets[k].ready, cudaEventDisableTiming));
+    return 0;
+}
+
+int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char *id_hex, char *err,
+             size_t err_size) {
+    memset(d, 0, sizeof *d);
+    d->rank = rank, d->world = world, d->ctx = ctx;
+    ncclUniqueId id;
+    if (id_from_hex(id_hex, &id) != 0) {
+        snprintf(err, err_size, "ddp: the NCCL id is not %zu hex digits", 2 * sizeof id.internal);
+        return -1;
+    }
+    ncclComm_t comm;
+    CHECK_CUDA(cudaSetDevice(ctx->device));
+    ncclResult_t r = ncclCommInitRank(&comm, world, id, rank);
+    if (r != ncclSuccess) {
+        snprintf(err, err_size, "ncclCommInitRank (rank %d of %d): %s", rank, world, ncclGetErrorString(r));
+        return -1;
+    }
+    d->comm = comm;
+    d->comm_stream = context_stream_create(ctx, 1);
+    CHECK_CUDA(cudaEventCreateWithFlags((cudaEvent_t *)&d->done, cudaEventDisableTiming));
+    arena *a = &ctx->arena;
+    d->grads = arena_grads(a);
+    d->count = arena_trainable_floats(a);
+    d->param_ptr = calloc((size_t)m->params.count + 1, sizeof *d->param_ptr);
+    d->param_bucket = calloc((size_t)m->params.count + 1, sizeof *d->param_bucket);
+    d->param_seen = calloc((size_t)m->params.count + 1, 1);
+    if (!d->param_ptr || !d->param_bucket || !d->param_seen) {
+        snprintf(err, err_size, "ddp: out of host memory");
+        return -1;
+    }
+    for (int i = 0; i < m->params.count; i++) {
+        const param_entry *e = &m->params.entries[i];
+        if (e->kind == PARAM_WEIGHT || e->kind == PARAM_NO_DECAY) d->param_ptr[d->param_count++] = e->data;
+    }
+    qsort(d->param_ptr, (size_t)d->param_count, sizeof *d->param_ptr, by_address);
+    if (cut_buckets(d, err, err_size) != 0) return -1;
+    /* bfloat16 weights: the float gradients are made from the bfloat16 ones after the pass */
+    d->overlap = !a->half_weights;
+    /* Rank 0's initial state is everyone's: parameters and buffers (BN running statistics). */
+    CHECK_NCCL(ncclBroadcast(a->params, a->params, a->params_bytes / sizeof(float), ncclFloat32, 0, comm, ctx->stream));
+    if (a->planned[ARENA_BUFFERS])
+        CHECK_NCCL(ncclBroadcast(a->buffers, a->buffers, a->planned[ARENA_BUFFERS] / sizeof(float), ncclFloat32, 0,
+                                 comm, ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+    d->hooks = (grad_hooks){d, on_begin, on_ready, on_end};
+    ctx->grad_hooks = &d->hooks;
+    return 0;
+}
+
+int ddp_check(ddp *d, char *err, size_t err_size) {
+    if (!d->comm) return 0;
+    ncclResult_t async;
+    ncclResult_t r = ncclCommGetAsyncError((ncclComm_t)d->comm, &async);
+    if (r == ncclSuccess && async == ncclSuccess) return 0;
+    if (r == ncclSuccess && async == ncclInProgress) return 0;
+    snprintf(err, err_size, "NCCL (rank %d of %d): %s", d->rank, d->world,
+             ncclGetErrorString(r != ncclSuccess ? r : async));
+    ddp_abort(d);
+    return -1;
+}
+
+void ddp_abort(ddp *d) {
+    if (!d->comm) return;
+    ncclCommAbort((ncclComm_t)d->comm); /* its own result is of no use: the communicator is gone */
+    d->comm = NULL;
+}
+
+void ddp_free(ddp *d) {
+    if (d->ctx && d->ctx->grad_hooks == &d->hooks) d->ctx->grad_hooks = NULL;
+    for (int k = 0; k < d->bucket_count; k++)
+        if (d->buckets[k].ready) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->buckets[k].ready));
+    if (d->done) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->done));
+    if (d->comm_stream) CHECK_CUDA(cudaStreamDestroy(d->comm_stream));
+    if (d->comm) CHECK_NCCL(ncclCommDestroy((ncclComm_t)d->comm));
+    free(d->param_ptr), free(d->param_bucket), free(d->param_seen);
+    memset(d, 0, sizeof *d);
+}
+
+#else /* built without NCCL */
+
+static int no_nccl(char *err, size_t err_size) {
+    snprintf(err, err_size, "this build has no NCCL (data-parallel training needs it: set NCCL_ROOT and rebuild)");
+    return -1;
+}
+int ddp_make_id(char *hex, size_t size, char *err, size_t err_size) { return no_nccl(err, err_size); }
+int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char *id_hex, char *err,
+             size_t err_size) {
+    memset(d, 0, sizeof *d);
+    return no_nccl(err, err_size);
+}
+int ddp_check(ddp *d, char *err, size_t err_size) { return 0; }
+void ddp_abort(ddp *d) {}
+void ddp_free(ddp *d) {}
+
+#endif

@@ -1,0 +1,71 @@
+/* Data-parallel training over NCCL, one process per GPU (runner/train/train_ddp.c starts them).
+ * Every rank holds a full replica; after each backward pass the gradients are averaged over the
+ * ranks (ncclAvg), so every rank applies the same update and the parameters stay identical.
+ *
+ * As PyTorch's DistributedDataParallel does, the all-reduce overlaps the backward pass: the
+ * arena keeps every gradient in one flat buffer, cut here into buckets of about 25 MB at
+ * parameter boundaries. Layers tell the job context when a parameter's gradient is enqueued
+ * (context_grad_ready); when the last parameter of a bucket is, an event is recorded on the
+ * compute stream, the communication stream waits for it and all-reduces that bucket while the
+ * backward pass goes on. At the end of the pass the buckets not yet started (layers that do not
+ * report, or bfloat16 weights, whose float gradients exist only after the pass) are all-reduced,
+ * and the compute stream waits for the communication stream before the optimizer. Buckets are
+ * launched in the same order on every rank (the same code runs there), as NCCL requires. The
+ * whole step, all-reduces included, is captured in the trainer's CUDA graph.
+ *
+ * A rank whose peer dies must not hang in a collective: ddp_check() reads ncclCommGetAsyncError
+ * and aborts the communicator (ncclCommAbort) on an error (train_ddp.c polls it from a watchdog
+ * thread), and train_ddp.c's launcher stops every rank when one ends early. */
+#ifndef SUITE_DDP_H
+#define SUITE_DDP_H
+
+#include <stddef.h>
+
+#include "models/core/context.h"
+#include "models/core/model.h"
+
+#define DDP_BUCKET_BYTES ((size_t)25 << 20)
+#define DDP_MAX_BUCKETS 512
+#define DDP_ID_BYTES 128  /* ncclUniqueId */
+
+typedef struct ddp_bucket {
+    size_t offset, count;          /* floats of the flat gradient buffer */
+    int pending;                   /* parameters whose gradient is not yet enqueued this pass */
+    int launched;
+    void *ready;                   /* cudaEvent_t on the compute stream */
+} ddp_bucket;
+
+typedef struct ddp {
+    int rank, world;
+    void *comm;                    /* ncclComm_t */
+    job_context *ctx;
+    cudaStream_t comm_stream;
+    void *done;                    /* cudaEvent_t: every all-reduce of the pass finished */
+    float *grads;
+    size_t count;
+    int bucket_count;
+    ddp_bucket buckets[DDP_MAX_BUCKETS];
+    int param_count;
+    const float **param_ptr;       /* trainable parameters, sorted by address */
+    int *param_bucket;             /* the bucket of each */
+    unsigned char *param_seen;     /* reported this pass */
+    int overlap;                   /* per-layer reports used (0 with bfloat16 weights) */
+    int launches_early;            /* buckets started during the last pass */
+    grad_hooks hooks;
+} ddp;
+
+/* The NCCL id rank 0's launcher makes, as hex text (2*DDP_ID_BYTES+1), and back. */
+int ddp_make_id(char *hex, size_t size, char *err, size_t err_size);
+/* Joins the communicator (ncclCommInitRank on ctx's device), cuts the buckets over the model's
+ * trainable parameters, makes rank 0's parameters and buffers everyone's (broadcast) and hooks
+ * itself into ctx. Call after the session has set the model up, before trainer_init. 0, or -1
+ * with a message (NCCL's own words). */
+int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char *id_hex, char *err,
+             size_t err_size);
+/* 0 while the communicator is healthy; -1 with NCCL's message after aborting it. */
+int ddp_check(ddp *d, char *err, size_t err_size);
+/* Aborts the communicator (a peer is gone): pending collectives return instead of hanging. */
+void ddp_abort(ddp *d);
+void ddp_free(ddp *d);
+
+#endif

@@ -1,0 +1,192 @@
+#include "models/layers/cait_layers.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/transformer.h"
+#include "kernels/check.h"
+
+/* ---- weights as the GEMMs read and write them ----------------------------------------------- */
+
+static void *half_or_die(void *p, const char *what) {
+    if (!p) {
+        fprintf(stderr, "cait: a bfloat16 GEMM needs the %s of an arena with half_weights (the model was planned "
+                "as float)\n", what);
+        exit(1);
+    }
+    return p;
+}
+
+/* The float32 master, or its bfloat16 copy under a bf16 engine. */
+static const void *run_weight(const gemm_engine *g, const job_context *ctx, const float *w) {
+    if (g->type != ELEM_BF16) return w;
+    return half_or_die(arena_half_of(&ctx->arena, w), "bfloat16 weight copy");
+}
+
+/* Where w's gradient goes: dw, or the bfloat16 gradient copy under a bf16 engine. */
+static void *run_weight_grad(const gemm_engine *g, const job_context *ctx, const float *w, float *dw) {
+    if (g->type != ELEM_BF16) return dw;
+    return half_or_die(arena_half_grad_of(&ctx->arena, w), "bfloat16 gradient copy");
+}
+
+/* ---- dense ------------------------------------------------------------------------------------ */
+
+/* sums[1, cols] = ones[1, rows] dy[rows, cols] in float: the shape models/layers/linear.c uses for its
+ * bias. */
+static void column_sums(gemm_engine *g, job_context *ctx, float *sums, const void *dy, const void *ones, int rows,
+                        int cols) {
+    gemm(g, ctx, 0, 0, 1, cols, rows, 1.0f, ones, rows, dy, cols, 0.0f, NULL, sums, cols, NULL, ELEM_F32);
+}
+
+void dense_forward(gemm_engine *g, job_context *ctx, void *y, const void *x, int ldx, const float *w,
+                   const void *b, int rows, int in, int out, elem_type y_type) {
+    gemm(g, ctx, 0, 1, rows, out, in, 1.0f, x, ldx, run_weight(g, ctx, w), in, 0.0f, NULL, y, out, b, y_type);
+}
+
+void dense_backward(gemm_engine *g, job_context *ctx, void *dx, int lddx, float dx_beta, float *dw, float *db,
+                    const void *dy, const void *x, int ldx, const float *w, const void *ones, int rows,
+                    int in, int out) {
+    gemm(g, ctx, 1, 0, out, in, rows, 1.0f, dy, out, x, ldx, 0.0f, NULL, run_weight_grad(g, ctx, w, dw), in, NULL,
+         g->type);
+    column_sums(g, ctx, db, dy, ones, rows, out);
+    if (dx)
+        gemm(g, ctx, 0, 0, rows, in, out, 1.0f, dy, out, run_weight(g, ctx, w), in, dx_beta, NULL, dx, lddx, NULL,
+             g->type);
+}
+
+/* ---- LayerScale residual linear ------------------------------------------------------------------ */
+
+void ls_linear_forward(gemm_engine *g, job_context *ctx, float *y, void *ws, float *bs, const float *x,
+                       const void *a, const float *w, const float *b, const float *gamma, int rows, int in,
+                       int out) {
+    layerscale_fold(ws, bs, w, b, gamma, out, in, g->type, ctx->stream);
+    gemm(g, ctx, 0, 1, rows, out, in, 1.0f, a, in, ws, in, 1.0f, x, y, out, bs, ELEM_F32);
+}
+
+/* [out, in] for dy^T a, then [out] for the column sums of dy, 16-byte aligned. */
+static size_t ls_sums_offset(int in, int out) { return ((size_t)out * in + 3) / 4 * 4; }
+
+size_t ls_linear_scratch_floats(int in, int out) { return ls_sums_offset(in, out) + (size_t)out; }
+
+/* dy^T a is kept in float (not rounded to bfloat16) because dgamma is its dot product with w. */
+void ls_linear_backward(gemm_engine *g, job_context *ctx, void *da, float *dw, float *db, float *dgamma,
+                        const void *dy, const void *a, const void *ws, const float *w, const float *b,
+                        const float *gamma, const void *ones, int rows, int in, int out, float *scratch) {
+    float *dy_a = scratch, *dy_sum = scratch + ls_sums_offset(in, out);
+    gemm(g, ctx, 1, 0, out, in, rows, 1.0f, dy, out, a, in, 0.0f, NULL, dy_a, in, NULL, ELEM_F32);
+    column_sums(g, ctx, dy_sum, dy, ones, rows, out);
+    layerscale_unfold_backward(run_weight_grad(g, ctx, w, dw), db, dgamma, dy_a, dy_sum, w, b, gamma, out, in,
+                               g->type, ctx->stream);
+    gemm(g, ctx, 0, 0, rows, in, out, 1.0f, dy, out, ws, in, 0.0f, NULL, da, in, NULL, g->type);
+}
+
+/* ---- talking-heads attention core --------------------------------------------------------------- */
+
+void th_core_init(th_core *t, arena *a, int batch, int tokens, int heads, int head_dim, elem_type type) {
+    t->batch = batch, t->tokens = tokens, t->heads = heads, t->head_dim = head_dim, t->type = type;
+    t->scale = 1.0f / sqrtf((float)head_dim);
+    t->logits = t->attn = NULL, t->stats = NULL;
+    t->pointers = arena_take(a, ARENA_SCRATCH, (size_t)TH_ARRAYS * batch * heads * sizeof(void *));
+}
+
+static const void *const *th_array(const th_core *t, int which) {
+    return (const void *const *)(t->pointers + (size_t)which * t->batch * t->heads);
+}
+static void *const *th_out_array(const th_core *t, int which) {
+    return (void *const *)(t->pointers + (size_t)which * t->batch * t->heads);
+}
+
+static void th_check_engine(const th_core *t, const gemm_engine *g) {
+    if (t->type != g->type) {
+        fprintf(stderr, "th_core: built for element type %d, run on a GEMM engine of type %d\n", (int)t->type,
+                (int)g->type);
+        exit(2);
+    }
+}
+
+void th_core_bind(th_core *t, const void *qkv, void *logits, float *stats, void *out, void *attn,
+                  const void *dout, void *dqkv, job_context *ctx) {
+    int B = t->batch, H = t->heads, N = t->tokens, D = t->head_dim, C = H * D;
+    size_t bh = (size_t)B * H, es = elem_bytes(t->type);
+    t->logits = logits, t->stats = stats, t->attn = attn;
+    const char **host = malloc(TH_ARRAYS * bh * sizeof *host);
+    if (!host) {
+        fprintf(stderr, "th_core_bind: out of host memory\n");
+        exit(1);
+    }
+    /* byte offsets: the arrays point into tensors of either element type */
+    const char *q3 = qkv, *d1 = dout;
+    char *l = logits, *o1 = out, *a = attn, *dq3 = dqkv;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t i = (size_t)b * H + h;
+            size_t row3 = ((size_t)b * N * 3 * C + (size_t)h * D) * es, row1 = ((size_t)b * N * C + (size_t)h * D) * es;
+            size_t square = i * N * N * es, third = (size_t)C * es;
+            host[TH_Q * bh + i] = q3 + row3;
+            host[TH_K * bh + i] = q3 + row3 + third;
+            host[TH_V * bh + i] = q3 + row3 + 2 * third;
+            host[TH_LOGITS * bh + i] = l + square;
+            host[TH_OUT * bh + i] = o1 + row1;
+            host[TH_ATTN * bh + i] = a + square;
+            host[TH_DOUT * bh + i] = d1 + row1;
+            host[TH_DQ * bh + i] = dq3 + row3;
+            host[TH_DK * bh + i] = dq3 + row3 + third;
+            host[TH_DV * bh + i] = dq3 + row3 + 2 * third;
+        }
+    CHECK_CUDA(cudaMemcpyAsync(t->pointers, host, TH_ARRAYS * bh * sizeof *host, cudaMemcpyHostToDevice, ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+    free(host);
+}
+
+void th_core_forward(th_core *t, gemm_engine *g, job_context *ctx, const float *wl, const float *bl,
+                     const float *ww, const float *bw) {
+    int B = t->batch, H = t->heads, N = t->tokens, D = t->head_dim, C = H * D, count = B * H;
+    th_check_engine(t, g);
+    /* logits = scale q k^T */
+    gemm_batched(g, ctx, 0, 1, N, N, D, t->scale, th_array(t, TH_Q), 3 * C, th_array(t, TH_K), 3 * C, 0.0f,
+                 th_out_array(t, TH_LOGITS), N, count);
+    talking_heads_forward(t->attn, t->stats, t->logits, wl, bl, ww, bw, B, H, N, t->type, ctx->stream);
+    /* out = attn v, written per head into the [B*N, C] rows */
+    gemm_batched(g, ctx, 0, 0, N, D, N, 1.0f, th_array(t, TH_ATTN), N, th_array(t, TH_V), 3 * C, 0.0f,
+                 th_out_array(t, TH_OUT), C, count);
+}
+
+void th_core_backward(th_core *t, gemm_engine *g, job_context *ctx, float *dwl, float *dbl, float *dww,
+                      float *dbw, const float *wl, const float *bl, const float *ww, const float *bw,
+                      float *scratch) {
+    int B = t->batch, H = t->heads, N = t->tokens, D = t->head_dim, C = H * D, count = B * H;
+    th_check_engine(t, g);
+    talking_heads_recompute(t->attn, t->stats, t->logits, wl, bl, ww, bw, B, H, N, t->type, ctx->stream);
+    /* dv = attn^T dout, then dattn = dout v^T over the attention weights (no longer needed) */
+    gemm_batched(g, ctx, 1, 0, N, D, N, 1.0f, th_array(t, TH_ATTN), N, th_array(t, TH_DOUT), C, 0.0f,
+                 th_out_array(t, TH_DV), 3 * C, count);
+    gemm_batched(g, ctx, 0, 1, N, N, D, 1.0f, th_array(t, TH_DOUT), C, th_array(t, TH_V), 3 * C, 0.0f,
+                 th_out_array(t, TH_ATTN), N, count);
+    talking_heads_backward(t->attn, run_weight_grad(g, ctx, wl, dwl), dbl, run_weight_grad(g, ctx, ww, dww), dbw,
+                           t->logits, t->stats, wl, bl, ww, bw, B, H, N, t->type, scratch, ctx->stream);
+    /* dq = scale dlogits k, dk = scale dlogits^T q */
+    gemm_batched(g, ctx, 0, 0, N, D, N, t->scale, th_array(t, TH_ATTN), N, th_array(t, TH_K), 3 * C, 0.0f,
+                 th_out_array(t, TH_DQ), 3 * C, count);
+    gemm_batched(g, ctx, 1, 0, N, D, N, t->scale, th_array(t, TH_ATTN), N, th_array(t, TH_Q), 3 * C, 0.0f,
+                 th_out_array(t, TH_DK), 3 * C, count);
+}
+
+/* ---- patch embedding --------------------------------------------------------------------------- */
+
+void patch_embed_forward(gemm_engine *g, job_context *ctx, float *x0, void *patches, const float *image,
+                         const float *w, const float *b, const float *pos, int batch, int size, int in_c,
+                         int patch, int dim) {
+    int grid = size / patch, rows = batch * grid * grid, width = patch * patch * in_c;
+    patch_gather(patches, image, batch, size, size, in_c, patch, g->type, ctx->stream);
+    dense_forward(g, ctx, x0, patches, width, w, b, rows, width, dim, ELEM_F32);
+    broadcast_add(x0, pos, batch, (size_t)grid * grid * dim, ctx->stream);
+}
+
+void patch_embed_backward(gemm_engine *g, job_context *ctx, float *dw, float *db, float *dpos, const float *dx0,
+                          const void *dx0_run, const void *patches, const float *w, const void *ones, int batch,
+                          int size, int in_c, int patch, int dim) {
+    int grid = size / patch, rows = batch * grid * grid, width = patch * patch * in_c;
+    dense_backward(g, ctx, NULL, 0, 0.0f, dw, db, dx0_run, patches, width, w, ones, rows, width, dim);
+    column_sum(dpos, dx0, batch, grid * grid * dim, (size_t)grid * grid * dim, ctx->stream);
+}

@@ -1,0 +1,303 @@
+#include "models/layers/conv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/check.h"
+#include "models/core/gpu_timer.h"
+
+enum { LEGACY_TIMED_RUNS = 5 }; /* back to back after one warm-up run */
+static const float LEGACY_HOST_MS = 0.05f; /* what one launch may add to a time Find reports */
+
+void conv_init(conv_layer *c, arena *a, conv_shape shape) {
+    memset(c, 0, sizeof *c);
+    c->shape = shape;
+    size_t n = (size_t)shape.out_c * shape.in_c * shape.kernel * shape.kernel;
+    c->weight = arena_take_floats(a, ARENA_WEIGHTS, n);
+    c->weight_grad = a->planning ? NULL : arena_grad_of(a, c->weight);
+}
+
+double conv_flops(const conv_layer *c) {
+    const conv_shape *s = &c->shape;
+    return 2.0 * s->batch * s->h_out * s->w_out * (double)s->out_c * s->in_c * s->kernel * s->kernel;
+}
+
+/* Compute type float for both data types (bfloat16 data: cuDNN's PSEUDO_BFLOAT16 configuration). */
+static cudnnConvolutionDescriptor_t make_conv_desc(const conv_shape *s) {
+    cudnnConvolutionDescriptor_t d;
+    CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&d));
+    CHECK_CUDNN(cudnnSetConvolution2dDescriptor(d, s->pad, s->pad, s->stride, s->stride, 1, 1,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    return d;
+}
+
+static int is_half(const conv_layer *c) { return c->shape.data_type == CUDNN_DATA_BFLOAT16; }
+
+/* Candidates come back fastest first; the first that succeeded within the limit wins. For float
+ * data TF32 is refused (CUDNN_FMA_MATH only) when the context disallows it; bfloat16 data always
+ * allows tensor cores. */
+#define PICK_FASTEST(results, n, limit, allow_tf32, out_algo, out_math, out_ms, out_mem, what)  \
+    do {                                                                                        \
+        int found_ = 0;                                                                         \
+        for (int i_ = 0; i_ < (n) && !found_; i_++) {                                           \
+            if ((results)[i_].status != CUDNN_STATUS_SUCCESS || (results)[i_].memory > (limit)) \
+                continue;                                                                       \
+            if (!(allow_tf32) && (results)[i_].mathType != CUDNN_FMA_MATH) continue;            \
+            out_algo = (results)[i_].algo;                                                      \
+            out_math = (results)[i_].mathType;                                                  \
+            out_ms = (results)[i_].time;                                                        \
+            if ((results)[i_].memory > out_mem) out_mem = (results)[i_].memory;                 \
+            found_ = 1;                                                                         \
+        }                                                                                       \
+        if (!found_) {                                                                          \
+            fprintf(stderr, "conv: no %s algorithm fits the %zu-byte workspace limit\n", what, \
+                    (size_t)(limit));                                                           \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+/* Math type is a property of the convolution descriptor: each direction runs its pick's. */
+static void use_math_types(conv_layer *c) {
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, c->algos.fwd_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, c->algos.bwd_data_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, c->algos.bwd_filter_math));
+}
+
+static void search_algos(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
+    enum { MAX_RESULTS = 16 };
+    int n = 0;
+    conv_algos *al = &c->algos;
+    size_t limit = ctx->workspace_limit;
+    int allow_tensor_ops = ctx->allow_tf32 || is_half(c);
+    cudnnMathType_t search_math = allow_tensor_ops ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, search_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, search_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, search_math));
+
+    cudnnConvolutionFwdAlgoPerf_t fwd[MAX_RESULTS];
+    CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx->cudnn, c->x_desc, x, c->w_desc, c->run_weight,
+                                                       c->fwd_desc, c->y_desc, y, MAX_RESULTS, &n, fwd,
+                                                       ctx->workspace, limit));
+    PICK_FASTEST(fwd, n, limit, allow_tensor_ops, al->fwd, al->fwd_math, al->fwd_ms, al->workspace_bytes, "forward");
+
+    cudnnConvolutionBwdFilterAlgoPerf_t bwf[MAX_RESULTS];
+    CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        ctx->cudnn, c->x_desc, x, c->y_desc, y, c->bwd_filter_desc, c->w_desc, c->run_weight_grad,
+        MAX_RESULTS, &n, bwf, ctx->workspace, limit));
+    PICK_FASTEST(bwf, n, limit, allow_tensor_ops, al->bwd_filter, al->bwd_filter_math, al->bwd_filter_ms,
+                 al->workspace_bytes, "backward-filter");
+
+    if (dx) {
+        cudnnConvolutionBwdDataAlgoPerf_t bwd[MAX_RESULTS];
+        CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            ctx->cudnn, c->w_desc, c->run_weight, c->y_desc, y, c->bwd_data_desc, c->x_desc, dx,
+            MAX_RESULTS, &n, bwd, ctx->workspace, limit));
+        PICK_FASTEST(bwd, n, limit, allow_tensor_ops, al->bwd_data, al->bwd_data_math, al->bwd_data_ms,
+                     al->workspace_bytes, "backward-data");
+    }
+}
+
+void conv_forward(conv_layer *c, void *y, const void *x, job_context *ctx) {
+    const float one = 1.0f, zero = 0.0f;
+    if (c->algos.use_engine[CONV_FORWARD]) {
+        conv_engine_forward(&c->algos.engine[CONV_FORWARD], ctx->cudnn, y, x, c->run_weight, ctx->workspace);
+        return;
+    }
+    CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->run_weight,
+                                        c->fwd_desc, c->algos.fwd, ctx->workspace,
+                                        ctx->workspace_bytes, &zero, c->y_desc, y));
+}
+
+static void weight_grad(conv_layer *c, const void *dy, const void *x, cudnnHandle_t cudnn, void *workspace,
+                        size_t workspace_bytes) {
+    const float one = 1.0f, zero = 0.0f;
+    const conv_algos *al = &c->algos;
+    if (al->use_engine[CONV_BACKWARD_FILTER])
+        conv_engine_backward_filter(&al->engine[CONV_BACKWARD_FILTER], cudnn, c->run_weight_grad, dy, x, workspace);
+    else
+        CHECK_CUDNN(cudnnConvolutionBackwardFilter(cudnn, &one, c->x_desc, x, c->y_desc, dy, c->bwd_filter_desc,
+                                                   al->bwd_filter, workspace, workspace_bytes, &zero, c->w_desc,
+                                                   c->run_weight_grad));
+}
+
+static void data_grad(conv_layer *c, void *dx, const void *dy, job_context *ctx) {
+    const float one = 1.0f, zero = 0.0f;
+    const conv_algos *al = &c->algos;
+    if (al->use_engine[CONV_BACKWARD_DATA])
+        conv_engine_backward_data(&al->engine[CONV_BACKWARD_DATA], ctx->cudnn, dx, dy, c->run_weight, ctx->workspace);
+    else
+        CHECK_CUDNN(cudnnConvolutionBackwardData(ctx->cudnn, &one, c->w_desc, c->run_weight, c->y_desc, dy,
+                                                 c->bwd_data_desc, al->bwd_data, ctx->workspace,
+                                                 ctx->workspace_bytes, c->accumulate_dx ? &one : &zero,
+                                                 c->x_desc, dx));
+}
+
+/* Runs of the legacy algorithm picked for one direction, for gpu_timer. */
+typedef struct legacy_run {
+    conv_layer *c;
+    void *y, *dx;
+    const void *x;
+    job_context *ctx;
+    conv_direction dir;
+} legacy_run;
+
+static void run_legacy(void *arg) {
+    legacy_run *r = arg;
+    if (r->dir == CONV_FORWARD) conv_forward(r->c, r->y, r->x, r->ctx);
+    else if (r->dir == CONV_BACKWARD_DATA) data_grad(r->c, r->dx, r->y, r->ctx);
+    else weight_grad(r->c, r->y, r->x, r->ctx->cudnn, r->ctx->workspace, r->ctx->workspace_bytes);
+}
+
+/* Find's own times include each launch's host path, as the engines' used to: both are measured
+ * again here the same way (gpu_timer.h) before they are compared. */
+static float time_legacy(conv_layer *c, conv_direction dir, void *y, const void *x, void *dx, job_context *ctx) {
+    legacy_run r = {c, y, dx, x, ctx, dir};
+    run_legacy(&r);
+    return gpu_timer_median_ms(ctx->stream, run_legacy, &r, LEGACY_TIMED_RUNS);
+}
+
+/* SUITE_CONV_LOG=1: one line per searched direction on stderr, with what was chosen and why. */
+static void log_choice(const conv_layer *c, conv_direction dir, float legacy_ms, const conv_engine_plan *plan,
+                       int engine_found) {
+    const char *setting = getenv("SUITE_CONV_LOG");
+    if (!setting || strcmp(setting, "1") != 0) return;
+    const conv_shape *s = &c->shape;
+    fprintf(stderr, "conv %s n%d %dx%d c%d->%d k%d s%d %s: legacy %.4f ms", s->data_type == CUDNN_DATA_BFLOAT16 ? "bf16" : "f32",
+            s->batch, s->h_in, s->w_in, s->in_c, s->out_c, s->kernel, s->stride, conv_direction_name(dir), legacy_ms);
+    if (engine_found)
+        fprintf(stderr, ", engine %s %.4f ms (best of %d)", plan->name, plan->ms, plan->candidates_timed);
+    fprintf(stderr, " -> %s\n", c->algos.use_engine[dir] ? "engine" : "legacy");
+}
+
+/* For each direction, the graph-API engine replaces the legacy algorithm when it measured faster.
+ * SUITE_CONV_PATH=legacy or =engine forces one path (for comparisons and diagnosis). */
+static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
+    conv_algos *al = &c->algos;
+    const char *forced = getenv("SUITE_CONV_PATH");
+    if (forced && !strcmp(forced, "legacy")) return;
+    int force_engine = forced && !strcmp(forced, "engine");
+    float *legacy_ms[3] = {&al->fwd_ms, &al->bwd_data_ms, &al->bwd_filter_ms};
+    for (int d = 0; d < 3; d++) {
+        if (d == CONV_BACKWARD_DATA && !dx) continue;
+        void *in = d == CONV_BACKWARD_DATA ? (void *)dx : (void *)x;
+        void *w = d == CONV_BACKWARD_FILTER ? c->run_weight_grad : c->run_weight;
+        float beta = d == CONV_BACKWARD_DATA && c->accumulate_dx ? 1.0f : 0.0f;
+        char err[512];
+        conv_engine_plan plan;
+        int found = conv_engine_find(&plan, (conv_direction)d, &c->shape, ctx->allow_tf32, beta, ctx->cudnn,
+                                     ctx->stream, in, w, y, ctx->workspace, ctx->workspace_limit, err,
+                                     sizeof err) == 0;
+        /* Find's time is the GPU's plus at most the host's launch, so a legacy algorithm Find saw
+         * at over twice the engine's (bfloat16's often take milliseconds) cannot win: not timed again. */
+        if (found && !force_engine && *legacy_ms[d] < 2.0f * plan.ms + LEGACY_HOST_MS)
+            *legacy_ms[d] = time_legacy(c, (conv_direction)d, y, x, dx, ctx);
+        if (found && (force_engine || plan.ms < *legacy_ms[d])) {
+            al->engine[d] = plan;
+            al->use_engine[d] = 1;
+            if (plan.workspace_bytes > al->workspace_bytes) al->workspace_bytes = plan.workspace_bytes;
+        }
+        log_choice(c, (conv_direction)d, *legacy_ms[d], &plan, found);
+        if (found && !al->use_engine[d]) conv_engine_destroy(&plan);
+    }
+}
+
+/* Layers share a search when shape, accumulation and the presence of an input gradient agree. */
+static int cache_lookup(const conv_algo_cache *cache, const conv_shape *s, int accumulate_dx, int has_dx) {
+    for (int i = 0; cache && i < cache->count; i++)
+        if (memcmp(&cache->shapes[i], s, sizeof *s) == 0 && cache->accumulate_dx[i] == accumulate_dx &&
+            cache->has_dx[i] == has_dx)
+            return i;
+    return -1;
+}
+
+void conv_setup(conv_layer *c, void *y, const void *x, void *dx, int accumulate_dx,
+                conv_algo_cache *cache, job_context *ctx) {
+    const conv_shape *s = &c->shape;
+    c->accumulate_dx = accumulate_dx;
+    if (is_half(c) && !ctx->arena.half_weights) {
+        fprintf(stderr, "conv_setup: a bfloat16 convolution needs an arena with half_weights (the model was "
+                "planned as float)\n");
+        exit(1);
+    }
+    c->run_weight = is_half(c) ? arena_half_of(&ctx->arena, c->weight) : (void *)c->weight;
+    c->run_weight_grad = is_half(c) ? arena_half_grad_of(&ctx->arena, c->weight) : (void *)c->weight_grad;
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&c->x_desc));
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&c->y_desc));
+    CHECK_CUDNN(cudnnCreateFilterDescriptor(&c->w_desc));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(c->x_desc, s->format, s->data_type, s->batch, s->in_c,
+                                           s->h_in, s->w_in));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(c->y_desc, s->format, s->data_type, s->batch, s->out_c,
+                                           s->h_out, s->w_out));
+    CHECK_CUDNN(cudnnSetFilter4dDescriptor(c->w_desc, s->data_type, s->format, s->out_c, s->in_c,
+                                           s->kernel, s->kernel));
+    c->fwd_desc = make_conv_desc(s);
+    c->bwd_data_desc = make_conv_desc(s);
+    c->bwd_filter_desc = make_conv_desc(s);
+
+    int cached = cache_lookup(cache, s, accumulate_dx, dx != NULL);
+    if (cached >= 0) {
+        c->algos = cache->algos[cached]; /* the cache keeps owning the engine plans */
+    } else {
+        memset(&c->algos, 0, sizeof c->algos);
+        search_algos(c, y, x, dx, ctx);
+        use_math_types(c); /* the legacy picks are timed again as they will run */
+        search_engines(c, y, x, dx, ctx);
+        if (cache && cache->count < CONV_CACHE_MAX) {
+            cache->shapes[cache->count] = *s;
+            cache->accumulate_dx[cache->count] = accumulate_dx;
+            cache->has_dx[cache->count] = dx != NULL;
+            cache->algos[cache->count++] = c->algos;
+        } else {
+            c->owns_engine = 1;
+        }
+    }
+    use_math_types(c);
+}
+
+void conv_algo_cache_free(conv_algo_cache *cache) {
+    for (int i = 0; i < cache->count; i++)
+        for (int d = 0; d < 3; d++) conv_engine_destroy(&cache->algos[i].engine[d]);
+    cache->count = 0;
+}
+
+void conv_backward(conv_layer *c, void *dx, const void *dy, const void *x, job_context *ctx) {
+    weight_grad(c, dy, x, ctx->cudnn, ctx->workspace, ctx->workspace_bytes);
+    context_grad_ready(ctx, c->weight);
+    if (dx) data_grad(c, dx, dy, ctx);
+}
+
+void conv_backward_lane(conv_layer *c, void *dx, const void *dy, const void *x, wgrad_lane *lane,
+                        job_context *ctx) {
+    if (!lane) {
+        conv_backward(c, dx, dy, x, ctx);
+        return;
+    }
+    if (ctx->grad_hooks) {
+        fprintf(stderr, "conv_backward_lane: gradient hooks need every gradient on the job's stream (no lane)\n");
+        exit(1);
+    }
+    if (c->algos.workspace_bytes > lane->workspace_bytes) {
+        fprintf(stderr, "conv_backward_lane: the layer's algorithms need a %zu-byte workspace, the lane has %zu\n",
+                c->algos.workspace_bytes, lane->workspace_bytes);
+        exit(1);
+    }
+    cudnnHandle_t on_lane = wgrad_lane_job_begin(lane, ctx->stream);
+    weight_grad(c, dy, x, on_lane, lane->workspace, lane->workspace_bytes);
+    wgrad_lane_job_end(lane);
+    if (dx) data_grad(c, dx, dy, ctx);
+}
+
+void conv_destroy(conv_layer *c) {
+    if (c->owns_engine)
+        for (int d = 0; d < 3; d++) conv_engine_destroy(&c->algos.engine[d]);
+    c->owns_engine = 0;
+    if (c->x_desc) CHECK_CUDNN(cudnnDestroyTensorDescriptor(c->x_desc));
+    if (c->y_desc) CHECK_CUDNN(cudnnDestroyTensorDescriptor(c->y_desc));
+    if (c->w_desc) CHECK_CUDNN(cudnnDestroyFilterDescriptor(c->w_desc));
+    if (c->fwd_desc) CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(c->fwd_desc));
+    if (c->bwd_data_desc) CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(c->bwd_data_desc));
+    if (c->bwd_filter_desc) CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(c->bwd_filter_desc));
+    c->x_desc = NULL, c->y_desc = NULL, c->w_desc = NULL;
+    c->fwd_desc = c->bwd_data_desc = c->bwd_filter_desc = NULL;
+}

@@ -1,0 +1,687 @@
+/* Job processes (see jobs.h; their event protocol is in job_events.c). One poll() loop serves every pipe of a
+ * group plus the self-pipe of the stop signals, so nothing blocks on a single job and no work
+ * happens in a signal handler. Children are forked and exec'd (not posix_spawn'd) so that each
+ * asks, between the two, to be killed when the runner dies: a `kill -9` of run_suite leaves no
+ * job behind. */
+#define _GNU_SOURCE
+#include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/progress.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+extern char **environ;
+
+/* Signal handlers can reach only globals: the self-pipe and the signal that asked to stop. */
+static int stop_pipe[2] = {-1, -1};
+static volatile sig_atomic_t stop_signo = 0;
+static volatile sig_atomic_t stop_count = 0;
+
+double jobs_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double jobs_monotonic(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void wake_loop(void) {
+    int saved = errno;
+    if (stop_pipe[1] >= 0) {
+        ssize_t ignored = write(stop_pipe[1], "x", 1); /* full pipe: already awake */
+        (void)ignored;
+    }
+    errno = saved;
+}
+
+static void on_stop_signal(int signo) {
+    if (!stop_signo) stop_signo = signo;
+    stop_count++;
+    wake_loop();
+}
+
+static void on_child_signal(int signo) { wake_loop(); }
+
+int jobs_install_stop_signals(void) {
+    if (stop_pipe[0] >= 0) return 0;
+    if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = on_child_signal;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+int jobs_stop_signal(void) { return stop_signo; }
+
+void jobs_request_stop(int signo) {
+    if (!stop_signo) stop_signo = signo;
+    stop_count++;
+    wake_loop();
+}
+
+/* --- argv and environment ------------------------------------------------------------------ */
+
+typedef struct strv { char **v; int n, cap; int failed; } strv;
+
+static void strv_push(strv *s, const char *text) {
+    if (s->failed) return;
+    if (s->n + 2 > s->cap) {
+        int cap = s->cap ? s->cap * 2 : 32;
+        char **v = realloc(s->v, (size_t)cap * sizeof *v);
+        if (!v) { s->failed = 1; return; }
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n] = strdup(text);
+    if (!s->v[s->n]) { s->failed = 1; return; }
+    s->v[++s->n] = NULL;
+}
+
+static char **strv_finish(strv *s) {
+    if (!s->v && !s->failed) s->v = calloc(1, sizeof *s->v); /* an empty vector, still terminated */
+    if (s->failed || !s->v) {
+        job_free_strv(s->v);
+        return NULL;
+    }
+    return s->v;
+}
+
+void job_free_strv(char **v) {
+    if (!v) return;
+    for (char **p = v; *p; p++) free(*p);
+    free(v);
+}
+
+void job_safe_name(char *out, size_t size, const char *text) {
+    size_t n = 0;
+    for (const char *p = text; *p && n + 1 < size; p++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '+' || c == '.' || c == '_' || c == '-';
+        out[n++] = ok ? c : '_';
+    }
+    if (n > 0 && out[0] == '.') out[0] = '_'; /* never a hidden file or ".." */
+    out[n] = 0;
+}
+
+int job_env_set(job_env *env, const char *name, const char *fmt, ...) {
+    if (env->count >= JOB_ENV_MAX) return -1;
+    char *entry = env->entries[env->count];
+    if (!fmt) {
+        snprintf(entry, JOB_ENV_ENTRY, "%s", name);
+    } else {
+        int used = snprintf(entry, JOB_ENV_ENTRY, "%s=", name);
+        va_list ap;
+        va_start(ap, fmt);
+        int more = vsnprintf(entry + used, JOB_ENV_ENTRY - (size_t)used, fmt, ap);
+        va_end(ap);
+        if (used + more >= JOB_ENV_ENTRY) return -1;
+    }
+    env->count++;
+    return 0;
+}
+
+static size_t env_name_len(const char *entry) {
+    const char *eq = strchr(entry, '=');
+    return eq ? (size_t)(eq - entry) : strlen(entry);
+}
+
+char **job_build_env(char *const *base, const job_env *env) {
+    strv s = {0};
+    for (char *const *p = base; p && *p; p++) {
+        int replaced = 0;
+        for (int i = 0; env && i < env->count && !replaced; i++) {
+            size_t n = env_name_len(env->entries[i]);
+            replaced = env_name_len(*p) == n && strncmp(*p, env->entries[i], n) == 0;
+        }
+        if (!replaced) strv_push(&s, *p);
+    }
+    for (int i = 0; env && i < env->count; i++)
+        if (strchr(env->entries[i], '=')) strv_push(&s, env->entries[i]);
+    return strv_finish(&s);
+}
+
+char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
+                      long steps_per_epoch, const char *data_root, int dry_run) {
+    strv s = {0};
+    char num[32];
+#define ARG(flag, value) (strv_push(&s, flag), strv_push(&s, value))
+#define NUM(flag, fmt, v) (snprintf(num, sizeof num, fmt, v), ARG(flag, num))
+    strv_push(&s, train_path);
+    ARG("--model", spec->model);
+    ARG("--data", spec->data);
+    NUM("--batch", "%d", spec->batch);
+    if (spec->image_size > 0) NUM("--image-size", "%d", spec->image_size); /* 0: criteo */
+    if (spec->classes > 0) NUM("--classes", "%d", spec->classes);
+    if (spec->max_rows > 0) NUM("--max-rows", "%lld", spec->max_rows);
+    if (spec->precision[0]) ARG("--precision", spec->precision); /* also for the footprint */
+    if (spec->gpus > 1) NUM("--gpus", "%d", spec->gpus);
+    if (!dry_run) {
+        NUM("--epochs", "%d", epochs);
+        if (steps_per_epoch > 0) NUM("--steps-per-epoch", "%ld", steps_per_epoch);
+        if (spec->fault.kind != FAULT_NONE && fault_format(&spec->fault, num, sizeof num) > 0)
+            ARG("--inject-fault", num);
+    }
+    strv_push(&s, dry_run ? "--dry-run" : "--json");
+    strv_push(&s, dry_run ? "--json" : "--wait-go");
+    if (data_root && *data_root) {
+        /* real files where they are present; synthetic data of the set's shape elsewhere */
+        ARG("--data-root", data_root);
+        strv_push(&s, "--data-if-present");
+    }
+#undef ARG
+#undef NUM
+    return strv_finish(&s);
+}
+
+int job_prepare(job_run *job, int index, const job_spec *spec, const char *train_path,
+                int epochs, long steps_per_epoch, const char *data_root, const job_env *env,
+                const char *log_dir, char *err, size_t err_size) {
+    memset(job, 0, sizeof *job);
+    job->index = index;
+    job->spec = *spec;
+    job->epochs_planned = spec->epochs > 0 ? spec->epochs : epochs;
+    job->steps_per_epoch = spec->steps_per_epoch > 0 ? spec->steps_per_epoch : steps_per_epoch;
+    char safe[64];
+    job_safe_name(safe, sizeof safe, spec->label);
+    snprintf(job->name, sizeof job->name, "job-%d-%s", index, safe);
+    snprintf(job->log_path, sizeof job->log_path, "%s/%s.log", log_dir, job->name);
+    job->pid = -1;
+    job->stdin_fd = job->out_fd = job->err_fd = job->log_fd = -1;
+    job->mps = job->mig = -1;
+    job->collateral_of = -1;
+    job->params = job->footprint_bytes = NAN;
+    job->t_spawn = job->t_ready = job->t_go = job->t_done = job->t_exit = job->t_fault = NAN;
+    job->argv = job_build_argv(train_path, spec, job->epochs_planned, job->steps_per_epoch, data_root, 0);
+    job->envp = job_build_env(environ, env);
+    if (!job->argv || !job->envp) {
+        snprintf(err, err_size, "out of memory building the command of job %d", index);
+        job_release(job);
+        return -1;
+    }
+    return 0;
+}
+
+static void close_fd(int *fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+void job_release(job_run *job) {
+    job_free_strv(job->argv);
+    job_free_strv(job->envp);
+    job->argv = job->envp = NULL;
+    close_fd(&job->stdin_fd);
+    close_fd(&job->out_fd);
+    close_fd(&job->err_fd);
+    close_fd(&job->log_fd);
+}
+
+/* --- process handling ---------------------------------------------------------------------- */
+
+static void progress(const jobs_settings *s, const job_run *job, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void progress(const jobs_settings *s, const job_run *job, const char *fmt, ...) {
+    if (!s->tag) return;
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (s->board) progress_show(s->board, job, text);
+    else fprintf(stderr, "[%s] job %d %s: %s\n", s->tag, job->index, job->spec.label, text);
+}
+
+static void notify(const jobs_settings *s, const job_run *job, const char *phase, double t) {
+    if (s->observer.on_phase) s->observer.on_phase(s->observer.user, job, phase, t);
+}
+
+/* fork + exec: between the two the child asks for SIGKILL when the runner dies (a kill -9 of
+ * run_suite must leave no job running), joins a group of its own (stopped as a whole, not by the
+ * terminal) and gets default signal handling; only async-signal-safe calls run there. An exec
+ * failure comes back as errno through a close-on-exec pipe. */
+int jobs_spawn(pid_t *pid, char *const argv[], char *const envp[], int in_fd, int out_fd,
+                       int err_fd) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return errno;
+    pid_t parent = getpid();
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* no handler of ours may run in the child */
+    pid_t child = fork();
+    if (child == 0) {
+        int reset[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) sigaction(reset[i], &dfl, NULL);
+        int e = 0;
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) e = errno;
+        if (!e && getppid() != parent) e = ESRCH; /* the runner died before the request */
+        if (!e && setpgid(0, 0) != 0) e = errno;
+        if (!e && in_fd < 0) {
+            int null = open("/dev/null", O_RDONLY);
+            if (null < 0 || dup2(null, 0) < 0) e = errno;
+        } else if (!e && dup2(in_fd, 0) < 0) {
+            e = errno;
+        }
+        if (!e && out_fd >= 0 && dup2(out_fd, 1) < 0) e = errno;
+        if (!e && err_fd >= 0 && dup2(err_fd, 2) < 0) e = errno;
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (!e) execve(argv[0], argv, envp);
+        if (!e) e = errno;
+        ssize_t ignored = write(report[1], &e, sizeof e);
+        (void)ignored;
+        _exit(127);
+    }
+    int rc = child < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(report[1]);
+    if (child > 0) {
+        int e = 0;
+        ssize_t n;
+        do n = read(report[0], &e, sizeof e);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof e) { /* exec failed: reap it, report why */
+            while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+            rc = e;
+        } else {
+            *pid = child;
+        }
+    }
+    close(report[0]);
+    return rc;
+}
+
+static int start_job(job_run *job, const jobs_settings *s) {
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
+    job->t_spawn = jobs_now();
+    job->phase = JOB_STARTED;
+    job->log_fd = open(job->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (job->log_fd < 0)
+        fprintf(stderr, "warning: cannot write the log %s: %s\n", job->log_path, strerror(errno));
+    int rc = 0;
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(er, O_CLOEXEC)) rc = errno;
+    if (!rc) rc = jobs_spawn(&job->pid, job->argv, job->envp, in[0], out[1], er[1]);
+    close_fd(&in[0]);
+    close_fd(&out[1]);
+    close_fd(&er[1]);
+    if (rc) {
+        close_fd(&in[1]);
+        close_fd(&out[0]);
+        close_fd(&er[0]);
+        job->pid = -1;
+        snprintf(job->reason, sizeof job->reason, "cannot start %s: %s", job->argv[0], strerror(rc));
+        return -1;
+    }
+    job->stdin_fd = in[1];
+    job->out_fd = out[0];
+    job->err_fd = er[0];
+    fcntl(job->stdin_fd, F_SETFL, O_NONBLOCK);
+    fcntl(job->out_fd, F_SETFL, O_NONBLOCK);
+    fcntl(job->err_fd, F_SETFL, O_NONBLOCK);
+    progress(s, job, "started (pid %d)", (int)job->pid);
+    return 0;
+}
+
+static void terminate_job(job_run *job, double grace_s, const char *why) {
+    if (!job->reason[0] && why) snprintf(job->reason, sizeof job->reason, "%s", why);
+    close_fd(&job->stdin_fd);
+    if (job->pid > 0 && !job->reaped && !job->term_sent) {
+        if (kill(-job->pid, SIGTERM) != 0) kill(job->pid, SIGTERM);
+        job->term_sent = 1;
+        job->kill_at = jobs_monotonic() + grace_s;
+    }
+}
+
+static void log_bytes(job_run *job, const char *data, size_t n) {
+    while (job->log_fd >= 0 && n > 0) {
+        ssize_t w = write(job->log_fd, data, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) { close_fd(&job->log_fd); return; }
+        data += w;
+        n -= (size_t)w;
+    }
+}
+
+static void take_stdout_line(job_run *job, const jobs_settings *s) {
+    job->out_line[job->out_len] = 0;
+    const char *phase = job->out_overflow ? NULL : job_handle_line(job, job->out_line, jobs_now());
+    if (!job->out_overflow && s->board) progress_line(s->board, job, job->out_line);
+    job->out_len = 0;
+    job->out_overflow = 0;
+    if (!phase) return;
+    if (strcmp(phase, "ready") == 0) {
+        progress(s, job, "ready after %.1f s", job->t_ready - job->t_spawn);
+        notify(s, job, phase, job->t_ready);
+    } else {
+        const job_epoch *e = &job->epochs[job->epoch_count - 1];
+        progress(s, job, "epoch %d: %.2f s, %.1f samples/s%s", e->epoch, e->seconds,
+                 e->samples_per_s, e->diverged ? " (loss is NaN)" : "");
+        notify(s, job, phase, isnan(e->t_end) ? jobs_now() : e->t_end);
+    }
+}
+
+static void take_output(job_run *job, int is_stdout, const char *data, size_t n,
+                        const jobs_settings *s) {
+    log_bytes(job, data, n);
+    for (size_t i = 0; i < n; i++) {
+        char c = data[i];
+        if (is_stdout) {
+            if (c == '\n') take_stdout_line(job, s);
+            else if (job->out_len + 1 < JOB_LINE_MAX) job->out_line[job->out_len++] = c;
+            else job->out_overflow = 1;
+        } else if (c == '\n') {
+            job->err_line[job->err_len] = 0;
+            if (job->err_len) memcpy(job->err_last, job->err_line, job->err_len + 1);
+            job->err_len = 0;
+        } else if (job->err_len + 1 < sizeof job->err_line) {
+            job->err_line[job->err_len++] = c;
+        }
+    }
+}
+
+/* Reads what a pipe holds now; closes it at end of file. */
+static void drain_pipe(job_run *job, int is_stdout, const jobs_settings *s) {
+    int *fd = is_stdout ? &job->out_fd : &job->err_fd;
+    char buf[65536];
+    while (*fd >= 0) {
+        ssize_t n = read(*fd, buf, sizeof buf);
+        if (n > 0) {
+            take_output(job, is_stdout, buf, (size_t)n, s);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) return;
+        close_fd(fd);
+        if (is_stdout && job->out_len) take_stdout_line(job, s); /* last line without '\n' */
+    }
+}
+
+static void reap(job_run *job) {
+    if (job->pid <= 0 || job->reaped) return;
+    int st;
+    pid_t r = waitpid(job->pid, &st, WNOHANG);
+    if (r == job->pid || (r < 0 && errno == ECHILD)) {
+        job->reaped = 1;
+        job->wait_status = r == job->pid ? st : 0;
+        job->t_exit = jobs_now();
+        job->close_at = jobs_monotonic() + 2.0; /* a grandchild may still hold the pipes */
+        close_fd(&job->stdin_fd);
+    }
+}
+
+static void release_barrier(job_run *jobs, int count, const jobs_settings *s) {
+    /* Everything before the writes is done first, so "go" reaches all jobs back to back. */
+    static const char go[] = "go\n";
+    double t = jobs_now();
+    for (int i = 0; i < count; i++) {
+        job_run *job = &jobs[i];
+        if (job->phase != JOB_READY) continue;
+        ssize_t w;
+        do w = write(job->stdin_fd, go, sizeof go - 1);
+        while (w < 0 && errno == EINTR);
+        close_fd(&job->stdin_fd); /* "go" is the only line; EOF later tells train nothing more comes */
+        job->t_go = t;
+        job->last_event_mono = jobs_monotonic();
+        job->phase = JOB_TRAINING;
+    }
+    for (int i = 0; i < count; i++)
+        if (jobs[i].phase == JOB_TRAINING) {
+            progress(s, &jobs[i], "go");
+            notify(s, &jobs[i], "start", t);
+        }
+}
+
+static void finish_job(job_run *job, const jobs_settings *s) {
+    job_settle(job);
+    job->phase = JOB_FINISHED;
+    close_fd(&job->log_fd);
+    static const char *names[] = {"ok", "failed", "diverged"};
+    progress(s, job, "%s%s%s", names[job->status], job->reason[0] ? ": " : "", job->reason);
+    notify(s, job, "end", isnan(job->t_exit) ? jobs_now() : job->t_exit);
+}
+
+group_result jobs_run_group(job_run *jobs, int count, const jobs_settings *s) {
+    progress_board board;
+    jobs_settings shown = *s;
+    shown.board = &board;
+    progress_begin(&board, stderr, -1, jobs, count, s->tag);
+    s = &shown;
+    jobs_install_stop_signals();
+    int stopping = 0, released = 0, any_bad = 0;
+    double ready_deadline = jobs_monotonic() + s->ready_timeout_s;
+    for (int i = 0; i < count; i++) {
+        if (stop_signo) {
+            snprintf(jobs[i].reason, sizeof jobs[i].reason, "not started: the run was stopped");
+            finish_job(&jobs[i], s);
+            continue;
+        }
+        if (start_job(&jobs[i], s) != 0) finish_job(&jobs[i], s);
+        else notify(s, &jobs[i], "spawn", jobs[i].t_spawn);
+    }
+    struct pollfd *fds = calloc((size_t)count * 2 + 1, sizeof *fds);
+    int *owner = calloc((size_t)count * 2 + 1, sizeof *owner);
+    if (!fds || !owner) {
+        fprintf(stderr, "error: out of memory watching %d jobs\n", count);
+        jobs_request_stop(SIGTERM);
+    }
+    int seen_stop_count = 0;
+    for (;;) {
+        double mono = jobs_monotonic();
+        if (stop_signo && stop_count != seen_stop_count) {
+            char why[96];
+            snprintf(why, sizeof why, "stopped by run_suite (%s)", strsignal(stop_signo));
+            for (int i = 0; i < count; i++) {
+                if (jobs[i].phase == JOB_FINISHED) continue;
+                terminate_job(&jobs[i], s->grace_s, why);
+                if (stopping) jobs[i].kill_at = mono; /* a second Ctrl-C: no more grace */
+            }
+            stopping = 1;
+            seen_stop_count = stop_count;
+        }
+        if (!released) {
+            int waiting = 0;
+            for (int i = 0; i < count; i++) waiting += jobs[i].phase == JOB_STARTED;
+            if (stopping) {
+                released = 1;
+            } else if (waiting == 0 || mono >= ready_deadline) {
+                char why[96];
+                snprintf(why, sizeof why, "not ready within %.0f s", s->ready_timeout_s);
+                for (int i = 0; i < count; i++)
+                    if (jobs[i].phase == JOB_STARTED) terminate_job(&jobs[i], s->grace_s, why);
+                release_barrier(jobs, count, s);
+                released = 1;
+            }
+        }
+        int alive = 0, nfds = 0;
+        if (fds) {
+            fds[nfds].fd = stop_pipe[0];
+            fds[nfds].events = POLLIN;
+            owner[nfds++] = -1;
+        }
+        for (int i = 0; i < count; i++) {
+            job_run *job = &jobs[i];
+            if (job->phase == JOB_FINISHED) continue;
+            if (job->phase == JOB_TRAINING && !job->term_sent && !job->reaped &&
+                mono - job->last_event_mono > jobs_stall_limit(job, s)) {
+                char why[160];
+                snprintf(why, sizeof why, "stopped by the watchdog: no event for %.0f s (--stall-timeout)",
+                         mono - job->last_event_mono);
+                job->stalled = 1;
+                progress(s, job, "%s", why);
+                terminate_job(job, s->grace_s, why);
+            }
+            if (job->term_sent && !job->kill_sent && !job->reaped && mono >= job->kill_at) {
+                if (kill(-job->pid, SIGKILL) != 0) kill(job->pid, SIGKILL);
+                job->kill_sent = 1;
+            }
+            if (job->reaped && mono >= job->close_at) {
+                close_fd(&job->out_fd);
+                close_fd(&job->err_fd);
+            }
+            if (job->reaped && job->out_fd < 0 && job->err_fd < 0) {
+                finish_job(job, s);
+                any_bad |= job->status != JOB_OK;
+                continue;
+            }
+            alive++;
+            if (!fds) continue;
+            if (job->out_fd >= 0) { fds[nfds] = (struct pollfd){job->out_fd, POLLIN, 0}; owner[nfds++] = 2 * i; }
+            if (job->err_fd >= 0) { fds[nfds] = (struct pollfd){job->err_fd, POLLIN, 0}; owner[nfds++] = 2 * i + 1; }
+        }
+        if (!alive) break;
+        if (!fds) usleep(100000);
+        else if (poll(fds, (nfds_t)nfds, 100) < 0 && errno != EINTR) {
+            fprintf(stderr, "error: poll: %s\n", strerror(errno));
+            jobs_request_stop(SIGTERM);
+        }
+        char sink[64];
+        while (stop_pipe[0] >= 0 && read(stop_pipe[0], sink, sizeof sink) > 0) {}
+        for (int k = 0; fds && k < nfds; k++)
+            if (owner[k] >= 0 && (fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                drain_pipe(&jobs[owner[k] / 2], owner[k] % 2 == 0, s);
+        for (int i = 0; i < count; i++) reap(&jobs[i]);
+    }
+    free(fds);
+    free(owner);
+    progress_end(&board);
+    if (stopping) return GROUP_STOPPED;
+    for (int i = 0; i < count; i++) any_bad |= jobs[i].status != JOB_OK;
+    return any_bad ? GROUP_PARTIAL : GROUP_COMPLETE;
+}
+
+/* --- one-shot commands --------------------------------------------------------------------- */
+
+int jobs_run_capture(char *const argv[], char *const envp[], const char *stdin_text, char *out,
+                     size_t out_size, double timeout_s) {
+    jobs_install_stop_signals();
+    int in[2] = {-1, -1}, pipe_out[2] = {-1, -1};
+    if (stdin_text && pipe2(in, O_CLOEXEC) != 0) return -1;
+    if (pipe2(pipe_out, O_CLOEXEC) != 0) {
+        close_fd(&in[0]);
+        close_fd(&in[1]);
+        return -1;
+    }
+    pid_t pid;
+    int rc = jobs_spawn(&pid, argv, envp ? envp : environ, in[0], pipe_out[1], -1);
+    close_fd(&in[0]);
+    close_fd(&pipe_out[1]);
+    if (rc) {
+        close_fd(&in[1]);
+        close_fd(&pipe_out[0]);
+        errno = rc;
+        return -1;
+    }
+    for (size_t done = 0, n = stdin_text ? strlen(stdin_text) : 0; done < n;) { /* a command line */
+        ssize_t w = write(in[1], stdin_text + done, n - done);
+        if (w <= 0 && errno != EINTR) break;
+        if (w > 0) done += (size_t)w;
+    }
+    close_fd(&in[1]);
+    /* Non-blocking reads: a daemon forked by the command may keep the pipe open after it exits. */
+    fcntl(pipe_out[0], F_SETFL, O_NONBLOCK);
+    size_t len = 0;
+    double deadline = jobs_monotonic() + timeout_s;
+    int status = 0, reaped = 0, timed_out = 0;
+    for (;;) {
+        if (pipe_out[0] >= 0) {
+            char buf[4096];
+            ssize_t n;
+            while ((n = read(pipe_out[0], buf, sizeof buf)) > 0) {
+                size_t room = out_size > len + 1 ? out_size - 1 - len : 0;
+                size_t keep = (size_t)n < room ? (size_t)n : room;
+                memcpy(out + len, buf, keep);
+                len += keep;
+            }
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) close_fd(&pipe_out[0]);
+        }
+        if (reaped) break;
+        if (!timed_out && jobs_monotonic() >= deadline) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            timed_out = 1;
+        }
+        pid_t r = waitpid(pid, &status, timed_out ? 0 : WNOHANG);
+        if (r == pid) { reaped = 1; continue; } /* one more read for what it wrote last */
+        if (r < 0 && errno != EINTR) break;
+        if (pipe_out[0] >= 0) {
+            struct pollfd p = {pipe_out[0], POLLIN, 0};
+            poll(&p, 1, 20);
+        } else {
+            usleep(10000);
+        }
+    }
+    close_fd(&pipe_out[0]);
+    if (out_size) out[len] = 0;
+    return timed_out ? -2 : status;
+}
+
+int job_query_footprint(const char *train_path, const job_spec *spec, const char *data_root,
+                        job_footprint *fp, char *err, size_t err_size) {
+    char **argv = job_build_argv(train_path, spec, 0, 0, data_root, 1);
+    if (!argv) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    char out[16384];
+    int st = jobs_run_capture(argv, NULL, NULL, out, sizeof out, 60.0);
+    int rc = -1;
+    if (st == -1) snprintf(err, err_size, "cannot run %s: %s", train_path, strerror(errno));
+    else if (st == -2) snprintf(err, err_size, "%s --dry-run took over 60 s", train_path);
+    else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        snprintf(err, err_size, "%s --dry-run for %s failed (%s %d; its message is above)", train_path, spec->label,
+                 WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    else rc = job_parse_footprint(out, fp, err, err_size);
+    job_free_strv(argv);
+    return rc;
+}
+
+int jobs_find_program(const char *name, char *out, size_t size) {
+    out[0] = 0;
+    if (strchr(name, '/')) {
+        snprintf(out, size, "%s", name);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    char *copy = strdup(path ? path : "/usr/bin:/bin"), *save = NULL;
+    for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !out[0]; dir = strtok_r(NULL, ":", &save)) {
+        char candidate[PATH_MAX];
+        snprintf(candidate, sizeof candidate, "%s/%s", dir, name);
+        if (access(candidate, X_OK) == 0) snprintf(out, size, "%s", candidate);
+    }
+    free(copy);
+    if (out[0]) return 0;
+    errno = ENOENT;
+    return -1;
+}

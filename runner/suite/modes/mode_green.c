@@ -1,0 +1,154 @@
+/* green: every job of the mix in one process (job_host), each in a CUDA green context that holds
+ * its own SMs: static SM partitions, MIG-like compute isolation on any Hopper or Ampere GPU
+ * without MIG mode, MPS or administrator rights (memory and bandwidth stay shared, and so does
+ * the fault domain: a CUDA fault in one partition fails the others, measured on the H100). The SMs
+ * per job: --green-sm, --green-share, or by compute demand over the whole GPU (green_plan.h);
+ * with mig-emulate --via green, the SM counts of the MIG layout the mix would get. The device's
+ * split (its SMs and group size) comes from `job_host --probe` on the run's GPU, or for a plan
+ * without it from --mig-gpu's table. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runner/suite/plan/green_plan.h"
+#include "runner/suite/jobs/host_group.h"
+#include "runner/suite/plan/mig_plan.h"
+#include "runner/suite/run/suite.h"
+
+extern const suite_mode mode_green;
+extern char **environ;
+
+typedef struct green_state {
+    green_plan plan;
+    int have_plan;
+    int from_mig;                 /* the SM counts are the MIG layout's (--via green) */
+    mig_plan mig;
+} green_state;
+
+/* The run's GPU as the jobs will see it: its SMs and the green-context group size. */
+static int probe(const suite_ctx *c, green_gpu *gpu, char *err, size_t err_size) {
+    char host[PATH_MAX], out[512] = "";
+    host_group_program(c->o->train_path, host, sizeof host);
+    char *argv[] = {host, "--probe", NULL};
+    job_env env = {0};
+    job_env_set(&env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    job_env_set(&env, "CUDA_VISIBLE_DEVICES", "%s", c->gpu.visible);
+    char **envp = job_build_env(environ, &env);
+    int st = envp ? jobs_run_capture(argv, envp, NULL, out, sizeof out, 60) : -1;
+    job_free_strv(envp);
+    if (st != 0) {
+        snprintf(err, err_size, "%s --probe could not read the GPU's SM split (%s; its message is above); "
+                 "to plan without the GPU give --mig-gpu %s", host, st == -2 ? "timed out" : "failed",
+                 mig_known_gpu_names());
+        return -1;
+    }
+    return green_parse_probe(out, gpu, err, err_size);
+}
+
+/* --mig-gpu NAME: its SM count from the MIG table, the split of its architecture (Ampere: groups
+ * of 4 SMs, Hopper and later: 8; models/core/context.h quotes the driver's rules). */
+static void known_gpu(const char *name, green_gpu *gpu) {
+    const mig_gpu *g = mig_known_gpu(name);
+    int unit = name[0] == 'A' ? 4 : 8;
+    *gpu = (green_gpu){g->total_sms, unit, g->total_sms / unit};
+}
+
+static int plan(suite_ctx *c, char *err, size_t err_size) {
+    green_state *st = suite_mode_state(c, &mode_green);
+    const suite_options *o = c->o;
+    int sm[GREEN_MAX_PARTITIONS];
+    double share[GREEN_MAX_PARTITIONS];
+    green_request req = {c->count, NULL, NULL, NULL};
+    if (c->count > GREEN_MAX_PARTITIONS) {
+        snprintf(err, err_size, "green: %d jobs; one process holds at most %d partitions", c->count,
+                 GREEN_MAX_PARTITIONS);
+        return EXIT_USAGE;
+    }
+    if (o->green_sm && o->green_share) {
+        snprintf(err, err_size, "--green-sm and --green-share: give one of them");
+        return EXIT_USAGE;
+    }
+    if (o->green_sm && green_parse_sms(o->green_sm, c->count, sm, err, err_size) != 0) return EXIT_USAGE;
+    if (o->green_share && green_parse_shares(o->green_share, c->count, share, err, err_size) != 0) return EXIT_USAGE;
+    if (o->green_sm) req.sm = sm;
+    if (o->green_share) req.share = share;
+    st->from_mig = o->via_green;
+    if (st->from_mig) {
+        if (mode_mig_plan(c, &st->mig, err, err_size) != 0) return -1;
+        for (int k = 0; k < st->mig.count; k++)
+            if (st->mig.instances[k].job >= 0 && st->mig.instances[k].job < c->count)
+                sm[st->mig.instances[k].job] = st->mig.instances[k].sm_count;
+        req.sm = sm;
+    }
+    green_gpu gpu;
+    if (o->mig_gpu && o->dry_run) known_gpu(o->mig_gpu, &gpu);
+    else if (probe(c, &gpu, err, err_size) != 0) return -1;
+    if (green_plan_make(&st->plan, &gpu, &req, err, err_size) != 0) return EXIT_USAGE;
+    if (st->from_mig) st->plan.basis = "the MIG layout's SM counts (mig-emulate --via green)";
+    st->have_plan = 1;
+    return 0;
+}
+
+static cJSON *plan_json(const green_plan *p) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "basis", p->basis);
+    cJSON_AddNumberToObject(o, "device_sms", p->gpu.device_sms);
+    cJSON_AddNumberToObject(o, "unit", p->gpu.unit);
+    cJSON_AddNumberToObject(o, "groups", p->gpu.groups);
+    cJSON *a = cJSON_AddArrayToObject(o, "partitions");
+    for (int i = 0; i < p->count; i++) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "job", i);
+        cJSON_AddNumberToObject(j, "sm_count", p->sm[i]);
+        if (isnan(p->demand_share[i])) cJSON_AddNullToObject(j, "demand_share");
+        else cJSON_AddNumberToObject(j, "demand_share", p->demand_share[i]);
+        cJSON_AddItemToArray(a, j);
+    }
+    return o;
+}
+
+static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
+    const green_state *st = suite_mode_state(c, &mode_green);
+    if (!st->have_plan) return;
+    if (json) {
+        cJSON_AddItemToObject(json, "green_plan", plan_json(&st->plan));
+        return;
+    }
+    const char *labels[GREEN_MAX_PARTITIONS];
+    for (int i = 0; i < c->count && i < GREEN_MAX_PARTITIONS; i++) labels[i] = c->o->mix.jobs[i].label;
+    fprintf(out, "green: %d jobs in one process, each in a green context of its own SMs\n", c->count);
+    green_plan_print(&st->plan, labels, out);
+}
+
+static group_result run_jobs(mode_run *r, job_run *jobs, int count, const jobs_settings *s) {
+    const green_state *st = mode_run_state(r);
+    int sms[GREEN_MAX_PARTITIONS];
+    for (int k = 0; k < count && k < GREEN_MAX_PARTITIONS; k++) sms[k] = st->plan.sm[r->job_of[k]];
+    return mode_host_run(r, jobs, count, s, sms);
+}
+
+static void report(const mode_run *r, cJSON *run_json) {
+    const green_state *st = mode_run_state(r);
+    if (st->have_plan) cJSON_AddItemToObject(run_json, "green_plan", plan_json(&st->plan));
+}
+
+static void partition_key(const mode_run *r, int job, char *out, size_t size) {
+    const green_state *st = mode_run_state(r);
+    snprintf(out, size, "%d SMs", st->plan.sm[job]);
+}
+
+const suite_mode mode_green = {
+    .name = "green",
+    .help = "all jobs in one process, each in a green context with its own SMs (static partitions, no MIG, no MPS)",
+    .flags = MODE_PARTITIONED | MODE_IN_ALL | MODE_FAULTS_SPREAD,
+    .state_size = sizeof(green_state),
+    .plan = plan,
+    .describe = describe,
+    .start = mode_plain_start,
+    .job_env = mode_plain_job_env,
+    .run_jobs = run_jobs,
+    .stop = mode_plain_stop,
+    .report = report,
+    .partition_key = partition_key,
+};

@@ -1,0 +1,335 @@
+/* MIG objectives and layouts (see mig_plan.h). Layouts are enumerated as multisets of profiles,
+ * largest first, each checked by a small search over NVIDIA's placements; `fill` then tries
+ * every distinct assignment of a layout's profiles to the jobs. On the 8-slice GPUs a job count
+ * has at most a few dozen layouts and 7! assignments, so the search is exhaustive. */
+#define _GNU_SOURCE
+#include "runner/suite/plan/mig_plan.h"
+
+#include <math.h>
+#include <string.h>
+
+
+static const char *objective_names[] = {"fill", "compact"};
+
+const char *mig_objective_name(mig_objective objective) { return objective_names[objective]; }
+
+int mig_objective_parse(const char *text, mig_objective *objective) {
+    for (int i = 0; i < 2; i++)
+        if (text && strcmp(text, objective_names[i]) == 0) {
+            *objective = (mig_objective)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* ---- enumeration ---------------------------------------------------------------------------- */
+
+static int profile_larger(const mig_profile *a, const mig_profile *b) {
+    if (a->compute_slices != b->compute_slices) return a->compute_slices > b->compute_slices;
+    if (a->memory_slices != b->memory_slices) return a->memory_slices > b->memory_slices;
+    return a->memory_mib > b->memory_mib;
+}
+
+/* Can instances k.. of the layout be placed beside the used slices? */
+static int placeable(const mig_gpu *gpu, const int *profiles, int k, int count, unsigned int used) {
+    if (k == count) return 1;
+    const mig_profile *p = &gpu->profiles[profiles[k]];
+    for (int i = 0; i < p->placement_count; i++) {
+        unsigned int mask = mig_slice_mask(p->placements[i]);
+        if (!(used & mask) && placeable(gpu, profiles, k + 1, count, used | mask)) return 1;
+    }
+    return 0;
+}
+
+typedef struct enumeration {
+    const mig_gpu *gpu;
+    int order[MIG_MAX_PROFILES], order_count;  /* plannable profiles, largest first */
+    int job_count, free_compute;
+    unsigned int occupied;
+    mig_layout *out;
+    int max, found;
+    int current[MIG_MAX_INSTANCES];
+} enumeration;
+
+static void enumerate(enumeration *e, int depth, int from, int compute) {
+    if (depth == e->job_count) {
+        if (!placeable(e->gpu, e->current, 0, depth, e->occupied)) return;
+        if (e->found < e->max) {
+            e->out[e->found].count = depth;
+            memcpy(e->out[e->found].profiles, e->current, sizeof e->current);
+        }
+        e->found++;
+        return;
+    }
+    for (int o = from; o < e->order_count; o++) {
+        const mig_profile *p = &e->gpu->profiles[e->order[o]];
+        if (compute + p->compute_slices > e->free_compute) continue;
+        int same = 0;  /* copies of this profile already in the layout */
+        for (int k = 0; k < depth; k++) same += e->current[k] == e->order[o];
+        if (same + 1 > p->max_instances) continue;
+        e->current[depth] = e->order[o];
+        enumerate(e, depth + 1, o, compute + p->compute_slices);
+    }
+}
+
+int mig_enumerate_layouts(const mig_gpu *gpu, int job_count, unsigned int occupied,
+                          int compute_used, mig_layout *out, int max) {
+    if (job_count <= 0 || job_count > MIG_MAX_INSTANCES) return 0;
+    enumeration e = {.gpu = gpu, .job_count = job_count, .free_compute = gpu->compute_slices - compute_used,
+                     .occupied = occupied, .out = out, .max = max};
+    for (int i = 0; i < gpu->profile_count; i++) {
+        if (!gpu->profiles[i].plannable) continue;
+        int k = e.order_count++;
+        while (k > 0 && profile_larger(&gpu->profiles[i], &gpu->profiles[e.order[k - 1]]))
+            e.order[k] = e.order[k - 1], k--;
+        e.order[k] = i;
+    }
+    enumerate(&e, 0, 0, 0);
+    return e.found < max ? e.found : max;
+}
+
+int mig_layout_text(const mig_gpu *gpu, const mig_layout *layout, char *out, size_t size) {
+    int used = 0;
+    if (size) out[0] = '\0';
+    for (int k = 0; k < layout->count; k++) {
+        int n = snprintf(out + used, (size_t)used < size ? size - (size_t)used : 0, "%s%s", k ? "+" : "",
+                         gpu->profiles[layout->profiles[k]].name);
+        if (n > 0) used += n;
+    }
+    return used;
+}
+
+/* ---- fill's score --------------------------------------------------------------------------- */
+
+/* Demands closer than this are not ordered: two different jobs of about the same demand may get
+ * the profiles in either order. */
+#define MIG_DEMAND_ORDER_RATIO 1.10
+
+static int identical(const mig_job *a, const mig_job *b) {
+    return a->footprint_bytes == b->footprint_bytes && a->demand == b->demand &&
+           strcmp(a->label ? a->label : "", b->label ? b->label : "") == 0;
+}
+
+/* Each job's share of the compute the mix demands; equal shares when any demand is unknown.
+ * Returns 1 when the demands are known and differ (so they order the jobs). */
+static int demand_shares(const mig_job *jobs, int count, double *share) {
+    double total = 0;
+    int known = 1;
+    for (int j = 0; j < count; j++) {
+        known &= jobs[j].demand > 0 && isfinite(jobs[j].demand);
+        total += jobs[j].demand;
+    }
+    int differ = 0;
+    for (int j = 0; j < count; j++) {
+        share[j] = known ? jobs[j].demand / total : 1.0 / count;
+        differ |= fabs(share[j] - 1.0 / count) > 1e-12;
+    }
+    return differ;
+}
+
+/* What an assignment must respect, strictest first; fill relaxes them only when no layout can. */
+enum { RULES_NONE, RULES_EQUAL, RULES_ORDER };
+
+typedef struct assign_search {
+    const mig_gpu *gpu;
+    const mig_job *jobs;
+    int count, rules;
+    double target[MIG_MAX_INSTANCES];          /* SMs in proportion to demand */
+    int left[MIG_MAX_PROFILES];                /* the layout's profiles not yet given out */
+    int current[MIG_MAX_INSTANCES];
+    int found;
+    mig_candidate best;
+} assign_search;
+
+static int respects_rules(const assign_search *a, int job, int profile) {
+    int sms = a->gpu->profiles[profile].sm_count;
+    for (int k = 0; k < job; k++) {
+        const mig_job *mine = &a->jobs[job], *other = &a->jobs[k];
+        int theirs = a->gpu->profiles[a->current[k]].sm_count;
+        if (a->rules >= RULES_EQUAL && identical(mine, other) && a->current[k] != profile) return 0;
+        if (a->rules >= RULES_ORDER && mine->demand > 0 && other->demand > 0 &&
+            ((mine->demand >= MIG_DEMAND_ORDER_RATIO * other->demand && sms <= theirs) ||
+             (other->demand >= MIG_DEMAND_ORDER_RATIO * mine->demand && theirs <= sms)))
+            return 0;
+    }
+    return 1;
+}
+
+static void assign(assign_search *a, int job) {
+    if (job == a->count) {
+        double met = 0;
+        int sms = 0;
+        for (int j = 0; j < a->count; j++) {
+            int s = a->gpu->profiles[a->current[j]].sm_count;
+            met += s < a->target[j] ? s : a->target[j];
+            sms += s;
+        }
+        met /= a->gpu->total_sms > 0 ? a->gpu->total_sms : 1;
+        if (!a->found || met > a->best.met + 1e-12) {
+            a->found = 1;
+            a->best.met = met, a->best.sms = sms;
+            memcpy(a->best.profile, a->current, sizeof a->current);
+        }
+        return;
+    }
+    unsigned long long need = mig_required_bytes(a->jobs[job].footprint_bytes);
+    for (int i = 0; i < a->gpu->profile_count; i++) {
+        if (!a->left[i] || mig_profile_bytes(&a->gpu->profiles[i]) < need || !respects_rules(a, job, i)) continue;
+        a->left[i]--, a->current[job] = i;
+        assign(a, job + 1);
+        a->left[i]++;
+    }
+}
+
+static int best_assignment(const mig_gpu *gpu, const mig_job *jobs, int count, const mig_layout *layout,
+                           int rules, mig_candidate *out) {
+    if (layout->count != count || count > MIG_MAX_INSTANCES) return -1;
+    assign_search a = {.gpu = gpu, .jobs = jobs, .count = count, .rules = rules};
+    double share[MIG_MAX_INSTANCES];
+    demand_shares(jobs, count, share);
+    for (int j = 0; j < count; j++) a.target[j] = share[j] * gpu->total_sms;
+    for (int k = 0; k < layout->count; k++) a.left[layout->profiles[k]]++;
+    assign(&a, 0);
+    if (a.found) *out = a.best;
+    return a.found ? 0 : -1;
+}
+
+int mig_assign_layout(const mig_gpu *gpu, const mig_job *jobs, int job_count,
+                      const mig_layout *layout, mig_candidate *out) {
+    return best_assignment(gpu, jobs, job_count, layout, RULES_NONE, out);
+}
+
+static int memory_slices_of(const mig_gpu *gpu, const mig_candidate *c, int count) {
+    int n = 0;
+    for (int j = 0; j < count; j++) n += gpu->profiles[c->profile[j]].memory_slices;
+    return n;
+}
+
+/* Better: more of the demand met; then more SMs at work; then fewer memory slices. */
+static int candidate_better(const mig_gpu *gpu, const mig_candidate *a, const mig_candidate *b, int count) {
+    if (fabs(a->met - b->met) > 1e-9) return a->met > b->met;
+    if (a->sms != b->sms) return a->sms > b->sms;
+    return memory_slices_of(gpu, a, count) < memory_slices_of(gpu, b, count);
+}
+
+static void keep_candidate(const mig_gpu *gpu, mig_choice *c, const mig_candidate *cand, int count) {
+    int n = c->candidate_count, k = n < 1 + MIG_RUNNER_UPS ? n : MIG_RUNNER_UPS;
+    if (n == 1 + MIG_RUNNER_UPS && !candidate_better(gpu, cand, &c->candidates[k], count)) return;
+    while (k > 0 && candidate_better(gpu, cand, &c->candidates[k - 1], count)) c->candidates[k] = c->candidates[k - 1], k--;
+    c->candidates[k] = *cand;
+    if (n < 1 + MIG_RUNNER_UPS) c->candidate_count++;
+}
+
+static int candidate_text(const mig_gpu *gpu, const mig_candidate *c, int count, char *out, size_t size) {
+    int used = 0;
+    for (int j = 0; j < count; j++) {
+        int n = snprintf(out + used, (size_t)used < size ? size - (size_t)used : 0, "%s%s", j ? "," : "",
+                         gpu->profiles[c->profile[j]].name);
+        if (n > 0) used += n;
+    }
+    return used;
+}
+
+static int plan_fill(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int count,
+                     unsigned int occupied, int compute_used, mig_choice *choice, char *err, size_t err_size) {
+    mig_layout layouts[MIG_MAX_LAYOUTS];
+    int n = mig_enumerate_layouts(gpu, count, occupied, compute_used, layouts, MIG_MAX_LAYOUTS);
+    mig_choice kept[RULES_ORDER + 1];  /* by the strictest rules each layout keeps */
+    memset(kept, 0, sizeof kept);
+    choice->layouts = n;
+    for (int i = 0; i < n; i++) {
+        mig_candidate c;
+        int rules = RULES_ORDER;
+        while (rules >= RULES_NONE && best_assignment(gpu, jobs, count, &layouts[i], rules, &c) != 0) rules--;
+        c.broken = RULES_ORDER - rules;
+        if (rules >= RULES_NONE) keep_candidate(gpu, &kept[rules], &c, count);
+        choice->out_of_order += rules == RULES_EQUAL;
+        choice->unequal += rules == RULES_NONE;
+        choice->too_small += rules < RULES_NONE;
+    }
+    /* The best layout that keeps the most rules; the runner-ups after it, then (to show why they
+     * lost) the best of those that break a rule. */
+    for (int rules = RULES_ORDER; rules >= RULES_NONE; rules--)
+        for (int k = 0; k < kept[rules].candidate_count && choice->candidate_count < 1 + MIG_RUNNER_UPS; k++) {
+            if (choice->candidate_count == 0) choice->relaxed = RULES_ORDER - rules;
+            choice->candidates[choice->candidate_count++] = kept[rules].candidates[k];
+        }
+    if (choice->candidate_count == 0)  /* nothing fits: the compact planner says why in numbers */
+        return mig_plan_jobs(plan, gpu, jobs, count, NULL, occupied, compute_used, err, err_size) == 0
+                   ? mig_fail(err, err_size, "no layout of %d instances on %s holds every job", count, gpu->name)
+                   : -1;
+    char layout[512];
+    candidate_text(gpu, &choice->candidates[0], count, layout, sizeof layout);
+    return mig_plan_jobs(plan, gpu, jobs, count, layout, occupied, compute_used, err, err_size);
+}
+
+int mig_plan_objective(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int job_count,
+                       const char *layout, mig_objective objective, unsigned int occupied,
+                       int compute_used, char *err, size_t err_size) {
+    mig_choice choice;
+    memset(&choice, 0, sizeof choice);
+    choice.objective = objective, choice.made = 1;
+    if (job_count > 0 && job_count <= MIG_MAX_INSTANCES)
+        choice.demands_differ = demand_shares(jobs, job_count, choice.share);
+    int rc = (layout && *layout) || objective == MIG_OBJECTIVE_COMPACT || job_count <= 0 ||
+                     job_count > MIG_MAX_INSTANCES || gpu->profile_count == 0
+                 ? mig_plan_jobs(plan, gpu, jobs, job_count, layout, occupied, compute_used, err, err_size)
+                 : plan_fill(plan, gpu, jobs, job_count, occupied, compute_used, &choice, err, err_size);
+    plan->choice = choice;  /* after the planner, which starts from an empty plan */
+    return rc;
+}
+
+/* ---- the dry run's account ------------------------------------------------------------------ */
+
+static void why_not(const mig_gpu *gpu, const mig_candidate *best, const mig_candidate *c, int count,
+                    char *out, size_t size) {
+    if (c->broken > best->broken)
+        snprintf(out, size, c->broken == 2 ? "identical jobs would run on different profiles"
+                                           : "a job with more demand would get no more SMs than one with less");
+    else if (fabs(c->met - best->met) > 1e-9)
+        snprintf(out, size, "meets less of the demand (%.1f%% < %.1f%%)", 100.0 * c->met, 100.0 * best->met);
+    else if (c->sms != best->sms)
+        snprintf(out, size, "as much demand met, fewer SMs at work (%d < %d)", c->sms, best->sms);
+    else
+        snprintf(out, size, "same SMs, more memory slices (%d > %d)", memory_slices_of(gpu, c, count),
+                 memory_slices_of(gpu, best, count));
+}
+
+void mig_choice_print(const mig_plan *plan, FILE *out) {
+    const mig_choice *choice = &plan->choice;
+    const mig_gpu *gpu = &plan->gpu;
+    int job_count = plan->count;
+    if (!choice->made) return;
+    if (choice->objective == MIG_OBJECTIVE_COMPACT || choice->layouts == 0) {
+        fprintf(out, "MIG objective %s: %s\n", mig_objective_name(choice->objective),
+                choice->objective == MIG_OBJECTIVE_COMPACT
+                    ? "each job on the smallest profile that holds it (the rest is left to other tenants)"
+                    : "the layout given");
+        return;
+    }
+    fprintf(out, "MIG objective fill: the GPU's %d SMs shared by compute demand (FLOPs per step x "
+            "planned steps)%s\n  demand shares:", gpu->total_sms,
+            choice->demands_differ ? "" : "; demands equal or unknown: equal shares");
+    for (int i = 0; i < job_count; i++) {
+        const mig_planned *p = &plan->instances[i];
+        fprintf(out, "%s job %d %s %.1f%%", i ? "," : "", p->job, p->label, 100.0 * choice->share[p->job]);
+    }
+    fprintf(out, "\n  rules: every job's memory held; identical jobs on identical profiles; a job with "
+            "%.0f%% more demand than another gets more SMs\n", 100.0 * (MIG_DEMAND_ORDER_RATIO - 1));
+    fprintf(out, "  %d distinct layout(s) of %d instance(s) fit %s: %d cannot hold every job's memory, "
+            "%d only with identical jobs apart, %d only against the demand order\n", choice->layouts,
+            job_count, gpu->name, choice->too_small, choice->unequal, choice->out_of_order);
+    if (choice->relaxed)
+        fprintf(out, "  no layout keeps every rule: %s\n", choice->relaxed == 1 ? "the demand order is relaxed"
+                                                                                : "identical jobs may differ");
+    fprintf(out, "  %-9s %-40s %5s %7s %7s  %s\n", "", "profiles (job order)", "SMs", "of GPU", "met", "why");
+    for (int i = 0; i < choice->candidate_count; i++) {
+        const mig_candidate *c = &choice->candidates[i];
+        char text[256], why[160] = "meets the most demand, then uses the most SMs";
+        candidate_text(gpu, c, job_count, text, sizeof text);
+        if (i) why_not(gpu, &choice->candidates[0], c, job_count, why, sizeof why);
+        fprintf(out, "  %-9s %-40s %5d %6.1f%% %6.1f%%  %s\n", i ? "runner-up" : "chosen", text, c->sms,
+                gpu->total_sms ? 100.0 * c->sms / gpu->total_sms : 0.0, 100.0 * c->met, why);
+    }
+    fprintf(out, "  (met: the sum over jobs of min(the job's SMs, its demand share of all SMs), of all SMs)\n");
+}

@@ -1,0 +1,86 @@
+/* The report subcommand (see report_cmd.h). */
+#define _GNU_SOURCE
+#include "runner/suite/run/report_cmd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SUITE_SOURCE_DIR
+#error "SUITE_SOURCE_DIR (the source tree, for results/report.py) is set by CMakeLists.txt"
+#endif
+
+extern char **environ;
+
+/* 0 when `python -c "import matplotlib"` succeeds. */
+static int has_matplotlib(const char *python) {
+    char *const argv[] = {(char *)python, "-c", "import matplotlib", NULL};
+    posix_spawn_file_actions_t quiet;
+    if (posix_spawn_file_actions_init(&quiet) != 0) return -1;
+    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, python, &quiet, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&quiet);
+    if (rc != 0) return -1;
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* SUITE_PYTHON, else the first of the PATH's python3 and Debian's /usr/bin/python3 (where
+ * python3-matplotlib installs) that has matplotlib: a virtual environment or pyenv on the PATH
+ * may lack it while the system's has it, or the other way round. */
+static const char *report_python(void) {
+    const char *given = getenv("SUITE_PYTHON");
+    if (given && *given) return given;
+    static const char *const candidates[] = {"python3", "/usr/bin/python3"};
+    for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++)
+        if (has_matplotlib(candidates[k]) == 0) return candidates[k];
+    return "python3"; /* its own error names what is missing */
+}
+
+int report_run(char *const *args, int count) {
+    const char *script = getenv("SUITE_REPORT_SCRIPT");
+    if (!script || !*script) script = SUITE_SOURCE_DIR "/results/report.py";
+    if (access(script, R_OK) != 0) {
+        fprintf(stderr, "run_suite report: cannot read the report generator %s: %s (set "
+                "SUITE_REPORT_SCRIPT to its path)\n", script, strerror(errno));
+        return 2;
+    }
+    char **argv = calloc((size_t)count + 3, sizeof *argv);
+    if (!argv) return 1;
+    const char *python = report_python();
+    argv[0] = (char *)python;
+    argv[1] = (char *)script;
+    for (int i = 0; i < count; i++) argv[i + 2] = args[i];
+    pid_t pid;
+    int rc = posix_spawnp(&pid, python, NULL, NULL, argv, environ);
+    free(argv);
+    if (rc != 0) {
+        fprintf(stderr, "run_suite report: cannot start %s: %s (install python3 and "
+                "python3-matplotlib, or set SUITE_PYTHON)\n", python, strerror(rc));
+        return 1;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return 1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+int report_main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: run_suite report RUN_DIR [RUN_DIR...] [-o report.html]\n"
+                "  one self-contained HTML page (figures embedded) from run, --mode all or --study\n"
+                "  folders; -o defaults to RUN_DIR/report.html for one folder\n");
+        return 2;
+    }
+    return report_run(argv + 1, argc - 1);
+}

@@ -1,0 +1,141 @@
+/* run.json (see run_json.h). */
+#define _GNU_SOURCE
+#include "runner/suite/run/run_json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "results/results.h"
+
+void run_json_time(char *out, size_t size) {
+    time_t now = time(NULL);
+    struct tm utc;
+    gmtime_r(&now, &utc);
+    strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &utc);
+}
+
+static cJSON *strv_json(char **v) {
+    cJSON *a = cJSON_CreateArray();
+    for (; v && *v; v++) cJSON_AddItemToArray(a, cJSON_CreateString(*v));
+    return a;
+}
+
+static void add_num(cJSON *o, const char *key, double v) {
+    if (isnan(v)) cJSON_AddNullToObject(o, key);
+    else cJSON_AddNumberToObject(o, key, v);
+}
+
+cJSON *run_json_gpu(const monitor_gpu *g, int index) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", index);
+    cJSON_AddBoolToObject(o, "nvml", g->nvml_ok);
+    if (!g->nvml_ok) cJSON_AddStringToObject(o, "nvml_absent_because", g->why);
+    cJSON_AddStringToObject(o, "name", g->name);
+    cJSON_AddStringToObject(o, "uuid", g->uuid);
+    cJSON_AddStringToObject(o, "driver_version", g->driver);
+    if (g->cuda_version)
+        cJSON_AddNumberToObject(o, "cuda_driver_version", g->cuda_version);
+    else
+        cJSON_AddNullToObject(o, "cuda_driver_version");
+    add_num(o, "memory_bytes", g->memory_bytes);
+    cJSON_AddStringToObject(o, "memory_source", g->memory_source ? g->memory_source : "unknown");
+    return o;
+}
+
+cJSON *run_json_mig_plan(const mig_plan *plan) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < plan->count; i++) {
+        const mig_planned *p = &plan->instances[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "job", p->job);
+        cJSON_AddStringToObject(o, "label", p->label);
+        cJSON_AddStringToObject(o, "profile", plan->gpu.profiles[p->profile].name);
+        cJSON_AddNumberToObject(o, "placement_start", p->placement.start);
+        cJSON_AddNumberToObject(o, "placement_size", p->placement.size);
+        cJSON_AddNumberToObject(o, "sm_count", p->sm_count);
+        cJSON_AddNumberToObject(o, "sm_fraction", p->sm_fraction);
+        cJSON_AddNumberToObject(o, "memory_bytes", (double)p->memory_bytes);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+cJSON *run_json_jobs(const suite_ctx *c, const mode_run *r) {
+    cJSON *jobs = cJSON_CreateArray();
+    int count = r ? r->count : c->count;
+    for (int k = 0; k < count; k++) {
+        int i = r ? r->job_of[k] : k;
+        const job_spec *spec = &c->o->mix.jobs[i];
+        const job_footprint *f = &c->fp[i];
+        cJSON *j = cJSON_CreateObject();
+        char canonical[256];
+        mix_job_format(spec, canonical, sizeof canonical);
+        cJSON_AddStringToObject(j, "label", spec->label);
+        cJSON_AddStringToObject(j, "job", canonical);
+        cJSON_AddStringToObject(j, "model", spec->model);
+        cJSON_AddStringToObject(j, "data", spec->data);
+        cJSON_AddNumberToObject(j, "batch", spec->batch);
+        cJSON_AddNumberToObject(j, "image_size", spec->image_size);
+        cJSON_AddNumberToObject(j, "classes", spec->classes);
+        add_num(j, "params", f->params);
+        cJSON *fj = cJSON_AddObjectToObject(j, "footprint");
+        const char *keys[] = {"parameters", "gradients", "optimizer", "buffers", "activations", "workspace", "total"};
+        const double vals[] = {f->parameters, f->gradients, f->optimizer, f->buffers, f->activations, f->workspace, f->total};
+        for (int n = 0; n < 7; n++) add_num(fj, keys[n], vals[n]);
+        const job_run *run = r && r->jobs ? &r->jobs[k] : NULL;
+        char **argv = run ? NULL : suite_job_argv(c, i);
+        cJSON_AddItemToObject(j, "argv", strv_json(run ? run->argv : argv));
+        job_free_strv(argv);
+        if (run) {
+            cJSON *env = cJSON_AddArrayToObject(j, "cuda_env");
+            for (char **e = run->envp; e && *e; e++)
+                if (strncmp(*e, "CUDA_", 5) == 0) cJSON_AddItemToArray(env, cJSON_CreateString(*e));
+        }
+        cJSON_AddItemToArray(jobs, j);
+    }
+    return jobs;
+}
+
+void run_json_write(const suite_ctx *c, const mode_run *r, const char *dir, const char *mode,
+                    const char *status) {
+    const suite_options *o = c->o;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "run_id", c->run_id);
+    cJSON_AddStringToObject(root, "mode", mode);
+    cJSON_AddStringToObject(root, "mix", o->mix_text);
+    cJSON_AddStringToObject(root, "status", status);
+    cJSON_AddStringToObject(root, "started", c->started);
+    char finished[32] = "";
+    if (strcmp(status, "running") != 0) run_json_time(finished, sizeof finished);
+    cJSON_AddStringToObject(root, "finished", finished);
+    if (r && r->error[0]) cJSON_AddStringToObject(root, "error", r->error);
+    cJSON_AddItemToObject(root, "command", strv_json(o->argv));
+    cJSON_AddItemToObject(root, "gpu", run_json_gpu(&c->gpu, o->gpu));
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    cJSON_AddStringToObject(root, "host", host);
+    cJSON *s = cJSON_AddObjectToObject(root, "settings");
+    cJSON_AddNumberToObject(s, "epochs", c->epochs);
+    cJSON_AddNumberToObject(s, "steps_per_epoch", (double)c->steps);
+    cJSON_AddBoolToObject(s, "quick", o->quick);
+    cJSON_AddStringToObject(s, "train", o->train_path);
+    cJSON_AddStringToObject(s, "data_root", o->data_root ? o->data_root : "");
+    cJSON_AddNumberToObject(s, "sample_ms", o->sample_ms);
+    cJSON_AddBoolToObject(s, "monitor", !o->no_monitor);
+    cJSON_AddNumberToObject(s, "ready_timeout_s", o->ready_timeout_s);
+    cJSON_AddNumberToObject(s, "grace_s", o->grace_s);
+    cJSON_AddBoolToObject(s, "force", o->force);
+    cJSON_AddStringToObject(s, "mig_layout", o->mig_layout ? o->mig_layout : "");
+    cJSON_AddStringToObject(s, "mig_gpu", o->mig_gpu ? o->mig_gpu : "");
+    cJSON_AddBoolToObject(s, "mig_create", o->mig_create);
+    cJSON_AddStringToObject(s, "baseline", c->baseline.known ? c->baseline.source : "");
+    cJSON_AddItemToObject(root, "jobs", run_json_jobs(c, r));
+    if (r && r->started && r->mode->report) r->mode->report(r, root);
+    char err[512];
+    if (results_write_json(dir, "run.json", root, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
+    cJSON_Delete(root);
+}

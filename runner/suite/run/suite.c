@@ -1,0 +1,523 @@
+/* The run around the collocation modes (see suite.h, mode.h). One mode run = the mode's start,
+ * every job's environment, the monitor, the jobs, then always the mode's stop and what was
+ * measured written. Which mode runs is data: its flags and operations, never its name. */
+#define _GNU_SOURCE
+#include "runner/suite/run/suite.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "results/results.h"
+#include "results/faults.h"
+#include "runner/suite/run/run_json.h"
+#include "runner/suite/modes/isolation.h"
+#include "runner/suite/gpu/mps.h"
+#include "runner/suite/multi/sweep.h"
+
+static const suite_planned *planned(const suite_ctx *c, const suite_mode *mode) {
+    for (int k = 0; k < c->mode_count; k++)
+        if (c->modes[k].mode == mode) return &c->modes[k];
+    return NULL;
+}
+
+void *suite_mode_state(const suite_ctx *c, const suite_mode *mode) {
+    const suite_planned *p = planned(c, mode);
+    return p ? p->state : NULL;
+}
+
+int suite_check_fit(unsigned mode_flags, const double *footprints, const long long *limits,
+                    int count, double memory_bytes, char *err, size_t err_size) {
+    char need[32], have[32], one[32];
+    for (int i = 0; limits && i < count; i++)
+        if (limits[i] > 0 && footprints[i] > (double)limits[i]) {
+            results_format_bytes(one, sizeof one, footprints[i]);
+            results_format_bytes(have, sizeof have, (double)limits[i]);
+            snprintf(err, err_size, "job %d needs %s but its memory limit is %s", i, one, have);
+            return -1;
+        }
+    int sequential = (mode_flags & MODE_SEQUENTIAL) != 0;
+    double sum = 0, largest = 0;
+    for (int i = 0; i < count; i++) {
+        sum += footprints[i];
+        if (footprints[i] > largest) largest = footprints[i];
+    }
+    double required = sequential ? largest : sum;
+    if (isnan(memory_bytes) || required <= memory_bytes) return 0;
+    results_format_bytes(need, sizeof need, required);
+    results_format_bytes(have, sizeof have, memory_bytes);
+    int n = snprintf(err, err_size, "the mix needs %s (%s) but the GPU has %s:", need,
+                     sequential ? "its largest job" : "the sum of its jobs' footprints", have);
+    for (int i = 0; i < count && n > 0 && (size_t)n < err_size; i++) {
+        results_format_bytes(one, sizeof one, footprints[i]);
+        n += snprintf(err + n, err_size - (size_t)n, " job %d %s;", i, one);
+    }
+    return -1;
+}
+
+int suite_fit(const suite_ctx *c, unsigned mode_flags, const long long *limits, char *err,
+              size_t err_size) {
+    double fps[MIX_MAX_JOBS];
+    for (int i = 0; i < c->count; i++) fps[i] = c->fp[i].total;
+    return suite_check_fit(mode_flags, fps, limits, c->count, c->gpu.memory_bytes, err, err_size);
+}
+
+char **suite_job_argv(const suite_ctx *c, int i) {
+    const job_spec *s = &c->o->mix.jobs[i];
+    return job_build_argv(c->o->train_path, s, s->epochs ? s->epochs : c->epochs,
+                          s->steps_per_epoch ? s->steps_per_epoch : c->steps, c->o->data_root, 0);
+}
+
+/* --- one mode -------------------------------------------------------------------------------- */
+
+static void on_phase(void *user, const job_run *job, const char *phase, double t) {
+    (void)t;
+    mode_run *r = user;
+    if (r->mon_on)
+        monitor_job_phase(&r->mon, job->index, job->pid, phase,
+                          job->epoch_count ? job->epochs[job->epoch_count - 1].epoch : 0);
+}
+
+static void start_monitor(mode_run *r) {
+    const suite_options *o = r->ctx->o;
+    if (o->no_monitor) return;
+    monitor_source src;
+    char why[512], path[PATH_MAX + 32];
+    int units = r->gpu_instance_count < MONITOR_MAX_UNITS - 1 ? r->gpu_instance_count : MONITOR_MAX_UNITS - 1;
+    if (monitor_nvml_source(&src, o->gpu, r->gpu_instances, units, why, sizeof why) != 0) {
+        fprintf(stderr, "warning: no GPU timeline: %s\n", why);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/timeline.csv", r->dir);
+    if (monitor_start(&r->mon, &src, path, r->count, o->sample_ms, why, sizeof why) != 0)
+        fprintf(stderr, "warning: no GPU timeline: %s\n", why);
+    else r->mon_on = 1;
+}
+
+static void measure_energy(mode_run *r) {
+    run_summary *s = &r->summary;
+    if (!r->mon_on) return;
+    s->monitor_on = 1;
+    monitor_cost(&r->mon, &s->monitor_ticks, &s->monitor_mean_ms, &s->monitor_busy_fraction);
+    s->peak_gpu_memory = monitor_peak_memory(&r->mon, s->first_go, s->last_end);
+    /* one after another: the sum over each job's own window; collocated: first go to last end */
+    double total = NAN;
+    int ok = r->mode->flags & MODE_SEQUENTIAL
+                 ? monitor_energy_windows(&r->mon, s->window_start, s->window_end, s->job_count, &total)
+                 : monitor_energy_between(&r->mon, s->first_go, s->last_end, &total);
+    s->energy_j = ok == 0 && !isnan(s->first_go) ? total : NAN;
+}
+
+/* One `train` process per job: all at once behind the barrier, or one group per job. */
+static group_result run_processes(mode_run *r, job_run *jobs, int count, const jobs_settings *s) {
+    if (!(r->mode->flags & MODE_SEQUENTIAL)) return jobs_run_group(jobs, count, s);
+    group_result result = GROUP_COMPLETE;
+    for (int i = 0; i < count; i++)
+        if (jobs_run_group(&jobs[i], 1, s) == GROUP_STOPPED) result = GROUP_STOPPED;
+    return result;
+}
+
+static void environment(const mode_run *r, int k, job_env *env) {
+    memset(env, 0, sizeof *env);
+    job_env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID"); /* indices mean what NVML means */
+    /* the jobs running at once share the CPU cores: each one's loader sizes its threads by it */
+    job_env_set(env, "SUITE_CONCURRENT_JOBS", "%d", r->mode->flags & MODE_SEQUENTIAL ? 1 : r->count);
+    if (r->mode->job_env) r->mode->job_env(r, k, env);
+}
+
+static void failed_summary(const suite_mode *mode, const char *status, run_summary *s) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->mode, sizeof s->mode, "%s", mode->name);
+    s->status = status;
+    s->makespan_s = s->aggregate_samples_per_s = s->speedup = NAN;
+    s->energy_j = s->energy_vs_serial = NAN;
+}
+
+/* Summary, energy, comparison, jobs.csv, summary.json and the table of a mode that ran. */
+static void write_results(mode_run *r, const serial_baseline *base) {
+    const suite_ctx *c = r->ctx;
+    int sequential = (r->mode->flags & MODE_SEQUENTIAL) != 0;
+    char err[1024];
+    results_summarize(r->jobs, r->count, r->mode->name, sequential, r->stopped, base, &r->summary);
+    measure_energy(r);
+    serial_baseline own;
+    if (sequential) { /* alone by construction: its own baseline */
+        results_baseline_from(&r->summary, "this run", &own);
+        base = &own;
+    }
+    results_compare(&r->summary, base);
+    if (results_write_jobs_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0 ||
+        results_write_summary(r->dir, c->o->mix_text, r->jobs, r->count, &r->summary, base, err, sizeof err) != 0)
+        fprintf(stderr, "error: %s\n", err);
+    results_print_table(stdout, r->jobs, r->count, &r->summary);
+    results_print_faults(stdout, r->jobs, r->count, r->mode->name);
+    fflush(stdout);
+}
+
+/* Where one job's fault takes others down (MODE_FAULTS_SPREAD), their failures are its collateral,
+ * with the mode's own evidence: never a mystery in the results. */
+static void record_collateral(mode_run *r) {
+    char evidence[768] = "";
+    if (r->mode->fault_evidence) r->mode->fault_evidence(r, evidence, sizeof evidence);
+    int n = jobs_classify_collateral(r->jobs, r->count, r->mode->name, (r->mode->flags & MODE_FAULTS_SPREAD) != 0,
+                                     evidence);
+    if (n > 0)
+        fprintf(stderr, "[%s] %d job(s) failed as collateral of job %d%s%s\n", r->mode->name, n,
+                jobs_first_failure(r->jobs, r->count), evidence[0] ? "; " : "", evidence);
+}
+
+int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int count,
+                  const char *dir, const serial_baseline *base, run_summary *summary) {
+    const suite_options *o = c->o;
+    mode_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        failed_summary(mode, "failed", summary);
+        return -1;
+    }
+    r->ctx = c;
+    r->mode = mode;
+    r->state = suite_mode_state(c, mode);
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    r->count = count;
+    for (int k = 0; k < count; k++) r->job_of[k] = job_of ? job_of[k] : k;
+    run_json_write(c, r, dir, mode->name, "running");
+    fprintf(stderr, "[%s] %d job(s) of %s, results in %s\n", mode->name, r->count, o->mix_text, dir);
+    const suite_planned *p = planned(c, mode);
+    int rc = -1;
+    if (p && p->skipped) { /* its plan found it cannot run here */
+        snprintf(r->error, sizeof r->error, "%s", p->error);
+    } else {
+        rc = mode->start ? mode->start(r, r->error, sizeof r->error) : 0;
+        r->started = 1;
+    }
+    r->jobs = calloc((size_t)r->count, sizeof *r->jobs);
+    for (int k = 0; rc == 0 && r->jobs && k < r->count; k++) {
+        int i = r->job_of[k];
+        job_env env;
+        environment(r, k, &env);
+        rc = job_prepare(&r->jobs[k], k, &o->mix.jobs[i], o->train_path, c->epochs, c->steps,
+                         o->data_root, &env, dir, r->error, sizeof r->error);
+        r->jobs[k].footprint_bytes = c->fp[i].total;
+    }
+    if (!r->jobs) rc = -1;
+    if (rc == 0) {
+        start_monitor(r);
+        jobs_settings s = {.ready_timeout_s = o->ready_timeout_s, .grace_s = o->grace_s, .tag = mode->name,
+                           .observer = {r, on_phase}, .stall_timeout_s = o->stall_timeout_s};
+        group_result result = mode->run_jobs ? mode->run_jobs(r, r->jobs, r->count, &s)
+                                             : run_processes(r, r->jobs, r->count, &s);
+        r->stopped = result == GROUP_STOPPED;
+        monitor_stop(&r->mon);
+    } else {
+        fprintf(stderr, "[%s] error: %s\n", mode->name, r->error[0] ? r->error : "set-up failed");
+    }
+    if (r->started && mode->stop) mode->stop(r);
+    if (rc == 0) record_collateral(r);
+    if (rc == 0) suite_isolate(r);  /* partitioned modes: each job alone in its partition */
+    if (rc == 0) write_results(r, base);
+    else failed_summary(mode, "failed", &r->summary);
+    run_json_write(c, r, dir, mode->name, rc == 0 ? r->summary.status : "failed");
+    *summary = r->summary;
+    for (int k = 0; r->jobs && k < r->count; k++) job_release(&r->jobs[k]);
+    free(r->jobs);
+    monitor_free(&r->mon);
+    free(r);
+    return rc;
+}
+
+/* --- dry run --------------------------------------------------------------------------------- */
+
+static void print_dry_run(const suite_ctx *c, const char *fit_error, const char *plan_error) {
+    const suite_options *o = c->o;
+    const monitor_gpu *g = &c->gpu;
+    const char *mode = o->mode ? o->mode->name : SUITE_ALL;
+    if (o->json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "mode", mode);
+        cJSON_AddStringToObject(root, "mix", o->mix_text);
+        cJSON_AddNumberToObject(root, "epochs", c->epochs);
+        cJSON_AddNumberToObject(root, "steps_per_epoch", (double)c->steps);
+        cJSON_AddItemToObject(root, "gpu", run_json_gpu(g, o->gpu));
+        cJSON_AddItemToObject(root, "jobs", run_json_jobs(c, NULL));
+        cJSON_AddBoolToObject(root, "fits", fit_error == NULL);
+        if (fit_error) cJSON_AddStringToObject(root, "fit_error", fit_error);
+        for (int k = 0; k < c->mode_count; k++)
+            if (c->modes[k].mode->describe) c->modes[k].mode->describe(c, stdout, root);
+        if (plan_error) cJSON_AddStringToObject(root, "plan_error", plan_error);
+        char *text = cJSON_Print(root);
+        if (text) printf("%s\n", text);
+        free(text);
+        cJSON_Delete(root);
+        return;
+    }
+    char mem[32], bytes[32];
+    results_format_bytes(mem, sizeof mem, g->memory_bytes);
+    printf("dry run: mode %s, mix %s, %d epoch(s) (the second is timed), %s\nGPU %d: %s%s%s, %s\n\n",
+           mode, o->mix_text, c->epochs, c->steps ? "fixed steps per epoch" : "whole epochs",
+           o->gpu, g->nvml_ok ? g->name : "unknown: ", g->nvml_ok ? ", driver " : g->why, g->driver, mem);
+    printf("%-4s %-24s %-16s %-11s %6s %6s %12s %12s\n", "job", "label", "model", "data", "batch",
+           "size", "params", "footprint");
+    double total = 0;
+    for (int i = 0; i < c->count; i++) {
+        const job_spec *s = &o->mix.jobs[i];
+        results_format_bytes(bytes, sizeof bytes, c->fp[i].total);
+        total += c->fp[i].total;
+        printf("%-4d %-24.24s %-16s %-11s %6d %6d %12.0f %12s\n", i, s->label, s->model, s->data,
+               s->batch, s->image_size, c->fp[i].params, bytes);
+    }
+    results_format_bytes(bytes, sizeof bytes, total);
+    printf("total footprint %s: %s\n\n", bytes, fit_error ? fit_error : isnan(g->memory_bytes) ? "GPU memory unknown, not checked" : "fits");
+    for (int k = 0; k < c->mode_count; k++) {
+        const suite_planned *p = &c->modes[k];
+        if (p->mode->describe) p->mode->describe(c, stdout, NULL);
+        if (p->error[0]) printf("%s: %s\n", p->mode->name, p->error);
+    }
+    printf("\ncommands:\n");
+    for (int i = 0; i < c->count; i++) {
+        char **argv = suite_job_argv(c, i);
+        printf("  job %d:", i);
+        for (char **a = argv; a && *a; a++) printf(" %s", *a);
+        printf("\n");
+        job_free_strv(argv);
+    }
+}
+
+/* --- the run --------------------------------------------------------------------------------- */
+
+static int exit_for(const run_summary *s, int stopped) {
+    if (stopped) return 128 + (jobs_stop_signal() ? jobs_stop_signal() : SIGTERM);
+    if (strcmp(s->status, "failed") == 0) return EXIT_RUNTIME;
+    return strcmp(s->status, "complete") == 0 ? EXIT_OK : EXIT_PARTIAL;
+}
+
+/* Whether --skip names the mode (a comma-separated list of checked names). */
+static int skipped(const suite_options *o, const suite_mode *m) {
+    size_t n = strlen(m->name);
+    for (const char *p = o->skip_modes; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
+        if (!strncmp(p, m->name, n) && (p[n] == ',' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+/* The modes this run executes: --mode's, or every MODE_IN_ALL row of the table but those --skip
+ * names (as the table or its stand-in), with --mig-emulate's stand-in in place of the modes that
+ * need MIG. */
+static int select_modes(suite_ctx *c) {
+    const suite_options *o = c->o;
+    int table_count;
+    const suite_mode *const *table = suite_modes(&table_count);
+    const suite_mode *stand_in = o->mig_emulate ? suite_mode_with(MODE_MIG_EMULATION) : NULL;
+    for (int t = 0; t < (o->mode ? 1 : table_count) && c->mode_count < SUITE_MODES_MAX; t++) {
+        const suite_mode *m = o->mode ? o->mode : table[t];
+        if (!o->mode && !(m->flags & MODE_IN_ALL)) continue;
+        if (stand_in && (m->flags & MODE_NEEDS_MIG)) m = stand_in;
+        if (!o->mode && (skipped(o, table[t]) || skipped(o, m))) continue;
+        suite_planned *p = &c->modes[c->mode_count++];
+        p->mode = m;
+        p->state = calloc(1, m->state_size ? m->state_size : 1);
+        if (!p->state) return -1;
+    }
+    return 0;
+}
+
+static void free_modes(suite_ctx *c) {
+    for (int k = 0; k < c->mode_count; k++) free(c->modes[k].state);
+}
+
+static int footprints(suite_ctx *c) {
+    const suite_options *o = c->o;
+    char err[2048];
+    for (int i = 0; i < c->count; i++) {
+        char mine[256], other[256];
+        mix_job_format(&o->mix.jobs[i], mine, sizeof mine);
+        for (int k = 0; k < i && c->fp[i].total <= 0; k++) /* "7*S": ask train once */
+            if (mix_job_format(&o->mix.jobs[k], other, sizeof other) >= 0 && !strcmp(mine, other)) c->fp[i] = c->fp[k];
+        if (c->fp[i].total <= 0 &&
+            job_query_footprint(o->train_path, &o->mix.jobs[i], o->data_root, &c->fp[i], err, sizeof err) != 0) {
+            fprintf(stderr, "error: job %d (%s): %s\n", i, o->mix.jobs[i].label, err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Each mode's plan. A failed plan stops the run (exit status returned), except for --mode all's
+ * MODE_WHERE_POSSIBLE modes (skipped) and in a dry run, which shows every plan first and then
+ * exits as the run would have for an impossible one (*dry_status; -1 none). -1 to go on. */
+static int plan_modes(suite_ctx *c, const char **plan_error, int *dry_status) {
+    *dry_status = -1;
+    for (int k = 0; k < c->mode_count; k++) {
+        suite_planned *p = &c->modes[k];
+        int rc = p->mode->plan ? p->mode->plan(c, p->error, sizeof p->error) : 0;
+        if (rc == 0) continue;
+        if (!*plan_error) *plan_error = p->error;
+        if (!c->o->mode && (p->mode->flags & MODE_WHERE_POSSIBLE)) {
+            p->skipped = 1;
+            continue;
+        }
+        if (c->o->dry_run) { /* a plan that cannot be made is bad input; one that needs the GPU is shown */
+            if (rc == EXIT_USAGE) *dry_status = EXIT_USAGE;
+            continue;
+        }
+        fprintf(stderr, "error: %s\n", p->error);
+        return rc == EXIT_USAGE ? EXIT_USAGE : EXIT_RUNTIME;
+    }
+    return -1;
+}
+
+/* Every mode's fit; the first refusal in fit. Returns how many modes checked memory. */
+static int fit_modes(const suite_ctx *c, char *fit, size_t fit_size, int *fits) {
+    int checked = 0;
+    char err[2048];
+    *fits = 1;
+    for (int k = 0; k < c->mode_count; k++) {
+        const suite_planned *p = &c->modes[k];
+        if (p->skipped) continue;
+        int rc = p->mode->fit ? p->mode->fit(c, err, sizeof err) : suite_fit(c, p->mode->flags, NULL, err, sizeof err);
+        checked += rc != SUITE_FIT_OWN;
+        if (rc < 0 && *fits) snprintf(fit, fit_size, "%s", err);
+        if (rc < 0) *fits = 0;
+    }
+    return checked;
+}
+
+static int load_baseline(suite_ctx *c) {
+    const suite_options *o = c->o;
+    char err[2048];
+    job_run *probe = calloc((size_t)c->count, sizeof *probe);
+    for (int i = 0; probe && i < c->count; i++) {
+        probe[i].spec = o->mix.jobs[i];
+        probe[i].epochs_planned = o->mix.jobs[i].epochs ? o->mix.jobs[i].epochs : c->epochs;
+        probe[i].steps_per_epoch = o->mix.jobs[i].steps_per_epoch ? o->mix.jobs[i].steps_per_epoch : c->steps;
+    }
+    int rc = probe ? results_load_baseline(o->baseline_dir, probe, c->count, &c->baseline, err, sizeof err) : -1;
+    free(probe);
+    if (rc != 0) fprintf(stderr, "error: %s\n", probe ? err : "out of memory");
+    return rc;
+}
+
+/* Footprints, GPU, each mode's plan, fit check, baseline: everything decided before anything
+ * runs. Returns -1 to go on, else the exit status. */
+static int prepare(suite_ctx *c) {
+    const suite_options *o = c->o;
+    if (select_modes(c) != 0) return EXIT_RUNTIME;
+    if (footprints(c) != 0) return EXIT_USAGE;
+    monitor_probe_gpu(o->gpu, &c->gpu);
+    const char *plan_error = NULL;
+    int dry_status, status = plan_modes(c, &plan_error, &dry_status);
+    if (status >= 0) return status;
+    char fit[2048];
+    int fits, checked = fit_modes(c, fit, sizeof fit, &fits);
+    if (o->dry_run) {
+        print_dry_run(c, fits ? NULL : fit, plan_error);
+        int sweep = o->mig_layouts ? suite_sweep_check(c, o->json ? NULL : stdout) : -1;
+        if (dry_status >= 0) {
+            if (!o->json) fprintf(stderr, "error: %s\n", plan_error);
+            return dry_status;
+        }
+        return sweep >= 0 ? sweep : EXIT_OK;
+    }
+    if (o->mig_layouts && (status = suite_sweep_check(c, NULL)) >= 0) return status;
+    if (!fits && !o->force) {
+        fprintf(stderr, "error: refused: %s\n(--force runs it anyway)\n", fit);
+        return EXIT_USAGE;
+    }
+    if (!fits) fprintf(stderr, "warning: %s; running anyway (--force)\n", fit);
+    if (isnan(c->gpu.memory_bytes) && checked)
+        fprintf(stderr, "warning: GPU memory unknown (%s): the footprint check is skipped\n", c->gpu.why);
+    if (o->baseline_dir && load_baseline(c) != 0) return EXIT_USAGE;
+    return -1;
+}
+
+/* --mode all: every selected mode into a sub-folder, then one comparison. */
+static int run_all(suite_ctx *c) {
+    run_summary runs[SUITE_MODES_MAX];
+    memset(runs, 0, sizeof runs);
+    int n = 0, stopped = 0, worst = EXIT_OK;
+    serial_baseline serial = c->baseline;
+    char err[1024];
+    for (int k = 0; k < c->mode_count && !stopped; k++) {
+        const suite_mode *m = c->modes[k].mode;
+        char dir[PATH_MAX + 32];
+        snprintf(dir, sizeof dir, "%s/%s", c->run_dir, m->name);
+        if (results_make_dirs(dir, err, sizeof err) != 0) {
+            fprintf(stderr, "error: %s\n", err);
+            worst = EXIT_RUNTIME;
+            break;
+        }
+        int rc = suite_execute(c, m, NULL, c->count, dir, serial.known ? &serial : NULL, &runs[n]);
+        stopped = jobs_stop_signal() != 0;
+        if (rc != 0 && (m->flags & MODE_WHERE_POSSIBLE) && !stopped) {
+            runs[n].status = "skipped"; /* "where possible": the other modes stand */
+            fprintf(stderr, "[%s] skipped; the comparison has the other modes\n", m->name);
+        } else {
+            int e = exit_for(&runs[n], stopped);
+            if (e != EXIT_OK && (worst == EXIT_OK || e > 128)) worst = e;
+        }
+        if ((m->flags & MODE_SEQUENTIAL) && rc == 0)
+            results_baseline_from(&runs[n], "serial part of this run", &serial);
+        n++;
+    }
+    for (int k = 0; k < n; k++) results_compare(&runs[k], serial.known ? &serial : NULL);
+    results_print_comparison(stdout, runs, n);
+    if (results_write_comparison(c->run_dir, runs, n, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
+    run_json_write(c, NULL, c->run_dir, SUITE_ALL, stopped ? "interrupted" : worst == EXIT_OK ? "complete" : "partial");
+    return worst;
+}
+
+/* A read-only folder or a full disk is found by a write before any job starts, not by the results
+ * writer after the run. */
+static int check_writable(const char *dir, char *err, size_t err_size) {
+    static const char block[1 << 16];
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/.write-check", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int ok = fd >= 0;
+    for (int i = 0; ok && i < 16; i++) ok = write(fd, block, sizeof block) == (ssize_t)sizeof block; /* 1 MiB */
+    ok = ok && fsync(fd) == 0;
+    int e = errno;
+    if (fd >= 0) close(fd);
+    unlink(path);
+    if (ok) return 0;
+    rmdir(dir); /* still empty: nothing of this run to keep */
+    snprintf(err, err_size, "the results folder %s cannot be written: %s", dir, strerror(e ? e : ENOSPC));
+    return -1;
+}
+
+int suite_run(const suite_options *o) {
+    suite_ctx *c = calloc(1, sizeof *c);
+    if (!c) return EXIT_RUNTIME;
+    c->o = o;
+    c->count = o->mix.count;
+    c->epochs = o->epochs > 0 ? o->epochs : 2;
+    c->steps = o->steps_per_epoch;
+    run_json_time(c->started, sizeof c->started);
+    jobs_install_stop_signals();
+    char err[2048];
+    int status = prepare(c);
+    if (status < 0 && jobs_stop_signal()) status = 128 + jobs_stop_signal(); /* nothing ran yet */
+    if (status < 0) mps_stop_stale(stderr); /* a daemon of an earlier run_suite killed with SIGKILL */
+    if (status < 0 && (results_make_run_dir(o->results_dir, o->mode ? o->mode->name : SUITE_ALL, o->mix_text,
+                                            c->run_dir, sizeof c->run_dir, c->run_id, sizeof c->run_id,
+                                            err, sizeof err) != 0 ||
+                       check_writable(c->run_dir, err, sizeof err) != 0)) {
+        fprintf(stderr, "error: %s\n", err);
+        status = EXIT_USAGE; /* the user's folder to fix, found before any job ran */
+    }
+    if (status < 0 && o->mig_layouts) {
+        status = suite_sweep(c);
+    } else if (status < 0 && !o->mode) {
+        status = run_all(c);
+    } else if (status < 0) {
+        run_summary s;
+        suite_execute(c, o->mode, NULL, c->count, c->run_dir, c->baseline.known ? &c->baseline : NULL, &s);
+        status = exit_for(&s, jobs_stop_signal() != 0);
+    }
+    free_modes(c);
+    free(c);
+    return status;
+}
