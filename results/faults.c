@@ -1,11 +1,42 @@
 /* A run's faults as data and as a table (see faults.h). */
 #include "results/faults.h"
 
+#include <math.h>
 #include <string.h>
 
-static int failed(const job_run *j) { return j->status != JOB_OK; }
+static int failed(const job_record *j) { return j->status != JOB_OK; }
 
-void results_job_fault_fields(cJSON *o, const job_run *j) {
+int results_stopped_by_runner(const job_record *job) {
+    return strncmp(job->reason, "stopped by run_suite", 20) == 0 || strncmp(job->reason, "not started", 11) == 0;
+}
+
+double results_failure_time(const job_record *job) {
+    if (!isnan(job->t_fault)) return job->t_fault;
+    return isnan(job->t_exit) ? INFINITY : job->t_exit;
+}
+
+/* A record gets its status when the job has ended: a failed one failed on its own unless the
+ * runner stopped it. */
+static int failed_on_its_own(const job_record *job) {
+    return failed(job) && !results_stopped_by_runner(job);
+}
+
+int results_first_failure(const job_record *jobs, int count) {
+    int first = -1, announced = 0;
+    for (int i = 0; i < count; i++) {
+        const job_record *job = &jobs[i];
+        if (!failed_on_its_own(job)) continue;
+        int a = job->fault_kind[0] != 0;
+        if (first < 0 || (a && !announced) ||
+            (a == announced && results_failure_time(job) < results_failure_time(&jobs[first]))) {
+            first = i;
+            announced = a;
+        }
+    }
+    return first;
+}
+
+void results_job_fault_fields(cJSON *o, const job_record *j) {
     cJSON_AddBoolToObject(o, "failed", failed(j));
     if (j->collateral_of >= 0) cJSON_AddNumberToObject(o, "collateral_of", j->collateral_of);
     else cJSON_AddNullToObject(o, "collateral_of");
@@ -23,8 +54,8 @@ void results_job_fault_fields(cJSON *o, const job_run *j) {
 
 typedef struct tally { int failed, own, collateral, stalled, first; } tally;
 
-static tally count_faults(const job_run *jobs, int count) {
-    tally t = {0, 0, 0, 0, jobs_first_failure(jobs, count)};
+static tally count_faults(const job_record *jobs, int count) {
+    tally t = {0, 0, 0, 0, results_first_failure(jobs, count)};
     for (int i = 0; i < count; i++) {
         if (!failed(&jobs[i])) continue;
         t.failed++;
@@ -37,7 +68,7 @@ static tally count_faults(const job_run *jobs, int count) {
 
 /* Contained: the failures stayed with the jobs that failed of their own; with an injected fault,
  * only the jobs that injected one failed. */
-static int contained(const job_run *jobs, int count, const tally *t) {
+static int contained(const job_record *jobs, int count, const tally *t) {
     if (t->collateral) return 0;
     int injected = 0;
     for (int i = 0; i < count; i++) injected += jobs[i].fault_kind[0] != 0;
@@ -47,7 +78,7 @@ static int contained(const job_run *jobs, int count, const tally *t) {
     return 1;
 }
 
-cJSON *results_faults_json(const job_run *jobs, int count) {
+cJSON *results_faults_json(const job_record *jobs, int count) {
     tally t = count_faults(jobs, count);
     cJSON *o = cJSON_CreateObject();
     cJSON *injected = cJSON_AddArrayToObject(o, "injected");
@@ -70,12 +101,12 @@ cJSON *results_faults_json(const job_run *jobs, int count) {
     return o;
 }
 
-void results_print_faults(FILE *out, const job_run *jobs, int count, const char *mode) {
+void results_print_faults(FILE *out, const job_record *jobs, int count, const char *mode) {
     tally t = count_faults(jobs, count);
     if (!t.failed) return;
     fprintf(out, "\nfaults (%s):\n%-4s %-10s %-22s %s\n", mode, "job", "failed", "fault", "reason");
     for (int i = 0; i < count; i++) {
-        const job_run *j = &jobs[i];
+        const job_record *j = &jobs[i];
         if (!failed(j)) continue;
         char fault[64] = "-";
         if (j->fault_kind[0]) snprintf(fault, sizeof fault, "%s@%ld", j->fault_kind, j->fault_step);

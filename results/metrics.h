@@ -22,7 +22,7 @@
 #ifndef SUITE_METRICS_H
 #define SUITE_METRICS_H
 
-#include "runner/suite/plan/mix.h"
+#include "results/job_record.h"
 
 typedef struct metrics_job_input {
     double rate;              /* samples/s of the timed epoch in this run */

@@ -143,7 +143,7 @@ int results_text_commit(results_text *t, const char *dir, const char *name, char
 
 /* --- summary ------------------------------------------------------------------------------- */
 
-int results_timed_epoch(const job_run *job) {
+int results_timed_epoch(const job_record *job) {
     for (int i = 0; i < job->epoch_count; i++)
         if (job->epochs[i].epoch == 2) return i;
     /* Only a one-epoch job is timed on its only epoch; a job that stopped after its warm-up
@@ -151,7 +151,7 @@ int results_timed_epoch(const job_run *job) {
     return job->epoch_count > 0 && job->epochs_planned <= 1 ? job->epoch_count - 1 : -1;
 }
 
-double results_job_end(const job_run *job) {
+double results_job_end(const job_record *job) {
     if (!isnan(job->t_done)) return job->t_done;
     if (job->epoch_count > 0 && !isnan(job->epochs[job->epoch_count - 1].t_end))
         return job->epochs[job->epoch_count - 1].t_end;
@@ -190,7 +190,7 @@ void results_compare(run_summary *s, const serial_baseline *b) {
     }
 }
 
-void results_summarize(const job_run *jobs, int count, const char *mode, int serial, int stopped,
+void results_summarize(const job_record *jobs, int count, const char *mode, int serial, int stopped,
                        const serial_baseline *baseline, run_summary *s) {
     double partition_rate[MIX_MAX_JOBS];  /* the isolation pass's, measured before this */
     int partition_from[MIX_MAX_JOBS];
@@ -215,7 +215,7 @@ void results_summarize(const job_run *jobs, int count, const char *mode, int ser
     s->same_workload = metrics_same_workload(specs, count < MIX_MAX_JOBS ? count : MIX_MAX_JOBS);
     double serial_sum = 0;
     for (int i = 0; i < count; i++) {
-        const job_run *j = &jobs[i];
+        const job_record *j = &jobs[i];
         s->turnaround_s[i] = NAN;
         s->ok += j->status == JOB_OK;
         s->failed += j->status == JOB_FAILED;
@@ -275,11 +275,7 @@ static double get_number(const cJSON *o, const char *key) {
     return cJSON_IsNumber(item) ? item->valuedouble : NAN;
 }
 
-static void job_canonical(const job_run *j, char *out, size_t size) {
-    mix_job_format(&j->spec, out, size);
-}
-
-int results_load_baseline(const char *dir, const job_run *jobs, int count, serial_baseline *b,
+int results_load_baseline(const char *dir, const job_record *jobs, int count, serial_baseline *b,
                           char *err, size_t err_size) {
     memset(b, 0, sizeof *b);
     char path[PATH_MAX + 32];
@@ -306,8 +302,7 @@ int results_load_baseline(const char *dir, const job_run *jobs, int count, seria
         for (int i = 0; i < count && rc == 0; i++) {
             const cJSON *item = cJSON_GetArrayItem(list, i);
             const cJSON *job = cJSON_GetObjectItemCaseSensitive(item, "job");
-            char mine[256];
-            job_canonical(&jobs[i], mine, sizeof mine);
+            const char *mine = jobs[i].canonical;
             if (!cJSON_IsString(job) || strcmp(job->valuestring, mine) != 0 ||
                 get_number(item, "epochs") != jobs[i].epochs_planned ||
                 get_number(item, "steps_per_epoch") != (double)jobs[i].steps_per_epoch) {
@@ -353,7 +348,7 @@ void results_csv_number(FILE *f, double v, int decimals) {
     if (!isnan(v)) fprintf(f, "%.*f", decimals, v);
 }
 
-int results_write_jobs_csv(const char *dir, const job_run *jobs, int count, const run_summary *s,
+int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, const run_summary *s,
                            char *err, size_t err_size) {
     results_text t;
     FILE *f = results_text_open(&t);
@@ -372,7 +367,7 @@ int results_write_jobs_csv(const char *dir, const job_run *jobs, int count, cons
                "go_t,end_t,mps,mig,device,solo_timed_s,slowdown,normalized_throughput,"
                "energy_per_sample_j,solo_in_partition_samples_per_s,interference_ratio\n");
     for (int i = 0; i < count; i++) {
-        const job_run *j = &jobs[i];
+        const job_record *j = &jobs[i];
         fprintf(f, "%d,", i);
         results_csv_field(f, j->spec.label);
         fprintf(f, ",%s,%s,%d,%d,%d,%ld", j->spec.model, j->spec.data, j->spec.batch,
@@ -426,7 +421,7 @@ int results_write_jobs_csv(const char *dir, const job_run *jobs, int count, cons
     return results_text_commit(&t, dir, "jobs.csv", err, err_size);
 }
 
-int results_write_summary(const char *dir, const char *mix_text, const job_run *jobs, int count,
+int results_write_summary(const char *dir, const char *mix_text, const job_record *jobs, int count,
                           const run_summary *s, const serial_baseline *b, char *err, size_t err_size) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "mode", s->mode);
@@ -474,13 +469,11 @@ int results_write_summary(const char *dir, const char *mix_text, const job_run *
     cJSON_AddStringToObject(defs, "interference_ratio", "samples/s here / the same job's alone in a partition of its own size");
     cJSON *list = cJSON_AddArrayToObject(root, "jobs");
     for (int i = 0; i < count; i++) {
-        const job_run *j = &jobs[i];
+        const job_record *j = &jobs[i];
         cJSON *o = cJSON_CreateObject();
-        char canonical[256];
-        job_canonical(j, canonical, sizeof canonical);
         cJSON_AddNumberToObject(o, "index", i);
         cJSON_AddStringToObject(o, "label", j->spec.label);
-        cJSON_AddStringToObject(o, "job", canonical);
+        cJSON_AddStringToObject(o, "job", j->canonical);
         cJSON_AddNumberToObject(o, "epochs", j->epochs_planned);
         cJSON_AddNumberToObject(o, "steps_per_epoch", (double)j->steps_per_epoch);
         cJSON_AddStringToObject(o, "status", status_names[j->status]);

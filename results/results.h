@@ -15,7 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "results/metrics.h"
-#include "runner/suite/jobs/jobs.h"
+#include "results/job_record.h"
 
 /* Creates <base>/<UTC time>-<mode>-<mix> (filesystem-safe; "-2", "-3"... when taken), with
  * base created as needed. 0, or -1 with a message. */
@@ -75,15 +75,15 @@ typedef struct run_summary {
 
 /* Index of the timed epoch: the second (the first is warm-up), or the only one of a job planned
  * with one epoch; -1 when there is none (e.g. the job failed during its first epoch). */
-int results_timed_epoch(const job_run *job);
+int results_timed_epoch(const job_record *job);
 /* When the job's training ended: its done event, else its last epoch's end, else its exit. */
-double results_job_end(const job_run *job);
+double results_job_end(const job_record *job);
 
 /* Fills s from the jobs (energy, memory and monitor fields are left NaN/0 for the caller;
  * partition_rate and partition_source, set before by an isolation pass, are kept).
  * makespan: serial runs one job at a time, so it is the sum of each job's go-to-end; the
  * collocated modes take first go to last end. Setup and warm-up before "go" are not counted. */
-void results_summarize(const job_run *jobs, int count, const char *mode, int serial, int stopped,
+void results_summarize(const job_record *jobs, int count, const char *mode, int serial, int stopped,
                        const serial_baseline *baseline, run_summary *s);
 /* The normalized metrics against a baseline (again, once energy or partition rates are known). */
 void results_compare(run_summary *s, const serial_baseline *baseline);
@@ -91,12 +91,12 @@ void results_compare(run_summary *s, const serial_baseline *baseline);
 void results_baseline_from(const run_summary *serial, const char *source, serial_baseline *b);
 /* Reads <dir>/summary.json of an earlier serial run and checks it ran this mix
  * (same jobs in the same order, same epochs and steps). 0, or -1 with a message. */
-int results_load_baseline(const char *dir, const job_run *jobs, int count, serial_baseline *b,
+int results_load_baseline(const char *dir, const job_record *jobs, int count, serial_baseline *b,
                           char *err, size_t err_size);
 
-int results_write_jobs_csv(const char *dir, const job_run *jobs, int count, const run_summary *s,
+int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, const run_summary *s,
                            char *err, size_t err_size);
-int results_write_summary(const char *dir, const char *mix_text, const job_run *jobs, int count,
+int results_write_summary(const char *dir, const char *mix_text, const job_record *jobs, int count,
                           const run_summary *s, const serial_baseline *baseline, char *err,
                           size_t err_size);
 /* RFC 4180 field: quoted when it holds a comma, quote or line break. */
@@ -113,7 +113,7 @@ FILE *results_text_open(results_text *t);
 int results_text_commit(results_text *t, const char *dir, const char *name, char *err, size_t err_size);
 
 /* One row per job and a total row. */
-void results_print_table(FILE *out, const job_run *jobs, int count, const run_summary *s);
+void results_print_table(FILE *out, const job_record *jobs, int count, const run_summary *s);
 /* --mode all: one row per mode; also written as comparison.csv and comparison.json in dir. */
 void results_print_comparison(FILE *out, const run_summary *runs, int count);
 int results_write_comparison(const char *dir, const run_summary *runs, int count, char *err,

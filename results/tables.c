@@ -24,14 +24,14 @@ static int any_interference(const run_summary *s) {
     return 0;
 }
 
-void results_print_table(FILE *out, const job_run *jobs, int count, const run_summary *s) {
+void results_print_table(FILE *out, const job_record *jobs, int count, const run_summary *s) {
     const run_metrics *m = &s->metrics;
     int iso = any_interference(s);
     fprintf(out, "\n%-4s %-24s %-16s %-11s %6s %6s %10s %12s %11s %7s %9s %10s%s  %s\n", "job", "label",
             "model", "data", "batch", "epoch", "seconds", "samples/s", "peak mem", "norm.", "slowdown",
             "J/sample", iso ? " interfer." : "", "status");
     for (int i = 0; i < count; i++) {
-        const job_run *j = &jobs[i];
+        const job_record *j = &jobs[i];
         char secs[32], rate[32], mem[32], norm[32], slow[32], eps[32], ir[32] = "";
         format_number(secs, sizeof secs, s->timed_s[i], "%.3f");
         format_number(rate, sizeof rate, s->timed_rate[i], "%.1f");

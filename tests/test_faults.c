@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "results/faults.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/gpu/mps.h"
@@ -96,9 +97,9 @@ static void test_mix_fault_override(void **state) {
     job_free_strv(argv);
 }
 
-static job_run *prepare(int count, const char *dir, int epochs, const char *const faults[]) {
+static job_record *prepare(int count, const char *dir, int epochs, const char *const faults[]) {
     static const char *models[] = {"resnet26", "resnet50", "resnet152"};
-    job_run *jobs = calloc((size_t)count, sizeof *jobs);
+    job_record *jobs = calloc((size_t)count, sizeof *jobs);
     assert_non_null(jobs);
     for (int i = 0; i < count; i++) {
         job_spec s;
@@ -114,7 +115,7 @@ static job_run *prepare(int count, const char *dir, int epochs, const char *cons
     return jobs;
 }
 
-static void release(job_run *jobs, int count) {
+static void release(job_record *jobs, int count) {
     for (int i = 0; i < count; i++) job_release(&jobs[i]);
     free(jobs);
 }
@@ -135,7 +136,7 @@ static void test_each_kind_recorded(void **state) {
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const char *faults[] = {cases[c].fault, NULL};
-        job_run *jobs = prepare(2, dir, 2, faults);
+        job_record *jobs = prepare(2, dir, 2, faults);
         jobs_settings s = {.ready_timeout_s = 30, .grace_s = 0.5, .stall_timeout_s = 1.0};
         assert_int_equal(jobs_run_group(jobs, 2, &s), GROUP_PARTIAL);
         if (!strstr(jobs[0].reason, cases[c].expect)) fail_msg("%s: reason \"%s\"", cases[c].fault, jobs[0].reason);
@@ -145,7 +146,7 @@ static void test_each_kind_recorded(void **state) {
         assert_int_equal(jobs[1].status, JOB_OK);
         assert_int_equal(jobs[1].epoch_count, 2);
         assert_int_equal(jobs_classify_collateral(jobs, 2, "naive", 0, NULL), 0);
-        assert_int_equal(jobs_first_failure(jobs, 2), 0);
+        assert_int_equal(results_first_failure(jobs, 2), 0);
         release(jobs, 2);
     }
     unsetenv("FAKE_TRAIN");
@@ -153,13 +154,16 @@ static void test_each_kind_recorded(void **state) {
 }
 
 static void test_stall_limit(void **state) {
-    job_run job;
+    job_record job;
+    job_process proc;
     memset(&job, 0, sizeof job);
+    memset(&proc, 0, sizeof proc);
+    job.proc = &proc;
     jobs_settings s = {.ready_timeout_s = 30, .grace_s = 1, .stall_timeout_s = 0};
     assert_true(jobs_stall_limit(&job, &s) == JOBS_STALL_FIRST_S); /* nothing measured yet */
     jobs_note_event(&job, 100.0);
     jobs_note_event(&job, 100.5);
-    assert_true(fabs(job.longest_gap_s - 0.5) < 1e-9);
+    assert_true(fabs(job.proc->longest_gap_s - 0.5) < 1e-9);
     assert_true(jobs_stall_limit(&job, &s) == JOBS_STALL_MIN_S); /* 8 x 0.5 s is under the floor */
     jobs_note_event(&job, 120.5);
     assert_true(fabs(jobs_stall_limit(&job, &s) - JOBS_STALL_FACTOR * 20.0) < 1e-9);
@@ -175,7 +179,7 @@ static void test_watchdog_off_leaves_quiet_jobs(void **state) {
     char dir[256];
     test_tmpdir(dir, sizeof dir);
     setenv("FAKE_TRAIN", "*:epoch_ms=600,steps=2", 1);
-    job_run *jobs = prepare(1, dir, 2, NULL);
+    job_record *jobs = prepare(1, dir, 2, NULL);
     jobs_settings s = {.ready_timeout_s = 30, .grace_s = 0.5, .stall_timeout_s = 0.2}; /* events every 0.3 s: too slow for 0.2 s */
     assert_int_equal(jobs_run_group(jobs, 1, &s), GROUP_PARTIAL);
     assert_int_equal(jobs[0].stalled, 1);
@@ -183,7 +187,7 @@ static void test_watchdog_off_leaves_quiet_jobs(void **state) {
     jobs = prepare(1, dir, 2, NULL);
     s.stall_timeout_s = 0; /* derived: at least 30 s, so this job is left alone */
     assert_int_equal(jobs_run_group(jobs, 1, &s), GROUP_COMPLETE);
-    assert_true(jobs[0].longest_gap_s > 0.2 && jobs[0].longest_gap_s < 5);
+    assert_true(jobs[0].proc->longest_gap_s > 0.2 && jobs[0].proc->longest_gap_s < 5);
     release(jobs, 1);
     unsetenv("FAKE_TRAIN");
     test_rmtree(dir);
@@ -205,7 +209,7 @@ static void test_mps_collateral(void **state) {
     assert_int_equal(mps_client_env(&d, 0, 0, &env), 0);
     setenv("FAKE_TRAIN", "*:epoch_ms=200,steps=10", 1);
     const char *faults[] = {NULL, "illegal-address@5", NULL};
-    job_run *jobs = calloc(3, sizeof *jobs);
+    job_record *jobs = calloc(3, sizeof *jobs);
     static const char *models[] = {"resnet26", "resnet50", "resnet152"};
     for (int i = 0; i < 3; i++) {
         job_spec s;
@@ -222,7 +226,7 @@ static void test_mps_collateral(void **state) {
     char evidence[768];
     mps_fault_evidence(&d, evidence, sizeof evidence);
     assert_non_null(strstr(evidence, "fatal GPU error"));
-    assert_int_equal(jobs_first_failure(jobs, 3), 1);
+    assert_int_equal(results_first_failure(jobs, 3), 1);
     assert_int_equal(jobs_classify_collateral(jobs, 3, "mps", 1, evidence), 2);
     for (int i = 0; i < 3; i += 2) {
         assert_int_equal(jobs[i].status, JOB_FAILED);
@@ -245,14 +249,17 @@ static void test_mps_collateral(void **state) {
 
 /* Without the spreading (naive), the same failures stay each job's own. */
 static void test_no_collateral_where_isolated(void **state) {
-    job_run jobs[2];
+    job_record jobs[2];
+    job_process procs[2];
     memset(jobs, 0, sizeof jobs);
+    memset(procs, 0, sizeof procs);
     for (int i = 0; i < 2; i++) {
-        jobs[i].phase = JOB_FINISHED, jobs[i].status = JOB_FAILED, jobs[i].collateral_of = -1;
+        jobs[i].proc = &procs[i], procs[i].phase = JOB_FINISHED;
+        jobs[i].status = JOB_FAILED, jobs[i].collateral_of = -1;
         jobs[i].t_fault = NAN, jobs[i].t_exit = 10.0 + i;
         snprintf(jobs[i].reason, sizeof jobs[i].reason, "exit 1");
     }
-    assert_int_equal(jobs_first_failure(jobs, 2), 0);
+    assert_int_equal(results_first_failure(jobs, 2), 0);
     assert_int_equal(jobs_classify_collateral(jobs, 2, "naive", 0, "x"), 0);
     assert_int_equal(jobs[1].collateral_of, -1);
     /* spreading, but the second job failed before the first job's fault: its own */
@@ -299,7 +306,7 @@ static void test_runner_killed_leaves_no_job(void **state) {
     pid_t runner = fork();
     assert_true(runner >= 0);
     if (runner == 0) {
-        job_run *jobs = prepare(3, dir, 2, NULL);
+        job_record *jobs = prepare(3, dir, 2, NULL);
         jobs_settings s = {.ready_timeout_s = 30, .grace_s = 0.5, .stall_timeout_s = 0};
         jobs_run_group(jobs, 3, &s);
         _exit(1);

@@ -148,7 +148,7 @@ static void test_probe_and_print(void **state) {
 }
 
 static void test_host_argv(void **state) {
-    job_run jobs[2];
+    job_record jobs[2];
     memset(jobs, 0, sizeof jobs);
     char *a0[] = {"/x/train", "--model", "resnet26", "--json", NULL};
     char *a1[] = {"/x/train", "--model", "resnet50", NULL};

@@ -37,9 +37,9 @@ static job_spec make_spec(const char *label, const char *model, int batch) {
 }
 
 /* Jobs resnet26, resnet50, resnet152 (so FAKE_TRAIN can address each), logs in dir. */
-static job_run *prepare_jobs(int count, const char *dir, int epochs) {
+static job_record *prepare_jobs(int count, const char *dir, int epochs) {
     static const char *models[] = {"resnet26", "resnet50", "resnet152"};
-    job_run *jobs = calloc((size_t)count, sizeof *jobs);
+    job_record *jobs = calloc((size_t)count, sizeof *jobs);
     assert_non_null(jobs);
     for (int i = 0; i < count; i++) {
         job_spec spec = make_spec(models[i], models[i], 32);
@@ -50,7 +50,7 @@ static job_run *prepare_jobs(int count, const char *dir, int epochs) {
     return jobs;
 }
 
-static void free_jobs(job_run *jobs, int count) {
+static void free_jobs(job_record *jobs, int count) {
     for (int i = 0; i < count; i++) job_release(&jobs[i]);
     free(jobs);
 }
@@ -177,17 +177,17 @@ static void test_mps_lists(void **state) {
 }
 
 static void test_events(void **state) {
-    job_run *job = calloc(1, sizeof *job);
+    job_record *job = calloc(1, sizeof *job);
     job_spec spec = make_spec("S", "resnet26", 8);
     char err[128];
     assert_int_equal(job_prepare(job, 0, &spec, "/bin/true", 2, 0, NULL, NULL, "/tmp", err, sizeof err), 0);
-    job->phase = JOB_STARTED;
+    job->proc->phase = JOB_STARTED;
     assert_null(job_handle_line(job, "{\"event\":\"setup\",\"model\":\"resnet26\",\"params\":17,"
                                      "\"footprint_bytes\":1000,\"device\":\"H100\",\"mps\":1,\"mig\":0,\"pid\":42}", 1.0));
     assert_true(job->mps == 1 && job->mig == 0 && job->child_pid == 42 && job->footprint_bytes == 1000);
     assert_string_equal(job->device, "H100");
     assert_string_equal(job_handle_line(job, "{\"event\":\"ready\",\"t\":5.5}", 1.0), "ready");
-    assert_true(job->t_ready == 5.5 && job->phase == JOB_READY);
+    assert_true(job->t_ready == 5.5 && job->proc->phase == JOB_READY);
     assert_string_equal(job_handle_line(job, "{\"event\":\"epoch\",\"epoch\":1,\"warmup\":true,\"samples\":64,"
         "\"seconds\":2,\"samples_per_s\":32,\"loss\":2.3,\"accuracy\":null,\"peak_bytes\":99,"
         "\"t_start\":6,\"t_end\":8,\"step_ms_median\":3,\"step_ms_p90\":4}", 1.0), "epoch");
@@ -202,7 +202,7 @@ static void test_events(void **state) {
     assert_null(job_handle_line(job, "{\"event\":\"done\",\"t\":9}", 1.0));
     assert_true(job->saw_done && job->t_done == 9);
     assert_int_equal(job->epoch_count, 2);
-    job->wait_status = 1 << 8; /* exit 1 */
+    job->proc->wait_status = 1 << 8; /* exit 1 */
     job_settle(job);
     assert_int_equal(job->status, JOB_DIVERGED);
     assert_non_null(strstr(job->reason, "NaN in epoch 2"));
@@ -211,23 +211,28 @@ static void test_events(void **state) {
 }
 
 static void test_settle(void **state) {
-    job_run *job = calloc(1, sizeof *job);
-    job->wait_status = SIGSEGV; /* WIFSIGNALED */
-    snprintf(job->err_last, sizeof job->err_last, "cuda error");
+    job_record *job = calloc(1, sizeof *job);
+    job_process *proc = calloc(1, sizeof *proc);
+    job->proc = proc;
+    job->proc->wait_status = SIGSEGV; /* WIFSIGNALED */
+    snprintf(job->proc->err_last, sizeof job->proc->err_last, "cuda error");
     job_settle(job);
     assert_int_equal(job->status, JOB_FAILED);
     assert_non_null(strstr(job->reason, "signal 11"));
     assert_non_null(strstr(job->reason, "cuda error"));
     memset(job, 0, sizeof *job);
-    job->wait_status = 0;
+    memset(proc, 0, sizeof *proc);
+    job->proc = proc;
     job_settle(job);
     assert_int_equal(job->status, JOB_FAILED);
     assert_non_null(strstr(job->reason, "without its done event"));
     memset(job, 0, sizeof *job);
+    job->proc = proc;
     job->saw_done = 1;
     job_settle(job);
     assert_int_equal(job->status, JOB_OK);
     assert_string_equal(job->reason, "");
+    free(proc);
     free(job);
 }
 
@@ -236,7 +241,7 @@ static void test_naive_barrier_and_overlap(void **state) {
     test_tmpdir(dir, sizeof dir);
     /* Different set-up times: the barrier must still release all of them together. */
     setenv("FAKE_TRAIN", "*:epoch_ms=300;resnet50:setup_ms=400;resnet152:setup_ms=200", 1);
-    job_run *jobs = prepare_jobs(3, dir, 2);
+    job_record *jobs = prepare_jobs(3, dir, 2);
     jobs_settings s = quiet_settings(30);
     assert_int_equal(jobs_run_group(jobs, 3, &s), GROUP_COMPLETE);
     double latest_start = 0, earliest_end = INFINITY;
@@ -269,7 +274,7 @@ static void test_serial_one_after_another(void **state) {
     char dir[256];
     test_tmpdir(dir, sizeof dir);
     setenv("FAKE_TRAIN", "*:epoch_ms=60", 1);
-    job_run *jobs = prepare_jobs(3, dir, 2);
+    job_record *jobs = prepare_jobs(3, dir, 2);
     jobs_settings s = quiet_settings(30);
     for (int i = 0; i < 3; i++) assert_int_equal(jobs_run_group(&jobs[i], 1, &s), GROUP_COMPLETE);
     for (int i = 1; i < 3; i++) {
@@ -285,7 +290,7 @@ static void test_failures_leave_others_running(void **state) {
     char dir[256];
     test_tmpdir(dir, sizeof dir);
     setenv("FAKE_TRAIN", "*:epoch_ms=100;resnet26:crash=6/2;resnet152:fail=1", 1);
-    job_run *jobs = prepare_jobs(3, dir, 3);
+    job_record *jobs = prepare_jobs(3, dir, 3);
     jobs_settings s = quiet_settings(30);
     assert_int_equal(jobs_run_group(jobs, 3, &s), GROUP_PARTIAL);
     assert_int_equal(jobs[0].status, JOB_FAILED);
@@ -304,7 +309,7 @@ static void test_nan_is_diverged(void **state) {
     char dir[256];
     test_tmpdir(dir, sizeof dir);
     setenv("FAKE_TRAIN", "resnet26:nan=2", 1);
-    job_run *jobs = prepare_jobs(2, dir, 3);
+    job_record *jobs = prepare_jobs(2, dir, 3);
     jobs_settings s = quiet_settings(30);
     assert_int_equal(jobs_run_group(jobs, 2, &s), GROUP_PARTIAL);
     assert_int_equal(jobs[0].status, JOB_DIVERGED);
@@ -319,7 +324,7 @@ static void test_not_ready_and_early_death(void **state) {
     test_tmpdir(dir, sizeof dir);
     /* resnet26 never gets ready (timeout 1 s), resnet152 dies in set-up: resnet50 still trains */
     setenv("FAKE_TRAIN", "resnet26:never_ready;resnet152:fail=0", 1);
-    job_run *jobs = prepare_jobs(3, dir, 2);
+    job_record *jobs = prepare_jobs(3, dir, 2);
     jobs_settings s = quiet_settings(1.0);
     double t0 = jobs_monotonic();
     assert_int_equal(jobs_run_group(jobs, 3, &s), GROUP_PARTIAL);
@@ -346,7 +351,7 @@ static void test_not_ready_and_early_death(void **state) {
 static void test_unstartable_program(void **state) {
     char dir[256], err[128];
     test_tmpdir(dir, sizeof dir);
-    job_run *job = calloc(1, sizeof *job);
+    job_record *job = calloc(1, sizeof *job);
     job_spec spec = make_spec("S", "resnet26", 8);
     assert_int_equal(job_prepare(job, 0, &spec, "/nonexistent/train", 2, 0, NULL, NULL, dir, err, sizeof err), 0);
     jobs_settings s = quiet_settings(5);
@@ -358,7 +363,7 @@ static void test_unstartable_program(void **state) {
     test_rmtree(dir);
 }
 
-static void stop_on_start(void *user, const job_run *job, const char *phase, double t) {
+static void stop_on_start(void *user, const job_record *job, const char *phase, double t) {
     if (strcmp(phase, "start") == 0) jobs_request_stop(SIGTERM);
 }
 
@@ -370,14 +375,14 @@ static void test_stop_escalates_to_kill(void **state) {
     assert_true(pid >= 0);
     if (pid == 0) {
         setenv("FAKE_TRAIN", "*:epoch_ms=20000;resnet50:ignore_term", 1);
-        job_run *jobs = prepare_jobs(2, dir, 2);
+        job_record *jobs = prepare_jobs(2, dir, 2);
         jobs_settings s = {.ready_timeout_s = 30, .grace_s = 0.5, .observer = {NULL, stop_on_start}};
         double t0 = jobs_monotonic();
         int rc = jobs_run_group(jobs, 2, &s);
         int ok = rc == GROUP_STOPPED && jobs_monotonic() - t0 < 10 && jobs[0].status == JOB_FAILED &&
-                 strstr(jobs[0].reason, "stopped by run_suite") && WIFSIGNALED(jobs[1].wait_status) &&
-                 WTERMSIG(jobs[1].wait_status) == SIGKILL && jobs_stop_signal() == SIGTERM;
-        for (int i = 0; i < 2; i++) ok = ok && kill(jobs[i].pid, 0) != 0; /* reaped: gone */
+                 strstr(jobs[0].reason, "stopped by run_suite") && WIFSIGNALED(jobs[1].proc->wait_status) &&
+                 WTERMSIG(jobs[1].proc->wait_status) == SIGKILL && jobs_stop_signal() == SIGTERM;
+        for (int i = 0; i < 2; i++) ok = ok && kill(jobs[i].proc->pid, 0) != 0; /* reaped: gone */
         _exit(ok ? 0 : 1);
     }
     int st;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/suite/jobs/jobs.h"
 #include "runner/suite/jobs/progress.h"
 
 static void test_format(void **state) {
@@ -32,8 +31,8 @@ static void test_format(void **state) {
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
-static job_run *two_jobs(void) {
-    job_run *jobs = calloc(2, sizeof *jobs);
+static job_record *two_jobs(void) {
+    job_record *jobs = calloc(2, sizeof *jobs);
     for (int i = 0; i < 2; i++) {
         jobs[i].index = i;
         snprintf(jobs[i].spec.label, sizeof jobs[i].spec.label, "%s", i ? "M" : "S");
@@ -45,27 +44,29 @@ static void test_plain(void **state) {
     char *text = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&text, &size);
-    job_run *jobs = two_jobs();
+    job_record *jobs = two_jobs();
     progress_board b;
     progress_begin(&b, f, 0, jobs, 2, "mps");
     progress_show(&b, &jobs[1], "ready after 1.0 s");
     const char *ev = "{\"event\":\"progress\",\"epoch\":1,\"step\":5,\"steps\":10,\"samples_per_s\":100,\"eta_s\":3}";
-    progress_line(&b, &jobs[0], ev);
-    progress_line(&b, &jobs[0], ev); /* within PROGRESS_PLAIN_S: not repeated */
-    progress_line(&b, &jobs[1], ev); /* another job's first: shown */
-    progress_line(&b, &jobs[1], "{\"event\":\"epoch\",\"epoch\":1}");
+    progress_line(&b, &jobs[0], ev, 100.0);
+    progress_line(&b, &jobs[0], ev, 100.0 + PROGRESS_PLAIN_S - 1); /* within PROGRESS_PLAIN_S: not repeated */
+    progress_line(&b, &jobs[1], ev, 101.0); /* another job's first: shown */
+    progress_line(&b, &jobs[1], "{\"event\":\"epoch\",\"epoch\":1}", 102.0);
+    progress_line(&b, &jobs[0], ev, 100.0 + PROGRESS_PLAIN_S); /* once the pace allows: again */
     progress_end(&b);
     fclose(f);
     assert_string_equal(text, "[mps] job 1 M: ready after 1.0 s\n"
                               "[mps] job 0 S: epoch 1 step 5/10 (50%), 100 samples/s, ETA 0:03\n"
-                              "[mps] job 1 M: epoch 1 step 5/10 (50%), 100 samples/s, ETA 0:03\n");
+                              "[mps] job 1 M: epoch 1 step 5/10 (50%), 100 samples/s, ETA 0:03\n"
+                              "[mps] job 0 S: epoch 1 step 5/10 (50%), 100 samples/s, ETA 0:03\n");
     assert_null(strchr(text, '\033'));
     free(text);
     /* a quiet group (no tag) prints nothing */
     f = open_memstream(&text, &size);
     progress_begin(&b, f, 0, jobs, 2, NULL);
     progress_show(&b, &jobs[0], "go");
-    progress_line(&b, &jobs[0], ev);
+    progress_line(&b, &jobs[0], ev, 100.0);
     fclose(f);
     assert_int_equal(size, 0);
     free(text);
@@ -76,11 +77,11 @@ static void test_terminal(void **state) {
     char *text = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&text, &size);
-    job_run *jobs = two_jobs();
+    job_record *jobs = two_jobs();
     progress_board b;
     progress_begin(&b, f, 1, jobs, 2, "naive");
     progress_show(&b, &jobs[0], "go");
-    progress_line(&b, &jobs[1], "{\"event\":\"progress\",\"epoch\":2,\"step\":1,\"steps\":4}");
+    progress_line(&b, &jobs[1], "{\"event\":\"progress\",\"epoch\":2,\"step\":1,\"steps\":4}", 100.0);
     progress_end(&b);
     fclose(f);
     /* first draw: both lines; second: up two lines, both rewritten */

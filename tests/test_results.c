@@ -72,16 +72,17 @@ static void test_run_dir_names(void **state) {
 }
 
 /* Two jobs with a warm-up and a timed epoch; the second job starts at go + offset. */
-static job_run *fake_jobs(double go, double timed0, double timed1, double offset) {
-    job_run *jobs = calloc(2, sizeof *jobs);
+static job_record *fake_jobs(double go, double timed0, double timed1, double offset) {
+    job_record *jobs = calloc(2, sizeof *jobs);
     for (int i = 0; i < 2; i++) {
-        job_run *j = &jobs[i];
+        job_record *j = &jobs[i];
         snprintf(j->spec.label, sizeof j->spec.label, i ? "M,\"x\"" : "S");
         snprintf(j->spec.model, sizeof j->spec.model, i ? "resnet50" : "resnet26");
         snprintf(j->spec.data, sizeof j->spec.data, i ? "imagenet64" : "cifar10");
         j->spec.image_size = i ? 64 : 32;
         j->spec.classes = i ? 1000 : 10;
         j->spec.batch = 128;
+        snprintf(j->canonical, sizeof j->canonical, "%s:%s@128", j->spec.model, j->spec.data);
         j->epochs_planned = 2;
         j->mps = 1;
         j->mig = -1;
@@ -104,7 +105,7 @@ static job_run *fake_jobs(double go, double timed0, double timed1, double offset
 
 static void test_summary_arithmetic(void **state) {
     /* serial: job 1 starts when job 0 is done; each alone: timed 10 s and 20 s */
-    job_run *serial = fake_jobs(100, 10, 20, 15);
+    job_record *serial = fake_jobs(100, 10, 20, 15);
     run_summary s;
     results_summarize(serial, 2, "serial", 1, 0, NULL, &s);
     assert_int_equal(s.timed_epoch[0], 2);
@@ -117,7 +118,7 @@ static void test_summary_arithmetic(void **state) {
     serial_baseline b;
     results_baseline_from(&s, "this run", &b);
     /* naive: both at once, slower: timed 15 s and 30 s */
-    job_run *naive = fake_jobs(200, 15, 30, 0);
+    job_record *naive = fake_jobs(200, 15, 30, 0);
     run_summary n;
     results_summarize(naive, 2, "naive", 0, 0, &b, &n);
     assert_true(fabs(n.makespan_s - 35) < 1e-9);
@@ -169,7 +170,7 @@ static int csv_split(const char *line, char fields[][256], int max) {
 static void test_files_parse(void **state) {
     char dir[256], path[512], err[256];
     test_tmpdir(dir, sizeof dir);
-    job_run *jobs = fake_jobs(100, 10, 20, 15);
+    job_record *jobs = fake_jobs(100, 10, 20, 15);
     jobs[1].status = JOB_FAILED;
     snprintf(jobs[1].reason, sizeof jobs[1].reason, "exit 1: out of memory, \"cudaMalloc\"");
     run_summary s;
@@ -216,7 +217,7 @@ static void test_files_parse(void **state) {
 static void test_baseline(void **state) {
     char dir[256], err[512];
     test_tmpdir(dir, sizeof dir);
-    job_run *jobs = fake_jobs(100, 10, 20, 15);
+    job_record *jobs = fake_jobs(100, 10, 20, 15);
     run_summary s;
     results_summarize(jobs, 2, "serial", 1, 0, NULL, &s);
     s.energy_j = 123;
@@ -225,10 +226,10 @@ static void test_baseline(void **state) {
     assert_int_equal(results_load_baseline(dir, jobs, 2, &b, err, sizeof err), 0);
     assert_true(b.known && fabs(b.makespan_s - 40) < 1e-9 && fabs(b.energy_j - 123) < 1e-9);
     assert_true(fabs(b.solo_timed_s[1] - 20) < 1e-9);
-    jobs[1].spec.batch = 64; /* another mix */
+    snprintf(jobs[1].canonical, sizeof jobs[1].canonical, "resnet50:imagenet64@64"); /* another mix */
     assert_int_equal(results_load_baseline(dir, jobs, 2, &b, err, sizeof err), -1);
     assert_non_null(strstr(err, "not the same mix"));
-    jobs[1].spec.batch = 128;
+    snprintf(jobs[1].canonical, sizeof jobs[1].canonical, "resnet50:imagenet64@128");
     jobs[1].epochs_planned = 3;
     assert_int_equal(results_load_baseline(dir, jobs, 2, &b, err, sizeof err), -1);
     jobs[1].epochs_planned = 2;
@@ -246,7 +247,7 @@ static void test_baseline(void **state) {
 static void test_comparison_and_tables(void **state) {
     char dir[256], path[512], err[256];
     test_tmpdir(dir, sizeof dir);
-    job_run *jobs = fake_jobs(100, 10, 20, 15);
+    job_record *jobs = fake_jobs(100, 10, 20, 15);
     run_summary runs[2];
     results_summarize(jobs, 2, "serial", 1, 0, NULL, &runs[0]);
     serial_baseline b;

@@ -29,7 +29,7 @@ void host_group_program(const char *train_path, char *out, size_t size) {
     else snprintf(out, size, "%.*s/job_host", (int)(slash - train_path), train_path);
 }
 
-char **host_group_argv(const char *host_path, const job_run *jobs, int count, const int *green_sms) {
+char **host_group_argv(const char *host_path, const job_record *jobs, int count, const int *green_sms) {
     size_t n = 4;
     for (int i = 0; i < count; i++)
         for (char **a = jobs[i].argv; a && *a; a++) n++;
@@ -54,7 +54,7 @@ char **host_group_argv(const char *host_path, const job_run *jobs, int count, co
 }
 
 typedef struct host_run {
-    job_run *jobs;
+    job_record *jobs;
     int count;
     const jobs_settings *s;
     int log_fd;                       /* job_host.log */
@@ -64,8 +64,8 @@ typedef struct host_run {
     char fault[MIX_MAX_JOBS][320];   /* what took the collateral down, as a clause */
 } host_run;
 
-static void progress(const host_run *h, const job_run *job, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void progress(const host_run *h, const job_run *job, const char *fmt, ...) {
+static void progress(const host_run *h, const job_record *job, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void progress(const host_run *h, const job_record *job, const char *fmt, ...) {
     if (!h->s->tag) return;
     char text[1024];
     va_list ap;
@@ -75,7 +75,7 @@ static void progress(const host_run *h, const job_run *job, const char *fmt, ...
     fprintf(stderr, "[%s] job %d %s: %s\n", h->s->tag, job->index, job->spec.label, text);
 }
 
-static void notify(const host_run *h, const job_run *job, const char *phase, double t) {
+static void notify(const host_run *h, const job_record *job, const char *phase, double t) {
     if (h->s->observer.on_phase) h->s->observer.on_phase(h->s->observer.user, job, phase, t);
 }
 
@@ -94,14 +94,14 @@ static void write_all(int *fd, const char *data, size_t n) {
 }
 
 /* The host's own events about a job: its thread ended, or its failure was another's fault. */
-static void host_event(host_run *h, job_run *job, const cJSON *root, const char *name, double now) {
+static void host_event(host_run *h, job_record *job, const cJSON *root, const char *name, double now) {
     if (strcmp(name, "exit") == 0) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(root, "code");
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
-        job->wait_status = W_EXITCODE(cJSON_IsNumber(code) ? code->valueint & 0xff : 1, 0);
-        job->reaped = 1;
+        job->proc->wait_status = W_EXITCODE(cJSON_IsNumber(code) ? code->valueint & 0xff : 1, 0);
+        job->proc->reaped = 1;
         job->t_exit = cJSON_IsNumber(t) ? t->valuedouble : now;
-        job->phase = JOB_FINISHED;
+        job->proc->phase = JOB_FINISHED;
         notify(h, job, "end", job->t_exit);
     } else {
         const cJSON *origin = cJSON_GetObjectItemCaseSensitive(root, "origin");
@@ -126,9 +126,9 @@ static void take_line(host_run *h, double now) {
         cJSON_Delete(root);
         return;
     }
-    job_run *job = &h->jobs[i];
-    write_all(&job->log_fd, line, h->out_len);
-    write_all(&job->log_fd, "\n", 1);
+    job_record *job = &h->jobs[i];
+    write_all(&job->proc->log_fd, line, h->out_len);
+    write_all(&job->proc->log_fd, "\n", 1);
     const char *name = cJSON_IsString(event) ? event->valuestring : "";
     if (!strcmp(name, "exit") || !strcmp(name, "collateral")) {
         host_event(h, job, root, name, now);
@@ -157,8 +157,10 @@ static void take_output(host_run *h, int is_stdout, const char *data, size_t n) 
             else if (h->out_len + 1 < JOB_LINE_MAX) h->out_line[h->out_len++] = c;
         } else if (c == '\n') { /* the last line the host printed belongs to every job still running */
             h->err_line[h->err_len] = 0;
-            for (int i = 0; i < h->count && h->err_len; i++)
-                if (h->jobs[i].phase != JOB_FINISHED) memcpy(h->jobs[i].err_last, h->err_line, h->err_len + 1);
+            for (int i = 0; i < h->count && h->err_len; i++) {
+                job_process *p = h->jobs[i].proc;
+                if (p->phase != JOB_FINISHED) memcpy(p->err_last, h->err_line, h->err_len + 1);
+            }
             h->err_len = 0;
         } else if (h->err_len + 1 < sizeof h->err_line) {
             h->err_line[h->err_len++] = c;
@@ -183,16 +185,16 @@ static void drain(host_run *h, int *fd, int is_stdout) {
 
 static void release_barrier(host_run *h, int *stdin_fd) {
     int any = 0;
-    for (int i = 0; i < h->count; i++) any |= h->jobs[i].phase == JOB_READY;
+    for (int i = 0; i < h->count; i++) any |= h->jobs[i].proc->phase == JOB_READY;
     if (any) write_all(stdin_fd, "go\n", 3);
     if (*stdin_fd >= 0) close(*stdin_fd); /* "go" is the only line: EOF tells the host nothing more comes */
     *stdin_fd = -1;
     double t = jobs_now();
     for (int i = 0; i < h->count; i++)
-        if (h->jobs[i].phase == JOB_READY) {
-            h->jobs[i].phase = JOB_TRAINING;
+        if (h->jobs[i].proc->phase == JOB_READY) {
+            h->jobs[i].proc->phase = JOB_TRAINING;
             h->jobs[i].t_go = t;
-            h->jobs[i].last_event_mono = jobs_monotonic();
+            h->jobs[i].proc->last_event_mono = jobs_monotonic();
             progress(h, &h->jobs[i], "go");
             notify(h, &h->jobs[i], "start", t);
         }
@@ -205,20 +207,21 @@ static void release_barrier(host_run *h, int *stdin_fd) {
 static int watch_stalls(host_run *h, double mono) {
     int stalled = -1;
     for (int i = 0; i < h->count && stalled < 0; i++) {
-        job_run *job = &h->jobs[i];
-        if (job->phase == JOB_TRAINING && mono - job->last_event_mono > jobs_stall_limit(job, h->s)) stalled = i;
+        const job_record *job = &h->jobs[i];
+        const job_process *p = job->proc;
+        if (p->phase == JOB_TRAINING && mono - p->last_event_mono > jobs_stall_limit(job, h->s)) stalled = i;
     }
     if (stalled < 0) return 0;
-    job_run *job = &h->jobs[stalled];
+    job_record *job = &h->jobs[stalled];
     job->stalled = 1;
     snprintf(job->reason, sizeof job->reason, "stopped by the watchdog: no event for %.0f s (--stall-timeout)",
-             mono - job->last_event_mono);
+             mono - job->proc->last_event_mono);
     progress(h, job, "%s; the job host holds every job, so it is stopped", job->reason);
     for (int i = 0; i < h->count; i++) {
-        if (i == stalled || h->jobs[i].phase == JOB_FINISHED || h->collateral_of[i] >= 0) continue;
+        if (i == stalled || h->jobs[i].proc->phase == JOB_FINISHED || h->collateral_of[i] >= 0) continue;
         h->collateral_of[i] = stalled;
         snprintf(h->fault[i], sizeof h->fault[0], "no progress for %.0f s; the watchdog stopped the process",
-                 mono - job->last_event_mono);
+                 mono - job->proc->last_event_mono);
         snprintf(h->jobs[i].reason, sizeof h->jobs[i].reason, "stopped with the job host");
     }
     return 1;
@@ -228,9 +231,9 @@ static int watch_stalls(host_run *h, double mono) {
 static group_result settle_all(host_run *h, int host_status, int stopping) {
     int any_bad = 0;
     for (int i = 0; i < h->count; i++) {
-        job_run *job = &h->jobs[i];
-        if (!job->reaped) { /* the host ended (crashed, was killed) before this job's thread did */
-            job->wait_status = host_status;
+        job_record *job = &h->jobs[i];
+        if (!job->proc->reaped) { /* the host ended (crashed, was killed) before this job's thread did */
+            job->proc->wait_status = host_status;
             job->t_exit = jobs_now();
             if (!job->reason[0] && !(WIFEXITED(host_status) && WEXITSTATUS(host_status) == 0))
                 snprintf(job->reason, sizeof job->reason, "the job host ended (%s %d) before the job did",
@@ -239,7 +242,7 @@ static group_result settle_all(host_run *h, int host_status, int stopping) {
             notify(h, job, "end", job->t_exit);
         }
         job_settle(job);
-        job->phase = JOB_FINISHED;
+        job->proc->phase = JOB_FINISHED;
         int origin = h->collateral_of[i];
         if (origin >= 0 && job->status != JOB_OK) {
             char own[sizeof job->reason];
@@ -249,8 +252,8 @@ static group_result settle_all(host_run *h, int host_status, int stopping) {
                      h->s->tag ? h->s->tag : "one process", h->fault[i], own);
             job->collateral_of = origin;
         }
-        if (job->log_fd >= 0) close(job->log_fd);
-        job->log_fd = -1;
+        if (job->proc->log_fd >= 0) close(job->proc->log_fd);
+        job->proc->log_fd = -1;
         static const char *names[] = {"ok", "failed", "diverged"};
         progress(h, job, "%s%s%s", names[job->status], job->reason[0] ? ": " : "", job->reason);
         any_bad |= job->status != JOB_OK;
@@ -259,7 +262,7 @@ static group_result settle_all(host_run *h, int host_status, int stopping) {
     return any_bad ? GROUP_PARTIAL : GROUP_COMPLETE;
 }
 
-group_result host_group_run(job_run *jobs, int count, char **argv, const char *log_dir,
+group_result host_group_run(job_record *jobs, int count, char **argv, const char *log_dir,
                             const jobs_settings *s) {
     jobs_install_stop_signals();
     host_run *h = calloc(1, sizeof *h);
@@ -271,9 +274,9 @@ group_result host_group_run(job_run *jobs, int count, char **argv, const char *l
     double t = jobs_now();
     for (int i = 0; i < count; i++) {
         h->collateral_of[i] = -1;
-        jobs[i].phase = JOB_STARTED;
+        jobs[i].proc->phase = JOB_STARTED;
         jobs[i].t_spawn = t;
-        jobs[i].log_fd = open(jobs[i].log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        jobs[i].proc->log_fd = open(jobs[i].log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     }
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
     pid_t pid = -1;
@@ -300,7 +303,7 @@ group_result host_group_run(job_run *jobs, int count, char **argv, const char *l
     fcntl(out_fd, F_SETFL, O_NONBLOCK);
     fcntl(err_fd, F_SETFL, O_NONBLOCK);
     for (int i = 0; i < count; i++) {
-        jobs[i].pid = pid;
+        jobs[i].proc->pid = pid;
         progress(h, &jobs[i], "started in the job host (pid %d)", (int)pid);
         notify(h, &jobs[i], "spawn", t);
     }
@@ -312,7 +315,7 @@ group_result host_group_run(job_run *jobs, int count, char **argv, const char *l
             char why[96];
             snprintf(why, sizeof why, "stopped by run_suite (%s)", strsignal(jobs_stop_signal()));
             for (int i = 0; i < count; i++)
-                if (jobs[i].phase != JOB_FINISHED && !jobs[i].reason[0])
+                if (jobs[i].proc->phase != JOB_FINISHED && !jobs[i].reason[0])
                     snprintf(jobs[i].reason, sizeof jobs[i].reason, "%s", why);
             stopping = 1;
         }
@@ -328,10 +331,10 @@ group_result host_group_run(job_run *jobs, int count, char **argv, const char *l
         }
         if (!released) {
             int waiting = 0;
-            for (int i = 0; i < count; i++) waiting += jobs[i].phase == JOB_STARTED;
+            for (int i = 0; i < count; i++) waiting += jobs[i].proc->phase == JOB_STARTED;
             if (stopping || waiting == 0 || mono >= ready_deadline) {
                 for (int i = 0; i < count && !stopping; i++)
-                    if (jobs[i].phase == JOB_STARTED && !jobs[i].reason[0])
+                    if (jobs[i].proc->phase == JOB_STARTED && !jobs[i].reason[0])
                         snprintf(jobs[i].reason, sizeof jobs[i].reason, "not ready within %.0f s", s->ready_timeout_s);
                 release_barrier(h, &stdin_fd);
                 released = 1;

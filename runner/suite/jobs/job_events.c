@@ -31,7 +31,7 @@ static int json_flag(const cJSON *object, const char *key) {
     return -1;
 }
 
-const char *job_handle_line(job_run *job, const char *line, double now) {
+const char *job_handle_line(job_record *job, const char *line, double now) {
     cJSON *root = cJSON_Parse(line);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
@@ -39,7 +39,7 @@ const char *job_handle_line(job_run *job, const char *line, double now) {
     }
     const cJSON *event = cJSON_GetObjectItemCaseSensitive(root, "event");
     const char *phase = NULL;
-    if (job->phase == JOB_TRAINING) jobs_note_event(job, jobs_monotonic());
+    if (job->proc->phase == JOB_TRAINING) jobs_note_event(job, jobs_monotonic());
     const char *name = cJSON_IsString(event) ? event->valuestring : "";
     double t = json_number(root, "t");
     if (strcmp(name, "setup") == 0) {
@@ -52,8 +52,8 @@ const char *job_handle_line(job_run *job, const char *line, double now) {
         double pid = json_number(root, "pid");
         job->child_pid = isnan(pid) ? 0 : (long)pid;
     } else if (strcmp(name, "ready") == 0) {
-        if (job->phase == JOB_STARTED) {
-            job->phase = JOB_READY;
+        if (job->proc->phase == JOB_STARTED) {
+            job->proc->phase = JOB_READY;
             job->t_ready = isnan(t) ? now : t;
             phase = "ready";
         }
@@ -102,24 +102,25 @@ const char *job_handle_line(job_run *job, const char *line, double now) {
 }
 
 /* " at step 50 (injected fault sigkill)", " in epoch 2": where the job was when it ended. */
-static void where_it_was(const job_run *job, char *out, size_t size) {
+static void where_it_was(const job_record *job, char *out, size_t size) {
     int n = 0;
     if (job->last_step > 0) n = snprintf(out, size, " at step %ld", job->last_step);
-    else if (job->phase >= JOB_TRAINING || job->epoch_count > 0)
+    else if (job->proc->phase >= JOB_TRAINING || job->epoch_count > 0)
         n = snprintf(out, size, " in epoch %d", job->epoch_count + 1);
     else out[0] = 0;
     if (job->fault_kind[0] && !strstr(job->error_message, "injected fault") && n >= 0 && (size_t)n < size)
         snprintf(out + n, size - (size_t)n, " (injected fault %s)", job->fault_kind);
 }
 
-void job_settle(job_run *job) {
+void job_settle(job_record *job) {
     int diverged_epoch = 0;
     for (int i = 0; i < job->epoch_count && !diverged_epoch; i++)
         if (job->epochs[i].diverged) diverged_epoch = job->epochs[i].epoch;
     char tail[600] = "", where[96];
     where_it_was(job, where, sizeof where);
     if (job->error_message[0]) snprintf(tail, sizeof tail, "%s: %s", where, job->error_message);
-    else if (job->err_last[0]) snprintf(tail, sizeof tail, "%s; last stderr line: %s", where, job->err_last);
+    else if (job->proc->err_last[0])
+        snprintf(tail, sizeof tail, "%s; last stderr line: %s", where, job->proc->err_last);
     else snprintf(tail, sizeof tail, "%s", where);
     if (job->reason[0]) { /* the runner ended it: not started, not ready, stopped, stalled */
         job->status = JOB_FAILED;
@@ -127,7 +128,7 @@ void job_settle(job_run *job) {
         if (job->error_message[0] || job->stalled) snprintf(job->reason + n, sizeof job->reason - n, "%s", tail);
         return;
     }
-    int st = job->wait_status;
+    int st = job->proc->wait_status;
     if (WIFSIGNALED(st)) {
         job->status = diverged_epoch ? JOB_DIVERGED : JOB_FAILED;
         snprintf(job->reason, sizeof job->reason, "killed by signal %d (%s)%s", WTERMSIG(st),

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/jobs/progress.h"
+#include "runner/suite/plan/mix.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -120,18 +121,6 @@ void job_free_strv(char **v) {
     free(v);
 }
 
-void job_safe_name(char *out, size_t size, const char *text) {
-    size_t n = 0;
-    for (const char *p = text; *p && n + 1 < size; p++) {
-        char c = *p;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '+' || c == '.' || c == '_' || c == '-';
-        out[n++] = ok ? c : '_';
-    }
-    if (n > 0 && out[0] == '.') out[0] = '_'; /* never a hidden file or ".." */
-    out[n] = 0;
-}
-
 int job_env_set(job_env *env, const char *name, const char *fmt, ...) {
     if (env->count >= JOB_ENV_MAX) return -1;
     char *entry = env->entries[env->count];
@@ -202,7 +191,7 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     return strv_finish(&s);
 }
 
-int job_prepare(job_run *job, int index, const job_spec *spec, const char *train_path,
+int job_prepare(job_record *job, int index, const job_spec *spec, const char *train_path,
                 int epochs, long steps_per_epoch, const char *data_root, const job_env *env,
                 const char *log_dir, char *err, size_t err_size) {
     memset(job, 0, sizeof *job);
@@ -214,15 +203,19 @@ int job_prepare(job_run *job, int index, const job_spec *spec, const char *train
     job_safe_name(safe, sizeof safe, spec->label);
     snprintf(job->name, sizeof job->name, "job-%d-%s", index, safe);
     snprintf(job->log_path, sizeof job->log_path, "%s/%s.log", log_dir, job->name);
-    job->pid = -1;
-    job->stdin_fd = job->out_fd = job->err_fd = job->log_fd = -1;
+    mix_job_format(spec, job->canonical, sizeof job->canonical);
     job->mps = job->mig = -1;
     job->collateral_of = -1;
     job->params = job->footprint_bytes = NAN;
     job->t_spawn = job->t_ready = job->t_go = job->t_done = job->t_exit = job->t_fault = NAN;
     job->argv = job_build_argv(train_path, spec, job->epochs_planned, job->steps_per_epoch, data_root, 0);
     job->envp = job_build_env(environ, env);
-    if (!job->argv || !job->envp) {
+    job->proc = calloc(1, sizeof *job->proc);
+    if (job->proc) {
+        job->proc->pid = -1;
+        job->proc->stdin_fd = job->proc->out_fd = job->proc->err_fd = job->proc->log_fd = -1;
+    }
+    if (!job->argv || !job->envp || !job->proc) {
         snprintf(err, err_size, "out of memory building the command of job %d", index);
         job_release(job);
         return -1;
@@ -235,21 +228,25 @@ static void close_fd(int *fd) {
     *fd = -1;
 }
 
-void job_release(job_run *job) {
+void job_release(job_record *job) {
     job_free_strv(job->argv);
     job_free_strv(job->envp);
     job->argv = job->envp = NULL;
-    close_fd(&job->stdin_fd);
-    close_fd(&job->out_fd);
-    close_fd(&job->err_fd);
-    close_fd(&job->log_fd);
+    job_process *p = job->proc;
+    if (!p) return;
+    close_fd(&p->stdin_fd);
+    close_fd(&p->out_fd);
+    close_fd(&p->err_fd);
+    close_fd(&p->log_fd);
+    free(p);
+    job->proc = NULL;
 }
 
 /* --- process handling ---------------------------------------------------------------------- */
 
-static void progress(const jobs_settings *s, const job_run *job, const char *fmt, ...)
+static void progress(const jobs_settings *s, const job_record *job, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void progress(const jobs_settings *s, const job_run *job, const char *fmt, ...) {
+static void progress(const jobs_settings *s, const job_record *job, const char *fmt, ...) {
     if (!s->tag) return;
     char text[1024];
     va_list ap;
@@ -260,7 +257,7 @@ static void progress(const jobs_settings *s, const job_run *job, const char *fmt
     else fprintf(stderr, "[%s] job %d %s: %s\n", s->tag, job->index, job->spec.label, text);
 }
 
-static void notify(const jobs_settings *s, const job_run *job, const char *phase, double t) {
+static void notify(const jobs_settings *s, const job_record *job, const char *phase, double t) {
     if (s->observer.on_phase) s->observer.on_phase(s->observer.user, job, phase, t);
 }
 
@@ -323,16 +320,17 @@ int jobs_spawn(pid_t *pid, char *const argv[], char *const envp[], int in_fd, in
     return rc;
 }
 
-static int start_job(job_run *job, const jobs_settings *s) {
+static int start_job(job_record *job, const jobs_settings *s) {
+    job_process *p = job->proc;
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
     job->t_spawn = jobs_now();
-    job->phase = JOB_STARTED;
-    job->log_fd = open(job->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (job->log_fd < 0)
+    p->phase = JOB_STARTED;
+    p->log_fd = open(job->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (p->log_fd < 0)
         fprintf(stderr, "warning: cannot write the log %s: %s\n", job->log_path, strerror(errno));
     int rc = 0;
     if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(er, O_CLOEXEC)) rc = errno;
-    if (!rc) rc = jobs_spawn(&job->pid, job->argv, job->envp, in[0], out[1], er[1]);
+    if (!rc) rc = jobs_spawn(&p->pid, job->argv, job->envp, in[0], out[1], er[1]);
     close_fd(&in[0]);
     close_fd(&out[1]);
     close_fd(&er[1]);
@@ -340,46 +338,49 @@ static int start_job(job_run *job, const jobs_settings *s) {
         close_fd(&in[1]);
         close_fd(&out[0]);
         close_fd(&er[0]);
-        job->pid = -1;
+        p->pid = -1;
         snprintf(job->reason, sizeof job->reason, "cannot start %s: %s", job->argv[0], strerror(rc));
         return -1;
     }
-    job->stdin_fd = in[1];
-    job->out_fd = out[0];
-    job->err_fd = er[0];
-    fcntl(job->stdin_fd, F_SETFL, O_NONBLOCK);
-    fcntl(job->out_fd, F_SETFL, O_NONBLOCK);
-    fcntl(job->err_fd, F_SETFL, O_NONBLOCK);
-    progress(s, job, "started (pid %d)", (int)job->pid);
+    p->stdin_fd = in[1];
+    p->out_fd = out[0];
+    p->err_fd = er[0];
+    fcntl(p->stdin_fd, F_SETFL, O_NONBLOCK);
+    fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
+    fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+    progress(s, job, "started (pid %d)", (int)p->pid);
     return 0;
 }
 
-static void terminate_job(job_run *job, double grace_s, const char *why) {
+static void terminate_job(job_record *job, double grace_s, const char *why) {
+    job_process *p = job->proc;
     if (!job->reason[0] && why) snprintf(job->reason, sizeof job->reason, "%s", why);
-    close_fd(&job->stdin_fd);
-    if (job->pid > 0 && !job->reaped && !job->term_sent) {
-        if (kill(-job->pid, SIGTERM) != 0) kill(job->pid, SIGTERM);
-        job->term_sent = 1;
-        job->kill_at = jobs_monotonic() + grace_s;
+    close_fd(&p->stdin_fd);
+    if (p->pid > 0 && !p->reaped && !p->term_sent) {
+        if (kill(-p->pid, SIGTERM) != 0) kill(p->pid, SIGTERM);
+        p->term_sent = 1;
+        p->kill_at = jobs_monotonic() + grace_s;
     }
 }
 
-static void log_bytes(job_run *job, const char *data, size_t n) {
-    while (job->log_fd >= 0 && n > 0) {
-        ssize_t w = write(job->log_fd, data, n);
+static void log_bytes(job_record *job, const char *data, size_t n) {
+    job_process *p = job->proc;
+    while (p->log_fd >= 0 && n > 0) {
+        ssize_t w = write(p->log_fd, data, n);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) { close_fd(&job->log_fd); return; }
+        if (w <= 0) { close_fd(&p->log_fd); return; }
         data += w;
         n -= (size_t)w;
     }
 }
 
-static void take_stdout_line(job_run *job, const jobs_settings *s) {
-    job->out_line[job->out_len] = 0;
-    const char *phase = job->out_overflow ? NULL : job_handle_line(job, job->out_line, jobs_now());
-    if (!job->out_overflow && s->board) progress_line(s->board, job, job->out_line);
-    job->out_len = 0;
-    job->out_overflow = 0;
+static void take_stdout_line(job_record *job, const jobs_settings *s) {
+    job_process *p = job->proc;
+    p->out_line[p->out_len] = 0;
+    const char *phase = p->out_overflow ? NULL : job_handle_line(job, p->out_line, jobs_now());
+    if (!p->out_overflow && s->board) progress_line(s->board, job, p->out_line, jobs_monotonic());
+    p->out_len = 0;
+    p->out_overflow = 0;
     if (!phase) return;
     if (strcmp(phase, "ready") == 0) {
         progress(s, job, "ready after %.1f s", job->t_ready - job->t_spawn);
@@ -392,28 +393,30 @@ static void take_stdout_line(job_run *job, const jobs_settings *s) {
     }
 }
 
-static void take_output(job_run *job, int is_stdout, const char *data, size_t n,
+static void take_output(job_record *job, int is_stdout, const char *data, size_t n,
                         const jobs_settings *s) {
+    job_process *p = job->proc;
     log_bytes(job, data, n);
     for (size_t i = 0; i < n; i++) {
         char c = data[i];
         if (is_stdout) {
             if (c == '\n') take_stdout_line(job, s);
-            else if (job->out_len + 1 < JOB_LINE_MAX) job->out_line[job->out_len++] = c;
-            else job->out_overflow = 1;
+            else if (p->out_len + 1 < JOB_LINE_MAX) p->out_line[p->out_len++] = c;
+            else p->out_overflow = 1;
         } else if (c == '\n') {
-            job->err_line[job->err_len] = 0;
-            if (job->err_len) memcpy(job->err_last, job->err_line, job->err_len + 1);
-            job->err_len = 0;
-        } else if (job->err_len + 1 < sizeof job->err_line) {
-            job->err_line[job->err_len++] = c;
+            p->err_line[p->err_len] = 0;
+            if (p->err_len) memcpy(p->err_last, p->err_line, p->err_len + 1);
+            p->err_len = 0;
+        } else if (p->err_len + 1 < sizeof p->err_line) {
+            p->err_line[p->err_len++] = c;
         }
     }
 }
 
 /* Reads what a pipe holds now; closes it at end of file. */
-static void drain_pipe(job_run *job, int is_stdout, const jobs_settings *s) {
-    int *fd = is_stdout ? &job->out_fd : &job->err_fd;
+static void drain_pipe(job_record *job, int is_stdout, const jobs_settings *s) {
+    job_process *p = job->proc;
+    int *fd = is_stdout ? &p->out_fd : &p->err_fd;
     char buf[65536];
     while (*fd >= 0) {
         ssize_t n = read(*fd, buf, sizeof buf);
@@ -424,55 +427,58 @@ static void drain_pipe(job_run *job, int is_stdout, const jobs_settings *s) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) return;
         close_fd(fd);
-        if (is_stdout && job->out_len) take_stdout_line(job, s); /* last line without '\n' */
+        if (is_stdout && p->out_len) take_stdout_line(job, s); /* last line without '\n' */
     }
 }
 
-static void reap(job_run *job) {
-    if (job->pid <= 0 || job->reaped) return;
+static void reap(job_record *job) {
+    job_process *p = job->proc;
+    if (p->pid <= 0 || p->reaped) return;
     int st;
-    pid_t r = waitpid(job->pid, &st, WNOHANG);
-    if (r == job->pid || (r < 0 && errno == ECHILD)) {
-        job->reaped = 1;
-        job->wait_status = r == job->pid ? st : 0;
+    pid_t r = waitpid(p->pid, &st, WNOHANG);
+    if (r == p->pid || (r < 0 && errno == ECHILD)) {
+        p->reaped = 1;
+        p->wait_status = r == p->pid ? st : 0;
         job->t_exit = jobs_now();
-        job->close_at = jobs_monotonic() + 2.0; /* a grandchild may still hold the pipes */
-        close_fd(&job->stdin_fd);
+        p->close_at = jobs_monotonic() + 2.0; /* a grandchild may still hold the pipes */
+        close_fd(&p->stdin_fd);
     }
 }
 
-static void release_barrier(job_run *jobs, int count, const jobs_settings *s) {
+static void release_barrier(job_record *jobs, int count, const jobs_settings *s) {
     /* Everything before the writes is done first, so "go" reaches all jobs back to back. */
     static const char go[] = "go\n";
     double t = jobs_now();
     for (int i = 0; i < count; i++) {
-        job_run *job = &jobs[i];
-        if (job->phase != JOB_READY) continue;
+        job_record *job = &jobs[i];
+        job_process *p = job->proc;
+        if (p->phase != JOB_READY) continue;
         ssize_t w;
-        do w = write(job->stdin_fd, go, sizeof go - 1);
+        do w = write(p->stdin_fd, go, sizeof go - 1);
         while (w < 0 && errno == EINTR);
-        close_fd(&job->stdin_fd); /* "go" is the only line; EOF later tells train nothing more comes */
+        close_fd(&p->stdin_fd); /* "go" is the only line; EOF later tells train nothing more comes */
         job->t_go = t;
-        job->last_event_mono = jobs_monotonic();
-        job->phase = JOB_TRAINING;
+        p->last_event_mono = jobs_monotonic();
+        p->phase = JOB_TRAINING;
     }
     for (int i = 0; i < count; i++)
-        if (jobs[i].phase == JOB_TRAINING) {
+        if (jobs[i].proc->phase == JOB_TRAINING) {
             progress(s, &jobs[i], "go");
             notify(s, &jobs[i], "start", t);
         }
 }
 
-static void finish_job(job_run *job, const jobs_settings *s) {
+static void finish_job(job_record *job, const jobs_settings *s) {
+    job_process *p = job->proc;
     job_settle(job);
-    job->phase = JOB_FINISHED;
-    close_fd(&job->log_fd);
+    p->phase = JOB_FINISHED;
+    close_fd(&p->log_fd);
     static const char *names[] = {"ok", "failed", "diverged"};
     progress(s, job, "%s%s%s", names[job->status], job->reason[0] ? ": " : "", job->reason);
     notify(s, job, "end", isnan(job->t_exit) ? jobs_now() : job->t_exit);
 }
 
-group_result jobs_run_group(job_run *jobs, int count, const jobs_settings *s) {
+group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s) {
     progress_board board;
     jobs_settings shown = *s;
     shown.board = &board;
@@ -503,23 +509,23 @@ group_result jobs_run_group(job_run *jobs, int count, const jobs_settings *s) {
             char why[96];
             snprintf(why, sizeof why, "stopped by run_suite (%s)", strsignal(stop_signo));
             for (int i = 0; i < count; i++) {
-                if (jobs[i].phase == JOB_FINISHED) continue;
+                if (jobs[i].proc->phase == JOB_FINISHED) continue;
                 terminate_job(&jobs[i], s->grace_s, why);
-                if (stopping) jobs[i].kill_at = mono; /* a second Ctrl-C: no more grace */
+                if (stopping) jobs[i].proc->kill_at = mono; /* a second Ctrl-C: no more grace */
             }
             stopping = 1;
             seen_stop_count = stop_count;
         }
         if (!released) {
             int waiting = 0;
-            for (int i = 0; i < count; i++) waiting += jobs[i].phase == JOB_STARTED;
+            for (int i = 0; i < count; i++) waiting += jobs[i].proc->phase == JOB_STARTED;
             if (stopping) {
                 released = 1;
             } else if (waiting == 0 || mono >= ready_deadline) {
                 char why[96];
                 snprintf(why, sizeof why, "not ready within %.0f s", s->ready_timeout_s);
                 for (int i = 0; i < count; i++)
-                    if (jobs[i].phase == JOB_STARTED) terminate_job(&jobs[i], s->grace_s, why);
+                    if (jobs[i].proc->phase == JOB_STARTED) terminate_job(&jobs[i], s->grace_s, why);
                 release_barrier(jobs, count, s);
                 released = 1;
             }
@@ -531,34 +537,35 @@ group_result jobs_run_group(job_run *jobs, int count, const jobs_settings *s) {
             owner[nfds++] = -1;
         }
         for (int i = 0; i < count; i++) {
-            job_run *job = &jobs[i];
-            if (job->phase == JOB_FINISHED) continue;
-            if (job->phase == JOB_TRAINING && !job->term_sent && !job->reaped &&
-                mono - job->last_event_mono > jobs_stall_limit(job, s)) {
+            job_record *job = &jobs[i];
+            job_process *p = job->proc;
+            if (p->phase == JOB_FINISHED) continue;
+            if (p->phase == JOB_TRAINING && !p->term_sent && !p->reaped &&
+                mono - p->last_event_mono > jobs_stall_limit(job, s)) {
                 char why[160];
                 snprintf(why, sizeof why, "stopped by the watchdog: no event for %.0f s (--stall-timeout)",
-                         mono - job->last_event_mono);
+                         mono - p->last_event_mono);
                 job->stalled = 1;
                 progress(s, job, "%s", why);
                 terminate_job(job, s->grace_s, why);
             }
-            if (job->term_sent && !job->kill_sent && !job->reaped && mono >= job->kill_at) {
-                if (kill(-job->pid, SIGKILL) != 0) kill(job->pid, SIGKILL);
-                job->kill_sent = 1;
+            if (p->term_sent && !p->kill_sent && !p->reaped && mono >= p->kill_at) {
+                if (kill(-p->pid, SIGKILL) != 0) kill(p->pid, SIGKILL);
+                p->kill_sent = 1;
             }
-            if (job->reaped && mono >= job->close_at) {
-                close_fd(&job->out_fd);
-                close_fd(&job->err_fd);
+            if (p->reaped && mono >= p->close_at) {
+                close_fd(&p->out_fd);
+                close_fd(&p->err_fd);
             }
-            if (job->reaped && job->out_fd < 0 && job->err_fd < 0) {
+            if (p->reaped && p->out_fd < 0 && p->err_fd < 0) {
                 finish_job(job, s);
                 any_bad |= job->status != JOB_OK;
                 continue;
             }
             alive++;
             if (!fds) continue;
-            if (job->out_fd >= 0) { fds[nfds] = (struct pollfd){job->out_fd, POLLIN, 0}; owner[nfds++] = 2 * i; }
-            if (job->err_fd >= 0) { fds[nfds] = (struct pollfd){job->err_fd, POLLIN, 0}; owner[nfds++] = 2 * i + 1; }
+            if (p->out_fd >= 0) { fds[nfds] = (struct pollfd){p->out_fd, POLLIN, 0}; owner[nfds++] = 2 * i; }
+            if (p->err_fd >= 0) { fds[nfds] = (struct pollfd){p->err_fd, POLLIN, 0}; owner[nfds++] = 2 * i + 1; }
         }
         if (!alive) break;
         if (!fds) usleep(100000);

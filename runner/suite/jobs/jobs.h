@@ -3,7 +3,8 @@
  * runner, which then stops them in order), reads their JSON-lines events over a pipe, copies
  * their stdout and stderr into a per-job log, runs the start barrier (wait for every job's
  * "ready", then write "go" to all at once, so the timed work really overlaps) and stops them
- * (SIGTERM, then SIGKILL after a grace period). Modes, monitor and results only see job_run. */
+ * (SIGTERM, then SIGKILL after a grace period). Modes, monitor and results only see the
+ * records (results/job_record.h); the process behind each is its job_process. */
 #ifndef SUITE_JOBS_H
 #define SUITE_JOBS_H
 
@@ -11,24 +12,13 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "runner/suite/plan/mix.h"
+#include "results/job_record.h"
 
-#define JOB_MAX_EPOCHS 512
 #define JOB_LINE_MAX 16384       /* longest event line kept; longer lines are logged, not parsed */
 #define JOB_ENV_MAX 16           /* environment entries a mode may set or remove per job */
 #define JOB_ENV_ENTRY 4352       /* "NAME=" plus a path */
 
 typedef enum { JOB_NEW, JOB_STARTED, JOB_READY, JOB_TRAINING, JOB_FINISHED } job_phase;
-typedef enum { JOB_OK, JOB_FAILED, JOB_DIVERGED } job_status;
-
-/* One "epoch" event. Unknown numbers are NaN (e.g. "accuracy":null). */
-typedef struct job_epoch {
-    int epoch;                   /* 1-based */
-    int warmup, diverged;
-    double samples, seconds, samples_per_s, loss, accuracy, peak_bytes;
-    double t_start, t_end;       /* unix seconds, the job's clock (same host as the runner) */
-    double step_ms_median, step_ms_p90;
-} job_epoch;
 
 /* Environment changes a mode makes for one job: "NAME=value" sets, a bare "NAME" removes. */
 typedef struct job_env {
@@ -36,16 +26,10 @@ typedef struct job_env {
     char entries[JOB_ENV_MAX][JOB_ENV_ENTRY];
 } job_env;
 
-typedef struct job_run {
-    int index;
-    job_spec spec;
-    int epochs_planned;          /* resolved: the spec's, else the run's */
-    long steps_per_epoch;        /* resolved; 0 = whole epochs */
-    char name[96];               /* "job-<i>-<label>", filesystem-safe */
-    char log_path[PATH_MAX];
-    char **argv, **envp;         /* owned; NULL-terminated */
-
-    /* process state (owned by jobs_run_group) */
+/* A job's process while its group runs (job->proc of its record): owned by jobs_run_group and
+ * host_group_run, allocated by job_prepare and freed by job_release. What it measured goes to the
+ * record; this holds only what running it takes. */
+typedef struct job_process {
     pid_t pid;
     int stdin_fd, out_fd, err_fd, log_fd;
     int reaped, wait_status, term_sent, kill_sent;
@@ -57,40 +41,16 @@ typedef struct job_run {
     size_t err_len;
     char err_last[512];
     job_phase phase;
-
-    /* from the events */
-    int have_setup;
-    char device[128];
-    double params, footprint_bytes;
-    int mps, mig;                /* as the job reported in its setup event; -1 unknown */
-    long child_pid;
-    double t_spawn, t_ready, t_go, t_done, t_exit; /* unix seconds; NaN when it never happened */
-    job_epoch epochs[JOB_MAX_EPOCHS];
-    int epoch_count, epochs_dropped;
-    int saw_done;
-    char error_message[512];
-
-    /* progress and faults (the watchdog and the failure record) */
+    /* the watchdog */
     double last_event_mono;      /* monotonic time of the last event line, or of "go" */
     double longest_gap_s;        /* longest wait between two events since "go"; 0 before one */
-    long last_step;              /* latest step a progress or fault event named; 0 unknown */
-    char fault_kind[24];         /* a fault the job announced it injects ("fault" event), or "" */
-    long fault_step;
-    double t_fault;              /* unix seconds of that event; NaN when none */
-    int stalled;                 /* stopped by the watchdog */
-    int collateral_of;           /* the job whose fault took this one down; -1 when none */
-    char evidence[1024];         /* a collateral failure's evidence: the mode's log line, its own error */
-
-    /* outcome */
-    job_status status;
-    char reason[768];
-} job_run;
+} job_process;
 
 /* What the rest of the run hears while a group runs: phase is "spawn", "ready", "start",
  * "epoch" (job->epochs[job->epoch_count-1] is the new one) or "end". */
 typedef struct jobs_observer {
     void *user;
-    void (*on_phase)(void *user, const job_run *job, const char *phase, double t);
+    void (*on_phase)(void *user, const job_record *job, const char *phase, double t);
 } jobs_observer;
 
 typedef struct jobs_settings {
@@ -110,30 +70,30 @@ typedef struct jobs_settings {
 #define JOBS_STALL_FACTOR 8.0
 #define JOBS_STALL_MIN_S 30.0
 #define JOBS_STALL_FIRST_S 600.0
-double jobs_stall_limit(const job_run *job, const jobs_settings *settings);
+double jobs_stall_limit(const job_record *job, const jobs_settings *settings);
 /* Records an event line's arrival (monotonic now) for the watchdog. */
-void jobs_note_event(job_run *job, double mono);
+void jobs_note_event(job_record *job, double mono);
 
 /* After a group ended: in a mode where one job's fatal fault ends the others (faults_spread: MPS
  * clients of one server, jobs of one process), every job that failed after the first job that
- * failed of its own (an announced fault first, else the earliest to fail) is re-recorded as
- * "collateral of job N (mode M)", with its own error and the mode's evidence (e.g. the MPS server
- * log line) in job->evidence. Elsewhere failures stay each job's own. Returns how many were
- * classified collateral. */
-int jobs_classify_collateral(job_run *jobs, int count, const char *mode, int faults_spread,
+ * failed of its own (results_first_failure: an announced fault first, else the earliest to fail)
+ * is re-recorded as "collateral of job N (mode M)", with its own error and the mode's evidence
+ * (e.g. the MPS server log line) in job->evidence. Elsewhere failures stay each job's own.
+ * Returns how many were classified collateral. */
+int jobs_classify_collateral(job_record *jobs, int count, const char *mode, int faults_spread,
                              const char *mode_evidence);
-/* Index of the job whose own failure came first (an announced fault preferred), -1 when none failed. */
-int jobs_first_failure(const job_run *jobs, int count);
 
 typedef enum { GROUP_COMPLETE = 0, GROUP_PARTIAL = 1, GROUP_STOPPED = 2 } group_result;
 
-/* Fills a job record (not yet started): argv for `train` and the environment (the runner's
- * own, changed by env). epochs/steps: the run's defaults, used where the spec leaves 0.
- * Returns 0, or -1 with a message (out of memory). */
-int job_prepare(job_run *job, int index, const job_spec *spec, const char *train_path,
+/* Fills a job record (not yet started): argv for `train`, the environment (the runner's own,
+ * changed by env) and its job_process. epochs/steps: the run's defaults, used where the spec
+ * leaves 0. Returns 0, or -1 with a message (out of memory). */
+int job_prepare(job_record *job, int index, const job_spec *spec, const char *train_path,
                 int epochs, long steps_per_epoch, const char *data_root, const job_env *env,
                 const char *log_dir, char *err, size_t err_size);
-void job_release(job_run *job);
+/* Frees what job_prepare allocated, the process included (its pipes closed); the record's
+ * numbers stay. */
+void job_release(job_record *job);
 
 /* The argv of `train` for one job (malloc'd strings, NULL-terminated): the protocol's
  * --json --wait-go form, or with dry_run the --dry-run --json form (epochs and steps are then
@@ -146,18 +106,16 @@ void job_free_strv(char **v);
 /* Appends "NAME=value" (value printf-formatted) or, with fmt NULL, a removal of NAME. */
 int job_env_set(job_env *env, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* label -> characters safe in a file name ([A-Za-z0-9+._-], others '_'). */
-void job_safe_name(char *out, size_t size, const char *text);
 
 /* Runs every job of the group at once behind the start barrier, reads events until all are
  * finished, and fills each job's outcome. A stop signal (see below) stops them all. */
-group_result jobs_run_group(job_run *jobs, int count, const jobs_settings *settings);
+group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *settings);
 
 /* Parses one stdout line of a job (an event); unknown or malformed lines are ignored.
  * Returns the observer phase it causes ("ready", "epoch") or NULL. */
-const char *job_handle_line(job_run *job, const char *line, double now);
+const char *job_handle_line(job_record *job, const char *line, double now);
 /* Sets status and reason from the events and the wait status (after the job ended). */
-void job_settle(job_run *job);
+void job_settle(job_record *job);
 
 /* `train --dry-run --json` for one job: its footprint in bytes, without a GPU. */
 typedef struct job_footprint {

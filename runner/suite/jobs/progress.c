@@ -9,13 +9,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/suite/jobs/jobs.h"
-
-static void set_line(progress_board *b, int k, const job_run *job, const char *text) {
+static void set_line(progress_board *b, int k, const job_record *job, const char *text) {
     snprintf(b->lines[k], sizeof b->lines[k], "[%s] job %d %s: %s", b->tag, job->index, job->spec.label, text);
 }
 
-void progress_begin(progress_board *b, FILE *out, int tty, const job_run *jobs, int count,
+void progress_begin(progress_board *b, FILE *out, int tty, const job_record *jobs, int count,
                     const char *tag) {
     memset(b, 0, sizeof *b);
     b->out = out;
@@ -30,7 +28,7 @@ void progress_begin(progress_board *b, FILE *out, int tty, const job_run *jobs, 
     for (int i = 0; tag && i < b->count; i++) set_line(b, i, &jobs[i], "waiting");
 }
 
-static int slot_of(const progress_board *b, const job_run *job) {
+static int slot_of(const progress_board *b, const job_record *job) {
     long k = job - b->jobs;
     return k >= 0 && k < b->count ? (int)k : -1;
 }
@@ -44,7 +42,7 @@ static void redraw(progress_board *b) {
     fflush(b->out);
 }
 
-void progress_show(progress_board *b, const job_run *job, const char *text) {
+void progress_show(progress_board *b, const job_record *job, const char *text) {
     if (!b->tag) return;
     int k = slot_of(b, job);
     if (!b->tty || k < 0) {
@@ -90,7 +88,7 @@ int progress_format(const char *line, char *out, size_t size) {
     return 0;
 }
 
-void progress_line(progress_board *b, const job_run *job, const char *line) {
+void progress_line(progress_board *b, const job_record *job, const char *line, double now) {
     char text[PROGRESS_LINE];
     if (!b->tag || progress_format(line, text, sizeof text) != 0) return;
     int k = slot_of(b, job);
@@ -99,7 +97,6 @@ void progress_line(progress_board *b, const job_run *job, const char *line) {
         redraw(b);
         return;
     }
-    double now = jobs_monotonic();
     if (k >= 0 && b->last_plain[k] > 0 && now - b->last_plain[k] < PROGRESS_PLAIN_S) return;
     if (k >= 0) b->last_plain[k] = now;
     fprintf(b->out, "[%s] job %d %s: %s\n", b->tag, job->index, job->spec.label, text);

@@ -70,7 +70,7 @@ typedef struct suite_mode {
     void (*describe)(const suite_ctx *c, FILE *out, cJSON *json);
     int (*start)(mode_run *r, char *err, size_t err_size);
     void (*job_env)(const mode_run *r, int job, job_env *env);
-    group_result (*run_jobs)(mode_run *r, job_run *jobs, int count, const jobs_settings *settings);
+    group_result (*run_jobs)(mode_run *r, job_record *jobs, int count, const jobs_settings *settings);
     void (*stop)(mode_run *r);
     void (*report)(const mode_run *r, cJSON *run_json);
     void (*partition_key)(const mode_run *r, int job, char *out, size_t size);

@@ -121,7 +121,7 @@ static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
     green_plan_print(&st->plan, labels, out);
 }
 
-static group_result run_jobs(mode_run *r, job_run *jobs, int count, const jobs_settings *s) {
+static group_result run_jobs(mode_run *r, job_record *jobs, int count, const jobs_settings *s) {
     const green_state *st = mode_run_state(r);
     int sms[GREEN_MAX_PARTITIONS];
     for (int k = 0; k < count && k < GREEN_MAX_PARTITIONS; k++) sms[k] = st->plan.sm[r->job_of[k]];

@@ -9,7 +9,7 @@
 #include "runner/suite/jobs/host_group.h"
 #include "runner/suite/run/suite.h"
 
-group_result mode_host_run(mode_run *r, job_run *jobs, int count, const jobs_settings *s, const int *green_sms) {
+group_result mode_host_run(mode_run *r, job_record *jobs, int count, const jobs_settings *s, const int *green_sms) {
     char host[PATH_MAX];
     host_group_program(r->ctx->o->train_path, host, sizeof host);
     char **argv = host_group_argv(host, jobs, count, green_sms);
@@ -31,7 +31,7 @@ static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
                  c->count, host, c->gpu.visible);
 }
 
-static group_result run_jobs(mode_run *r, job_run *jobs, int count, const jobs_settings *s) {
+static group_result run_jobs(mode_run *r, job_record *jobs, int count, const jobs_settings *s) {
     return mode_host_run(r, jobs, count, s, NULL);
 }
 

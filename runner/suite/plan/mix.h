@@ -21,7 +21,7 @@
  *             | classes=2..100000 (synthetic only: the other data sets fix their classes)
  *             | rows=1..2147483647 (dlrm only: each embedding table capped at that many rows)
  *             | precision=tf32|fp32|bf16 (the job's numerics, train --precision)
- *             | fault=KIND@STEP  (a fault injected at that training step, runner/train/fault.h:
+ *             | fault=KIND@STEP  (a fault injected at that training step, results/job_record.h:
  *               oom, illegal-address, nan, exit, hang, sigkill; e.g. S[fault=illegal-address@50])
  * Whitespace (spaces, tabs) may stand at either end, around '+' and '*', and inside brackets
  * around ',' and '='; it may not split a job ("resnet50 :imagenet64@128" is an error), a name
@@ -34,25 +34,7 @@
 
 #include <stddef.h>
 
-#include "runner/train/fault.h"
-
-#define MIX_MAX_JOBS 64
-
-typedef struct job_spec {
-    char label[64];      /* as written in the mix, e.g. "S" or "resnet50:imagenet64@128" */
-    char model[32];      /* resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24, dlrm */
-    char data[32];       /* cifar10, imagenet64, imagenet, criteo-kaggle, criteo-terabyte,
-                            fashion-mnist, synthetic */
-    int image_size;      /* input height = width (0 for criteo) */
-    int classes;
-    int batch;
-    int epochs;          /* 0: the run's default */
-    long steps_per_epoch;/* 0: the run's default (a whole epoch unless --quick/--steps-per-epoch) */
-    long long max_rows;  /* dlrm: rows per embedding table at most (0: uncapped) */
-    train_fault fault;   /* injected fault (kind FAULT_NONE: none) */
-    int gpus;            /* data-parallel over this many GPUs (train --gpus); 0: one */
-    char precision[8];   /* tf32, fp32, bf16; empty: train's default (tf32) */
-} job_spec;
+#include "results/job_record.h"   /* job_spec, MIX_MAX_JOBS */
 
 typedef struct mix {
     int count;

@@ -86,7 +86,7 @@ cJSON *run_json_jobs(const suite_ctx *c, const mode_run *r) {
         const char *keys[] = {"parameters", "gradients", "optimizer", "buffers", "activations", "workspace", "total"};
         const double vals[] = {f->parameters, f->gradients, f->optimizer, f->buffers, f->activations, f->workspace, f->total};
         for (int n = 0; n < 7; n++) add_num(fj, keys[n], vals[n]);
-        const job_run *run = r && r->jobs ? &r->jobs[k] : NULL;
+        const job_record *run = r && r->jobs ? &r->jobs[k] : NULL;
         char **argv = run ? NULL : suite_job_argv(c, i);
         cJSON_AddItemToObject(j, "argv", strv_json(run ? run->argv : argv));
         job_free_strv(argv);

@@ -75,11 +75,11 @@ char **suite_job_argv(const suite_ctx *c, int i) {
 
 /* --- one mode -------------------------------------------------------------------------------- */
 
-static void on_phase(void *user, const job_run *job, const char *phase, double t) {
+static void on_phase(void *user, const job_record *job, const char *phase, double t) {
     (void)t;
     mode_run *r = user;
     if (r->mon_on)
-        monitor_job_phase(&r->mon, job->index, job->pid, phase,
+        monitor_job_phase(&r->mon, job->index, job->proc->pid, phase,
                           job->epoch_count ? job->epochs[job->epoch_count - 1].epoch : 0);
 }
 
@@ -114,7 +114,7 @@ static void measure_energy(mode_run *r) {
 }
 
 /* One `train` process per job: all at once behind the barrier, or one group per job. */
-static group_result run_processes(mode_run *r, job_run *jobs, int count, const jobs_settings *s) {
+static group_result run_processes(mode_run *r, job_record *jobs, int count, const jobs_settings *s) {
     if (!(r->mode->flags & MODE_SEQUENTIAL)) return jobs_run_group(jobs, count, s);
     group_result result = GROUP_COMPLETE;
     for (int i = 0; i < count; i++)
@@ -168,7 +168,7 @@ static void record_collateral(mode_run *r) {
                                      evidence);
     if (n > 0)
         fprintf(stderr, "[%s] %d job(s) failed as collateral of job %d%s%s\n", r->mode->name, n,
-                jobs_first_failure(r->jobs, r->count), evidence[0] ? "; " : "", evidence);
+                results_first_failure(r->jobs, r->count), evidence[0] ? "; " : "", evidence);
 }
 
 int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int count,
@@ -388,9 +388,10 @@ static int fit_modes(const suite_ctx *c, char *fit, size_t fit_size, int *fits) 
 static int load_baseline(suite_ctx *c) {
     const suite_options *o = c->o;
     char err[2048];
-    job_run *probe = calloc((size_t)c->count, sizeof *probe);
+    job_record *probe = calloc((size_t)c->count, sizeof *probe);
     for (int i = 0; probe && i < c->count; i++) {
         probe[i].spec = o->mix.jobs[i];
+        mix_job_format(&probe[i].spec, probe[i].canonical, sizeof probe[i].canonical);
         probe[i].epochs_planned = o->mix.jobs[i].epochs ? o->mix.jobs[i].epochs : c->epochs;
         probe[i].steps_per_epoch = o->mix.jobs[i].steps_per_epoch ? o->mix.jobs[i].steps_per_epoch : c->steps;
     }

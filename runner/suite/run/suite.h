@@ -80,7 +80,7 @@ struct mode_run {
     char dir[PATH_MAX];
     int count;                    /* jobs in this run */
     int job_of[MIX_MAX_JOBS];     /* the run's job k is the mix's job job_of[k] */
-    job_run *jobs;                /* count of them, once prepared */
+    job_record *jobs;             /* count of them, once prepared */
     int started;                  /* start was called: stop and report apply */
     unsigned gpu_instances[MIX_MAX_JOBS]; /* MIG GPU instances the monitor samples (start) */
     int gpu_instance_count;

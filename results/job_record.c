@@ -1,6 +1,6 @@
-/* The pure half of injected faults (see fault.h): the KIND@STEP grammar, shared by train's option
- * and run_suite's mix override. */
-#include "runner/train/fault.h"
+/* The pure parts of the job record (see job_record.h): the KIND@STEP grammar of injected faults,
+ * shared by train's option and run_suite's mix override, and the file-safe form of a label. */
+#include "results/job_record.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -47,4 +47,16 @@ int fault_parse(const char *text, size_t len, train_fault *f, char *err, size_t 
     f->kind = kind;
     f->step = step;
     return 0;
+}
+
+void job_safe_name(char *out, size_t size, const char *text) {
+    size_t n = 0;
+    for (const char *p = text; *p && n + 1 < size; p++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '+' || c == '.' || c == '_' || c == '-';
+        out[n++] = ok ? c : '_';
+    }
+    if (n > 0 && out[0] == '.') out[0] = '_'; /* never a hidden file or ".." */
+    out[n] = 0;
 }
