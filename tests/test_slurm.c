@@ -113,16 +113,24 @@ static void test_task_args(void **state) {
     (void)state;
     char *argv[] = {"run_suite", "--slurm", "--mode", "mps", "--mixes", "S;M", "--partition", "p", "--gres",
                     "gpu:2", "--nodes", "3", "--time", "10", "--results", "r", "--quick", "--dry-run",
-                    "--job-name", "j", "--mix", "S", "--study", "small", "--train", "/t", NULL};
+                    "--job-name", "j", "--mix", "S", "--study=small", "--train", "/t", NULL};
     const char *out[16];
-    int n = slurm_task_args(26, argv, out, 16);
-    assert_int_equal(n, 5);
+    slurm_args a;
+    char err[512];
+    assert_int_equal(slurm_parse(25, argv, &a, out, 16, err, sizeof err), 0);
     assert_string_equal(out[0], "--mode");
     assert_string_equal(out[1], "mps");
     assert_string_equal(out[2], "--quick");
     assert_string_equal(out[3], "--train");
     assert_string_equal(out[4], "/t");
     assert_null(out[5]);
+    assert_string_equal(a.o.partition, "p");
+    assert_int_equal(a.o.max_nodes, 3);
+    assert_string_equal(a.study, "small");
+    assert_int_equal(a.quick, 1);
+    assert_int_equal(a.dry_run, 1);
+    /* more words to pass on than there is room for: refused, not cut */
+    assert_int_equal(slurm_parse(25, argv, &a, out, 5, err, sizeof err), -1);
 }
 
 #if defined(RUN_SUITE_PATH) && defined(FAKE_TRAIN_PATH)
@@ -144,12 +152,12 @@ static void test_cli(void **state) {
     setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
     struct { char *args[12]; const char *message; } bad[] = {
         {{"--mode", "naive", "--mix", "S", "--gres", "gpu", NULL}, "--gres gpu: expected NAME[:TYPE]:COUNT"},
-        {{"--mode", "naive", "--mix", "S", "--nodes", "0", NULL}, "--nodes 0: expected a number of nodes"},
+        {{"--mode", "naive", "--mix", "S", "--nodes", "0", NULL}, "--nodes: expected a whole number from 1 to 100000"},
         {{"--mode", "naive", "--mix", "S", "--mixes", "S;M", NULL}, "one of --mix MIX, --mixes"},
         {{"--mode", "naive", NULL}, "one of --mix MIX, --mixes"},
         {{"--mode", "naive", "--mixes", "S;Q", NULL}, "--mix Q: "},
         {{"--mode", "naive", "--study", "nothing", NULL}, "--study nothing: unknown set"},
-        {{"--mode", "naive", "--mix", "S", "--time", NULL}, "--time: missing its value"},
+        {{"--mode", "naive", "--mix", "S", "--time", NULL}, "--time: expected a value; missing its value"},
         {{"--mode", "warp", "--mixes", "S;M", "--results", dir, NULL}, "tasks' options are refused"},
         {{"--mode", "naive", "--mixes", "S;M", "--bogus", "--results", dir, NULL}, "tasks' options are refused"},
     };
