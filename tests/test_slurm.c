@@ -181,6 +181,26 @@ static void test_cli(void **state) {
     assert_non_null(strstr(script, "  1) set -- '--mix' '2*S+M' ;;\n"));
     assert_non_null(strstr(script, "'--mode' 'naive' '--quick' '--train' '" FAKE_TRAIN_PATH "' \"$@\""));
     assert_null(strstr(script, "--dry-run"));
+    /* "--opt=value" everywhere, a study's cells as the tasks */
+    char results_eq[600];
+    snprintf(results_eq, sizeof results_eq, "--results=%s", dir);
+    char *eq[] = {"--mode=naive", "--study=small", "--nodes=2", results_eq, "--quick", "--dry-run", NULL};
+    assert_int_equal(run_suite(out, sizeof out, err, sizeof err, eq), 0);
+    assert_int_equal(sscanf(out, "wrote %1023s", path), 1);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(script, 1, sizeof script - 1, f);
+    fclose(f);
+    script[n] = 0;
+    assert_non_null(strstr(script, "#SBATCH --array=0-9%2\n"));
+    assert_non_null(strstr(script, "'--mode=naive' '--quick' '--train'"));
+    /* --help anywhere: the --slurm form's help, over bad values too, and nothing written */
+    char fresh[600];
+    snprintf(fresh, sizeof fresh, "%s/fresh", dir);
+    char *help[] = {"--mode", "naive", "--mixes", "S;M", "--nodes", "0", "--results", fresh, "--help", NULL};
+    assert_int_equal(run_suite(out, sizeof out, err, sizeof err, help), 0);
+    assert_non_null(strstr(out, "usage: run_suite --slurm"));
+    assert_int_not_equal(access(fresh, F_OK), 0);
     unsetenv("SUITE_NVML_LIBRARY");
     test_rmtree(dir);
 }

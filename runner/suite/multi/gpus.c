@@ -68,7 +68,7 @@ static const cli_program PROGRAM = {
     .options = OPTIONS,
 };
 
-/* run_suite's arguments: the options passed on, then 2*3 set here per GPU and the NULL. */
+/* A GPU's run_suite argv: the program, the options passed on, the 6 words set per GPU, the NULL. */
 #define GPUS_MAX_ARGS 256
 
 int gpus_requested(int argc, char *const argv[]) {

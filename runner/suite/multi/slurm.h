@@ -66,7 +66,8 @@ int slurm_parse(int argc, char *const argv[], slurm_args *a, const char **common
 int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char *job_id,
                  size_t job_id_size, char *err, size_t err_size);
 
-/* `run_suite --slurm ...` (dispatched before run_suite's own options, as --study is): the tasks
+/* `run_suite --slurm ...` (dispatched before run_suite's own options, as --study is; slurm_requested:
+ * argv holds --slurm): the tasks
  * are --mix MIX (one), --mixes 'MIX;MIX;...' (one each) or --study SET (one per study cell).
  * Every mix is checked, and task 0 is checked by this run_suite itself with --dry-run, so an
  * option no task would accept is refused here. Makes <results>/slurm-<time>-<pid>/, writes
