@@ -100,26 +100,80 @@ static int row_fits(const cli_option *r) {
     }
 }
 
-int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err, size_t err_size) {
+/* 1 when `text` names the option `name` as a word ("--gpu" is not named by "--gpus"). */
+static int mentions(const char *text, const char *name) {
+    size_t n = strlen(name);
+    for (const char *at = strstr(text, name); at; at = strstr(at + 1, name)) {
+        char after = at[n];
+        int part_of_word = (after >= 'a' && after <= 'z') || (after >= '0' && after <= '9') || after == '-';
+        if (!part_of_word && (at == text || at[-1] != '-')) return 1;
+    }
+    return 0;
+}
+
+/* Whether argv[i] takes the next word as its value: a row that is no flag, or an option no row
+ * names, given without "=", when a next word is there that does not start with "--". */
+static int value_follows(const cli_option *r, int argc, char *const argv[], int i) {
+    const char *a = argv[i];
+    if (strncmp(a, "--", 2) != 0 || strchr(a, '=') || (r && r->kind == CLI_KIND_FLAG)) return 0;
+    return i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0;
+}
+
+static const cli_option *row_of(const cli_program *p, const char *a) {
+    const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    return find(p, a, eq ? (size_t)(eq - a) : strlen(a));
+}
+
+/* --help or -h as a word of its own, wherever it stands (values skipped). */
+static int help_asked(const cli_program *p, int argc, char *const argv[]) {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+        i += value_follows(row_of(p, argv[i]), argc, argv, i);
+    }
+    return 0;
+}
+
+/* cli_parse and cli_parse_forward: with rest NULL, a word no row names is an error. */
+static int parse(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest, int rest_max,
+                 char *err, size_t err_size) {
     for (const cli_option *r = p->options; r->name; r++) {
         if (!row_fits(r)) {
             snprintf(err, err_size, "%s's option table: %s cannot be stored in a field of %zu bytes", p->name,
                      r->name, r->size);
             return -1;
         }
+        if (p->help_text && !mentions(p->help_text, r->name)) {
+            snprintf(err, err_size, "%s's option table: %s is missing from its help text", p->name, r->name);
+            return -1;
+        }
         if (r->fallback && take_value(r, r->fallback, dst, err, err_size) != 0) return -1;
     }
+    if (help_asked(p, argc, argv)) {
+        cli_usage(p, stdout);
+        return 1;
+    }
+    int passed = 0;
+    if (rest) rest[0] = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            cli_usage(p, stdout);
-            return 1;
-        }
         const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
-        const cli_option *r = find(p, a, eq ? (size_t)(eq - a) : strlen(a));
-        if (!r) {
+        const cli_option *r = row_of(p, a);
+        if (!r && !rest) {
             snprintf(err, err_size, "unknown option '%s' (%s --help lists them)", a, p->name);
             return -1;
+        }
+        if (rest && (!r || r->forward)) {
+            int words = 1 + value_follows(r, argc, argv, i);
+            if (passed + words >= rest_max) {
+                snprintf(err, err_size, "more than %d arguments to pass on", rest_max - 1);
+                return -1;
+            }
+            for (int k = 0; k < words; k++) rest[passed++] = argv[i + k];
+            rest[passed] = NULL;
+            if (!r) {
+                i += words - 1;
+                continue;
+            }
         }
         const char *value = NULL;
         if (r->kind == CLI_KIND_FLAG) {
@@ -129,7 +183,7 @@ int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err,
             }
         } else if (eq) {
             value = eq + 1;
-        } else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+        } else if (value_follows(r, argc, argv, i)) {
             value = argv[++i];
         } else {
             char what[512];
@@ -140,6 +194,22 @@ int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err,
         if (take_value(r, value, dst, err, err_size) != 0) return -1;
         if (r->marks) *(int *)((char *)dst + r->mark) = 1;
     }
+    return 0;
+}
+
+int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err, size_t err_size) {
+    return parse(p, dst, argc, argv, NULL, 0, err, err_size);
+}
+
+int cli_parse_forward(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
+                      int rest_max, char *err, size_t err_size) {
+    return parse(p, dst, argc, argv, rest, rest_max, err, err_size);
+}
+
+int cli_given(int argc, char *const argv[], const char *name) {
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], name, n) && (argv[i][n] == 0 || argv[i][n] == '=')) return 1;
     return 0;
 }
 
@@ -185,6 +255,10 @@ static void usage_line(FILE *f, const char *name, const char *arg, const char *h
 }
 
 void cli_usage(const cli_program *p, FILE *f) {
+    if (p->help_text) {
+        fputs(p->help_text, f);
+        return;
+    }
     fprintf(f, "%s\n", p->synopsis);
     for (const cli_option *r = p->options; r->name; r++) {
         char choices[512];

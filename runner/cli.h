@@ -19,12 +19,14 @@
  * Optional parts: .fallback = "text" (the default, parsed like a given value before argv, shown in
  * --help), CLI_MARK(T, g) (sets the int g to 1 when the option is given on the command line),
  * .values = f (f() names the accepted values at run time, e.g. a table's names; --help appends
- * "one of <f()>"; checking them stays with the caller, which owns the table).
+ * "one of <f()>"; checking them stays with the caller, which owns the table), .forward = 1 (the
+ * option is read here and also passed on as written: see cli_parse_forward).
  *
  * The tables write `#define T <struct>` before the rows and `#undef T` after them.
  *
  * Bad values fail with one message shape per kind, naming the option and what it expects:
- * "--batch: expected a whole number from 1 to 65536, got '0'". --help and -h are built in.
+ * "--batch: expected a whole number from 1 to 65536, got '0'". --help and -h are built in and win
+ * wherever they stand on the line: the help is printed and nothing else is read.
  * A new train or run_suite option also needs its line in that program's option table in
  * README.md: tests/test_cli_help.c compares the two. */
 #ifndef SUITE_CLI_H
@@ -52,6 +54,7 @@ typedef struct cli_option {
     const char *(*values)(void);
     int marks;                /* with CLI_MARK: */
     size_t mark;              /* offset of the int set to 1 when given */
+    int forward;              /* also passed on, as written, by cli_parse_forward */
 } cli_option;
 
 #define CLI_FIELD_(T, f) .offset = offsetof(T, f), .size = sizeof(((T *)0)->f)
@@ -71,6 +74,9 @@ typedef struct cli_program {
     const char *synopsis;      /* --help's first lines, "usage: ..." */
     const char *epilogue;      /* after the options (exit status, notes); may be NULL */
     const cli_option *options; /* ends with a row whose name is NULL */
+    const char *help_text;     /* NULL, or the whole --help laid out by hand (run_suite --study's, which
+                                  scripts read as it is); cli_parse refuses a table with a row it does
+                                  not name, so the two cannot drift apart either */
 } cli_program;
 
 /* Fills `dst` (the struct the rows point into; the caller sets what no fallback covers first).
@@ -79,11 +85,21 @@ typedef struct cli_program {
  * starts with "--" is never taken as a value ("--epochs --quick": --epochs misses its value). */
 int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err, size_t err_size);
 
+/* cli_parse for a program that passes options on to other runs of a program (run_suite --gpus to
+ * each GPU's run_suite): the words of .forward rows and of options no row names (an unknown "--opt"
+ * with the word after it unless that starts with "--"; any other unknown word alone) go into rest,
+ * in argv order and as written, NULL-terminated, at most rest_max - 1 of them (more is an error). */
+int cli_parse_forward(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
+                      int rest_max, char *err, size_t err_size);
+
+/* 1 when argv holds the option `name` ("--gpus") as a word of its own or as "name=value". */
+int cli_given(int argc, char *const argv[], const char *name);
+
 /* cli_parse for a program's main with nothing to clean up: returns only on success; after --help
  * it exits 0, on bad input it prints "<name>: <message>" to stderr and exits 2. */
 void cli_parse_or_exit(const cli_program *p, void *dst, int argc, char **argv);
 
-/* The synopsis, one line per option (wrapped to 100 columns) and the epilogue. */
+/* The synopsis, one line per option (wrapped to 100 columns) and the epilogue; or the help_text. */
 void cli_usage(const cli_program *p, FILE *f);
 
 #endif

@@ -1,5 +1,7 @@
 /* runner/cli.c on a table of every kind: values stored in fields of each width, defaults, marks,
- * "--opt=value", and one message shape per kind of bad input; --help lists every row. */
+ * "--opt=value", and one message shape per kind of bad input; --help lists every row and wins
+ * wherever it stands; options passed on (cli_parse_forward) keep their words and order; a help
+ * laid out by hand is printed as it is and must name every row. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -122,6 +124,89 @@ static void test_table_mistake(void **state) {
     assert_non_null(strstr(err, "--s cannot be stored in a field of 2 bytes"));
 }
 
+/* --help is read before anything else: a bad value or an unknown word earlier on the line does not
+ * hide it; a value that reads "-h" is a value. */
+static void test_help_anywhere(void **state) {
+    args a;
+    FILE *saved = stdout;
+    stdout = fopen("/dev/null", "w");
+    int bad_first = PARSE(&a, "--count", "0", "--colour", "--help");
+    int short_form = PARSE(&a, "stray", "-h");
+    int as_value = PARSE(&a, "--name", "-h");
+    fclose(stdout);
+    stdout = saved;
+    assert_int_equal(bad_first, 1);
+    assert_int_equal(short_form, 1);
+    assert_int_equal(as_value, 0);
+    assert_string_equal(a.name, "-h");
+}
+
+/* A table for a program that passes the rest on: --count is read and passed on, --flag is read
+ * only; unknown options go on with their value (the next word, unless it starts with "--"). */
+static const cli_option PASSING[] = {
+    {"--count", "N", "read and passed on", CLI_INT(args, count, 1, 10), .forward = 1},
+    {"--flag", NULL, "read only", CLI_FLAG(args, flag, 1)},
+    {"--path", "PATH", "read only", CLI_STR(args, path)},
+    {0}};
+static const cli_program PASSER = {.name = "pass", .synopsis = "usage: pass", .options = PASSING};
+
+static void test_forward(void **state) {
+    char *argv[] = {"pass", "--other", "x", "--count=4", "--path", "/p", "--switch", "--flag", "--set=y",
+                    "--count", "5", "word", "--last", NULL};
+    const char *rest[16];
+    args a;
+    memset(&a, 0, sizeof a);
+    assert_int_equal(cli_parse_forward(&PASSER, &a, 13, argv, rest, 16, err, sizeof err), 0);
+    const char *expected[] = {"--other", "x", "--count=4", "--switch", "--set=y", "--count", "5", "word", "--last", NULL};
+    for (int i = 0; expected[i]; i++) assert_string_equal(rest[i], expected[i]);
+    assert_null(rest[9]);
+    assert_int_equal(a.count, 5);
+    assert_int_equal(a.flag, 1);
+    assert_string_equal(a.path, "/p");
+    /* a bad value of a row passed on is still this program's to refuse */
+    char *bad[] = {"pass", "--other", "--count=0", NULL};
+    assert_int_equal(cli_parse_forward(&PASSER, &a, 3, bad, rest, 16, err, sizeof err), -1);
+    assert_string_equal(err, "--count: expected a whole number from 1 to 10, got '0'");
+    /* no room for every word: refused, not cut */
+    assert_int_equal(cli_parse_forward(&PASSER, &a, 13, argv, rest, 9, err, sizeof err), -1);
+    assert_string_equal(err, "more than 8 arguments to pass on");
+    /* cli_parse passes nothing on: an unknown option is an error there */
+    assert_int_equal(cli_parse(&PASSER, &a, 13, argv, err, sizeof err), -1);
+    assert_string_equal(err, "unknown option '--other' (pass --help lists them)");
+}
+
+static void test_given(void **state) {
+    char *argv[] = {"prog", "--gpus=0,1", "--study", "small", "--gpu", "3", NULL};
+    assert_true(cli_given(6, argv, "--gpus"));
+    assert_true(cli_given(6, argv, "--study"));
+    assert_true(cli_given(6, argv, "--gpu"));
+    assert_false(cli_given(6, argv, "--gp"));
+    assert_false(cli_given(6, argv, "--slurm"));
+}
+
+/* A help laid out by hand is printed as it is; a row it does not name is a mistake in the table. */
+static void test_help_text(void **state) {
+    static const cli_option rows[] = {{"--set", "SET", NULL, CLI_STR(args, path)},
+                                      {"--flag", NULL, NULL, CLI_FLAG(args, flag, 1)}, {0}};
+    static const cli_program named = {.name = "hand", .options = rows,
+                                      .help_text = "usage: hand --set SET [--flag]\n"};
+    static const cli_program missing = {.name = "hand", .options = rows,
+                                        .help_text = "usage: hand --set SET [--flags]\n"};
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    cli_usage(&named, f);
+    fclose(f);
+    assert_string_equal(text, "usage: hand --set SET [--flag]\n");
+    free(text);
+    args a;
+    char *argv[] = {"hand", "--set=x", NULL};
+    assert_int_equal(cli_parse(&named, &a, 2, argv, err, sizeof err), 0);
+    assert_string_equal(a.path, "x");
+    assert_int_equal(cli_parse(&missing, &a, 2, argv, err, sizeof err), -1);
+    assert_string_equal(err, "hand's option table: --flag is missing from its help text");
+}
+
 static void test_usage(void **state) {
     char *text = NULL;
     size_t size = 0;
@@ -145,7 +230,8 @@ static void test_usage(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),   cmocka_unit_test(test_values), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_table_mistake), cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_table_mistake), cmocka_unit_test(test_usage), cmocka_unit_test(test_help_anywhere),
+        cmocka_unit_test(test_forward),    cmocka_unit_test(test_given),  cmocka_unit_test(test_help_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* run_suite --gpus end to end with fake_train and a stated GPU memory (SUITE_GPU_MEMORY, no
  * NVML): the placement shown by --dry-run, refusals before launch (exit 2), and a run over two
- * GPUs with one run_suite per GPU, its own run folder each, and the merged summary. */
+ * GPUs with one run_suite per GPU, its own run folder each, and the merged summary. Bad input is
+ * found before anything is written: "--gpus=LIST" is --gpus, --help wins anywhere, and an option
+ * each GPU's run_suite would refuse is refused once, by the first GPU's dry run. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,6 +85,57 @@ static void test_refusals(void **state) {
     assert_int_equal(run(serial), 0);
 }
 
+static int occurrences(const char *text, const char *what) {
+    int n = 0;
+    for (const char *at = strstr(text, what); at; at = strstr(at + 1, what)) n++;
+    return n;
+}
+
+static int exists(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+static void test_bad_input_before_anything_is_written(void **state) {
+    (void)state;
+    char results[600];
+    snprintf(results, sizeof results, "%s/not-written", dir);
+    /* the "=" form places over both GPUs, as "--gpus 0,1" does */
+    const char *eq[] = {"--gpus=0,1", "--mode=mps", "--mix=S+S", "--dry-run", "--json", NULL};
+    assert_int_equal(run(eq), 0);
+    cJSON *plan = cJSON_Parse(out);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(plan, "gpus")), 2);
+    cJSON_Delete(plan);
+    /* --help: the --gpus form's help, whatever else is on the line, and nothing run or written */
+    const char *help_only[] = {"--gpus", "0,1", "--help", NULL};
+    const char *help_last[] = {"--gpus", "0,1", "--mode", "naive", "--mix", "S", "--results", results, "--help", NULL};
+    const char *help_bad[] = {"--gpus", "0,1", "--epochs", "0", "-h", "--results", results, NULL};
+    const char *const *helps[] = {help_only, help_last, help_bad};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(run(helps[i]), 0);
+        assert_non_null(strstr(out, "usage: run_suite --gpus LIST --mode MODE --mix MIX"));
+        assert_false(exists(results));
+    }
+    /* what each GPU's run_suite would refuse is refused once, with exit 2, before the run folder */
+    struct { const char *args[12]; const char *message; } bad[] = {
+        {{"--gpus", "0,1", "--mode", "naive", "--mix", "S+S", "--bogus", "--results", results, NULL},
+         "unknown option '--bogus'"},
+        {{"--gpus", "0,1", "--mode", "naive", "--mix", "S+S", "--sample-ms=1", "--results", results, NULL},
+         "--sample-ms: expected a whole number from 10 to 60000"},
+        {{"--gpus", "0,1", "--mode", "naive", "--mix", "S+S", "--mps-sm", "50", "--results", results, NULL},
+         "--mps-sm and --mps-mem go with --mode mps"},
+        {{"--gpus", "0,1", "--mode", "naive", "--mix", "S+S", "--bogus", "--dry-run", NULL}, "unknown option '--bogus'"},
+        {{"--gpus", "0,1", "--mode", "naive", "--mix", "S+S", "--gpu=1", NULL}, "exclude each other"},
+        {{"--gpus", "0,1", "--mode", "naive", "--mix", "S+S", "--epochs", "0", NULL}, "--epochs: expected a whole number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(run(bad[i].args), 2);
+        if (occurrences(err, bad[i].message) != 1) fail_msg("case %zu: '%s' not once in: %s", i, bad[i].message, err);
+        assert_false(exists(results));
+    }
+}
+
 static void test_run_over_two_gpus(void **state) {
     (void)state;
     char results[600];
@@ -134,6 +187,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dry_run_plan),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_bad_input_before_anything_is_written),
         cmocka_unit_test(test_run_over_two_gpus),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

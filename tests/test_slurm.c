@@ -113,16 +113,24 @@ static void test_task_args(void **state) {
     (void)state;
     char *argv[] = {"run_suite", "--slurm", "--mode", "mps", "--mixes", "S;M", "--partition", "p", "--gres",
                     "gpu:2", "--nodes", "3", "--time", "10", "--results", "r", "--quick", "--dry-run",
-                    "--job-name", "j", "--mix", "S", "--study", "small", "--train", "/t", NULL};
+                    "--job-name", "j", "--mix", "S", "--study=small", "--train", "/t", NULL};
     const char *out[16];
-    int n = slurm_task_args(26, argv, out, 16);
-    assert_int_equal(n, 5);
+    slurm_args a;
+    char err[512];
+    assert_int_equal(slurm_parse(25, argv, &a, out, 16, err, sizeof err), 0);
     assert_string_equal(out[0], "--mode");
     assert_string_equal(out[1], "mps");
     assert_string_equal(out[2], "--quick");
     assert_string_equal(out[3], "--train");
     assert_string_equal(out[4], "/t");
     assert_null(out[5]);
+    assert_string_equal(a.o.partition, "p");
+    assert_int_equal(a.o.max_nodes, 3);
+    assert_string_equal(a.study, "small");
+    assert_int_equal(a.quick, 1);
+    assert_int_equal(a.dry_run, 1);
+    /* more words to pass on than there is room for: refused, not cut */
+    assert_int_equal(slurm_parse(25, argv, &a, out, 5, err, sizeof err), -1);
 }
 
 #if defined(RUN_SUITE_PATH) && defined(FAKE_TRAIN_PATH)
@@ -144,12 +152,12 @@ static void test_cli(void **state) {
     setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
     struct { char *args[12]; const char *message; } bad[] = {
         {{"--mode", "naive", "--mix", "S", "--gres", "gpu", NULL}, "--gres gpu: expected NAME[:TYPE]:COUNT"},
-        {{"--mode", "naive", "--mix", "S", "--nodes", "0", NULL}, "--nodes 0: expected a number of nodes"},
+        {{"--mode", "naive", "--mix", "S", "--nodes", "0", NULL}, "--nodes: expected a whole number from 1 to 100000"},
         {{"--mode", "naive", "--mix", "S", "--mixes", "S;M", NULL}, "one of --mix MIX, --mixes"},
         {{"--mode", "naive", NULL}, "one of --mix MIX, --mixes"},
         {{"--mode", "naive", "--mixes", "S;Q", NULL}, "--mix Q: "},
         {{"--mode", "naive", "--study", "nothing", NULL}, "--study nothing: unknown set"},
-        {{"--mode", "naive", "--mix", "S", "--time", NULL}, "--time: missing its value"},
+        {{"--mode", "naive", "--mix", "S", "--time", NULL}, "--time: expected a value; missing its value"},
         {{"--mode", "warp", "--mixes", "S;M", "--results", dir, NULL}, "tasks' options are refused"},
         {{"--mode", "naive", "--mixes", "S;M", "--bogus", "--results", dir, NULL}, "tasks' options are refused"},
     };
@@ -173,6 +181,26 @@ static void test_cli(void **state) {
     assert_non_null(strstr(script, "  1) set -- '--mix' '2*S+M' ;;\n"));
     assert_non_null(strstr(script, "'--mode' 'naive' '--quick' '--train' '" FAKE_TRAIN_PATH "' \"$@\""));
     assert_null(strstr(script, "--dry-run"));
+    /* "--opt=value" everywhere, a study's cells as the tasks */
+    char results_eq[600];
+    snprintf(results_eq, sizeof results_eq, "--results=%s", dir);
+    char *eq[] = {"--mode=naive", "--study=small", "--nodes=2", results_eq, "--quick", "--dry-run", NULL};
+    assert_int_equal(run_suite(out, sizeof out, err, sizeof err, eq), 0);
+    assert_int_equal(sscanf(out, "wrote %1023s", path), 1);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(script, 1, sizeof script - 1, f);
+    fclose(f);
+    script[n] = 0;
+    assert_non_null(strstr(script, "#SBATCH --array=0-9%2\n"));
+    assert_non_null(strstr(script, "'--mode=naive' '--quick' '--train'"));
+    /* --help anywhere: the --slurm form's help, over bad values too, and nothing written */
+    char fresh[600];
+    snprintf(fresh, sizeof fresh, "%s/fresh", dir);
+    char *help[] = {"--mode", "naive", "--mixes", "S;M", "--nodes", "0", "--results", fresh, "--help", NULL};
+    assert_int_equal(run_suite(out, sizeof out, err, sizeof err, help), 0);
+    assert_non_null(strstr(out, "usage: run_suite --slurm"));
+    assert_int_not_equal(access(fresh, F_OK), 0);
     unsetenv("SUITE_NVML_LIBRARY");
     test_rmtree(dir);
 }

@@ -68,6 +68,26 @@ static void test_bad_options(void **state) {
                                      "--degrees", "1,0", NULL), 2);
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", "small",
                                      "--steps-per-epoch", "x", NULL), 2);
+    assert_non_null(strstr(err, "--steps-per-epoch: expected a whole number from 1 to 1000000000, got 'x'"));
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study=small",
+                                     "--sample-ms=5", NULL), 2);
+    assert_non_null(strstr(err, "--sample-ms: expected a whole number from 10 to 60000, got '5'"));
+    /* --help wins wherever it stands, over bad values too */
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", "small", "--gpu",
+                                     "x", "--mix", "S", "--help", NULL), 0);
+    assert_non_null(strstr(out, "usage: run_suite --study SET"));
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--help", "--study", NULL), 0);
+    assert_non_null(strstr(out, "usage: run_suite --study SET"));
+}
+
+/* "--study=SET" is --study SET, as every option's "=" form is. */
+static void test_equals_form(void **state) {
+    char out[16384], err[65536];
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study=small", "--quick", "--dry-run",
+                             "--epochs=3", "--train=" FAKE_TRAIN_PATH, NULL);
+    if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "10 runs (small, quick)"));
 }
 
 static void test_small_study(void **state) {
@@ -143,6 +163,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cells),
         cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_equals_form),
         cmocka_unit_test(test_small_study),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

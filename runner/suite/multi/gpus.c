@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "results/results.h"
+#include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/modes/mode.h"
@@ -26,23 +27,52 @@
 
 extern char **environ;
 
-/* Options this file reads; the rest go to every GPU's run_suite as they are. */
+/* What the command line fills; the options of rows marked .forward, and every option this table
+ * does not name, are passed on to every GPU's run_suite as written (its own table checks them). */
 typedef struct gpus_args {
-    const char *gpus, *mix, *mode, *results, *train, *data_root;
-    int dry_run, json, epochs;
+    char gpus[256];
+    const char *mix, *mode, *results, *train, *data_root, *gpu;
+    int dry_run, json, quick, epochs, have_epochs, have_steps;
     long steps;
 } gpus_args;
 
-static const struct { const char *name; int value, passed_on; } OWN[] = {
-    {"--gpus", 1, 0}, {"--mix", 1, 0}, {"--results", 1, 0}, {"--gpu", 1, 0}, {"--dry-run", 0, 0},
-    {"--json", 0, 0}, {"--mode", 1, 1}, {"--train", 1, 1}, {"--data-root", 1, 1}, {"--epochs", 1, 1},
-    {"--steps-per-epoch", 1, 1}, {"--quick", 0, 1},
+#define T gpus_args
+static const cli_option OPTIONS[] = {
+    {"--gpus", "LIST", "the GPUs to place the mix over (0,1,2,3), by memory and compute", CLI_TEXT(T, gpus)},
+    {"--mode", "MODE", "collocation mode, each GPU under it by itself", CLI_STR(T, mode), .values = suite_mode_names,
+     .forward = 1},
+    {"--mix", "MIX", "jobs, e.g. S+M+M, 4*M+8*S (run_suite --list shows presets)", CLI_STR(T, mix)},
+    {"--results", "DIR", "where the run folder goes (each GPU's run under gpu-<index>/)", CLI_STR(T, results),
+     .fallback = "results"},
+    {"--dry-run", NULL, "show the placement; run nothing", CLI_FLAG(T, dry_run, 1)},
+    {"--json", NULL, "with --dry-run: the placement as JSON", CLI_FLAG(T, json, 1)},
+    {"--epochs", "E", "epochs per job (placement weighs the jobs' compute by it)", CLI_INT(T, epochs, 1, 100000),
+     CLI_MARK(T, have_epochs), .forward = 1},
+    {"--steps-per-epoch", "T", "steps per epoch (likewise)", CLI_INT(T, steps, 1, 1e12), CLI_MARK(T, have_steps),
+     .forward = 1},
+    {"--quick", NULL, "2 epochs of 10 steps (a smoke test)", CLI_FLAG(T, quick, 1), .forward = 1},
+    {"--train", "PATH", "the train program (default: next to run_suite)", CLI_STR(T, train), .forward = 1},
+    {"--data-root", "DIR", "data sets' folder, passed to train", CLI_STR(T, data_root), .forward = 1},
+    {"--gpu", "N", "not with --gpus: each GPU's run_suite is given its own", CLI_STR(T, gpu)},
+    {0}};
+#undef T
+
+static const cli_program PROGRAM = {
+    .name = "run_suite --gpus",
+    .synopsis = "usage: run_suite --gpus LIST --mode MODE --mix MIX [options]\n"
+                "The jobs are placed over the GPUs before anything runs, then every GPU with jobs runs its own\n"
+                "run_suite (--gpu G --mix <its jobs>), all at once, into <results>/<run-id>/gpu-<G>/.\n",
+    .epilogue = "Every other run_suite option (run_suite --help) is passed on to each GPU's run_suite; the\n"
+                "first one is checked with --dry-run before anything is written.\n"
+                "exit status: the worst of the GPUs' runs; 2 bad usage or a placement that does not fit\n",
+    .options = OPTIONS,
 };
 
+/* A GPU's run_suite argv: the program, the options passed on, the 6 words set per GPU, the NULL. */
+#define GPUS_MAX_ARGS 256
+
 int gpus_requested(int argc, char *const argv[]) {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--gpus") == 0) return 1;
-    return 0;
+    return cli_given(argc, argv, "--gpus");
 }
 
 static int usage(const char *fmt, const char *a, const char *b) {
@@ -52,57 +82,58 @@ static int usage(const char *fmt, const char *a, const char *b) {
     return 2;
 }
 
-static int parse(int argc, char *const argv[], gpus_args *a) {
+/* 0 to go on, else the exit status (--help: 0, bad input: 2). */
+static int parse(int argc, char *const argv[], gpus_args *a, const char **rest) {
     memset(a, 0, sizeof *a);
-    a->results = "results";
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const char **dest = !strcmp(argv[i], "--gpus") ? &a->gpus : !strcmp(argv[i], "--mix") ? &a->mix
-                          : !strcmp(argv[i], "--mode") ? &a->mode : !strcmp(argv[i], "--results") ? &a->results
-                          : !strcmp(argv[i], "--train") ? &a->train : !strcmp(argv[i], "--data-root") ? &a->data_root : NULL;
-        if (!strcmp(argv[i], "--dry-run")) a->dry_run = 1;
-        else if (!strcmp(argv[i], "--json")) a->json = 1;
-        else if (!strcmp(argv[i], "--quick")) a->epochs = a->epochs ? a->epochs : 2, a->steps = a->steps ? a->steps : 10;
-        else if (!strcmp(argv[i], "--gpu")) return usage("--gpu and --gpus exclude each other: --gpus %s names every GPU%s", "LIST", "");
-        else if (!strcmp(argv[i], "--epochs") || !strcmp(argv[i], "--steps-per-epoch")) {
-            if (!v) return usage("%s: missing its value%s", argv[i], "");
-            if (!strcmp(argv[i], "--epochs")) a->epochs = atoi(v);
-            else a->steps = atol(v);
-            i++;
-        } else if (dest) {
-            if (!v || !strncmp(v, "--", 2)) return usage("%s: missing its value%s", argv[i], "");
-            *dest = v;
-            i++;
-        }
+    char err[2048];
+    int rc = cli_parse_forward(&PROGRAM, a, argc, argv, rest, GPUS_MAX_ARGS - 7, err, sizeof err);
+    if (rc == 1) return -1;
+    if (rc != 0) {
+        fprintf(stderr, "run_suite: %s\n", err);
+        return 2;
     }
+    if (a->quick) {
+        if (!a->have_epochs) a->epochs = 2;
+        if (!a->have_steps) a->steps = 10;
+    }
+    if (a->gpu) return usage("--gpu and --gpus exclude each other: --gpus %s names every GPU%s", "LIST", "");
+    if (!a->gpus[0]) return usage("--gpus is required: GPU indices, e.g. 0,1,2,3%s%s", "", "");
     if (!a->mix) return usage("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
     if (!a->mode) return usage("--mode is required: one of %s%s", suite_mode_names(), "");
     return 0;
 }
 
-/* argv for GPU g's run_suite: what is passed on, then --gpu, --mix, --results. */
-static char **child_argv(const char *self, int argc, char *const argv[], int gpu, const char *mix_text,
-                         const char *results) {
-    char **out = calloc((size_t)argc + 8, sizeof *out);
-    if (!out) return NULL;
+/* argv for GPU g's run_suite: what is passed on, then --gpu, --mix and --results, or --dry-run for
+ * the check before the run (results NULL). */
+static void child_argv(const char **out, const char *self, const char *const *rest, int gpu, char *gpu_text,
+                       size_t gpu_size, const char *mix_text, const char *results) {
     int n = 0;
-    out[n++] = strdup(self);
-    for (int i = 1; i < argc; i++) {
-        int k = -1;
-        for (size_t o = 0; o < sizeof OWN / sizeof OWN[0]; o++)
-            if (!strcmp(argv[i], OWN[o].name)) k = (int)o;
-        if (k >= 0 && !OWN[k].passed_on) {
-            i += OWN[k].value;
-            continue;
-        }
-        out[n++] = strdup(argv[i]);
-    }
-    char g[16];
-    snprintf(g, sizeof g, "%d", gpu);
-    out[n++] = strdup("--gpu"), out[n++] = strdup(g);
-    out[n++] = strdup("--mix"), out[n++] = strdup(mix_text);
-    out[n++] = strdup("--results"), out[n++] = strdup(results);
-    return out;
+    out[n++] = self;
+    for (; *rest; rest++) out[n++] = *rest;
+    snprintf(gpu_text, gpu_size, "%d", gpu);
+    out[n++] = "--gpu", out[n++] = gpu_text;
+    out[n++] = "--mix", out[n++] = mix_text;
+    if (results) out[n++] = "--results", out[n++] = results;
+    else out[n++] = "--dry-run";
+    out[n] = NULL;
+}
+
+/* The first GPU's run_suite as the run would start it, with --dry-run: its own parser judges the
+ * options passed on, so one it would refuse is refused once, here, before any folder is made. */
+static int check_passed_on(const char *self, const char *const *rest, const placement_gpu *gpus,
+                           const char (*mixes)[4096], int count) {
+    int g = 0;
+    while (g < count && !mixes[g][0]) g++;
+    if (g == count) return 0;
+    const char *argv[GPUS_MAX_ARGS];
+    char gpu_text[16];
+    child_argv(argv, self, rest, gpus[g].index, gpu_text, sizeof gpu_text, mixes[g], NULL);
+    static char out[1 << 16];
+    int status = jobs_run_capture((char *const *)argv, NULL, NULL, out, sizeof out, 300.0);
+    if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    fprintf(stderr, "run_suite: --gpus: the options passed on to each GPU's run_suite are refused (GPU %d's "
+            "checked with --dry-run, its message is above)\n", gpus[g].index);
+    return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
 }
 
 /* The mix of the jobs placed on slot g (data-parallel jobs: on their first GPU only). */
@@ -237,7 +268,9 @@ static void pass_on(int signo) {
 
 int gpus_main(int argc, char *const argv[]) {
     gpus_args a;
-    if (parse(argc, argv, &a) != 0) return 2;
+    const char *rest[GPUS_MAX_ARGS];
+    int parsed = parse(argc, argv, &a, rest);
+    if (parsed != 0) return parsed < 0 ? 0 : parsed;
     char err[2048];
     int index[PLACEMENT_MAX_GPUS];
     int count = placement_parse_gpus(a.gpus, index, PLACEMENT_MAX_GPUS, err, sizeof err);
@@ -281,6 +314,8 @@ int gpus_main(int argc, char *const argv[]) {
     }
     static char mixes[PLACEMENT_MAX_GPUS][4096];
     for (int g = 0; g < count; g++) mix_of_slot(&m, &p, g, mixes[g], sizeof mixes[g]);
+    int refused = check_passed_on(self, rest, gpus, (const char (*)[4096])mixes, count);
+    if (refused) return refused;
     if (a.dry_run) {
         if (a.json) {
             cJSON *root = plan_json(&m, &p, gpus, (const char (*)[4096])mixes);
@@ -328,13 +363,15 @@ int gpus_main(int argc, char *const argv[]) {
             status[g] = worst = 1;
             continue;
         }
-        char **child = child_argv(self, argc, argv, index[g], mixes[g], dir);
-        if (!child || posix_spawn(&pids[g], self, NULL, NULL, child, environ) != 0) {
-            fprintf(stderr, "error: cannot start the run_suite of GPU %d: %s\n", index[g], strerror(errno));
+        const char *child[GPUS_MAX_ARGS];
+        char gpu_text[16];
+        child_argv(child, self, rest, index[g], gpu_text, sizeof gpu_text, mixes[g], dir);
+        int rc = posix_spawn(&pids[g], self, NULL, NULL, (char *const *)child, environ);
+        if (rc != 0) {
+            fprintf(stderr, "error: cannot start the run_suite of GPU %d: %s\n", index[g], strerror(rc));
             status[g] = worst = 1;
             pids[g] = 0;
         }
-        job_free_strv(child);
     }
     for (int g = 0; g < count; g++) {
         if (pids[g] <= 0) continue;

@@ -12,10 +12,13 @@
 #ifndef SUITE_GPUS_H
 #define SUITE_GPUS_H
 
-/* 1 when argv holds --gpus. */
+/* 1 when argv holds --gpus (or --gpus=LIST). */
 int gpus_requested(int argc, char *const argv[]);
 /* The whole of run_suite --gpus; returns run_suite's exit status (the worst of the GPUs' runs;
- * 2 for bad input or a placement that does not fit). */
+ * 2 for bad input or a placement that does not fit). Its own options come from a runner/cli
+ * table; every other one is passed on to each GPU's run_suite as written, and checked first by
+ * the first GPU's run_suite with --dry-run, so one it would refuse is refused once, before the run
+ * folder is made. */
 int gpus_main(int argc, char *const argv[]);
 
 #endif

@@ -14,14 +14,39 @@
 #include <unistd.h>
 
 #include "results/results.h"
+#include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/multi/study.h"
 
-/* Options only the submission uses; the ones marked take a value. */
-static const struct { const char *name; int value; } SUBMIT_ONLY[] = {
-    {"--slurm", 0}, {"--dry-run", 0}, {"--partition", 1}, {"--gres", 1}, {"--nodes", 1},
-    {"--time", 1}, {"--job-name", 1}, {"--mix", 1}, {"--mixes", 1}, {"--study", 1}, {"--results", 1},
+#define T slurm_args
+static const cli_option OPTIONS[] = {
+    {"--slurm", NULL, "the tasks as one Slurm job array", CLI_FLAG(T, slurm, 1)},
+    {"--mix", "MIX", "one task: this mix", CLI_STR(T, mix)},
+    {"--mixes", "'MIX;MIX;...'", "one task per mix", CLI_STR(T, mixes)},
+    {"--study", "SET", "one task per cell of the study's set (run_suite --study --help)", CLI_STR(T, study)},
+    {"--partition", "P", "partition(s) (default: the cluster's default)", CLI_STR(T, o.partition)},
+    {"--gres", "G", "generic resources per node, e.g. gpu:4 or gpu:h100:8", CLI_STR(T, o.gres)},
+    {"--nodes", "N", "at most N nodes (array tasks) at once", CLI_INT(T, o.max_nodes, 1, 100000)},
+    {"--time", "T", "time limit per task (MINUTES, H:MM:SS, D-HH:MM:SS)", CLI_STR(T, o.time_limit)},
+    {"--job-name", "NAME", "Slurm job name (default run_suite)", CLI_STR(T, o.job_name)},
+    {"--results", "DIR", "where the sweep folder goes", CLI_STR(T, results), .fallback = "results"},
+    {"--dry-run", NULL, "write the batch script only; submit nothing", CLI_FLAG(T, dry_run, 1)},
+    {"--quick", NULL, "every task's run a smoke test; with --study, the quick matrix", CLI_FLAG(T, quick, 1),
+     .forward = 1},
+    {0}};
+#undef T
+
+static const cli_program PROGRAM = {
+    .name = "run_suite --slurm",
+    .synopsis = "usage: run_suite --slurm (--mix MIX | --mixes 'MIX;MIX;...' | --study SET) [submission options]\n"
+                "                 [run_suite options every task repeats: --mode, --quick, --train, ...]\n\n"
+                "One Slurm array task per mix (or study cell), each alone on a whole node (--exclusive),\n"
+                "each writing its own run folder; `run_suite report` merges them.\n",
+    .epilogue = "Every other option is passed on to each task's run_suite (run_suite --help lists them); task 0's\n"
+                "are checked with --dry-run before the script is written.\n"
+                "exit status: 0 written or submitted, 1 submission failed, 2 bad input\n",
+    .options = OPTIONS,
 };
 
 static int all_of(const char *text, const char *extra) {
@@ -143,20 +168,10 @@ int slurm_script(const slurm_options *o, const slurm_sweep *s, char *out, size_t
     return (int)t.len;
 }
 
-int slurm_task_args(int argc, char *const argv[], const char **out, int max) {
-    int n = 0;
-    for (int i = 1; i < argc; i++) {
-        int skip = -1;
-        for (size_t k = 0; k < sizeof SUBMIT_ONLY / sizeof SUBMIT_ONLY[0]; k++)
-            if (!strcmp(argv[i], SUBMIT_ONLY[k].name)) skip = SUBMIT_ONLY[k].value;
-        if (skip >= 0) {
-            i += skip;
-            continue;
-        }
-        if (n < max - 1) out[n++] = argv[i];
-    }
-    out[n] = NULL;
-    return n;
+int slurm_parse(int argc, char *const argv[], slurm_args *a, const char **common, int max, char *err,
+                size_t err_size) {
+    memset(a, 0, sizeof *a);
+    return cli_parse_forward(&PROGRAM, a, argc, argv, common, max, err, err_size);
 }
 
 int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char *job_id,
@@ -198,23 +213,7 @@ int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char
 }
 
 int slurm_requested(int argc, char *const argv[]) {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--slurm") == 0) return 1;
-    return 0;
-}
-
-static void slurm_usage(void) {
-    printf("usage: run_suite --slurm (--mix MIX | --mixes 'MIX;MIX;...' | --study SET) [submission options]\n"
-           "                 [run_suite options every task repeats: --mode, --quick, --train, ...]\n\n"
-           "One Slurm array task per mix (or study cell), each alone on a whole node (--exclusive),\n"
-           "each writing its own run folder; `run_suite report` merges them.\n\n"
-           "  --partition P        partition(s) (default: the cluster's default)\n"
-           "  --gres G             generic resources per node, e.g. gpu:4 or gpu:h100:8\n"
-           "  --nodes N            at most N nodes (array tasks) at once\n"
-           "  --time T             time limit per task (MINUTES, H:MM:SS, D-HH:MM:SS)\n"
-           "  --job-name NAME      Slurm job name (default run_suite)\n"
-           "  --results DIR        where the sweep folder goes (default: results)\n"
-           "  --dry-run            write the batch script only; submit nothing\n");
+    return cli_given(argc, argv, "--slurm");
 }
 
 static int usage_error(const char *fmt, const char *a, const char *b) {
@@ -242,33 +241,15 @@ static int check_first_task(const char *self, const char *const *common, const s
 }
 
 int slurm_main(int argc, char *const argv[]) {
-    slurm_options o = {0};
-    const char *mix_text = NULL, *mixes_text = NULL, *study = NULL, *results = "results";
-    int dry_run = 0, quick = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            slurm_usage();
-            return 0;
-        }
-        if (!strcmp(a, "--dry-run")) dry_run = 1;
-        if (!strcmp(a, "--quick")) quick = 1;
-        const char **dest = !strcmp(a, "--partition") ? &o.partition : !strcmp(a, "--gres") ? &o.gres
-                          : !strcmp(a, "--time") ? &o.time_limit : !strcmp(a, "--job-name") ? &o.job_name
-                          : !strcmp(a, "--mix") ? &mix_text : !strcmp(a, "--mixes") ? &mixes_text
-                          : !strcmp(a, "--study") ? &study : !strcmp(a, "--results") ? &results : NULL;
-        if (!dest && strcmp(a, "--nodes") != 0) continue;
-        if (!v || !strncmp(v, "--", 2)) return usage_error("%s: missing its value%s", a, "");
-        if (dest) *dest = v;
-        else {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 100000) return usage_error("--nodes %s: expected a number of nodes from 1 to 100000%s", v, "");
-            o.max_nodes = (int)n;
-        }
-        i++;
-    }
+    slurm_args args;
+    static const char *common[256];
     char err[2048];
+    int parsed = slurm_parse(argc, argv, &args, common, 256, err, sizeof err);
+    if (parsed == 1) return 0;
+    if (parsed != 0) return usage_error("%s%s", err, "");
+    slurm_options o = args.o;
+    const char *mix_text = args.mix, *mixes_text = args.mixes, *study = args.study, *results = args.results;
+    int dry_run = args.dry_run, quick = args.quick;
     if (slurm_check_options(&o, err, sizeof err) != 0) return usage_error("%s%s", err, "");
     if (!!mix_text + !!mixes_text + !!study != 1)
         return usage_error("--slurm runs one of --mix MIX, --mixes 'MIX;MIX;...' or --study SET%s%s", "", "");
@@ -323,8 +304,6 @@ int slurm_main(int argc, char *const argv[]) {
     /* #SBATCH lines cannot quote: a blank in a path would cut the option */
     if (strpbrk(sweep_dir, " \t\n'\"") || strpbrk(workdir, " \t\n'\""))
         return usage_error("--slurm needs folders without blanks or quotes: %s, %s", workdir, sweep_dir);
-    static const char *common[256];
-    slurm_task_args(argc, argv, common, 256);
     int rc = check_first_task(self, common, &tasks[0]);
     if (rc != 0) return rc;
     slurm_sweep s = {self, common, tasks, count, sweep_dir, workdir};

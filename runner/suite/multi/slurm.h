@@ -47,17 +47,27 @@ int slurm_check_options(const slurm_options *o, char *err, size_t err_size);
 int slurm_script(const slurm_options *o, const slurm_sweep *s, char *out, size_t size, char *err,
                  size_t err_size);
 
-/* argv without what only the submission uses (--slurm, --partition, --gres, --nodes, --time,
- * --job-name, --dry-run, --mix, --mixes, --study, --results with their values): the options every
- * task repeats. Writes at most max-1 pointers into out (NULL-terminated); returns the count. */
-int slurm_task_args(int argc, char *const argv[], const char **out, int max);
+/* What `run_suite --slurm` reads itself: the submission's options and where the tasks come from. */
+typedef struct slurm_args {
+    slurm_options o;
+    const char *mix, *mixes, *study, *results;
+    int slurm, dry_run, quick;
+} slurm_args;
+
+/* Reads a --slurm command line: the submission's options (--slurm, --partition, --gres, --nodes,
+ * --time, --job-name, --dry-run, --mix, --mixes, --study, --results, --quick) into a, and the
+ * options every task repeats (all others, and --quick, as written) into common, NULL-terminated,
+ * at most max-1. 0; 1 after --help (printed to stdout); -1 with a message in err. */
+int slurm_parse(int argc, char *const argv[], slurm_args *a, const char **common, int max, char *err,
+                size_t err_size);
 
 /* Writes <sweep_dir>/sweep.sbatch and, unless dry_run, submits it with `sbatch --parsable`
  * (job id in job_id). 0, or -1 with a message (sbatch missing or refusing: its own words). */
 int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char *job_id,
                  size_t job_id_size, char *err, size_t err_size);
 
-/* `run_suite --slurm ...` (dispatched before run_suite's own options, as --study is): the tasks
+/* `run_suite --slurm ...` (dispatched before run_suite's own options, as --study is; slurm_requested:
+ * argv holds --slurm): the tasks
  * are --mix MIX (one), --mixes 'MIX;MIX;...' (one each) or --study SET (one per study cell).
  * Every mix is checked, and task 0 is checked by this run_suite itself with --dry-run, so an
  * option no task would accept is refused here. Makes <results>/slurm-<time>-<pid>/, writes

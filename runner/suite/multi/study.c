@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "results/results.h"
+#include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/gpu/mig.h"
 #include "runner/suite/plan/mix.h"
@@ -115,15 +116,15 @@ int study_cells(const char *set, int quick, const int *degrees, int with_mig, st
 }
 
 int study_requested(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--study") == 0) return 1;
-    return 0;
+    return cli_given(argc, argv, "--study");
 }
 
 /* --- options ------------------------------------------------------------------------------- */
 
 typedef struct study_options {
-    const char *set, *results, *train, *data_root, *gpu, *sample_ms, *epochs, *steps;
+    const char *set, *results, *train, *data_root, *degrees_text;
+    int gpu, sample_ms, epochs, have_gpu, have_sample_ms, have_epochs, have_steps;
+    long steps;
     int quick, dry_run, degrees[16];
 } study_options;
 
@@ -134,6 +135,25 @@ typedef struct study_options {
     "  (all: under 10 minutes on an H100);\n"                        \
     "  --dry-run: the runs and whether each fits, nothing run. Writes <results>/<time>-study-SET/\n"   \
     "  (study.json, one run_suite folder per run, report.html)\n"
+
+/* The rows' help is STUDY_USAGE's (the table's help_text); every row must be named there. */
+#define T study_options
+static const cli_option OPTIONS[] = {
+    {"--study", "SET", NULL, CLI_STR(T, set)},
+    {"--quick", NULL, NULL, CLI_FLAG(T, quick, 1)},
+    {"--degrees", "D,D...", NULL, CLI_STR(T, degrees_text)},
+    {"--epochs", "E", NULL, CLI_INT(T, epochs, 1, 100000), CLI_MARK(T, have_epochs)},
+    {"--steps-per-epoch", "T", NULL, CLI_INT(T, steps, 1, 1000000000), CLI_MARK(T, have_steps)},
+    {"--results", "DIR", NULL, CLI_STR(T, results), .fallback = "results"},
+    {"--train", "PATH", NULL, CLI_STR(T, train)},
+    {"--data-root", "DIR", NULL, CLI_STR(T, data_root)},
+    {"--gpu", "N", NULL, CLI_INT(T, gpu, 0, 1023), CLI_MARK(T, have_gpu)},
+    {"--sample-ms", "MS", NULL, CLI_INT(T, sample_ms, 10, 60000), CLI_MARK(T, have_sample_ms)},
+    {"--dry-run", NULL, NULL, CLI_FLAG(T, dry_run, 1)},
+    {0}};
+#undef T
+
+static const cli_program PROGRAM = {.name = "run_suite --study", .options = OPTIONS, .help_text = STUDY_USAGE};
 
 static int usage_error(const char *what, const char *value) {
     fprintf(stderr, "run_suite --study: %s%s\n" STUDY_USAGE, what, value ? value : "");
@@ -162,39 +182,22 @@ static int parse_degrees(const char *text, int *out, int max) {
     return n ? 0 : -1;
 }
 
+/* -1 to go on, else the exit status (--help: 0, bad input: 2). */
 static int parse_options(int argc, char **argv, study_options *o) {
     memset(o, 0, sizeof o[0]);
-    o->results = "results";
     memcpy(o->degrees, DEFAULT_DEGREES, sizeof DEFAULT_DEGREES);
-    static const char *const with_value[] = {"--study", "--results", "--train", "--data-root", "--gpu",
-                                             "--sample-ms", "--epochs", "--steps-per-epoch", "--degrees"};
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(STUDY_USAGE, stdout);
-            return RUN_OK;
-        }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--quick")) { o->quick = 1; continue; }
-        if (!strcmp(a, "--dry-run")) { o->dry_run = 1; continue; }
-        size_t k = 0;
-        while (k < sizeof with_value / sizeof with_value[0] && strcmp(a, with_value[k])) k++;
-        if (k == sizeof with_value / sizeof with_value[0])
-            return usage_error("this option does not go with --study: ", a);
-        const char *v = i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 ? argv[++i] : NULL;
-        if (!v) return usage_error("missing the value of ", a);
-        long n;
-        if (k == 0) o->set = v;
-        else if (k == 1) o->results = v;
-        else if (k == 2) o->train = v;
-        else if (k == 3) o->data_root = v;
-        else if (k == 4) { if (whole(v, 0, 1023, &n)) return usage_error("--gpu: expected 0..1023, got ", v); o->gpu = v; }
-        else if (k == 5) { if (whole(v, 10, 60000, &n)) return usage_error("--sample-ms: expected 10..60000, got ", v); o->sample_ms = v; }
-        else if (k == 6) { if (whole(v, 1, 100000, &n)) return usage_error("--epochs: expected 1..100000, got ", v); o->epochs = v; }
-        else if (k == 7) { if (whole(v, 1, 1000000000, &n)) return usage_error("--steps-per-epoch: expected 1..1000000000, got ", v); o->steps = v; }
-        else if (parse_degrees(v, o->degrees, 16) != 0)
-            return usage_error("--degrees: expected whole numbers 1..64 separated by commas, got ", v);
-    }
+    /* the words no row names, to name the first: it would be passed on to nothing */
+    const char **unknown = calloc((size_t)argc + 1, sizeof *unknown);
+    if (!unknown) return RUN_FAILED;
+    char err[1024];
+    int rc = cli_parse_forward(&PROGRAM, o, argc, argv, unknown, argc + 1, err, sizeof err);
+    const char *stray = rc == 0 ? unknown[0] : NULL;
+    free(unknown);
+    if (rc == 1) return RUN_OK;
+    if (rc != 0) return usage_error(err, NULL);
+    if (stray) return usage_error("this option does not go with --study: ", stray);
+    if (o->degrees_text && parse_degrees(o->degrees_text, o->degrees, 16) != 0)
+        return usage_error("--degrees: expected whole numbers 1..64 separated by commas, got ", o->degrees_text);
     if (!o->set) return usage_error("--study needs a set: " STUDY_SETS, NULL);
     if (!known_set(o->set)) return usage_error("--study: expected one of " STUDY_SETS ", got ", o->set);
     return -1;
@@ -205,7 +208,7 @@ static int parse_options(int argc, char **argv, study_options *o) {
 typedef struct argv_list {
     char *v[48];
     int n;
-    char steps[32];
+    char gpu[16], sample_ms[16], epochs[16], steps[32]; /* the numbers' text */
 } argv_list;
 
 static void push(argv_list *a, const char *s) {
@@ -227,7 +230,8 @@ static void cell_argv(argv_list *a, const char *self, const study_options *o, co
     if (!strcmp(c->mode, "mig") && !dry) push(a, "--mig-create");
     if (o->train) push(a, "--train"), push(a, o->train);
     if (o->data_root) push(a, "--data-root"), push(a, o->data_root);
-    if (o->gpu) push(a, "--gpu"), push(a, o->gpu);
+    snprintf(a->gpu, sizeof a->gpu, "%d", o->gpu);
+    if (o->have_gpu) push(a, "--gpu"), push(a, a->gpu);
     if (dry) {
         push(a, "--dry-run");
         push(a, "--json");
@@ -235,13 +239,14 @@ static void cell_argv(argv_list *a, const char *self, const study_options *o, co
     }
     push(a, "--results");
     push(a, results);
-    if (o->sample_ms) push(a, "--sample-ms"), push(a, o->sample_ms);
+    snprintf(a->sample_ms, sizeof a->sample_ms, "%d", o->sample_ms);
+    if (o->have_sample_ms) push(a, "--sample-ms"), push(a, a->sample_ms);
     else if (o->quick) push(a, "--sample-ms"), push(a, "50"); /* short epochs: more samples of each */
     push(a, "--epochs");
-    push(a, o->epochs ? o->epochs : "2");
-    if (o->steps) push(a, "--steps-per-epoch"), push(a, o->steps);
-    else if (c->steps) {
-        snprintf(a->steps, sizeof a->steps, "%ld", c->steps);
+    snprintf(a->epochs, sizeof a->epochs, "%d", o->have_epochs ? o->epochs : 2);
+    push(a, a->epochs);
+    if (o->have_steps || c->steps) {
+        snprintf(a->steps, sizeof a->steps, "%ld", o->have_steps ? o->steps : c->steps);
         push(a, "--steps-per-epoch");
         push(a, a->steps);
     }
@@ -328,11 +333,11 @@ static const char *status_of(int st) {
 
 /* --- the study ----------------------------------------------------------------------------- */
 
-static int mig_enabled(const char *gpu) {
+static int mig_enabled(int gpu) {
     char err[512];
     nvml *nv = nvml_open(NULL, err, sizeof err);
     mig_session *s = nv ? calloc(1, sizeof *s) : NULL;
-    int on = s && mig_open(s, nv, gpu ? (unsigned)atoi(gpu) : 0, err, sizeof err) == 0 &&
+    int on = s && mig_open(s, nv, (unsigned)gpu, err, sizeof err) == 0 &&
              mig_require_enabled(s, err, sizeof err) == 0;
     free(s);
     nvml_close(nv);

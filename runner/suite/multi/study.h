@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-/* 1 when argv asks for a study (holds --study). */
+/* 1 when argv asks for a study (holds --study or --study=SET). */
 int study_requested(int argc, char **argv);
 /* Checks the study's options, runs it and writes the report; returns the exit status (0 every
  * cell ran or was refused for memory, 2 bad usage, 3 some cell failed, 128+N stopped by signal N). */
