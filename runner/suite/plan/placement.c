@@ -144,7 +144,7 @@ int placement_parse_gpus(const char *text, int *out, int max, char *err, size_t 
         p = *end ? end + 1 : end;
         if (*end && !*p) break;
     }
-    if (n == 0 || text[strlen(text) - 1] == ',') {
+    if (n == 0 || !text || !*text || text[strlen(text) - 1] == ',') {
         snprintf(err, err_size, "--gpus '%s': expected GPU indices 0..1023 separated by commas, e.g. 0,1,2,3", text);
         return -1;
     }
