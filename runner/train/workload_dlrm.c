@@ -208,7 +208,7 @@ static int load(workload *w, const char *path, char *err, size_t err_size) {
 static dlrm_lr_policy policy_of(const workload *w) {
     const train_options *o = w->o;
     long total = (long)o->epochs * w->steps_per_epoch;
-    dlrm_lr_policy p = {o->lr, 0, 0, 0}; /* the catalog's default where --lr is not given */
+    dlrm_lr_policy p = {o->lr_set ? o->lr : w->spec->lr, 0, 0, 0}; /* the catalog's rate unless --lr */
     if (o->warmup_set) p.warmup_steps = (long)(o->warmup_pct * (double)total);
     if (o->lr_warmup_steps) p.warmup_steps = o->lr_warmup_steps;
     p.decay_start_step = o->lr_decay_start, p.decay_steps = o->lr_decay_steps;
