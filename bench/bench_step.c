@@ -10,7 +10,7 @@
 
 #include "kernels/check.h"
 #include "models/core/rng.h"
-#include "models/core/session.h"
+#include "models/session.h"
 #include "runner/cli.h"
 
 static int compare_floats(const void *a, const void *b) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/check.h"
+#include "models/model_build.h"
 #include "models/resnet.h"
 #include "runner/cli.h"
 

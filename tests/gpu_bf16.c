@@ -21,7 +21,7 @@
 #include "kernels/check.h"
 #include "models/layers/conv.h"
 #include "models/layers/linear.h"
-#include "models/core/session.h"
+#include "models/session.h"
 #include "tests/testutil.h"
 
 static job_context ctx;

@@ -25,7 +25,7 @@
 #include "kernels/transformer.h"
 #include "models/layers/cait_layers.h"
 #include "kernels/check.h"
-#include "models/core/session.h"
+#include "models/session.h"
 #include "tests/cait_reference.h"
 #include "tests/testutil.h"
 

@@ -35,7 +35,7 @@
 #include "kernels/check.h"
 #include "models/efficientnet.h"
 #include "models/core/rng.h"
-#include "models/core/session.h"
+#include "models/session.h"
 #include "tests/efficientnet_reference.h"
 #include "tests/testutil.h"
 

@@ -11,7 +11,7 @@
 
 #include "kernels/transformer.h"
 #include "models/layers/cait_layers.h"
-#include "models/core/session.h"
+#include "models/session.h"
 #include "tests/gpu_cait_check.h"
 
 /* ---- dense on strided rows ------------------------------------------------------------------------*/

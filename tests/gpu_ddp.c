@@ -26,7 +26,7 @@
 
 #include "models/core/ddp.h"
 #include "models/core/rng.h"
-#include "models/core/session.h"
+#include "models/session.h"
 #include "tests/testutil.h"
 
 #define EPOCHS 4

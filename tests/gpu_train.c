@@ -18,7 +18,7 @@
 #include "data/dataset.h"
 #include "kernels/check.h"
 #include "models/core/rng.h"
-#include "models/core/session.h"
+#include "models/session.h"
 #include "tests/testutil.h"
 
 static char out[1 << 20], err[1 << 20], tmp[1024];

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "models/core/model.h"
+#include "models/model_build.h"
 #include "tests/testutil.h"
 
 static model *plan(int classes, float drop_path, arena *a) {

@@ -12,7 +12,8 @@
 
 #include <cmocka.h>
 
-#include "models/core/session.h"
+#include "models/catalog.h"
+#include "models/session.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/plan/mix.h"
 #include "tests/testutil.h"
@@ -40,11 +41,16 @@ static void test_names(void **state) {
     assert_int_equal(precision_parse("fp16", &p), -1);
     assert_int_equal(precision_parse(NULL, &p), -1);
     assert_string_equal(precision_name(PRECISION_FP32), "fp32");
-    assert_true(model_runs_bf16("resnet50"));
-    assert_true(model_runs_bf16("cait_xxs24"));
-    assert_false(model_runs_bf16("dlrm")); /* the recommender has no bf16 path */
-    assert_false(model_runs_bf16("resnet"));
-    assert_non_null(strstr(precision_bf16_models(), "resnet152"));
+    assert_true(catalog_runs(catalog_find("resnet50"), PRECISION_BF16));
+    assert_true(catalog_runs(catalog_find("cait_xxs24"), PRECISION_BF16));
+    assert_false(catalog_runs(catalog_find("dlrm"), PRECISION_BF16)); /* the recommender has no bf16 path */
+    assert_false(catalog_runs(catalog_find("resnet"), PRECISION_BF16));
+    char list[256];
+    catalog_filter bf16 = CATALOG_ALL;
+    bf16.precision = PRECISION_BF16;
+    assert_non_null(strstr(catalog_list(list, sizeof list, bf16, ", "), "resnet152"));
+    assert_int_equal(precision_find("BF16", 4), PRECISION_BF16);
+    assert_int_equal(precision_find("bf1", 3), -1);
 }
 
 /* Planned bytes of each kind for resnet50 64x64/128 in a precision. */

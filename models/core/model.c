@@ -1,15 +1,11 @@
 #include "models/core/model.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/cait.h"
 #include "kernels/check.h"
-#include "models/efficientnet.h"
-#include "models/resnet.h"
 #include "models/core/rng.h"
 
 void param_table_add(param_table *t, const param_entry *e) {
@@ -35,77 +31,6 @@ void param_table_free(param_table *t) {
     memset(t, 0, sizeof *t);
 }
 
-/* Every family of image models: its names and its builder. A family adds one row. */
-typedef struct model_family {
-    const char *names[4];
-    model *(*build)(const model_config *config, arena *a, char *err, size_t err_size);
-    int has_bf16; /* builds with --precision bf16 */
-} model_family;
-
-static const model_family FAMILIES[] = {
-    {{"resnet26", "resnet50", "resnet152"}, resnet_build, 1},
-    {{"cait_xxs24"}, cait_build, 1},
-    {{"efficientnetv2_s"}, efficientnet_build, 1},
-};
-#define FAMILY_COUNT (sizeof FAMILIES / sizeof *FAMILIES)
-
-/* Built once, whichever job thread asks first. */
-static char model_name_list[256];
-static pthread_once_t model_name_list_once = PTHREAD_ONCE_INIT;
-
-static void build_model_name_list(void) {
-    for (size_t f = 0; f < FAMILY_COUNT; f++)
-        for (int i = 0; i < 4 && FAMILIES[f].names[i]; i++)
-            snprintf(model_name_list + strlen(model_name_list), sizeof model_name_list - strlen(model_name_list),
-                     "%s%s", model_name_list[0] ? ", " : "", FAMILIES[f].names[i]);
-}
-
-const char *model_names(void) {
-    pthread_once(&model_name_list_once, build_model_name_list);
-    return model_name_list;
-}
-
-static const model_family *family_of(const char *name) {
-    for (size_t f = 0; f < FAMILY_COUNT; f++)
-        for (int i = 0; i < 4 && FAMILIES[f].names[i]; i++)
-            if (!strcmp(name, FAMILIES[f].names[i])) return &FAMILIES[f];
-    return NULL;
-}
-
-int model_known(const char *name) { return family_of(name) != NULL; }
-int model_runs_bf16(const char *name) { return family_of(name) && family_of(name)->has_bf16; }
-
-static const char *PRECISION_NAMES[] = {[PRECISION_TF32] = "tf32", [PRECISION_FP32] = "fp32",
-                                         [PRECISION_BF16] = "bf16"};
-
-const char *precision_name(precision_kind p) {
-    return (unsigned)p < sizeof PRECISION_NAMES / sizeof *PRECISION_NAMES ? PRECISION_NAMES[p] : "unknown";
-}
-
-int precision_parse(const char *name, precision_kind *out) {
-    for (size_t i = 0; name && i < sizeof PRECISION_NAMES / sizeof *PRECISION_NAMES; i++)
-        if (!strcmp(name, PRECISION_NAMES[i])) {
-            *out = (precision_kind)i;
-            return 0;
-        }
-    return -1;
-}
-
-static char bf16_model_list[256];
-static pthread_once_t bf16_model_list_once = PTHREAD_ONCE_INIT;
-
-static void build_bf16_model_list(void) {
-    for (size_t f = 0; f < FAMILY_COUNT; f++)
-        for (int i = 0; i < 4 && FAMILIES[f].has_bf16 && FAMILIES[f].names[i]; i++)
-            snprintf(bf16_model_list + strlen(bf16_model_list), sizeof bf16_model_list - strlen(bf16_model_list),
-                     "%s%s", bf16_model_list[0] ? ", " : "", FAMILIES[f].names[i]);
-}
-
-const char *precision_bf16_models(void) {
-    pthread_once(&bf16_model_list_once, build_bf16_model_list);
-    return bf16_model_list;
-}
-
 elem_type model_activation_type(const model_config *config) {
     return config->precision == PRECISION_BF16 ? ELEM_BF16 : ELEM_F32;
 }
@@ -125,41 +50,6 @@ void model_grads_from_half(job_context *ctx) {
     if (ctx->optimizer_owns_half && !ctx->grad_hooks) return;
     cast_bf16_to_f32(arena_grads(&ctx->arena), arena_half_grads(&ctx->arena), arena_decay_floats(&ctx->arena),
                      ctx->stream);
-}
-
-void *model_take_activations(arena *a, elem_type type, size_t n) {
-    return arena_take(a, ARENA_ACTIVATIONS, n * elem_bytes(type));
-}
-
-void model_conv_bn_init(conv_layer *c, batchnorm_layer *bn, arena *a, conv_shape shape, int bn_rows, act_kind act,
-                        elem_type type) {
-    shape.data_type = type == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    conv_init(c, a, shape);
-    batchnorm_init(bn, a, bn_rows, shape.out_c, act);
-    bn->type = type;
-}
-
-model *model_build(const model_config *config, arena *a, char *err, size_t err_size) {
-    const model_family *family = family_of(config->name);
-    if (family && config->precision == PRECISION_BF16 && !family->has_bf16) {
-        snprintf(err, err_size, "%s does not run in bf16 yet: --precision bf16 is for %s", config->name,
-                 precision_bf16_models());
-        return NULL;
-    }
-    if (family && (unsigned)config->precision > PRECISION_BF16) {
-        snprintf(err, err_size, "precision %d: expected tf32, fp32 or bf16", (int)config->precision);
-        return NULL;
-    }
-    int half = config->precision == PRECISION_BF16;
-    if (family && a->planning) a->half_weights = half;
-    if (family && !a->planning && a->half_weights != half) {
-        snprintf(err, err_size, "%s: the arena was planned for %s weights, the model is %s", config->name,
-                 a->half_weights ? "bf16" : "float32", precision_name(config->precision));
-        return NULL;
-    }
-    if (family) return family->build(config, a, err, err_size);
-    snprintf(err, err_size, "unknown model '%s': expected one of %s", config->name, model_names());
-    return NULL;
 }
 
 void model_free(model *m) {

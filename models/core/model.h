@@ -1,8 +1,8 @@
-/* A model: what every family (resnet.c, and later efficientnet.c, cait.c, dlrm.c) builds. It owns
+/* A model: what every image family (models/resnet.c, efficientnet.c, cait.c) builds. It owns
  * its layers (in `impl`), exposes a parameter table with timm/PyTorch state_dict names for
  * checkpoints and counting, fixed input/label/logit buffers for the captured training step, and
  * three passes. Built once against a planning arena (sizes only, no GPU), then against the real
- * one; setup() then creates descriptors and measures algorithms. */
+ * one (by name: models/model_build.h); setup() then creates descriptors and measures algorithms. */
 #ifndef SUITE_MODEL_H
 #define SUITE_MODEL_H
 
@@ -11,22 +11,8 @@
 
 #include "kernels/kernels.h"
 #include "models/core/arena.h"
-#include "models/layers/batchnorm.h"
 #include "models/core/context.h"
-#include "models/layers/conv.h"
-
-/* Numerics of a job. tf32 (the default, 0): float32 tensors, TF32 tensor-core convolutions and
- * matmuls; fp32: strict float32; bf16: mixed precision as torch.autocast(dtype=torch.bfloat16)
- * does it: bfloat16 activations and convolution/matmul inputs with float32 accumulation,
- * float32 master weights (a bfloat16 copy is made each forward), gradients reduced and applied
- * in float32, batch-norm statistics and the loss in float32, no loss scaling. */
-typedef enum { PRECISION_TF32 = 0, PRECISION_FP32 = 1, PRECISION_BF16 = 2 } precision_kind;
-/* "tf32", "fp32", "bf16". */
-const char *precision_name(precision_kind p);
-/* 0 with *out set for a known name, -1 otherwise. */
-int precision_parse(const char *name, precision_kind *out);
-/* The models that build in bf16, from the family table (for messages): "resnet26, ...". */
-const char *precision_bf16_models(void);
+#include "models/core/precision.h"
 
 typedef struct model_config {
     char name[32];      /* resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24 */
@@ -96,15 +82,6 @@ struct model {
     void *impl;
 };
 
-/* Names of the models that can be built, for error messages: "resnet26, resnet50, resnet152". */
-const char *model_names(void);
-int model_known(const char *name);
-/* Whether the named model builds with PRECISION_BF16. */
-int model_runs_bf16(const char *name);
-/* Builds the named model against `a` (planning or real). NULL with a message in err for an unknown
- * name, impossible sizes or a precision the family does not run in; no GPU work. A bf16 model
- * marks a planning arena half_weights (arena.h), so the real one keeps the bfloat16 copies. */
-model *model_build(const model_config *config, arena *a, char *err, size_t err_size);
 void model_free(model *m);
 /* Trainable parameters, as timm counts them (sum of p.numel() over model.parameters()). */
 int64_t model_param_count(const model *m);
@@ -114,12 +91,6 @@ int64_t model_param_count(const model *m);
  * ctx->optimizer_owns_half says the trainer's optimizer does that work (models/core/context.h). */
 void model_weights_to_half(job_context *ctx);
 void model_grads_from_half(job_context *ctx);
-/* Building in the model's element type (model_activation_type): n activations from the arena's
- * activation region; a convolution of that type and the batch norm that follows it (bn_rows rows
- * of the convolution's output channels). */
-void *model_take_activations(arena *a, elem_type type, size_t n);
-void model_conv_bn_init(conv_layer *c, batchnorm_layer *bn, arena *a, conv_shape shape, int bn_rows, act_kind act,
-                        elem_type type);
 /* m->backward between the context's gradient hooks (begin, end): what a training step calls. */
 void model_backward(model *m, job_context *ctx);
 /* Parameter initialisation the family's reference uses, drawn on the host from config.seed. */

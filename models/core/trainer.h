@@ -12,8 +12,7 @@
 #include "kernels/schedule.h"
 #include "models/core/context.h"
 #include "models/core/model.h"
-
-typedef enum { OPTIMIZER_SGD, OPTIMIZER_ADAMW } optimizer_kind;
+#include "models/core/optimizer_kind.h"
 
 /* Field order keeps SGD initialisers short: {OPTIMIZER_SGD, momentum, weight_decay, nesterov}. */
 typedef struct optimizer_config {

@@ -34,3 +34,15 @@ void layer_params_batchnorm(model *m, const char *prefix, const batchnorm_layer 
     counter.counter = &m->num_batches_tracked;
     param_table_add(&m->params, &counter);
 }
+
+void *model_take_activations(arena *a, elem_type type, size_t n) {
+    return arena_take(a, ARENA_ACTIVATIONS, n * elem_bytes(type));
+}
+
+void model_conv_bn_init(conv_layer *c, batchnorm_layer *bn, arena *a, conv_shape shape, int bn_rows, act_kind act,
+                        elem_type type) {
+    shape.data_type = type == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    conv_init(c, a, shape);
+    batchnorm_init(bn, a, bn_rows, shape.out_c, act);
+    bn->type = type;
+}

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "models/core/precision.h"
 #include "runner/cli.h"
 #include "runner/suite/gpu/mig.h"
 #include "runner/suite/multi/gpus.h"
@@ -29,11 +30,13 @@ typedef struct run_args {
     const char *mode, *train, *mps_sm, *mps_mem;
     int list, have_epochs, have_steps;
     const char *gpus; int slurm; /* only for --help: both are run before this table (gpus.c, slurm.c) */
-    int precision; /* index into PRECISIONS; 0: none given */
+    int precision; /* a precision_kind + 1; 0: none given */
     int via;       /* VIAS: how mig-emulate realises its layout; 0: not given */
 } run_args;
 
-static const cli_choice PRECISIONS[] = {{"tf32", 1}, {"fp32", 2}, {"bf16", 3}, {0}};
+#define PRECISION_CHOICE_(kind, name) {name, kind + 1},
+static const cli_choice PRECISIONS[] = {PRECISION_TABLE(PRECISION_CHOICE_){0}};
+#undef PRECISION_CHOICE_
 enum { VIA_MPS = 1, VIA_GREEN = 2 };
 static const cli_choice VIAS[] = {{"mps", VIA_MPS}, {"green", VIA_GREEN}, {0}};
 static const cli_choice OBJECTIVES[] = {{"fill", MIG_OBJECTIVE_FILL}, {"compact", MIG_OBJECTIVE_COMPACT}, {0}};
@@ -199,7 +202,8 @@ int main(int argc, char **argv) {
     if (mix_parse(&o.mix, o.mix_text, err, sizeof err) != 0) return fail("--mix: %s%s", err, "");
     for (int i = 0; args.precision && i < o.mix.count; i++)
         if (!o.mix.jobs[i].precision[0])
-            snprintf(o.mix.jobs[i].precision, sizeof o.mix.jobs[i].precision, "%s", PRECISIONS[args.precision - 1].name);
+            snprintf(o.mix.jobs[i].precision, sizeof o.mix.jobs[i].precision, "%s",
+                     precision_name((precision_kind)(args.precision - 1)));
     if (o.mig_emulate) {
         if (o.mode && (o.mode->flags & MODE_NEEDS_MIG)) o.mode = suite_mode_with(MODE_MIG_EMULATION);
         else if (o.mode && !(o.mode->flags & MODE_MIG_EMULATION))

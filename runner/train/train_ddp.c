@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -18,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "models/catalog.h"
+#include "models/core/ddp.h"
 #include "runner/train/job.h"
 
 extern char **environ;
@@ -87,56 +88,6 @@ cJSON *train_ddp_aggregate(const char *event, cJSON *const *per_rank, int ranks)
 }
 
 /* --- the rank ---------------------------------------------------------------------------------- */
-
-/* One rank per process: its watchdog is the process's. */
-static struct {
-    ddp *d;
-    pthread_t thread;
-    int running;
-    volatile int stop;
-} watchdog;
-
-static void *watch(void *arg) {
-    (void)arg;
-    char err[512], line[700];
-    while (!watchdog.stop) {
-        if (ddp_check(watchdog.d, err, sizeof err) != 0) {
-            /* one write: the main thread may be printing an event at the same time */
-            int n = snprintf(line, sizeof line, "{\"event\":\"error\",\"message\":\"%s; communicator aborted\"}\n", err);
-            if (write(1, line, (size_t)n) < 0) { /* stdout gone: the launcher is gone too */ }
-            fprintf(stderr, "train: %s; communicator aborted\n", err);
-            _exit(1);
-        }
-        struct timespec ts = {0, 100 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return NULL;
-}
-
-int train_ddp_join(ddp *d, session *s, const train_options *o, char *err, size_t err_size) {
-    if (ddp_init(d, &s->ctx, s->model, o->ddp_rank, o->ddp_world, o->ddp_id, err, err_size) != 0) return 1;
-    watchdog.d = d;
-    watchdog.stop = 0;
-    watchdog.running = pthread_create(&watchdog.thread, NULL, watch, NULL) == 0;
-    if (!watchdog.running) {
-        snprintf(err, err_size, "cannot start the NCCL watchdog thread");
-        return 1;
-    }
-    return 0;
-}
-
-void train_ddp_leave(ddp *d) {
-    if (d->bucket_count)
-        fprintf(stderr, "train: rank %d of %d: %d gradient bucket(s) over %.1f MB, %d of them all-reduced during the "
-                "backward pass (the rest after it)\n", d->rank, d->world, d->bucket_count,
-                (double)d->count * sizeof(float) / 1e6, d->launches_early);
-    if (watchdog.running && watchdog.d == d) {
-        watchdog.stop = 1;
-        pthread_join(watchdog.thread, NULL);
-        watchdog.running = 0;
-    }
-    ddp_free(d);
-}
 
 static int run_rank(train_options *o, const train_events *ev, const char *rank_text) {
     const char *world = getenv("SUITE_DDP_WORLD"), *id = getenv("SUITE_DDP_ID"), *parent = getenv("SUITE_DDP_PARENT");
@@ -386,8 +337,12 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
 }
 
 int train_ddp_main(train_options *o, const train_events *ev, int argc, char **argv) {
-    if (!strcmp(o->model, "dlrm"))
-        return train_fail(ev, 2, "--gpus: data-parallel training covers the image models, not dlrm");
+    const model_spec *spec = catalog_find(o->model);
+    if (spec && !(spec->options & MODEL_DATA_PARALLEL)) {
+        char message[128];
+        snprintf(message, sizeof message, "--gpus: data-parallel training covers the image models, not %s", o->model);
+        return train_fail(ev, 2, message);
+    }
     const char *rank = getenv("SUITE_DDP_RANK");
     if (rank) return run_rank(o, ev, rank);
     if (o->dry_run) { /* every rank holds the same: one rank's footprint, on each GPU */

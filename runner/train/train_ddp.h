@@ -25,20 +25,12 @@
 
 #include <cjson/cJSON.h>
 
-#include "models/core/ddp.h"
-#include "models/core/session.h"
 #include "runner/train/train_events.h"
 #include "runner/train/train_options.h"
 
 /* The whole of `train --gpus N`: the launcher, or a rank when SUITE_DDP_RANK is set (a dry run
  * reports the footprint of one rank). Returns train's exit code. */
 int train_ddp_main(train_options *o, const train_events *ev, int argc, char **argv);
-
-/* In a rank, after the session's set-up and before trainer_init (which captures the step with
- * the all-reduces): joins the communicator and starts the watchdog. 0, or 1 with a message. */
-int train_ddp_join(ddp *d, session *s, const train_options *o, char *err, size_t err_size);
-/* Stops the watchdog and leaves the communicator (nothing when not joined). */
-void train_ddp_leave(ddp *d);
 
 /* The job's event from the ranks' events of one kind ("setup", "epoch"), all present (pure). */
 cJSON *train_ddp_aggregate(const char *event, cJSON *const *per_rank, int ranks);

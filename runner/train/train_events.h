@@ -1,6 +1,6 @@
-/* The runner's protocol, spoken by every kind of training job (image models in train.c, the
- * recommender in train_dlrm.c): with --json, one JSON object per line on stdout (setup, ready,
- * epoch or block, done, error); human-readable lines go to `human` (stderr then, else stdout). */
+/* The runner's protocol, spoken by every kind of training job (runner/train/job.c, whichever
+ * workload it runs): with --json, one JSON object per line on stdout (setup, ready, epoch or
+ * block, done, error); human-readable lines go to `human` (stderr then, else stdout). */
 #ifndef SUITE_TRAIN_EVENTS_H
 #define SUITE_TRAIN_EVENTS_H
 
@@ -44,5 +44,52 @@ typedef struct train_progress {
 } train_progress;
 void train_progress_tick(const train_events *ev, train_progress *p, int epoch, long step, long steps,
                          int batch, double t_start);
+
+/* The planned GPU footprint in bytes, as the dry run reports it; embeddings < 0: none. */
+typedef struct train_footprint {
+    double parameters, gradients, optimizer, buffers, activations, scratch, workspace, total, embeddings;
+} train_footprint;
+cJSON *train_footprint_json(const train_footprint *f);
+
+/* The "setup" event's fields every job has (event, model, params, footprint_bytes, flops_per_step,
+ * where it runs, steps_per_epoch, data, data_source), not emitted yet: the workload adds its
+ * own. The device's name and SMs and whether it runs under MPS come back for the human line. */
+cJSON *train_setup_event(const char *model, double params, double footprint_bytes, double flops_per_step,
+                         const job_context *ctx, long steps_per_epoch, const char *data, const char *data_source,
+                         char *device, size_t device_size, int *sms, int *mps);
+
+/* How a workload's epochs read (its events have always been so): the recommender puts "warmup"
+ * after the training figures and reports AUC on held-out rows, the image models report a test
+ * set and the images that failed to decode. */
+typedef struct train_epoch_style {
+    int warmup_last;        /* "warmup" after "train_accuracy" instead of after "epoch" */
+    int held_out_auc;       /* "auc" after the held-out metrics; the human line says "held-out" */
+    int bad_images;         /* "bad_images" before "t_start" */
+    int loss_digits, step_ms_digits; /* in the human line */
+} train_epoch_style;
+
+/* One epoch's figures (the epoch event's and its human line's). */
+typedef struct train_epoch_record {
+    int epoch;
+    long steps;
+    int batch;
+    double seconds, loss_sum, correct;
+    int evaluated;          /* held-out figures measured (with --eval) */
+    double accuracy, test_loss, auc;
+    double lr;
+    float step_ms_median, step_ms_p10, step_ms_p90;
+    double peak_bytes, device_used_bytes, loader_wait_s, loader_samples_per_s, bad_images, t_start, t_end;
+} train_epoch_record;
+void train_emit_epoch(const train_events *ev, const train_epoch_style *style, const train_epoch_record *r);
+
+/* A block of steps within an epoch (timed blocks: the recommender's Terabyte epochs are billions of
+ * rows). block counts the job's blocks from 1. */
+typedef struct train_block_record {
+    int epoch;
+    long block, steps;
+    int batch;
+    double seconds, loss_sum, correct, lr, t_end;
+} train_block_record;
+void train_emit_block(const train_events *ev, const train_block_record *r);
 
 #endif

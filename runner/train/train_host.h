@@ -1,4 +1,4 @@
-/* Host resources every kind of training job (train.c, train_dlrm.c) sets up the same way: pinned
+/* Host resources every workload (workload_image.c, workload_dlrm.c) sets up the same way: pinned
  * memory for the loader's batches, so that their copies to the GPU run asynchronously, and the
  * number of loader threads a job may use when several jobs share the machine. */
 #ifndef SUITE_TRAIN_HOST_H

@@ -1,12 +1,13 @@
 #include "runner/train/train_options.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "models/catalog.h"
 #include "runner/cli.h"
 
 #define DATA_SETS "synthetic, fashion-mnist, cifar10, imagenet64, imagenet, criteo-kaggle, criteo-terabyte"
-#define MODELS "resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24, dlrm"
 
 static int is_criteo(const char *data) { return !strncmp(data, "criteo-", 7); }
 
@@ -14,14 +15,35 @@ static int is_criteo(const char *data) { return !strncmp(data, "criteo-", 7); }
 static const cli_choice SCHEDULES[] = {{"constant", LR_CONSTANT}, {"step", LR_STEP}, {"cosine", LR_COSINE},
                                        {"one-cycle", LR_ONE_CYCLE}, {0}};
 static const cli_choice OPTIMIZERS[] = {{"sgd", OPTIMIZER_SGD}, {"adamw", OPTIMIZER_ADAMW}, {0}};
-static const cli_choice PRECISIONS[] = {{"tf32", PRECISION_TF32}, {"fp32", PRECISION_FP32},
-                                        {"bf16", PRECISION_BF16}, {0}};
+#define PRECISION_CHOICE_(kind, name) {name, kind},
+static const cli_choice PRECISIONS[] = {PRECISION_TABLE(PRECISION_CHOICE_){0}};
+#undef PRECISION_CHOICE_
+
+/* Lists of models from the catalog, for the help and the messages; built once, whichever job
+ * thread parses first. */
+static struct {
+    char all[256], model_help[300], bf16[256], patches[256], drop_path[256], click_logs[256];
+} lists;
+static pthread_once_t lists_once = PTHREAD_ONCE_INIT;
+
+static void build_lists(void) {
+    catalog_filter bf16 = {MODEL_INPUT_IMAGES, PRECISION_BF16, 0, 1}, patches = CATALOG_ALL,
+                   drop_path = CATALOG_ALL, click_logs = CATALOG_ALL;
+    patches.options = MODEL_HAS_PATCHES, drop_path.options = MODEL_HAS_DROP_PATH;
+    click_logs.input = MODEL_INPUT_CLICK_LOGS;
+    catalog_list(lists.all, sizeof lists.all, CATALOG_ALL, ", ");
+    snprintf(lists.model_help, sizeof lists.model_help, "one of %s (required)", lists.all);
+    catalog_list(lists.bf16, sizeof lists.bf16, bf16, ", ");
+    catalog_list(lists.patches, sizeof lists.patches, patches, ", ");
+    catalog_list(lists.drop_path, sizeof lists.drop_path, drop_path, ", ");
+    catalog_list(lists.click_logs, sizeof lists.click_logs, click_logs, ", ");
+}
 
 #define T train_options
 /* One row per option (the row format is in runner/cli.h). Defaults that depend on the model
  * (optimizer, rates, schedule) are applied after parsing, in train_options_parse. */
 static const cli_option OPTIONS[] = {
-    {"--model", "NAME", "one of " MODELS " (required)", CLI_TEXT(T, model)},
+    {"--model", "NAME", lists.model_help, CLI_TEXT(T, model)},
     {"--data", "SET", "one of " DATA_SETS, CLI_TEXT(T, data), .fallback = "synthetic"},
     {"--data-root", "DIR", "real files: fashion-mnist (defaults to the installed copy), cifar10 (binary "
      "version), imagenet64 (npz), imagenet (JPEG folders), criteo-* (a TSV file or a folder of train.txt "
@@ -96,25 +118,30 @@ const char *lr_kind_name(lr_kind kind) {
 }
 
 /* Image size, classes and epoch length of each data set; synthetic follows the options. */
-static int data_defaults(train_options *o, char *err, size_t err_size) {
+static int data_defaults(train_options *o, const model_spec *spec, char *err, size_t err_size) {
     int size = 32, classes = 10;
     int64_t count = 50000;
+    int click_logs = spec && spec->input == MODEL_INPUT_CLICK_LOGS;
+    char sets[256];
     if (is_criteo(o->data)) {
         /* a recommender: samples are click-log rows, not images */
-        int dlrm = !strcmp(o->model, "dlrm");
-        if (!dlrm || (strcmp(o->data, "criteo-kaggle") && strcmp(o->data, "criteo-terabyte"))) {
-            snprintf(err, err_size, dlrm ? "--data: unknown data set '%s': dlrm trains on criteo-kaggle or "
-                     "criteo-terabyte" : "--data %s: click logs are for --model dlrm, not %s", o->data,
+        if (!click_logs) {
+            snprintf(err, err_size, "--data %s: click logs are for --model %s, not %s", o->data, lists.click_logs,
                      o->model);
+            return -1;
+        }
+        if (!catalog_takes(spec, o->data)) {
+            snprintf(err, err_size, "--data: unknown data set '%s': %s trains on %s", o->data, o->model,
+                     catalog_data_list(sets, sizeof sets, spec, " or "));
             return -1;
         }
         if (!o->synthetic_count)
             o->synthetic_count = !strcmp(o->data, "criteo-kaggle") ? 45840617 : 4373472329LL;
         return 0;
     }
-    if (!strcmp(o->model, "dlrm")) {
-        snprintf(err, err_size, "--model dlrm trains on click logs: --data criteo-kaggle or criteo-terabyte "
-                 "(got '%s')", o->data);
+    if (click_logs) {
+        snprintf(err, err_size, "--model %s trains on click logs: --data %s (got '%s')", o->model,
+                 catalog_data_list(sets, sizeof sets, spec, " or "), o->data);
         return -1;
     }
     if (strcmp(o->data, "fashion-mnist") == 0) count = 60000;
@@ -145,6 +172,7 @@ static int data_defaults(train_options *o, char *err, size_t err_size) {
 }
 
 int train_options_parse(train_options *o, int argc, char **argv, char *err, size_t err_size) {
+    pthread_once(&lists_once, build_lists);
     memset(o, 0, sizeof *o);
     o->use_graph = 1, o->allow_tf32 = 1; /* the --no-graph and --no-tf32 switches clear them */
     int rc = cli_parse(&PROGRAM, o, argc, argv, err, err_size);
@@ -160,38 +188,38 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
     if (!o->allow_tf32 && o->precision == PRECISION_TF32) o->precision = PRECISION_FP32;
     if (o->precision == PRECISION_FP32) o->allow_tf32 = 0;
     if (!o->model[0]) {
-        snprintf(err, err_size, "--model is required: one of %s", MODELS);
+        snprintf(err, err_size, "--model is required: one of %s", lists.all);
         return -1;
     }
-    if (strcmp(o->model, "dlrm") != 0 && (o->max_rows || o->lr_warmup_steps || o->lr_decay_start || o->lr_decay_steps)) {
+    /* an unknown name is refused where the model is built, with the names that build */
+    const model_spec *spec = catalog_find(o->model);
+    int click_logs = spec && spec->input == MODEL_INPUT_CLICK_LOGS;
+    if (!click_logs && (o->max_rows || o->lr_warmup_steps || o->lr_decay_start || o->lr_decay_steps)) {
         snprintf(err, err_size, "--max-rows and --lr-warmup-steps/--lr-decay-start/--lr-decay-steps are the "
-                 "recommender's (--model dlrm), not %s's", o->model);
+                 "recommender's (--model %s), not %s's", lists.click_logs, o->model);
         return -1;
     }
-    if (o->precision == PRECISION_BF16 && !model_runs_bf16(o->model)) {
+    if (o->precision == PRECISION_BF16 && !catalog_runs(spec, PRECISION_BF16)) {
         snprintf(err, err_size, "--precision bf16: %s does not run in bf16 yet (it does: %s)", o->model,
-                 precision_bf16_models());
+                 lists.bf16);
         return -1;
     }
-    if (o->patch_size && strncmp(o->model, "cait", 4) != 0) {
-        snprintf(err, err_size, "--patch-size: %s has no patches (it is for cait_xxs24)", o->model);
+    if (o->patch_size && !(spec && spec->options & MODEL_HAS_PATCHES)) {
+        snprintf(err, err_size, "--patch-size: %s has no patches (it is for %s)", o->model, lists.patches);
         return -1;
     }
-    if (o->drop_path > 0 && strcmp(o->model, "efficientnetv2_s") != 0) {
-        snprintf(err, err_size, "--drop-path: stochastic depth is built for efficientnetv2_s, not %s", o->model);
+    if (o->drop_path > 0 && !(spec && spec->options & MODEL_HAS_DROP_PATH)) {
+        snprintf(err, err_size, "--drop-path: stochastic depth is built for %s, not %s", lists.drop_path, o->model);
         return -1;
     }
-    /* EfficientNetV2 takes a lower SGD rate with Nesterov momentum than ResNet's 0.1 (5 epochs of
-     * Fashion-MNIST at 32x32: 0.79 at 0.1), but even at 0.05 it depends on the seed: 0.805-0.888 over
-     * four seeds in tf32, 0.794-0.897 in bf16. `--optimizer adamw --lr 3e-3` is steady there:
-     * 0.877-0.886 in both (bench/NOTES.md, session 6). SGD stays the default: it is what the
-     * collocation study's jobs run. */
-    if (!strcmp(o->model, "efficientnetv2_s") && o->optimizer == OPTIMIZER_SGD && !o->optimizer_set) {
-        if (!o->lr_set) o->lr = 0.05f;
-        if (o->momentum > 0) o->nesterov = 1;
+    /* The model's recipe (models/catalog.c) where the command line names no optimizer; explicit
+     * options still win. */
+    if (spec && !o->optimizer_set) {
+        o->optimizer = spec->optimizer;
+        if (o->optimizer == OPTIMIZER_SGD && spec->lr > 0 && !o->lr_set) o->lr = spec->lr;
+        if (o->optimizer == OPTIMIZER_SGD && spec->nesterov && o->momentum > 0) o->nesterov = 1;
     }
-    /* CaiT trains with AdamW as timm's recipe does; explicit options still win. */
-    if (!o->optimizer_set && !strncmp(o->model, "cait", 4)) o->optimizer = OPTIMIZER_ADAMW;
+    /* AdamW's own defaults, whichever model trains with it (timm's recipe for CaiT). */
     if (o->optimizer == OPTIMIZER_ADAMW) {
         if (!o->lr_set) o->lr = 1e-3f;
         if (!o->weight_decay_set) o->weight_decay = 0.05f;
@@ -202,5 +230,5 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
         snprintf(err, err_size, "--nesterov needs a momentum above 0");
         return -1;
     }
-    return data_defaults(o, err, err_size);
+    return data_defaults(o, spec, err, err_size);
 }

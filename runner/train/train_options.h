@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 #include "kernels/schedule.h"
-#include "models/core/trainer.h"
+#include "models/core/optimizer_kind.h"
+#include "models/core/precision.h"
 #include "runner/train/fault.h"
 
 typedef struct train_options {
@@ -21,7 +22,7 @@ typedef struct train_options {
     float lr, momentum, weight_decay, label_smoothing, warmup_pct, gamma, min_lr;
     int nesterov, decay_all, step_epochs;
     lr_kind schedule;
-    optimizer_kind optimizer; /* default: AdamW for cait_*, SGD otherwise */
+    optimizer_kind optimizer; /* default: the model's (models/catalog.c) */
     precision_kind precision; /* tf32 (default); fp32 also from --no-tf32 */
     int lr_set, weight_decay_set, schedule_set, warmup_set; /* given on the command line */
     int patch_size;           /* vision transformers: 0 = the model's default */

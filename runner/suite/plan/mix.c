@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "models/catalog.h"
+
 #define MIX_MAX_BATCH 65536
 #define MIX_MAX_EPOCHS 100000
 #define MIX_MAX_STEPS 1000000000L
@@ -30,10 +32,6 @@ static const mix_preset presets[] = {
 };
 #define PRESET_COUNT ((int)(sizeof presets / sizeof presets[0]))
 
-static const char *const models[] = {"resnet26",         "resnet50",   "resnet152",
-                                     "efficientnetv2_s", "cait_xxs24", "dlrm"};
-#define MODEL_COUNT ((int)(sizeof models / sizeof models[0]))
-
 typedef struct data_set {
     const char *name;
     int image_size, classes;
@@ -48,11 +46,8 @@ static const data_set data_sets[] = {
 #define VALID_PRESETS                                                                             \
     "presets S (resnet26:cifar10@128), M (resnet50:imagenet64@128), L (resnet152:imagenet@32), " \
     "XL (dlrm:criteo-terabyte@2048[rows=10000000])"
-#define VALID_MODELS "resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24, dlrm"
 #define VALID_DATA \
     "cifar10, imagenet64, imagenet, criteo-kaggle, criteo-terabyte, fashion-mnist, synthetic"
-#define VALID_JOB VALID_PRESETS ", or model:data@batch[/size] with model one of " VALID_MODELS \
-                  " and data one of " VALID_DATA
 #define VALID_OVERRIDES                                                                           \
     "epochs=1..100000, steps=1..1000000000 (steps per epoch), classes=2..100000 (synthetic only), " \
     "rows=1..2147483647 (dlrm only: rows per embedding table at most), "                           \
@@ -140,10 +135,41 @@ static const data_set *find_data(span s) {
     return NULL;
 }
 
-static const char *find_model(span s) {
-    for (int i = 0; i < MODEL_COUNT; i++)
-        if (span_is(s, models[i])) return models[i];
+/* The models come from the catalog (models/catalog.h), matched in any case. */
+static const model_spec *find_model(span s) {
+    for (int i = 0; i < catalog_count(); i++)
+        if (span_is(s, catalog_at(i)->name)) return catalog_at(i);
     return NULL;
+}
+
+static const char *valid_models(char *out, size_t size) { return catalog_list(out, size, CATALOG_ALL, ", "); }
+
+/* What a job may be, for messages: the presets, or a model and a data set. */
+static const char *valid_jobs(char *out, size_t size) {
+    char models[256];
+    snprintf(out, size, VALID_PRESETS ", or model:data@batch[/size] with model one of %s and data one of " VALID_DATA,
+             valid_models(models, sizeof models));
+    return out;
+}
+
+/* Which data sets feed which models, for messages: "dlrm takes criteo-kaggle or criteo-terabyte
+ * only, and they feed only dlrm; image models (resnet26, ...) take cifar10, ...". */
+static const char *who_takes_what(char *out, size_t size) {
+    const model_spec *click = NULL, *image = NULL;
+    for (int i = 0; i < catalog_count(); i++) {
+        const model_spec *spec = catalog_at(i);
+        if (spec->input == MODEL_INPUT_CLICK_LOGS && !click) click = spec;
+        if (spec->input == MODEL_INPUT_IMAGES && !image) image = spec;
+    }
+    catalog_filter clicks = CATALOG_ALL, images = CATALOG_ALL;
+    clicks.input = MODEL_INPUT_CLICK_LOGS, images.input = MODEL_INPUT_IMAGES;
+    char click_models[128], click_sets[128], image_models[256], image_sets[256];
+    catalog_list(click_models, sizeof click_models, clicks, ", ");
+    snprintf(out, size, "%s takes %s only, and they feed only %s; image models (%s) take %s", click_models,
+             catalog_data_list(click_sets, sizeof click_sets, click, " or "), click_models,
+             catalog_list(image_models, sizeof image_models, images, ", "),
+             catalog_data_list(image_sets, sizeof image_sets, image, ", "));
+    return out;
 }
 
 /* ---- one job --------------------------------------------------------------------------------- */
@@ -155,10 +181,12 @@ static int parse_explicit(const parse_ctx *c, int part, span where, span core, j
     span rest = {core.p + colon + 1, core.n - (size_t)colon - 1};
     long at = find_top(rest, '@');
     span data_s = at < 0 ? rest : (span){rest.p, (size_t)at};
-    const char *model = find_model(model_s);
-    if (!model)
-        return fail(c, part, where, "unknown model \"%.*s\"; models: " VALID_MODELS,
-                    (int)model_s.n, model_s.p);
+    const model_spec *spec = find_model(model_s);
+    char list[1024];
+    if (!spec)
+        return fail(c, part, where, "unknown model \"%.*s\"; models: %s", (int)model_s.n, model_s.p,
+                    valid_models(list, sizeof list));
+    const char *model = spec->name;
     const data_set *data = find_data(data_s);
     if (!data)
         return fail(c, part, where, "unknown data set \"%.*s\"; data sets: " VALID_DATA,
@@ -167,14 +195,10 @@ static int parse_explicit(const parse_ctx *c, int part, span where, span core, j
         return fail(c, part, where,
                     "expected \"@batch\" after \"%.*s\" (e.g. %s:%s@128); batch is 1..%d",
                     (int)core.n, core.p, model, data->name, MIX_MAX_BATCH);
-    int is_dlrm = strcmp(model, "dlrm") == 0, is_criteo = strncmp(data->name, "criteo-", 7) == 0;
-    if (is_dlrm != is_criteo)
-        return fail(c, part, where,
-                    "model %s cannot train on %s: dlrm takes criteo-kaggle or criteo-terabyte only, "
-                    "and they feed only "
-                    "dlrm; image models (resnet26, resnet50, resnet152, efficientnetv2_s, "
-                    "cait_xxs24) take cifar10, imagenet64, imagenet, fashion-mnist, synthetic",
-                    model, data->name);
+    int is_criteo = strncmp(data->name, "criteo-", 7) == 0;
+    if (!catalog_takes(spec, data->name))
+        return fail(c, part, where, "model %s cannot train on %s: %s", model, data->name,
+                    who_takes_what(list, sizeof list));
 
     span after = {rest.p + at + 1, rest.n - (size_t)at - 1};
     long slash = find_top(after, '/');
@@ -187,7 +211,7 @@ static int parse_explicit(const parse_ctx *c, int part, span where, span core, j
     if (slash >= 0) {
         span size_s = {after.p + slash + 1, after.n - (size_t)slash - 1};
         long long v = 0;
-        int multiple = strcmp(model, "cait_xxs24") == 0 ? 16 : 8;
+        int multiple = spec->size_multiple;
         if (is_criteo)
             return fail(c, part, where, "criteo has no images, so no \"/size\"; drop \"/%.*s\"",
                         (int)size_s.n, size_s.p);
@@ -237,7 +261,8 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
                             (int)value.n, value.p, MIX_MAX_STEPS);
             job->steps_per_epoch = (long)v;
         } else if (span_is(key, "rows")) {
-            if (strcmp(job->model, "dlrm") != 0)
+            const model_spec *spec = catalog_find(job->model);
+            if (!spec || spec->input != MODEL_INPUT_CLICK_LOGS)
                 return fail(c, part, where, "rows= caps a recommender's embedding tables; %s has none",
                             job->model);
             if (!number_ok || v < 1 || v > MIX_MAX_ROWS)
@@ -245,12 +270,11 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
                             (int)value.n, value.p, (long long)MIX_MAX_ROWS);
             job->max_rows = v;
         } else if (span_is(key, "precision")) {
-            const char *canonical = span_is(value, "tf32") ? "tf32" : span_is(value, "fp32") ? "fp32"
-                                    : span_is(value, "bf16") ? "bf16" : NULL;
-            if (!canonical)
+            int precision = precision_find(value.p, value.n);
+            if (precision < 0)
                 return fail(c, part, where, "precision=\"%.*s\" must be tf32, fp32 or bf16", (int)value.n,
                             value.p);
-            snprintf(job->precision, sizeof job->precision, "%s", canonical);
+            snprintf(job->precision, sizeof job->precision, "%s", precision_name((precision_kind)precision));
         } else if (span_is(key, "gpus")) {
             if (!number_ok || v < 1 || v > 64)
                 return fail(c, part, where, "gpus=\"%.*s\" must be a whole number in 1..64", (int)value.n, value.p);
@@ -297,7 +321,8 @@ static int parse_job(const parse_ctx *c, int part, span where, span text, job_sp
         if (memchr(overrides.p, '[', overrides.n) || memchr(overrides.p, ']', overrides.n))
             return fail(c, part, where, "nested or repeated brackets; one [...] per job");
     }
-    if (core.n == 0) return fail(c, part, where, "no job before '['; jobs: " VALID_JOB);
+    char jobs[1024];
+    if (core.n == 0) return fail(c, part, where, "no job before '['; jobs: %s", valid_jobs(jobs, sizeof jobs));
     if (span_has_space(core))
         return fail(c, part, where,
                     "whitespace inside the job \"%.*s\"; write jobs without spaces, e.g. "
@@ -310,8 +335,8 @@ static int parse_job(const parse_ctx *c, int part, span where, span text, job_sp
         for (int i = 0; i < PRESET_COUNT; i++)
             if (span_is(core, presets[i].name)) preset = &presets[i];
         if (!preset)
-            return fail(c, part, where, "unknown job \"%.*s\"; jobs: " VALID_JOB, (int)core.n,
-                        core.p);
+            return fail(c, part, where, "unknown job \"%.*s\"; jobs: %s", (int)core.n, core.p,
+                        valid_jobs(jobs, sizeof jobs));
         snprintf(job->model, sizeof job->model, "%s", preset->model);
         snprintf(job->data, sizeof job->data, "%s", preset->data);
         job->image_size = preset->image_size;
@@ -329,9 +354,10 @@ int mix_parse(mix *m, const char *text, char *err, size_t err_size) {
     m->count = 0;
     if (err && err_size) err[0] = '\0';
     span all = trim((span){c.text, strlen(c.text)});
+    char jobs[1024];
     if (all.n == 0)
-        return fail(&c, 0, all, "empty mix; write jobs joined by '+', e.g. S+M+M or 7*S; jobs: "
-                    VALID_JOB);
+        return fail(&c, 0, all, "empty mix; write jobs joined by '+', e.g. S+M+M or 7*S; jobs: %s",
+                    valid_jobs(jobs, sizeof jobs));
     for (size_t i = 0; i < all.n; i++)
         if (!isprint((unsigned char)all.p[i]) && all.p[i] != '\t')
             return fail(&c, 0, all, "control or non-ASCII character at offset %zu; a mix is "

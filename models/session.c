@@ -1,8 +1,10 @@
-#include "models/core/session.h"
+#include "models/session.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+#include "models/model_build.h"
 
 static double session_seconds(void) {
     struct timespec ts;

@@ -1,0 +1,57 @@
+/* The rank's side of train --gpus N (runner/train/train_rank.h). */
+#include "runner/train/train_rank.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* One rank per process: its watchdog is the process's. */
+static struct {
+    ddp *d;
+    pthread_t thread;
+    int running;
+    volatile int stop;
+} watchdog;
+
+static void *watch(void *arg) {
+    (void)arg;
+    char err[512], line[700];
+    while (!watchdog.stop) {
+        if (ddp_check(watchdog.d, err, sizeof err) != 0) {
+            /* one write: the main thread may be printing an event at the same time */
+            int n = snprintf(line, sizeof line, "{\"event\":\"error\",\"message\":\"%s; communicator aborted\"}\n", err);
+            if (write(1, line, (size_t)n) < 0) { /* stdout gone: the launcher is gone too */ }
+            fprintf(stderr, "train: %s; communicator aborted\n", err);
+            _exit(1);
+        }
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+int train_rank_join(ddp *d, session *s, const train_options *o, char *err, size_t err_size) {
+    if (ddp_init(d, &s->ctx, s->model, o->ddp_rank, o->ddp_world, o->ddp_id, err, err_size) != 0) return 1;
+    watchdog.d = d;
+    watchdog.stop = 0;
+    watchdog.running = pthread_create(&watchdog.thread, NULL, watch, NULL) == 0;
+    if (!watchdog.running) {
+        snprintf(err, err_size, "cannot start the NCCL watchdog thread");
+        return 1;
+    }
+    return 0;
+}
+
+void train_rank_leave(ddp *d) {
+    if (d->bucket_count)
+        fprintf(stderr, "train: rank %d of %d: %d gradient bucket(s) over %.1f MB, %d of them all-reduced during the "
+                "backward pass (the rest after it)\n", d->rank, d->world, d->bucket_count,
+                (double)d->count * sizeof(float) / 1e6, d->launches_early);
+    if (watchdog.running && watchdog.d == d) {
+        watchdog.stop = 1;
+        pthread_join(watchdog.thread, NULL);
+        watchdog.running = 0;
+    }
+    ddp_free(d);
+}

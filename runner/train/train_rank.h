@@ -1,0 +1,19 @@
+/* A data-parallel rank of train --gpus N (runner/train/train_ddp.h starts the ranks): joining
+ * the job's NCCL communicator, and the watchdog that aborts it when a peer fails, so no rank waits
+ * in a collective forever. One rank per process: the watchdog is the process's. */
+#ifndef SUITE_TRAIN_RANK_H
+#define SUITE_TRAIN_RANK_H
+
+#include <stddef.h>
+
+#include "models/core/ddp.h"
+#include "models/session.h"
+#include "runner/train/train_options.h"
+
+/* In a rank, after the session's set-up and before trainer_init (which captures the step with
+ * the all-reduces): joins the communicator and starts the watchdog. 0, or 1 with a message. */
+int train_rank_join(ddp *d, session *s, const train_options *o, char *err, size_t err_size);
+/* Stops the watchdog and leaves the communicator (nothing when not joined). */
+void train_rank_leave(ddp *d);
+
+#endif

@@ -1,0 +1,283 @@
+/* The image models as a workload (runner/train/workload.h): every family through the model
+ * interface (models/core/model.h) and its session (models/session.h): the model is built twice
+ * (planned, then allocated in one arena), the convolution algorithms are measured, the training
+ * step is captured in a CUDA graph, and batches come from the loader in pinned memory. */
+#include "runner/train/workload.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/dataset.h"
+#include "kernels/check.h"
+#include "models/core/checkpoint.h"
+#include "models/session.h"
+#include "runner/train/train_host.h"
+#include "runner/train/train_rank.h"
+
+typedef struct image_job {
+    const train_options *opt;
+    dataset train_set, test_set;
+    session s;
+    ddp ddp;                  /* data-parallel rank (train --gpus): its communicator */
+    double data_open_s, capture_s; /* set-up time outside the session's own (setup event) */
+    cudaEvent_t copied;       /* the step has copied its batch */
+} image_job;
+
+static image_job *impl(const workload *w) { return w->impl; }
+
+static model_config config_of(const train_options *o) {
+    model_config c = {0};
+    snprintf(c.name, sizeof c.name, "%s", o->model);
+    c.batch = o->batch, c.image_size = o->image_size, c.in_channels = 3, c.classes = o->classes;
+    c.seed = o->seed, c.patch_size = o->patch_size, c.drop_path = o->drop_path;
+    c.precision = o->precision;
+    return c;
+}
+
+static int plan(workload *w, char *err, size_t err_size) {
+    image_job *j = calloc(1, sizeof *j); /* large (the session's model config); one per job, not static */
+    if (!j) {
+        snprintf(err, err_size, "out of memory for the job");
+        return -1;
+    }
+    w->impl = j;
+    j->opt = w->o;
+    model_config config = config_of(w->o);
+    return session_plan(&j->s, &config, err, err_size);
+}
+
+/* The workspace is bounded by the limit until the algorithms are measured on the GPU, once for the
+ * context and once for each side workspace of the model (plus 32 MiB for cuBLASLt and slack). */
+static size_t workspace_bound(const image_job *j) {
+    return j->opt->workspace_limit * (size_t)(1 + j->s.model->side_workspaces) + ((size_t)32 << 20);
+}
+
+static train_footprint footprint(const workload *w) {
+    const image_job *j = impl(w);
+    arena_footprint f = arena_footprint_of(&j->s.plan, optimizer_slots(j->opt->optimizer));
+    size_t workspace = workspace_bound(j);
+    return (train_footprint){(double)f.parameters, (double)f.gradients, (double)f.optimizer, (double)f.buffers,
+                             (double)f.activations, (double)f.scratch, (double)workspace,
+                             (double)(f.total + workspace), -1};
+}
+
+static double flops_per_step(const workload *w) { return 3.0 * impl(w)->s.model->flops_per_step_forward; }
+static int64_t param_count(const workload *w) { return model_param_count(impl(w)->s.model); }
+
+static void add_plan_fields(const workload *w, cJSON *e) {
+    cJSON_AddNumberToObject(e, "params", (double)param_count(w));
+    cJSON_AddNumberToObject(e, "batch", w->o->batch);
+    cJSON_AddNumberToObject(e, "image_size", w->o->image_size);
+    cJSON_AddNumberToObject(e, "classes", w->o->classes);
+}
+
+static void print_plan(const workload *w, FILE *out) {
+    train_footprint f = footprint(w);
+    fprintf(out, "%s: %lld parameters; planned GPU footprint %.1f MiB (parameters %.1f, gradients %.1f, "
+            "optimizer %.1f, buffers %.1f, activations %.1f, scratch %.1f, workspace <= %.1f)\n",
+            w->o->model, (long long)param_count(w), f.total / 1048576.0, f.parameters / 1048576.0,
+            f.gradients / 1048576.0, f.optimizer / 1048576.0, f.buffers / 1048576.0, f.activations / 1048576.0,
+            f.scratch / 1048576.0, f.workspace / 1048576.0);
+}
+
+static int open_synthetic(image_job *j, char *err, size_t err_size) {
+    const train_options *o = j->opt;
+    synthetic_spec train_spec = {o->synthetic_count, o->image_size, o->image_size, 3, o->classes, o->seed};
+    synthetic_spec test_spec = {10000, o->image_size, o->image_size, 3, o->classes, o->seed + 1};
+    if (dataset_open_synthetic(&j->train_set, &train_spec, err, err_size)) return -1;
+    return dataset_open_synthetic(&j->test_set, &test_spec, err, err_size);
+}
+
+/* Real files: Fashion-MNIST (the installed copy by default), and CIFAR-10, ImageNet 64x64 and
+ * ImageNet with --data-root. 1 when no real files were asked for (synthetic then), -1 on error. */
+static int open_real(image_job *j, char *err, size_t err_size) {
+    const train_options *o = j->opt;
+    if (!strcmp(o->data, "fashion-mnist")) {
+        const char *root = o->data_root[0] ? o->data_root : FASHION_MNIST_DEFAULT_ROOT;
+        if (dataset_open_fashion_mnist(&j->train_set, root, 1, err, err_size)) return -1;
+        return dataset_open_fashion_mnist(&j->test_set, root, 0, err, err_size);
+    }
+    if (!o->data_root[0]) return 1;
+    if (!strcmp(o->data, "cifar10")) {
+        if (dataset_open_cifar10(&j->train_set, o->data_root, 1, err, err_size)) return -1;
+        return dataset_open_cifar10(&j->test_set, o->data_root, 0, err, err_size);
+    }
+    if (!strcmp(o->data, "imagenet64")) {
+        if (dataset_open_imagenet64(&j->train_set, o->data_root, 1, err, err_size)) return -1;
+        return dataset_open_imagenet64(&j->test_set, o->data_root, 0, err, err_size);
+    }
+    if (!strcmp(o->data, "imagenet")) {
+        imagenet_options train = {o->data_root, 1, o->image_size, o->skip_bad, o->seed, NULL};
+        imagenet_options val = {o->data_root, 0, o->image_size, o->skip_bad, o->seed, NULL};
+        if (dataset_open_imagenet(&j->train_set, &train, err, err_size)) return -1;
+        return dataset_open_imagenet(&j->test_set, &val, err, err_size);
+    }
+    return 1;
+}
+
+static int open_data(workload *w, char *err, size_t err_size) {
+    image_job *j = impl(w);
+    const train_options *o = j->opt;
+    double t_data = train_wall_seconds();
+    int real = open_real(j, err, err_size);
+    w->data_source = "real";
+    if (real < 0 && o->data_if_present && o->data_root[0]) {
+        fprintf(stderr, "train: %s; --data-if-present: synthetic %s-shaped data instead\n", err, o->data);
+        dataset_close(&j->train_set);
+        dataset_close(&j->test_set);
+        real = 1;
+    }
+    if (real < 0) return -1;
+    if (real == 1) {
+        w->data_source = "synthetic";
+        if (open_synthetic(j, err, err_size)) return -1;
+    }
+    /* a data-parallel rank reads every world-th batch */
+    long batches = (long)(j->train_set.count / ((int64_t)o->batch * (o->ddp_world > 1 ? o->ddp_world : 1)));
+    if (batches < 1) {
+        snprintf(err, err_size, "--batch %d is larger than the %lld samples of %s", o->batch,
+                 (long long)j->train_set.count, o->data);
+        return -1;
+    }
+    w->steps_per_epoch = o->steps_per_epoch && o->steps_per_epoch < batches ? o->steps_per_epoch : batches;
+    j->data_open_s = train_wall_seconds() - t_data;
+    return 0;
+}
+
+
+static lr_schedule schedule_of(const workload *w) {
+    const train_options *o = w->o;
+    long total = (long)o->epochs * w->steps_per_epoch;
+    lr_schedule s = {o->schedule, o->lr, total, (long)(o->warmup_pct * total), 0, o->gamma, o->min_lr, 25.0f, 1e4f};
+    s.step_size = (long)o->step_epochs * w->steps_per_epoch;
+    if (s.kind == LR_ONE_CYCLE && s.warmup_steps < 1) s.warmup_steps = 1;
+    return s;
+}
+
+static int start(workload *w, const context_place *place, char *err, size_t err_size) {
+    image_job *j = impl(w);
+    const train_options *o = w->o;
+    int rc = session_start_at(&j->s, place, o->workspace_limit, o->allow_tf32, optimizer_slots(o->optimizer), err,
+                              err_size);
+    w->ctx = &j->s.ctx;
+    if (rc == 0) w->params = &j->s.model->params;
+    return rc;
+}
+
+static int load(workload *w, const char *path, char *err, size_t err_size) {
+    return checkpoint_load(impl(w)->s.model, &impl(w)->s.ctx, path, err, err_size);
+}
+
+/* Joins the ranks (before the capture: the step holds the all-reduces), captures the step. */
+static int prepare(workload *w, char *err, size_t err_size) {
+    image_job *j = impl(w);
+    const train_options *o = w->o;
+    if (o->ddp_world && train_rank_join(&j->ddp, &j->s, o, err, err_size) != 0) return 1;
+    optimizer_config opt = {o->optimizer, o->momentum, o->weight_decay, o->nesterov, o->decay_all, 0, 0, 0};
+    double t0 = train_wall_seconds();
+    trainer_init(&j->s.trainer, j->s.model, &j->s.ctx, opt, schedule_of(w), o->label_smoothing, o->use_graph);
+    j->capture_s = train_wall_seconds() - t0;
+    CHECK_CUDA(cudaEventCreateWithFlags(&j->copied, cudaEventDisableTiming));
+    return 0;
+}
+
+static size_t gpu_bytes(const workload *w) { return session_gpu_bytes(&impl(w)->s); }
+
+/* where the time before "ready" went: a study runs hundreds of set-ups */
+static void add_setup_fields(const workload *w, cJSON *e) {
+    const image_job *j = impl(w);
+    cJSON *t = cJSON_AddObjectToObject(e, "setup_seconds");
+    cJSON_AddNumberToObject(t, "data", j->data_open_s);
+    cJSON_AddNumberToObject(t, "gpu_context", j->s.setup_context_s);
+    cJSON_AddNumberToObject(t, "build", j->s.setup_build_s);
+    cJSON_AddNumberToObject(t, "model_setup", j->s.setup_model_s);
+    cJSON_AddNumberToObject(t, "step_capture", j->capture_s);
+}
+
+static void print_setup(const workload *w, const char *device, int sms, int mps, FILE *out) {
+    fprintf(out, "%s on %s (%d SMs%s%s): %lld parameters, %.1f MiB on the GPU, %ld steps of %d per epoch\n",
+            w->o->model, device, sms, mps ? ", MPS" : "", w->ctx->green ? ", green context" : "",
+            (long long)param_count(w), gpu_bytes(w) / 1048576.0, w->steps_per_epoch, w->o->batch);
+}
+
+static loader *open_loader(workload *w, char *err, size_t err_size) {
+    const train_options *o = w->o;
+    loader_config lc = {.batch = o->batch, .workers = train_loader_workers(o), .shuffle = 1, .drop_last = 1,
+                        .shards = o->ddp_world, .shard = o->ddp_rank, .seed = o->seed,
+                        .alloc_host = train_pinned_alloc, .free_host = train_pinned_free};
+    return loader_open(&impl(w)->train_set, &lc, err, err_size);
+}
+
+static void step(workload *w, const loader_batch *b, long index) {
+    image_job *j = impl(w);
+    trainer_step(&j->s.trainer, b->images, b->labels);
+    CHECK_CUDA(cudaEventRecord(j->copied, j->s.ctx.stream));
+}
+
+static void batch_done(workload *w, long index) { CHECK_CUDA(cudaEventSynchronize(impl(w)->copied)); }
+
+/* A NaN fault writes the float32 weights, but a bf16 step's forward reads the bfloat16 copy that
+ * the optimizer keeps: refresh it, so the next step diverges as in float32. */
+static void weights_written(workload *w) {
+    if (impl(w)->s.ctx.arena.half_weights) model_weights_to_half(&impl(w)->s.ctx);
+}
+
+static void take_sums(workload *w, double *loss_sum, double *correct) {
+    trainer_take_sums(&impl(w)->s.trainer, loss_sum, correct);
+}
+
+/* Test-set loss and accuracy: always measured (NaN where the loader cannot open). */
+static int evaluate(workload *w, int diverged, workload_eval *out, char *err, size_t err_size) {
+    image_job *j = impl(w);
+    int workers = train_loader_workers(j->opt);
+    loader_config lc = {.batch = j->opt->batch, .workers = workers, .seed = j->opt->seed,
+                        .alloc_host = train_pinned_alloc, .free_host = train_pinned_free};
+    loader *l = loader_open(&j->test_set, &lc, err, err_size);
+    *out = (workload_eval){NAN, NAN, NAN};
+    if (!l) return 0;
+    loader_start_epoch(l, 0);
+    loader_batch b;
+    double sum = 0, correct = 0, seen = 0;
+    while (loader_next(l, &b, err, err_size) == 1) {
+        trainer_eval_batch(&j->s.trainer, b.images, b.labels, b.n);
+        CHECK_CUDA(cudaStreamSynchronize(j->s.ctx.stream)); /* the loader reuses b's buffers next */
+        seen += b.n;
+    }
+    loader_close(l);
+    trainer_take_sums(&j->s.trainer, &sum, &correct);
+    out->loss = seen ? sum / seen : NAN;
+    out->accuracy = seen ? correct / seen : NAN;
+    return 0;
+}
+
+static double current_lr(const workload *w) { return trainer_current_lr(&impl(w)->s.trainer); }
+static double bad_images(const workload *w) { return (double)dataset_imagenet_bad_images(&impl(w)->train_set); }
+
+static int save(workload *w, const char *path, char *err, size_t err_size) {
+    return checkpoint_save(impl(w)->s.model, &impl(w)->s.ctx, path, err, err_size);
+}
+
+static void end(workload *w) {
+    image_job *j = impl(w);
+    if (!j) return;
+    if (j->copied) CHECK_CUDA(cudaEventDestroy(j->copied));
+    train_rank_leave(&j->ddp);
+    session_end(&j->s);
+    dataset_close(&j->train_set);
+    dataset_close(&j->test_set);
+    free(j);
+    w->impl = NULL;
+}
+
+const workload_ops workload_image_ops = {
+    .plan = plan, .footprint = footprint, .flops_per_step = flops_per_step, .add_plan_fields = add_plan_fields,
+    .print_plan = print_plan, .open_data = open_data, .start = start, .load = load, .prepare = prepare,
+    .param_count = param_count, .gpu_bytes = gpu_bytes, .add_setup_fields = add_setup_fields,
+    .print_setup = print_setup, .open_loader = open_loader, .step = step, .batch_done = batch_done,
+    .weights_written = weights_written, .take_sums = take_sums, .evaluate = evaluate, .current_lr = current_lr,
+    .bad_images = bad_images, .save = save, .end = end,
+    .style = {.warmup_last = 0, .held_out_auc = 0, .bad_images = 1, .loss_digits = 4, .step_ms_digits = 2},
+    .timed_blocks = 0,
+};
