@@ -61,7 +61,7 @@ enum {
     MODE_PARTITIONED = 1u << 1,  /* each job gets a fixed share of the GPU: the run also measures
                                     each job alone in its own partition (isolation) */
     MODE_IN_ALL = 1u << 2,       /* part of --mode all */
-    MODE_NEEDS_MIG = 1u << 3,    /* needs MIG mode on (--mig-gpu needs --dry-run) */
+    MODE_NEEDS_MIG = 1u << 3,    /* needs MIG mode on: --mig-gpu only with --dry-run */
     MODE_MIG_EMULATION = 1u << 4,/* realises the MIG plan without MIG: under --mig-emulate it runs
                                     in place of the MODE_NEEDS_MIG modes (their runs_as) */
     MODE_WHERE_POSSIBLE = 1u << 6,/* --mode all runs it where it can: when its plan or its start

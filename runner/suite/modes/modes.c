@@ -10,17 +10,22 @@
 #include "runner/suite/modes/mode.h"
 #include "runner/suite/modes/mode_run.h"
 
-extern const suite_mode mode_serial, mode_naive, mode_mps, mode_mig, mode_mig_emulate, mode_streams, mode_green;
+/* One line per mode: the `const suite_mode mode_<name>` of its mode_<name>.c. */
+#define MODE_TABLE(X)   \
+    X(mode_serial)      \
+    X(mode_naive)       \
+    X(mode_mps)         \
+    X(mode_mig)         \
+    X(mode_mig_emulate) \
+    X(mode_streams)     \
+    X(mode_green)
 
-static const suite_mode *const table[] = {
-    &mode_serial,
-    &mode_naive,
-    &mode_mps,
-    &mode_mig,
-    &mode_mig_emulate,
-    &mode_streams,
-    &mode_green,
-};
+#define DECLARE(m) extern const suite_mode m;
+#define ROW(m) &m,
+MODE_TABLE(DECLARE)
+static const suite_mode *const table[] = {MODE_TABLE(ROW)};
+#undef DECLARE
+#undef ROW
 
 #define TABLE_COUNT ((int)(sizeof table / sizeof table[0]))
 _Static_assert(TABLE_COUNT <= SUITE_MODES_MAX, "SUITE_MODES_MAX holds every mode");
