@@ -24,10 +24,4 @@ char **host_group_argv(const char *host_path, const job_record *jobs, int count,
 group_result host_group_run(job_record *jobs, int count, char **argv, const char *log_dir,
                             const jobs_settings *settings);
 
-/* A mode's run_jobs in the job host (mode_streams.c): its program beside the run's train, its
- * log in the mode's folder; green_sms: each job's partition, or NULL for the whole device. */
-struct mode_run;
-group_result mode_host_run(struct mode_run *r, job_record *jobs, int count, const jobs_settings *settings,
-                           const int *green_sms);
-
 #endif

@@ -1,5 +1,5 @@
 /* The isolation pass (see isolation.h): each job alone in its own partition, through the
- * orchestrator's own seam for running a subset of the jobs (suite_execute with job_of). */
+ * orchestrator's own seam for running a subset of the jobs (the run's execute, with job_of). */
 #define _GNU_SOURCE
 #include "runner/suite/modes/isolation.h"
 
@@ -62,7 +62,7 @@ void suite_isolate(mode_run *r) {
             fprintf(stderr, "[%s] warning: %s\n", mode->name, err);
             continue;
         }
-        if (suite_execute(c, mode, &job, 1, dir, NULL, &alone) == 0 && alone.job_count == 1)
+        if (c->execute(c, mode, &job, 1, dir, NULL, &alone) == 0 && alone.job_count == 1)
             s->partition_rate[k] = alone.timed_rate[0];
     }
     if (saved) memcpy(r->state, saved, mode->state_size);

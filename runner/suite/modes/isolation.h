@@ -7,7 +7,7 @@
 #ifndef SUITE_ISOLATION_H
 #define SUITE_ISOLATION_H
 
-#include "runner/suite/run/suite.h"
+#include "runner/suite/modes/mode_run.h"
 
 /* Runs the pass for r (a partitioned mode's run of more than one job, after its stop) into
  * <r->dir>/alone-in-partition/, and records each job's solo rate in r->summary.partition_rate

@@ -1,4 +1,4 @@
-/* A collocation mode is one struct of operations in a file of its own (runner/suite/mode_<name>.c)
+/* A collocation mode is one struct of operations in a file of its own (runner/suite/modes/mode_<name>.c)
  * and one row in the table of modes (runner/suite/modes/modes.c). The orchestrator (runner/suite/run/suite.c)
  * runs every mode the same way and never asks which mode it is:
  *
@@ -22,8 +22,15 @@
  *             count and memory limit. Two jobs with the same key and the same spec run alone at
  *             the same rate, so the isolation pass measures one of them. NULL: every job is
  *             measured (real MIG instances are distinct hardware).
+ *   runs_as   the mode that runs in this one's place under the given options (mig under
+ *             --mig-emulate: mig-emulate), NULL for this one; run_suite and --mode all follow it.
  * Every operation may be NULL (nothing to do). The state (state_size bytes, zeroed) lives from
  * plan to the end of the whole run, so start resets what an earlier execution of the mode left.
+ *
+ * A mode's command-line options are its own too (mode_options below): the mode that owns a
+ * concept declares its rows of run_suite's option table, into a struct of its own, with their
+ * check; every mode names the groups of options it takes (.takes), its own or another's. What a
+ * mode sees of the run (the options, the mix, the footprints, the GPU) is mode_run.h.
  *
  * Adding a mode = one mode_<name>.c defining a `const suite_mode mode_<name>` + one row in modes.c. */
 #ifndef SUITE_MODE_H
@@ -34,10 +41,16 @@
 
 #include <cjson/cJSON.h>
 
+#include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
 
-typedef struct suite_ctx suite_ctx;   /* the whole run: options, mix, footprints, GPU (suite.h) */
-typedef struct mode_run mode_run;     /* one mode's run: its folder, its jobs, its state (suite.h) */
+typedef struct suite_options suite_options; /* what every run is given (mode_run.h) */
+typedef struct suite_ctx suite_ctx;   /* the whole run: options, mix, footprints, GPU (mode_run.h) */
+typedef struct mode_run mode_run;     /* one mode's run: its folder, its jobs, its state (mode_run.h) */
+typedef struct suite_mode suite_mode;
+
+#define SUITE_ALL "all"          /* --mode all: the table's MODE_IN_ALL modes */
+#define SUITE_MODES_MAX 16
 struct mps_daemon;
 struct mig_plan;
 struct mig_gpu;
@@ -48,9 +61,9 @@ enum {
     MODE_PARTITIONED = 1u << 1,  /* each job gets a fixed share of the GPU: the run also measures
                                     each job alone in its own partition (isolation) */
     MODE_IN_ALL = 1u << 2,       /* part of --mode all */
-    MODE_NEEDS_MIG = 1u << 3,    /* needs MIG mode on (--mig-gpu, --mig-create apply) */
-    MODE_MIG_EMULATION = 1u << 4,/* realises the MIG plan without MIG: --mig-emulate puts it in
-                                    place of the MODE_NEEDS_MIG modes */
+    MODE_NEEDS_MIG = 1u << 3,    /* needs MIG mode on: --mig-gpu only with --dry-run */
+    MODE_MIG_EMULATION = 1u << 4,/* realises the MIG plan without MIG: under --mig-emulate it runs
+                                    in place of the MODE_NEEDS_MIG modes (their runs_as) */
     MODE_WHERE_POSSIBLE = 1u << 6,/* --mode all runs it where it can: when its plan or its start
                                     fails, it is "skipped" and the other modes stand */
     MODE_FAULTS_SPREAD = 1u << 5,/* one job's fatal fault can end the others (MPS clients of one
@@ -60,7 +73,39 @@ enum {
 
 #define SUITE_FIT_OWN 1
 
-typedef struct suite_mode {
+/* What an options check knows: the mode as given (--mode's text; "all"), and the modes it runs
+ * as, the given one first (none for --mode all), under the options as parsed. */
+typedef struct mode_check {
+    const char *given;
+    const suite_mode *chain[SUITE_MODES_MAX];
+    int chain_count;
+    const suite_options *o;      /* the mix is parsed; the modes' options are as given */
+} mode_check;
+
+/* The mode that runs (the chain's last; NULL: --mode all), and whether any mode of the chain
+ * has one of the flags. */
+const suite_mode *mode_check_runs(const mode_check *ck);
+int mode_check_any(const mode_check *ck, unsigned flags);
+
+/* Options of run_suite that one module declares and owns: its rows of run_suite's option table
+ * (runner/cli.h) into a struct of `size` bytes of its own (suite_mode_options finds it), where
+ * --help shows them: after the rows of the modes before it in the table. groups: the rows' names
+ * as modes take them, options that go with the same modes together ("--mps-sm --mps-mem"); one
+ * given under a mode that takes none of its group is refused, the message made from the modes'
+ * .takes ("--mps-sm and --mps-mem go with --mode mps or all, not naive"). A row in no group
+ * (one that picks a stand-in, or a sweep) is the check's own to refuse. */
+typedef struct mode_options {
+    const cli_option *rows;       /* ending with {0} */
+    size_t size;
+    const char *const *groups;    /* ending with NULL */
+    /* after the groups: the values, checked and converted for the mix (0, or -1 with err: the
+     * input is at fault, exit 2). options: the struct the rows filled. */
+    int (*check)(const mode_check *ck, void *options, char *err, size_t err_size);
+    /* run.json's "settings" keys of these options; NULL: none */
+    void (*settings)(const void *options, cJSON *settings);
+} mode_options;
+
+struct suite_mode {
     const char *name;            /* "mps", as --mode spells it */
     const char *help;            /* one line: --help, --list and the README's table */
     unsigned flags;
@@ -77,7 +122,10 @@ typedef struct suite_mode {
     /* after stop: what the mode itself recorded of a job's fault (the MPS server's log line),
      * evidence for the jobs taken down with it; "" when nothing */
     void (*fault_evidence)(const mode_run *r, char *out, size_t size);
-} suite_mode;
+    const suite_mode *(*runs_as)(const suite_options *o);
+    const mode_options *options;  /* the options this mode declares; NULL: none */
+    const char *const *takes;     /* groups of options (any mode's) it takes, ending with NULL */
+};
 
 /* The table (modes.c). */
 const suite_mode *const *suite_modes(int *count);
@@ -86,6 +134,27 @@ const suite_mode *suite_mode_find(const char *name);   /* NULL when unknown */
 const suite_mode *suite_mode_with(unsigned flag);
 /* "serial, naive, mps, ..., all" for messages and --help. */
 const char *suite_mode_names(void);
+/* The mode that runs for m under o: m's runs_as followed to the end. */
+const suite_mode *suite_mode_resolve(const suite_mode *m, const suite_options *o);
+
+/* run_suite's option table: `before`, each mode's rows in table order, `after`, parsed into one
+ * block (storage) that holds the caller's args_size bytes first (the rows of before and after
+ * point there) and each mode's options struct after them. */
+typedef struct mode_option_table {
+    cli_option *rows;
+    void *storage;
+    size_t offset[SUITE_MODES_MAX]; /* of each mode's options struct in storage, by table place */
+} mode_option_table;
+int suite_mode_option_table(mode_option_table *t, const cli_option *before, const cli_option *after,
+                            size_t args_size, char *err, size_t err_size);
+void suite_mode_option_table_free(mode_option_table *t);
+/* After the parse and the mix: hands o each mode's options, refuses options the mode given
+ * (--mode's text; NULL o->mode: all) does not take, runs each mode's check and sets o->mode to
+ * the mode that runs (suite_mode_resolve). 0, or -1 with the message in err (exit 2). */
+int suite_mode_check_options(const mode_option_table *t, suite_options *o, const char *given, char *err,
+                             size_t err_size);
+/* The struct of the options `declarer` declares, for this run; NULL when it declares none. */
+void *suite_mode_options(const suite_options *o, const suite_mode *declarer);
 
 /* Parts modes share. Plain processes (mode_naive.c): an empty private MPS pipe folder, made by
  * start and removed by stop, keeps them off any MPS daemon; visible is their CUDA_VISIBLE_DEVICES. */
@@ -93,11 +162,29 @@ int mode_plain_start(mode_run *r, char *err, size_t err_size);
 void mode_plain_stop(mode_run *r);
 void mode_plain_env(const mode_run *r, const char *visible, job_env *env);
 void mode_plain_job_env(const mode_run *r, int job, job_env *env);   /* on the whole GPU */
+/* A mode's run_jobs in the job host (mode_streams.c): its program beside the run's train, its
+ * log in the mode's folder; green_sms: each job's partition, or NULL for the whole device. */
+group_result mode_host_run(mode_run *r, job_record *jobs, int count, const jobs_settings *settings,
+                           const int *green_sms);
 /* The run's MPS daemon (mode_mps.c): --mps-pipe's, else one of its own; stopped and reported
  * the same way by every mode that runs on it. */
 int mode_mps_start(mode_run *r, struct mps_daemon *d, char *err, size_t err_size);
 void mode_mps_stop(struct mps_daemon *d);
 void mode_mps_report(const struct mps_daemon *d, cJSON *run_json);
+/* The MIG planning options (mode_mig.c; taken by mig, mig-emulate, green): the layout, the table
+ * to plan on, the objective, the sweep's layouts, instance creation, emulation. */
+typedef struct mode_mig_options {
+    const char *layout;           /* --mig-layout: profiles in mix order, or NULL */
+    const char *gpu;              /* --mig-gpu: a known GPU's table, or NULL: the GPU's own */
+    int objective;                /* mig_objective (mig_plan.h): fill (default) or compact */
+    const char *layouts;          /* --mig-layouts: "all" or "L1;L2": the layout sweep (sweep.h) */
+    int create;                   /* --mig-create */
+    int emulate;                  /* --mig-emulate: mig runs as the MODE_MIG_EMULATION mode */
+} mode_mig_options;
+const mode_mig_options *mode_mig_options_of(const suite_options *o);
+/* *one = o with --mig-layout `layout` (its MIG options in *storage): how a sweep gives a layout. */
+void mode_mig_with_layout(const suite_options *o, const char *layout, suite_options *one,
+                          mode_mig_options *storage);
 /* The MIG layout the mix gets on an empty GPU (mode_mig.c): planned on --mig-gpu's profile
  * table, else the GPU's own. 0, or -1 with a message. */
 int mode_mig_plan(const suite_ctx *c, struct mig_plan *plan, char *err, size_t err_size);
@@ -109,5 +196,11 @@ void mode_mig_jobs(const suite_ctx *c, const int *job_of, int count, struct mig_
 /* The dry run's view of such a layout: "<title> layout (on an empty GPU):" and the plan, or
  * json's "mig_plan". */
 void mode_mig_describe(const struct mig_plan *plan, const char *title, FILE *out, cJSON *json);
+/* A MIG plan as run.json and the dry run show it: one object per instance (job, profile,
+ * placement, SMs, memory). */
+cJSON *mode_mig_plan_json(const struct mig_plan *plan);
+/* mig-emulate's runs_as (mode_green.c): green, realising the layout as green contexts, under
+ * --via green; else NULL. */
+const suite_mode *mode_green_via(const suite_options *o);
 
 #endif

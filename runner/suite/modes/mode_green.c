@@ -14,10 +14,54 @@
 #include "runner/suite/plan/green_plan.h"
 #include "runner/suite/jobs/host_group.h"
 #include "runner/suite/plan/mig_plan.h"
-#include "runner/suite/run/suite.h"
+#include "runner/suite/modes/mode_run.h"
 
 extern const suite_mode mode_green;
 extern char **environ;
+
+enum { VIA_MPS = 1, VIA_GREEN = 2 };
+
+typedef struct green_options {
+    const char *sm_text;          /* --green-sm "64,64", parsed by the plan */
+    const char *share_text;       /* --green-share "50,50" */
+    int via;                      /* mig-emulate --via: VIA_GREEN runs green in its place; 0: not given */
+} green_options;
+
+static const cli_choice VIAS[] = {{"mps", VIA_MPS}, {"green", VIA_GREEN}, {0}};
+
+#define T green_options
+static const cli_option ROWS[] = {
+    {"--green-sm", "N[,N...]", "green: SMs per job, rounded to the GPU's partition size (one value: all jobs)",
+     CLI_STR(T, sm_text)},
+    {"--green-share", "P[,P...]", "green: percent of the SMs per job, at most 100 in all (one value: all jobs)",
+     CLI_STR(T, share_text)},
+    {"--via", "HOW", "mig-emulate: the layout's SM shares through MPS (default) or as green contexts",
+     CLI_CHOICE(T, via, VIAS)},
+    {0}};
+#undef T
+
+/* --via is mig-emulate's (it picks the mode that runs): the check refuses it elsewhere itself. */
+static const char *const GROUPS[] = {"--green-sm --green-share", NULL};
+
+static int check(const mode_check *ck, void *options, char *err, size_t err_size) {
+    const green_options *g = options;
+    if (g->via && !mode_check_any(ck, MODE_MIG_EMULATION))
+        snprintf(err, err_size, "--via goes with --mode %s (or %s --mig-emulate), not %s",
+                 suite_mode_with(MODE_MIG_EMULATION)->name, suite_mode_with(MODE_NEEDS_MIG)->name, ck->given);
+    else if (g->via == VIA_GREEN && (g->sm_text || g->share_text))
+        snprintf(err, err_size, "--via green takes the SMs from the MIG layout: no --green-sm or --green-share");
+    else
+        return 0;
+    return -1;
+}
+
+static const mode_options OPTIONS = {.rows = ROWS, .size = sizeof(green_options), .groups = GROUPS, .check = check};
+
+static const green_options *options_of(const suite_options *o) { return suite_mode_options(o, &mode_green); }
+
+const suite_mode *mode_green_via(const suite_options *o) {
+    return options_of(o)->via == VIA_GREEN ? &mode_green : NULL;
+}
 
 typedef struct green_state {
     green_plan plan;
@@ -57,6 +101,8 @@ static void known_gpu(const char *name, green_gpu *gpu) {
 static int plan(suite_ctx *c, char *err, size_t err_size) {
     green_state *st = suite_mode_state(c, &mode_green);
     const suite_options *o = c->o;
+    const green_options *g = options_of(o);
+    const char *mig_gpu = mode_mig_options_of(o)->gpu;
     int sm[GREEN_MAX_PARTITIONS];
     double share[GREEN_MAX_PARTITIONS];
     green_request req = {c->count, NULL, NULL, NULL};
@@ -65,15 +111,15 @@ static int plan(suite_ctx *c, char *err, size_t err_size) {
                  GREEN_MAX_PARTITIONS);
         return EXIT_USAGE;
     }
-    if (o->green_sm && o->green_share) {
+    if (g->sm_text && g->share_text) {
         snprintf(err, err_size, "--green-sm and --green-share: give one of them");
         return EXIT_USAGE;
     }
-    if (o->green_sm && green_parse_sms(o->green_sm, c->count, sm, err, err_size) != 0) return EXIT_USAGE;
-    if (o->green_share && green_parse_shares(o->green_share, c->count, share, err, err_size) != 0) return EXIT_USAGE;
-    if (o->green_sm) req.sm = sm;
-    if (o->green_share) req.share = share;
-    st->from_mig = o->via_green;
+    if (g->sm_text && green_parse_sms(g->sm_text, c->count, sm, err, err_size) != 0) return EXIT_USAGE;
+    if (g->share_text && green_parse_shares(g->share_text, c->count, share, err, err_size) != 0) return EXIT_USAGE;
+    if (g->sm_text) req.sm = sm;
+    if (g->share_text) req.share = share;
+    st->from_mig = g->via == VIA_GREEN;
     if (st->from_mig) {
         if (mode_mig_plan(c, &st->mig, err, err_size) != 0) return -1;
         for (int k = 0; k < st->mig.count; k++)
@@ -82,7 +128,7 @@ static int plan(suite_ctx *c, char *err, size_t err_size) {
         req.sm = sm;
     }
     green_gpu gpu;
-    if (o->mig_gpu && o->dry_run) known_gpu(o->mig_gpu, &gpu);
+    if (mig_gpu && o->dry_run) known_gpu(mig_gpu, &gpu);
     else if (probe(c, &gpu, err, err_size) != 0) return -1;
     if (green_plan_make(&st->plan, &gpu, &req, err, err_size) != 0) return EXIT_USAGE;
     if (st->from_mig) st->plan.basis = "the MIG layout's SM counts (mig-emulate --via green)";
@@ -138,6 +184,9 @@ static void partition_key(const mode_run *r, int job, char *out, size_t size) {
     snprintf(out, size, "%d SMs", st->plan.sm[job]);
 }
 
+/* MIG's planning options (mode_mig.c): the table and the objective its plan shares */
+static const char *const TAKES[] = {"--mig-objective", "--mig-gpu", "--green-sm --green-share", NULL};
+
 const suite_mode mode_green = {
     .name = "green",
     .help = "all jobs in one process, each in a green context with its own SMs (static partitions, no MIG, no MPS)",
@@ -151,4 +200,6 @@ const suite_mode mode_green = {
     .stop = mode_plain_stop,
     .report = report,
     .partition_key = partition_key,
+    .options = &OPTIONS,
+    .takes = TAKES,
 };

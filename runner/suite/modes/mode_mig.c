@@ -1,15 +1,88 @@
 /* mig: each job alone on its own MIG instance: existing idle instances matched to the jobs, or
  * the missing ones created with --mig-create (destroyed at the end). MIG mode itself is never
- * changed: with it off, the run is refused before a run folder exists (--mode all skips mig). */
+ * changed: with it off, the run is refused before a run folder exists (--mode all skips mig).
+ * The MIG planning every MIG-like mode shares is here too, with its options (mode_mig_options):
+ * the layout, the table to plan on, the objective, the sweep's layouts, creation, emulation. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/suite/run/run_json.h"
 #include "runner/suite/gpu/mig.h"
-#include "runner/suite/run/suite.h"
+#include "runner/suite/modes/mode_run.h"
 
 extern const suite_mode mode_mig;
+
+/* --- the MIG planning options ---------------------------------------------------------------- */
+
+static const cli_choice OBJECTIVES[] = {{"fill", MIG_OBJECTIVE_FILL}, {"compact", MIG_OBJECTIVE_COMPACT}, {0}};
+
+#define T mode_mig_options
+static const cli_option ROWS[] = {
+    {"--mig-layout", "L", "MIG profiles, one per job in mix order (1g.10gb,2g.20gb,...)", CLI_STR(T, layout)},
+    {"--mig-gpu", "NAME", "plan for this GPU's MIG table", CLI_STR(T, gpu), .values = mig_known_gpu_names},
+    {"--mig-objective", NULL, "MIG plan: fill (the whole GPU, shared by compute demand) or compact (each job's "
+     "smallest fit)", CLI_CHOICE(T, objective, OBJECTIVES), .fallback = "fill"},
+    {"--mig-layouts", "all|L;L...", "sweep: the mix under every valid MIG layout, or each one listed "
+     "(1g.10gb+3g.40gb;2g.20gb+2g.20gb)", CLI_STR(T, layouts)},
+    {"--mig-create", NULL, "create the MIG instances the plan needs (destroyed at the end)", CLI_FLAG(T, create, 1)},
+    {"--mig-emulate", NULL, "realise the MIG plan through MPS (SM share and memory per instance)",
+     CLI_FLAG(T, emulate, 1)},
+    {0}};
+#undef T
+
+/* --mig-emulate picks the mode that runs and --mig-layouts a sweep: the check refuses them itself. */
+static const char *const GROUPS[] = {"--mig-layout --mig-create", "--mig-objective", "--mig-gpu", NULL};
+
+static int check(const mode_check *ck, void *options, char *err, size_t err_size) {
+    const mode_mig_options *m = options;
+    const suite_mode *given = ck->chain_count ? ck->chain[0] : NULL, *runs = mode_check_runs(ck);
+    const char *emulation = suite_mode_with(MODE_MIG_EMULATION)->name;
+    if (m->emulate && given && !(given->flags & (MODE_NEEDS_MIG | MODE_MIG_EMULATION)))
+        snprintf(err, err_size, "--mig-emulate goes with --mode %s or all, not %s", mode_mig.name, ck->given);
+    else if (m->layouts && !mode_check_any(ck, MODE_NEEDS_MIG | MODE_MIG_EMULATION))
+        snprintf(err, err_size, "--mig-layouts sweeps MIG layouts: give --mode %s (or %s with --mig-create), "
+                 "not %s", emulation, mode_mig.name, ck->given);
+    else if (m->layouts && m->layout)
+        snprintf(err, err_size, "--mig-layouts runs each of its layouts; --mig-layout gives one: not both");
+    else if (m->gpu && !mig_known_gpu(m->gpu))
+        snprintf(err, err_size, "--mig-gpu %s: unknown GPU; expected one of %s", m->gpu, mig_known_gpu_names());
+    else if (m->create && mode_check_any(ck, MODE_MIG_EMULATION))
+        snprintf(err, err_size, "--mig-create creates real instances; --mig-emulate needs none");
+    else if (m->gpu && runs && (runs->flags & MODE_NEEDS_MIG) && !ck->o->dry_run)
+        snprintf(err, err_size, "--mig-gpu plans for a GPU that may not be present: use it with --dry-run or "
+                 "--mig-emulate");
+    else
+        return 0;
+    return -1;
+}
+
+static void settings(const void *options, cJSON *settings) {
+    const mode_mig_options *m = options;
+    cJSON_AddStringToObject(settings, "mig_layout", m->layout ? m->layout : "");
+    cJSON_AddStringToObject(settings, "mig_gpu", m->gpu ? m->gpu : "");
+    cJSON_AddBoolToObject(settings, "mig_create", m->create);
+}
+
+static const mode_options OPTIONS = {
+    .rows = ROWS, .size = sizeof(mode_mig_options), .groups = GROUPS, .check = check, .settings = settings};
+
+const mode_mig_options *mode_mig_options_of(const suite_options *o) { return suite_mode_options(o, &mode_mig); }
+
+void mode_mig_with_layout(const suite_options *o, const char *layout, suite_options *one, mode_mig_options *storage) {
+    const mode_mig_options *given = mode_mig_options_of(o);
+    *one = *o;
+    *storage = *given;
+    storage->layout = layout;
+    for (int k = 0; k < SUITE_MODES_MAX; k++)
+        if (o->mode_options[k] == given) one->mode_options[k] = storage;
+}
+
+/* Under --mig-emulate the mode that realises the plan without MIG runs in mig's place. */
+static const suite_mode *runs_as(const suite_options *o) {
+    return mode_mig_options_of(o)->emulate ? suite_mode_with(MODE_MIG_EMULATION) : NULL;
+}
+
+/* --- planning -------------------------------------------------------------------------------- */
 
 typedef struct mig_state {
     mig_plan plan;                  /* the dry run's layout on an empty GPU */
@@ -32,10 +105,11 @@ void mode_mig_jobs(const suite_ctx *c, const int *job_of, int count, mig_job *ou
 
 /* The table to plan on: --mig-gpu NAME, else the GPU's own (NVML, or shipped for its name). */
 int mode_mig_table(const suite_ctx *c, mig_gpu *gpu, char *err, size_t err_size) {
-    if (c->o->mig_gpu) {
-        const mig_gpu *known = mig_known_gpu(c->o->mig_gpu);
+    const char *name = mode_mig_options_of(c->o)->gpu;
+    if (name) {
+        const mig_gpu *known = mig_known_gpu(name);
         if (known) *gpu = *known;
-        else snprintf(err, err_size, "--mig-gpu %s: unknown; expected %s", c->o->mig_gpu, mig_known_gpu_names());
+        else snprintf(err, err_size, "--mig-gpu %s: unknown; expected %s", name, mig_known_gpu_names());
         return known ? 0 : -1;
     }
     char why[512];
@@ -62,9 +136,10 @@ int mode_mig_plan(const suite_ctx *c, mig_plan *plan, char *err, size_t err_size
     mig_gpu gpu;
     mig_job jobs[MIX_MAX_JOBS];
     if (mode_mig_table(c, &gpu, err, err_size) != 0) return -1;
+    const mode_mig_options *m = mode_mig_options_of(c->o);
     mode_mig_jobs(c, NULL, c->count, jobs);
-    return mig_plan_objective(plan, &gpu, jobs, c->count, c->o->mig_layout, (mig_objective)c->o->mig_objective,
-                              0, 0, err, err_size) == 0 ? 0 : EXIT_USAGE;
+    return mig_plan_objective(plan, &gpu, jobs, c->count, m->layout, (mig_objective)m->objective, 0, 0, err,
+                              err_size) == 0 ? 0 : EXIT_USAGE;
 }
 
 /* NVML present and MIG mode on, checked before a run folder exists. */
@@ -93,9 +168,28 @@ static int fit(const suite_ctx *c, char *err, size_t err_size) {
     return SUITE_FIT_OWN;
 }
 
+cJSON *mode_mig_plan_json(const mig_plan *plan) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < plan->count; i++) {
+        const mig_planned *p = &plan->instances[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "job", p->job);
+        cJSON_AddStringToObject(o, "label", p->label);
+        cJSON_AddStringToObject(o, "profile", plan->gpu.profiles[p->profile].name);
+        cJSON_AddNumberToObject(o, "placement_start", p->placement.start);
+        cJSON_AddNumberToObject(o, "placement_size", p->placement.size);
+        cJSON_AddNumberToObject(o, "sm_count", p->sm_count);
+        cJSON_AddNumberToObject(o, "sm_fraction", p->sm_fraction);
+        cJSON_AddNumberToObject(o, "memory_bytes", (double)p->memory_bytes);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+
 void mode_mig_describe(const mig_plan *plan, const char *title, FILE *out, cJSON *json) {
     if (json) {
-        cJSON_AddItemToObject(json, "mig_plan", run_json_mig_plan(plan));
+        cJSON_AddItemToObject(json, "mig_plan", mode_mig_plan_json(plan));
         return;
     }
     fprintf(out, "%s layout (on an empty GPU):\n", title);
@@ -109,6 +203,7 @@ static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
 
 static int start(mode_run *r, char *err, size_t err_size) {
     const suite_ctx *c = r->ctx;
+    const mode_mig_options *m = mode_mig_options_of(c->o);
     mig_state *st = mode_run_state(r);
     st->nv = NULL, st->session = NULL, st->device_count = 0;
     mode_plain_start(r, err, err_size);
@@ -124,11 +219,11 @@ static int start(mode_run *r, char *err, size_t err_size) {
     mode_mig_jobs(c, r->job_of, r->count, jobs);
     mig_plan *whole = calloc(1, sizeof *whole);
     char layout[512];
-    int rc = whole ? mig_plan_objective(whole, &st->session->gpu, all, c->count, c->o->mig_layout,
-                                        (mig_objective)c->o->mig_objective, 0, 0, err, err_size) : -1;
+    int rc = whole ? mig_plan_objective(whole, &st->session->gpu, all, c->count, m->layout,
+                                        (mig_objective)m->objective, 0, 0, err, err_size) : -1;
     if (rc == 0) mig_plan_layout_for(whole, r->job_of, r->count, layout, sizeof layout);
     free(whole);
-    if (rc == 0) rc = mig_assign(st->session, jobs, r->count, layout, c->o->mig_create, err, err_size);
+    if (rc == 0) rc = mig_assign(st->session, jobs, r->count, layout, m->create, err, err_size);
     for (int k = 0; rc == 0 && k < r->count; k++) {
         const mig_device *d = mig_job_device(st->session, k);
         if (d) st->devices[k] = *d;
@@ -136,7 +231,7 @@ static int start(mode_run *r, char *err, size_t err_size) {
         r->gpu_instances[r->gpu_instance_count++] = st->devices[k].gpu_instance_id;
     }
     size_t n = strlen(err);
-    if (rc != 0 && !c->o->mig_create && n + 1 < err_size)
+    if (rc != 0 && !m->create && n + 1 < err_size)
         snprintf(err + n, err_size - n, "\n(run_suite creates and afterwards destroys "
                  "the missing instances with --mig-create, as root)");
     return rc;
@@ -189,4 +284,7 @@ const suite_mode mode_mig = {
     .job_env = environment,
     .stop = stop,
     .report = report,
+    .runs_as = runs_as,
+    .options = &OPTIONS,
+    .takes = GROUPS,
 };

@@ -4,10 +4,9 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "runner/suite/run/run_json.h"
 #include "runner/suite/plan/mig_plan.h"
 #include "runner/suite/gpu/mps.h"
-#include "runner/suite/run/suite.h"
+#include "runner/suite/modes/mode_run.h"
 
 extern const suite_mode mode_mig_emulate;
 
@@ -79,7 +78,7 @@ static void stop(mode_run *r) {
 static void report(const mode_run *r, cJSON *run_json) {
     const emulate_state *st = mode_run_state(r);
     mode_mps_report(&st->mps, run_json);
-    if (st->have_plan) cJSON_AddItemToObject(run_json, "mig_emulated_layout", run_json_mig_plan(&st->plan));
+    if (st->have_plan) cJSON_AddItemToObject(run_json, "mig_emulated_layout", mode_mig_plan_json(&st->plan));
 }
 
 static void evidence(const mode_run *r, char *out, size_t size) {
@@ -87,6 +86,9 @@ static void evidence(const mode_run *r, char *out, size_t size) {
     out[0] = 0;
     if (st->mps.log_dir[0]) mps_fault_evidence(&st->mps, out, size);
 }
+
+/* MPS's daemon and MIG's planning options (mode_mps.c, mode_mig.c) */
+static const char *const TAKES[] = {"--mps-pipe", "--mig-layout --mig-create", "--mig-objective", "--mig-gpu", NULL};
 
 const suite_mode mode_mig_emulate = {
     .name = "mig-emulate",
@@ -102,4 +104,6 @@ const suite_mode mode_mig_emulate = {
     .report = report,
     .partition_key = partition_key,
     .fault_evidence = evidence,
+    .runs_as = mode_green_via,  /* --via green: the layout's SMs as green contexts */
+    .takes = TAKES,
 };

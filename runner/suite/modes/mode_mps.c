@@ -1,18 +1,59 @@
 /* mps: all jobs at once as clients of the run's own MPS control daemon (private folders in the
  * run folder), each with an optional SM share (--mps-sm) and memory limit (--mps-mem); or of the
- * daemon at --mps-pipe. The daemon parts are shared with mig-emulate. */
+ * daemon at --mps-pipe. The daemon parts and --mps-pipe are shared with mig-emulate. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "results/results.h"
 #include "runner/suite/gpu/mps.h"
-#include "runner/suite/run/suite.h"
+#include "runner/suite/modes/mode_run.h"
+
+extern const suite_mode mode_mps;
+
+typedef struct mps_options {
+    const char *sm_text, *mem_text; /* --mps-sm, --mps-mem as given */
+    const char *pipe;               /* --mps-pipe: use this running daemon instead of starting one */
+    int have_sm, have_mem;
+    int sm[MIX_MAX_JOBS];           /* per job of the mix, parsed by the check */
+    long long mem[MIX_MAX_JOBS];
+} mps_options;
+
+#define T mps_options
+static const cli_option ROWS[] = {
+    {"--mps-sm", "P[,P...]", "MPS active thread percentage per job (1..100; one value: all jobs)", CLI_STR(T, sm_text)},
+    {"--mps-mem", "S[,S...]", "MPS pinned device memory limit per job (4G, 512M; one value: all)",
+     CLI_STR(T, mem_text)},
+    {"--mps-pipe", "DIR", "use the MPS daemon already running there instead of starting one", CLI_STR(T, pipe)},
+    {0}};
+#undef T
+
+static const char *const GROUPS[] = {"--mps-sm --mps-mem", "--mps-pipe", NULL};
+
+static int check(const mode_check *ck, void *options, char *err, size_t err_size) {
+    mps_options *m = options;
+    int count = ck->o->mix.count;
+    struct stat st;
+    if (m->sm_text && mps_parse_sm_list(m->sm_text, count, m->sm, err, err_size) != 0) return -1;
+    if (m->mem_text && mps_parse_mem_list(m->mem_text, count, m->mem, err, err_size) != 0) return -1;
+    m->have_sm = m->sm_text != NULL;
+    m->have_mem = m->mem_text != NULL;
+    if (m->pipe && !(stat(m->pipe, &st) == 0 && S_ISDIR(st.st_mode))) {
+        snprintf(err, err_size, "--mps-pipe %s: not a folder", m->pipe);
+        return -1;
+    }
+    return 0;
+}
+
+static const mode_options OPTIONS = {.rows = ROWS, .size = sizeof(mps_options), .groups = GROUPS, .check = check};
+
+static const mps_options *options_of(const suite_options *o) { return suite_mode_options(o, &mode_mps); }
 
 int mode_mps_start(mode_run *r, mps_daemon *d, char *err, size_t err_size) {
-    const suite_options *o = r->ctx->o;
+    const mps_options *m = options_of(r->ctx->o);
     memset(d, 0, sizeof *d); /* what an earlier execution of the mode left */
-    if (o->mps_pipe) return mps_attach(d, o->mps_pipe, err, err_size);
+    if (m->pipe) return mps_attach(d, m->pipe, err, err_size);
     const char *def = mps_default_pipe_dir();
     if (mps_daemon_running(def)) {
         snprintf(err, err_size, "an MPS control daemon already runs for this machine "
@@ -42,23 +83,24 @@ static void report(const mode_run *r, cJSON *run_json) { mode_mps_report(mode_ru
 static void evidence(const mode_run *r, char *out, size_t size) { mps_fault_evidence(mode_run_state(r), out, size); }
 
 static void environment(const mode_run *r, int job, job_env *env) {
-    const suite_options *o = r->ctx->o;
+    const mps_options *m = options_of(r->ctx->o);
     int i = r->job_of[job];
-    mps_client_env(mode_run_state(r), o->have_mps_sm ? o->mps_sm[i] : 0, o->have_mps_mem ? o->mps_mem[i] : 0, env);
+    mps_client_env(mode_run_state(r), m->have_sm ? m->sm[i] : 0, m->have_mem ? m->mem[i] : 0, env);
 }
 
 static int fit(const suite_ctx *c, char *err, size_t err_size) {
-    return suite_fit(c, 0, c->o->have_mps_mem ? c->o->mps_mem : NULL, err, err_size);
+    const mps_options *m = options_of(c->o);
+    return suite_fit(c, 0, m->have_mem ? m->mem : NULL, err, err_size);
 }
 
 static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
-    const suite_options *o = c->o;
+    const mps_options *m = options_of(c->o);
     if (json) return;
     char bytes[32];
-    fprintf(out, "mps: %s, %d clients", o->mps_pipe ? "the daemon at --mps-pipe" : "own daemon (private folders in the run folder)", c->count);
-    for (int i = 0; i < c->count && (o->have_mps_sm || o->have_mps_mem); i++) {
-        results_format_bytes(bytes, sizeof bytes, o->have_mps_mem ? (double)o->mps_mem[i] : NAN);
-        fprintf(out, "%s job %d: %d%% SMs, limit %s", i ? ";" : ":", i, o->have_mps_sm ? o->mps_sm[i] : 100, bytes);
+    fprintf(out, "mps: %s, %d clients", m->pipe ? "the daemon at --mps-pipe" : "own daemon (private folders in the run folder)", c->count);
+    for (int i = 0; i < c->count && (m->have_sm || m->have_mem); i++) {
+        results_format_bytes(bytes, sizeof bytes, m->have_mem ? (double)m->mem[i] : NAN);
+        fprintf(out, "%s job %d: %d%% SMs, limit %s", i ? ";" : ":", i, m->have_sm ? m->sm[i] : 100, bytes);
     }
     fprintf(out, "\n");
 }
@@ -75,4 +117,6 @@ const suite_mode mode_mps = {
     .stop = stop,
     .report = report,
     .fault_evidence = evidence,
+    .options = &OPTIONS,
+    .takes = GROUPS,
 };

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "runner/suite/gpu/mps.h"
-#include "runner/suite/run/suite.h"
+#include "runner/suite/modes/mode_run.h"
 
 /* <run>/no-mps, or where that is too long for MPS's sockets (mps_pipe_dir_fits) a folder in /tmp
  * named after the run folder, so that start, each job and stop find the same one. */

@@ -2,7 +2,7 @@
  * baseline of every comparison and each job's solo time. */
 #include <stdio.h>
 
-#include "runner/suite/run/suite.h"
+#include "runner/suite/modes/mode_run.h"
 
 static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
     (void)c;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "runner/suite/jobs/host_group.h"
-#include "runner/suite/run/suite.h"
+#include "runner/suite/modes/mode_run.h"
 
 group_result mode_host_run(mode_run *r, job_record *jobs, int count, const jobs_settings *s, const int *green_sms) {
     char host[PATH_MAX];

@@ -43,7 +43,7 @@ static void add_layout(sweep_list *l, const mig_gpu *gpu, const int *profiles, i
 /* The layouts to run: every distinct valid one ("all"; each given to the jobs as fill would
  * give it), or the list's, each checked as --mig-layout is. 0, or -1 with err. */
 static int build_list(const suite_ctx *c, sweep_list *l, char *err, size_t err_size) {
-    const char *text = c->o->mig_layouts;
+    const char *text = mode_mig_options_of(c->o)->layouts;
     memset(l, 0, sizeof *l);
     mig_gpu *gpu = calloc(1, sizeof *gpu);
     mig_plan *plan = calloc(1, sizeof *plan);
@@ -99,14 +99,17 @@ done:
     return rc;
 }
 
-int suite_sweep_check(suite_ctx *c, FILE *out) {
+int suite_sweep_requested(const suite_options *o) { return mode_mig_options_of(o)->layouts != NULL; }
+
+static int check(suite_ctx *c, FILE *out) {
     const suite_options *o = c->o;
+    const mode_mig_options *mig = mode_mig_options_of(o);
     if (!partitioned_mig(o->mode)) {
         fprintf(stderr, "error: --mig-layouts sweeps MIG layouts: give --mode mig-emulate, or --mode mig "
                 "with --mig-create\n");
         return EXIT_USAGE;
     }
-    if ((o->mode->flags & MODE_NEEDS_MIG) && !o->mig_create && !o->dry_run) {
+    if ((o->mode->flags & MODE_NEEDS_MIG) && !mig->create && !o->dry_run) {
         fprintf(stderr, "error: --mig-layouts with --mode mig creates each layout's instances: add "
                 "--mig-create (as root), or sweep emulated layouts with --mode mig-emulate\n");
         return EXIT_USAGE;
@@ -119,7 +122,7 @@ int suite_sweep_check(suite_ctx *c, FILE *out) {
         status = EXIT_USAGE;
     } else if (out) {
         fprintf(out, "\nlayout sweep (--mig-layouts %s): %d layout(s) of %d instance(s) on %s, each run "
-                "(and each job alone in its partition) after one serial run:\n", o->mig_layouts, l->count,
+                "(and each job alone in its partition) after one serial run:\n", mig->layouts, l->count,
                 c->count, l->gpu);
         for (int k = 0; k < l->count; k++)
             fprintf(out, "  %3d  %-40s %4d SMs\n", k + 1, l->names[k], l->sms[k]);
@@ -136,7 +139,7 @@ static int exit_status(const run_summary *s) {
     return strcmp(s->status, "complete") == 0 ? EXIT_OK : EXIT_PARTIAL;
 }
 
-int suite_sweep(suite_ctx *c) {
+static int run(suite_ctx *c) {
     const suite_options *given = c->o;
     const suite_mode *mode = given->mode;
     sweep_list *l = calloc(1, sizeof *l);
@@ -160,8 +163,9 @@ int suite_sweep(suite_ctx *c) {
     }
     int n = 0;
     for (int k = 0; k < l->count && !jobs_stop_signal(); k++, n++) {
-        suite_options one = *given;
-        one.mig_layout = l->layout[k];
+        suite_options one;
+        mode_mig_options mig;
+        mode_mig_with_layout(given, l->layout[k], &one, &mig);
         c->o = &one;
         char name[160];
         job_safe_name(name, sizeof name, l->layout[k]);
@@ -191,3 +195,5 @@ int suite_sweep(suite_ctx *c) {
     free(runs);
     return worst;
 }
+
+const suite_pass suite_sweep_pass = {.check = check, .run = run};

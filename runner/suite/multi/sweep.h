@@ -10,11 +10,12 @@
 
 #include "runner/suite/run/suite.h"
 
-/* Checks the sweep before anything runs (the mode, the layouts against the GPU's table and the
- * jobs' memory) and, with out, lists the layouts as the dry run shows them. -1 to go on, else
- * the exit status (EXIT_USAGE for a sweep that cannot be made). */
-int suite_sweep_check(suite_ctx *c, FILE *out);
-/* Runs the sweep into the run folder; returns the run's exit status. */
-int suite_sweep(suite_ctx *c);
+/* Whether the options ask for the sweep (--mig-layouts). */
+int suite_sweep_requested(const suite_options *o);
+/* The sweep as the run's pass in place of its mode (suite_run): its check before anything runs
+ * (the mode, the layouts against the GPU's table and the jobs' memory; with out, the layouts as
+ * the dry run lists them; EXIT_USAGE for a sweep that cannot be made), and its run into the run
+ * folder. */
+extern const suite_pass suite_sweep_pass;
 
 #endif

@@ -46,24 +46,6 @@ cJSON *run_json_gpu(const monitor_gpu *g, int index) {
     return o;
 }
 
-cJSON *run_json_mig_plan(const mig_plan *plan) {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < plan->count; i++) {
-        const mig_planned *p = &plan->instances[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "job", p->job);
-        cJSON_AddStringToObject(o, "label", p->label);
-        cJSON_AddStringToObject(o, "profile", plan->gpu.profiles[p->profile].name);
-        cJSON_AddNumberToObject(o, "placement_start", p->placement.start);
-        cJSON_AddNumberToObject(o, "placement_size", p->placement.size);
-        cJSON_AddNumberToObject(o, "sm_count", p->sm_count);
-        cJSON_AddNumberToObject(o, "sm_fraction", p->sm_fraction);
-        cJSON_AddNumberToObject(o, "memory_bytes", (double)p->memory_bytes);
-        cJSON_AddItemToArray(a, o);
-    }
-    return a;
-}
-
 cJSON *run_json_jobs(const suite_ctx *c, const mode_run *r) {
     cJSON *jobs = cJSON_CreateArray();
     int count = r ? r->count : c->count;
@@ -129,9 +111,11 @@ void run_json_write(const suite_ctx *c, const mode_run *r, const char *dir, cons
     cJSON_AddNumberToObject(s, "ready_timeout_s", o->ready_timeout_s);
     cJSON_AddNumberToObject(s, "grace_s", o->grace_s);
     cJSON_AddBoolToObject(s, "force", o->force);
-    cJSON_AddStringToObject(s, "mig_layout", o->mig_layout ? o->mig_layout : "");
-    cJSON_AddStringToObject(s, "mig_gpu", o->mig_gpu ? o->mig_gpu : "");
-    cJSON_AddBoolToObject(s, "mig_create", o->mig_create);
+    int mode_count;
+    const suite_mode *const *modes = suite_modes(&mode_count);
+    for (int k = 0; k < mode_count; k++) /* the options modes declare, as they record them */
+        if (modes[k]->options && modes[k]->options->settings)
+            modes[k]->options->settings(suite_mode_options(o, modes[k]), s);
     cJSON_AddStringToObject(s, "baseline", c->baseline.known ? c->baseline.source : "");
     cJSON_AddItemToObject(root, "jobs", run_json_jobs(c, r));
     if (r && r->started && r->mode->report) r->mode->report(r, root);

@@ -8,8 +8,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/suite/plan/mig_plan.h"
-#include "runner/suite/run/suite.h"
+#include "runner/suite/modes/mode_run.h"
 
 /* Writes <dir>/run.json; mode: "naive", ..., "all"; status: "running", "complete", ... r may be
  * NULL (--mode all's top folder): the mix's jobs then, no mode's report. Errors are printed. */
@@ -18,8 +17,6 @@ void run_json_write(const suite_ctx *c, const mode_run *r, const char *dir, cons
 cJSON *run_json_gpu(const monitor_gpu *g, int index);
 /* The run's jobs (r NULL: the mix's, with the commands they would run). */
 cJSON *run_json_jobs(const suite_ctx *c, const mode_run *r);
-/* A MIG plan: one object per instance (job, profile, placement, SMs, memory). */
-cJSON *run_json_mig_plan(const mig_plan *plan);
 /* Now as run.json writes times: "2026-11-24T15:20:02Z". */
 void run_json_time(char *out, size_t size);
 

@@ -18,60 +18,6 @@
 #include "runner/suite/run/run_json.h"
 #include "runner/suite/modes/isolation.h"
 #include "runner/suite/gpu/mps.h"
-#include "runner/suite/multi/sweep.h"
-
-static const suite_planned *planned(const suite_ctx *c, const suite_mode *mode) {
-    for (int k = 0; k < c->mode_count; k++)
-        if (c->modes[k].mode == mode) return &c->modes[k];
-    return NULL;
-}
-
-void *suite_mode_state(const suite_ctx *c, const suite_mode *mode) {
-    const suite_planned *p = planned(c, mode);
-    return p ? p->state : NULL;
-}
-
-int suite_check_fit(unsigned mode_flags, const double *footprints, const long long *limits,
-                    int count, double memory_bytes, char *err, size_t err_size) {
-    char need[32], have[32], one[32];
-    for (int i = 0; limits && i < count; i++)
-        if (limits[i] > 0 && footprints[i] > (double)limits[i]) {
-            results_format_bytes(one, sizeof one, footprints[i]);
-            results_format_bytes(have, sizeof have, (double)limits[i]);
-            snprintf(err, err_size, "job %d needs %s but its memory limit is %s", i, one, have);
-            return -1;
-        }
-    int sequential = (mode_flags & MODE_SEQUENTIAL) != 0;
-    double sum = 0, largest = 0;
-    for (int i = 0; i < count; i++) {
-        sum += footprints[i];
-        if (footprints[i] > largest) largest = footprints[i];
-    }
-    double required = sequential ? largest : sum;
-    if (isnan(memory_bytes) || required <= memory_bytes) return 0;
-    results_format_bytes(need, sizeof need, required);
-    results_format_bytes(have, sizeof have, memory_bytes);
-    int n = snprintf(err, err_size, "the mix needs %s (%s) but the GPU has %s:", need,
-                     sequential ? "its largest job" : "the sum of its jobs' footprints", have);
-    for (int i = 0; i < count && n > 0 && (size_t)n < err_size; i++) {
-        results_format_bytes(one, sizeof one, footprints[i]);
-        n += snprintf(err + n, err_size - (size_t)n, " job %d %s;", i, one);
-    }
-    return -1;
-}
-
-int suite_fit(const suite_ctx *c, unsigned mode_flags, const long long *limits, char *err,
-              size_t err_size) {
-    double fps[MIX_MAX_JOBS];
-    for (int i = 0; i < c->count; i++) fps[i] = c->fp[i].total;
-    return suite_check_fit(mode_flags, fps, limits, c->count, c->gpu.memory_bytes, err, err_size);
-}
-
-char **suite_job_argv(const suite_ctx *c, int i) {
-    const job_spec *s = &c->o->mix.jobs[i];
-    return job_build_argv(c->o->train_path, s, s->epochs ? s->epochs : c->epochs,
-                          s->steps_per_epoch ? s->steps_per_epoch : c->steps, c->o->data_root, 0);
-}
 
 /* --- one mode -------------------------------------------------------------------------------- */
 
@@ -187,7 +133,7 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
     for (int k = 0; k < count; k++) r->job_of[k] = job_of ? job_of[k] : k;
     run_json_write(c, r, dir, mode->name, "running");
     fprintf(stderr, "[%s] %d job(s) of %s, results in %s\n", mode->name, r->count, o->mix_text, dir);
-    const suite_planned *p = planned(c, mode);
+    const suite_planned *p = suite_mode_planned(c, mode);
     int rc = -1;
     if (p && p->skipped) { /* its plan found it cannot run here */
         snprintf(r->error, sizeof r->error, "%s", p->error);
@@ -304,17 +250,16 @@ static int skipped(const suite_options *o, const suite_mode *m) {
 }
 
 /* The modes this run executes: --mode's, or every MODE_IN_ALL row of the table but those --skip
- * names (as the table or its stand-in), with --mig-emulate's stand-in in place of the modes that
- * need MIG. */
+ * names (as the table or as the mode that runs in its place: runs_as, e.g. mig-emulate for mig
+ * under --mig-emulate). */
 static int select_modes(suite_ctx *c) {
     const suite_options *o = c->o;
     int table_count;
     const suite_mode *const *table = suite_modes(&table_count);
-    const suite_mode *stand_in = o->mig_emulate ? suite_mode_with(MODE_MIG_EMULATION) : NULL;
     for (int t = 0; t < (o->mode ? 1 : table_count) && c->mode_count < SUITE_MODES_MAX; t++) {
         const suite_mode *m = o->mode ? o->mode : table[t];
         if (!o->mode && !(m->flags & MODE_IN_ALL)) continue;
-        if (stand_in && (m->flags & MODE_NEEDS_MIG)) m = stand_in;
+        m = suite_mode_resolve(m, o);
         if (!o->mode && (skipped(o, table[t]) || skipped(o, m))) continue;
         suite_planned *p = &c->modes[c->mode_count++];
         p->mode = m;
@@ -401,9 +346,9 @@ static int load_baseline(suite_ctx *c) {
     return rc;
 }
 
-/* Footprints, GPU, each mode's plan, fit check, baseline: everything decided before anything
- * runs. Returns -1 to go on, else the exit status. */
-static int prepare(suite_ctx *c) {
+/* Footprints, GPU, each mode's plan, fit check, the pass's check, baseline: everything decided
+ * before anything runs. Returns -1 to go on, else the exit status. */
+static int prepare(suite_ctx *c, const suite_pass *pass) {
     const suite_options *o = c->o;
     if (select_modes(c) != 0) return EXIT_RUNTIME;
     if (footprints(c) != 0) return EXIT_USAGE;
@@ -415,14 +360,14 @@ static int prepare(suite_ctx *c) {
     int fits, checked = fit_modes(c, fit, sizeof fit, &fits);
     if (o->dry_run) {
         print_dry_run(c, fits ? NULL : fit, plan_error);
-        int sweep = o->mig_layouts ? suite_sweep_check(c, o->json ? NULL : stdout) : -1;
+        int checked_pass = pass ? pass->check(c, o->json ? NULL : stdout) : -1;
         if (dry_status >= 0) {
             if (!o->json) fprintf(stderr, "error: %s\n", plan_error);
             return dry_status;
         }
-        return sweep >= 0 ? sweep : EXIT_OK;
+        return checked_pass >= 0 ? checked_pass : EXIT_OK;
     }
-    if (o->mig_layouts && (status = suite_sweep_check(c, NULL)) >= 0) return status;
+    if (pass && (status = pass->check(c, NULL)) >= 0) return status;
     if (!fits && !o->force) {
         fprintf(stderr, "error: refused: %s\n(--force runs it anyway)\n", fit);
         return EXIT_USAGE;
@@ -489,17 +434,18 @@ static int check_writable(const char *dir, char *err, size_t err_size) {
     return -1;
 }
 
-int suite_run(const suite_options *o) {
+int suite_run(const suite_options *o, const suite_pass *pass) {
     suite_ctx *c = calloc(1, sizeof *c);
     if (!c) return EXIT_RUNTIME;
     c->o = o;
     c->count = o->mix.count;
     c->epochs = o->epochs > 0 ? o->epochs : 2;
     c->steps = o->steps_per_epoch;
+    c->execute = suite_execute;
     run_json_time(c->started, sizeof c->started);
     jobs_install_stop_signals();
     char err[2048];
-    int status = prepare(c);
+    int status = prepare(c, pass);
     if (status < 0 && jobs_stop_signal()) status = 128 + jobs_stop_signal(); /* nothing ran yet */
     if (status < 0) mps_stop_stale(stderr); /* a daemon of an earlier run_suite killed with SIGKILL */
     if (status < 0 && (results_make_run_dir(o->results_dir, o->mode ? o->mode->name : SUITE_ALL, o->mix_text,
@@ -509,8 +455,8 @@ int suite_run(const suite_options *o) {
         fprintf(stderr, "error: %s\n", err);
         status = EXIT_USAGE; /* the user's folder to fix, found before any job ran */
     }
-    if (status < 0 && o->mig_layouts) {
-        status = suite_sweep(c);
+    if (status < 0 && pass) {
+        status = pass->run(c);
     } else if (status < 0 && !o->mode) {
         status = run_all(c);
     } else if (status < 0) {
