@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernels/knobs.h"
 #include "runner/train/job.h"
 
 extern char **environ;
@@ -139,7 +140,7 @@ void train_ddp_leave(ddp *d) {
 }
 
 static int run_rank(train_options *o, const train_events *ev, const char *rank_text) {
-    const char *world = getenv("SUITE_DDP_WORLD"), *id = getenv("SUITE_DDP_ID"), *parent = getenv("SUITE_DDP_PARENT");
+    const char *world = knob_text(KNOB_DDP_WORLD), *id = knob_text(KNOB_DDP_ID), *parent = knob_text(KNOB_DDP_PARENT);
     o->ddp_rank = atoi(rank_text);
     o->ddp_world = world ? atoi(world) : 0;
     if (o->ddp_world != o->gpus || o->ddp_rank < 0 || o->ddp_rank >= o->ddp_world || !id)
@@ -388,7 +389,7 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
 int train_ddp_main(train_options *o, const train_events *ev, int argc, char **argv) {
     if (!strcmp(o->model, "dlrm"))
         return train_fail(ev, 2, "--gpus: data-parallel training covers the image models, not dlrm");
-    const char *rank = getenv("SUITE_DDP_RANK");
+    const char *rank = knob_text(KNOB_DDP_RANK);
     if (rank) return run_rank(o, ev, rank);
     if (o->dry_run) { /* every rank holds the same: one rank's footprint, on each GPU */
         context_place place = {o->device, NULL, 0};
