@@ -54,7 +54,7 @@ static int usage(const char *fmt, const char *a, const char *b) {
 
 static int parse(int argc, char *const argv[], gpus_args *a) {
     memset(a, 0, sizeof *a);
-    a->results = "results";
+    a->results = RESULTS_DEFAULT_DIR;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         const char **dest = !strcmp(argv[i], "--gpus") ? &a->gpus : !strcmp(argv[i], "--mix") ? &a->mix

@@ -243,7 +243,7 @@ static int check_first_task(const char *self, const char *const *common, const s
 
 int slurm_main(int argc, char *const argv[]) {
     slurm_options o = {0};
-    const char *mix_text = NULL, *mixes_text = NULL, *study = NULL, *results = "results";
+    const char *mix_text = NULL, *mixes_text = NULL, *study = NULL, *results = RESULTS_DEFAULT_DIR;
     int dry_run = 0, quick = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

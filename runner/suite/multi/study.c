@@ -164,7 +164,7 @@ static int parse_degrees(const char *text, int *out, int max) {
 
 static int parse_options(int argc, char **argv, study_options *o) {
     memset(o, 0, sizeof o[0]);
-    o->results = "results";
+    o->results = RESULTS_DEFAULT_DIR;
     memcpy(o->degrees, DEFAULT_DEGREES, sizeof DEFAULT_DEGREES);
     static const char *const with_value[] = {"--study", "--results", "--train", "--data-root", "--gpu",
                                              "--sample-ms", "--epochs", "--steps-per-epoch", "--degrees"};
