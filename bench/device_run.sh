@@ -44,9 +44,9 @@
 #   bf16-colloc 7*S and 3*M under MPS in tf32 and bf16, and the report that sets them side by side
 #   ab      bench_step for BENCH_CONFIGS (model:size:batch[:optimizer]) in AB_PRECISION (bf16), with
 #           AB_ENV (default SUITE_PDL=0) and without, alternating, AB_ROUNDS (2) rounds
-# Logs go to $OUT (or results/device). On the device machine, first: . .devroot/env.sh
+# Logs go to $OUT (or runs/device). On the device machine, first: . .devroot/env.sh
 set -u
-out=${OUT:-$PWD/results/device}
+out=${OUT:-$PWD/runs/device}
 mkdir -p "$out"
 build=${BUILD_DIR:-build-dev}
 if [ -f .devroot/env.sh ]; then . .devroot/env.sh; fi

@@ -12,7 +12,7 @@
 # {"impl":..,"error":..} and the others still run.
 #
 # usage: bench/run_dlrm_bench.sh BUILD_DIR [OUT_DIR]
-#   BUILD_DIR holds bench_dlrm and train;  OUT_DIR defaults to $OUT, else ./results
+#   BUILD_DIR holds bench_dlrm and train;  OUT_DIR defaults to $OUT, else ./runs
 #   env: PYTHON (python3), BENCH_TIMEOUT seconds per run (900), STEPS (200), XL_RUN (1)
 # Exit status: 1 if a target is missed or nothing ran, else 0.
 set -u
@@ -22,7 +22,7 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then
     exit 2
 fi
 build_dir=$1
-out_dir=${2:-${OUT:-./results}}
+out_dir=${2:-${OUT:-./runs}}
 bench_dir=$(cd "$(dirname "$0")" && pwd)
 python=${PYTHON:-python3}
 run_timeout=${BENCH_TIMEOUT:-900}

@@ -5,7 +5,7 @@
 # A failed run is recorded as {"impl":..,"error":..} and the others still run.
 #
 # usage: bench/run_model_bench.sh BUILD_DIR [OUT_DIR]
-#   BUILD_DIR  holds bench_step;  OUT_DIR defaults to $OUT, else ./results
+#   BUILD_DIR  holds bench_step;  OUT_DIR defaults to $OUT, else ./runs
 #   env: BENCH_CONFIGS "model:size:batch[:optimizer] ..." (default: the three ResNets, SGD);
 #        both sides use the same optimizer (sgd: momentum 0.9, wd 5e-4; adamw: wd 0.05)
 #   env: PYTHON (python3), BENCH_TIMEOUT seconds per run (900), TORCH_STEPS (50)
@@ -21,7 +21,7 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then
     exit 2
 fi
 build_dir=$1
-out_dir=${2:-${OUT:-./results}}
+out_dir=${2:-${OUT:-./runs}}
 bench_dir=$(cd "$(dirname "$0")" && pwd)
 python=${PYTHON:-python3}
 run_timeout=${BENCH_TIMEOUT:-900}

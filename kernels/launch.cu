@@ -3,9 +3,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "kernels/check.h"
+#include "kernels/knobs.h"
 
 void kernel_bad_input(const char *fn, const char *fmt, ...) {
     va_list args;
@@ -25,8 +25,7 @@ int kernel_sm_count(void) {
 }
 
 int kernel_pdl_enabled(void) {
-    const char *setting = getenv("SUITE_PDL");
-    if (setting && strcmp(setting, "0") == 0) return 0;
+    if (!knob_flag(KNOB_PDL)) return 0;
     int device = 0, major = 0;
     CHECK_CUDA(cudaGetDevice(&device));
     CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));

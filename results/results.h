@@ -1,4 +1,4 @@
-/* Results of a run under results/<run-id>/: run.json (configuration and machine, built in
+/* Results of a run under runs/<run-id>/: run.json (configuration and machine, built in
  * run_json.c), jobs.csv (one row per job: every epoch's seconds, the timed epoch, status), summary.json
  * (makespan, the normalized metrics of metrics.h: each job's throughput against running alone,
  * slow-down, energy per sample and interference; STP, ANTT, fairness, speed-up and energy against
@@ -16,6 +16,10 @@
 
 #include "results/metrics.h"
 #include "results/job_record.h"
+
+/* Where run folders go without --results: a folder of its own (git-ignored), not the source's
+ * results/, which holds this code and the report. */
+#define RESULTS_DEFAULT_DIR "runs"
 
 /* Creates <base>/<UTC time>-<mode>-<mix> (filesystem-safe; "-2", "-3"... when taken), with
  * base created as needed. 0, or -1 with a message. */

@@ -13,7 +13,6 @@
 
 #include <cmocka.h>
 
-#include "data/dataset.h"
 #include "tests/testutil.h"
 
 #define MAX_NAMES 256
@@ -103,14 +102,9 @@ static void readme_options(const char *readme, const char *program, names *n) {
 static void expect_agreement(const char *program) {
     char path[1024];
     snprintf(path, sizeof path, "%s/README.md", SUITE_SOURCE_DIR);
-    uint8_t *bytes = NULL;
-    size_t size = 0;
     char err[512];
-    if (dataset_read_file(path, (size_t)1 << 22, &bytes, &size, err, sizeof err) != 0) fail_msg("%s", err);
-    char *readme = malloc(size + 1);
-    memcpy(readme, bytes, size);
-    readme[size] = 0;
-    free(bytes);
+    char *readme = test_read_text(path, err, sizeof err);
+    if (!readme) fail_msg("%s", err);
     static names help, table;
     help_options(program, &help);
     readme_options(readme, program, &table);

@@ -118,7 +118,7 @@ static int finish(fixture *f, pid_t pid) {
 
 static int run(fixture *f, const char *fake, const char *const *args) { return finish(f, start(f, fake, args)); }
 
-/* The only run folder under results/ (asserted). */
+/* The only run folder under f->results (asserted). */
 static void run_dir(fixture *f, char *out, size_t size) {
     DIR *d = opendir(f->results);
     assert_non_null(d);

@@ -16,8 +16,20 @@
 
 #include <cuda_runtime.h>
 
+#include "data/dataset.h"
 #include "kernels/check.h"
 #include "models/core/rng.h"
+
+char *test_read_text(const char *path, char *err, size_t err_size) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    if (dataset_read_file(path, (size_t)1 << 22, &bytes, &size, err, err_size) != 0) return NULL;
+    char *text = malloc(size + 1);
+    if (text) memcpy(text, bytes, size), text[size] = 0;
+    else snprintf(err, err_size, "out of memory reading %s", path);
+    free(bytes);
+    return text;
+}
 
 void test_require_gpu(void) {
     int count = 0;

@@ -25,6 +25,8 @@ uint16_t test_bf16_of(float f);
 float test_float_of_bf16(uint16_t h);
 /* Fills device memory with NaN so a kernel that leaves an output unwritten fails its check. */
 void test_poison(float *device, size_t n);
+/* A text file whole, NUL-terminated, malloc'd (at most 4 MiB); NULL with the reason in err. */
+char *test_read_text(const char *path, char *err, size_t err_size);
 /* Temporary directory for fixture files (created under $TMPDIR, removed by the test). */
 void test_tmpdir(char *path, size_t size);
 void test_rmtree(const char *path);

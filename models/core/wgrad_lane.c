@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/check.h"
+#include "kernels/knobs.h"
 
 void wgrad_lane_init(wgrad_lane *l, const job_context *ctx, size_t workspace_bytes, int lag) {
     if (lag < 1 || lag >= WGRAD_LANE_RING) {
@@ -56,7 +57,4 @@ void wgrad_lane_join(wgrad_lane *l, cudaStream_t chain) {
     l->issued = 0;
 }
 
-int wgrad_lane_enabled(void) {
-    const char *setting = getenv("SUITE_WGRAD_LANE");
-    return !(setting && !strcmp(setting, "0"));
-}
+int wgrad_lane_enabled(void) { return knob_flag(KNOB_WGRAD_LANE); }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/check.h"
+#include "kernels/knobs.h"
 #include "models/core/gpu_timer.h"
 
 enum { LEGACY_TIMED_RUNS = 5 }; /* back to back after one warm-up run */
@@ -160,8 +161,7 @@ static float time_legacy(conv_layer *c, conv_direction dir, void *y, const void 
 /* SUITE_CONV_LOG=1: one line per searched direction on stderr, with what was chosen and why. */
 static void log_choice(const conv_layer *c, conv_direction dir, float legacy_ms, const conv_engine_plan *plan,
                        int engine_found) {
-    const char *setting = getenv("SUITE_CONV_LOG");
-    if (!setting || strcmp(setting, "1") != 0) return;
+    if (!knob_flag(KNOB_CONV_LOG)) return;
     const conv_shape *s = &c->shape;
     fprintf(stderr, "conv %s n%d %dx%d c%d->%d k%d s%d %s: legacy %.4f ms", s->data_type == CUDNN_DATA_BFLOAT16 ? "bf16" : "f32",
             s->batch, s->h_in, s->w_in, s->in_c, s->out_c, s->kernel, s->stride, conv_direction_name(dir), legacy_ms);
@@ -174,7 +174,7 @@ static void log_choice(const conv_layer *c, conv_direction dir, float legacy_ms,
  * SUITE_CONV_PATH=legacy or =engine forces one path (for comparisons and diagnosis). */
 static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
     conv_algos *al = &c->algos;
-    const char *forced = getenv("SUITE_CONV_PATH");
+    const char *forced = knob_text(KNOB_CONV_PATH);
     if (forced && !strcmp(forced, "legacy")) return;
     int force_engine = forced && !strcmp(forced, "engine");
     float *legacy_ms[3] = {&al->fwd_ms, &al->bwd_data_ms, &al->bwd_filter_ms};

@@ -6,6 +6,7 @@
 
 #include "kernels/depthwise.h"
 #include "kernels/check.h"
+#include "kernels/knobs.h"
 #include "models/core/gpu_timer.h"
 
 #define DEPTHWISE_TIMING_REPS 7
@@ -158,7 +159,7 @@ static float time_direction(depthwise_layer *d, int dir, depthwise_path path, vo
 
 static void measure(depthwise_layer *d, void *y, const void *x, void *dx, job_context *ctx) {
     depthwise_choice *ch = &d->choice;
-    const char *forced = getenv("SUITE_DEPTHWISE_PATH");
+    const char *forced = knob_text(KNOB_DEPTHWISE_PATH);
     int force_ours = forced && !strcmp(forced, "ours"), force_cudnn = forced && !strcmp(forced, "cudnn");
     size_t memory[3] = {0, 0, 0};
     for (int dir = 0; dir < 3; dir++) ch->ours_ms[dir] = ch->cudnn_ms[dir] = -1.0f;

@@ -1,5 +1,5 @@
 /* run_suite: runs a mix of training jobs on one GPU under a collocation mode and writes what it
- * measured under results/<run-id>/. This file is the command line only: every option is checked
+ * measured under runs/<run-id>/. This file is the command line only: every option is checked
  * here, before any GPU, daemon or process is touched (bad input: a message naming what is valid,
  * exit 2); the run itself is runner/suite/run/suite.c, each mode a runner/suite/modes/mode_<name>.c,
  * which declares and checks its own options (runner/suite/modes/mode.h). */
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "models/core/precision.h"
+#include "results/results.h"
 #include "runner/cli.h"
 #include "runner/suite/multi/gpus.h"
 #include "runner/suite/multi/sweep.h"
@@ -55,7 +56,7 @@ static const cli_option RUN_OPTIONS[] = {
     {"--data-root", "DIR", "data sets' folder, passed to train", CLI_STR(T, o.data_root)},
     {"--precision", NULL, "every job's numerics where the mix gives no precision= (train --precision)",
      CLI_CHOICE(T, precision, PRECISIONS)},
-    {"--results", "DIR", "where run folders go", CLI_STR(T, o.results_dir), .fallback = "results"},
+    {"--results", "DIR", "where run folders go", CLI_STR(T, o.results_dir), .fallback = RESULTS_DEFAULT_DIR},
     {"--baseline", "DIR", "an earlier serial run of the same mix: speed-up and slow-downs against it",
      CLI_STR(T, o.baseline_dir)},
     {"--gpu", "N", "GPU index, as NVML and nvidia-smi count", CLI_INT(T, o.gpu, 0, 1023), .fallback = "0"},

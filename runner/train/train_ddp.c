@@ -19,6 +19,7 @@
 
 #include "models/catalog.h"
 #include "models/core/ddp.h"
+#include "kernels/knobs.h"
 #include "runner/train/job.h"
 
 extern char **environ;
@@ -90,7 +91,7 @@ cJSON *train_ddp_aggregate(const char *event, cJSON *const *per_rank, int ranks)
 /* --- the rank ---------------------------------------------------------------------------------- */
 
 static int run_rank(train_options *o, const train_events *ev, const char *rank_text) {
-    const char *world = getenv("SUITE_DDP_WORLD"), *id = getenv("SUITE_DDP_ID"), *parent = getenv("SUITE_DDP_PARENT");
+    const char *world = knob_text(KNOB_DDP_WORLD), *id = knob_text(KNOB_DDP_ID), *parent = knob_text(KNOB_DDP_PARENT);
     o->ddp_rank = atoi(rank_text);
     o->ddp_world = world ? atoi(world) : 0;
     if (o->ddp_world != o->gpus || o->ddp_rank < 0 || o->ddp_rank >= o->ddp_world || !id)
@@ -343,7 +344,7 @@ int train_ddp_main(train_options *o, const train_events *ev, int argc, char **ar
         snprintf(message, sizeof message, "--gpus: data-parallel training covers the image models, not %s", o->model);
         return train_fail(ev, 2, message);
     }
-    const char *rank = getenv("SUITE_DDP_RANK");
+    const char *rank = knob_text(KNOB_DDP_RANK);
     if (rank) return run_rank(o, ev, rank);
     if (o->dry_run) { /* every rank holds the same: one rank's footprint, on each GPU */
         context_place place = {o->device, NULL, 0};

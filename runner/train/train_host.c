@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "kernels/check.h"
+#include "kernels/knobs.h"
 
 void *train_pinned_alloc(size_t bytes, void *user) {
     void *p = NULL;
@@ -16,7 +17,7 @@ void train_pinned_free(void *ptr, void *user) { CHECK_CUDA(cudaFreeHost(ptr)); }
 int train_loader_workers(const train_options *o) {
     if (o->workers > 0) return o->workers;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *shared = getenv("SUITE_CONCURRENT_JOBS");
+    const char *shared = knob_text(KNOB_CONCURRENT_JOBS);
     long jobs = shared ? strtol(shared, NULL, 10) : 1;
     long workers = (cpus < 1 ? 1 : cpus) / (jobs < 1 ? 1 : jobs);
     return workers < 1 ? 1 : workers > 16 ? 16 : (int)workers;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/knobs.h"
 #include "runner/suite/gpu/mps.h"
 #include "runner/suite/gpu/nvml.h"
 
@@ -291,10 +292,10 @@ void monitor_probe_gpu(int gpu_index, monitor_gpu *g) {
         snprintf(g->why, sizeof g->why, "NVML has no GPU %d (%.400s)", gpu_index, nv->last_error);
     }
     nvml_close(nv);
-    const char *fake = getenv("SUITE_GPU_MEMORY");
+    const char *fake = knob_text(KNOB_GPU_MEMORY);
     if (fake && *fake && mps_parse_bytes(fake) > 0) {
         g->memory_bytes = (double)mps_parse_bytes(fake);
-        g->memory_source = "SUITE_GPU_MEMORY";
+        g->memory_source = knob_name(KNOB_GPU_MEMORY);
     }
 }
 

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kernels/knobs.h"
+
 extern char **environ;
 
 void mps_control_argv(const mps_daemon *d, int start, const char *argv[3]) {
@@ -257,7 +259,7 @@ static unsigned long long process_start(long pid) {
 }
 
 int mps_state_dir(char *out, size_t size, char *err, size_t err_size) {
-    const char *state = getenv("SUITE_STATE_DIR"), *tmp = getenv("TMPDIR");
+    const char *state = knob_text(KNOB_STATE_DIR), *tmp = getenv("TMPDIR");
     if (state && *state) snprintf(out, size, "%s", state);
     else snprintf(out, size, "%s/suite-%ld", tmp && *tmp ? tmp : "/tmp", (long)getuid());
     return make_private_dir(out, err, err_size);

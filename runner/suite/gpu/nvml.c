@@ -9,13 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/knobs.h"
+
 static void set_why(char *why, size_t why_size, const char *fmt, const char *a, const char *b) {
     if (why && why_size) snprintf(why, why_size, fmt, a, b);
 }
 
 nvml *nvml_open(const char *path, char *why, size_t why_size) {
     if (!path || !*path) {
-        const char *env = getenv(NVML_LIBRARY_ENV);
+        const char *env = knob_text(KNOB_NVML_LIBRARY);
         path = env && *env ? env : NVML_DEFAULT_LIBRARY;
     }
     if (strlen(path) >= sizeof(((nvml *)0)->path)) {
@@ -25,10 +27,10 @@ nvml *nvml_open(const char *path, char *why, size_t why_size) {
     void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!library) {
         const char *reason = dlerror();
-        set_why(why, why_size,
-                "NVML is not available: cannot load %s (%s); GPU monitoring and MIG need the "
-                "NVIDIA driver (set " NVML_LIBRARY_ENV " to load it from elsewhere)",
-                path, reason ? reason : "unknown reason");
+        if (why && why_size)
+            snprintf(why, why_size, "NVML is not available: cannot load %s (%s); GPU monitoring and MIG need the "
+                     "NVIDIA driver (set %s to load it from elsewhere)",
+                     path, reason ? reason : "unknown reason", knob_name(KNOB_NVML_LIBRARY));
         return NULL;
     }
     nvml *nv = calloc(1, sizeof *nv);

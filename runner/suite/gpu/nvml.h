@@ -394,7 +394,6 @@ typedef struct nvml {
 #undef NVML_DECLARE_MEMBER
 
 #define NVML_DEFAULT_LIBRARY "libnvidia-ml.so.1"
-#define NVML_LIBRARY_ENV "SUITE_NVML_LIBRARY"
 
 /* Loads and initialises NVML. path NULL: $SUITE_NVML_LIBRARY, else libnvidia-ml.so.1.
  * NULL (and the reason in why) when the library is absent, lacks a required symbol or

@@ -18,8 +18,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "kernels/knobs.h"
+
 void host_group_program(const char *train_path, char *out, size_t size) {
-    const char *own = getenv("SUITE_JOB_HOST");
+    const char *own = knob_text(KNOB_JOB_HOST);
     if (own && *own) {
         snprintf(out, size, "%s", own);
         return;

@@ -43,7 +43,7 @@ static const cli_option OPTIONS[] = {
      .forward = 1},
     {"--mix", "MIX", "jobs, e.g. S+M+M, 4*M+8*S (run_suite --list shows presets)", CLI_STR(T, mix)},
     {"--results", "DIR", "where the run folder goes (each GPU's run under gpu-<index>/)", CLI_STR(T, results),
-     .fallback = "results"},
+     .fallback = RESULTS_DEFAULT_DIR},
     {"--dry-run", NULL, "show the placement; run nothing", CLI_FLAG(T, dry_run, 1)},
     {"--json", NULL, "with --dry-run: the placement as JSON", CLI_FLAG(T, json, 1)},
     {"--epochs", "E", "epochs per job (placement weighs the jobs' compute by it)", CLI_INT(T, epochs, 1, 100000),

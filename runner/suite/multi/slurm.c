@@ -30,7 +30,7 @@ static const cli_option OPTIONS[] = {
     {"--nodes", "N", "at most N nodes (array tasks) at once", CLI_INT(T, o.max_nodes, 1, 100000)},
     {"--time", "T", "time limit per task (MINUTES, H:MM:SS, D-HH:MM:SS)", CLI_STR(T, o.time_limit)},
     {"--job-name", "NAME", "Slurm job name (default run_suite)", CLI_STR(T, o.job_name)},
-    {"--results", "DIR", "where the sweep folder goes", CLI_STR(T, results), .fallback = "results"},
+    {"--results", "DIR", "where the sweep folder goes", CLI_STR(T, results), .fallback = RESULTS_DEFAULT_DIR},
     {"--dry-run", NULL, "write the batch script only; submit nothing", CLI_FLAG(T, dry_run, 1)},
     {"--quick", NULL, "every task's run a smoke test; with --study, the quick matrix", CLI_FLAG(T, quick, 1),
      .forward = 1},

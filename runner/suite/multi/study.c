@@ -144,7 +144,7 @@ static const cli_option OPTIONS[] = {
     {"--degrees", "D,D...", NULL, CLI_STR(T, degrees_text)},
     {"--epochs", "E", NULL, CLI_INT(T, epochs, 1, 100000), CLI_MARK(T, have_epochs)},
     {"--steps-per-epoch", "T", NULL, CLI_INT(T, steps, 1, 1000000000), CLI_MARK(T, have_steps)},
-    {"--results", "DIR", NULL, CLI_STR(T, results), .fallback = "results"},
+    {"--results", "DIR", NULL, CLI_STR(T, results), .fallback = RESULTS_DEFAULT_DIR},
     {"--train", "PATH", NULL, CLI_STR(T, train)},
     {"--data-root", "DIR", NULL, CLI_STR(T, data_root)},
     {"--gpu", "N", NULL, CLI_INT(T, gpu, 0, 1023), CLI_MARK(T, have_gpu)},

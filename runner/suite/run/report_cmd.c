@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kernels/knobs.h"
+
 #ifndef SUITE_SOURCE_DIR
 #error "SUITE_SOURCE_DIR (the source tree, for results/report.py) is set by CMakeLists.txt"
 #endif
@@ -39,7 +41,7 @@ static int has_matplotlib(const char *python) {
  * python3-matplotlib installs) that has matplotlib: a virtual environment or pyenv on the PATH
  * may lack it while the system's has it, or the other way round. */
 static const char *report_python(void) {
-    const char *given = getenv("SUITE_PYTHON");
+    const char *given = knob_text(KNOB_PYTHON);
     if (given && *given) return given;
     static const char *const candidates[] = {"python3", "/usr/bin/python3"};
     for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++)
@@ -48,11 +50,11 @@ static const char *report_python(void) {
 }
 
 int report_run(char *const *args, int count) {
-    const char *script = getenv("SUITE_REPORT_SCRIPT");
+    const char *script = knob_text(KNOB_REPORT_SCRIPT);
     if (!script || !*script) script = SUITE_SOURCE_DIR "/results/report.py";
     if (access(script, R_OK) != 0) {
-        fprintf(stderr, "run_suite report: cannot read the report generator %s: %s (set "
-                "SUITE_REPORT_SCRIPT to its path)\n", script, strerror(errno));
+        fprintf(stderr, "run_suite report: cannot read the report generator %s: %s (set %s to its path)\n",
+                script, strerror(errno), knob_name(KNOB_REPORT_SCRIPT));
         return 2;
     }
     char **argv = calloc((size_t)count + 3, sizeof *argv);
@@ -66,7 +68,7 @@ int report_run(char *const *args, int count) {
     free(argv);
     if (rc != 0) {
         fprintf(stderr, "run_suite report: cannot start %s: %s (install python3 and "
-                "python3-matplotlib, or set SUITE_PYTHON)\n", python, strerror(rc));
+                "python3-matplotlib, or set %s)\n", python, strerror(rc), knob_name(KNOB_PYTHON));
         return 1;
     }
     int st;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/knobs.h"
 #include "results/results.h"
 #include "results/faults.h"
 #include "runner/suite/run/run_json.h"
@@ -72,7 +73,7 @@ static void environment(const mode_run *r, int k, job_env *env) {
     memset(env, 0, sizeof *env);
     job_env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID"); /* indices mean what NVML means */
     /* the jobs running at once share the CPU cores: each one's loader sizes its threads by it */
-    job_env_set(env, "SUITE_CONCURRENT_JOBS", "%d", r->mode->flags & MODE_SEQUENTIAL ? 1 : r->count);
+    job_env_set(env, knob_name(KNOB_CONCURRENT_JOBS), "%d", r->mode->flags & MODE_SEQUENTIAL ? 1 : r->count);
     if (r->mode->job_env) r->mode->job_env(r, k, env);
 }
 

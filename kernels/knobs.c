@@ -1,0 +1,71 @@
+/* The table of environment knobs (see knobs.h). Its rows are README.md's "Environment knobs"
+ * table, in this order: change one and tests/test_knobs.c says what the other must become. */
+#include "kernels/knobs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define JOB_PROGRAMS "`train`, `job_host`, the benchmarks"
+
+static const knob table[KNOB_COUNT] = {
+    [KNOB_PDL] = {"SUITE_PDL", "`0` or `1`", "on",
+                  "programmatic dependent launch of the suite's kernels (`kernels/pdl.cuh`), on GPUs of "
+                  "compute capability 9.0 and later; `0` turns it off",
+                  JOB_PROGRAMS, 0},
+    [KNOB_WGRAD_LANE] = {"SUITE_WGRAD_LANE", "`0` or `1`", "on",
+                         "a ResNet's weight gradients on a second, low-priority stream beside the backward "
+                         "pass (`models/core/wgrad_lane.h`); `0` turns it off",
+                         JOB_PROGRAMS, 0},
+    [KNOB_CONV_PATH] = {"SUITE_CONV_PATH", "`legacy` or `engine`", "both timed at set-up, the faster kept",
+                        "forces every convolution onto cuDNN's legacy API or its graph API's engines "
+                        "(for comparisons and diagnosis)",
+                        JOB_PROGRAMS, 0},
+    [KNOB_CONV_LOG] = {"SUITE_CONV_LOG", "`0` or `1`", "off",
+                       "`1` prints each convolution's choice at set-up on stderr: the legacy algorithm's and "
+                       "the best engine's times, and which one runs",
+                       JOB_PROGRAMS, 0},
+    [KNOB_DEPTHWISE_PATH] = {"SUITE_DEPTHWISE_PATH", "`ours` or `cudnn`", "both timed at set-up, the faster kept",
+                             "forces every depthwise convolution onto our NHWC kernels or cuDNN's grouped "
+                             "convolution",
+                             JOB_PROGRAMS, 0},
+    [KNOB_CONCURRENT_JOBS] = {"SUITE_CONCURRENT_JOBS", "a count", "1",
+                              "the jobs sharing the machine, which `--workers 0` divides the CPUs among; "
+                              "`run_suite` sets it for its jobs",
+                              "`train`, `job_host`", 0},
+    [KNOB_GPU_MEMORY] = {"SUITE_GPU_MEMORY", "a size (`80G`, `512M`)", "NVML's",
+                         "the GPU memory that mixes are planned and checked against (planning for another "
+                         "GPU, tests); `run.json` says where its number came from",
+                         "`run_suite`", 0},
+    [KNOB_NVML_LIBRARY] = {"SUITE_NVML_LIBRARY", "a path", "`libnvidia-ml.so.1`",
+                           "the NVML library loaded at run time (monitoring, MIG)", "`run_suite`", 0},
+    [KNOB_JOB_HOST] = {"SUITE_JOB_HOST", "a path", "`job_host` beside `--train`'s program",
+                       "the program that runs the in-process modes' jobs (`tests/fake_job_host.c` stands in)",
+                       "`run_suite`", 0},
+    [KNOB_STATE_DIR] = {"SUITE_STATE_DIR", "a folder", "`${TMPDIR:-/tmp}/suite-<uid>`",
+                        "where `run_suite` records the MPS daemons it starts, so that the next run stops "
+                        "those of a run killed with SIGKILL",
+                        "`run_suite`", 0},
+    [KNOB_PYTHON] = {"SUITE_PYTHON", "a program", "the first of `python3` and `/usr/bin/python3` with matplotlib",
+                     "the interpreter of the report", "`run_suite report`, `--study`", 0},
+    [KNOB_REPORT_SCRIPT] = {"SUITE_REPORT_SCRIPT", "a path", "`results/report.py` of the source tree built",
+                            "the report generator", "`run_suite report`, `--study`", 0},
+    [KNOB_DDP_RANK] = {"SUITE_DDP_RANK", "0 to N-1", "the launcher itself",
+                       "makes this process that rank of a `train --gpus N` job", "`train`", 1},
+    [KNOB_DDP_WORLD] = {"SUITE_DDP_WORLD", "N", "-", "the job's ranks, which must be its `--gpus`", "`train`", 1},
+    [KNOB_DDP_ID] = {"SUITE_DDP_ID", "hex", "-", "the job's NCCL unique id, which every rank joins by", "`train`", 1},
+    [KNOB_DDP_PARENT] = {"SUITE_DDP_PARENT", "a process id", "-",
+                         "the launcher's: a rank whose parent is another process stops", "`train`", 1},
+};
+
+const knob *knob_info(knob_id id) { return id >= 0 && id < KNOB_COUNT ? &table[id] : NULL; }
+
+const char *knob_name(knob_id id) { return table[id].name; }
+
+const char *knob_text(knob_id id) { return getenv(table[id].name); }
+
+int knob_flag(knob_id id) {
+    const char *value = knob_text(id);
+    if (value && !strcmp(value, "0")) return 0;
+    if (value && !strcmp(value, "1")) return 1;
+    return !strcmp(table[id].fallback, "on");
+}

@@ -1,0 +1,57 @@
+/* The environment knobs: every SUITE_ variable the programs read, in one table (kernels/knobs.c)
+ * that README.md's "Environment knobs" section shows row for row (tests/test_knobs.c compares
+ * them). Host-only C with no CUDA, in its own library (suite_knobs) at the bottom of the layer
+ * order, so that every layer reads its knobs here and run_suite links no CUDA for it. A knob is
+ * read where it takes effect, through knob_text or knob_flag, never with getenv. */
+#ifndef SUITE_KNOBS_H
+#define SUITE_KNOBS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum knob_id {
+    KNOB_PDL,
+    KNOB_WGRAD_LANE,
+    KNOB_CONV_PATH,
+    KNOB_CONV_LOG,
+    KNOB_DEPTHWISE_PATH,
+    KNOB_CONCURRENT_JOBS,
+    KNOB_GPU_MEMORY,
+    KNOB_NVML_LIBRARY,
+    KNOB_JOB_HOST,
+    KNOB_STATE_DIR,
+    KNOB_PYTHON,
+    KNOB_REPORT_SCRIPT,
+    /* set by `train --gpus` for its ranks (runner/train/train_ddp.h), not by users */
+    KNOB_DDP_RANK,
+    KNOB_DDP_WORLD,
+    KNOB_DDP_ID,
+    KNOB_DDP_PARENT,
+    KNOB_COUNT
+} knob_id;
+
+/* One row of the table; the texts are README.md's cells (Markdown). */
+typedef struct knob {
+    const char *name;     /* the environment variable */
+    const char *values;   /* what it accepts */
+    const char *fallback; /* what holds when it is unset or empty; for a flag "on" or "off" */
+    const char *meaning;  /* what it does */
+    const char *readers;  /* the programs that read it */
+    int internal;         /* passed between the suite's own processes: a protocol, not a setting */
+} knob;
+
+/* The row of a knob; NULL for an id out of range. */
+const knob *knob_info(knob_id id);
+const char *knob_name(knob_id id);
+/* The knob's value as set (getenv), NULL when unset. Empty values are the reader's to treat: every
+ * knob but the ranks' reads "" as unset. */
+const char *knob_text(knob_id id);
+/* An on/off knob: "0" is off, "1" is on, anything else (unset included) is the knob's fallback. */
+int knob_flag(knob_id id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
