@@ -12,9 +12,12 @@ static const knob table[KNOB_COUNT] = {
                   "programmatic dependent launch of the suite's kernels (`kernels/pdl.cuh`), on GPUs of "
                   "compute capability 9.0 and later; `0` turns it off",
                   JOB_PROGRAMS, 0},
-    [KNOB_WGRAD_LANE] = {"SUITE_WGRAD_LANE", "`0` or `1`", "on",
+    [KNOB_WGRAD_LANE] = {"SUITE_WGRAD_LANE", "`0`, `1` or `force`", "on",
                          "a ResNet's weight gradients on a second, low-priority stream beside the backward "
-                         "pass (`models/core/wgrad_lane.h`); `0` turns it off",
+                         "pass (`models/core/wgrad_lane.h`); `0` turns it off. Asked for, a job still leaves "
+                         "it off in a green-context partition and where its process has fewer hardware "
+                         "work queues than two per job, and its setup event says so; `force` keeps it there too "
+                         "(to measure what it costs)",
                          JOB_PROGRAMS, 0},
     [KNOB_CONV_PATH] = {"SUITE_CONV_PATH", "`legacy` or `engine`", "both timed at set-up, the faster kept",
                         "forces every convolution onto cuDNN's legacy API or its graph API's engines "

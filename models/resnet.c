@@ -163,7 +163,7 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
     m->destroy = resnet_destroy;
     int n = config->batch, s = config->image_size;
     elem_type type = r->type = model_activation_type(config);
-    r->use_lane = wgrad_lane_enabled();
+    r->use_lane = wgrad_lane_asked(); /* the plan holds the lane's workspace wherever it is asked for */
     m->side_workspaces = r->use_lane;
 
     size_t input_floats = (size_t)n * s * s * config->in_channels;
@@ -267,6 +267,8 @@ static void resnet_setup(model *m, job_context *ctx) {
         }
     }
     context_set_workspace(ctx, workspace);
+    m->wgrad_lane = wgrad_lane_choose(ctx);
+    r->use_lane = m->wgrad_lane.in_effect;
     if (r->use_lane) wgrad_lane_init(&r->lane, ctx, workspace, RESNET_LANE_LAG);
     linear_setup(&r->fc, ctx);
 

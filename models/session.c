@@ -24,7 +24,7 @@ int session_plan(session *s, const model_config *config, char *err, size_t err_s
 
 int session_start(session *s, int device, size_t workspace_limit, int allow_tf32, int optimizer_slots,
                   char *err, size_t err_size) {
-    context_place whole = {device, NULL, 0};
+    context_place whole = {.device = device};
     return session_start_at(s, &whole, workspace_limit, allow_tf32, optimizer_slots, err, err_size);
 }
 

@@ -72,7 +72,7 @@ cudaStream_t context_stream_create(const job_context *ctx, int first) {
 }
 
 context_status context_init(job_context *ctx, int device, size_t workspace_limit, int allow_tf32) {
-    context_place whole = {device, NULL, 0};
+    context_place whole = {.device = device};
     return context_init_at(ctx, &whole, workspace_limit, allow_tf32);
 }
 
@@ -92,6 +92,7 @@ context_status context_init_at(job_context *ctx, const context_place *place, siz
         return CONTEXT_NO_DEVICE;
     }
     ctx->device = device;
+    ctx->process_jobs = place->process_jobs;
     ctx->workspace_limit = workspace_limit;
     ctx->allow_tf32 = allow_tf32;
     CHECK_CUDA(cudaSetDevice(device));
@@ -249,7 +250,7 @@ fail:
 }
 
 context_place context_partition_place(const context_partitions *p, int index) {
-    context_place place = {p->device, p->green[index], p->sm_count[index]};
+    context_place place = {.device = p->device, .green = p->green[index], .sm_count = p->sm_count[index]};
     return place;
 }
 

@@ -20,6 +20,8 @@ typedef struct context_place {
     int device;
     CUgreenCtx green;         /* NULL: the device's primary context, all SMs */
     int sm_count;             /* the green context's SMs; 0 with the whole device */
+    int process_jobs;         /* jobs whose streams share this process's hardware work queues
+                                 (job_host's count); 0 or 1: the job alone in its process */
 } context_place;
 
 /* Told as a backward pass completes gradients, for data-parallel training (models/core/ddp.h), whose
@@ -49,6 +51,7 @@ typedef struct job_context {
     int device;
     CUgreenCtx green;         /* the place's green context, or NULL */
     int sm_count;             /* SMs the job may use; 0: all of the device's */
+    int process_jobs;         /* the place's: jobs sharing this process's hardware work queues */
     cudaStream_t stream;      /* at the greatest priority (context_stream_create) */
     cudnnHandle_t cudnn;
     cublasLtHandle_t cublaslt;

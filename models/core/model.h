@@ -13,6 +13,7 @@
 #include "models/core/arena.h"
 #include "models/core/context.h"
 #include "models/core/precision.h"
+#include "models/core/wgrad_lane.h"
 
 typedef struct model_config {
     char name[32];      /* resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24 */
@@ -75,6 +76,7 @@ struct model {
     float *logits, *dlogits;       /* [batch, classes] */
     double flops_per_step_forward; /* multiply-adds x 2 for one forward of a whole batch */
     int side_workspaces;           /* library workspaces it holds beside the context's (a lane's) */
+    wgrad_lane_choice wgrad_lane;  /* set up by a family with a lane (ResNet); zero: none */
     void (*setup)(model *m, job_context *ctx);
     void (*forward)(model *m, int training, job_context *ctx);
     void (*backward)(model *m, job_context *ctx); /* from dlogits to every parameter gradient */

@@ -57,4 +57,29 @@ void wgrad_lane_join(wgrad_lane *l, cudaStream_t chain) {
     l->issued = 0;
 }
 
-int wgrad_lane_enabled(void) { return knob_flag(KNOB_WGRAD_LANE); }
+int wgrad_lane_asked(void) { return knob_flag(KNOB_WGRAD_LANE); }
+
+int wgrad_lane_work_queues(void) {
+    const char *text = getenv("CUDA_DEVICE_MAX_CONNECTIONS"); /* CUDA's own variable, not a suite knob */
+    char *end;
+    long queues = text ? strtol(text, &end, 10) : 0;
+    return text && *text && !*end && queues >= 1 && queues <= 32 ? (int)queues : 8;
+}
+
+wgrad_lane_choice wgrad_lane_choose(const job_context *ctx) {
+    wgrad_lane_choice c = {.asked = wgrad_lane_asked()};
+    int jobs = ctx->process_jobs > 1 ? ctx->process_jobs : 1, queues = wgrad_lane_work_queues();
+    if (!c.asked) return c;
+    const char *setting = knob_text(KNOB_WGRAD_LANE);
+    if (setting && !strcmp(setting, "force")) /* to measure what the lane costs where it cannot pay */
+        c.in_effect = 1;
+    else if (ctx->green)
+        snprintf(c.why_off, sizeof c.why_off, "a green-context partition of %d SMs: its chain fills them", ctx->sm_count);
+    else if (2 * jobs > queues)
+        snprintf(c.why_off, sizeof c.why_off,
+                 "%d jobs in one process need %d hardware work queues; CUDA_DEVICE_MAX_CONNECTIONS gives %d", jobs,
+                 2 * jobs, queues);
+    else
+        c.in_effect = 1;
+    return c;
+}

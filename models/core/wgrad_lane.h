@@ -48,8 +48,28 @@ cudaStream_t wgrad_lane_follow(wgrad_lane *l, cudaStream_t chain);
 /* The chain waits for every job of the pass. */
 void wgrad_lane_join(wgrad_lane *l, cudaStream_t chain);
 
-/* Whether backward passes use a lane: yes, unless SUITE_WGRAD_LANE=0 (as SUITE_PDL=0 turns off
- * programmatic launch), for comparisons. */
-int wgrad_lane_enabled(void);
+/* Whether backward passes use a lane: asked for unless SUITE_WGRAD_LANE=0 (as SUITE_PDL=0 turns
+ * off programmatic launch), for comparisons; SUITE_WGRAD_LANE=force keeps it where
+ * wgrad_lane_choose would not, to measure what it costs there. */
+int wgrad_lane_asked(void);
+
+/* Whether a job at ctx's place gets the lane it asked for, and why not. The lane pays where the
+ * chain leaves SMs idle and the lane's stream has a hardware work queue of its own. Neither holds
+ * in two places, where it was measured to cost more than it gives (7*S on an H100, 300 steps an
+ * epoch, samples/s with the lane against without):
+ *  - a green-context partition: the chain's kernels already fill the partition's few SMs, so the
+ *    lane adds joins and launches and no overlap (0.82 with 32 work queues);
+ *  - a process whose jobs have fewer hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless
+ *    set) than streams, two per job: a job's low-priority lane then shares a queue with another
+ *    job's chain and stalls it behind its weight gradients (green 0.38 at 8 queues for 14 streams;
+ *    streams 0.99 at 8, 1.06 at 32).
+ * The job's setup event reports the answer (wgrad_lane_asked, wgrad_lane, wgrad_lane_off). */
+typedef struct wgrad_lane_choice {
+    int asked, in_effect;
+    char why_off[192];        /* "" when in effect or not asked */
+} wgrad_lane_choice;
+wgrad_lane_choice wgrad_lane_choose(const job_context *ctx);
+/* CUDA_DEVICE_MAX_CONNECTIONS as the driver reads it: its value within 1..32, else 8. */
+int wgrad_lane_work_queues(void);
 
 #endif

@@ -181,6 +181,10 @@ int main(int argc, char **argv) {
         }
     }
     if (want_probe) return probe(device);
+    /* Every job here has two streams (its chain and its weight-gradient lane) in one process, and
+     * streams beyond the process's hardware work queues share one: a job's lane then stalls another
+     * job's chain (models/core/wgrad_lane.h). The most the driver gives, unless the user chose. */
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
     pthread_mutex_init(&h.lock, NULL);
     pthread_cond_init(&h.changed, NULL);
     int bad = 0, wait_go = 0;
@@ -220,7 +224,8 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; !bad && i < h.count; i++) {
         host_job *hj = &h.jobs[i];
-        hj->place = green_count ? context_partition_place(&parts, i) : (context_place){device, NULL, 0};
+        hj->place = green_count ? context_partition_place(&parts, i) : (context_place){.device = device};
+        hj->place.process_jobs = h.count;
         if (pthread_create(&hj->thread, NULL, job_thread, hj) != 0) {
             fprintf(stderr, "job_host: cannot start the thread of job %d\n", i);
             return 1;

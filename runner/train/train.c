@@ -20,6 +20,6 @@ int main(int argc, char **argv) {
     if (opt.json) ev.human = stderr;
     if (parsed != 0) return train_fail(&ev, 2, err);
     if (opt.gpus) return train_ddp_main(&opt, &ev, argc, argv);
-    context_place whole = {opt.device, NULL, 0};
+    context_place whole = {.device = opt.device};
     return train_job_run(&opt, &ev, &whole);
 }

@@ -103,7 +103,7 @@ static int run_rank(train_options *o, const train_events *ev, const char *rank_t
     /* an injected fault hits the last rank only: its peers are the ones that must not hang */
     if (o->ddp_rank != o->ddp_world - 1) o->fault.kind = FAULT_NONE;
     o->device += o->ddp_rank;
-    context_place place = {o->device, NULL, 0};
+    context_place place = {.device = o->device};
     return train_job_run(o, ev, &place);
 }
 
@@ -347,7 +347,7 @@ int train_ddp_main(train_options *o, const train_events *ev, int argc, char **ar
     const char *rank = knob_text(KNOB_DDP_RANK);
     if (rank) return run_rank(o, ev, rank);
     if (o->dry_run) { /* every rank holds the same: one rank's footprint, on each GPU */
-        context_place place = {o->device, NULL, 0};
+        context_place place = {.device = o->device};
         return train_job_run(o, ev, &place);
     }
     return launch(o, ev, argc, argv);

@@ -194,6 +194,15 @@ static void add_setup_fields(const workload *w, cJSON *e) {
     cJSON_AddNumberToObject(t, "build", j->s.setup_build_s);
     cJSON_AddNumberToObject(t, "model_setup", j->s.setup_model_s);
     cJSON_AddNumberToObject(t, "step_capture", j->capture_s);
+    /* whether the weight-gradient lane was asked for, is in effect, and why not (wgrad_lane.h) */
+    const wgrad_lane_choice *lane = &j->s.model->wgrad_lane;
+    int asked = wgrad_lane_asked(), in_effect = lane->in_effect && !w->ctx->grad_hooks;
+    cJSON_AddBoolToObject(e, "wgrad_lane_asked", asked);
+    cJSON_AddBoolToObject(e, "wgrad_lane", in_effect);
+    if (asked && !in_effect)
+        cJSON_AddStringToObject(e, "wgrad_lane_off", lane->why_off[0] ? lane->why_off
+                                : lane->in_effect ? "data-parallel: its hooks take the gradients in the chain's order"
+                                                  : "this model has no lane (the ResNets have one)");
 }
 
 static void print_setup(const workload *w, const char *device, int sms, int mps, FILE *out) {
