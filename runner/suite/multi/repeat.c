@@ -31,9 +31,12 @@ static int check(suite_ctx *c, FILE *out) {
     if (!out) return -1;
     fprintf(out, "\nrepeats (--repeat %d), each a run folder of its own, then repeats.json and repeats.csv "
             "across them:\n", o->repeat);
+    int sequential = 0;
+    for (int k = 0; k < c->mode_count; k++) sequential += (c->modes[k].mode->flags & MODE_SEQUENTIAL) != 0;
     if (!o->mode)
-        fprintf(out, "  (serial first in each repeat, its baseline; the collocated modes rotate so that each "
-                "runs first once)\n");
+        fprintf(out, "  (%sthe %smodes rotate: repeat r starts with the r-th, so that each runs first once when "
+                "--repeat is at least their number)\n", sequential ? "serial first in each, its baseline; " : "",
+                sequential ? "collocated " : "");
     for (int r = 0; r < o->repeat; r++) {
         int order[SUITE_MODES_MAX], n = order_of(c, r, order);
         fprintf(out, "  repeat-%d:", r + 1);
