@@ -17,7 +17,9 @@
 #include "models/core/precision.h"
 #include "results/results.h"
 #include "runner/cli.h"
+#include "results/repeats.h"
 #include "runner/suite/multi/gpus.h"
+#include "runner/suite/multi/repeat.h"
 #include "runner/suite/multi/sweep.h"
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/run/suite.h"
@@ -30,7 +32,7 @@
 typedef struct run_args {
     suite_options o;
     const char *mode, *train;
-    int list, have_epochs, have_steps;
+    int list, have_epochs, have_steps, have_repeat;
     const char *gpus; int slurm; /* only for --help: both are run before this table (gpus.c, slurm.c) */
     int precision; /* a precision_kind + 1; 0: none given */
 } run_args;
@@ -62,6 +64,9 @@ static const cli_option RUN_OPTIONS[] = {
     {"--gpu", "N", "GPU index, as NVML and nvidia-smi count", CLI_INT(T, o.gpu, 0, 1023), .fallback = "0"},
     {"--sample-ms", "MS", "GPU sampling period", CLI_INT(T, o.sample_ms, 10, 60000), .fallback = "100"},
     {"--no-monitor", NULL, "no GPU sampling (to measure the sampler's cost)", CLI_FLAG(T, o.no_monitor, 1)},
+    {"--repeat", "N", "launch the run N times (1..100), each into <run>/repeat-<r>/, then the spread across them "
+     "(repeats.json); --mode all rotates the modes' order", CLI_INT(T, o.repeat, 1, REPEATS_MAX),
+     CLI_MARK(T, have_repeat), .fallback = "1"},
     {0}};
 static const cli_option RUN_CONTROL[] = {
     {"--ready-timeout", "S", "longest wait for every job's ready, in seconds", CLI_REAL(T, o.ready_timeout_s, 1, 86400),
@@ -170,6 +175,8 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
                      precision_name((precision_kind)(args->precision - 1)));
     if (suite_mode_check_options(table, o, mode, err, sizeof err) != 0) return fail("%s%s", err, "");
     if (o->json && !o->dry_run) return fail("--json goes with --dry-run or --list%s%s", "", "");
+    if (suite_repeat_requested(o) && suite_sweep_requested(o))
+        return fail("--repeat goes with a run of the mix, not the layout sweep (--mig-layouts)%s%s", "", "");
     if (o->baseline_dir && !is_dir(o->baseline_dir)) return fail("--baseline %s: not a folder%s", o->baseline_dir, "");
     if (o->quick) {
         if (!args->have_epochs) o->epochs = 2;
@@ -198,6 +205,8 @@ int main(int argc, char **argv) {
     int status = parsed == 1 ? EXIT_OK : EXIT_USAGE;
     if (parsed != 0) {
         if (parsed != 1) fprintf(stderr, "run_suite: %s\n", err);
+    } else if (args->list && args->have_repeat) {
+        status = fail("--repeat repeats a run; it does not go with --list%s%s", "", "");
     } else if (args->list) {
         print_list(args->o.json);
         status = EXIT_OK;
@@ -209,7 +218,10 @@ int main(int argc, char **argv) {
              * re-parented to run_suite rather than to init, so they are reaped here and none is
              * left as a zombie. */
             prctl(PR_SET_CHILD_SUBREAPER, 1);
-            status = suite_run(&args->o, suite_sweep_requested(&args->o) ? &suite_sweep_pass : NULL);
+            const suite_pass *pass = suite_sweep_requested(&args->o)    ? &suite_sweep_pass
+                                     : suite_repeat_requested(&args->o) ? &suite_repeat_pass
+                                                                        : NULL;
+            status = suite_run(&args->o, pass);
             while (waitpid(-1, NULL, WNOHANG) > 0) continue;
         }
     }

@@ -33,6 +33,7 @@ struct suite_options {
     int gpu;                      /* NVML index of the GPU to use */
     void *mode_options[SUITE_MODES_MAX]; /* each mode's own options, by table place (suite_mode_options) */
     int force, dry_run, json;
+    int repeat;                   /* --repeat: launches of the run (1: one, as without it) */
     double ready_timeout_s, grace_s;
     double stall_timeout_s;       /* watchdog; 0: derived from each job's pace (jobs_stall_limit) */
     int argc;

@@ -96,6 +96,9 @@ static int parse(int argc, char *const argv[], gpus_args *a, const char **rest) 
         if (!a->have_epochs) a->epochs = 2;
         if (!a->have_steps) a->steps = 10;
     }
+    /* each GPU's run folder would hold repeats, not the one summary.json merge reads */
+    if (cli_given(argc, argv, "--repeat"))
+        return usage("--repeat does not go with --gpus: repeat the run on one GPU (--gpu N --repeat N)%s%s", "", "");
     if (a->gpu) return usage("--gpu and --gpus exclude each other: --gpus %s names every GPU%s", "LIST", "");
     if (!a->gpus[0]) return usage("--gpus is required: GPU indices, e.g. 0,1,2,3%s%s", "", "");
     if (!a->mix) return usage("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");

@@ -179,7 +179,7 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
 
 /* --- dry run --------------------------------------------------------------------------------- */
 
-static void print_dry_run(const suite_ctx *c, const char *fit_error, const char *plan_error) {
+static void print_dry_run(const suite_ctx *c, const char *fit_error, const char *plan_error, const suite_pass *pass) {
     const suite_options *o = c->o;
     const monitor_gpu *g = &c->gpu;
     const char *mode = o->mode ? o->mode->name : SUITE_ALL;
@@ -196,6 +196,7 @@ static void print_dry_run(const suite_ctx *c, const char *fit_error, const char 
         for (int k = 0; k < c->mode_count; k++)
             if (c->modes[k].mode->describe) c->modes[k].mode->describe(c, stdout, root);
         if (plan_error) cJSON_AddStringToObject(root, "plan_error", plan_error);
+        if (pass && pass->describe) pass->describe(c, root);
         char *text = cJSON_Print(root);
         if (text) printf("%s\n", text);
         free(text);
@@ -236,7 +237,7 @@ static void print_dry_run(const suite_ctx *c, const char *fit_error, const char 
 
 /* --- the run --------------------------------------------------------------------------------- */
 
-static int exit_for(const run_summary *s, int stopped) {
+int suite_exit_for(const run_summary *s, int stopped) {
     if (stopped) return 128 + (jobs_stop_signal() ? jobs_stop_signal() : SIGTERM);
     if (strcmp(s->status, "failed") == 0) return EXIT_RUNTIME;
     return strcmp(s->status, "complete") == 0 ? EXIT_OK : EXIT_PARTIAL;
@@ -360,7 +361,7 @@ static int prepare(suite_ctx *c, const suite_pass *pass) {
     char fit[2048];
     int fits, checked = fit_modes(c, fit, sizeof fit, &fits);
     if (o->dry_run) {
-        print_dry_run(c, fits ? NULL : fit, plan_error);
+        print_dry_run(c, fits ? NULL : fit, plan_error, pass);
         int checked_pass = pass ? pass->check(c, o->json ? NULL : stdout) : -1;
         if (dry_status >= 0) {
             if (!o->json) fprintf(stderr, "error: %s\n", plan_error);
@@ -380,17 +381,16 @@ static int prepare(suite_ctx *c, const suite_pass *pass) {
     return -1;
 }
 
-/* --mode all: every selected mode into a sub-folder, then one comparison. */
-static int run_all(suite_ctx *c) {
+int suite_run_modes(suite_ctx *c, const char *run_dir, const int *order) {
     run_summary runs[SUITE_MODES_MAX];
     memset(runs, 0, sizeof runs);
     int n = 0, stopped = 0, worst = EXIT_OK;
     serial_baseline serial = c->baseline;
     char err[1024];
     for (int k = 0; k < c->mode_count && !stopped; k++) {
-        const suite_mode *m = c->modes[k].mode;
+        const suite_mode *m = c->modes[order ? order[k] : k].mode;
         char dir[PATH_MAX + 32];
-        snprintf(dir, sizeof dir, "%s/%s", c->run_dir, m->name);
+        snprintf(dir, sizeof dir, "%s/%s", run_dir, m->name);
         if (results_make_dirs(dir, err, sizeof err) != 0) {
             fprintf(stderr, "error: %s\n", err);
             worst = EXIT_RUNTIME;
@@ -402,7 +402,7 @@ static int run_all(suite_ctx *c) {
             runs[n].status = "skipped"; /* "where possible": the other modes stand */
             fprintf(stderr, "[%s] skipped; the comparison has the other modes\n", m->name);
         } else {
-            int e = exit_for(&runs[n], stopped);
+            int e = suite_exit_for(&runs[n], stopped);
             if (e != EXIT_OK && (worst == EXIT_OK || e > 128)) worst = e;
         }
         if ((m->flags & MODE_SEQUENTIAL) && rc == 0)
@@ -411,8 +411,8 @@ static int run_all(suite_ctx *c) {
     }
     for (int k = 0; k < n; k++) results_compare(&runs[k], serial.known ? &serial : NULL);
     results_print_comparison(stdout, runs, n);
-    if (results_write_comparison(c->run_dir, runs, n, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
-    run_json_write(c, NULL, c->run_dir, SUITE_ALL, stopped ? "interrupted" : worst == EXIT_OK ? "complete" : "partial");
+    if (results_write_comparison(run_dir, runs, n, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
+    run_json_write(c, NULL, run_dir, SUITE_ALL, stopped ? "interrupted" : worst == EXIT_OK ? "complete" : "partial");
     return worst;
 }
 
@@ -459,11 +459,11 @@ int suite_run(const suite_options *o, const suite_pass *pass) {
     if (status < 0 && pass) {
         status = pass->run(c);
     } else if (status < 0 && !o->mode) {
-        status = run_all(c);
+        status = suite_run_modes(c, c->run_dir, NULL);
     } else if (status < 0) {
         run_summary s;
         suite_execute(c, o->mode, NULL, c->count, c->run_dir, c->baseline.known ? &c->baseline : NULL, &s);
-        status = exit_for(&s, jobs_stop_signal() != 0);
+        status = suite_exit_for(&s, jobs_stop_signal() != 0);
     }
     free_modes(c);
     free(c);

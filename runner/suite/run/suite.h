@@ -17,6 +17,8 @@ typedef struct suite_pass {
     /* after the plans, before anything runs: -1 to go on, else the exit status; out: the dry
      * run's listing of the pass (NULL: none) */
     int (*check)(suite_ctx *c, FILE *out);
+    /* the dry run's JSON (--dry-run --json): what the pass adds to it (NULL: nothing) */
+    void (*describe)(const suite_ctx *c, cJSON *root);
     /* in the run folder; returns the run's exit status */
     int (*run)(suite_ctx *c);
 } suite_pass;
@@ -24,6 +26,14 @@ typedef struct suite_pass {
 /* Runs everything (pass: NULL, or the pass that runs instead of the mode); returns the process
  * exit status (see mode_run.h). */
 int suite_run(const suite_options *options, const suite_pass *pass);
+
+/* The exit status of one mode's run (see mode_run.h); stopped: a stop signal ended it. */
+int suite_exit_for(const run_summary *s, int stopped);
+
+/* --mode all's run into dir: every mode the run planned, in the order of their places in c->modes
+ * (order NULL: as planned), each into dir/<mode>, then the comparison across them and dir/run.json.
+ * A sequential mode (serial) provides the baseline of the modes after it. Returns the exit status. */
+int suite_run_modes(suite_ctx *c, const char *dir, const int *order);
 
 /* Runs mode (one this run planned) on `count` jobs of the mix (job_of: their places; NULL: all of
  * them, in order) into dir, fills summary: the seam for passes over a subset of the jobs (each
