@@ -188,3 +188,16 @@ int dataset_open_cifar10(dataset *d, const char *root, int train, char *err, siz
     }
     return c10_build(d, all, total, err, err_size);
 }
+
+int dataset_cifar10_present(const char *root) {
+    if (!root || !*root) return 0;
+    static const char *const folders[] = {"", "/cifar-10-batches-bin"};
+    char path[4096];
+    for (int f = 0; f < 2; f++)
+        for (int file = 0; file <= C10_TRAIN_FILES; file++) {
+            if (file < C10_TRAIN_FILES) snprintf(path, sizeof path, "%s%s/data_batch_%d.bin", root, folders[f], file + 1);
+            else snprintf(path, sizeof path, "%s%s/test_batch.bin", root, folders[f]);
+            if (is_file(path)) return 1;
+        }
+    return 0;
+}

@@ -132,6 +132,18 @@ int dataset_open_imagenet(dataset *d, const imagenet_options *options, char *err
 /* Images skipped as undecodable so far (skip_bad), for the run's log. */
 int64_t dataset_imagenet_bad_images(const dataset *d);
 
+/* Whether root holds any file of the set, well formed or not: a set with none of its files is
+ * absent (train --data-if-present trains on synthetic data of its shape instead); one with some
+ * of them is present and must be whole and well formed (data/data_check.h). */
+int dataset_fashion_mnist_present(const char *root);
+int dataset_cifar10_present(const char *root);
+int dataset_imagenet64_present(const char *root);
+int dataset_imagenet_present(const char *root);
+/* ImageNet 64x64 without decoding its images: every file of both splits (zip directory, data.npy's
+ * header and shape, labels.npy's shape and every label), as dataset_open_imagenet64 would find
+ * them. 0, or -1 with the file and what is wrong in err. */
+int dataset_check_imagenet64(const char *root, char *err, size_t err_size);
+
 /* Tells a data set which epoch is being read, so random augmentation differs between epochs but
  * is reproducible. Call it while no read() is in progress (from the loader, between epochs); a
  * call during reads is safe but lets those reads' augmentation depend on timing. Data sets without

@@ -231,3 +231,13 @@ int dataset_open_fashion_mnist(dataset *d, const char *root, int train, char *er
     free(labels);
     return status;
 }
+
+int dataset_fashion_mnist_present(const char *root) {
+    if (!root || !*root) root = FASHION_MNIST_DEFAULT_ROOT;
+    static const char *const bases[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                        "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+    char path[4096], why[8];
+    for (size_t b = 0; b < sizeof bases / sizeof *bases; b++)
+        if (find_file(root, bases[b], path, sizeof path, why, sizeof why) == 0) return 1;
+    return 0;
+}

@@ -648,3 +648,12 @@ done:
     samples_free(&s);
     return status;
 }
+
+int dataset_imagenet_present(const char *root) {
+    if (!root || !*root || strlen(root) > IN_PATH_BYTES - 16) return 0;
+    char path[IN_PATH_BYTES];
+    snprintf(path, sizeof path, "%s/train", root);
+    if (is_dir(path)) return 1;
+    snprintf(path, sizeof path, "%s/val", root);
+    return is_dir(path);
+}

@@ -463,6 +463,24 @@ static void i64_close(dataset *d) {
     d->impl = NULL;
 }
 
+/* One archive's data.npy header and shape (*count = N) and its labels, appended to *labels after
+ * `first` of them (grown to hold them). */
+static int check_archive(zip_t *archive, const char *name, int64_t *count, int16_t **labels, int64_t first,
+                         char *err, size_t err_size) {
+    npy_member m;
+    if (member_open(&m, archive, "data", name, err, err_size) != 0) return -1;
+    int checked = check_data(&m, name, count, err, err_size);
+    zip_fclose(m.file);
+    if (checked != 0) return -1;
+    int16_t *larger = realloc(*labels, (size_t)(first + *count) * sizeof *larger);
+    if (!larger) {
+        snprintf(err, err_size, "%s: out of memory for %lld labels", name, (long long)(first + *count));
+        return -1;
+    }
+    *labels = larger;
+    return read_labels(archive, name, *count, *labels + first, err, err_size);
+}
+
 static int open_sources(dataset *d, const npz_source *sources, int files, char *err,
                         size_t err_size) {
     memset(d, 0, sizeof *d);
@@ -481,22 +499,8 @@ static int open_sources(dataset *d, const npz_source *sources, int files, char *
     }
     /* pass 1: every archive's image count and labels */
     for (int f = 0; f < files; f++) {
-        const char *name = sources[f].name;
-        npy_member m;
         if (!(archives[f] = npz_open(&sources[f], err, err_size)) ||
-            member_open(&m, archives[f], "data", name, err, err_size) != 0)
-            goto done;
-        int checked = check_data(&m, name, &counts[f], err, err_size);
-        zip_fclose(m.file);
-        if (checked != 0) goto done;
-        int16_t *larger = realloc(t->labels, (size_t)(total + counts[f]) * sizeof *larger);
-        if (!larger) {
-            snprintf(err, err_size, "%s: out of memory for %lld labels", name,
-                     (long long)(total + counts[f]));
-            goto done;
-        }
-        t->labels = larger;
-        if (read_labels(archives[f], name, counts[f], t->labels + total, err, err_size) != 0)
+            check_archive(archives[f], sources[f].name, &counts[f], &t->labels, total, err, err_size) != 0)
             goto done;
         total += counts[f];
     }
@@ -569,8 +573,10 @@ static const char *expected_files =
     "train_data_batch_1.npz .. train_data_batch_10.npz and val_data.npz (the npz version of "
     "downsampled ImageNet 64x64), directly or under Imagenet64_train_npz/ and Imagenet64_val_npz/";
 
-int dataset_open_imagenet64(dataset *d, const char *root, int train, char *err, size_t err_size) {
-    memset(d, 0, sizeof *d);
+/* The files of a split (train: 10, val: 1), directly in root or in the folder their archive is
+ * named after, each a regular file. */
+static int find_files(const char *root, int train, char paths[IMAGENET64_TRAIN_FILES][4096], int *files,
+                      char *err, size_t err_size) {
     struct stat st;
     if (!root || !*root || stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
         snprintf(err, err_size, "ImageNet 64x64: folder %s %s; expected it to hold %s",
@@ -584,25 +590,67 @@ int dataset_open_imagenet64(dataset *d, const char *root, int train, char *err, 
                  strlen(root));
         return -1;
     }
-    int files = train ? IMAGENET64_TRAIN_FILES : 1;
-    char folder[4000], paths[IMAGENET64_TRAIN_FILES][4096];
-    const char *pointers[IMAGENET64_TRAIN_FILES];
-    /* the files directly in root, or in the folder their archive is named after */
+    *files = train ? IMAGENET64_TRAIN_FILES : 1;
+    char folder[4000];
     snprintf(folder, sizeof folder, "%s", root);
-    snprintf(paths[0], sizeof paths[0], "%s/%s", root, train ? "train_data_batch_1.npz"
-                                                              : "val_data.npz");
+    snprintf(paths[0], 4096, "%s/%s", root, train ? "train_data_batch_1.npz" : "val_data.npz");
     if (stat(paths[0], &st) != 0)
         snprintf(folder, sizeof folder, "%s/%s", root,
                  train ? "Imagenet64_train_npz" : "Imagenet64_val_npz");
-    for (int f = 0; f < files; f++) {
-        if (train) snprintf(paths[f], sizeof paths[f], "%s/train_data_batch_%d.npz", folder, f + 1);
-        else snprintf(paths[f], sizeof paths[f], "%s/val_data.npz", folder);
+    for (int f = 0; f < *files; f++) {
+        if (train) snprintf(paths[f], 4096, "%s/train_data_batch_%d.npz", folder, f + 1);
+        else snprintf(paths[f], 4096, "%s/val_data.npz", folder);
         if (stat(paths[f], &st) != 0 || !S_ISREG(st.st_mode)) {
             snprintf(err, err_size, "ImageNet 64x64: %s not found; the folder should hold %s",
                      paths[f], expected_files);
             return -1;
         }
-        pointers[f] = paths[f];
     }
+    return 0;
+}
+
+int dataset_open_imagenet64(dataset *d, const char *root, int train, char *err, size_t err_size) {
+    memset(d, 0, sizeof *d);
+    char paths[IMAGENET64_TRAIN_FILES][4096];
+    const char *pointers[IMAGENET64_TRAIN_FILES];
+    int files;
+    if (find_files(root, train, paths, &files, err, err_size) != 0) return -1;
+    for (int f = 0; f < files; f++) pointers[f] = paths[f];
     return dataset_open_imagenet64_files(d, pointers, files, err, err_size);
+}
+
+int dataset_imagenet64_present(const char *root) {
+    static const char *const names[] = {"train_data_batch_1.npz", "val_data.npz", "Imagenet64_train_npz",
+                                        "Imagenet64_val_npz"};
+    if (!root || !*root || strlen(root) > 3900) return 0;
+    char path[4096];
+    struct stat st;
+    for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+        snprintf(path, sizeof path, "%s/%s", root, names[n]);
+        if (stat(path, &st) == 0) return 1;
+    }
+    for (int f = 2; f <= IMAGENET64_TRAIN_FILES; f++) {
+        snprintf(path, sizeof path, "%s/train_data_batch_%d.npz", root, f);
+        if (stat(path, &st) == 0) return 1;
+    }
+    return 0;
+}
+
+int dataset_check_imagenet64(const char *root, char *err, size_t err_size) {
+    for (int train = 1; train >= 0; train--) {
+        char paths[IMAGENET64_TRAIN_FILES][4096];
+        int files;
+        if (find_files(root, train, paths, &files, err, err_size) != 0) return -1;
+        for (int f = 0; f < files; f++) {
+            npz_source source = {paths[f], NULL, 0};
+            int16_t *labels = NULL;
+            int64_t count;
+            zip_t *archive = npz_open(&source, err, err_size);
+            int status = archive ? check_archive(archive, paths[f], &count, &labels, 0, err, err_size) : -1;
+            if (archive) zip_discard(archive);
+            free(labels);
+            if (status != 0) return -1;
+        }
+    }
+    return 0;
 }

@@ -132,6 +132,13 @@ def main(argv):
                    help="the paper's findings (default: study_reference.json beside this script; '' for none)")
     a = p.parse_args(argv)
     out = a.output or (os.path.join(a.run_dirs[0], "report.html") if len(a.run_dirs) == 1 else "report.html")
+    # a page that cannot be written there is bad input, found before the report is built
+    folder = os.path.dirname(out) or "."
+    if os.path.isdir(out) or not os.path.isdir(folder):
+        print(f"report: -o {out}: " + ("is a folder; expected the page's file name (e.g. " +
+              os.path.join(out, "report.html") + ")" if os.path.isdir(out) else f"its folder {folder} does not exist"),
+              file=sys.stderr)
+        return 2
     try:
         page, figures = build(a.run_dirs, a.reference)
     except ReportError as e:
@@ -143,6 +150,10 @@ def main(argv):
             f.write(page)
         os.replace(tmp, out)
     except OSError as e:
+        try:
+            os.remove(tmp)  # nothing half-written is left behind
+        except OSError:
+            pass
         print(f"report: cannot write {out}: {e.strerror}", file=sys.stderr)
         return 1
     print(f"report: {out} ({len(page) / 1024:.0f} KiB, {len(figures)} figures)")

@@ -26,7 +26,7 @@ static void expects(const cli_option *r, char *buf, size_t size) {
     case CLI_KIND_REAL: snprintf(buf, size, "a number from %g to %g", r->lo, r->hi); break;
     case CLI_KIND_TEXT: snprintf(buf, size, "a value of 1 to %zu characters", r->size - 1); break;
     case CLI_KIND_CHOICE: join_choices(r->choices, ", ", " or ", buf, size); break;
-    default: snprintf(buf, size, "a value"); break;
+    default: snprintf(buf, size, "a value (not empty)"); break;
     }
 }
 
@@ -66,6 +66,7 @@ static int take_value(const cli_option *r, const char *text, void *dst, char *er
         memcpy(field, text, strlen(text) + 1);
         return 0;
     case CLI_KIND_STR:
+        if (!*text) return bad_value(r, text, err, err_size);
         *(const char **)field = text;
         return 0;
     case CLI_KIND_CHOICE:
@@ -133,6 +134,9 @@ static int help_asked(const cli_program *p, int argc, char *const argv[]) {
     return 0;
 }
 
+static int parse_words(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
+                       int rest_max, unsigned char *given, char *err, size_t err_size);
+
 /* cli_parse and cli_parse_forward: with rest NULL, a word no row names is an error. */
 static int parse(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest, int rest_max,
                  char *err, size_t err_size) {
@@ -152,6 +156,21 @@ static int parse(const cli_program *p, void *dst, int argc, char *const argv[], 
         cli_usage(p, stdout);
         return 1;
     }
+    int rows = 0;
+    for (const cli_option *r = p->options; r->name; r++) rows++;
+    unsigned char *given = calloc((size_t)rows + 1, 1); /* a value given twice is refused, not overwritten */
+    if (!given) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    int status = parse_words(p, dst, argc, argv, rest, rest_max, given, err, err_size);
+    free(given);
+    return status;
+}
+
+/* The words of argv after the fallbacks: given[i] marks table row i as seen. */
+static int parse_words(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
+                       int rest_max, unsigned char *given, char *err, size_t err_size) {
     int passed = 0;
     if (rest) rest[0] = NULL;
     for (int i = 1; i < argc; i++) {
@@ -189,6 +208,10 @@ static int parse(const cli_program *p, void *dst, int argc, char *const argv[], 
             char what[512];
             expects(r, what, sizeof what);
             snprintf(err, err_size, "%s: expected %s; missing its value", r->name, what);
+            return -1;
+        }
+        if (r->kind != CLI_KIND_FLAG && given[r - p->options]++) {
+            snprintf(err, err_size, "%s given twice; give it once", r->name);
             return -1;
         }
         if (take_value(r, value, dst, err, err_size) != 0) return -1;

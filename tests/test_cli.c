@@ -81,8 +81,10 @@ static void test_values(void **state) {
     assert_string_equal(a.name, "abcdefg");
     assert_string_equal(a.path, "/x y");
     assert_int_equal(a.color, 9);
-    assert_int_equal(PARSE(&a, "--count", "2", "--count", "4"), 0); /* the last one counts */
-    assert_int_equal(a.count, 4);
+    assert_int_equal(PARSE(&a, "--count", "2", "--count", "4"), -1); /* refused, not overwritten */
+    assert_non_null(strstr(err, "--count given twice"));
+    assert_int_equal(PARSE(&a, "--count", "2", "--count=2"), -1);
+    assert_non_null(strstr(err, "--count given twice"));
 }
 
 static void expect_error(const char *message, const char *const *argv) {
@@ -152,21 +154,25 @@ static const cli_program PASSER = {.name = "pass", .synopsis = "usage: pass", .o
 
 static void test_forward(void **state) {
     char *argv[] = {"pass", "--other", "x", "--count=4", "--path", "/p", "--switch", "--flag", "--set=y",
-                    "--count", "5", "word", "--last", NULL};
+                    "--more", "5", "word", "--last", NULL};
     const char *rest[16];
     args a;
     memset(&a, 0, sizeof a);
     assert_int_equal(cli_parse_forward(&PASSER, &a, 13, argv, rest, 16, err, sizeof err), 0);
-    const char *expected[] = {"--other", "x", "--count=4", "--switch", "--set=y", "--count", "5", "word", "--last", NULL};
+    const char *expected[] = {"--other", "x", "--count=4", "--switch", "--set=y", "--more", "5", "word", "--last", NULL};
     for (int i = 0; expected[i]; i++) assert_string_equal(rest[i], expected[i]);
     assert_null(rest[9]);
-    assert_int_equal(a.count, 5);
+    assert_int_equal(a.count, 4);
     assert_int_equal(a.flag, 1);
     assert_string_equal(a.path, "/p");
     /* a bad value of a row passed on is still this program's to refuse */
     char *bad[] = {"pass", "--other", "--count=0", NULL};
     assert_int_equal(cli_parse_forward(&PASSER, &a, 3, bad, rest, 16, err, sizeof err), -1);
     assert_string_equal(err, "--count: expected a whole number from 1 to 10, got '0'");
+    /* a row passed on is still given once */
+    char *twice[] = {"pass", "--count=4", "--count", "4", NULL};
+    assert_int_equal(cli_parse_forward(&PASSER, &a, 4, twice, rest, 16, err, sizeof err), -1);
+    assert_string_equal(err, "--count given twice; give it once");
     /* no room for every word: refused, not cut */
     assert_int_equal(cli_parse_forward(&PASSER, &a, 13, argv, rest, 9, err, sizeof err), -1);
     assert_string_equal(err, "more than 8 arguments to pass on");

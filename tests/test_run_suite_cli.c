@@ -170,7 +170,7 @@ static void test_usage_errors(void **state) {
         {{"--mode", "naive", "--mix", "S", "--baseline", "/nonexistent", NULL}, "not a folder"},
         {{"--mode", "naive", "--mix", "S", "--skip", "green", NULL}, "--skip goes with --mode all"},
         {{"--mode", "all", "--mix", "S", "--skip", "streams,gren", NULL}, "--skip streams,gren: expected modes"},
-        {{"--mode", "all", "--mix", "S", "--skip", "", NULL}, "--skip: expected modes"},
+        {{"--mode", "all", "--mix", "S", "--skip", "", NULL}, "--skip: expected a value (not empty), got ''"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = run(f, NULL, cases[i].args);

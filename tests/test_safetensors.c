@@ -197,12 +197,25 @@ static void test_reads_python_files(void **state) {
     st_close(&f);
 }
 
-static void test_accepts_overlap_gaps_and_padding(void **state) {
-    /* Shared storage (two names, one range), a gap, unused trailing data, extra fields, spacing. */
-    expect_parse_ok("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                    "\"b\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                    "\"c\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[12,13],\"extra\":1}}   \n ",
-                    20, 3);
+static void test_rejects_overlap_gaps_and_trailing_data(void **state) {
+    /* As the format (and the Python library) requires: the tensors lie end to end from byte 0 and
+     * cover the data section exactly. Shared storage, a gap or bytes after the last are refused. */
+    expect_parse_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                       "\"b\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+                       "data_offsets [0, 8] overlap tensor", NULL);
+    expect_parse_error("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                       "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}", 6,
+                       "tensor 'b': data_offsets [2, 6] overlap tensor 'a' (which ends at 4)", NULL);
+    expect_parse_error("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+                       "\"c\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[4,5]}}", 5,
+                       "tensor 'c': data_offsets begin at 4, leaving bytes 1..4", NULL);
+    expect_parse_error("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 9,
+                       "the tensors cover 1 bytes but the data section holds 9", NULL);
+    expect_parse_error("{}", 3, "the tensors cover 0 bytes but the data section holds 3", NULL);
+    /* In any order in the header, extra fields and spacing: fine. */
+    expect_parse_ok("{\"c\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[8,9],\"extra\":1},"
+                    "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                    "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[9,9]}}   \n ", 9, 3);
     expect_parse_ok("{}", 0, 0);
     expect_parse_ok("{\"__metadata__\":{\"format\":\"pt\",\"epoch\":\"3\"}}      ", 0, 0);
     expect_parse_ok("{\"s\":{\"dtype\":\"F64\",\"shape\":[],\"data_offsets\":[0,8]}}", 8, 1);
@@ -290,7 +303,7 @@ static void test_rejects_bad_entries(void **state) {
                        "tensor 'w': shape [4294967296, 4294967296, 4294967296] of F64 overflows", NULL);
     expect_parse_error(T("\"dtype\":\"I64\",\"shape\":[9007199254740992,4096],\"data_offsets\":[0,8]"), 8, "overflows", NULL);
     /* A zero dim makes the tensor empty whatever the others are: no overflow, 0 bytes needed. */
-    expect_parse_ok(T("\"dtype\":\"F64\",\"shape\":[9007199254740992,9007199254740992,0],\"data_offsets\":[8,8]"), 8, 1);
+    expect_parse_ok(T("\"dtype\":\"F64\",\"shape\":[9007199254740992,9007199254740992,0],\"data_offsets\":[0,0]"), 0, 1);
 
     char name[ST_MAX_NAME + 2];
     memset(name, 'n', sizeof name - 1);
@@ -567,7 +580,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_reads_python_files),
-        cmocka_unit_test(test_accepts_overlap_gaps_and_padding),
+        cmocka_unit_test(test_rejects_overlap_gaps_and_trailing_data),
         cmocka_unit_test(test_rejects_bad_headers),
         cmocka_unit_test(test_rejects_bad_entries),
         cmocka_unit_test(test_truncated_at_every_length),

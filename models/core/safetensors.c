@@ -215,6 +215,37 @@ static int check_duplicates(const st_file *f, char *err, size_t n) {
     return status;
 }
 
+static int compare_offsets(const void *a, const void *b) {
+    const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return (x->nbytes > y->nbytes) - (x->nbytes < y->nbytes);
+}
+
+/* As the format requires (and the Python library checks): the tensors, in order of their offsets,
+ * lie end to end from byte 0 and cover the data section exactly: no overlap, no gap, nothing after. */
+static int check_layout(const st_file *f, char *err, size_t n) {
+    const st_tensor **order = malloc((size_t)(f->count ? f->count : 1) * sizeof *order);
+    if (!order) return fail(err, n, "out of memory checking %d tensors' offsets", f->count);
+    for (int i = 0; i < f->count; i++) order[i] = &f->tensors[i];
+    qsort(order, (size_t)f->count, sizeof *order, compare_offsets);
+    size_t at = 0;
+    int status = 0;
+    for (int i = 0; i < f->count && status == 0; i++) {
+        const st_tensor *t = order[i];
+        if (t->offset < at)
+            status = fail(err, n, "tensor '%s': data_offsets [%zu, %zu] overlap tensor '%s' (which ends at %zu)",
+                          t->name, t->offset, t->offset + t->nbytes, order[i - 1]->name, at);
+        else if (t->offset > at)
+            status = fail(err, n, "tensor '%s': data_offsets begin at %zu, leaving bytes %zu..%zu of the data "
+                          "section to no tensor", t->name, t->offset, at, t->offset);
+        at = t->offset + t->nbytes;
+    }
+    if (status == 0 && at != f->data_size)
+        status = fail(err, n, "the tensors cover %zu bytes but the data section holds %zu", at, f->data_size);
+    free(order);
+    return status;
+}
+
 /* Parses a header already checked for length. The JSON is copied with a terminating NUL, so cJSON
  * (not built with sanitizers) never reads past what the file gave. */
 static int parse_header(st_file *f, const uint8_t *text, size_t len, char *err, size_t n) {
@@ -276,26 +307,32 @@ static int parse_header(st_file *f, const uint8_t *text, size_t len, char *err, 
         f->count++;
     }
     status = check_duplicates(f, err, n);
+    if (status == 0) status = check_layout(f, err, n);
 done:
     cJSON_Delete(root);
     free(json);
     return status;
 }
 
+/* The 8-byte header length of a file of `size` bytes that starts with `prefix` (at least 8 bytes
+ * when size allows). */
+static int header_length(const uint8_t *prefix, size_t size, uint64_t *header_len, char *err, size_t n) {
+    *header_len = 0;
+    for (int i = 7; i >= 0 && size >= 8; i--) *header_len = *header_len << 8 | prefix[i];
+    if (size < 8) return fail(err, n, "file is %zu bytes, shorter than the 8-byte header length", size);
+    if (*header_len > ST_MAX_HEADER)
+        return fail(err, n, "header length %" PRIu64 " exceeds the %u-byte limit", *header_len, ST_MAX_HEADER);
+    if (*header_len > size - 8)
+        return fail(err, n, "header length %" PRIu64 " is beyond the end of the file (%zu bytes after "
+                    "the length)", *header_len, size - 8);
+    return 0;
+}
+
 /* Takes ownership of `bytes` (freed on failure). */
 static int parse_owned(st_file *f, uint8_t *bytes, size_t size, char *err, size_t n) {
     memset(f, 0, sizeof *f);
     uint64_t header_len = 0;
-    int status = 0;
-    for (int i = 7; i >= 0 && size >= 8; i--) header_len = header_len << 8 | bytes[i];
-    if (size < 8)
-        status = fail(err, n, "file is %zu bytes, shorter than the 8-byte header length", size);
-    else if (header_len > ST_MAX_HEADER)
-        status = fail(err, n, "header length %" PRIu64 " exceeds the %u-byte limit", header_len, ST_MAX_HEADER);
-    else if (header_len > size - 8)
-        status = fail(err, n, "header length %" PRIu64 " is beyond the end of the file (%zu bytes after "
-                      "the length)", header_len, size - 8);
-    if (status != 0) {
+    if (header_length(bytes, size, &header_len, err, n) != 0) {
         free(bytes);
         return -1;
     }
@@ -363,6 +400,62 @@ int st_open(st_file *f, const char *path, char *err, size_t err_size) {
     if (parse_owned(f, bytes, size, why, sizeof why) != 0)
         return fail(err, err_size, "%s: %s", path, why);
     return 0;
+}
+
+int st_check_file(const char *path, char *err, size_t err_size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    uint8_t prefix[8] = {0};
+    char why[ST_ERR_LEN];
+    int status = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        status = fail(err, err_size, "%s: not a regular file", path);
+        goto done;
+    }
+    size_t size = (size_t)st.st_size;
+    uint64_t header_len;
+    if (pread(fd, prefix, 8, 0) != (ssize_t)(size < 8 ? size : 8) ||
+        header_length(prefix, size, &header_len, why, sizeof why) != 0) {
+        status = fail(err, err_size, "%s: %s", path, size >= 8 ? why : "shorter than the 8-byte header length");
+        goto done;
+    }
+    uint8_t *text = malloc(header_len ? (size_t)header_len : 1);
+    if (!text) {
+        status = fail(err, err_size, "%s: out of memory for a %" PRIu64 "-byte header", path, header_len);
+        goto done;
+    }
+    st_file f = {0};
+    f.data_size = size - 8 - (size_t)header_len;
+    if (pread(fd, text, (size_t)header_len, 8) != (ssize_t)header_len)
+        status = fail(err, err_size, "%s: cannot read its %" PRIu64 "-byte header", path, header_len);
+    else if (parse_header(&f, text, (size_t)header_len, why, sizeof why) != 0)
+        status = fail(err, err_size, "%s: %s", path, why);
+    free(f.tensors);
+    free(text);
+done:
+    close(fd);
+    return status;
+}
+
+int st_writer_check_path(const char *path, char *err, size_t err_size) {
+    struct stat st;
+    if (!path || !*path) return fail(err, err_size, "no output path given for the safetensors file");
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return fail(err, err_size, "%s: is a folder", path);
+    char *dir = strdup(path);
+    if (!dir) return fail(err, err_size, "%s: out of memory", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    const char *folder = slash ? dir : ".";
+    int status = 0;
+    if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
+        status = fail(err, err_size, "%s: its folder %s %s", path, folder,
+                      stat(folder, &st) != 0 ? "does not exist" : "is not a folder");
+    else if (access(folder, W_OK | X_OK) != 0) /* the writer creates a temporary file there and renames it */
+        status = fail(err, err_size, "%s: its folder %s is not writable: %s", path, folder, strerror(errno));
+    free(dir);
+    return status;
 }
 
 const st_tensor *st_find(const st_file *f, const char *name) {

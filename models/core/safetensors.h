@@ -34,6 +34,10 @@ typedef struct st_file {
 /* 0 on success; -1 with a message naming the problem (and for st_open, the path). */
 int st_parse(st_file *f, const uint8_t *bytes, size_t size, char *err, size_t err_size); /* copies bytes */
 int st_open(st_file *f, const char *path, char *err, size_t err_size);
+/* The header of the file at path checked whole against the file's size (lengths, JSON, dtypes,
+ * shapes, offsets in order covering the data exactly) without reading the data: the check before
+ * a GPU is touched. 0, or -1 with the path and the problem. */
+int st_check_file(const char *path, char *err, size_t err_size);
 const st_tensor *st_find(const st_file *f, const char *name);
 const void *st_data(const st_file *f, const st_tensor *t);
 void st_close(st_file *f);
@@ -48,6 +52,10 @@ void st_writer_metadata(st_writer *w, const char *key, const char *value);
 /* Returns -1 (message in the writer's error, see st_writer_close) on a duplicate name or bad shape. */
 int st_writer_add(st_writer *w, const char *name, st_dtype dtype, int ndim, const int64_t *shape,
                   const void *data);
+/* Whether a writer could put a file at path (its folder exists and is writable, path is not a
+ * folder): the check before training, so trained weights are not lost to a bad path at the end.
+ * 0, or -1 with the path and the problem. */
+int st_writer_check_path(const char *path, char *err, size_t err_size);
 /* Writes and frees the writer. 0 on success; -1 with the reason in err. */
 int st_writer_close(st_writer *w, char *err, size_t err_size);
 

@@ -176,10 +176,7 @@ static void emit_setup(job *j) {
 static int train_workload(job *j, const context_place *place, char *err, size_t err_size) {
     workload *w = &j->w;
     const train_options *o = j->o;
-    if (o->load[0] && access(o->load, R_OK) != 0) {
-        snprintf(err, err_size, "--load %s: cannot read the file", o->load);
-        return fail(j, 2, err);
-    }
+    if (train_options_check_files(o, err, err_size) != 0) return fail(j, 2, err);
     if (w->ops->open_data(w, err, err_size) != 0) return fail(j, 2, err);
     int rc = w->ops->start(w, place, err, err_size);
     if (rc != 0) return fail(j, rc, err);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "models/catalog.h"
+#include "models/core/safetensors.h"
 #include "runner/cli.h"
 
 #define DATA_SETS "synthetic, fashion-mnist, cifar10, imagenet64, imagenet, criteo-kaggle, criteo-terabyte"
@@ -231,4 +232,17 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
         return -1;
     }
     return data_defaults(o, spec, err, err_size);
+}
+
+int train_options_check_files(const train_options *o, char *err, size_t err_size) {
+    char why[1024];
+    if (o->load[0] && st_check_file(o->load, why, sizeof why) != 0) {
+        snprintf(err, err_size, "--load %s", why);
+        return -1;
+    }
+    if (o->save[0] && st_writer_check_path(o->save, why, sizeof why) != 0) {
+        snprintf(err, err_size, "--save %s", why);
+        return -1;
+    }
+    return 0;
 }

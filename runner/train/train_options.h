@@ -49,5 +49,9 @@ typedef struct train_options {
  * was asked (usage already printed to stdout). The options are one table in train_options.c. */
 int train_options_parse(train_options *o, int argc, char **argv, char *err, size_t err_size);
 const char *lr_kind_name(lr_kind kind);
+/* The files the options name, checked on the host before the GPU is touched (bad input, exit 2):
+ * the --load checkpoint's whole header against its size, and that --save can be written where it
+ * points, so trained weights are never lost to a bad path. 0, or -1 naming the option. */
+int train_options_check_files(const train_options *o, char *err, size_t err_size);
 
 #endif

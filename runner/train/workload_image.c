@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/data_check.h"
 #include "data/dataset.h"
 #include "kernels/check.h"
 #include "models/core/checkpoint.h"
@@ -123,7 +124,8 @@ static int open_data(workload *w, char *err, size_t err_size) {
     double t_data = train_wall_seconds();
     int real = open_real(j, err, err_size);
     w->data_source = "real";
-    if (real < 0 && o->data_if_present && o->data_root[0]) {
+    /* absent files only: a set that is there but malformed is bad input, not a reason for synthetic data */
+    if (real < 0 && o->data_if_present && o->data_root[0] && !data_present(o->data, o->data_root)) {
         fprintf(stderr, "train: %s; --data-if-present: synthetic %s-shaped data instead\n", err, o->data);
         dataset_close(&j->train_set);
         dataset_close(&j->test_set);

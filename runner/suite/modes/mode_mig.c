@@ -33,6 +33,16 @@ static const cli_option ROWS[] = {
 /* --mig-emulate picks the mode that runs and --mig-layouts a sweep: the check refuses them itself. */
 static const char *const GROUPS[] = {"--mig-layout --mig-create", "--mig-objective", "--mig-gpu", NULL};
 
+/* A list of layouts with no empty one ("", "A;;B", "A;" each hold one): a sweep runs only what was asked. */
+static int layouts_whole(const char *list) {
+    for (const char *p = list;; p++) {
+        size_t n = strcspn(p, ";");
+        if (strspn(p, " \t") >= n) return 0;
+        p += n;
+        if (!*p) return 1;
+    }
+}
+
 static int check(const mode_check *ck, void *options, char *err, size_t err_size) {
     const mode_mig_options *m = options;
     const suite_mode *given = ck->chain_count ? ck->chain[0] : NULL, *runs = mode_check_runs(ck);
@@ -42,6 +52,9 @@ static int check(const mode_check *ck, void *options, char *err, size_t err_size
     else if (m->layouts && !mode_check_any(ck, MODE_NEEDS_MIG | MODE_MIG_EMULATION))
         snprintf(err, err_size, "--mig-layouts sweeps MIG layouts: give --mode %s (or %s with --mig-create), "
                  "not %s", emulation, mode_mig.name, ck->given);
+    else if (m->layouts && strcmp(m->layouts, "all") != 0 && !layouts_whole(m->layouts))
+        snprintf(err, err_size, "--mig-layouts %.200s: an empty layout; expected all, or layouts separated by ';' "
+                 "(1g.10gb,3g.40gb;2g.20gb,2g.20gb), none of them empty", m->layouts);
     else if (m->layouts && m->layout)
         snprintf(err, err_size, "--mig-layouts runs each of its layouts; --mig-layout gives one: not both");
     else if (m->gpu && !mig_known_gpu(m->gpu))
@@ -135,8 +148,9 @@ int mode_mig_table(const suite_ctx *c, mig_gpu *gpu, char *err, size_t err_size)
 int mode_mig_plan(const suite_ctx *c, mig_plan *plan, char *err, size_t err_size) {
     mig_gpu gpu;
     mig_job jobs[MIX_MAX_JOBS];
-    if (mode_mig_table(c, &gpu, err, err_size) != 0) return -1;
     const mode_mig_options *m = mode_mig_options_of(c->o);
+    if (mode_mig_table(c, &gpu, err, err_size) != 0) /* no table: a layout no GPU has is still bad input */
+        return m->layout && mig_layout_of_some_gpu(m->layout, c->count, err, err_size) != 0 ? EXIT_USAGE : -1;
     mode_mig_jobs(c, NULL, c->count, jobs);
     return mig_plan_objective(plan, &gpu, jobs, c->count, m->layout, (mig_objective)m->objective, 0, 0, err,
                               err_size) == 0 ? 0 : EXIT_USAGE;

@@ -26,8 +26,25 @@ static int order_of(const suite_ctx *c, int r, int *order) {
     return c->mode_count;
 }
 
-static int check(suite_ctx *c, FILE *out) {
+/* The repeats in the dry run's JSON. */
+static void describe(const suite_ctx *c, cJSON *root) {
+    cJSON *list = cJSON_AddArrayToObject(root, "repeats");
+    for (int r = 0; r < c->o->repeat; r++) {
+        int order[SUITE_MODES_MAX], n = order_of(c, r, order);
+        char folder[32];
+        snprintf(folder, sizeof folder, "repeat-%d", r + 1);
+        cJSON *o = cJSON_CreateObject(), *modes = cJSON_AddArrayToObject(o, "modes");
+        cJSON_AddNumberToObject(o, "repeat", r + 1);
+        cJSON_AddStringToObject(o, "folder", folder);
+        for (int k = 0; k < n; k++) cJSON_AddItemToArray(modes, cJSON_CreateString(c->modes[order[k]].mode->name));
+        cJSON_AddItemToArray(list, o);
+    }
+}
+
+/* The dry run's listing of the repeats (text or JSON); nothing to refuse. */
+static int check(suite_ctx *c, FILE *out, cJSON *json) {
     const suite_options *o = c->o;
+    if (json) describe(c, json);
     if (!out) return -1;
     fprintf(out, "\nrepeats (--repeat %d), each a run folder of its own, then repeats.json and repeats.csv "
             "across them:\n", o->repeat);
@@ -46,19 +63,6 @@ static int check(suite_ctx *c, FILE *out) {
     return -1;
 }
 
-static void describe(const suite_ctx *c, cJSON *root) {
-    cJSON *list = cJSON_AddArrayToObject(root, "repeats");
-    for (int r = 0; r < c->o->repeat; r++) {
-        int order[SUITE_MODES_MAX], n = order_of(c, r, order);
-        char folder[32];
-        snprintf(folder, sizeof folder, "repeat-%d", r + 1);
-        cJSON *o = cJSON_CreateObject(), *modes = cJSON_AddArrayToObject(o, "modes");
-        cJSON_AddNumberToObject(o, "repeat", r + 1);
-        cJSON_AddStringToObject(o, "folder", folder);
-        for (int k = 0; k < n; k++) cJSON_AddItemToArray(modes, cJSON_CreateString(c->modes[order[k]].mode->name));
-        cJSON_AddItemToArray(list, o);
-    }
-}
 
 /* One repeat into dir: the mode, or every mode in this repeat's order. Returns its exit status. */
 static int run_one(suite_ctx *c, int r, const char *dir) {
@@ -114,4 +118,4 @@ static int run(suite_ctx *c) {
     return stopped ? 128 + jobs_stop_signal() : worst;
 }
 
-const suite_pass suite_repeat_pass = {.check = check, .describe = describe, .run = run};
+const suite_pass suite_repeat_pass = {.check = check, .run = run};

@@ -259,6 +259,17 @@ int slurm_main(int argc, char *const argv[]) {
     static char mixes_copy[65536];
     int count = 0;
     if (study) {
+        /* each cell runs under its own mode, which a --mode passed on would contradict (given twice) */
+        int kept = 0;
+        for (int i = 0; common[i]; i++) {
+            if (!strncmp(common[i], "--mode=", 7)) continue;
+            if (!strcmp(common[i], "--mode")) {
+                i += common[i + 1] && strncmp(common[i + 1], "--", 2) != 0;
+                continue;
+            }
+            common[kept++] = common[i];
+        }
+        common[kept] = NULL;
         count = study_cells(study, quick, NULL, 0, cells, SLURM_MAX_TASKS);
         if (count <= 0) return usage_error("--study %s: unknown set (run_suite --study --help lists them)%s", study, "");
         for (int i = 0; i < count; i++) {

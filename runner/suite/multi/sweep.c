@@ -101,7 +101,7 @@ done:
 
 int suite_sweep_requested(const suite_options *o) { return mode_mig_options_of(o)->layouts != NULL; }
 
-static int check(suite_ctx *c, FILE *out) {
+static int check(suite_ctx *c, FILE *out, cJSON *json) {
     const suite_options *o = c->o;
     const mode_mig_options *mig = mode_mig_options_of(o);
     if (!partitioned_mig(o->mode)) {
@@ -128,6 +128,18 @@ static int check(suite_ctx *c, FILE *out) {
             fprintf(out, "  %3d  %-40s %4d SMs\n", k + 1, l->names[k], l->sms[k]);
         if (l->unfit)
             fprintf(out, "  (%d more layout(s) cannot hold every job's memory)\n", l->unfit);
+    } else if (json) {
+        cJSON *sweep = cJSON_AddObjectToObject(json, "layout_sweep");
+        cJSON_AddStringToObject(sweep, "layouts_given", mig->layouts);
+        cJSON_AddStringToObject(sweep, "gpu", l->gpu);
+        cJSON *a = cJSON_AddArrayToObject(sweep, "layouts");
+        for (int k = 0; k < l->count; k++) {
+            cJSON *one = cJSON_CreateObject();
+            cJSON_AddStringToObject(one, "layout", l->names[k]);
+            cJSON_AddNumberToObject(one, "sm_count", l->sms[k]);
+            cJSON_AddItemToArray(a, one);
+        }
+        cJSON_AddNumberToObject(sweep, "unfit", l->unfit);
     }
     free(l);
     return status;

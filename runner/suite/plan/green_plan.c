@@ -52,8 +52,18 @@ int green_parse_sms(const char *text, int count, int *sm, char *err, size_t err_
     return 0;
 }
 
+/* The shares of one GPU: at most 100% in all, known without the GPU. */
+static int shares_fit(const double *share, int count, char *err, size_t err_size) {
+    double sum = 0;
+    for (int i = 0; i < count; i++) sum += share[i];
+    if (sum <= 100.0 + 1e-9) return 0;
+    snprintf(err, err_size, "--green-share: the shares add up to %g%%, more than 100%%", sum);
+    return -1;
+}
+
 int green_parse_shares(const char *text, int count, double *share, char *err, size_t err_size) {
-    return parse_list("--green-share", text, count, share, 0.001, 100, 1, err, err_size);
+    if (parse_list("--green-share", text, count, share, 0.001, 100, 1, err, err_size) != 0) return -1;
+    return shares_fit(share, count, err, err_size);
 }
 
 /* Largest remainder: each job at least one group, the rest in proportion to the weights. Jobs of
@@ -128,12 +138,7 @@ int green_plan_make(green_plan *p, const green_gpu *gpu, const green_request *re
         }
     } else if (req->share) {
         p->basis = "--green-share";
-        double sum = 0;
-        for (int i = 0; i < n; i++) sum += req->share[i];
-        if (sum > 100.0 + 1e-9) {
-            snprintf(err, err_size, "--green-share: the shares add up to %g%%, more than 100%%", sum);
-            return -1;
-        }
+        if (shares_fit(req->share, n, err, err_size) != 0) return -1;
         for (int i = 0; i < n; i++) {
             groups[i] = (int)floor(req->share[i] / 100.0 * gpu->groups + 1e-9);
             if (groups[i] < 1) {

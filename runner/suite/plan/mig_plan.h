@@ -168,6 +168,9 @@ int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_plac
  * naming the bad entry and the GPU's profiles, or the count when it is not job_count. */
 int mig_parse_layout(const mig_gpu *gpu, const char *layout, int job_count, int *profiles,
                      char *err, size_t err_size);
+/* Without the GPU's own table: 0 when the layout parses for at least one known GPU (its profile
+ * names, one per job), else -1 with why it fails (on the first known GPU). */
+int mig_layout_of_some_gpu(const char *layout, int job_count, char *err, size_t err_size);
 /* The compact planner. layout NULL or "": each job's smallest profile; else one profile name
  * per job. occupied / compute_used: slices already taken (0 on an empty GPU). Placement keeps
  * the largest contiguous free space. 0, or -1 with the numbers in err. */

@@ -112,15 +112,27 @@ typedef struct parse_ctx {
     size_t err_size;
 } parse_ctx;
 
+/* The echoed input is cut (a mix can be any length), never the reason after it. */
+#define MIX_ECHO_MAX 120
+
+/* "text" whole, or its first MIX_ECHO_MAX characters and its length. */
+static void echo(char *out, size_t size, const char *text, size_t len) {
+    if (len <= MIX_ECHO_MAX) snprintf(out, size, "\"%.*s\"", (int)len, text);
+    else snprintf(out, size, "\"%.*s...\" (%zu characters)", MIX_ECHO_MAX, text, len);
+}
+
 __attribute__((format(printf, 4, 5))) static int fail(const parse_ctx *c, int part, span where,
                                                      const char *fmt, ...) {
     if (!c->err || !c->err_size) return -1;
+    char mix[MIX_ECHO_MAX + 48], at[MIX_ECHO_MAX + 48];
+    echo(mix, sizeof mix, c->text, strlen(c->text));
     int n;
-    if (part > 0)
-        n = snprintf(c->err, c->err_size, "mix \"%s\", part %d \"%.*s\": ", c->text, part,
-                     (int)where.n, where.p);
-    else
-        n = snprintf(c->err, c->err_size, "mix \"%s\": ", c->text);
+    if (part > 0) {
+        echo(at, sizeof at, where.p, where.n);
+        n = snprintf(c->err, c->err_size, "mix %s, part %d %s: ", mix, part, at);
+    } else {
+        n = snprintf(c->err, c->err_size, "mix %s: ", mix);
+    }
     if (n < 0 || (size_t)n >= c->err_size) return -1;
     va_list ap;
     va_start(ap, fmt);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/data_check.h"
 #include "kernels/knobs.h"
 #include "results/results.h"
 #include "results/faults.h"
@@ -179,7 +180,10 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
 
 /* --- dry run --------------------------------------------------------------------------------- */
 
-static void print_dry_run(const suite_ctx *c, const char *fit_error, const char *plan_error, const suite_pass *pass) {
+/* The dry run's listing; a pass's (pass: NULL for none) goes into it, its check's status in
+ * *checked_pass (-1 to go on). */
+static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_error, const suite_pass *pass,
+                          int *checked_pass) {
     const suite_options *o = c->o;
     const monitor_gpu *g = &c->gpu;
     const char *mode = o->mode ? o->mode->name : SUITE_ALL;
@@ -196,7 +200,7 @@ static void print_dry_run(const suite_ctx *c, const char *fit_error, const char 
         for (int k = 0; k < c->mode_count; k++)
             if (c->modes[k].mode->describe) c->modes[k].mode->describe(c, stdout, root);
         if (plan_error) cJSON_AddStringToObject(root, "plan_error", plan_error);
-        if (pass && pass->describe) pass->describe(c, root);
+        *checked_pass = pass ? pass->check(c, NULL, root) : -1;
         char *text = cJSON_Print(root);
         if (text) printf("%s\n", text);
         free(text);
@@ -233,6 +237,7 @@ static void print_dry_run(const suite_ctx *c, const char *fit_error, const char 
         printf("\n");
         job_free_strv(argv);
     }
+    *checked_pass = pass ? pass->check(c, stdout, NULL) : -1;
 }
 
 /* --- the run --------------------------------------------------------------------------------- */
@@ -348,12 +353,36 @@ static int load_baseline(suite_ctx *c) {
     return rc;
 }
 
+/* Every data set of the mix, once, before anything runs (data/data_check.h): a set that is present
+ * but malformed is bad input here, not synthetic data in the job (--data-if-present means absent
+ * only). Without --data-root only fashion-mnist reads files (its installed copy), which must be there. */
+static int check_inputs(const suite_options *o) {
+    const char *root = o->data_root ? o->data_root : "";
+    char err[2048];
+    for (int i = 0; i < o->mix.count; i++) {
+        const char *data = o->mix.jobs[i].data;
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++) seen = !strcmp(o->mix.jobs[k].data, data);
+        if (seen || (!*root && strcmp(data, "fashion-mnist") != 0)) continue;
+        data_check_status st = data_check(data, root, err, sizeof err);
+        if (st == DATA_CHECK_MALFORMED || (st == DATA_CHECK_ABSENT && !*root)) {
+            fprintf(stderr, "error: job %d (%s): %s\n", i, o->mix.jobs[i].label, err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Footprints, GPU, each mode's plan, fit check, the pass's check, baseline: everything decided
  * before anything runs. Returns -1 to go on, else the exit status. */
 static int prepare(suite_ctx *c, const suite_pass *pass) {
     const suite_options *o = c->o;
     if (select_modes(c) != 0) return EXIT_RUNTIME;
-    if (footprints(c) != 0) return EXIT_USAGE;
+    if (c->mode_count == 0) {
+        fprintf(stderr, "error: --skip %s leaves no mode of --mode all to run\n", o->skip_modes);
+        return EXIT_USAGE;
+    }
+    if (check_inputs(o) != 0 || footprints(c) != 0) return EXIT_USAGE;
     monitor_probe_gpu(o->gpu, &c->gpu);
     const char *plan_error = NULL;
     int dry_status, status = plan_modes(c, &plan_error, &dry_status);
@@ -361,15 +390,15 @@ static int prepare(suite_ctx *c, const suite_pass *pass) {
     char fit[2048];
     int fits, checked = fit_modes(c, fit, sizeof fit, &fits);
     if (o->dry_run) {
-        print_dry_run(c, fits ? NULL : fit, plan_error, pass);
-        int checked_pass = pass ? pass->check(c, o->json ? NULL : stdout) : -1;
+        int checked_pass;
+        print_dry_run(c, fits ? NULL : fit, plan_error, pass, &checked_pass);
         if (dry_status >= 0) {
             if (!o->json) fprintf(stderr, "error: %s\n", plan_error);
             return dry_status;
         }
         return checked_pass >= 0 ? checked_pass : EXIT_OK;
     }
-    if (pass && (status = pass->check(c, NULL)) >= 0) return status;
+    if (pass && (status = pass->check(c, NULL, NULL)) >= 0) return status;
     if (!fits && !o->force) {
         fprintf(stderr, "error: refused: %s\n(--force runs it anyway)\n", fit);
         return EXIT_USAGE;

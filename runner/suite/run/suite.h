@@ -14,11 +14,9 @@
 
 /* A pass over the planned run in place of its mode's execution (the caller's, from above). */
 typedef struct suite_pass {
-    /* after the plans, before anything runs: -1 to go on, else the exit status; out: the dry
-     * run's listing of the pass (NULL: none) */
-    int (*check)(suite_ctx *c, FILE *out);
-    /* the dry run's JSON (--dry-run --json): what the pass adds to it (NULL: nothing) */
-    void (*describe)(const suite_ctx *c, cJSON *root);
+    /* after the plans, before anything runs: -1 to go on, else the exit status; out, json: the
+     * dry run's listing of the pass, as text or into the dry run's JSON object (NULL: none) */
+    int (*check)(suite_ctx *c, FILE *out, cJSON *json);
     /* in the run folder; returns the run's exit status */
     int (*run)(suite_ctx *c);
 } suite_pass;

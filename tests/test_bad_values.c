@@ -1,0 +1,237 @@
+/* Every option of both programs against bad values: empty, below its range (negative, zero),
+ * above it (huge), not a number, not one of its choices, given twice, and each in the "--opt=value"
+ * form. Each must be exit 2 with the option named, and nothing written (no run folder, no file).
+ *
+ * The options come from the programs' own tables, through what the table generates: every name
+ * in each form's --help (train; run_suite with each mode's rows; its --study, --gpus and --slurm
+ * forms), and each row's kind and range from the parser's message for the option given without a
+ * value ("--batch: expected a whole number from 1 to 65536; missing its value"). A new row is
+ * covered without touching this file. Flags (every value valid) are skipped by kind. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "tests/testutil.h"
+
+#define MAX_ARGS 40
+
+typedef struct form {
+    const char *program;             /* train or run_suite */
+    const char *help[4];             /* the words that print this form's --help */
+    const char *before[8];           /* the form's own words (its trigger) */
+    const char *after[12];           /* what makes the rest of a command line valid */
+    int prose;                       /* its --help is laid out by hand and names other forms' options too:
+                                        a name its parser gives no message of the row shape for is not its row */
+} form;
+
+static char out[1 << 17], err[1 << 16], dir[512];
+
+static int run(const form *f, const char *const *words) {
+    char *argv[MAX_ARGS];
+    int n = 0;
+    argv[n++] = (char *)test_binary(f->program);
+    for (int i = 0; f->before[i]; i++) argv[n++] = (char *)f->before[i];
+    for (int i = 0; words[i]; i++) argv[n++] = (char *)words[i];
+    for (int i = 0; f->after[i]; i++) argv[n++] = (char *)f->after[i];
+    argv[n] = NULL;
+    return test_run(argv, out, sizeof out, err, sizeof err);
+}
+
+static int folder_empty(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return 1;
+    struct dirent *e;
+    int entries = 0;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) entries++;
+    closedir(d);
+    return entries == 0;
+}
+
+/* The probes of kind_of may be valid command lines (a --slurm dry run writes its script): what
+ * they wrote is removed before the refusals are checked. */
+static void empty_folder(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return;
+    struct dirent *e;
+    char entry[1024];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(entry, sizeof entry, "%s/%s", path, e->d_name);
+            test_rmtree(entry);
+        }
+    closedir(d);
+}
+
+static void expect_refused(const form *f, const char *option, const char *const *words) {
+    int rc = run(f, words);
+    char line[512] = "";
+    for (int i = 0, n = 0; words[i] && n < (int)sizeof line - 80; i++)
+        n += snprintf(line + n, sizeof line - n, " '%.60s'", words[i]);
+    if (rc != 2 || !strstr(err, option))
+        fail_msg("%s%s:%s: exit %d, expected 2 naming %s; stderr: %.400s", f->program, f->before[0] ? " (form)" : "",
+                 line, rc, option, option, err);
+    if (!folder_empty(dir)) fail_msg("%s:%s: wrote into %s", f->program, line, dir);
+}
+
+typedef enum { KIND_FLAG, KIND_INT, KIND_REAL, KIND_TEXT, KIND_STR, KIND_CHOICE } kind;
+
+/* The row's kind from the parser's message for the option without a value. */
+static kind kind_of(const form *f, const char *option, double *lo, double *hi, int *chars, char *choice,
+                    size_t choice_size) {
+    char eq[128];
+    snprintf(eq, sizeof eq, "%s=x", option);
+    const char *flag_words[] = {eq, NULL};
+    run(f, flag_words);
+    if (strstr(err, "takes no value")) return KIND_FLAG;
+    const char *words[] = {option, NULL};
+    run(f, words);
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%s: expected ", option);
+    const char *m = strstr(err, prefix);
+    if (!m && f->prose) return KIND_FLAG;
+    if (!m) fail_msg("%s %s: no message of the parser's shape: %.300s", f->program, option, err);
+    m += strlen(prefix);
+    if (sscanf(m, "a whole number from %lf to %lf", lo, hi) == 2) return KIND_INT;
+    if (sscanf(m, "a number from %lf to %lf", lo, hi) == 2) return KIND_REAL;
+    if (sscanf(m, "a value of 1 to %d characters", chars) == 1) return KIND_TEXT;
+    if (!strncmp(m, "a value (not empty)", 19)) return KIND_STR;
+    size_t n = strcspn(m, ", ;");
+    snprintf(choice, choice_size, "%.*s", (int)n, m);
+    return KIND_CHOICE;
+}
+
+static void check_option(const form *f, const char *option) {
+    double lo = 0, hi = 0;
+    int chars = 0;
+    char choice[64] = "", below[64], above[64], eq_bad[128], eq_empty[128], valid[64];
+    kind k = kind_of(f, option, &lo, &hi, &chars, choice, sizeof choice);
+    empty_folder(dir);
+    if (k == KIND_FLAG) return;
+    char *long_text = NULL;
+    const char *bad[8] = {""};
+    int n = 1;
+    snprintf(eq_empty, sizeof eq_empty, "%s=", option);
+    switch (k) {
+    case KIND_INT:
+    case KIND_REAL:
+        snprintf(below, sizeof below, "%.17g", lo - 1);      /* negative, or zero where 1 is the least */
+        snprintf(above, sizeof above, "%.17g", hi * 2 + 1);
+        bad[n++] = below, bad[n++] = above, bad[n++] = k == KIND_INT ? "99999999999999999999999" : "1e400";
+        bad[n++] = "abc";
+        snprintf(valid, sizeof valid, "%.17g", lo);
+        break;
+    case KIND_TEXT:
+        long_text = malloc((size_t)chars + 2);
+        memset(long_text, 'x', (size_t)chars + 1);
+        long_text[chars + 1] = 0;
+        bad[n++] = long_text;
+        snprintf(valid, sizeof valid, "x");
+        break;
+    case KIND_CHOICE:
+        bad[n++] = "no-such-choice";
+        snprintf(valid, sizeof valid, "%s", choice);
+        break;
+    default: snprintf(valid, sizeof valid, "x"); break;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *words[] = {option, bad[i], NULL};
+        expect_refused(f, option, words);
+    }
+    snprintf(eq_bad, sizeof eq_bad, "%s=%s", option, bad[n - 1] == long_text ? "" : bad[n - 1]);
+    const char *eq_words[] = {eq_bad, NULL}, *eq_empty_words[] = {eq_empty, NULL};
+    expect_refused(f, option, eq_words);
+    expect_refused(f, option, eq_empty_words);
+    const char *twice[] = {option, valid, option, valid, NULL};
+    expect_refused(f, option, twice);
+    free(long_text);
+}
+
+/* Every "--name" of a form's --help, in order, once each. */
+static int options_of(const form *f, char names[][64], int max) {
+    char *argv[MAX_ARGS];
+    int n = 0, count = 0;
+    argv[n++] = (char *)test_binary(f->program);
+    for (int i = 0; f->help[i]; i++) argv[n++] = (char *)f->help[i];
+    argv[n] = NULL;
+    assert_int_equal(test_run(argv, out, sizeof out, err, sizeof err), 0);
+    for (const char *p = strstr(out, "--"); p && count < max; p = strstr(p + 2, "--")) {
+        if (p > out && (p[-1] == '-' || (p[-1] >= 'a' && p[-1] <= 'z'))) continue;
+        size_t len = 2 + strspn(p + 2, "abcdefghijklmnopqrstuvwxyz0123456789-");
+        if (len <= 2 || len >= 64) continue;
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        if (!strcmp(name, "--help")) continue;
+        int seen = 0;
+        for (int i = 0; i < count && !seen; i++) seen = !strcmp(names[i], name);
+        if (!seen) snprintf(names[count++], 64, "%s", name);
+    }
+    return count;
+}
+
+static void check_form(const form *f, const char *const *skip) {
+    static char names[256][64];
+    int count = options_of(f, names, 256);
+    assert_true(count > 3);
+    for (int i = 0; i < count; i++) {
+        int skipped = 0;
+        for (int s = 0; skip && skip[s] && !skipped; s++) skipped = !strcmp(skip[s], names[i]);
+        if (!skipped) check_option(f, names[i]);
+    }
+}
+
+static int setup(void **state) {
+    test_tmpdir(dir, sizeof dir);
+    return chdir(dir); /* train's relative paths land here too: "nothing written" covers them */
+}
+
+static int teardown(void **state) {
+    test_rmtree(dir);
+    return 0;
+}
+
+static void test_train(void **state) {
+    form f = {"train", {"--help"}, {NULL}, {"--model", "resnet26", "--dry-run", NULL}, 0};
+    check_form(&f, NULL);
+}
+
+static void test_run_suite(void **state) {
+    /* every mode's rows are in the table, whichever --mode is given */
+    form f = {"run_suite", {"--help"}, {NULL},
+              {"--mode", "serial", "--mix", "S", "--dry-run", "--results", dir, "--train", FAKE_TRAIN_PATH,
+               NULL}, 0};
+    /* the other forms' triggers: their own tests below */
+    const char *skip[] = {"--gpus", "--slurm", "--study", NULL};
+    check_form(&f, skip);
+}
+
+static void test_run_suite_forms(void **state) {
+    const char *fake = FAKE_TRAIN_PATH;
+    form study = {"run_suite", {"--study", "small", "--help"}, {"--study", "small", NULL},
+                  {"--dry-run", "--results", dir, "--train", fake, NULL}, 1};
+    const char *study_skip[] = {"--study", NULL};
+    check_form(&study, study_skip);
+    form gpus = {"run_suite", {"--gpus", "0", "--help"}, {"--gpus", "0", NULL},
+                 {"--mode", "serial", "--mix", "S", "--dry-run", "--results", dir, "--train", fake, NULL}, 1};
+    const char *gpus_skip[] = {"--gpus", NULL};
+    check_form(&gpus, gpus_skip);
+    form slurm = {"run_suite", {"--slurm", "--help"}, {"--slurm", NULL},
+                  {"--mode", "serial", "--mix", "S", "--dry-run", "--results", dir, "--train", fake, NULL}, 1};
+    const char *slurm_skip[] = {"--slurm", "--mix", "--mixes", "--study", NULL};
+    check_form(&slurm, slurm_skip);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_train),
+        cmocka_unit_test(test_run_suite),
+        cmocka_unit_test(test_run_suite_forms),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
