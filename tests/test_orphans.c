@@ -3,7 +3,8 @@
  * the environment, which every process it starts inherits: the jobs, the nested run_suite of
  * --study and --gpus, the MPS guardian and daemon, report.py. After `kill -9` of run_suite, no
  * process with the mark may be alive 5 s later; a SIGTERM to --study stops it within seconds with
- * the cells so far recorded and the rest never started. */
+ * the cells so far recorded and the rest never started. spawn.h itself: a failed exec, and a
+ * guardian that acts when its runner dies and never when dismissed. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "runner/suite/jobs/spawn.h"
 #include "tests/testutil.h"
 
 #if !defined(RUN_SUITE_PATH) || !defined(FAKE_TRAIN_PATH) || !defined(NVML_STANDIN_PATH)
@@ -88,6 +91,20 @@ static pid_t start(fixture *f, const char *const *args) {
     return pid;
 }
 
+/* 1 when /proc/<pid>/<file> (NUL-separated: environ, cmdline) holds entry. */
+static int proc_holds(long pid, const char *file, const char *entry) {
+    char path[64], text[1 << 16];
+    snprintf(path, sizeof path, "/proc/%ld/%s", pid, file);
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (n <= 0) return 0;
+    text[n] = 0;
+    for (ssize_t at = 0; at < n; at += (ssize_t)strlen(text + at) + 1)
+        if (strcmp(text + at, entry) == 0) return 1;
+    return 0;
+}
+
 /* Alive (not a zombie) processes holding the mark; with comm, only those of that name, and with
  * arg, only those with that argument. */
 static int count_marked(const fixture *f, const char *comm, const char *arg) {
@@ -95,32 +112,8 @@ static int count_marked(const fixture *f, const char *comm, const char *arg) {
     int alive = 0;
     for (struct dirent *e; d && (e = readdir(d));) {
         long pid = atol(e->d_name);
-        if (pid <= 0) continue;
-        char path[64], text[1 << 16], line[512] = "";
-        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        FILE *st = fopen(path, "r");
-        if (!st) continue;
-        if (!fgets(line, sizeof line, st)) line[0] = 0;
-        fclose(st);
-        const char *after = strrchr(line, ')');
-        if (!after || after[2] == 'Z') continue;
-        if (comm && (strncmp(strchr(line, '(') + 1, comm, strlen(comm)) != 0 ||
-                     strchr(line, '(')[1 + strlen(comm)] != ')'))
-            continue;
-        for (int file = 0; file < 2; file++) { /* environ must hold the mark; cmdline the argument */
-            snprintf(path, sizeof path, "/proc/%ld/%s", pid, file ? "cmdline" : "environ");
-            int fd = open(path, O_RDONLY);
-            ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-            if (fd >= 0) close(fd);
-            int found = 0;
-            for (ssize_t at = 0; n > 0 && at < n && !found; at += (ssize_t)strlen(text + at) + 1) {
-                text[n] = 0;
-                found = strcmp(text + at, file ? (arg ? arg : text + at) : f->mark) == 0;
-            }
-            if (!found) goto next;
-        }
-        alive++;
-    next:;
+        alive += test_process_alive(pid, comm, NULL) && proc_holds(pid, "environ", f->mark) &&
+                 (!arg || proc_holds(pid, "cmdline", arg));
     }
     if (d) closedir(d);
     return alive;
@@ -128,17 +121,8 @@ static int count_marked(const fixture *f, const char *comm, const char *arg) {
 
 static void kill_marked(const fixture *f) {
     DIR *d = opendir("/proc");
-    for (struct dirent *e; d && (e = readdir(d));) {
-        char path[64], text[1 << 16];
-        snprintf(path, sizeof path, "/proc/%ld/environ", atol(e->d_name));
-        int fd = atol(e->d_name) > 0 ? open(path, O_RDONLY) : -1;
-        ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-        if (fd >= 0) close(fd);
-        for (ssize_t at = 0; n > 0 && at < n; at += (ssize_t)strlen(text + at) + 1) {
-            text[n] = 0;
-            if (strcmp(text + at, f->mark) == 0) kill((pid_t)atol(e->d_name), SIGKILL);
-        }
-    }
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (atol(e->d_name) > 0 && proc_holds(atol(e->d_name), "environ", f->mark)) kill((pid_t)atol(e->d_name), SIGKILL);
     if (d) closedir(d);
 }
 
@@ -179,21 +163,25 @@ static void kill_and_expect_nothing_left(fixture *f, pid_t pid) {
     assert_int_equal(left, 0);
 }
 
-static void study_environment(void) {
+
+/* --study small --quick with cells of 1 and 2 jobs (serial alone; naive, mps and mig-emulate at 2)
+ * whose epochs take a minute, once its first cell's job runs. */
+static pid_t start_study(fixture *f) {
     setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
     setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
     setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
     setenv("FAKE_TRAIN", "*:setup_ms=5,epoch_ms=60000", 1);
+    const char *args[] = {"--study", "small", "--quick", "--degrees", "1,2", "--train", FAKE_TRAIN_PATH,
+                          "--results", f->results, NULL};
+    pid_t pid = start(f, args);
+    assert_int_equal(wait_marked(f, "fake_train", "--wait-go", 1, 30.0), 1);
+    return pid;
 }
 
 /* kill -9 of --study: the running cell's run_suite and its jobs go with it. */
 static void test_study_killed(void **state) {
     fixture *f = *state;
-    study_environment();
-    const char *args[] = {"--study", "small", "--quick", "--degrees", "1,2", "--train", FAKE_TRAIN_PATH,
-                          "--results", f->results, NULL};
-    pid_t pid = start(f, args);
-    assert_int_equal(wait_marked(f, "fake_train", "--wait-go", 1, 30.0), 1);
+    pid_t pid = start_study(f);
     assert_true(count_marked(f, "run_suite", NULL) >= 2); /* the study and its cell */
     kill_and_expect_nothing_left(f, pid);
 }
@@ -216,11 +204,7 @@ static cJSON *load_study(const fixture *f) {
  * and no further cell starts. */
 static void test_study_sigterm(void **state) {
     fixture *f = *state;
-    study_environment();
-    const char *args[] = {"--study", "small", "--quick", "--degrees", "1,2", "--train", FAKE_TRAIN_PATH,
-                          "--results", f->results, NULL};
-    pid_t pid = start(f, args);
-    assert_int_equal(wait_marked(f, "fake_train", "--wait-go", 1, 30.0), 1);
+    pid_t pid = start_study(f);
     usleep(300000); /* past "go" */
     kill(pid, SIGTERM);
     assert_int_equal(wait_exit(pid, 5.0), 128 + SIGTERM);
@@ -301,8 +285,57 @@ static void test_report_killed(void **state) {
     setenv("SUITE_REPORT_SCRIPT", f->report_script, 1);
 }
 
+static void touch(void *user) {
+    FILE *f = fopen(user, "w");
+    if (f) fclose(f);
+}
+
+/* spawn.h itself: an exec that fails is its errno; a guardian acts when its runner is gone, never
+ * when dismissed. */
+static void test_spawn_and_guardian(void **state) {
+    fixture *f = *state;
+    char *const missing[] = {"/nonexistent/program", NULL};
+    pid_t pid;
+    assert_int_equal(spawn_child(&pid, missing, NULL, -1, -1, -1, SIGKILL), ENOENT);
+
+    char acted[700], dismissed[700];
+    snprintf(acted, sizeof acted, "%s/acted", f->dir);
+    snprintf(dismissed, sizeof dismissed, "%s/dismissed", f->dir);
+    spawn_guardian g;
+    assert_int_equal(spawn_guardian_start(&g, touch, dismissed), 0);
+    assert_true(g.pid > 0);
+    spawn_guardian_dismiss(&g);
+    assert_int_equal(g.pid, 0);
+    spawn_guardian_dismiss(&g); /* idempotent */
+
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t runner = fork();
+    if (runner == 0) {
+        spawn_guardian mine;
+        if (spawn_guardian_start(&mine, touch, acted) != 0) _exit(1);
+        ssize_t w = write(ready[1], "x", 1);
+        (void)w;
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    char byte;
+    assert_int_equal(read(ready[0], &byte, 1), 1);
+    close(ready[0]);
+    struct stat st;
+    usleep(200000);
+    assert_int_not_equal(stat(acted, &st), 0); /* its runner still runs */
+    kill(runner, SIGKILL);
+    waitpid(runner, NULL, 0);
+    for (int i = 0; i < 100 && stat(acted, &st) != 0; i++) usleep(50000);
+    assert_int_equal(stat(acted, &st), 0);
+    assert_int_not_equal(stat(dismissed, &st), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_spawn_and_guardian, setup, teardown),
         cmocka_unit_test_setup_teardown(test_study_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_study_sigterm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpus_killed, setup, teardown),
