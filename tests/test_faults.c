@@ -280,16 +280,7 @@ static int count_alive(const char *record_dir) {
     int alive = 0;
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        long pid = atol(e->d_name);
-        if (pid <= 0) continue;
-        char stat_path[64], line[256] = "";
-        snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
-        FILE *f = fopen(stat_path, "r");
-        if (!f) continue;
-        if (!fgets(line, sizeof line, f)) line[0] = 0;
-        fclose(f);
-        const char *p = strrchr(line, ')');
-        alive += p && p[2] != 'Z';
+        alive += test_process_alive(atol(e->d_name), NULL, NULL);
     }
     if (d) closedir(d);
     return alive;
@@ -323,8 +314,8 @@ static void test_runner_killed_leaves_no_job(void **state) {
     test_rmtree(dir);
 }
 
-/* The daemon of a runner killed with SIGKILL is found and stopped by the next one, which says so;
- * a live runner's daemon is left alone. */
+/* The daemon of a runner killed with SIGKILL together with its guardian is found and stopped by
+ * the next one, which says so; a live runner's daemon is left alone. */
 static void test_stale_daemon_stopped(void **state) {
     char dir[256], bin[300], err[512], state_dir[300], pipe_dir[PATH_MAX];
     test_tmpdir(dir, sizeof dir);
@@ -342,20 +333,25 @@ static void test_stale_daemon_stopped(void **state) {
         snprintf(run_dir, sizeof run_dir, "%s/run", dir);
         mkdir(run_dir, 0755);
         if (mps_start(&d, run_dir, "", err, sizeof err) != 0) _exit(1);
-        ssize_t w = write(ready[1], d.pipe_dir, strlen(d.pipe_dir) + 1);
+        ssize_t w = write(ready[1], &d.guardian.pid, sizeof d.guardian.pid);
+        w = write(ready[1], d.pipe_dir, strlen(d.pipe_dir) + 1);
         (void)w;
         pause();
         _exit(0);
     }
     close(ready[1]);
+    pid_t guardian = 0;
+    assert_int_equal(read(ready[0], &guardian, sizeof guardian), (ssize_t)sizeof guardian);
     ssize_t n = read(ready[0], pipe_dir, sizeof pipe_dir);
     close(ready[0]);
     assert_true(n > 0);
+    assert_true(guardian > 0);
     assert_true(mps_daemon_running(pipe_dir));
     FILE *msg = tmpfile(); /* what mps_stop_stale tells the user, read back below */
     assert_non_null(msg);
     assert_int_equal(mps_stop_stale(msg), 0); /* its owner still runs */
     assert_true(mps_daemon_running(pipe_dir));
+    kill(guardian, SIGKILL); /* first: it would quit the daemon once the runner is gone */
     kill(runner, SIGKILL);
     waitpid(runner, NULL, 0);
     assert_int_equal(mps_stop_stale(msg), 1);

@@ -495,8 +495,22 @@ static void test_results_unwritable(void **state) {
     assert_null(strstr(f->err, "started (pid"));
 }
 
-/* kill -9 of run_suite: its jobs die with it, its MPS daemon stays until the next run_suite, which
- * stops it and says so. */
+/* The guardian that run_suite forked for its MPS daemon (named suite-guardian), or 0. */
+static pid_t guardian_of(pid_t runner) {
+    pid_t found = 0;
+    DIR *d = opendir("/proc");
+    for (struct dirent *e; d && (e = readdir(d)) && !found;) {
+        long ppid = 0;
+        if (test_process_alive(atol(e->d_name), "suite-guardian", &ppid) && ppid == runner)
+            found = (pid_t)atol(e->d_name);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* kill -9 of run_suite and of its daemon's guardian: its jobs die with it, its MPS daemon stays
+ * until the next run_suite, which stops it and says so. (Its guardian alone would have stopped it:
+ * tests/test_orphans.c.) */
 static void test_killed_runner_cleaned_up_next_time(void **state) {
     fixture *f = *state;
     char state_dir[600], record[600];
@@ -517,6 +531,9 @@ static void test_killed_runner_cleaned_up_next_time(void **state) {
     }
     assert_int_equal(recorded, 3);
     usleep(300000);
+    pid_t guardian = guardian_of(pid);
+    assert_true(guardian > 0);
+    kill(guardian, SIGKILL); /* first: it would quit the daemon once run_suite is gone */
     kill(pid, SIGKILL);
     finish(f, pid);
     usleep(500000);

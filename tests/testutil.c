@@ -132,6 +132,20 @@ void test_fake_mps_on_path(const char *dir, const char *fake_train, char *bin, s
     setenv("PATH", path, 1);
 }
 
+int test_process_alive(long pid, const char *comm, long *ppid) {
+    char path[64], line[512] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    if (!f) return 0;
+    if (!fgets(line, sizeof line, f)) line[0] = 0;
+    fclose(f);
+    const char *name = strchr(line, '('), *after = strrchr(line, ')'); /* "pid (comm) S ppid ..." */
+    if (!name || !after || after[1] != ' ' || after[2] == 'Z') return 0;
+    if (comm && ((size_t)(after - name - 1) != strlen(comm) || strncmp(name + 1, comm, strlen(comm)) != 0)) return 0;
+    if (ppid && sscanf(after + 2, "%*c %ld", ppid) != 1) *ppid = 0;
+    return 1;
+}
+
 extern char **environ;
 
 int test_run(char *const argv[], char *out, size_t out_size, char *err, size_t err_size) {

@@ -35,6 +35,10 @@ void test_rmtree(const char *path);
  * first on PATH; the caller restores PATH if later tests need the old one. */
 void test_fake_mps_on_path(const char *dir, const char *fake_train, char *bin, size_t size);
 
+/* 1 when process pid exists and is not a zombie (gone, or exited and not yet reaped: 0); with comm,
+ * also only when its name (/proc/<pid>/stat) is comm; ppid, when non-NULL, gets its parent. */
+int test_process_alive(long pid, const char *comm, long *ppid);
+
 /* Runs a program (argv[0] is its path; no shell) and collects its stdout and stderr (truncated to
  * the buffers). Returns its exit status, 128+signal when killed, or -1 when it could not start. */
 int test_run(char *const argv[], char *out, size_t out_size, char *err, size_t err_size);

@@ -204,7 +204,7 @@ static int run_control(const mps_daemon *d, const char *stdin_text, char *out, s
     mps_control_argv(d, stdin_text == NULL, argv);
     char program[PATH_MAX];
     int status = -1;
-    if (jobs_find_program(argv[0], program, sizeof program) != 0) { /* posix_spawn needs a path */
+    if (jobs_find_program(argv[0], program, sizeof program) != 0) { /* exec needs a path */
         job_free_strv(envp);
         return -1;
     }
@@ -376,6 +376,16 @@ int mps_pipe_dir_fits(const char *pipe_dir) {
     return strlen(pipe_dir) + sizeof "/control_privileged" < sizeof probe.sun_path;
 }
 
+/* The guardian's task, in its own copy of d made at the fork: the daemon started after it. */
+static void quit_orphaned_daemon(void *user) {
+    mps_daemon *d = user;
+    char err[PATH_MAX + 128];
+    d->owned = 1;
+    int rc = mps_stop(d, err, sizeof err);
+    fprintf(stderr, "note: run_suite is gone without stopping its MPS control daemon; its guardian stopped it "
+            "(pipe folder %s)%s%s\n", d->pipe_dir, rc ? ": " : "", rc ? err : "");
+}
+
 int mps_start(mps_daemon *d, const char *run_dir, const char *visible, char *err, size_t err_size) {
     if (!d->program[0]) snprintf(d->program, sizeof d->program, "%s", MPS_CONTROL_PROGRAM);
     snprintf(d->visible, sizeof d->visible, "%s", visible ? visible : "");
@@ -395,12 +405,18 @@ int mps_start(mps_daemon *d, const char *run_dir, const char *visible, char *err
     }
     d->pipe_dir_made = 1;
     record_owner(d);
+    /* Forked before the daemon, so no moment has a daemon without its guardian. Without one, the
+     * next run_suite still stops what a killed one left (mps_stop_stale). */
+    if (spawn_guardian_start(&d->guardian, quit_orphaned_daemon, d) != 0)
+        fprintf(stderr, "warning: no guardian for the MPS daemon (%s): a run_suite killed with SIGKILL would "
+                "leave it until the next run_suite starts\n", strerror(errno));
     char out[1024];
     int st = run_control(d, NULL, out, sizeof out);
     if (st == -1 || st == -2 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         if (st == -1) snprintf(err, err_size, "cannot run %s: %s (is the NVIDIA driver's MPS installed?)",
                                d->program, strerror(errno));
         else snprintf(err, err_size, "%s -d did not start (status %d)", d->program, st);
+        spawn_guardian_dismiss(&d->guardian);
         forget_owner(d);
         remove_dir_entries(d->pipe_dir);
         rmdir(d->pipe_dir);
@@ -468,5 +484,6 @@ int mps_stop(mps_daemon *d, char *err, size_t err_size) {
         d->pipe_dir_made = 0;
     }
     forget_owner(d);
+    spawn_guardian_dismiss(&d->guardian);
     return rc;
 }

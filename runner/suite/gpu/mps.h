@@ -1,7 +1,8 @@
 /* The runner's own MPS control daemon: started with private pipe and log folders (mode 0700) so
  * it never mixes with another user's or another run's daemon, its clients (the jobs) inherit
  * those folders plus their own SM share and memory limit, and it is stopped with "quit" written
- * to nvidia-cuda-mps-control's stdin at the end of the run, whatever ended the run. The argv and
+ * to nvidia-cuda-mps-control's stdin at the end of the run, whatever ended the run: a run_suite
+ * killed with SIGKILL leaves its guardian (spawn.h), which sends the quit. The argv and
  * environment builders are pure so they are tested without a GPU. */
 #ifndef SUITE_MPS_H
 #define SUITE_MPS_H
@@ -11,6 +12,7 @@
 #include <stdio.h>
 
 #include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/spawn.h"
 
 #define MPS_DEFAULT_PIPE_DIR "/tmp/nvidia-mps"
 #define MPS_CONTROL_PROGRAM "nvidia-cuda-mps-control"
@@ -24,6 +26,7 @@ typedef struct mps_daemon {
     int started;               /* this run started it (stays set after mps_stop) */
     int pipe_dir_made;         /* this run made pipe_dir: mps_stop removes it */
     char record[PATH_MAX];     /* this run's entry for it in the runner's state folder, or "" */
+    spawn_guardian guardian;   /* stops it if this run_suite dies before mps_stop (pid 0: none) */
 } mps_daemon;
 
 /* {program, "-d", NULL} to start the daemon, {program, NULL} to send it commands on stdin. */
@@ -54,14 +57,17 @@ const char *mps_default_pipe_dir(void);
 
 /* Starts a private daemon: folders under run_dir (the pipe folder moves to /tmp when the run
  * folder's path is too long for a socket name). visible: the daemon's CUDA_VISIBLE_DEVICES or
- * "". Returns 0, or -1 with a message (nothing left running). */
+ * "". Its guardian is forked first: when this run_suite is gone without mps_stop, it quits the
+ * daemon as mps_stop does, says so on stderr, and exits. Returns 0, or -1 with a message (nothing
+ * left running). */
 int mps_start(mps_daemon *d, const char *run_dir, const char *visible, char *err, size_t err_size);
 /* Uses a daemon someone else started (--mps-pipe DIR); never stopped by this run. */
 int mps_attach(mps_daemon *d, const char *pipe_dir, char *err, size_t err_size);
-/* Quits an owned daemon and waits for it to go; kills it if "quit" does not work. Idempotent. */
+/* Quits an owned daemon and waits for it to go; kills it if "quit" does not work; then dismisses
+ * its guardian. Idempotent. */
 int mps_stop(mps_daemon *d, char *err, size_t err_size);
 
-/* A daemon must not outlive its run, even one killed with SIGKILL. Before it starts, its pipe
+/* A daemon must not outlive its run, even one whose guardian was killed too. Before it starts, its pipe
  * folder gets MPS_OWNER_FILE ("<pid> <start time>" of this run_suite) and the runner's state
  * folder (mps_state_dir) an entry naming the pipe and log folders; mps_stop removes both.
  * mps_stop_stale, at the next run_suite's start, quits every recorded daemon whose owner is gone

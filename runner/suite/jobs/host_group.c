@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "kernels/knobs.h"
+#include "runner/suite/jobs/spawn.h"
 
 void host_group_program(const char *train_path, char *out, size_t size) {
     const char *own = knob_text(KNOB_JOB_HOST);
@@ -284,7 +285,7 @@ group_result host_group_run(job_record *jobs, int count, char **argv, const char
     pid_t pid = -1;
     int rc = pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(er, O_CLOEXEC) ? errno : 0;
     if (!rc && jobs_stop_signal()) rc = EINTR;
-    if (!rc) rc = jobs_spawn(&pid, argv, jobs[0].envp, in[0], out[1], er[1]);
+    if (!rc) rc = spawn_child(&pid, argv, jobs[0].envp, in[0], out[1], er[1], SIGKILL);
     int fds[3] = {in[0], out[1], er[1]};
     for (int k = 0; k < 3; k++)
         if (fds[k] >= 0) close(fds[k]);

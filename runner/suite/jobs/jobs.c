@@ -1,20 +1,18 @@
 /* Job processes (see jobs.h; their event protocol is in job_events.c). One poll() loop serves every pipe of a
  * group plus the self-pipe of the stop signals, so nothing blocks on a single job and no work
- * happens in a signal handler. Children are forked and exec'd (not posix_spawn'd) so that each
- * asks, between the two, to be killed when the runner dies: a `kill -9` of run_suite leaves no
- * job behind. */
+ * happens in a signal handler. Children are started by spawn.h, so each is killed when the runner
+ * dies: a `kill -9` of run_suite leaves no job behind. */
 #define _GNU_SOURCE
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/jobs/progress.h"
+#include "runner/suite/jobs/spawn.h"
 #include "runner/suite/plan/mix.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -261,65 +259,6 @@ static void notify(const jobs_settings *s, const job_record *job, const char *ph
     if (s->observer.on_phase) s->observer.on_phase(s->observer.user, job, phase, t);
 }
 
-/* fork + exec: between the two the child asks for SIGKILL when the runner dies (a kill -9 of
- * run_suite must leave no job running), joins a group of its own (stopped as a whole, not by the
- * terminal) and gets default signal handling; only async-signal-safe calls run there. An exec
- * failure comes back as errno through a close-on-exec pipe. */
-int jobs_spawn(pid_t *pid, char *const argv[], char *const envp[], int in_fd, int out_fd,
-                       int err_fd) {
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) != 0) return errno;
-    pid_t parent = getpid();
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old); /* no handler of ours may run in the child */
-    pid_t child = fork();
-    if (child == 0) {
-        int reset[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD};
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) sigaction(reset[i], &dfl, NULL);
-        int e = 0;
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) e = errno;
-        if (!e && getppid() != parent) e = ESRCH; /* the runner died before the request */
-        if (!e && setpgid(0, 0) != 0) e = errno;
-        if (!e && in_fd < 0) {
-            int null = open("/dev/null", O_RDONLY);
-            if (null < 0 || dup2(null, 0) < 0) e = errno;
-        } else if (!e && dup2(in_fd, 0) < 0) {
-            e = errno;
-        }
-        if (!e && out_fd >= 0 && dup2(out_fd, 1) < 0) e = errno;
-        if (!e && err_fd >= 0 && dup2(err_fd, 2) < 0) e = errno;
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        if (!e) execve(argv[0], argv, envp);
-        if (!e) e = errno;
-        ssize_t ignored = write(report[1], &e, sizeof e);
-        (void)ignored;
-        _exit(127);
-    }
-    int rc = child < 0 ? errno : 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    close(report[1]);
-    if (child > 0) {
-        int e = 0;
-        ssize_t n;
-        do n = read(report[0], &e, sizeof e);
-        while (n < 0 && errno == EINTR);
-        if (n == (ssize_t)sizeof e) { /* exec failed: reap it, report why */
-            while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
-            rc = e;
-        } else {
-            *pid = child;
-        }
-    }
-    close(report[0]);
-    return rc;
-}
-
 static int start_job(job_record *job, const jobs_settings *s) {
     job_process *p = job->proc;
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
@@ -330,7 +269,7 @@ static int start_job(job_record *job, const jobs_settings *s) {
         fprintf(stderr, "warning: cannot write the log %s: %s\n", job->log_path, strerror(errno));
     int rc = 0;
     if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(er, O_CLOEXEC)) rc = errno;
-    if (!rc) rc = jobs_spawn(&p->pid, job->argv, job->envp, in[0], out[1], er[1]);
+    if (!rc) rc = spawn_child(&p->pid, job->argv, job->envp, in[0], out[1], er[1], SIGKILL);
     close_fd(&in[0]);
     close_fd(&out[1]);
     close_fd(&er[1]);
@@ -601,7 +540,7 @@ int jobs_run_capture(char *const argv[], char *const envp[], const char *stdin_t
         return -1;
     }
     pid_t pid;
-    int rc = jobs_spawn(&pid, argv, envp ? envp : environ, in[0], pipe_out[1], -1);
+    int rc = spawn_child(&pid, argv, envp ? envp : environ, in[0], pipe_out[1], -1, SIGKILL);
     close_fd(&in[0]);
     close_fd(&pipe_out[1]);
     if (rc) {
@@ -652,6 +591,25 @@ int jobs_run_capture(char *const argv[], char *const envp[], const char *stdin_t
     close_fd(&pipe_out[0]);
     if (out_size) out[len] = 0;
     return timed_out ? -2 : status;
+}
+
+int jobs_wait_child(pid_t pid) {
+    jobs_install_stop_signals(); /* SIGCHLD and the stop signals wake the poll below */
+    int passed_on = stop_count;  /* a stop before it started is the caller's to act on */
+    for (;;) {
+        if (stop_count != passed_on && stop_signo) {
+            kill(pid, stop_signo);
+            passed_on = stop_count;
+        }
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return st;
+        if (r < 0 && errno != EINTR) return -1;
+        struct pollfd p = {stop_pipe[0], POLLIN, 0};
+        poll(&p, 1, 200);
+        char sink[64];
+        while (read(stop_pipe[0], sink, sizeof sink) > 0) {}
+    }
 }
 
 int job_query_footprint(const char *train_path, const job_spec *spec, const char *data_root,

@@ -1,6 +1,6 @@
-/* One `train` process per job. This module starts them (posix_spawn, argv only, never a shell,
- * each with its own environment and process group so a terminal's Ctrl-C reaches only the
- * runner, which then stops them in order), reads their JSON-lines events over a pipe, copies
+/* One `train` process per job. This module starts them (spawn.h: argv only, never a shell, each
+ * with its own environment and process group so a terminal's Ctrl-C reaches only the runner,
+ * which then stops them in order, and killed when the runner dies), reads their JSON-lines events over a pipe, copies
  * their stdout and stderr into a per-job log, runs the start barrier (wait for every job's
  * "ready", then write "go" to all at once, so the timed work really overlaps) and stops them
  * (SIGTERM, then SIGKILL after a grace period). Modes, monitor and results only see the
@@ -143,14 +143,16 @@ double jobs_monotonic(void);
 /* The program `name` as a shell would find it: as given when it holds a '/', else the first
  * executable in $PATH. 0 with its path in out, or -1 (errno ENOENT) when there is none. */
 int jobs_find_program(const char *name, char *out, size_t size);
-/* posix_spawn of argv with envp, stdin/stdout/stderr from the given fds (-1: /dev/null for stdin,
- * inherited for the others), default signal handling and a process group of its own. 0 or errno. */
-int jobs_spawn(pid_t *pid, char *const argv[], char *const envp[], int in_fd, int out_fd, int err_fd);
 /* Runs argv to completion with stdin from /dev/null (or the given text), collecting stdout
  * (up to out_size-1 bytes, NUL-terminated); stderr is passed through. Used for `train --dry-run`
  * and the MPS control program. Returns the wait status, or -1 with errno on spawn failure or
  * -2 on timeout (the process is killed). */
 int jobs_run_capture(char *const argv[], char *const envp[], const char *stdin_text,
                      char *out, size_t out_size, double timeout_s);
+/* Waits for a child of spawn_child (a nested run_suite, report.py) and returns its wait status, or
+ * -1 with errno. Each stop signal run_suite gets meanwhile is passed on to it at once (in its own
+ * process group, it hears no terminal), so it stops now, as it would have on its own; a second
+ * one, without grace. */
+int jobs_wait_child(pid_t pid);
 
 #endif

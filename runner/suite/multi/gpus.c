@@ -8,7 +8,6 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "results/results.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/spawn.h"
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/modes/mode.h"
 #include "runner/suite/gpu/monitor.h"
@@ -258,15 +258,16 @@ static void merge(const char *run_dir, const placement *p, const placement_gpu *
     cJSON_Delete(root);
 }
 
-/* A stop signal for the whole run is passed on to every GPU's run_suite, which stops its jobs
- * and writes what it measured; this one then merges as usual. */
+/* A stop signal for the whole run (Ctrl-C included: each GPU's run_suite is in a process group of
+ * its own) is passed on at once to every GPU's run_suite, which stops its jobs and writes what it
+ * measured; this one then merges as usual. */
 static pid_t running[PLACEMENT_MAX_GPUS];
 static volatile sig_atomic_t stop_signal;
 
 static void pass_on(int signo) {
     stop_signal = signo;
     for (int g = 0; g < PLACEMENT_MAX_GPUS; g++)
-        if (running[g] > 0 && signo != SIGINT) kill(running[g], signo); /* Ctrl-C reaches them itself */
+        if (running[g] > 0) kill(running[g], signo);
 }
 
 int gpus_main(int argc, char *const argv[]) {
@@ -350,15 +351,22 @@ int gpus_main(int argc, char *const argv[]) {
     if (results_write_json(run_dir, "placement.json", plan, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
     cJSON_Delete(plan);
 
-    /* Every GPU's run_suite at once; each stops its own jobs and daemon on Ctrl-C (same
-     * process group as this one) or on the SIGTERM passed on below. */
+    /* Every GPU's run_suite at once; each stops its own jobs and daemon on the signal passed on
+     * (pass_on), or on the SIGTERM it gets when this one dies. */
     pid_t *pids = running;
     int status[PLACEMENT_MAX_GPUS] = {0}, worst = 0;
     struct sigaction sa = {.sa_handler = pass_on};
+    sigset_t stops, unblocked;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL), sigaction(SIGTERM, &sa, NULL), sigaction(SIGHUP, &sa, NULL);
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM), sigaddset(&stops, SIGHUP);
     for (int g = 0; g < count; g++) {
         if (!mixes[g][0]) continue;
+        if (stop_signal) { /* stopped before this GPU's run began */
+            status[g] = 128 + stop_signal;
+            continue;
+        }
         char dir[PATH_MAX + 32];
         snprintf(dir, sizeof dir, "%s/gpu-%d", run_dir, index[g]);
         if (results_make_dirs(dir, err, sizeof err) != 0) {
@@ -369,7 +377,9 @@ int gpus_main(int argc, char *const argv[]) {
         const char *child[GPUS_MAX_ARGS];
         char gpu_text[16];
         child_argv(child, self, rest, index[g], gpu_text, sizeof gpu_text, mixes[g], dir);
-        int rc = posix_spawn(&pids[g], self, NULL, NULL, (char *const *)child, environ);
+        sigprocmask(SIG_BLOCK, &stops, &unblocked); /* a stop now waits until pids[g] is known */
+        int rc = spawn_child(&pids[g], (char *const *)child, environ, -1, -1, -1, SIGTERM);
+        sigprocmask(SIG_SETMASK, &unblocked, NULL);
         if (rc != 0) {
             fprintf(stderr, "error: cannot start the run_suite of GPU %d: %s\n", index[g], strerror(rc));
             status[g] = worst = 1;

@@ -5,7 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <spawn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +19,7 @@
 #include "results/results.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/spawn.h"
 #include "runner/suite/gpu/mig.h"
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/gpu/nvml.h"
@@ -306,19 +307,17 @@ static int find_run_dir(const char *base, char *out, size_t size) {
     return found == 1 ? 0 : -1;
 }
 
-/* Runs argv with this terminal (live progress) and waits; Ctrl-C reaches the child, which stops
- * its jobs and writes its results, and the study stops after it. */
+/* Runs argv with this terminal (live progress) and waits. A stop signal is passed on at once: the
+ * child stops its jobs and writes what they measured, and the study stops after it. A study that
+ * dies any other way takes it along (SIGTERM on the study's death: the same stop). */
 static int run_child(char *const *argv) {
     pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+    int rc = spawn_child(&pid, argv, environ, -1, -1, -1, SIGTERM);
     if (rc != 0) {
         fprintf(stderr, "run_suite --study: cannot start %s: %s\n", argv[0], strerror(rc));
         return -1;
     }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return -1;
-    return st;
+    return jobs_wait_child(pid);
 }
 
 static const char *status_of(int st) {
@@ -401,7 +400,7 @@ int study_main(int argc, char **argv) {
     if (!cells) return RUN_FAILED;
     int count = study_cells(o.set, o.quick, o.degrees, with_mig, cells, STUDY_MAX_CELLS);
     if (count > STUDY_MAX_CELLS) count = STUDY_MAX_CELLS;
-    jobs_install_stop_signals(); /* Ctrl-C: the running cell stops itself; the study then ends */
+    jobs_install_stop_signals(); /* Ctrl-C: passed on to the running cell; the study then ends */
 
     char dir[PATH_MAX], id[256], err[1024], started[32], reason[2048];
     if (!o.dry_run && results_make_run_dir(o.results, "study", o.set, dir, sizeof dir, id, sizeof id,
@@ -431,7 +430,15 @@ int study_main(int argc, char **argv) {
     for (int i = 0; i < count && !stopped; i++) {
         study_cell *c = &cells[i];
         cJSON *cj = cJSON_GetArrayItem(list, i);
+        if (jobs_stop_signal()) { /* the cells not started stay "planned" */
+            stopped = 1;
+            break;
+        }
         int fits = cell_fits(self, &o, c, reason, sizeof reason);
+        if (jobs_stop_signal()) {
+            stopped = 1;
+            break;
+        }
         if (o.dry_run) {
             printf("%-18s %-12s x%-3d %-60s %s%s\n", c->workload, c->mode, c->degree, c->mix,
                    fits > 0 ? "fits" : fits == 0 ? "does not fit: " : "check failed: ", fits > 0 ? "" : reason);
@@ -478,7 +485,7 @@ int study_main(int argc, char **argv) {
         printf("%d runs (%s%s); real MIG is checked when the study runs\n", count, o.set, o.quick ? ", quick" : "");
         cJSON_Delete(root);
         free(cells);
-        return RUN_OK;
+        return stopped ? 128 + jobs_stop_signal() : RUN_OK;
     }
     char finished[32];
     iso_now(finished, sizeof finished);

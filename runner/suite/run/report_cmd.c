@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <spawn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "kernels/knobs.h"
+#include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/spawn.h"
 
 #ifndef SUITE_SOURCE_DIR
 #error "SUITE_SOURCE_DIR (the source tree, for results/report.py) is set by CMakeLists.txt"
@@ -20,21 +22,27 @@
 
 extern char **environ;
 
+/* Starts python (a name looked up in PATH, or a path) with argv[1..]; 0 with *pid, or an errno. */
+static int start_python(const char *python, char **argv, int out_fd, int err_fd, pid_t *pid) {
+    char path[PATH_MAX];
+    if (jobs_find_program(python, path, sizeof path) != 0) return errno;
+    argv[0] = path;
+    int rc = spawn_child(pid, argv, environ, -1, out_fd, err_fd, SIGKILL);
+    argv[0] = (char *)python;
+    return rc;
+}
+
 /* 0 when `python -c "import matplotlib"` succeeds. */
 static int has_matplotlib(const char *python) {
-    char *const argv[] = {(char *)python, "-c", "import matplotlib", NULL};
-    posix_spawn_file_actions_t quiet;
-    if (posix_spawn_file_actions_init(&quiet) != 0) return -1;
-    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
+    char *argv[] = {(char *)python, "-c", "import matplotlib", NULL};
+    int quiet = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (quiet < 0) return -1;
     pid_t pid;
-    int rc = posix_spawnp(&pid, python, &quiet, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&quiet);
+    int rc = start_python(python, argv, quiet, quiet, &pid);
+    close(quiet);
     if (rc != 0) return -1;
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    int st = jobs_wait_child(pid);
+    return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 /* SUITE_PYTHON, else the first of the PATH's python3 and Debian's /usr/bin/python3 (where
@@ -64,17 +72,15 @@ int report_run(char *const *args, int count) {
     argv[1] = (char *)script;
     for (int i = 0; i < count; i++) argv[i + 2] = args[i];
     pid_t pid;
-    int rc = posix_spawnp(&pid, python, NULL, NULL, argv, environ);
+    int rc = start_python(python, argv, -1, -1, &pid);
     free(argv);
     if (rc != 0) {
         fprintf(stderr, "run_suite report: cannot start %s: %s (install python3 and "
                 "python3-matplotlib, or set %s)\n", python, strerror(rc), knob_name(KNOB_PYTHON));
         return 1;
     }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return 1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    int st = jobs_wait_child(pid); /* a stop signal is passed on; a kill -9 of ours takes it along */
+    return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
 int report_main(int argc, char **argv) {

@@ -1,5 +1,6 @@
 /* `run_suite report RUN_DIR... [-o report.html]`: the report generator (results/report.py, Python
- * with matplotlib) started without a shell. The interpreter is $SUITE_PYTHON, else the system's
+ * with matplotlib) started without a shell; it
+ * dies with run_suite, and a stop signal run_suite gets is passed on to it. The interpreter is $SUITE_PYTHON, else the system's
  * /usr/bin/python3 (where Debian's python3-matplotlib installs), else python3 on PATH; the script
  * is $SUITE_REPORT_SCRIPT, else results/report.py of the source tree run_suite was built from. */
 #ifndef SUITE_REPORT_CMD_H
