@@ -23,17 +23,6 @@
 
 static char out[1 << 20], err[1 << 20];
 
-/* "N,N": two equal partitions holding as many of the device's groups as they can (the H100 splits
- * its 132 SMs into 15 groups of 8, so 56,56). */
-static const char *two_partitions(void) {
-    static char text[32];
-    char e[512];
-    int device_sms, unit, groups;
-    assert_int_equal(context_sm_granularity(0, &device_sms, &unit, &groups, e, sizeof e), 0);
-    snprintf(text, sizeof text, "%d,%d", unit * (groups / 2), unit * (groups / 2));
-    return text;
-}
-
 /* Distinct SMs the stream's blocks ran on; marks them in seen (256 entries). */
 static int sms_used(cudaStream_t stream, unsigned char *seen) {
     int *d, h[BLOCKS];
@@ -135,7 +124,7 @@ static void test_same_losses_as_alone(void **state) {
         int n = losses_of(out, j, host[j]);
         compare(j ? "streams, job 1" : "streams, job 0", alone[j], n_alone[j], host[j], n);
     }
-    rc = test_run_binary("job_host", out, sizeof out, err, sizeof err, "--green", two_partitions(), "--job", JOB_ARGS("7"),
+    rc = test_run_binary("job_host", out, sizeof out, err, sizeof err, "--green", test_two_green_partitions(), "--job", JOB_ARGS("7"),
                          "--job", JOB_ARGS("9"), NULL);
     if (rc != 0) fprintf(stderr, "%s\n", err);
     assert_int_equal(rc, 0);
@@ -184,7 +173,7 @@ static void fault_case(const char *green) {
 
 static void test_fault_is_reported(void **state) {
     fault_case(NULL);
-    fault_case(two_partitions());
+    fault_case(test_two_green_partitions());
 }
 
 int main(void) {

@@ -15,22 +15,11 @@
 
 #include <cmocka.h>
 
-#include "models/core/context.h"
 #include "tests/testutil.h"
 
 #define ROUNDS 3
 
 static char out[1 << 20], err[1 << 20];
-
-/* "N,N": two equal partitions holding as many of the device's SM groups as they can. */
-static const char *two_partitions(void) {
-    static char text[32];
-    char e[512];
-    int device_sms, unit, groups;
-    assert_int_equal(context_sm_granularity(0, &device_sms, &unit, &groups, e, sizeof e), 0);
-    snprintf(text, sizeof text, "%d,%d", unit * (groups / 2), unit * (groups / 2));
-    return text;
-}
 
 /* Runs two S-shaped jobs (resnet26, 32x32, batch 128) in one job_host, on streams or in green
  * partitions, with SUITE_WGRAD_LANE and CUDA_DEVICE_MAX_CONNECTIONS as given (NULL: unset).
@@ -85,11 +74,11 @@ static void test_setup_event_says_where_the_lane_is(void **state) {
     expect_lane("streams, 32 work queues", 1, 1, NULL);
     run_pair(NULL, NULL, "2", 10);
     expect_lane("streams, 2 work queues", 1, 0, "hardware work queues");
-    run_pair(two_partitions(), NULL, NULL, 10);
+    run_pair(test_two_green_partitions(), NULL, NULL, 10);
     expect_lane("green", 1, 0, "green-context partition");
     run_pair(NULL, "0", NULL, 10);
     expect_lane("streams, SUITE_WGRAD_LANE=0", 0, 0, NULL);
-    run_pair(two_partitions(), "force", "2", 10);
+    run_pair(test_two_green_partitions(), "force", "2", 10);
     expect_lane("green, 2 work queues, forced", 1, 1, NULL);
 }
 
@@ -114,7 +103,7 @@ static double lane_ratio(const char *how, const char *green, const char *lane, c
 
 static void test_lane_costs_at_most_5_percent_where_in_effect(void **state) {
     /* the collapse the lane caused before jobs left it off: printed, for the record */
-    lane_ratio("green, 2 work queues, lane forced on", two_partitions(), "force", "2", 1);
+    lane_ratio("green, 2 work queues, lane forced on", test_two_green_partitions(), "force", "2", 1);
     /* where it is in effect it must not cost (where it is left off, the setup test shows it off) */
     assert_true(lane_ratio("streams, 32 work queues", NULL, NULL, NULL, ROUNDS) >= 0.95);
 }

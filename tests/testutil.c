@@ -18,6 +18,7 @@
 
 #include "data/dataset.h"
 #include "kernels/check.h"
+#include "models/core/context.h"
 #include "models/core/rng.h"
 
 char *test_read_text(const char *path, char *err, size_t err_size) {
@@ -211,4 +212,16 @@ int test_run_binary(const char *name, char *out, size_t out_size, char *err, siz
     va_end(ap);
     argv[argc] = NULL;
     return test_run(argv, out, out_size, err, err_size);
+}
+
+const char *test_two_green_partitions(void) {
+    static char text[32];
+    char e[512];
+    int device_sms, unit, groups;
+    if (context_sm_granularity(0, &device_sms, &unit, &groups, e, sizeof e) != 0) {
+        fprintf(stderr, "%s\n", e);
+        abort();
+    }
+    snprintf(text, sizeof text, "%d,%d", unit * (groups / 2), unit * (groups / 2));
+    return text;
 }

@@ -48,4 +48,8 @@ const char *test_binary(const char *name);
  * that follow (at most 62). */
 int test_run_binary(const char *name, char *out, size_t out_size, char *err, size_t err_size, ...);
 
+/* "N,N": two equal green-context partitions of device 0 holding as many of its SM groups as they
+ * can (the H100 splits its 132 SMs into 15 groups of 8: 56,56), for job_host --green. */
+const char *test_two_green_partitions(void);
+
 #endif
