@@ -61,6 +61,9 @@ typedef struct jobs_settings {
     double stall_timeout_s;      /* watchdog: a training job silent this long is stopped.
                                     0: derived from the job's own pace (jobs_stall_limit); < 0: off */
     struct progress_board *board;/* jobs_run_group's status lines (progress.h); callers leave NULL */
+    double window_s;             /* the window measurement (job_window.h): each window's length;
+                                    0: the completion measurement, stdin closed after "go" */
+    int windows;                 /* consecutive windows of that length (0: 1) */
 } jobs_settings;
 
 /* The watchdog's limit for one job now: the setting when given, else JOBS_STALL_FACTOR times the
@@ -96,10 +99,12 @@ int job_prepare(job_record *job, int index, const job_spec *spec, const char *tr
 void job_release(job_record *job);
 
 /* The argv of `train` for one job (malloc'd strings, NULL-terminated): the protocol's
- * --json --wait-go form, or with dry_run the --dry-run --json form (epochs and steps are then
+ * --json --wait-go form (JOB_ARGV_RUN), the same with --window-protocol (JOB_ARGV_WINDOW: the
+ * window measurement), or the --dry-run --json form (JOB_ARGV_DRY_RUN: epochs and steps are then
  * left out; the data root stays, so train checks it before anything runs). Pure. */
+enum { JOB_ARGV_RUN = 0, JOB_ARGV_DRY_RUN = 1, JOB_ARGV_WINDOW = 2 };
 char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
-                      long steps_per_epoch, const char *data_root, int dry_run);
+                      long steps_per_epoch, const char *data_root, int form);
 /* base (e.g. environ) with env applied; malloc'd, NULL-terminated. */
 char **job_build_env(char *const *base, const job_env *env);
 void job_free_strv(char **v);
