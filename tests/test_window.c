@@ -1,4 +1,4 @@
-/* The window measurement (runner/train/step_window.h, runner/suite/jobs/job_window.h, results'
+/* The window measurement (runner/train/step_window.h, runner/suite/jobs/job_window.c, results'
  * window metrics): the job's arithmetic on step completion times, and run_suite end to end with
  * tests/fake_train (which speaks the protocol through the same step_window code): a heterogeneous
  * mix whose small job's planned steps end long before the others' warm-up still overlaps fully in

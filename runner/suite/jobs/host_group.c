@@ -19,7 +19,6 @@
 #include <cjson/cJSON.h>
 
 #include "kernels/knobs.h"
-#include "runner/suite/jobs/job_window.h"
 
 void host_group_program(const char *train_path, char *out, size_t size) {
     const char *own = knob_text(KNOB_JOB_HOST);

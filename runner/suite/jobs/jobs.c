@@ -5,7 +5,6 @@
  * job behind. */
 #define _GNU_SOURCE
 #include "runner/suite/jobs/jobs.h"
-#include "runner/suite/jobs/job_window.h"
 #include "runner/suite/jobs/progress.h"
 #include "runner/suite/plan/mix.h"
 
