@@ -1,6 +1,6 @@
 /* Learning-rate schedules, one formula shared by the host (reporting, tests) and the device (the
  * captured training step reads its learning rate from a kernel, so graph replays need no host
- * update). Steps count optimizer updates from 0. */
+ * update). Steps count optimizer updates from 0; past total_steps every schedule holds its final rate. */
 #ifndef SUITE_SCHEDULE_H
 #define SUITE_SCHEDULE_H
 
@@ -34,7 +34,9 @@ static inline SUITE_HD float lr_cos_anneal(float start, float end, float fractio
  * annealing in both phases (its step i uses pct = i / (phase_end)). */
 static inline SUITE_HD float lr_at(const lr_schedule *s, long step) {
     switch (s->kind) {
-    case LR_STEP: {
+    case LR_STEP: { /* past the planned run (train --window-protocol trains on): its last value, as
+                       cosine and one-cycle hold their final rate */
+        if (s->total_steps > 0 && step >= s->total_steps) step = s->total_steps - 1;
         long k = s->step_size > 0 ? step / s->step_size : 0;
         return s->base_lr * powf(s->gamma, (float)k);
     }

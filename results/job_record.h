@@ -84,6 +84,16 @@ typedef struct job_epoch {
     double step_ms_median, step_ms_p90;
 } job_epoch;
 
+/* One "window" event (the window measurement, runner/train/step_window.h): the steps that
+ * completed inside the runner's window [t0, t1] and the job's training interval then. */
+#define JOB_MAX_WINDOWS 64
+typedef struct job_window {
+    int window;                  /* 0-based */
+    double t0, t1, steps, samples, samples_per_s;
+    double step_ms_median, step_ms_p10, step_ms_p90, step_ms_p99, step_ms_count;
+    double train_start, train_end;  /* the job's first step's start after go, latest step's end */
+} job_window;
+
 struct job_process;
 
 typedef struct job_record {
@@ -109,6 +119,8 @@ typedef struct job_record {
     double t_spawn, t_ready, t_go, t_done, t_exit; /* unix seconds; NaN when it never happened */
     job_epoch epochs[JOB_MAX_EPOCHS];
     int epoch_count, epochs_dropped;
+    job_window windows[JOB_MAX_WINDOWS];
+    int window_count;
     int saw_done;
     char error_message[512];
 

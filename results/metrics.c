@@ -41,6 +41,7 @@ void metrics_compute(const metrics_input *in, run_metrics *out) {
                         : positive(j->rate) && positive(j->solo_rate) ? j->rate / j->solo_rate : NAN;
         m->slowdown = positive(m->normalized) ? 1.0 / m->normalized : NAN;
         m->turnaround = positive(j->turnaround_s) && positive(j->alone_s) ? j->turnaround_s / j->alone_s : NAN;
+        if (in->window) m->turnaround = m->slowdown; /* over the window: its mean is the mean slowdown */
         m->interference = positive(j->rate) && positive(j->partition_rate) ? j->rate / j->partition_rate : NAN;
         m->energy_per_sample = NAN;
         if (positive(m->normalized)) {
@@ -64,9 +65,9 @@ void metrics_compute(const metrics_input *in, run_metrics *out) {
     out->stp = np_all ? (in->sequential ? 1.0 : stp) : NAN;
     out->fairness = np_all ? np_min / np_max : NAN;
     out->antt = ntt_all ? ntt_sum / n : NAN;
-    out->speedup = positive(in->serial_makespan_s) && positive(in->makespan_s)
+    out->speedup = positive(in->serial_makespan_s) && positive(in->makespan_s) && !in->window
                        ? in->serial_makespan_s / in->makespan_s : NAN;
-    out->energy_vs_serial = positive(in->serial_energy_j) && positive(in->energy_j)
+    out->energy_vs_serial = positive(in->serial_energy_j) && positive(in->energy_j) && !in->window
                                 ? in->energy_j / in->serial_energy_j : NAN;
     out->samples_per_s_sum = in->same_workload && rate_all ? rate_sum : NAN;
     out->interference_min = ir_count ? ir_min : NAN;

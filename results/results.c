@@ -167,11 +167,12 @@ void results_compare(run_summary *s, const serial_baseline *b) {
     in.same_workload = s->same_workload;
     in.makespan_s = s->makespan_s;
     in.energy_j = s->energy_j;
+    in.window = s->window_length_s > 0;
     if (known) in.serial_makespan_s = b->makespan_s, in.serial_energy_j = b->energy_j;
     for (int i = 0; i < s->job_count; i++) {
         metrics_job_input *j = &in.jobs[i];
         int solo = known && i < b->job_count;
-        j->rate = s->timed_rate[i];
+        j->rate = in.window ? s->window_rate[i] : s->timed_rate[i];
         j->samples = s->samples[i];
         j->turnaround_s = s->turnaround_s[i];
         j->partition_rate = s->partition_rate[i];
@@ -179,13 +180,14 @@ void results_compare(run_summary *s, const serial_baseline *b) {
         j->alone_s = solo ? b->solo_window_s[i] : NAN;
     }
     metrics_compute(&in, &s->metrics);
+    if (in.window) results_window_compare(s, &in);
     s->speedup = s->metrics.speedup;
     s->energy_vs_serial = s->metrics.energy_vs_serial;
     for (int i = 0; i < s->job_count; i++) {
         s->solo_s[i] = known && i < b->job_count ? b->solo_timed_s[i] : NAN;
         s->slowdown[i] = s->metrics.jobs[i].slowdown;
         /* a baseline without rates (older summaries): the timed epochs' seconds */
-        if (isnan(s->slowdown[i]) && s->solo_s[i] > 0 && !isnan(s->timed_s[i]) && !s->sequential)
+        if (isnan(s->slowdown[i]) && s->solo_s[i] > 0 && !isnan(s->timed_s[i]) && !s->sequential && !in.window)
             s->slowdown[i] = s->timed_s[i] / s->solo_s[i];
     }
 }
@@ -198,7 +200,11 @@ void results_summarize(const job_record *jobs, int count, const char *mode, int 
     memcpy(partition_rate, s->partition_rate, sizeof partition_rate);
     memcpy(partition_from, s->partition_from, sizeof partition_from);
     memcpy(partition_source, s->partition_source, sizeof partition_source);
+    double window_length_s = s->window_length_s;  /* the measurement, set by the caller */
+    int window_count = s->window_count;
     memset(s, 0, sizeof *s);
+    s->window_length_s = window_length_s > 0 ? window_length_s : 0;
+    s->window_count = s->window_length_s > 0 ? window_count : 0;
     for (int i = 0; i < MIX_MAX_JOBS; i++) {
         s->partition_rate[i] = partition_rate[i] > 0 && i < count ? partition_rate[i] : NAN;
         s->partition_from[i] = isnan(s->partition_rate[i]) ? -1 : partition_from[i];
@@ -248,6 +254,7 @@ void results_summarize(const job_record *jobs, int count, const char *mode, int 
     if (!s->same_workload)  /* samples of unlike jobs do not add up */
         s->aggregate_samples_per_s = s->timed_samples_per_s_sum = NAN;
     s->status = stopped ? "interrupted" : (s->ok == count ? "complete" : "partial");
+    if (s->window_length_s > 0) results_window_summarize(jobs, count, s);
     results_compare(s, baseline);
 }
 
@@ -260,7 +267,7 @@ void results_baseline_from(const run_summary *serial, const char *source, serial
     b->job_count = serial->job_count;
     for (int i = 0; i < serial->job_count; i++) {
         b->solo_timed_s[i] = serial->timed_s[i];
-        b->solo_rate[i] = serial->timed_rate[i];
+        b->solo_rate[i] = serial->window_length_s > 0 ? serial->window_rate[i] : serial->timed_rate[i];
         b->solo_window_s[i] = serial->window_end[i] - serial->window_start[i];
     }
 }
@@ -288,6 +295,8 @@ int results_load_baseline(const char *dir, const job_record *jobs, int count, se
     }
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(root, "mode");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "jobs");
+    const cJSON *measurement = cJSON_GetObjectItemCaseSensitive(root, "measurement");
+    int window = cJSON_IsString(measurement) && strcmp(measurement->valuestring, "window") == 0;
     int rc = -1;
     if (!cJSON_IsObject(root) || !cJSON_IsArray(list)) {
         snprintf(err, err_size, "--baseline %s: %s is not a run_suite summary", dir, path);
@@ -314,7 +323,7 @@ int results_load_baseline(const char *dir, const job_record *jobs, int count, se
                 rc = -1;
             }
             b->solo_timed_s[i] = get_number(item, "timed_seconds");
-            b->solo_rate[i] = get_number(item, "timed_samples_per_s");
+            b->solo_rate[i] = get_number(item, window ? "window_samples_per_s" : "timed_samples_per_s");
             b->solo_window_s[i] = get_number(item, "end_t") - get_number(item, "go_t");
         }
     }
@@ -365,7 +374,9 @@ int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, c
     fprintf(f, ",timed_epoch,timed_s,timed_samples_per_s,timed_step_ms_median,timed_step_ms_p90,"
                "peak_bytes,footprint_bytes,final_loss,status,reason,timed_t_start,timed_t_end,"
                "go_t,end_t,mps,mig,device,solo_timed_s,slowdown,normalized_throughput,"
-               "energy_per_sample_j,solo_in_partition_samples_per_s,interference_ratio\n");
+               "energy_per_sample_j,solo_in_partition_samples_per_s,interference_ratio");
+    if (s->window_length_s > 0) results_window_csv_header(f);
+    fputc('\n', f);
     for (int i = 0; i < count; i++) {
         const job_record *j = &jobs[i];
         fprintf(f, "%d,", i);
@@ -416,6 +427,7 @@ int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, c
             fputc(',', f);
             results_csv_number(f, more[k], decimals[k]);
         }
+        if (s->window_length_s > 0) results_window_csv_row(f, j, s, i);
         fputc('\n', f);
     }
     return results_text_commit(&t, dir, "jobs.csv", err, err_size);
@@ -427,6 +439,7 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
     cJSON_AddStringToObject(root, "mode", s->mode);
     cJSON_AddStringToObject(root, "mix", mix_text);
     cJSON_AddStringToObject(root, "status", s->status);
+    if (s->window_length_s > 0) cJSON_AddStringToObject(root, "measurement", "window");
     cJSON_AddNumberToObject(root, "jobs_ok", s->ok);
     cJSON_AddNumberToObject(root, "jobs_failed", s->failed);
     cJSON_AddNumberToObject(root, "jobs_diverged", s->diverged);
@@ -460,10 +473,23 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
     results_json_number(root, "interference_ratio_min", m->interference_min);
     results_json_number(root, "interference_ratio_mean", m->interference_mean);
     if (s->partition_source[0]) cJSON_AddStringToObject(root, "solo_in_partition_runs", s->partition_source);
+    if (s->window_length_s > 0) results_window_json_run(root, s);
     cJSON *defs = cJSON_AddObjectToObject(root, "metric_definitions");
-    cJSON_AddStringToObject(defs, "normalized_throughput", "timed-epoch samples/s here / the same job's alone (serial baseline)");
+    int window = s->window_length_s > 0;
+    cJSON_AddStringToObject(defs, "normalized_throughput", window
+        ? "window samples/s here / the same job's alone over a window of the same length (serial baseline); with "
+          "several windows, the median" : "timed-epoch samples/s here / the same job's alone (serial baseline)");
     cJSON_AddStringToObject(defs, "stp", s->sequential ? "1: one job at a time" : "sum of normalized throughputs");
-    cJSON_AddStringToObject(defs, "antt", "mean of (first go to the job's end) / the job's go-to-end alone");
+    cJSON_AddStringToObject(defs, "antt", window
+        ? "mean over jobs of 1 / normalized throughput (the mean slowdown over the window); with several windows, "
+          "the median of the windows'" : "mean of (first go to the job's end) / the job's go-to-end alone");
+    if (window) {
+        cJSON_AddStringToObject(defs, "window", "one common window [T0, T1] of fixed length for every job, T0 when the "
+                                "last job finished its warm-up epoch, all jobs training throughout; a job's window "
+                                "samples/s = samples of its steps completed inside [T0, T1] / (T1 - T0)");
+        cJSON_AddStringToObject(defs, "overlap", "share of the window during which every other job was training; "
+                                "below min_overlap the job is flagged (overlap_flag)");
+    }
     cJSON_AddStringToObject(defs, "fairness", "min / max normalized throughput");
     cJSON_AddStringToObject(defs, "energy_per_sample_j", "run energy split by solo-equivalent seconds of each job's samples");
     cJSON_AddStringToObject(defs, "interference_ratio", "samples/s here / the same job's alone in a partition of its own size");
@@ -497,6 +523,7 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
         else cJSON_AddNullToObject(o, "mps");
         if (j->mig >= 0) cJSON_AddBoolToObject(o, "mig", j->mig);
         else cJSON_AddNullToObject(o, "mig");
+        if (s->window_length_s > 0) results_window_json_job(o, jobs, s, i);
         results_job_fault_fields(o, j);
         cJSON_AddItemToArray(list, o);
     }

@@ -75,7 +75,39 @@ typedef struct run_summary {
     int partition_from[MIX_MAX_JOBS];
     char partition_source[PATH_MAX];            /* where those solo runs are */
     run_metrics metrics;                        /* results_compare; see metrics.h */
+    /* The window measurement (metrics.h): the window's length and count, set by the caller before
+     * results_summarize (which keeps them, as partition_rate); length 0: the completion
+     * measurement, and nothing below applies. */
+    double window_length_s;
+    int window_count;
+    double window_rate[MIX_MAX_JOBS];           /* median over the job's windows of its samples/s */
+    double overlap[MIX_MAX_JOBS];               /* lowest over its windows (results_window_overlap) */
+    double rate_in_window[MIX_MAX_JOBS][JOB_MAX_WINDOWS]; /* job i's samples/s in window w; NaN: none */
+    int windows_measured;                       /* windows with per-window metrics below */
+    double window_stp[JOB_MAX_WINDOWS], window_antt[JOB_MAX_WINDOWS], window_fairness[JOB_MAX_WINDOWS];
 } run_summary;
+
+/* Below this share of the window with every other job training, a job's window is flagged: it
+ * did not measure collocation (a `*` in the tables, "overlap_flag" in the files). */
+#define RESULTS_MIN_OVERLAP 0.95
+
+/* The share of window w (0-based) of job i during which every other job of the group was training
+ * (from their window events' training intervals; a job without one: its go to its end). 1 for a
+ * job alone; NaN when job i has no such window. */
+double results_window_overlap(const job_record *jobs, int count, int i, int w);
+/* The window measurement's part of the summary (results_summarize calls it when window_length_s
+ * > 0): rate_in_window, window_rate and overlap from the jobs' window events. */
+void results_window_summarize(const job_record *jobs, int count, run_summary *s);
+/* The per-window STP, ANTT and fairness (results_compare calls it after the metrics of the median
+ * rates): each window's metrics over the jobs' rates in it; the run's headline STP, ANTT and
+ * fairness become their medians (results/spread.h). */
+void results_window_compare(run_summary *s, const metrics_input *in);
+/* The window measurement's columns of jobs.csv (header, then job i's row) and fields of
+ * summary.json (the run's and job i's). */
+void results_window_csv_header(FILE *f);
+void results_window_csv_row(FILE *f, const job_record *job, const run_summary *s, int i);
+void results_window_json_run(cJSON *root, const run_summary *s);
+void results_window_json_job(cJSON *o, const job_record *jobs, const run_summary *s, int i);
 
 /* Index of the timed epoch: the second (the first is warm-up), or the only one of a job planned
  * with one epoch; -1 when there is none (e.g. the job failed during its first epoch). */

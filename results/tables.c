@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "results/spread.h"
+
 void results_format_bytes(char *out, size_t size, double bytes) {
     if (isnan(bytes)) snprintf(out, size, "-");
     else if (bytes >= 1073741824.0) snprintf(out, size, "%.2f GiB", bytes / 1073741824.0);
@@ -34,7 +36,8 @@ void results_print_table(FILE *out, const job_record *jobs, int count, const run
         const job_record *j = &jobs[i];
         char secs[32], rate[32], mem[32], norm[32], slow[32], eps[32], ir[32] = "";
         format_number(secs, sizeof secs, s->timed_s[i], "%.3f");
-        format_number(rate, sizeof rate, s->timed_rate[i], "%.1f");
+        format_number(rate, sizeof rate, s->window_length_s > 0 ? s->window_rate[i] : s->timed_rate[i],
+                      s->window_length_s > 0 && !(s->overlap[i] >= RESULTS_MIN_OVERLAP) ? "%.1f*" : "%.1f");
         results_format_bytes(mem, sizeof mem, s->peak_bytes[i]);
         format_number(norm, sizeof norm, m->jobs[i].normalized, "%.2f");
         format_number(slow, sizeof slow, s->slowdown[i], "%.2fx");
@@ -52,6 +55,11 @@ void results_print_table(FILE *out, const job_record *jobs, int count, const run
     format_number(stp, sizeof stp, m->stp, "%.2f");
     format_number(antt, sizeof antt, m->antt, "%.2f");
     format_number(fair, sizeof fair, m->fairness, "%.2f");
+    if (s->windows_measured > 1) { /* the windows' spread: "median [min-max]" */
+        spread_format(stp, sizeof stp, spread_of(s->window_stp, s->windows_measured), "%.2f");
+        spread_format(antt, sizeof antt, spread_of(s->window_antt, s->windows_measured), "%.2f");
+        spread_format(fair, sizeof fair, spread_of(s->window_fairness, s->windows_measured), "%.2f");
+    }
     format_number(speed, sizeof speed, s->speedup, "%.2fx");
     format_number(energy, sizeof energy, s->energy_j, "%.1f J");
     format_number(ratio, sizeof ratio, s->energy_vs_serial, "%.2fx");
@@ -66,6 +74,13 @@ void results_print_table(FILE *out, const job_record *jobs, int count, const run
         fprintf(out, "     interference ratio (samples/s beside the others / alone in the same partition): "
                 "mean %s, lowest %s%s%s\n", mean, lo, s->partition_source[0] ? "; solo runs in " : "",
                 s->partition_source);
+    }
+    if (s->window_length_s > 0) {
+        int flagged = 0;
+        for (int i = 0; i < count; i++) flagged |= !(s->overlap[i] >= RESULTS_MIN_OVERLAP);
+        fprintf(out, "     samples/s over %d common window(s) of %g s after every job's warm-up (\"epoch\": the last, "
+                "cut at stop)%s\n", s->window_count, s->window_length_s,
+                flagged ? "; * the other jobs trained through less than 95% of the window: not collocated" : "");
     }
     if (!s->same_workload)
         fprintf(out, "     (the jobs are different workloads: their samples/s are not summed)\n");

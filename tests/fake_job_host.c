@@ -2,13 +2,15 @@
  * in-process modes (streams, green, mig-emulate --via green) are tested end to end on any machine:
  * each --job runs as tests/fake_train (FAKE_TRAIN_PATH, behaviour from $FAKE_TRAIN as usual), and
  * the host does what the real one does around its jobs: every event line gets "job": <index>,
- * "go" on stdin is passed to all jobs at once, and a job's end is an "exit" event with its code.
+ * "go" on stdin is passed to all jobs at once (and, in the window measurement, every later line:
+ * "window T0 T1", "stop"; stdin's end closes theirs), and a job's end is an "exit" event with its code.
  * --probe answers as an H100 does (132 SMs in 16 groups of 8); --green is checked and recorded in
  * $FAKE_TRAIN_RECORD/job_host.txt when that is set. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,7 @@ static void read_child(child *c, int index) {
 int main(int argc, char **argv) {
     child jobs[MAX_JOBS];
     int count = 0, a = 1;
+    signal(SIGPIPE, SIG_IGN); /* a line for a job that has ended */
     for (; a < argc && strcmp(argv[a], "--job") != 0; a++) {
         if (!strcmp(argv[a], "--probe")) {
             printf("{\"device\":0,\"device_sms\":132,\"unit\":8,\"groups\":16}\n");
@@ -128,15 +131,15 @@ int main(int argc, char **argv) {
         p[n++] = (struct pollfd){stdin_open ? 0 : -1, POLLIN, 0};
         for (int i = 0; i < count; i++) p[n++] = (struct pollfd){jobs[i].out, POLLIN, 0};
         if (poll(p, (nfds_t)n, 1000) < 0 && errno != EINTR) return 1;
-        if (stdin_open && p[0].revents) { /* "go" (or EOF): to every job at once, as one barrier */
-            char line[64];
+        if (stdin_open && p[0].revents) { /* "go", the window lines (or EOF): to every job at once */
+            char line[512];
             ssize_t r = read(0, line, sizeof line);
             for (int i = 0; i < count; i++) {
-                if (r > 0 && !strncmp(line, "go", 2) && write(jobs[i].in, "go\n", 3) < 0)
-                    fprintf(stderr, "fake job_host: job %d took no go\n", i);
-                close(jobs[i].in);
+                if (r > 0 && jobs[i].in >= 0 && write(jobs[i].in, line, (size_t)r) < 0)
+                    fprintf(stderr, "fake job_host: job %d took no line\n", i);
+                if (r <= 0 && jobs[i].in >= 0) close(jobs[i].in), jobs[i].in = -1;
             }
-            stdin_open = 0;
+            stdin_open = r > 0;
         }
         for (int i = 0; i < count; i++)
             if (jobs[i].out >= 0 && p[i + 1].revents) {

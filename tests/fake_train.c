@@ -17,7 +17,9 @@
  * It reports "mps":1 when $CUDA_MPS_PIPE_DIRECTORY holds a control socket, as a CUDA program
  * would find a daemon there.
  *
- * Training prints a "progress" event after every step. --inject-fault KIND@STEP imitates train's
+ * Training prints a "progress" event after every step. With --window-protocol (run_suite's window
+ * measurement) it trains past its planned epochs until "stop" on stdin, and reports each
+ * "window T0 T1" it is given with runner/train/step_window.h, as train does, from each step's end. --inject-fault KIND@STEP imitates train's
  * injected faults (runner/train/fault.h) with its "fault" event and error texts: oom and
  * illegal-address fail with the CUDA error, nan diverges, exit, hang, sigkill. As an MPS client
  * (a control socket in the pipe folder) illegal-address also does what MPS does with a fatal
@@ -42,6 +44,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "runner/train/step_window.h"
+
 extern char **environ;
 
 typedef struct behaviour {
@@ -53,7 +57,7 @@ typedef struct behaviour {
 typedef struct options {
     const char *model, *data, *data_root, *fault;
     long batch, image_size, classes, epochs, steps;
-    int json, wait_go, dry_run, have_image_size, have_classes;
+    int json, wait_go, dry_run, have_image_size, have_classes, window_protocol;
 } options;
 
 static double now(void) {
@@ -142,6 +146,7 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(a, "--inject-fault") == 0 && i + 1 < argc) o.fault = argv[++i];
         else if (strcmp(a, "--json") == 0) o.json = 1;
         else if (strcmp(a, "--wait-go") == 0) o.wait_go = 1;
+        else if (strcmp(a, "--window-protocol") == 0) o.window_protocol = 1;
         else if (strcmp(a, "--dry-run") == 0) o.dry_run = 1;
         else usage_error("unknown option ", a);
     }
@@ -168,9 +173,9 @@ static void record(int argc, char **argv) {
     fclose(f);
 }
 
-static void wait_for_go(void) {
+static void wait_for_go(step_line_reader *in) {
     char line[64];
-    while (fgets(line, sizeof line, stdin)) {
+    while (step_read_line(in, -1, line, sizeof line) == 1) {
         if (strncmp(line, "go", 2) == 0) return;
     }
     printf("{\"event\":\"error\",\"message\":\"stdin closed before go\"}\n");
@@ -297,6 +302,25 @@ static int fake_mps_control(int argc, char **argv) {
     return 0;
 }
 
+static void emit(cJSON *e) {
+    char *text = cJSON_PrintUnformatted(e);
+    printf("%s\n", text);
+    free(text);
+    cJSON_Delete(e);
+}
+
+/* The window protocol after a step that began at t_step: its end is now; the runner's lines
+ * are read without waiting; each window whose figures are final is reported. */
+static void window_step(step_windows *win, step_line_reader *in, double t_step) {
+    double t = now();
+    step_windows_add(win, t, (t - t_step) * 1000.0);
+    char line[256];
+    int got;
+    while ((got = step_read_line(in, 0, line, sizeof line)) == 1) step_windows_command(win, line);
+    if (got < 0) win->stopped = 1; /* the runner closed stdin: nothing more will come */
+    for (cJSON *e; (e = step_windows_next_event(win, 0));) emit(e);
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(basename(argv[0]), "nvidia-cuda-mps-control") == 0) return fake_mps_control(argc, argv);
@@ -324,7 +348,10 @@ int main(int argc, char **argv) {
     if (b.never_ready)
         for (;;) pause();
     printf("{\"event\":\"ready\",\"t\":%.6f}\n", now());
-    wait_for_go();
+    step_line_reader in = {.fd = 0};
+    wait_for_go(&in);
+    step_windows win;
+    step_windows_init(&win, (int)o.batch);
     long steps = o.steps > 0 ? o.steps : b.steps, fault_step = 0;
     char fault_kind[32] = "";
     if (o.fault) {
@@ -334,12 +361,15 @@ int main(int argc, char **argv) {
         memcpy(fault_kind, o.fault, (size_t)(at - o.fault));
         fault_step = atol(at + 1);
     }
-    for (long k = 1; k <= o.epochs; k++) {
+    for (long k = 1; o.window_protocol ? k == 1 || !win.stopped : k <= o.epochs; k++) {
         if (b.crash_epoch == k) raise(b.crash_signal);
         if (b.fail_epoch == k) fail_now("out of memory");
         double t0 = now();
-        for (long s = 1; s <= steps; s++) {
+        long s = 1;
+        for (; s <= steps && !(o.window_protocol && win.stopped && k > 1); s++) {
+            double t_step = now();
             sleep_ms(b.epoch_ms / steps);
+            if (o.window_protocol) window_step(&win, &in, t_step);
             long global = (k - 1) * steps + s;
             if (mps_poisoned())
                 fail_cuda("CUDA error 808 (the MPS client has been terminated by the server) in "
@@ -350,9 +380,11 @@ int main(int argc, char **argv) {
             inject_fault(fault_kind, global); /* returns only for nan */
             b.nan_epoch = (int)k;
         }
-        sleep_ms(b.epoch_ms % steps);
+        if (s > steps) sleep_ms(b.epoch_ms % steps);
+        long done = s - 1;
+        if (done == 0) break; /* stopped as the epoch began */
         double t1 = now();
-        double samples = (double)steps * o.batch, seconds = t1 - t0;
+        double samples = (double)done * o.batch, seconds = t1 - t0;
         char loss[64], accuracy[64];
         snprintf(loss, sizeof loss, "%.4f", 2.3 / (double)k);
         snprintf(accuracy, sizeof accuracy, "%.4f", 0.1 * (double)k);
@@ -363,10 +395,12 @@ int main(int argc, char **argv) {
                "\"samples_per_s\":%.3f,\"loss\":%s,\"accuracy\":%s,\"peak_bytes\":%ld,"
                "\"t_start\":%.6f,\"t_end\":%.6f,\"step_ms_median\":%.3f,\"step_ms_p90\":%.3f%s}\n",
                k, k == 1 ? "true" : "false", samples, seconds, samples / seconds, loss, accuracy,
-               b.footprint, t0, t1, seconds * 1000.0 / (double)steps,
-               seconds * 1100.0 / (double)steps, diverged ? ",\"diverged\":true" : "");
+               b.footprint, t0, t1, seconds * 1000.0 / (double)done,
+               seconds * 1100.0 / (double)done, diverged ? ",\"diverged\":true" : "");
         if (diverged) fail_now("loss is NaN");
     }
+    for (cJSON *e; o.window_protocol && (e = step_windows_next_event(&win, 1));) emit(e);
+    step_windows_free(&win);
     if (!b.no_done) printf("{\"event\":\"done\",\"t\":%.6f}\n", now());
     fprintf(stderr, "fake_train: done\n");
     return 0;

@@ -140,7 +140,7 @@ static void test_run_over_two_gpus(void **state) {
     (void)state;
     char results[600];
     snprintf(results, sizeof results, "%s/results", dir);
-    const char *args[] = {"--gpus", "0,1", "--mode", "naive", "--mix", "S+S+M+M", "--quick", "--results", results, NULL};
+    const char *args[] = {"--gpus", "0,1", "--mode", "naive", "--mix", "S+S+M+M", "--quick", "--completion", "--results", results, NULL};
     if (run(args) != 0) fail_msg("run_suite --gpus failed:\n%s\n%s", out, err);
     DIR *d = opendir(results);
     assert_non_null(d);
@@ -174,7 +174,7 @@ static void test_run_over_two_gpus(void **state) {
     }
     const cJSON *total = cJSON_GetObjectItemCaseSensitive(s, "total");
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(total, "status")->valuestring, "complete");
-    /* 4 jobs x 2 epochs x 10 steps x 128 */
+    /* 4 jobs x 2 epochs x 10 steps x 128 (the completion measurement: every job to its end) */
     assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(total, "total_samples")->valuedouble, 4 * 2 * 10 * 128);
     cJSON_Delete(s);
     snprintf(path, sizeof path, "%s/placement.json", run_dir);

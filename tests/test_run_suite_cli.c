@@ -1,7 +1,8 @@
 /* run_suite as a program (RUN_SUITE_PATH) with tests/fake_train as its train: bad options and
  * mixes (exit 2, a message naming what is valid, nothing written), --list, --dry-run --json, the
  * oversized-mix refusal and --force, naive / serial / mps / all runs end to end, a crashing job
- * (partial run), --baseline, and SIGTERM during a run (no process or daemon left, results
+ * (partial run), --baseline (these in the completion measurement, whose makespans and speed-ups they
+ * check; tests/test_window.c has the window measurement's), and SIGTERM during a run (no process or daemon left, results
  * written, exit 143). The MPS control program is fake_train under the name
  * nvidia-cuda-mps-control, first on PATH; NVML is kept out so the runs are the same everywhere. */
 #define _GNU_SOURCE
@@ -255,7 +256,7 @@ static void test_oversized_mix(void **state) {
 static void test_naive_and_serial_runs(void **state) {
     fixture *f = *state;
     char dir[1024];
-    const char *naive[] = {"--mode", "naive", "--mix", "S+M+S", NULL};
+    const char *naive[] = {"--mode", "naive", "--mix", "S+M+S", "--completion", NULL};
     assert_int_equal(run(f, "*:epoch_ms=300;resnet50:setup_ms=300", naive), 0);
     run_dir(f, dir, sizeof dir);
     assert_non_null(strstr(dir, "-naive-S+M+S"));
@@ -287,7 +288,7 @@ static void test_naive_and_serial_runs(void **state) {
     char link[600];
     snprintf(link, sizeof link, "%s/nvidia-cuda-mps-control", f->bin);
     assert_int_equal(symlink(FAKE_TRAIN_PATH, link), 0);
-    const char *serial[] = {"--mode", "serial", "--mix", "S+M+S", NULL};
+    const char *serial[] = {"--mode", "serial", "--mix", "S+M+S", "--completion", NULL};
     assert_int_equal(run(f, "*:epoch_ms=100", serial), 0);
     run_dir(f, dir, sizeof dir);
     summary = load_json(dir, "summary.json");
@@ -299,7 +300,7 @@ static void test_naive_and_serial_runs(void **state) {
     /* a naive run against that serial run */
     char serial_dir[1024];
     snprintf(serial_dir, sizeof serial_dir, "%s", dir);
-    const char *against[] = {"--mode", "naive", "--mix", "S+M+S", "--baseline", serial_dir, "--results", f->dir, NULL};
+    const char *against[] = {"--mode", "naive", "--mix", "S+M+S", "--completion", "--baseline", serial_dir, "--results", f->dir, NULL};
     assert_int_equal(run(f, "*:epoch_ms=100", against), 0);
     cJSON *compared = NULL;
     DIR *d = opendir(f->dir);
@@ -576,7 +577,7 @@ static void test_all_modes_skip(void **state) {
 
 static void test_all_modes(void **state) {
     fixture *f = *state;
-    const char *args[] = {"--mode", "all", "--mix", "S+M", "--mps-sm", "50", NULL};
+    const char *args[] = {"--mode", "all", "--mix", "S+M", "--mps-sm", "50", "--completion", NULL};
     assert_int_equal(run(f, "*:epoch_ms=200", args), 0);
     char dir[1024];
     run_dir(f, dir, sizeof dir);
@@ -619,7 +620,7 @@ static void test_mig_with_standin(void **state) {
     f->nvml = NVML_STANDIN_PATH;
     setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
     setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
-    const char *create[] = {"--mode", "mig", "--mix", "S+M", "--mig-create", NULL};
+    const char *create[] = {"--mode", "mig", "--mix", "S+M", "--mig-create", "--completion", NULL};
     assert_int_equal(run(f, "*:epoch_ms=50", create), 1);
     assert_non_null(strstr(f->err, "MIG mode is off"));
     struct stat st;

@@ -32,7 +32,7 @@
 typedef struct run_args {
     suite_options o;
     const char *mode, *train;
-    int list, have_epochs, have_steps, have_repeat;
+    int list, have_epochs, have_steps, have_repeat, have_window;
     const char *gpus; int slurm; /* only for --help: both are run before this table (gpus.c, slurm.c) */
     int precision; /* a precision_kind + 1; 0: none given */
 } run_args;
@@ -54,7 +54,13 @@ static const cli_option RUN_OPTIONS[] = {
      CLI_INT(T, o.epochs, 1, 100000), CLI_MARK(T, have_epochs)},
     {"--steps-per-epoch", "T", "steps per epoch (default: whole epochs)", CLI_INT(T, o.steps_per_epoch, 1, 1e12),
      CLI_MARK(T, have_steps)},
-    {"--quick", NULL, "2 epochs of 10 steps (a smoke test)", CLI_FLAG(T, o.quick, 1)},
+    {"--quick", NULL, "2 epochs of 10 steps (a smoke test); a 2 s window", CLI_FLAG(T, o.quick, 1)},
+    {"--window", "SECONDS", "the measurement window's length: every job measured over one common window after "
+     "every job's warm-up (default 10; --quick 2)", CLI_REAL(T, o.window_s, 0.1, 86400), CLI_MARK(T, have_window)},
+    {"--windows", "K", "K consecutive windows of that length in one launch (median [min-max] over them)",
+     CLI_INT(T, o.windows, 1, 64), .fallback = "1"},
+    {"--completion", NULL, "the completion measurement instead: each job's second epoch timed, every job run "
+     "to completion (makespan, turnaround, energy to complete)", CLI_FLAG(T, o.completion, 1)},
     {"--data-root", "DIR", "data sets' folder, passed to train", CLI_STR(T, o.data_root)},
     {"--precision", NULL, "every job's numerics where the mix gives no precision= (train --precision)",
      CLI_CHOICE(T, precision, PRECISIONS)},
@@ -182,6 +188,14 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
         if (!args->have_epochs) o->epochs = 2;
         if (!args->have_steps) o->steps_per_epoch = 10;
     }
+    if (!args->have_window) o->window_s = o->quick ? 2.0 : 10.0;
+    if (o->completion && (args->have_window || o->windows > 1))
+        return fail("--completion times whole epochs: --window and --windows are the window measurement's%s%s", "", "");
+    for (int i = 0; !o->completion && i < o->mix.count; i++)
+        if (o->mix.jobs[i].gpus > 1)
+            return fail("job %s is data-parallel (%s, gpus=N): its ranks are measured with --completion only",
+                        (snprintf(err, sizeof err, "%d", i), err), o->mix.jobs[i].label);
+    if (o->completion) o->window_s = 0, o->windows = 1;
     if (find_train(args->train, train_path, train_size) != 0)
         return fail("cannot run the train program at %s (build it, or give --train PATH)%s", train_path, "");
     o->train_path = train_path;

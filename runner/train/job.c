@@ -13,9 +13,10 @@
 #include <cjson/cJSON.h>
 
 #include "kernels/check.h"
+#include "runner/train/step_window.h"
 #include "runner/train/workload.h"
 
-#define MAX_TIMED_STEPS 4096
+#define STEP_RING 1024            /* steps queued on the GPU whose end is not read back yet, at most */
 #define JOB_ERR 4096
 
 /* The workload of each kind of input; a name the catalog lacks goes to the image models, whose
@@ -30,7 +31,23 @@ typedef struct job {
     const train_options *o;
     const train_events *ev;
     long blocks;              /* block events so far */
+    step_windows win;         /* --window-protocol: the runner's windows (step_window.h) */
+    step_line_reader commands;/* ... and its commands on stdin (a process of its own) */
 } job;
+
+/* Each step's end on the GPU, read back without waiting on it: an event is recorded after every
+ * step into a ring and mapped to the wall clock through the epoch's anchor (an event synchronised
+ * once, the host clock read then; elapsed times from it). The oldest events are queried after
+ * each step and read while complete; a slot about to be reused whose step (or its predecessor,
+ * which its duration needs) is not read yet is waited for, which never happens while the host runs
+ * less than STEP_RING steps ahead. */
+typedef struct step_ring {
+    cudaEvent_t anchor, marks[STEP_RING];
+    double anchor_wall;       /* unix seconds of the anchor */
+    long recorded, resolved;  /* steps of this epoch (from 1) recorded, read back */
+    float *step_ms;           /* every step's time this epoch, grown as needed */
+    long ms_cap;
+} step_ring;
 
 static int fail(const job *j, int code, const char *message) { return train_fail(j->ev, code, message); }
 
@@ -79,6 +96,59 @@ static int end_block(job *j, int epoch, block_clock *block, double *epoch_loss, 
     return !isfinite(loss);
 }
 
+static cudaEvent_t ring_mark(const step_ring *r, long step) { return step ? r->marks[step % STEP_RING] : r->anchor; }
+
+/* Reads step `resolved + 1` back: its time, its end on the wall clock, the windows it falls in. */
+static void ring_resolve_next(job *j, step_ring *r) {
+    long step = ++r->resolved;
+    float ms, from_anchor;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, ring_mark(r, step - 1), ring_mark(r, step)));
+    CHECK_CUDA(cudaEventElapsedTime(&from_anchor, r->anchor, ring_mark(r, step)));
+    if (step > r->ms_cap) {
+        long cap = r->ms_cap ? r->ms_cap * 2 : 4096;
+        float *grown = realloc(r->step_ms, (size_t)cap * sizeof *grown);
+        if (!grown) exit(train_fail(j->ev, 1, "out of host memory for the step times"));
+        r->step_ms = grown, r->ms_cap = cap;
+    }
+    r->step_ms[step - 1] = ms;
+    if (j->o->window_protocol && step_windows_add(&j->win, r->anchor_wall + from_anchor / 1000.0, ms) != 0)
+        exit(train_fail(j->ev, 1, "out of host memory for the window's steps"));
+}
+
+/* After step `recorded` was queued: reads back what is complete, never waiting. */
+static void ring_poll(job *j, step_ring *r) {
+    while (r->resolved < r->recorded) {
+        cudaError_t e = cudaEventQuery(ring_mark(r, r->resolved + 1));
+        if (e == cudaErrorNotReady) break;
+        CHECK_CUDA(e);
+        ring_resolve_next(j, r);
+    }
+}
+
+/* Before step `step` is recorded into its slot: the steps that slot and its neighbour still hold
+ * are read back first (waiting only when the host ran STEP_RING steps ahead). */
+static void ring_make_room(job *j, step_ring *r, long step) {
+    while (r->resolved < step - STEP_RING + 1) {
+        CHECK_CUDA(cudaEventSynchronize(ring_mark(r, r->resolved + 1)));
+        ring_resolve_next(j, r);
+    }
+}
+
+/* The window protocol between steps: the runner's lines (without waiting), then each window
+ * whose figures are final. */
+static void window_between_steps(job *j, int final) {
+    char line[256];
+    int got;
+    for (;;) {
+        got = j->ev->next_command ? j->ev->next_command(j->ev->user, line, sizeof line)
+                                  : step_read_line(&j->commands, 0, line, sizeof line);
+        if (got != 1) break;
+        step_windows_command(&j->win, line);
+    }
+    if (got < 0) j->win.stopped = 1; /* stdin ended: nothing more will come */
+    for (cJSON *e; (e = step_windows_next_event(&j->win, final));) train_emit(j->ev, e);
+}
+
 static int run_epochs(job *j) {
     workload *w = &j->w;
     const workload_ops *ops = w->ops;
@@ -87,22 +157,27 @@ static int run_epochs(job *j) {
     char err[JOB_ERR];
     loader *l = ops->open_loader(w, err, sizeof err);
     if (!l) return fail(j, 1, err);
-    cudaEvent_t *marks = malloc((MAX_TIMED_STEPS + 1) * sizeof *marks);
-    float *step_ms = malloc(MAX_TIMED_STEPS * sizeof *step_ms);
-    for (int i = 0; i <= MAX_TIMED_STEPS; i++) CHECK_CUDA(cudaEventCreate(&marks[i]));
-    int status = 0;
-    for (int epoch = 1; epoch <= o->epochs && status == 0; epoch++) {
+    step_ring ring = {0};
+    CHECK_CUDA(cudaEventCreate(&ring.anchor));
+    for (int i = 0; i < STEP_RING; i++) CHECK_CUDA(cudaEventCreate(&ring.marks[i]));
+    int window = o->window_protocol, status = 0;
+    /* the window protocol: after the warm-up epoch, epochs go on (past the plan) until "stop" */
+    for (int epoch = 1; (window ? epoch == 1 || !j->win.stopped : epoch <= o->epochs) && status == 0; epoch++) {
         loader_start_epoch(l, epoch - 1);
         CHECK_CUDA(cudaStreamSynchronize(stream));
         double t_start = train_wall_seconds();
-        CHECK_CUDA(cudaEventRecord(marks[0], stream));
+        CHECK_CUDA(cudaEventRecord(ring.anchor, stream));
+        CHECK_CUDA(cudaEventSynchronize(ring.anchor));
+        ring.anchor_wall = train_wall_seconds();
+        ring.recorded = ring.resolved = 0;
         long steps = 0;
         loader_batch b;
         int got = 0, diverged = 0;
         double loss_sum = 0, correct = 0;
         block_clock block = {t_start, 0};
         train_progress progress = {0};
-        while (steps < w->steps_per_epoch && !diverged && (got = loader_next(l, &b, err, sizeof err)) == 1) {
+        while (steps < w->steps_per_epoch && !diverged && !(window && epoch > 1 && j->win.stopped) &&
+               (got = loader_next(l, &b, err, sizeof err)) == 1) {
             ops->step(w, &b, steps);
             steps++;
             block.steps++;
@@ -110,8 +185,12 @@ static int run_epochs(job *j) {
             long step = (epoch - 1) * w->steps_per_epoch + steps;
             train_fault_at(&o->fault, step, j->ev, stream, w->params);
             if (o->fault.kind == FAULT_NAN && step == o->fault.step && ops->weights_written) ops->weights_written(w);
-            if (steps <= MAX_TIMED_STEPS) CHECK_CUDA(cudaEventRecord(marks[steps], stream));
+            ring_make_room(j, &ring, steps);
+            CHECK_CUDA(cudaEventRecord(ring.marks[steps % STEP_RING], stream));
+            ring.recorded = steps;
             ops->batch_done(w, steps - 1);
+            ring_poll(j, &ring);
+            if (window) window_between_steps(j, 0);
             if (ops->timed_blocks && block.steps == o->block_steps)
                 diverged = end_block(j, epoch, &block, &loss_sum, &correct);
         }
@@ -122,9 +201,11 @@ static int run_epochs(job *j) {
         if (ops->timed_blocks && block.steps > 0) diverged |= end_block(j, epoch, &block, &loss_sum, &correct);
         CHECK_CUDA(cudaStreamSynchronize(stream));
         double t_end = train_wall_seconds();
-        long timed = steps < MAX_TIMED_STEPS ? steps : MAX_TIMED_STEPS;
-        for (long s = 0; s < timed; s++) CHECK_CUDA(cudaEventElapsedTime(&step_ms[s], marks[s], marks[s + 1]));
-        qsort(step_ms, (size_t)timed, sizeof *step_ms, compare_floats);
+        while (ring.resolved < ring.recorded) ring_resolve_next(j, &ring);
+        if (window) window_between_steps(j, 0);
+        long timed = steps;
+        float *step_ms = ring.step_ms;
+        if (timed) qsort(step_ms, (size_t)timed, sizeof *step_ms, compare_floats);
         if (!ops->timed_blocks) {
             ops->take_sums(w, &loss_sum, &correct);
             diverged = !isfinite(loss_sum / ((double)steps * o->batch));
@@ -154,8 +235,10 @@ static int run_epochs(job *j) {
         train_emit_epoch(j->ev, &ops->style, &r);
         if (diverged) status = fail(j, 1, "the loss diverged (NaN or infinite)");
     }
-    for (int i = 0; i <= MAX_TIMED_STEPS; i++) CHECK_CUDA(cudaEventDestroy(marks[i]));
-    free(marks), free(step_ms);
+    if (window && status == 0) window_between_steps(j, 1); /* stopped: every window is final */
+    CHECK_CUDA(cudaEventDestroy(ring.anchor));
+    for (int i = 0; i < STEP_RING; i++) CHECK_CUDA(cudaEventDestroy(ring.marks[i]));
+    free(ring.step_ms);
     loader_close(l);
     return status;
 }
@@ -196,7 +279,8 @@ static int train_workload(job *j, const context_place *place, char *err, size_t 
 }
 
 int train_job_run(const train_options *options, const train_events *events, const context_place *place) {
-    job j = {.o = options, .ev = events};
+    job j = {.o = options, .ev = events, .commands = {.fd = 0}};
+    step_windows_init(&j.win, options->batch);
     char err[JOB_ERR];
     const model_spec *spec = catalog_find(options->model);
     j.w = (workload){.ops = WORKLOADS[spec ? spec->input : MODEL_INPUT_IMAGES], .o = options, .ev = events,
@@ -206,5 +290,6 @@ int train_job_run(const train_options *options, const train_events *events, cons
     else if (options->dry_run) rc = dry_run(&j);
     else rc = train_workload(&j, place, err, sizeof err);
     j.w.ops->end(&j.w);
+    step_windows_free(&j.win);
     return rc;
 }

@@ -7,7 +7,8 @@
  *
  * Each --job takes train's own options up to the next --job. The protocol is train's (JSON lines
  * on stdout) with "job": <index> in every event, one start barrier for all ("go" once on stdin
- * when the jobs ask --wait-go), an "exit" event when a job's thread ends (its exit code, its fault)
+ * when the jobs ask --wait-go; with --window-protocol the runner's later lines, "window T0 T1" and
+ * "stop", are read by the host and handed to every job), an "exit" event when a job's thread ends (its exit code, its fault)
  * and, once all have ended, a "collateral" event for each job that failed after another job's
  * CUDA fault poisoned the context they share, naming that job ("origin"). A failing check unwinds
  * only its job (a trap per thread, kernels/check.h).
@@ -22,10 +23,12 @@
 #include "kernels/check.h"
 #include "models/core/context.h"
 #include "runner/train/job.h"
+#include "runner/train/step_window.h"
 #include "runner/train/train_events.h"
 #include "runner/train/train_options.h"
 
 #define HOST_MAX_JOBS CONTEXT_MAX_PARTITIONS
+#define HOST_MAX_COMMANDS (STEP_WINDOW_MAX + 8)
 
 typedef struct host host;
 
@@ -37,6 +40,8 @@ typedef struct host_job {
     context_place place;
     pthread_t thread;
     int code;                 /* the job's exit code */
+    int commands_read;        /* the host's command lines this job has taken */
+    int ended;                /* its thread is done */
     int bad;                  /* its options were refused */
     int faulted;              /* a failing check unwound it */
     int poisoned;             /* after its fault, the context reported an error too (sticky) */
@@ -49,6 +54,9 @@ struct host {
     pthread_mutex_t lock;     /* stdout and the barrier */
     pthread_cond_t changed;
     int go;                   /* 0 waiting, 1 go, -1 never */
+    /* the runner's lines after "go" (the window protocol), for every job to take in turn */
+    char commands[HOST_MAX_COMMANDS][128];
+    int command_count, commands_ended;
     int count;
     host_job jobs[HOST_MAX_JOBS];
 };
@@ -71,6 +79,39 @@ static int go_barrier(void *user) {
     return go > 0 ? 0 : -1;
 }
 
+static int next_command(void *user, char *line, size_t size) {
+    host_job *hj = user;
+    host *h = hj->h;
+    pthread_mutex_lock(&h->lock);
+    int got = hj->commands_read < h->command_count ? 1 : h->commands_ended ? -1 : 0;
+    if (got == 1) snprintf(line, size, "%s", h->commands[hj->commands_read++]);
+    pthread_mutex_unlock(&h->lock);
+    return got;
+}
+
+/* After "go": the runner's lines go to every job until stdin ends or every job has ended. */
+static void read_commands(host *h, step_line_reader *in) {
+    for (;;) {
+        int running = 0;
+        pthread_mutex_lock(&h->lock);
+        for (int i = 0; i < h->count; i++) running += !h->jobs[i].ended;
+        pthread_mutex_unlock(&h->lock);
+        char line[128];
+        int got = running ? step_read_line(in, 100, line, sizeof line) : -1;
+        pthread_mutex_lock(&h->lock);
+        if (got == 1 && h->command_count < HOST_MAX_COMMANDS) snprintf(h->commands[h->command_count++], sizeof h->commands[0], "%s", line);
+        if (got < 0) h->commands_ended = 1;
+        pthread_mutex_unlock(&h->lock);
+        if (got < 0) return;
+    }
+}
+
+static void mark_ended(host_job *hj) {
+    pthread_mutex_lock(&hj->h->lock);
+    hj->ended = 1;
+    pthread_mutex_unlock(&hj->h->lock);
+}
+
 static void emit_exit(host_job *hj) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "exit");
@@ -89,6 +130,7 @@ static void *job_thread(void *arg) {
         hj->code = train_job_run(&hj->opt, &hj->ev, &hj->place);
         suite_check_set_trap(NULL);
         emit_exit(hj);
+        mark_ended(hj);
         return NULL;
     }
     /* A check failed: this job is over. A sticky error (a kernel fault) is reported again by every
@@ -102,6 +144,7 @@ static void *job_thread(void *arg) {
     hj->poisoned = cudaDeviceSynchronize() != cudaSuccess;
     if (!trap.reported) train_fail(&hj->ev, hj->code, trap.message);
     emit_exit(hj);
+    mark_ended(hj);
     /* What the job held (memory, loader threads) stays until the process ends: unwinding skipped
      * its clean-up, and a poisoned context could not run it anyway. */
     return NULL;
@@ -187,7 +230,7 @@ int main(int argc, char **argv) {
     setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
     pthread_mutex_init(&h.lock, NULL);
     pthread_cond_init(&h.changed, NULL);
-    int bad = 0, wait_go = 0;
+    int bad = 0, wait_go = 0, window_protocol = 0;
     while (a < argc) { /* argv[a] is "--job" */
         int end = a + 1;
         while (end < argc && strcmp(argv[end], "--job") != 0) end++;
@@ -195,7 +238,7 @@ int main(int argc, char **argv) {
         host_job *hj = &h.jobs[h.count];
         hj->h = &h;
         hj->index = h.count++;
-        hj->ev = (train_events){1, stderr, write_line, go_barrier, hj};
+        hj->ev = (train_events){1, stderr, write_line, go_barrier, next_command, hj};
         argv[a] = "train"; /* train's parser reads its options after the program name */
         if (train_options_parse(&hj->opt, end - a, argv + a, err, sizeof err) != 0) {
             hj->code = train_fail(&hj->ev, 2, err);
@@ -208,6 +251,7 @@ int main(int argc, char **argv) {
         hj->bad = bad && hj->code != 0;
         hj->opt.json = 1;
         wait_go |= hj->opt.wait_go;
+        window_protocol |= hj->opt.window_protocol;
         a = end;
     }
     if (h.count == 0) return usage_error("no --job given");
@@ -231,13 +275,15 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    step_line_reader in = {.fd = 0};
     if (!bad && wait_go) {
         char line[64];
-        int go = fgets(line, sizeof line, stdin) && !strncmp(line, "go", 2) ? 1 : -1;
+        int go = step_read_line(&in, -1, line, sizeof line) == 1 && !strncmp(line, "go", 2) ? 1 : -1;
         pthread_mutex_lock(&h.lock);
         h.go = go;
         pthread_cond_broadcast(&h.changed);
         pthread_mutex_unlock(&h.lock);
+        if (go > 0 && window_protocol) read_commands(&h, &in);
     }
     int status = bad ? 2 : 0;
     for (int i = 0; i < h.count; i++) {

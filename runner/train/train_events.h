@@ -18,6 +18,9 @@ typedef struct train_events {
      * (0 go, else the job does not start). NULL: a process of its own. */
     void (*write_line)(void *user, const char *line);
     int (*go_barrier)(void *user);
+    /* The runner's lines after "go" (--window-protocol), never waiting: 1 with a line, 0 none
+     * yet, -1 no more. NULL: read from stdin. */
+    int (*next_command)(void *user, char *line, size_t size);
     void *user;
 } train_events;
 

@@ -88,6 +88,8 @@ static const cli_option OPTIONS[] = {
     {"--json", NULL, "one JSON event per line on stdout", CLI_FLAG(T, json, 1)},
     {"--dry-run", NULL, "no GPU: parameters and the planned GPU footprint", CLI_FLAG(T, dry_run, 1)},
     {"--wait-go", NULL, "after warm-up print a ready event and wait for \"go\" on stdin", CLI_FLAG(T, wait_go, 1)},
+    {"--window-protocol", NULL, "with --wait-go: after the warm-up epoch train until \"stop\" on stdin and report "
+     "each \"window T0 T1\" given there (run_suite's window measurement)", CLI_FLAG(T, window_protocol, 1)},
     {"--workers", "N", "data loader threads (0: the CPU count divided by the jobs sharing the machine "
      "(SUITE_CONCURRENT_JOBS, set by run_suite), at least 1 and at most 16)", CLI_INT(T, workers, 0, 256),
      .fallback = "0"},
@@ -229,6 +231,11 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
     }
     if (o->nesterov && o->momentum == 0) {
         snprintf(err, err_size, "--nesterov needs a momentum above 0");
+        return -1;
+    }
+    if (o->window_protocol && (!o->wait_go || o->gpus > 1)) {
+        snprintf(err, err_size, "--window-protocol goes with --wait-go (the runner's commands come after \"go\"), "
+                 "and not with --gpus N (data-parallel jobs are timed by whole epochs)");
         return -1;
     }
     return data_defaults(o, spec, err, err_size);

@@ -140,7 +140,10 @@ static void take_line(host_run *h, double now) {
     }
     cJSON_Delete(root);
     const char *phase = job_handle_line(job, line, now);
-    if (phase && !strcmp(phase, "ready")) {
+    if (phase && !strcmp(phase, "window")) {
+        const job_window *w = &job->windows[job->window_count - 1];
+        progress(h, job, "window %d: %.1f samples/s over %.0f steps", w->window + 1, w->samples_per_s, w->steps);
+    } else if (phase && !strcmp(phase, "ready")) {
         progress(h, job, "ready after %.1f s", job->t_ready - job->t_spawn);
         notify(h, job, phase, job->t_ready);
     } else if (phase) {
@@ -190,8 +193,8 @@ static void release_barrier(host_run *h, int *stdin_fd) {
     int any = 0;
     for (int i = 0; i < h->count; i++) any |= h->jobs[i].proc->phase == JOB_READY;
     if (any) write_all(stdin_fd, "go\n", 3);
-    if (*stdin_fd >= 0) close(*stdin_fd); /* "go" is the only line: EOF tells the host nothing more comes */
-    *stdin_fd = -1;
+    /* completion: "go" is the only line, EOF tells the host nothing more comes; windows: more follow */
+    if (*stdin_fd >= 0 && (h->s->window_s <= 0 || !any)) close(*stdin_fd), *stdin_fd = -1;
     double t = jobs_now();
     for (int i = 0; i < h->count; i++)
         if (h->jobs[i].proc->phase == JOB_READY) {
@@ -311,6 +314,8 @@ group_result host_group_run(job_record *jobs, int count, char **argv, const char
         notify(h, &jobs[i], "spawn", t);
     }
     int released = 0, stopping = 0, reaped = 0, status = 0, term_sent = 0, kill_sent = 0, stalled = 0;
+    job_window_clock clock;
+    job_window_clock_init(&clock, s);
     double ready_deadline = jobs_monotonic() + s->ready_timeout_s, kill_at = 0, close_at = 0;
     for (;;) {
         double mono = jobs_monotonic();
@@ -342,6 +347,11 @@ group_result host_group_run(job_record *jobs, int count, char **argv, const char
                 release_barrier(h, &stdin_fd);
                 released = 1;
             }
+        }
+        char line[96]; /* the window measurement: one stdin for all jobs, which the host hands to each */
+        if (released && !stopping && stdin_fd >= 0 && job_window_due(&clock, jobs, count, jobs_now(), line, sizeof line)) {
+            write_all(&stdin_fd, line, strlen(line));
+            if (clock.stop_sent && stdin_fd >= 0) close(stdin_fd), stdin_fd = -1;
         }
         if (reaped && mono >= close_at) { /* a grandchild may hold the pipes: do not wait for ever */
             if (out_fd >= 0) close(out_fd);

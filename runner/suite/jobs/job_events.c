@@ -78,6 +78,24 @@ const char *job_handle_line(job_record *job, const char *line, double now) {
             e->diverged = json_flag(root, "diverged") == 1 || cJSON_IsNull(loss);
             phase = "epoch";
         }
+    } else if (strcmp(name, "window") == 0) {
+        double k = json_number(root, "window");
+        if (job->window_count < JOB_MAX_WINDOWS && !isnan(k)) {
+            job_window *w = &job->windows[job->window_count++];
+            w->window = (int)k;
+            static const struct { const char *key; size_t offset; } fields[] = {
+                {"t0", offsetof(job_window, t0)}, {"t1", offsetof(job_window, t1)},
+                {"steps", offsetof(job_window, steps)}, {"samples", offsetof(job_window, samples)},
+                {"samples_per_s", offsetof(job_window, samples_per_s)},
+                {"step_ms_median", offsetof(job_window, step_ms_median)},
+                {"step_ms_p10", offsetof(job_window, step_ms_p10)}, {"step_ms_p90", offsetof(job_window, step_ms_p90)},
+                {"step_ms_p99", offsetof(job_window, step_ms_p99)},
+                {"step_ms_count", offsetof(job_window, step_ms_count)},
+                {"train_start", offsetof(job_window, train_start)}, {"train_end", offsetof(job_window, train_end)}};
+            for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+                *(double *)((char *)w + fields[f].offset) = json_number(root, fields[f].key);
+            phase = "window";
+        }
     } else if (strcmp(name, "progress") == 0 || strcmp(name, "block") == 0) {
         /* "step" counts within the epoch ("steps" of them): the record names the run's step */
         double step = json_number(root, "step"), steps = json_number(root, "steps"), epoch = json_number(root, "epoch");

@@ -157,7 +157,8 @@ char **job_build_env(char *const *base, const job_env *env) {
 }
 
 char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
-                      long steps_per_epoch, const char *data_root, int dry_run) {
+                      long steps_per_epoch, const char *data_root, int form) {
+    int dry_run = form == JOB_ARGV_DRY_RUN;
     strv s = {0};
     char num[32];
 #define ARG(flag, value) (strv_push(&s, flag), strv_push(&s, value))
@@ -179,6 +180,7 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     }
     strv_push(&s, dry_run ? "--dry-run" : "--json");
     strv_push(&s, dry_run ? "--json" : "--wait-go");
+    if (form == JOB_ARGV_WINDOW) strv_push(&s, "--window-protocol");
     if (data_root && *data_root) {
         /* real files where they are present; synthetic data of the set's shape elsewhere */
         ARG("--data-root", data_root);
@@ -321,7 +323,10 @@ static void take_stdout_line(job_record *job, const jobs_settings *s) {
     p->out_len = 0;
     p->out_overflow = 0;
     if (!phase) return;
-    if (strcmp(phase, "ready") == 0) {
+    if (strcmp(phase, "window") == 0) {
+        const job_window *w = &job->windows[job->window_count - 1];
+        progress(s, job, "window %d: %.1f samples/s over %.0f steps", w->window + 1, w->samples_per_s, w->steps);
+    } else if (strcmp(phase, "ready") == 0) {
         progress(s, job, "ready after %.1f s", job->t_ready - job->t_spawn);
         notify(s, job, phase, job->t_ready);
     } else {
@@ -395,7 +400,8 @@ static void release_barrier(job_record *jobs, int count, const jobs_settings *s)
         ssize_t w;
         do w = write(p->stdin_fd, go, sizeof go - 1);
         while (w < 0 && errno == EINTR);
-        close_fd(&p->stdin_fd); /* "go" is the only line; EOF later tells train nothing more comes */
+        /* completion: "go" is the only line, EOF tells train nothing more comes; windows: more follow */
+        if (s->window_s <= 0) close_fd(&p->stdin_fd);
         job->t_go = t;
         p->last_event_mono = jobs_monotonic();
         p->phase = JOB_TRAINING;
@@ -415,6 +421,22 @@ static void finish_job(job_record *job, const jobs_settings *s) {
     static const char *names[] = {"ok", "failed", "diverged"};
     progress(s, job, "%s%s%s", names[job->status], job->reason[0] ? ": " : "", job->reason);
     notify(s, job, "end", isnan(job->t_exit) ? jobs_now() : job->t_exit);
+}
+
+/* The window measurement's lines to every training job ("window T0 T1", then "stop", after which
+ * stdin closes). */
+static void announce_windows(job_window_clock *clock, job_record *jobs, int count, const jobs_settings *s) {
+    char line[96];
+    if (!job_window_due(clock, jobs, count, jobs_now(), line, sizeof line)) return;
+    for (int i = 0; i < count; i++) {
+        job_process *p = jobs[i].proc;
+        if (p->phase != JOB_TRAINING || p->stdin_fd < 0) continue;
+        ssize_t w;
+        do w = write(p->stdin_fd, line, strlen(line));
+        while (w < 0 && errno == EINTR);
+        if (clock->stop_sent) close_fd(&p->stdin_fd);
+    }
+    if (s->tag && !s->board) fprintf(stderr, "[%s] %.*s\n", s->tag, (int)strlen(line) - 1, line);
 }
 
 group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s) {
@@ -442,6 +464,8 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
         jobs_request_stop(SIGTERM);
     }
     int seen_stop_count = 0;
+    job_window_clock clock;
+    job_window_clock_init(&clock, s);
     for (;;) {
         double mono = jobs_monotonic();
         if (stop_signo && stop_count != seen_stop_count) {
@@ -469,6 +493,7 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
                 released = 1;
             }
         }
+        if (released && !stopping) announce_windows(&clock, jobs, count, s);
         int alive = 0, nfds = 0;
         if (fds) {
             fds[nfds].fd = stop_pipe[0];

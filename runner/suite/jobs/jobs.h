@@ -61,6 +61,9 @@ typedef struct jobs_settings {
     double stall_timeout_s;      /* watchdog: a training job silent this long is stopped.
                                     0: derived from the job's own pace (jobs_stall_limit); < 0: off */
     struct progress_board *board;/* jobs_run_group's status lines (progress.h); callers leave NULL */
+    double window_s;             /* the window measurement (job_window_clock below): each window's length;
+                                    0: the completion measurement, stdin closed after "go" */
+    int windows;                 /* consecutive windows of that length (0: 1) */
 } jobs_settings;
 
 /* The watchdog's limit for one job now: the setting when given, else JOBS_STALL_FACTOR times the
@@ -96,10 +99,12 @@ int job_prepare(job_record *job, int index, const job_spec *spec, const char *tr
 void job_release(job_record *job);
 
 /* The argv of `train` for one job (malloc'd strings, NULL-terminated): the protocol's
- * --json --wait-go form, or with dry_run the --dry-run --json form (epochs and steps are then
+ * --json --wait-go form (JOB_ARGV_RUN), the same with --window-protocol (JOB_ARGV_WINDOW: the
+ * window measurement), or the --dry-run --json form (JOB_ARGV_DRY_RUN: epochs and steps are then
  * left out; the data root stays, so train checks it before anything runs). Pure. */
+enum { JOB_ARGV_RUN = 0, JOB_ARGV_DRY_RUN = 1, JOB_ARGV_WINDOW = 2 };
 char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
-                      long steps_per_epoch, const char *data_root, int dry_run);
+                      long steps_per_epoch, const char *data_root, int form);
 /* base (e.g. environ) with env applied; malloc'd, NULL-terminated. */
 char **job_build_env(char *const *base, const job_env *env);
 void job_free_strv(char **v);
@@ -130,6 +135,29 @@ int job_parse_footprint(const char *text, job_footprint *fp, char *err, size_t e
 /* A job's compute demand in FLOPs: FLOPs per step x the steps it is planned to train (epochs x
  * its fixed steps per epoch, else x a whole epoch's batches). NaN when the dry run did not say. */
 double job_demand(const job_footprint *fp, const job_spec *spec, int epochs, long steps_per_epoch);
+
+/* The window measurement, the runner's side (see runner/train/step_window.h for the job's): once
+ * the last job training has reported its warm-up epoch, the window opens (T0 = then, on the
+ * runner's clock) and "window T0 T1" goes to every training job, T1 = T0 + the length; with K
+ * windows the next one, T1..T1 + length, goes when it opens. After the last window has closed and
+ * every job still training has reported it ("window" event), "stop" goes to all; they then end
+ * normally. A job that failed or ended holds nothing open; a job that reports late is waited for
+ * at most JOB_WINDOW_REPORT_S after the end. jobs_run_group and host_group_run write what it says to their
+ * jobs' stdin; job_window.c holds it. */
+#define JOB_WINDOW_REPORT_S 60.0
+
+typedef struct job_window_clock {
+    double length_s;             /* 0: the completion measurement (no windows) */
+    int count;                   /* windows of one launch */
+    int sent;                    /* windows announced so far */
+    double t0;                   /* the first window's start; NaN before it opened */
+    int stop_sent;
+} job_window_clock;
+
+void job_window_clock_init(job_window_clock *c, const jobs_settings *s);
+/* The line every training job gets now ("window T0 T1\n" or "stop\n", in line), 1; 0 when
+ * nothing is due. Call after the start barrier released the jobs, on every pass of the loop. */
+int job_window_due(job_window_clock *c, const job_record *jobs, int count, double now, char *line, size_t size);
 
 /* Ctrl-C, SIGTERM and SIGHUP only set a flag and write to a self-pipe that the event loop
  * polls; SIGPIPE is ignored (a job that died before "go" must not kill the runner). */

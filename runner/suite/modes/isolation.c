@@ -63,7 +63,7 @@ void suite_isolate(mode_run *r) {
             continue;
         }
         if (c->execute(c, mode, &job, 1, dir, NULL, &alone) == 0 && alone.job_count == 1)
-            s->partition_rate[k] = alone.timed_rate[0];
+            s->partition_rate[k] = alone.window_length_s > 0 ? alone.window_rate[0] : alone.timed_rate[0];
     }
     if (saved) memcpy(r->state, saved, mode->state_size);
     free(saved);

@@ -22,9 +22,12 @@ struct suite_options {
     const char *mix_text;
     const char *skip_modes;       /* --mode all without these: "streams,green" (checked names) */
     mix mix;
-    int epochs;                   /* default 2 (the second is timed) */
+    int epochs;                   /* default 2 (completion: the second is timed; window: the first warms up) */
     long steps_per_epoch;         /* 0: whole epochs */
     int quick;
+    double window_s;              /* the window measurement's window length; 0 with --completion */
+    int windows;                  /* consecutive windows per launch (--windows) */
+    int completion;               /* --completion: whole epochs timed, jobs run to completion */
     const char *data_root;        /* NULL: train's default */
     const char *results_dir;
     const char *train_path;       /* resolved, absolute */

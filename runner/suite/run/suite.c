@@ -91,6 +91,8 @@ static void write_results(mode_run *r, const serial_baseline *base) {
     const suite_ctx *c = r->ctx;
     int sequential = (r->mode->flags & MODE_SEQUENTIAL) != 0;
     char err[1024];
+    r->summary.window_length_s = c->o->window_s;  /* the measurement (results_summarize keeps it) */
+    r->summary.window_count = c->o->windows;
     results_summarize(r->jobs, r->count, r->mode->name, sequential, r->stopped, base, &r->summary);
     measure_energy(r);
     serial_baseline own;
@@ -150,13 +152,19 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
         environment(r, k, &env);
         rc = job_prepare(&r->jobs[k], k, &o->mix.jobs[i], o->train_path, c->epochs, c->steps,
                          o->data_root, &env, dir, r->error, sizeof r->error);
+        if (rc == 0 && o->window_s > 0) { /* the window measurement: train keeps going until "stop" */
+            job_free_strv(r->jobs[k].argv);
+            r->jobs[k].argv = suite_job_argv(c, i);
+            if (!r->jobs[k].argv) rc = -1, snprintf(r->error, sizeof r->error, "out of memory");
+        }
         r->jobs[k].footprint_bytes = c->fp[i].total;
     }
     if (!r->jobs) rc = -1;
     if (rc == 0) {
         start_monitor(r);
         jobs_settings s = {.ready_timeout_s = o->ready_timeout_s, .grace_s = o->grace_s, .tag = mode->name,
-                           .observer = {r, on_phase}, .stall_timeout_s = o->stall_timeout_s};
+                           .observer = {r, on_phase}, .stall_timeout_s = o->stall_timeout_s,
+                           .window_s = o->window_s, .windows = o->windows};
         group_result result = mode->run_jobs ? mode->run_jobs(r, r->jobs, r->count, &s)
                                              : run_processes(r, r->jobs, r->count, &s);
         r->stopped = result == GROUP_STOPPED;
@@ -193,6 +201,12 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
         cJSON_AddStringToObject(root, "mix", o->mix_text);
         cJSON_AddNumberToObject(root, "epochs", c->epochs);
         cJSON_AddNumberToObject(root, "steps_per_epoch", (double)c->steps);
+        if (o->window_s > 0) {
+            cJSON *m = cJSON_AddObjectToObject(root, "measurement");
+            cJSON_AddStringToObject(m, "name", "window");
+            cJSON_AddNumberToObject(m, "window_s", o->window_s);
+            cJSON_AddNumberToObject(m, "windows", o->windows);
+        }
         cJSON_AddItemToObject(root, "gpu", run_json_gpu(g, o->gpu));
         cJSON_AddItemToObject(root, "jobs", run_json_jobs(c, NULL));
         cJSON_AddBoolToObject(root, "fits", fit_error == NULL);
@@ -209,9 +223,15 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
     }
     char mem[32], bytes[32];
     results_format_bytes(mem, sizeof mem, g->memory_bytes);
-    printf("dry run: mode %s, mix %s, %d epoch(s) (the second is timed), %s\nGPU %d: %s%s%s, %s\n\n",
-           mode, o->mix_text, c->epochs, c->steps ? "fixed steps per epoch" : "whole epochs",
-           o->gpu, g->nvml_ok ? g->name : "unknown: ", g->nvml_ok ? ", driver " : g->why, g->driver, mem);
+    if (o->window_s > 0)
+        printf("dry run: mode %s, mix %s, warm-up epoch then %d common window(s) of %g s (the window measurement), "
+               "%s\nGPU %d: %s%s%s, %s\n\n", mode, o->mix_text, o->windows, o->window_s,
+               c->steps ? "fixed steps per epoch" : "whole epochs", o->gpu, g->nvml_ok ? g->name : "unknown: ",
+               g->nvml_ok ? ", driver " : g->why, g->driver, mem);
+    else
+        printf("dry run: mode %s, mix %s, %d epoch(s) (the second is timed), %s\nGPU %d: %s%s%s, %s\n\n",
+               mode, o->mix_text, c->epochs, c->steps ? "fixed steps per epoch" : "whole epochs",
+               o->gpu, g->nvml_ok ? g->name : "unknown: ", g->nvml_ok ? ", driver " : g->why, g->driver, mem);
     printf("%-4s %-24s %-16s %-11s %6s %6s %12s %12s\n", "job", "label", "model", "data", "batch",
            "size", "params", "footprint");
     double total = 0;

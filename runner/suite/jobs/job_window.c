@@ -1,0 +1,42 @@
+/* When the runner opens, announces and closes the common windows (see jobs.h, job_window_clock). */
+#include "runner/suite/jobs/jobs.h"
+
+#include <math.h>
+#include <stdio.h>
+
+void job_window_clock_init(job_window_clock *c, const jobs_settings *s) {
+    c->length_s = s->window_s > 0 ? s->window_s : 0;
+    c->count = s->windows > 0 ? s->windows : 1;
+    c->sent = c->stop_sent = 0;
+    c->t0 = NAN;
+}
+
+static int training(const job_record *job) { return job->proc->phase == JOB_TRAINING; }
+
+int job_window_due(job_window_clock *c, const job_record *jobs, int count, double now, char *line, size_t size) {
+    if (c->length_s <= 0 || c->stop_sent) return 0;
+    if (c->sent == 0) {
+        int any = 0;
+        for (int i = 0; i < count; i++) {
+            if (!training(&jobs[i])) continue;
+            if (jobs[i].epoch_count == 0) return 0; /* still warming up */
+            any = 1;
+        }
+        if (!any) return 0;
+        c->t0 = now;
+    }
+    double end = c->t0 + c->count * c->length_s;
+    if (c->sent < c->count) {
+        double t0 = c->t0 + c->sent * c->length_s;
+        if (now < t0) return 0;
+        c->sent++;
+        snprintf(line, size, "window %.6f %.6f\n", t0, t0 + c->length_s);
+        return 1;
+    }
+    if (now < end) return 0;
+    for (int i = 0; i < count && now < end + JOB_WINDOW_REPORT_S; i++)
+        if (training(&jobs[i]) && jobs[i].window_count < c->count) return 0;
+    c->stop_sent = 1;
+    snprintf(line, size, "stop\n");
+    return 1;
+}

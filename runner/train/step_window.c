@@ -1,0 +1,132 @@
+/* The window measurement's arithmetic on a job's step completion times (see step_window.h). */
+#include "runner/train/step_window.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void step_windows_init(step_windows *w, int batch) {
+    memset(w, 0, sizeof *w);
+    w->batch = batch;
+    w->train_start = w->train_end = NAN;
+}
+
+void step_windows_free(step_windows *w) {
+    free(w->steps);
+    w->steps = NULL;
+    w->first = w->count = w->cap = 0;
+}
+
+/* Steps older than both the history span and the oldest window still to report go. */
+static void forget_old(step_windows *w) {
+    double keep_from = w->train_end - STEP_WINDOW_HISTORY_S;
+    for (int k = 0; k < w->window_count; k++)
+        if (!w->windows[k].reported && w->windows[k].t0 < keep_from) keep_from = w->windows[k].t0;
+    while (w->count > 0 && w->steps[w->first].t_end < keep_from) w->first++, w->count--;
+    memmove(w->steps, w->steps + w->first, w->count * sizeof *w->steps);
+    w->first = 0;
+}
+
+int step_windows_add(step_windows *w, double t_end, double ms) {
+    if (isnan(w->train_start)) w->train_start = t_end - ms / 1000.0;
+    w->train_end = t_end;
+    if (w->first + w->count == w->cap) {
+        forget_old(w);
+        if (w->count == w->cap) {
+            size_t cap = w->cap ? w->cap * 2 : 4096;
+            step_done *grown = realloc(w->steps, cap * sizeof *grown);
+            if (!grown) return -1;
+            w->steps = grown;
+            w->cap = cap;
+        }
+    }
+    w->steps[w->first + w->count++] = (step_done){t_end, (float)ms};
+    return 0;
+}
+
+int step_windows_command(step_windows *w, const char *line) {
+    double t0, t1;
+    char tail;
+    if (strncmp(line, "stop", 4) == 0 && (line[4] == 0 || line[4] == '\r' || line[4] == ' ')) {
+        w->stopped = 1;
+        return 1;
+    }
+    if (sscanf(line, "window %lf %lf %c", &t0, &t1, &tail) != 2 || !(t1 > t0) || w->window_count == STEP_WINDOW_MAX)
+        return -1;
+    w->windows[w->window_count++] = (step_window_span){t0, t1, 0};
+    return 0;
+}
+
+static int compare_floats(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static cJSON *window_event(const step_windows *w, int index) {
+    const step_window_span *s = &w->windows[index];
+    size_t n = 0;
+    float *ms = malloc((w->count ? w->count : 1) * sizeof *ms);
+    for (size_t i = 0; ms && i < w->count; i++) {
+        const step_done *d = &w->steps[w->first + i];
+        if (d->t_end >= s->t0 && d->t_end <= s->t1) ms[n++] = d->ms;
+    }
+    if (ms) qsort(ms, n, sizeof *ms, compare_floats);
+    double samples = (double)n * w->batch;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "window");
+    cJSON_AddNumberToObject(e, "window", index);
+    cJSON_AddNumberToObject(e, "t0", s->t0);
+    cJSON_AddNumberToObject(e, "t1", s->t1);
+    cJSON_AddNumberToObject(e, "steps", (double)n);
+    cJSON_AddNumberToObject(e, "samples", samples);
+    cJSON_AddNumberToObject(e, "samples_per_s", samples / (s->t1 - s->t0));
+    const struct { const char *key; size_t num, den; } q[] = {
+        {"step_ms_median", 1, 2}, {"step_ms_p10", 1, 10}, {"step_ms_p90", 9, 10}, {"step_ms_p99", 99, 100}};
+    for (size_t k = 0; k < sizeof q / sizeof q[0]; k++) {
+        if (n && ms) cJSON_AddNumberToObject(e, q[k].key, ms[n * q[k].num / q[k].den]);
+        else cJSON_AddNullToObject(e, q[k].key);
+    }
+    cJSON_AddNumberToObject(e, "step_ms_count", (double)n);
+    if (isnan(w->train_start)) cJSON_AddNullToObject(e, "train_start"), cJSON_AddNullToObject(e, "train_end");
+    else cJSON_AddNumberToObject(e, "train_start", w->train_start), cJSON_AddNumberToObject(e, "train_end", w->train_end);
+    free(ms);
+    return e;
+}
+
+cJSON *step_windows_next_event(step_windows *w, int final) {
+    for (int k = 0; k < w->window_count; k++) {
+        step_window_span *s = &w->windows[k];
+        if (s->reported || !(final || w->train_end > s->t1)) continue;
+        s->reported = 1;
+        return window_event(w, k);
+    }
+    return NULL;
+}
+
+int step_read_line(step_line_reader *r, int timeout_ms, char *line, size_t size) {
+    for (;;) {
+        char *nl = memchr(r->buf, '\n', r->len);
+        if (nl) {
+            size_t n = (size_t)(nl - r->buf), keep = n < size ? n : size - 1;
+            memcpy(line, r->buf, keep);
+            line[keep] = 0;
+            r->len -= n + 1;
+            memmove(r->buf, nl + 1, r->len);
+            return 1;
+        }
+        if (r->eof) return -1;
+        if (r->len == sizeof r->buf) r->len = 0; /* an over-long line: not a command */
+        struct pollfd p = {r->fd, POLLIN, 0};
+        int ready = poll(&p, 1, timeout_ms);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) return 0;
+        ssize_t got = read(r->fd, r->buf + r->len, sizeof r->buf - r->len);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (got <= 0) r->eof = 1;
+        else r->len += (size_t)got;
+    }
+}

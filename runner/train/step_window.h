@@ -1,0 +1,64 @@
+/* The window measurement, the job's side (run_suite's default; README "run_suite"): after its
+ * warm-up epoch a job trains until the runner says "stop", and the runner names the common
+ * windows it measures every job over ("window T0 T1": unix seconds, CLOCK_REALTIME, the host's
+ * clock). For each window the job reports the steps that COMPLETED inside [T0, T1] (their samples,
+ * samples / (T1 - T0), their step-time quantiles) and its own training interval (first step's
+ * start, latest step's end), from which the runner tells how much of the window every other job
+ * was training too. Pure host code: the job feeds it each step's completion time (train: from its
+ * CUDA events, runner/train/job.c; the CPU tests' fake train: from its clock), so both speak the
+ * protocol through the same arithmetic. A window line may arrive after its T0 (the job reads
+ * stdin between steps): the steps of the last STEP_WINDOW_HISTORY_S seconds, and every step since
+ * the oldest window not yet reported, are kept. */
+#ifndef SUITE_STEP_WINDOW_H
+#define SUITE_STEP_WINDOW_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#define STEP_WINDOW_MAX 64           /* windows one job measures (run_suite --windows at most) */
+#define STEP_WINDOW_HISTORY_S 120.0
+
+typedef struct step_done {
+    double t_end;                    /* unix seconds the step completed */
+    float ms;                        /* its duration */
+} step_done;
+
+typedef struct step_window_span {
+    double t0, t1;
+    int reported;
+} step_window_span;
+
+typedef struct step_windows {
+    int batch;                       /* samples per step */
+    step_done *steps;                /* history, oldest first, from steps[first] */
+    size_t first, count, cap;
+    double train_start, train_end;   /* NaN before the first step */
+    step_window_span windows[STEP_WINDOW_MAX];
+    int window_count;
+    int stopped;                     /* "stop" (or the end of stdin) arrived */
+} step_windows;
+
+void step_windows_init(step_windows *w, int batch);
+void step_windows_free(step_windows *w);
+/* A step that completed at t_end after ms milliseconds (in completion order). 0, or -1 when out
+ * of memory. */
+int step_windows_add(step_windows *w, double t_end, double ms);
+/* One line of the runner's: "window T0 T1" (0), "stop" (1; also sets stopped), else -1. */
+int step_windows_command(step_windows *w, const char *line);
+/* The next window whose figures are final (a step completed after its T1, or final: no more
+ * steps come), as its "window" event; NULL when none. Each window is returned once. */
+cJSON *step_windows_next_event(step_windows *w, int final);
+
+/* Lines from a file descriptor without blocking the caller longer than timeout_ms (0: never):
+ * the runner's commands on stdin, read between steps. */
+typedef struct step_line_reader {
+    int fd;
+    char buf[512];
+    size_t len;
+    int eof;
+} step_line_reader;
+/* 1 with a line (its '\n' removed) in line, 0 when none is complete yet, -1 at end of input. */
+int step_read_line(step_line_reader *r, int timeout_ms, char *line, size_t size);
+
+#endif

@@ -1,0 +1,227 @@
+/* The window measurement (runner/train/step_window.h, runner/suite/jobs/job_window.c, results'
+ * window metrics): the job's arithmetic on step completion times, and run_suite end to end with
+ * tests/fake_train (which speaks the protocol through the same step_window code): a heterogeneous
+ * mix whose small job's planned steps end long before the others' warm-up still overlaps fully in
+ * one common window; --windows 3 gives three windows and spreads; --completion keeps today's files;
+ * a job failing mid-window is flagged and does not hang the run; the dry run shows the window. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "runner/train/step_window.h"
+#include "tests/testutil.h"
+
+static double num(const cJSON *o, const char *key) {
+    const cJSON *item = cJSON_GetObjectItem(o, key);
+    return cJSON_IsNumber(item) ? item->valuedouble : NAN;
+}
+
+/* --- the job's arithmetic ------------------------------------------------------------------ */
+
+static void test_steps_inside_the_window(void **state) {
+    (void)state;
+    step_windows w;
+    step_windows_init(&w, 4);
+    for (int k = 1; k <= 10; k++) assert_int_equal(step_windows_add(&w, 100.0 + k, 1000.0), 0);
+    /* a window line that arrives late still sees the steps completed since its T0 */
+    assert_int_equal(step_windows_command(&w, "window 102.5 106.5"), 0);
+    assert_int_equal(step_windows_command(&w, "window 1 x"), -1);
+    cJSON *e = step_windows_next_event(&w, 0);
+    assert_non_null(e); /* steps up to 110 are known: the window is final */
+    assert_true(num(e, "steps") == 4);          /* 103, 104, 105, 106 */
+    assert_true(num(e, "samples") == 16);
+    assert_true(fabs(num(e, "samples_per_s") - 4.0) < 1e-9);
+    assert_true(num(e, "step_ms_median") == 1000);
+    assert_true(fabs(num(e, "train_start") - 100.0) < 1e-9);
+    assert_true(num(e, "train_end") == 110);
+    cJSON_Delete(e);
+    assert_null(step_windows_next_event(&w, 0));
+    assert_int_equal(step_windows_command(&w, "window 110 120"), 0);
+    assert_null(step_windows_next_event(&w, 0)); /* not final until a step after 120, or stop */
+    assert_int_equal(step_windows_command(&w, "stop"), 1);
+    assert_true(w.stopped);
+    e = step_windows_next_event(&w, 1);
+    assert_non_null(e);
+    assert_true(num(e, "steps") == 1); /* the step that ended at 110 */
+    cJSON_Delete(e);
+    step_windows_free(&w);
+}
+
+static void test_history_is_bounded_but_keeps_open_windows(void **state) {
+    (void)state;
+    step_windows w;
+    step_windows_init(&w, 1);
+    assert_int_equal(step_windows_command(&w, "window 0 100000"), 0);
+    for (int k = 1; k <= 50000; k++) assert_int_equal(step_windows_add(&w, (double)k, 1.0), 0);
+    cJSON *e = step_windows_next_event(&w, 1);
+    assert_true(num(e, "steps") == 50000); /* nothing of an open window was forgotten */
+    cJSON_Delete(e);
+    step_windows_free(&w);
+    step_windows_init(&w, 1);
+    for (int k = 1; k <= 50000; k++) assert_int_equal(step_windows_add(&w, (double)k, 1.0), 0);
+    assert_true(w.count < 50000); /* no window: only the last STEP_WINDOW_HISTORY_S seconds */
+    step_windows_free(&w);
+}
+
+/* --- run_suite end to end ----------------------------------------------------------------- */
+
+typedef struct fixture {
+    char dir[256], results[512];
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    test_tmpdir(f->dir, sizeof f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    test_rmtree(f->dir);
+    free(f);
+    return 0;
+}
+
+/* run_suite with args in its own results folder f->results/<name>; exit status. */
+static int run_suite(fixture *f, const char *name, const char *fake, const char *args) {
+    snprintf(f->results, sizeof f->results, "%s/%s", f->dir, name);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "SUITE_NVML_LIBRARY=/nonexistent SUITE_JOB_HOST=%s FAKE_TRAIN='%s' %s %s --train %s "
+             "--results %s > %s/%s.out 2> %s/%s.err", FAKE_JOB_HOST_PATH, fake, RUN_SUITE_PATH, args, FAKE_TRAIN_PATH,
+             f->results, f->dir, name, f->dir, name);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static cJSON *summary(fixture *f) {
+    DIR *d = opendir(f->results);
+    assert_non_null(d);
+    struct dirent *e;
+    char path[1024] = "";
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s/summary.json", f->results, e->d_name);
+    closedir(d);
+    static char text[1 << 18];
+    FILE *file = fopen(path, "r");
+    assert_non_null(file);
+    text[fread(text, 1, sizeof text - 1, file)] = 0;
+    fclose(file);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    return root;
+}
+
+/* S's two planned epochs (20 steps, 0.1 s) end long before M's warm-up (1.5 s) does: the window
+ * opens after M's warm-up all the same, with S still training. */
+#define HETEROGENEOUS "resnet26:epoch_ms=50;resnet50:epoch_ms=1500"
+
+static void test_heterogeneous_mix_overlaps(void **state) {
+    fixture *f = *state;
+    assert_int_equal(run_suite(f, "hetero", HETEROGENEOUS, "--mode naive --mix S+M+M --quick --window 1"), 0);
+    cJSON *root = summary(f);
+    assert_string_equal(cJSON_GetObjectItem(root, "measurement")->valuestring, "window");
+    assert_true(num(root, "window_length_s") == 1);
+    cJSON *jobs = cJSON_GetObjectItem(root, "jobs");
+    double t0 = NAN, t1 = NAN;
+    for (int i = 0; i < 3; i++) {
+        cJSON *j = cJSON_GetArrayItem(jobs, i);
+        assert_true(num(j, "window_overlap") >= 0.95);
+        assert_false(cJSON_IsTrue(cJSON_GetObjectItem(j, "overlap_flag")));
+        assert_true(num(j, "window_samples_per_s") > 0);
+        cJSON *w = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "windows"), 0);
+        if (i == 0) t0 = num(w, "t0"), t1 = num(w, "t1");
+        assert_true(num(w, "t0") == t0 && num(w, "t1") == t1); /* one common window */
+        assert_true(fabs(t1 - t0 - 1.0) < 1e-6);
+    }
+    cJSON_Delete(root);
+}
+
+static void test_three_windows_give_spreads(void **state) {
+    fixture *f = *state;
+    assert_int_equal(run_suite(f, "three", "*:epoch_ms=50", "--mode streams --mix S+S --quick --window 0.5 --windows 3"), 0);
+    cJSON *root = summary(f);
+    assert_true(num(root, "windows") == 3);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "window_metrics")), 3);
+    assert_true(cJSON_IsObject(cJSON_GetObjectItem(root, "stp_spread")));
+    cJSON *jobs = cJSON_GetObjectItem(root, "jobs");
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(jobs, i), "windows")), 3);
+    cJSON_Delete(root);
+}
+
+static void test_completion_keeps_todays_files(void **state) {
+    fixture *f = *state;
+    assert_int_equal(run_suite(f, "completion", "*:epoch_ms=50", "--mode naive --mix S+S --quick --completion"), 0);
+    cJSON *root = summary(f);
+    assert_null(cJSON_GetObjectItem(root, "measurement"));
+    assert_null(cJSON_GetObjectItem(root, "window_metrics"));
+    cJSON *j = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "jobs"), 0);
+    assert_null(cJSON_GetObjectItem(j, "windows"));
+    assert_true(num(j, "timed_epoch") == 2);
+    cJSON_Delete(root);
+    assert_int_equal(run_suite(f, "completion-window", "*:epoch_ms=50", "--mode naive --mix S+S --completion --window 3"), 2);
+}
+
+static void test_failure_mid_window_is_flagged(void **state) {
+    fixture *f = *state;
+    /* job 0 exits at step 40: after its warm-up, inside the 2 s window (5 ms steps) */
+    assert_int_equal(run_suite(f, "fail", "*:epoch_ms=50", "--mode naive --mix 'S[fault=exit@60]+S' --quick --window 2"), 3);
+    cJSON *root = summary(f);
+    cJSON *jobs = cJSON_GetObjectItem(root, "jobs");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(jobs, 0), "status")->valuestring, "failed");
+    cJSON *other = cJSON_GetArrayItem(jobs, 1);
+    assert_string_equal(cJSON_GetObjectItem(other, "status")->valuestring, "ok");
+    assert_true(num(other, "window_overlap") < 0.95);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(other, "overlap_flag")));
+    cJSON_Delete(root);
+}
+
+static void test_dry_run_shows_the_window(void **state) {
+    fixture *f = *state;
+    assert_int_equal(run_suite(f, "dry", "", "--mode naive --mix S+M --dry-run --window 7 --windows 2"), 0);
+    char path[600], text[8192];
+    snprintf(path, sizeof path, "%s/dry.out", f->dir);
+    FILE *file = fopen(path, "r");
+    text[fread(text, 1, sizeof text - 1, file)] = 0;
+    fclose(file);
+    assert_non_null(strstr(text, "2 common window(s) of 7 s"));
+    assert_non_null(strstr(text, "--window-protocol"));
+    assert_int_equal(run_suite(f, "dryjson", "", "--mode naive --mix S+M --dry-run --json --quick"), 0);
+    snprintf(path, sizeof path, "%s/dryjson.out", f->dir);
+    file = fopen(path, "r");
+    text[fread(text, 1, sizeof text - 1, file)] = 0;
+    fclose(file);
+    cJSON *root = cJSON_Parse(text);
+    cJSON *m = cJSON_GetObjectItem(root, "measurement");
+    assert_string_equal(cJSON_GetObjectItem(m, "name")->valuestring, "window");
+    assert_true(num(m, "window_s") == 2);
+    cJSON_Delete(root);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_steps_inside_the_window),
+        cmocka_unit_test(test_history_is_bounded_but_keeps_open_windows),
+        cmocka_unit_test_setup_teardown(test_heterogeneous_mix_overlaps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_three_windows_give_spreads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_completion_keeps_todays_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failure_mid_window_is_flagged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dry_run_shows_the_window, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
