@@ -187,8 +187,10 @@ static int find_references(const gpus_args *a, const mix *m, gpus_card *cards, i
             const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(ref, "jobs");
             int same = cJSON_GetArraySize(jobs) == cards[g].job_count;
             for (int k = 0; same && k < cards[g].job_count; k++) {
-                const cJSON *label = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(jobs, k), "label");
-                same = cJSON_IsString(label) && !strcmp(label->valuestring, m->jobs[cards[g].jobs[k]].label);
+                const cJSON *job = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(jobs, k), "job");
+                char mine[256];
+                mix_job_format(&m->jobs[cards[g].jobs[k]], mine, sizeof mine);
+                same = cJSON_IsString(job) && !strcmp(job->valuestring, mine);
             }
             cJSON_Delete(ref);
             if (!same)
