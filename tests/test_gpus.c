@@ -307,6 +307,43 @@ static void test_references(void **state) {
     cJSON_Delete(s);
 }
 
+/* --study over two GPUs: the dry run says so; the cells run on both, two at once. */
+static void test_study_over_two_gpus(void **state) {
+    (void)state;
+    char results[600], run_dir[1200], path[1400], msg[256];
+    snprintf(results, sizeof results, "%s/study", dir);
+    const char *dry[] = {"--study", "small", "--quick", "--degrees", "2", "--gpus", "0,1", "--dry-run", NULL};
+    assert_int_equal(run(dry), 0);
+    assert_non_null(strstr(out, "cells at once: 2, one per GPU (0,1)"));
+    setenv("FAKE_TRAIN", "*:setup_ms=5,epoch_ms=300", 1);
+    const char *args[] = {"--study", "small", "--quick", "--degrees", "2", "--gpus", "0,1", "--results", results, NULL};
+    run(args); /* mps and mig-emulate cannot run here; serial and naive do */
+    setenv("FAKE_TRAIN", "*:setup_ms=5,epoch_ms=20;resnet152:footprint=2147483648", 1);
+    DIR *d = opendir(results);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') snprintf(run_dir, sizeof run_dir, "%s/%s", results, e->d_name);
+    closedir(d);
+    snprintf(path, sizeof path, "%s/study.json", run_dir);
+    char *text = test_read_text(path, msg, sizeof msg);
+    assert_non_null(text);
+    cJSON *s = cJSON_Parse(text);
+    free(text);
+    assert_int_equal((int)num(s, "cells_at_once"), 2);
+    /* two cells that ran (any status but planned or refused) on different GPUs at overlapping times */
+    double from[2] = {-1, -1}, to[2] = {-1, -1};
+    const cJSON *cell;
+    cJSON_ArrayForEach(cell, cJSON_GetObjectItemCaseSensitive(s, "cells")) {
+        if (num(cell, "wall_s") < 0) continue;
+        int g = (int)num(cell, "gpu") == 1;
+        if (from[g] < 0) from[g] = num(cell, "start_s"), to[g] = from[g] + num(cell, "wall_s");
+    }
+    assert_true(from[0] >= 0 && from[1] >= 0);
+    assert_true(from[0] < to[1] && from[1] < to[0]);
+    cJSON_Delete(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dry_run_plan),
@@ -314,6 +351,7 @@ int main(void) {
         cmocka_unit_test(test_bad_input_before_anything_is_written),
         cmocka_unit_test(test_run_over_two_gpus),
         cmocka_unit_test(test_references),
+        cmocka_unit_test(test_study_over_two_gpus),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
