@@ -205,8 +205,8 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
     if (slurm_requested(argc, argv)) return slurm_main(argc, argv); /* before --study: it sweeps one */
+    if (study_requested(argc, argv)) return study_main(argc, argv); /* before --gpus: it spreads over them */
     if (gpus_requested(argc, argv)) return gpus_main(argc, argv);
-    if (study_requested(argc, argv)) return study_main(argc, argv);
     mode_option_table table;
     char err[2048];
     if (suite_mode_option_table(&table, RUN_OPTIONS, RUN_CONTROL, sizeof(run_args), err, sizeof err) != 0) {

@@ -23,6 +23,7 @@
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/modes/mode.h"
 #include "runner/suite/gpu/monitor.h"
+#include "runner/suite/multi/gpus_summary.h"
 #include "runner/suite/plan/placement.h"
 
 extern char **environ;
@@ -31,7 +32,7 @@ extern char **environ;
  * does not name, are passed on to every GPU's run_suite as written (its own table checks them). */
 typedef struct gpus_args {
     char gpus[256];
-    const char *mix, *mode, *results, *train, *data_root, *gpu;
+    const char *mix, *mode, *results, *train, *data_root, *gpu, *baseline;
     int dry_run, json, quick, epochs, have_epochs, have_steps;
     long steps;
 } gpus_args;
@@ -53,6 +54,8 @@ static const cli_option OPTIONS[] = {
     {"--quick", NULL, "2 epochs of 10 steps (a smoke test)", CLI_FLAG(T, quick, 1), .forward = 1},
     {"--train", "PATH", "the train program (default: next to run_suite)", CLI_STR(T, train), .forward = 1},
     {"--data-root", "DIR", "data sets' folder, passed to train", CLI_STR(T, data_root), .forward = 1},
+    {"--baseline", "DIR", "an earlier run_suite --gpus LIST --mode serial of this mix: each job's reference alone on "
+     "its card (each GPU's run_suite is given DIR/gpu-<G>/<run>)", CLI_STR(T, baseline)},
     {"--gpu", "N", "not with --gpus: each GPU's run_suite is given its own", CLI_STR(T, gpu)},
     {0}};
 #undef T
@@ -68,7 +71,7 @@ static const cli_program PROGRAM = {
     .options = OPTIONS,
 };
 
-/* A GPU's run_suite argv: the program, the options passed on, the 6 words set per GPU, the NULL. */
+/* A GPU's run_suite argv: the program, the options passed on, the 8 words set per GPU, the NULL. */
 #define GPUS_MAX_ARGS 256
 
 int gpus_requested(int argc, char *const argv[]) {
@@ -86,7 +89,7 @@ static int usage(const char *fmt, const char *a, const char *b) {
 static int parse(int argc, char *const argv[], gpus_args *a, const char **rest) {
     memset(a, 0, sizeof *a);
     char err[2048];
-    int rc = cli_parse_forward(&PROGRAM, a, argc, argv, rest, GPUS_MAX_ARGS - 7, err, sizeof err);
+    int rc = cli_parse_forward(&PROGRAM, a, argc, argv, rest, GPUS_MAX_ARGS - 9, err, sizeof err);
     if (rc == 1) return -1;
     if (rc != 0) {
         fprintf(stderr, "run_suite: %s\n", err);
@@ -96,7 +99,7 @@ static int parse(int argc, char *const argv[], gpus_args *a, const char **rest) 
         if (!a->have_epochs) a->epochs = 2;
         if (!a->have_steps) a->steps = 10;
     }
-    /* each GPU's run folder would hold repeats, not the one summary.json merge reads */
+    /* each GPU's run folder would hold repeats, not the one summary.json the summary reads */
     if (cli_given(argc, argv, "--repeat"))
         return usage("--repeat does not go with --gpus: repeat the run on one GPU (--gpu N --repeat N)%s%s", "", "");
     if (a->gpu) return usage("--gpu and --gpus exclude each other: --gpus %s names every GPU%s", "LIST", "");
@@ -106,16 +109,17 @@ static int parse(int argc, char *const argv[], gpus_args *a, const char **rest) 
     return 0;
 }
 
-/* argv for GPU g's run_suite: what is passed on, then --gpu, --mix and --results, or --dry-run for
- * the check before the run (results NULL). */
+/* argv for GPU g's run_suite: what is passed on, then --gpu, --mix, --baseline (reference: its
+ * reference run, "" none) and --results, or --dry-run for the check before the run (results NULL). */
 static void child_argv(const char **out, const char *self, const char *const *rest, int gpu, char *gpu_text,
-                       size_t gpu_size, const char *mix_text, const char *results) {
+                       size_t gpu_size, const char *mix_text, const char *reference, const char *results) {
     int n = 0;
     out[n++] = self;
     for (; *rest; rest++) out[n++] = *rest;
     snprintf(gpu_text, gpu_size, "%d", gpu);
     out[n++] = "--gpu", out[n++] = gpu_text;
     out[n++] = "--mix", out[n++] = mix_text;
+    if (reference[0]) out[n++] = "--baseline", out[n++] = reference;
     if (results) out[n++] = "--results", out[n++] = results;
     else out[n++] = "--dry-run";
     out[n] = NULL;
@@ -123,64 +127,33 @@ static void child_argv(const char **out, const char *self, const char *const *re
 
 /* The first GPU's run_suite as the run would start it, with --dry-run: its own parser judges the
  * options passed on, so one it would refuse is refused once, here, before any folder is made. */
-static int check_passed_on(const char *self, const char *const *rest, const placement_gpu *gpus,
-                           const char (*mixes)[4096], int count) {
+static int check_passed_on(const char *self, const char *const *rest, const gpus_card *cards, int count) {
     int g = 0;
-    while (g < count && !mixes[g][0]) g++;
+    while (g < count && !cards[g].mix[0]) g++;
     if (g == count) return 0;
     const char *argv[GPUS_MAX_ARGS];
     char gpu_text[16];
-    child_argv(argv, self, rest, gpus[g].index, gpu_text, sizeof gpu_text, mixes[g], NULL);
+    child_argv(argv, self, rest, cards[g].gpu, gpu_text, sizeof gpu_text, cards[g].mix, cards[g].reference, NULL);
     static char out[1 << 16];
     int status = jobs_run_capture((char *const *)argv, NULL, NULL, out, sizeof out, 300.0);
     if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
     fprintf(stderr, "run_suite: --gpus: the options passed on to each GPU's run_suite are refused (GPU %d's "
-            "checked with --dry-run, its message is above)\n", gpus[g].index);
+            "checked with --dry-run, its message is above)\n", cards[g].gpu);
     return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
 }
 
-/* The mix of the jobs placed on slot g (data-parallel jobs: on their first GPU only). */
-static void mix_of_slot(const mix *m, const placement *p, int g, char *out, size_t size) {
+/* The mix of the jobs placed on slot g (data-parallel jobs: on their first GPU only), and which
+ * jobs of the whole mix they are. */
+static void mix_of_slot(const mix *m, const placement *p, int g, char *out, size_t size, gpus_card *card) {
     out[0] = 0;
+    card->job_count = 0;
     for (int j = 0; j < m->count; j++) {
         if (p->gpus_of[j][0] != g) continue;
         char one[256];
         mix_job_format(&m->jobs[j], one, sizeof one);
         size_t len = strlen(out);
         snprintf(out + len, size - len, "%s%s", len ? "+" : "", one);
-    }
-}
-
-static cJSON *plan_json(const mix *m, const placement *p, const placement_gpu *gpus, const char (*mixes)[4096]) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "method", p->method);
-    cJSON *list = cJSON_AddArrayToObject(root, "gpus");
-    for (int g = 0; g < p->gpu_count; g++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "gpu", gpus[g].index);
-        if (isnan(gpus[g].memory_bytes)) cJSON_AddNullToObject(o, "memory_bytes");
-        else cJSON_AddNumberToObject(o, "memory_bytes", gpus[g].memory_bytes);
-        cJSON_AddNumberToObject(o, "footprint_bytes", p->memory[g]);
-        cJSON_AddNumberToObject(o, "demand", p->demand[g]);
-        cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
-        for (int j = 0; j < m->count; j++)
-            if (placement_uses(p, j, g)) cJSON_AddItemToArray(jobs, cJSON_CreateNumber(j));
-        cJSON_AddStringToObject(o, "mix", mixes[g]);
-        cJSON_AddItemToArray(list, o);
-    }
-    return root;
-}
-
-static void print_plan(const mix *m, const placement *p, const placement_gpu *gpus, const char (*mixes)[4096]) {
-    printf("placement over %d GPUs (%s):\n", p->gpu_count, p->method);
-    for (int g = 0; g < p->gpu_count; g++) {
-        char used[32], total[32];
-        results_format_bytes(used, sizeof used, p->memory[g]);
-        results_format_bytes(total, sizeof total, gpus[g].memory_bytes);
-        printf("  GPU %d: %d job(s), %s of %s, demand %.3g:", gpus[g].index, p->jobs_on[g], used, total, p->demand[g]);
-        for (int j = 0; j < m->count; j++)
-            if (placement_uses(p, j, g)) printf(" %d:%s", j, m->jobs[j].label);
-        printf("%s%s\n", mixes[g][0] ? "  -> --mix " : "", mixes[g]);
+        card->jobs[card->job_count++] = j;
     }
 }
 
@@ -196,63 +169,118 @@ static void only_run_folder(const char *dir, char *out, size_t size) {
     free(names);
 }
 
-static double number_of(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+/* Where each job's reference (the same job alone on the same card) comes from: --baseline DIR
+ * (DIR/gpu-<G>/<its one run folder>, checked here), the serial part of --mode all, the run itself
+ * (serial), or nowhere (why, for the summary's null fields). 0, or 2 with the message printed. */
+static int find_references(const gpus_args *a, const mix *m, gpus_card *cards, int count, char *source, size_t source_size,
+                           char *why, size_t why_size) {
+    why[0] = 0;
+    if (a->baseline) {
+        snprintf(source, source_size, "--baseline %s: each GPU's run of it", a->baseline);
+        for (int g = 0; g < count; g++) {
+            if (!cards[g].mix[0]) continue;
+            char dir[PATH_MAX + 32], summary[PATH_MAX * 2];
+            snprintf(dir, sizeof dir, "%s/gpu-%d", a->baseline, cards[g].gpu);
+            only_run_folder(dir, cards[g].reference, sizeof cards[g].reference);
+            snprintf(summary, sizeof summary, "%s/summary.json", cards[g].reference);
+            cJSON *ref = cards[g].reference[0] ? results_read_json(summary) : NULL;
+            const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(ref, "jobs");
+            int same = cJSON_GetArraySize(jobs) == cards[g].job_count;
+            for (int k = 0; same && k < cards[g].job_count; k++) {
+                const cJSON *job = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(jobs, k), "job");
+                char mine[256];
+                mix_job_format(&m->jobs[cards[g].jobs[k]], mine, sizeof mine);
+                same = cJSON_IsString(job) && !strcmp(job->valuestring, mine);
+            }
+            cJSON_Delete(ref);
+            if (!same)
+                return usage("--baseline %s: gpu-%s/<run>/summary.json there is missing or ran other jobs than this "
+                             "placement gives that GPU: expected an earlier run_suite --gpus LIST --mode serial of "
+                             "this mix", a->baseline, strrchr(dir, '-') + 1);
+        }
+    } else if (!strcmp(a->mode, "all")) {
+        snprintf(source, source_size, "the serial part of --mode all on each GPU");
+    } else if (!strcmp(a->mode, "serial")) {
+        snprintf(source, source_size, "the run itself (serial: each job alone on its GPU)");
+    } else {
+        snprintf(source, source_size, "none: STP and ANTT will be null (give --baseline DIR or --mode all)");
+        snprintf(why, why_size, "no reference: give --baseline DIR (an earlier run_suite --gpus LIST --mode serial of "
+                 "this mix) or run --mode all (each GPU's serial part)");
+    }
+    return 0;
 }
 
-/* summary.json of the whole run: each GPU's figures and the totals. */
-static void merge(const char *run_dir, const placement *p, const placement_gpu *gpus, const char (*mixes)[4096],
-                  const int *status) {
-    cJSON *root = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(root, "gpus");
-    double makespan = 0, samples = 0, energy = 0, stp = 0;
-    int complete = 1, energy_known = 1, stp_known = 1;
-    printf("\n%-5s %-9s %10s %14s %12s %8s  %s\n", "GPU", "status", "makespan", "samples", "energy J", "STP", "mix");
+static cJSON *plan_json(const mix *m, const placement *p, const placement_gpu *gpus, const gpus_card *cards,
+                        const char *references) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "method", p->method);
+    cJSON_AddStringToObject(root, "references", references);
+    cJSON *list = cJSON_AddArrayToObject(root, "gpus");
     for (int g = 0; g < p->gpu_count; g++) {
-        if (!mixes[g][0]) continue;
-        char dir[PATH_MAX + 32], run[PATH_MAX + 300], path[PATH_MAX + 400];
-        snprintf(dir, sizeof dir, "%s/gpu-%d", run_dir, gpus[g].index);
-        only_run_folder(dir, run, sizeof run);
-        snprintf(path, sizeof path, "%s/summary.json", run);
-        cJSON *s = run[0] ? results_read_json(path) : NULL;
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(s, "status");
-        const char *state = cJSON_IsString(st) ? st->valuestring : status[g] == 0 ? "complete" : "failed";
-        double m = number_of(s, "makespan_s"), t = number_of(s, "total_samples"), e = number_of(s, "energy_j"),
-               k = number_of(s, "stp");
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "gpu", gpus[g].index);
-        cJSON_AddStringToObject(o, "mix", mixes[g]);
-        cJSON_AddStringToObject(o, "run_folder", run);
-        cJSON_AddStringToObject(o, "status", state);
-        cJSON_AddNumberToObject(o, "exit_status", status[g]);
-        const char *keys[] = {"makespan_s", "total_samples", "energy_j", "stp"};
-        double vals[] = {m, t, e, k};
-        for (int i = 0; i < 4; i++) {
-            if (isnan(vals[i])) cJSON_AddNullToObject(o, keys[i]);
-            else cJSON_AddNumberToObject(o, keys[i], vals[i]);
-        }
+        if (isnan(gpus[g].memory_bytes)) cJSON_AddNullToObject(o, "memory_bytes");
+        else cJSON_AddNumberToObject(o, "memory_bytes", gpus[g].memory_bytes);
+        cJSON_AddNumberToObject(o, "footprint_bytes", p->memory[g]);
+        cJSON_AddNumberToObject(o, "demand", p->demand[g]);
+        cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
+        for (int j = 0; j < m->count; j++)
+            if (placement_uses(p, j, g)) cJSON_AddItemToArray(jobs, cJSON_CreateNumber(j));
+        cJSON_AddStringToObject(o, "mix", cards[g].mix);
+        if (cards[g].reference[0]) cJSON_AddStringToObject(o, "reference", cards[g].reference);
         cJSON_AddItemToArray(list, o);
-        complete &= strcmp(state, "complete") == 0;
-        if (!isnan(m) && m > makespan) makespan = m;
-        if (!isnan(t)) samples += t;
-        if (isnan(e)) energy_known = 0;
-        else energy += e;
-        if (isnan(k)) stp_known = 0;
-        else stp += k;
-        printf("%-5d %-9s %9.2fs %14.0f %12.1f %8.2f  %s\n", gpus[g].index, state, m, t, e, k, mixes[g]);
-        cJSON_Delete(s);
     }
-    cJSON *total = cJSON_AddObjectToObject(root, "total");
-    cJSON_AddStringToObject(total, "status", complete ? "complete" : "partial");
-    cJSON_AddNumberToObject(total, "makespan_s", makespan);
-    cJSON_AddNumberToObject(total, "total_samples", samples);
-    if (energy_known) cJSON_AddNumberToObject(total, "energy_j", energy);
-    else cJSON_AddNullToObject(total, "energy_j");
-    if (stp_known) cJSON_AddNumberToObject(total, "stp", stp);
-    else cJSON_AddNullToObject(total, "stp");
-    cJSON_AddStringToObject(root, "definitions", "makespan: the longest GPU's; samples, energy and STP: sums over the GPUs");
-    printf("%-5s %-9s %9.2fs %14.0f %12.1f %8.2f\n", "all", complete ? "complete" : "partial", makespan, samples,
-           energy_known ? energy : NAN, stp_known ? stp : NAN);
+    return root;
+}
+
+static void print_plan(const mix *m, const placement *p, const placement_gpu *gpus, const gpus_card *cards,
+                       const char *references) {
+    printf("placement over %d GPUs (%s):\n", p->gpu_count, p->method);
+    for (int g = 0; g < p->gpu_count; g++) {
+        char used[32], total[32];
+        results_format_bytes(used, sizeof used, p->memory[g]);
+        results_format_bytes(total, sizeof total, gpus[g].memory_bytes);
+        printf("  GPU %d: %d job(s), %s of %s, demand %.3g:", gpus[g].index, p->jobs_on[g], used, total, p->demand[g]);
+        for (int j = 0; j < m->count; j++)
+            if (placement_uses(p, j, g)) printf(" %d:%s", j, m->jobs[j].label);
+        printf("%s%s\n", cards[g].mix[0] ? "  -> --mix " : "", cards[g].mix);
+    }
+    printf("references (each job alone on its GPU, for STP and ANTT): %s\n", references);
+}
+
+/* summary.json of the whole run (gpus_summary.h); --mode all: one per mode that ran, each against
+ * its GPU's serial part. */
+static void summarize(const char *run_dir, const mix *m, gpus_card *cards, int count, const char *mode,
+                      const char *no_reference) {
+    cJSON *root;
+    if (!strcmp(mode, "serial")) /* each job alone on its GPU: its own reference */
+        for (int g = 0; g < count; g++) snprintf(cards[g].reference, sizeof cards[g].reference, "%s", cards[g].run_folder);
+    if (strcmp(mode, "all") != 0) {
+        const suite_mode *sm = suite_mode_find(mode);
+        root = gpus_summary_mode(m, cards, count, NULL, sm && (sm->flags & MODE_SEQUENTIAL), no_reference, stdout);
+        cJSON_AddStringToObject(root, "mode", mode);
+    } else {
+        for (int g = 0; g < count; g++)
+            if (cards[g].run_folder[0] && !cards[g].reference[0]) snprintf(cards[g].reference, sizeof cards[g].reference, "%s/serial", cards[g].run_folder);
+        root = cJSON_CreateObject();
+        cJSON *list = cJSON_AddArrayToObject(root, "modes");
+        int n;
+        const suite_mode *const *modes = suite_modes(&n);
+        for (int k = 0; k < n; k++) {
+            int ran = 0;
+            for (int g = 0; g < count && !ran; g++) {
+                char path[PATH_MAX * 2];
+                snprintf(path, sizeof path, "%s/%s/summary.json", cards[g].run_folder, modes[k]->name);
+                ran = cards[g].run_folder[0] && access(path, R_OK) == 0;
+            }
+            if (!ran) continue;
+            printf("\n[%s]", modes[k]->name);
+            cJSON *one = gpus_summary_mode(m, cards, count, modes[k]->name, (modes[k]->flags & MODE_SEQUENTIAL) != 0,
+                                           "this GPU's serial part wrote no summary", stdout);
+            cJSON_AddStringToObject(one, "mode", modes[k]->name);
+            cJSON_AddItemToArray(list, one);
+        }
+    }
     char err[512];
     if (results_write_json(run_dir, "summary.json", root, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
     cJSON_Delete(root);
@@ -317,18 +345,26 @@ int gpus_main(int argc, char *const argv[]) {
         return 2;
     }
     static char mixes[PLACEMENT_MAX_GPUS][4096];
-    for (int g = 0; g < count; g++) mix_of_slot(&m, &p, g, mixes[g], sizeof mixes[g]);
-    int refused = check_passed_on(self, rest, gpus, (const char (*)[4096])mixes, count);
+    static gpus_card cards[PLACEMENT_MAX_GPUS];
+    for (int g = 0; g < count; g++) {
+        memset(&cards[g], 0, sizeof cards[g]);
+        cards[g].gpu = index[g], cards[g].mix = mixes[g];
+        mix_of_slot(&m, &p, g, mixes[g], sizeof mixes[g], &cards[g]);
+    }
+    char references[PATH_MAX + 128], no_reference[512];
+    int bad = find_references(&a, &m, cards, count, references, sizeof references, no_reference, sizeof no_reference);
+    if (bad) return bad;
+    int refused = check_passed_on(self, rest, cards, count);
     if (refused) return refused;
     if (a.dry_run) {
         if (a.json) {
-            cJSON *root = plan_json(&m, &p, gpus, (const char (*)[4096])mixes);
+            cJSON *root = plan_json(&m, &p, gpus, cards, references);
             char *text = cJSON_Print(root);
             if (text) printf("%s\n", text);
             free(text);
             cJSON_Delete(root);
         } else {
-            print_plan(&m, &p, gpus, (const char (*)[4096])mixes);
+            print_plan(&m, &p, gpus, cards, references);
         }
         return 0;
     }
@@ -346,10 +382,12 @@ int gpus_main(int argc, char *const argv[]) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    print_plan(&m, &p, gpus, (const char (*)[4096])mixes);
-    cJSON *plan = plan_json(&m, &p, gpus, (const char (*)[4096])mixes);
+    print_plan(&m, &p, gpus, cards, references);
+    cJSON *plan = plan_json(&m, &p, gpus, cards, references);
     if (results_write_json(run_dir, "placement.json", plan, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
     cJSON_Delete(plan);
+    /* NVLink multicast stays off in everything a run over several GPUs starts */
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
 
     /* Every GPU's run_suite at once; each stops its own jobs and daemon on the signal passed on
      * (pass_on), or on the SIGTERM it gets when this one dies. */
@@ -376,7 +414,7 @@ int gpus_main(int argc, char *const argv[]) {
         }
         const char *child[GPUS_MAX_ARGS];
         char gpu_text[16];
-        child_argv(child, self, rest, index[g], gpu_text, sizeof gpu_text, mixes[g], dir);
+        child_argv(child, self, rest, index[g], gpu_text, sizeof gpu_text, mixes[g], cards[g].reference, dir);
         sigprocmask(SIG_BLOCK, &stops, &unblocked); /* a stop now waits until pids[g] is known */
         int rc = spawn_child(&pids[g], (char *const *)child, environ, -1, -1, -1, SIGTERM);
         sigprocmask(SIG_SETMASK, &unblocked, NULL);
@@ -394,7 +432,13 @@ int gpus_main(int argc, char *const argv[]) {
         if (status[g] > worst) worst = status[g]; /* 1 failed < 2 refused < 3 partial < 128+N stopped */
         pids[g] = 0;
     }
-    merge(run_dir, &p, gpus, (const char (*)[4096])mixes, status);
+    for (int g = 0; g < count; g++) {
+        char dir[PATH_MAX + 32];
+        snprintf(dir, sizeof dir, "%s/gpu-%d", run_dir, index[g]);
+        cards[g].exit_status = status[g];
+        if (mixes[g][0]) only_run_folder(dir, cards[g].run_folder, sizeof cards[g].run_folder);
+    }
+    summarize(run_dir, &m, cards, count, a.mode, no_reference);
     printf("results: %s (per GPU under gpu-<index>/)\n", run_dir);
     return stop_signal && worst < 128 ? 128 + stop_signal : worst;
 }

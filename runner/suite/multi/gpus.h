@@ -5,7 +5,9 @@
  * chosen mode by itself (its own MPS daemon, its own MIG instances, its own green partitions),
  * with its own start barrier and its own monitor, into <run>/gpu-<G>/<run-id>/. When all have
  * ended, <run>/placement.json holds the plan and <run>/summary.json each GPU's figures and the
- * totals (makespan: the longest GPU's; samples, energy and STP: summed over GPUs).
+ * whole run's (gpus_summary.h: STP and ANTT against each job alone on its card, from --baseline,
+ * --mode all's serial part or serial itself, else null with the reason; samples per workload).
+ * Every GPU's run gets NCCL_NVLS_ENABLE=0 (NVLink multicast off).
  * A data-parallel job (gpus=k in the mix) is placed on k GPUs and shown by --dry-run, but a run
  * refuses it: each GPU's mode (its MPS daemon, its MIG instances) holds that GPU only, so a job
  * spanning two cannot be one of its clients; it runs by itself with `train --gpus k`. */

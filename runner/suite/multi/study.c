@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "runner/suite/jobs/spawn.h"
 #include "runner/suite/gpu/mig.h"
 #include "runner/suite/plan/mix.h"
+#include "runner/suite/plan/placement.h"
 #include "runner/suite/gpu/nvml.h"
 #include "runner/suite/run/report_cmd.h"
 
@@ -123,17 +125,19 @@ int study_requested(int argc, char **argv) {
 /* --- options ------------------------------------------------------------------------------- */
 
 typedef struct study_options {
-    const char *set, *results, *train, *data_root, *degrees_text;
+    const char *set, *results, *train, *data_root, *degrees_text, *gpus_text;
     int gpu, sample_ms, epochs, have_gpu, have_sample_ms, have_epochs, have_steps;
     long steps;
     int quick, dry_run, degrees[16];
+    int gpus[PLACEMENT_MAX_GPUS], gpu_count; /* --gpus: cells at once, one per GPU */
 } study_options;
 
 #define STUDY_USAGE                                                                                \
     "usage: run_suite --study SET [--quick] [--degrees 1,2,3,7] [--epochs E] [--steps-per-epoch T]\n" \
-    "       [--results DIR] [--train PATH] [--data-root DIR] [--gpu N] [--sample-ms MS] [--dry-run]\n" \
+    "       [--results DIR] [--train PATH] [--data-root DIR] [--gpu N | --gpus LIST] [--sample-ms MS] [--dry-run]\n" \
     "  SET: " STUDY_SETS "; --quick: a few steps per epoch, the GPU sampled every 50 ms\n"     \
-    "  (all: under 10 minutes on an H100);\n"                        \
+    "  (all: under 10 minutes on an H100); --gpus 0,1: the cells spread over those GPUs, one cell per GPU\n" \
+    "  at a time, several at once (they share the host's CPU, PCIe and memory);\n"                        \
     "  --dry-run: the runs and whether each fits, nothing run. Writes <results>/<time>-study-SET/\n"   \
     "  (study.json, one run_suite folder per run, report.html)\n"
 
@@ -149,6 +153,7 @@ static const cli_option OPTIONS[] = {
     {"--train", "PATH", NULL, CLI_STR(T, train)},
     {"--data-root", "DIR", NULL, CLI_STR(T, data_root)},
     {"--gpu", "N", NULL, CLI_INT(T, gpu, 0, 1023), CLI_MARK(T, have_gpu)},
+    {"--gpus", "LIST", NULL, CLI_STR(T, gpus_text)},
     {"--sample-ms", "MS", NULL, CLI_INT(T, sample_ms, 10, 60000), CLI_MARK(T, have_sample_ms)},
     {"--dry-run", NULL, NULL, CLI_FLAG(T, dry_run, 1)},
     {0}};
@@ -200,6 +205,15 @@ static int parse_options(int argc, char **argv, study_options *o) {
     if (o->degrees_text && parse_degrees(o->degrees_text, o->degrees, 16) != 0)
         return usage_error("--degrees: expected whole numbers 1..64 separated by commas, got ", o->degrees_text);
     if (!o->set) return usage_error("--study needs a set: " STUDY_SETS, NULL);
+    if (o->gpus_text && o->have_gpu) return usage_error("--gpu and --gpus exclude each other: --gpus names every GPU", NULL);
+    if (o->gpus_text) {
+        char why[256];
+        o->gpu_count = placement_parse_gpus(o->gpus_text, o->gpus, PLACEMENT_MAX_GPUS, why, sizeof why);
+        if (o->gpu_count < 0) return usage_error("--gpus: ", why);
+        o->gpu = o->gpus[0], o->have_gpu = 1;
+    } else {
+        o->gpus[0] = o->gpu, o->gpu_count = 1;
+    }
     if (!known_set(o->set)) return usage_error("--study: expected one of " STUDY_SETS ", got ", o->set);
     return -1;
 }
@@ -219,7 +233,7 @@ static void push(argv_list *a, const char *s) {
 
 /* run_suite's argv for a cell; dry: the --dry-run --json fit check. */
 static void cell_argv(argv_list *a, const char *self, const study_options *o, const study_cell *c,
-                      const char *results, int dry) {
+                      const char *results, int dry, int gpu) {
     a->n = 0;
     push(a, self);
     push(a, "--mode");
@@ -231,7 +245,7 @@ static void cell_argv(argv_list *a, const char *self, const study_options *o, co
     if (!strcmp(c->mode, "mig") && !dry) push(a, "--mig-create");
     if (o->train) push(a, "--train"), push(a, o->train);
     if (o->data_root) push(a, "--data-root"), push(a, o->data_root);
-    snprintf(a->gpu, sizeof a->gpu, "%d", o->gpu);
+    snprintf(a->gpu, sizeof a->gpu, "%d", gpu);
     if (o->have_gpu) push(a, "--gpu"), push(a, a->gpu);
     if (dry) {
         push(a, "--dry-run");
@@ -258,7 +272,7 @@ static void cell_argv(argv_list *a, const char *self, const study_options *o, co
 static int cell_fits(const char *self, const study_options *o, const study_cell *c, char *reason,
                      size_t size) {
     argv_list a;
-    cell_argv(&a, self, o, c, NULL, 1);
+    cell_argv(&a, self, o, c, NULL, 1, o->gpu);
     size_t cap = 1 << 20;
     char *out = malloc(cap);
     if (!out) return -1;
@@ -330,6 +344,114 @@ static const char *status_of(int st) {
     }
 }
 
+static void set_text(cJSON *o, const char *key, const char *value) {
+    cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+    cJSON_AddStringToObject(o, key, value);
+}
+
+/* --- the cells, over one GPU or several at once -------------------------------------------- */
+
+/* What the workers share; lock guards next, worst, stopped, the JSON and study.json. */
+typedef struct study_run {
+    const study_options *o;
+    const char *self, *dir;
+    study_cell *cells;
+    int count, next, worst, stopped;
+    double t0;                                   /* the study's start, jobs_monotonic */
+    cJSON *root, *list;
+    pthread_mutex_t lock;
+} study_run;
+
+typedef struct study_slot {
+    study_run *run;
+    int gpu;
+} study_slot;
+
+/* One cell on gpu: the fit check, then the run (or the dry run's line). */
+static void study_cell_on(study_run *r, int i, int gpu) {
+    const study_options *o = r->o;
+    study_cell *c = &r->cells[i];
+    char reason[2048], err[1024];
+    int fits = cell_fits(r->self, o, c, reason, sizeof reason);
+    if (jobs_stop_signal()) return;
+    if (o->dry_run) {
+        printf("%-18s %-12s x%-3d %-60s %s%s\n", c->workload, c->mode, c->degree, c->mix,
+               fits > 0 ? "fits" : fits == 0 ? "does not fit: " : "check failed: ", fits > 0 ? "" : reason);
+        return;
+    }
+    pthread_mutex_lock(&r->lock);
+    cJSON *cj = cJSON_GetArrayItem(r->list, i);
+    cJSON_AddNumberToObject(cj, "gpu", gpu);
+    pthread_mutex_unlock(&r->lock);
+    if (fits <= 0) {
+        pthread_mutex_lock(&r->lock);
+        set_text(cj, "status", fits == 0 ? "does not fit" : "failed");
+        set_text(cj, "reason", reason);
+        if (fits < 0) r->worst = RUN_PARTIAL;
+        pthread_mutex_unlock(&r->lock);
+        fprintf(stderr, "[study] %d/%d %s x%d %s: %s: %s\n", i + 1, r->count, c->workload, c->degree,
+                c->mode, fits == 0 ? "does not fit" : "not run", reason);
+    } else {
+        char base[PATH_MAX], name[96], safe[96], run[256];
+        snprintf(name, sizeof name, "%s-x%d-%s", c->workload, c->degree, c->mode);
+        job_safe_name(safe, sizeof safe, name);
+        snprintf(base, sizeof base, "%s/%s", r->dir, safe);
+        fprintf(stderr, "[study] %d/%d %s x%d %s on GPU %d: run_suite --mode %s --mix %s\n", i + 1, r->count,
+                c->workload, c->degree, c->mode, gpu, c->mode, c->mix);
+        argv_list a;
+        cell_argv(&a, r->self, o, c, base, 0, gpu);
+        double t0 = jobs_monotonic();
+        int st = run_child(a.v);
+        pthread_mutex_lock(&r->lock);
+        const char *status = status_of(st);
+        set_text(cj, "status", status);
+        cJSON_AddNumberToObject(cj, "start_s", t0 - r->t0); /* since the study's start: overlaps show */
+        cJSON_AddNumberToObject(cj, "wall_s", jobs_monotonic() - t0); /* set-up included */
+        cJSON_AddNumberToObject(cj, "exit_status", st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        if (find_run_dir(base, run, sizeof run) == 0) {
+            char rel[PATH_MAX];
+            snprintf(rel, sizeof rel, "%s/%s", safe, run);
+            set_text(cj, "folder", rel);
+        }
+        if (strcmp(status, "complete") != 0) {
+            snprintf(reason, sizeof reason, "run_suite exited %d (its messages above; results in %s)",
+                     st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1, base);
+            set_text(cj, "reason", reason);
+            if (r->worst == RUN_OK) r->worst = RUN_PARTIAL;
+        }
+        if (jobs_stop_signal() != 0 || !strcmp(status, "interrupted")) r->stopped = 1;
+        pthread_mutex_unlock(&r->lock);
+    }
+    pthread_mutex_lock(&r->lock);
+    if (results_write_json(r->dir, "study.json", r->root, err, sizeof err) != 0)
+        fprintf(stderr, "run_suite --study: %s\n", err);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Takes the next cell until none is left or the study is stopped (the cells not started stay
+ * "planned"). */
+static void study_worker_gpu(study_run *r, int gpu) {
+    for (;;) {
+        pthread_mutex_lock(&r->lock);
+        if (jobs_stop_signal()) r->stopped = 1;
+        int i = r->stopped || r->next >= r->count ? -1 : r->next++;
+        pthread_mutex_unlock(&r->lock);
+        if (i < 0) return;
+        study_cell_on(r, i, gpu);
+        if (jobs_stop_signal()) {
+            pthread_mutex_lock(&r->lock);
+            r->stopped = 1;
+            pthread_mutex_unlock(&r->lock);
+        }
+    }
+}
+
+static void *study_worker(void *arg) {
+    study_slot *s = arg;
+    study_worker_gpu(s->run, s->gpu);
+    return NULL;
+}
+
 /* --- the study ----------------------------------------------------------------------------- */
 
 static int mig_enabled(int gpu) {
@@ -379,10 +501,6 @@ static cJSON *cell_json(const study_cell *c) {
     return j;
 }
 
-static void set_text(cJSON *o, const char *key, const char *value) {
-    cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-    cJSON_AddStringToObject(o, key, value);
-}
 
 int study_main(int argc, char **argv) {
     study_options o;
@@ -402,7 +520,7 @@ int study_main(int argc, char **argv) {
     if (count > STUDY_MAX_CELLS) count = STUDY_MAX_CELLS;
     jobs_install_stop_signals(); /* Ctrl-C: passed on to the running cell; the study then ends */
 
-    char dir[PATH_MAX], id[256], err[1024], started[32], reason[2048];
+    char dir[PATH_MAX], id[256], err[1024], started[32];
     if (!o.dry_run && results_make_run_dir(o.results, "study", o.set, dir, sizeof dir, id, sizeof id,
                                            err, sizeof err) != 0) {
         fprintf(stderr, "run_suite --study: %s\n", err);
@@ -418,6 +536,12 @@ int study_main(int argc, char **argv) {
     suite_revision(rev, sizeof rev);
     cJSON_AddStringToObject(root, "suite_revision", rev);
     cJSON_AddBoolToObject(root, "real_mig", with_mig);
+    cJSON *used = cJSON_AddArrayToObject(root, "gpus");
+    for (int g = 0; g < o.gpu_count; g++) cJSON_AddItemToArray(used, cJSON_CreateNumber(o.gpus[g]));
+    cJSON_AddNumberToObject(root, "cells_at_once", o.gpu_count);
+    if (o.gpu_count > 1)
+        cJSON_AddStringToObject(root, "cells_at_once_note", "one cell per GPU at a time, several GPUs at once: cells "
+                                "beside each other share the host's CPU, PCIe and memory");
     cJSON *cmd = cJSON_AddArrayToObject(root, "command");
     for (int i = 0; i < argc; i++) cJSON_AddItemToArray(cmd, cJSON_CreateString(argv[i]));
     list = cJSON_AddArrayToObject(root, "cells");
@@ -425,62 +549,27 @@ int study_main(int argc, char **argv) {
     if (!o.dry_run)
         fprintf(stderr, "[study] %s%s: %d runs into %s\n", o.set, o.quick ? " (quick)" : "", count, dir);
 
-    int worst = RUN_OK, stopped = 0;
-    double t_study = jobs_monotonic();
-    for (int i = 0; i < count && !stopped; i++) {
-        study_cell *c = &cells[i];
-        cJSON *cj = cJSON_GetArrayItem(list, i);
-        if (jobs_stop_signal()) { /* the cells not started stay "planned" */
-            stopped = 1;
-            break;
+    study_run run = {.o = &o, .self = self, .dir = dir, .cells = cells, .count = count, .root = root, .list = list,
+                     .worst = RUN_OK};
+    pthread_mutex_init(&run.lock, NULL);
+    double t_study = run.t0 = jobs_monotonic();
+    if (o.dry_run && o.gpu_count > 1)
+        printf("cells at once: %d, one per GPU (%s), each GPU taking the next cell when its last ends; they share "
+               "the host's CPU, PCIe and memory\n", o.gpu_count, o.gpus_text);
+    if (o.dry_run || o.gpu_count == 1) {
+        study_worker_gpu(&run, o.gpus[0]);
+    } else {
+        pthread_t workers[PLACEMENT_MAX_GPUS];
+        study_slot slots[PLACEMENT_MAX_GPUS];
+        for (int g = 0; g < o.gpu_count; g++) {
+            slots[g] = (study_slot){&run, o.gpus[g]};
+            if (pthread_create(&workers[g], NULL, study_worker, &slots[g]) != 0) slots[g].run = NULL;
         }
-        int fits = cell_fits(self, &o, c, reason, sizeof reason);
-        if (jobs_stop_signal()) {
-            stopped = 1;
-            break;
-        }
-        if (o.dry_run) {
-            printf("%-18s %-12s x%-3d %-60s %s%s\n", c->workload, c->mode, c->degree, c->mix,
-                   fits > 0 ? "fits" : fits == 0 ? "does not fit: " : "check failed: ", fits > 0 ? "" : reason);
-            continue;
-        }
-        if (fits <= 0) {
-            set_text(cj, "status", fits == 0 ? "does not fit" : "failed");
-            set_text(cj, "reason", reason);
-            fprintf(stderr, "[study] %d/%d %s x%d %s: %s: %s\n", i + 1, count, c->workload, c->degree,
-                    c->mode, fits == 0 ? "does not fit" : "not run", reason);
-            if (fits < 0) worst = RUN_PARTIAL;
-        } else {
-            char base[PATH_MAX], name[96], safe[96], run[256];
-            snprintf(name, sizeof name, "%s-x%d-%s", c->workload, c->degree, c->mode);
-            job_safe_name(safe, sizeof safe, name);
-            snprintf(base, sizeof base, "%s/%s", dir, safe);
-            fprintf(stderr, "[study] %d/%d %s x%d %s: run_suite --mode %s --mix %s\n", i + 1, count,
-                    c->workload, c->degree, c->mode, c->mode, c->mix);
-            argv_list a;
-            cell_argv(&a, self, &o, c, base, 0);
-            double t0 = jobs_monotonic();
-            int st = run_child(a.v);
-            const char *status = status_of(st);
-            set_text(cj, "status", status);
-            cJSON_AddNumberToObject(cj, "wall_s", jobs_monotonic() - t0); /* set-up included */
-            cJSON_AddNumberToObject(cj, "exit_status", st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-            if (find_run_dir(base, run, sizeof run) == 0) {
-                char rel[PATH_MAX];
-                snprintf(rel, sizeof rel, "%s/%s", safe, run);
-                set_text(cj, "folder", rel);
-            }
-            if (strcmp(status, "complete") != 0) {
-                snprintf(reason, sizeof reason, "run_suite exited %d (its messages above; results in %s)",
-                         st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1, base);
-                set_text(cj, "reason", reason);
-                if (worst == RUN_OK) worst = RUN_PARTIAL;
-            }
-            stopped = jobs_stop_signal() != 0 || !strcmp(status, "interrupted");
-        }
-        if (results_write_json(dir, "study.json", root, err, sizeof err) != 0)
-            fprintf(stderr, "run_suite --study: %s\n", err);
+        for (int g = 0; g < o.gpu_count; g++)
+            if (slots[g].run) pthread_join(workers[g], NULL);
     }
+    pthread_mutex_destroy(&run.lock);
+    int worst = run.worst, stopped = run.stopped;
     if (o.dry_run) {
         printf("%d runs (%s%s); real MIG is checked when the study runs\n", count, o.set, o.quick ? ", quick" : "");
         cJSON_Delete(root);
