@@ -188,7 +188,7 @@ static void test_run_over_two_gpus(void **state) {
     snprintf(records, sizeof records, "%s/records", dir);
     assert_int_equal(mkdir(records, 0700), 0);
     setenv("FAKE_TRAIN_RECORD", records, 1);
-    const char *args[] = {"--gpus", "0,1", "--mode", "naive", "--mix", "S+S+M+M", "--quick", "--results", results, NULL};
+    const char *args[] = {"--gpus", "0,1", "--mode", "naive", "--mix", "S+S+M+M", "--quick", "--completion", "--results", results, NULL};
     int rc = run(args);
     unsetenv("FAKE_TRAIN_RECORD");
     if (rc != 0) fail_msg("run_suite --gpus failed:\n%s\n%s", out, err);
@@ -302,7 +302,8 @@ static void test_references(void **state) {
     cJSON_ArrayForEach(mode, list) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(mode, "total");
         assert_metrics(t, 1);
-        assert_int_equal((int)num(t, "total_samples"), 2 * 2 * 10 * 128); /* one workload: summed */
+        /* one workload: summed; at least the planned samples (in the window measurement jobs train on until stop) */
+        assert_true(num(t, "total_samples") >= 2 * 2 * 10 * 128);
     }
     cJSON_Delete(s);
 }

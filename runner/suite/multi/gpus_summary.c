@@ -109,15 +109,23 @@ static void read_card(const gpus_card *c, const char *mode_dir, const char *no_r
     }
 }
 
+/* Whether a run folder's summary is of the window measurement (results/metrics.h). */
+static int window_measured(const cJSON *summary) { return !strcmp(text_of(summary, "measurement"), "window"); }
+
+/* A job's rate in its run's measurement: over the common window, or its timed epoch. */
+static double rate_of(const cJSON *summary, const cJSON *job) {
+    return number_of(job, window_measured(summary) ? "window_samples_per_s" : "timed_samples_per_s");
+}
+
 /* Job k of card c into in->jobs[at]; turnaround from first_go. */
 static void job_input(const card_read *r, int k, double first_go, metrics_job_input *in) {
     const cJSON *j = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r->run, "jobs"), k);
-    in->rate = number_of(j, "timed_samples_per_s");
+    in->rate = rate_of(r->run, j);
     in->samples = number_of(j, "samples");
     in->turnaround_s = number_of(j, "end_t") - first_go;
     if (r->reference && !r->why[0]) {
         const cJSON *alone = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r->reference, "jobs"), k);
-        in->solo_rate = number_of(alone, "timed_samples_per_s");
+        in->solo_rate = rate_of(r->reference, alone);
         in->alone_s = number_of(alone, "end_t") - number_of(alone, "go_t");
     }
 }
@@ -126,7 +134,7 @@ static void job_input(const card_read *r, int k, double first_go, metrics_job_in
 static void missing(const mix *m, const metrics_input *in, const int *jobs, const int *gpu_of, char *why, size_t size) {
     for (int i = 0; i < in->count; i++) {
         const metrics_job_input *j = &in->jobs[i];
-        const char *what = !(j->rate > 0) ? "no timed epoch" : !(j->solo_rate > 0) ? "no timed epoch alone"
+        const char *what = !(j->rate > 0) ? "no measured rate" : !(j->solo_rate > 0) ? "no measured rate alone"
                            : !(j->alone_s > 0) ? "no go-to-end alone" : NULL;
         if (what) {
             snprintf(why, size, "job %d (%s) on GPU %d has %s", jobs[i], m->jobs[jobs[i]].label, gpu_of[i], what);
@@ -171,6 +179,7 @@ cJSON *gpus_summary_mode(const mix *m, const gpus_card *cards, int count, const 
     static metrics_input all;
     metrics_input_init(&all);
     all.sequential = sequential;
+    all.window = n > 0 && window_measured(reads[0].run);
     int all_jobs[MIX_MAX_JOBS], all_gpu[MIX_MAX_JOBS], complete = 1, stp_cards_known = 1;
     double all_samples[MIX_MAX_JOBS], makespan = NAN, energy = 0, stp_cards = 0;
     char energy_why[256] = "", stp_why[512] = "", antt_why[512] = "";
@@ -182,6 +191,7 @@ cJSON *gpus_summary_mode(const mix *m, const gpus_card *cards, int count, const 
         static metrics_input in;
         metrics_input_init(&in);
         in.sequential = sequential;
+        in.window = window_measured(r->run);
         in.count = c->job_count;
         int gpu_of[MIX_MAX_JOBS];
         double samples[MIX_MAX_JOBS];
