@@ -338,7 +338,7 @@ static void test_no_table(void **state) {
 
 
 static void fill_ok(const char *gpu_name, const mig_job *jobs, int n) {
-    if (mig_plan_objective(&plan, gpu(gpu_name), jobs, n, NULL, MIG_OBJECTIVE_FILL, 0, 0, err,
+    if (mig_plan_objective(&plan, gpu(gpu_name), jobs, n, NULL, MIG_OBJECTIVE_FILL, 0, 0, 0, err,
                            sizeof err) != 0)
         fail_msg("fill on %s failed: %s", gpu_name, err);
     assert_int_equal(plan.count, n);
@@ -433,11 +433,11 @@ static void test_fill_needs_memory_and_may_relax(void **state) {
     /* impossible either way: the compact planner's numbers explain it */
     mig_job eight[8];
     for (int i = 0; i < 8; i++) eight[i] = (mig_job){"S", GiB(1), 1e12};
-    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), eight, 8, NULL, MIG_OBJECTIVE_FILL, 0, 0,
+    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), eight, 8, NULL, MIG_OBJECTIVE_FILL, 0, 0, 0,
                                         err, sizeof err), -1);
     expect_in(err, "at most 7 jobs");
     mig_job huge[2] = {{"S", GiB(1), 1e12}, {"L", GiB(45), 1e13}};
-    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), huge, 2, NULL, MIG_OBJECTIVE_FILL, 0, 0,
+    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), huge, 2, NULL, MIG_OBJECTIVE_FILL, 0, 0, 0,
                                         err, sizeof err), -1);
     expect_in(err, "largest profile on A100-40GB is 7g.40gb");
 }
@@ -448,14 +448,14 @@ static void test_compact_keeps_smallest_fit(void **state) {
     for (int g = 0; g < 2; g++) {
         static mig_plan today;
         assert_int_equal(mig_plan_jobs(&today, gpu(gpus[g]), jobs, 3, NULL, 0, 0, err, sizeof err), 0);
-        assert_int_equal(mig_plan_objective(&plan, gpu(gpus[g]), jobs, 3, NULL, MIG_OBJECTIVE_COMPACT, 0, 0,
+        assert_int_equal(mig_plan_objective(&plan, gpu(gpus[g]), jobs, 3, NULL, MIG_OBJECTIVE_COMPACT, 0, 0, 0,
                                             err, sizeof err), 0);
         assert_memory_equal(&plan, &today, offsetof(mig_plan, choice));
     }
     expect_layout("1g.10gb,1g.10gb,1g.20gb");
     /* a layout string wins over either objective */
     assert_int_equal(mig_plan_objective(&plan, gpu("H100-80GB"), jobs, 3, "1g.10gb+2g.20gb+4g.40gb",
-                                        MIG_OBJECTIVE_FILL, 0, 0, err, sizeof err), 0);
+                                        MIG_OBJECTIVE_FILL, 0, 0, 0, err, sizeof err), 0);
     expect_layout("1g.10gb,2g.20gb,4g.40gb");
     mig_objective o;
     assert_int_equal(mig_objective_parse("compact", &o), 0);
@@ -545,7 +545,7 @@ static void test_fill_choice_print(void **state) {
     expect_in(text, "fewer SMs at work (80 < 90)");
     expect_in(text, "no more SMs than one with less");
     free(text);
-    assert_int_equal(mig_plan_objective(&plan, gpu("H100-80GB"), smm, 3, NULL, MIG_OBJECTIVE_COMPACT, 0, 0,
+    assert_int_equal(mig_plan_objective(&plan, gpu("H100-80GB"), smm, 3, NULL, MIG_OBJECTIVE_COMPACT, 0, 0, 0,
                                         err, sizeof err), 0);
     out = open_memstream(&text, &size);
     mig_choice_print(&plan, out);
