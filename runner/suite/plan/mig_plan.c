@@ -113,6 +113,8 @@ static memo_entry *solve(plan_search *s, int job, unsigned int used, int compute
  * profile names begin with their compute slices, suffixes with a letter; inside a shared GPU
  * instance ("7g.40gb:3c+4c") a '+' before a compute instance ("4c") continues the entry. */
 static int compute_instance_next(const char *p) {
+    while (*p == ' ' || *p == '\t') p++;
+    if (!(*p >= '0' && *p <= '9')) return 0;
     while (*p >= '0' && *p <= '9') p++;
     return *p == 'c' && (!p[1] || p[1] == '+' || p[1] == ',' || p[1] == ' ' || p[1] == '\t');
 }
