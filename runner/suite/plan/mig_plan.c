@@ -154,7 +154,7 @@ static int parse_compute_instances(const mig_gpu *gpu, const char *layout, const
     char offered[64];
     compute_instance_names(gpu, profile, offered, sizeof offered);
     int total = 0;
-    while (p < end) {
+    for (int more = 1; more;) {  /* one compute instance after the ':' and after every '+' */
         while (p < end && (*p == ' ' || *p == '\t')) p++;
         char *after;
         long slices = strtol(p, &after, 10);
@@ -176,7 +176,8 @@ static int parse_compute_instances(const mig_gpu *gpu, const char *layout, const
                             gi->compute_slices, gi->compute_slices);
         if (*count < MIG_MAX_INSTANCES) slots[*count] = (mig_slot){profile, (int)slices, gpu_instance};
         (*count)++;
-        p = next < end ? next + 1 : end;
+        more = next < end;
+        p = more ? next + 1 : end;
     }
     return 0;
 }
