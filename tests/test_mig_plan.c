@@ -583,7 +583,7 @@ static void test_shared_notation(void **state) {
     }
     assert_int_equal(mig_parse_slots(gpu("A100-40GB"), "7g.40gb:3c+4c", 3, slots, err, sizeof err), -1);
     expect_in(err, "names 2 instance(s) for 3 job(s)");
-    mig_job jobs[2] = {{"XL", GiB(26), 1e12}, {"L", GiB(8), 1e13}};
+    mig_job jobs[2] = {{"XL", GiB(28), 1e12}, {"L", GiB(8), 1e13}};  /* 41.1 GiB with headroom */
     plan_fails("A100-40GB", jobs, 2, "7g.40gb:3c+3c", "shared GPU instance 7g.40gb", "too small", NULL);
 }
 
