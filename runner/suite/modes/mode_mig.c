@@ -111,6 +111,7 @@ typedef struct mig_state {
     nvml *nv;
     mig_session *session;
     mig_device devices[MIX_MAX_JOBS]; /* each job's, kept for run.json after stop */
+    int shared[MIX_MAX_JOBS];         /* ... and whether its GPU instance is shared */
     int device_count;
 } mig_state;
 
@@ -257,6 +258,7 @@ static int start(mode_run *r, char *err, size_t err_size) {
     for (int k = 0; rc == 0 && k < r->count; k++) {
         const mig_device *d = mig_job_device(st->session, k);
         if (d) st->devices[k] = *d;
+        st->shared[k] = k < st->session->plan.count && st->session->plan.instances[k].shared;
         st->device_count = k + 1;
         r->gpu_instances[r->gpu_instance_count++] = st->devices[k].gpu_instance_id;
     }
@@ -298,6 +300,7 @@ static void report(const mode_run *r, cJSON *run_json) {
         cJSON_AddNumberToObject(m, "sm_count", d->sm_count);
         cJSON_AddNumberToObject(m, "memory_bytes", (double)d->memory_bytes);
         cJSON_AddBoolToObject(m, "created_by_run", d->created);
+        if (st->shared[i]) cJSON_AddBoolToObject(m, "shared", 1);  /* its GPU instance holds other jobs too */
         cJSON_AddItemToArray(a, m);
     }
 }
