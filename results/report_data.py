@@ -194,6 +194,9 @@ class Run:
         self.uniform = len(set(names)) == 1
         self.workload = names[0] if self.uniform and names else self.mix
         self.model = self.workload.split(":")[0] if self.uniform else ""
+        # MIG as compute instances sharing one GPU instance (the study's "MIG (shared)")
+        plan = self.run_json.get("mig_emulated_layout") or self.run_json.get("mig_devices")
+        self.mig_shared = isinstance(plan, list) and any(isinstance(e, dict) and e.get("shared") is True for e in plan)
         self.cell = None  # the study's record of this run, when it is part of a study
         self.root = path  # the folder given on the command line that holds it (set by load)
         self.versions = {}

@@ -154,7 +154,7 @@ def findings_section(ref, groups, cells, solo, gpu_names):
                     continue
                 for r in sorted(rs, key=lambda r: mode_key(r.mode)):
                     sp = num(r.summary.get("speedup_vs_serial"))
-                    ours.append(f"{r.mode}: makespan {fmt(num(r.summary.get('makespan_s')), '{:.1f}')} s"
+                    ours.append(f"{r.mode}{' (shared GPU instance)' if r.mig_shared else ''}: makespan {fmt(num(r.summary.get('makespan_s')), '{:.1f}')} s"
                                 + (f" ({(1 / sp - 1) * 100:+.0f}% vs serial)" if not math.isnan(sp) and sp > 0 else ""))
         elif kind == "timeline_note":
             ours = ["see the timelines of the mixed runs below"] if any(":" not in w for w, _ in groups) else []
@@ -186,7 +186,11 @@ def findings_section(ref, groups, cells, solo, gpu_names):
             for r in sorted(rs, key=lambda r: mode_key(r.mode)):
                 sp = num(r.summary.get("speedup_vs_serial"))
                 util = r.timeline.mean_between("util_gpu_pct", r.timed_windows()) if r.timeline else NAN
-                out.append(f"<tr><td class=l>{esc(r.mode)}</td>" + "".join(f"<td>{fmt(t, '{:.3f}')}</td>" for t in r.timed_seconds())
+                # the paper's row this one stands beside: its "ours" modes, shared MIG only as "MIG (shared)"
+                paper = [row.get("collocation", "") for row in t2 if isinstance(row, dict)
+                         and r.mode in row.get("ours", []) and bool(row.get("mig_shared")) == r.mig_shared]
+                label = r.mode + (" (shared GPU instance)" if r.mig_shared else "")
+                out.append(f"<tr><td class=l>{esc(label)}{' = ' + esc(paper[0]) if paper else ''}</td>" + "".join(f"<td>{fmt(t, '{:.3f}')}</td>" for t in r.timed_seconds())
                            + f"<td>{fmt(num(r.summary.get('makespan_s')), '{:.2f}')}</td>"
                            f"<td>{fmt((1 / sp - 1) * 100 if not math.isnan(sp) and sp > 0 else NAN, '{:+.0f}%')}</td>"
                            f"<td>{fmt(util, '{:.0f}')}</td><td>{gib(r.memory_after_epoch()[0])}</td></tr>")

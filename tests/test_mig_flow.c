@@ -242,6 +242,63 @@ static void test_compute_instance_refused_midway(void **state) {
     close_standin(nv);
 }
 
+/* The study's "MIG (shared)": the recommender and ResNet-152 on compute instances of one 7g.40gb. */
+static void test_shared_gpu_instance_created_and_destroyed(void **state) {
+    nvml *nv = open_standin("A100-40GB", "on", NULL, NULL, NULL);
+    open_session(nv);
+    assert_int_equal(session.gpu.ci_sms[3], 42);  /* the shipped compute-instance table, beside NVML's */
+    mig_job jobs[2] = {{"XL", GiB(26), 0}, {"L", GiB(8), 0}};
+    assign_ok(jobs, 2, "7g.40gb:3c+4c");
+    assert_int_equal(live_gpu_instances(0), 1);
+    assert_int_equal(live_compute_instances(), 2);
+    const mig_device *a = mig_job_device(&session, 0), *b = mig_job_device(&session, 1);
+    assert_int_equal(a->gpu_instance_id, b->gpu_instance_id);
+    assert_int_not_equal(a->compute_instance_id, b->compute_instance_id);
+    assert_string_not_equal(a->uuid, b->uuid);  /* each job bound to its compute instance's MIG device */
+    assert_int_equal(a->sm_count, 42);
+    assert_int_equal(b->sm_count, 56);
+    assert_int_equal(a->ci_slices, 3);
+    assert_true(session.plan.instances[0].shared && session.plan.instances[1].shared);
+    assert_int_equal(session.plan.instances[1].ci_slices, 4);
+    destroy_ok();  /* both compute instances, then the GPU instance */
+    assert_int_equal(live_gpu_instances(0), 0);
+    assert_int_equal(live_compute_instances(), 0);
+    /* beside an instance of its own: 3g.20gb's slices for S, 4g.20gb shared by two */
+    mig_job three[3] = {{"S", GiB(1), 0}, {"M", GiB(4), 0}, {"M", GiB(4), 0}};
+    assign_ok(three, 3, "3g.20gb,4g.20gb:2c+2c");
+    assert_int_equal(live_gpu_instances(0), 2);
+    assert_int_equal(live_compute_instances(), 3);
+    assert_int_equal(mig_job_device(&session, 2)->sm_count, 28);
+    destroy_ok();
+    assert_int_equal(live_gpu_instances(0), 0);
+    close_standin(nv);
+}
+
+static void test_shared_compute_instance_refused_midway(void **state) {
+    nvml *nv = open_standin("A100-40GB", "on", "compute-instance:2", NULL, NULL);
+    open_session(nv);
+    mig_job jobs[2] = {{"XL", GiB(26), 0}, {"L", GiB(8), 0}};
+    assert_int_equal(mig_assign(&session, jobs, 2, "7g.40gb:3c+4c", 1, err, sizeof err), -1);
+    expect_in(err, "creating MIG instance 1 of 1 (7g.40gb");
+    expect_in(err, "and the jobs sharing it");
+    expect_in(err, "nvmlGpuInstanceCreateComputeInstance");
+    expect_in(err, "everything created before it was destroyed");
+    assert_int_equal(live_gpu_instances(0), 0);  /* the first compute instance, then its GPU instance */
+    assert_int_equal(live_compute_instances(), 0);
+    assert_null(mig_job_uuid(&session, 0));
+    /* a busy compute instance keeps its GPU instance until the retry */
+    inject_failure("");
+    assign_ok(jobs, 2, "7g.40gb:3c+4c");
+    inject_failure("destroy-busy");
+    assert_int_equal(mig_destroy_created(&session, err, sizeof err), -1);
+    assert_int_equal(live_gpu_instances(0), 1);
+    inject_failure("");
+    destroy_ok();
+    assert_int_equal(live_gpu_instances(0), 0);
+    assert_int_equal(live_compute_instances(), 0);
+    close_standin(nv);
+}
+
 static void test_no_permission(void **state) {
     nvml *nv = open_standin("A100-40GB", "on", "permission", NULL, NULL);
     open_session(nv);
@@ -391,6 +448,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_gpu_instance_without_compute_instance_holds_its_slices, teardown),
         cmocka_unit_test_teardown(test_creation_refused_midway, teardown),
         cmocka_unit_test_teardown(test_compute_instance_refused_midway, teardown),
+        cmocka_unit_test_teardown(test_shared_gpu_instance_created_and_destroyed, teardown),
+        cmocka_unit_test_teardown(test_shared_compute_instance_refused_midway, teardown),
         cmocka_unit_test_teardown(test_no_permission, teardown),
         cmocka_unit_test_teardown(test_destroy_retries_what_is_still_busy, teardown),
         cmocka_unit_test_teardown(test_a_reused_id_is_not_destroyed, teardown),

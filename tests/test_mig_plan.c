@@ -338,7 +338,7 @@ static void test_no_table(void **state) {
 
 
 static void fill_ok(const char *gpu_name, const mig_job *jobs, int n) {
-    if (mig_plan_objective(&plan, gpu(gpu_name), jobs, n, NULL, MIG_OBJECTIVE_FILL, 0, 0, err,
+    if (mig_plan_objective(&plan, gpu(gpu_name), jobs, n, NULL, MIG_OBJECTIVE_FILL, 0, 0, 0, err,
                            sizeof err) != 0)
         fail_msg("fill on %s failed: %s", gpu_name, err);
     assert_int_equal(plan.count, n);
@@ -433,11 +433,11 @@ static void test_fill_needs_memory_and_may_relax(void **state) {
     /* impossible either way: the compact planner's numbers explain it */
     mig_job eight[8];
     for (int i = 0; i < 8; i++) eight[i] = (mig_job){"S", GiB(1), 1e12};
-    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), eight, 8, NULL, MIG_OBJECTIVE_FILL, 0, 0,
+    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), eight, 8, NULL, MIG_OBJECTIVE_FILL, 0, 0, 0,
                                         err, sizeof err), -1);
     expect_in(err, "at most 7 jobs");
     mig_job huge[2] = {{"S", GiB(1), 1e12}, {"L", GiB(45), 1e13}};
-    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), huge, 2, NULL, MIG_OBJECTIVE_FILL, 0, 0,
+    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), huge, 2, NULL, MIG_OBJECTIVE_FILL, 0, 0, 0,
                                         err, sizeof err), -1);
     expect_in(err, "largest profile on A100-40GB is 7g.40gb");
 }
@@ -448,14 +448,14 @@ static void test_compact_keeps_smallest_fit(void **state) {
     for (int g = 0; g < 2; g++) {
         static mig_plan today;
         assert_int_equal(mig_plan_jobs(&today, gpu(gpus[g]), jobs, 3, NULL, 0, 0, err, sizeof err), 0);
-        assert_int_equal(mig_plan_objective(&plan, gpu(gpus[g]), jobs, 3, NULL, MIG_OBJECTIVE_COMPACT, 0, 0,
+        assert_int_equal(mig_plan_objective(&plan, gpu(gpus[g]), jobs, 3, NULL, MIG_OBJECTIVE_COMPACT, 0, 0, 0,
                                             err, sizeof err), 0);
         assert_memory_equal(&plan, &today, offsetof(mig_plan, choice));
     }
     expect_layout("1g.10gb,1g.10gb,1g.20gb");
     /* a layout string wins over either objective */
     assert_int_equal(mig_plan_objective(&plan, gpu("H100-80GB"), jobs, 3, "1g.10gb+2g.20gb+4g.40gb",
-                                        MIG_OBJECTIVE_FILL, 0, 0, err, sizeof err), 0);
+                                        MIG_OBJECTIVE_FILL, 0, 0, 0, err, sizeof err), 0);
     expect_layout("1g.10gb,2g.20gb,4g.40gb");
     mig_objective o;
     assert_int_equal(mig_objective_parse("compact", &o), 0);
@@ -545,13 +545,100 @@ static void test_fill_choice_print(void **state) {
     expect_in(text, "fewer SMs at work (80 < 90)");
     expect_in(text, "no more SMs than one with less");
     free(text);
-    assert_int_equal(mig_plan_objective(&plan, gpu("H100-80GB"), smm, 3, NULL, MIG_OBJECTIVE_COMPACT, 0, 0,
+    assert_int_equal(mig_plan_objective(&plan, gpu("H100-80GB"), smm, 3, NULL, MIG_OBJECTIVE_COMPACT, 0, 0, 0,
                                         err, sizeof err), 0);
     out = open_memstream(&text, &size);
     mig_choice_print(&plan, out);
     fclose(out);
     expect_in(text, "MIG objective compact: each job on the smallest profile");
     free(text);
+}
+
+/* ---- compute instances sharing one GPU instance ("MIG (shared)") ---------------------------- */
+
+static void test_shared_notation(void **state) {
+    mig_slot slots[MIG_MAX_INSTANCES];
+    assert_int_equal(mig_parse_slots(gpu("A100-40GB"), "7g.40gb:3c+4c", 2, slots, err, sizeof err), 0);
+    assert_int_equal(slots[0].ci_slices, 3);
+    assert_int_equal(slots[1].ci_slices, 4);
+    assert_int_equal(slots[0].gpu_instance, slots[1].gpu_instance);
+    assert_int_equal(mig_parse_slots(gpu("H100-80GB"), "3g.40gb:1c+2c+3g.40gb", 3, slots, err, sizeof err), 0);
+    assert_int_equal(slots[2].ci_slices, 0);
+    assert_int_equal(slots[2].gpu_instance, 1);
+    assert_int_equal(mig_parse_slots(gpu("H100-80GB"), "1g.10gb, 7g.80gb:2c + 2c + 3c", 4, slots, err, sizeof err), 0);
+    assert_int_equal(slots[3].ci_slices, 3);
+    struct { const char *layout, *want; } bad[] = {
+        {"7g.40gb:5c+2c", "has no such compute instance"},
+        {"7g.40gb:7c+0c", "has no such compute instance"},
+        {"7g.40gb:4c+4c", "take 8 compute slices; it has 7"},
+        {"7g.40gb:3c+", "malformed compute-instance list"},
+        {"7g.40gb:3x+4c", "malformed compute-instance list"},
+        {"9g.40gb:3c+4c", "has no profile \"9g.40gb\""},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        if (mig_parse_slots(gpu("A100-40GB"), bad[k].layout, 2, slots, err, sizeof err) == 0)
+            fail_msg("%s accepted", bad[k].layout);
+        expect_in(err, bad[k].layout);
+        expect_in(err, bad[k].want);
+    }
+    assert_int_equal(mig_parse_slots(gpu("A100-40GB"), "7g.40gb:3c+4c", 3, slots, err, sizeof err), -1);
+    expect_in(err, "names 2 instance(s) for 3 job(s)");
+    mig_job jobs[2] = {{"XL", GiB(28), 1e12}, {"L", GiB(8), 1e13}};  /* 41.1 GiB with headroom */
+    plan_fails("A100-40GB", jobs, 2, "7g.40gb:3c+3c", "shared GPU instance 7g.40gb", "too small", NULL);
+}
+
+static void test_shared_plans(void **state) {
+    /* the recommender fits no smaller GPU instance of the A100-40GB: fill shares the 7g.40gb */
+    mig_job jobs[2] = {{"XL", GiB(25.97), 1e12}, {"L", GiB(7.99), 1e13}};
+    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), jobs, 2, NULL, MIG_OBJECTIVE_FILL, 0, 0, 0, err,
+                                        sizeof err), 0);
+    assert_int_equal(plan.choice.shared, MIG_SHARED_NEEDED);
+    char text[256];
+    mig_plan_layout_text(&plan, text, sizeof text);
+    assert_string_equal(text, "7g.40gb:3c+4c");  /* more demand, more compute slices */
+    assert_int_equal(plan.instances[0].sm_count, 42);
+    assert_int_equal(plan.instances[1].sm_count, 56);
+    assert_int_equal(plan.instances[0].memory_bytes, 40192ULL << 20);
+    int second[1] = {1};
+    mig_plan_layout_for(&plan, second, 1, text, sizeof text);
+    assert_string_equal(text, "7g.40gb:4c");  /* a job alone in its partition */
+    mig_plan_admin_command(&plan, 0, text, sizeof text);
+    expect_in(text, "-cgi 0 && sudo nvidia-smi mig -i 0 -gi <id of the 7g.40gb> -cci 3c.7g.40gb,4c.7g.40gb");
+    char *printed = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&printed, &size);
+    mig_plan_print(&plan, out);
+    fclose(out);
+    expect_in(printed, "no layout of separate GPU instances holds every job's memory");
+    expect_in(printed, "not verified on hardware");
+    expect_in(printed, "3c.7g.40gb");
+    expect_in(printed, "new, shared");
+    free(printed);
+    /* on the H100 XL fits a 3g.40gb: shared only when asked */
+    assert_int_equal(mig_plan_objective(&plan, gpu("H100-80GB"), jobs, 2, NULL, MIG_OBJECTIVE_FILL, 0, 0, 0, err,
+                                        sizeof err), 0);
+    assert_int_equal(plan.choice.shared, 0);
+    mig_plan_layout_text(&plan, text, sizeof text);
+    assert_string_equal(text, "3g.40gb,4g.40gb");
+    assert_int_equal(mig_plan_objective(&plan, gpu("H100-80GB"), jobs, 2, NULL, MIG_OBJECTIVE_FILL, 1, 0, 0, err,
+                                        sizeof err), 0);
+    assert_int_equal(plan.choice.shared, MIG_SHARED_ASKED);
+    mig_plan_layout_text(&plan, text, sizeof text);
+    assert_string_equal(text, "7g.80gb:3c+4c");
+    assert_int_equal(plan.instances[0].sm_count + plan.instances[1].sm_count, 124);
+    /* identical jobs get identical compute instances */
+    mig_job two[2] = {{"M", GiB(2), 1e12}, {"M", GiB(2), 1e12}};
+    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), two, 2, NULL, MIG_OBJECTIVE_FILL, 1, 0, 0, err,
+                                        sizeof err), 0);
+    mig_plan_layout_text(&plan, text, sizeof text);
+    assert_string_equal(text, "7g.40gb:3c+3c");  /* the paper's "two 3g MIG compute instances" */
+    /* too much together for any GPU instance: refused with why */
+    mig_job big[2] = {{"XL", GiB(30), 1e12}, {"XL", GiB(30), 1e12}};
+    assert_int_equal(mig_plan_objective(&plan, gpu("A100-40GB"), big, 2, NULL, MIG_OBJECTIVE_FILL, 1, 0, 0, err,
+                                        sizeof err), -1);
+    expect_in(err, "--mig-share-memory: no GPU instance of A100-40GB holds the 2 jobs' memory together");
+    /* A30 has no 3-slice compute instance */
+    assert_int_equal(mig_ci_sms(gpu("A30-24GB"), mig_find_profile(gpu("A30-24GB"), "4g.24gb"), 3), 0);
 }
 
 int main(void) {
@@ -579,6 +666,8 @@ int main(void) {
         cmocka_unit_test(test_enumerated_layouts_are_distinct_and_valid),
         cmocka_unit_test(test_layout_strings_with_plus),
         cmocka_unit_test(test_fill_choice_print),
+        cmocka_unit_test(test_shared_notation),
+        cmocka_unit_test(test_shared_plans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,6 +180,48 @@ static void test_dry_run_sweep_lists_layouts(void **state) {
     expect(f->out, "1g.10gb,1g.10gb");
 }
 
+/* The study's Table 2 mix: shared by the planner on the A100-40GB, asked for on the H100. */
+static void test_dry_run_shared_gpu_instance(void **state) {
+    fixture *f = *state;
+    const char *a100[] = {"--mode", "mig", "--mix", "XL+L", "--mig-gpu", "A100-40GB", "--dry-run", NULL};
+    if (run(f, "train", a100) != 0) fail_msg("%s", f->err);
+    expect(f->out, "no layout of separate GPU instances holds every job's memory");
+    expect(f->out, "chosen    7g.40gb:3c+4c ");
+    expect(f->out, "3c.7g.40gb");
+    expect(f->out, "shared GPU instance 7g.40gb");
+    const char *h100[] = {"--mode", "mig-emulate", "--mix", "XL+L", "--mig-gpu", "H100-80GB", "--dry-run",
+                          "--mig-share-memory", NULL};
+    assert_int_equal(run(f, "train", h100), 0);
+    expect(f->out, "--mig-share-memory asks for it");
+    expect(f->out, "chosen    7g.80gb:3c+4c ");
+    expect(f->out, "no per-job memory limit");
+    const char *json[] = {"--mode", "mig-emulate", "--mix", "XL+L", "--mig-gpu", "H100-80GB", "--dry-run",
+                          "--mig-share-memory", "--json", NULL};
+    assert_int_equal(run(f, "train", json), 0);
+    expect(f->out, "\"compute_instance\":\t\"4c.7g.80gb\"");
+    const char *plain[] = {"--mode", "mig-emulate", "--mix", "XL+L", "--mig-gpu", "H100-80GB", "--dry-run", NULL};
+    assert_int_equal(run(f, "train", plain), 0);
+    expect(f->out, "chosen    3g.40gb,4g.40gb ");  /* XL fits a 3g.40gb there */
+    const char *sweep[] = {"--mode", "mig-emulate", "--mix", "S+M", "--mig-gpu", "H100-80GB", "--dry-run",
+                           "--mig-layouts", "all", "--mig-share-memory", NULL};
+    assert_int_equal(run(f, "train", sweep), 0);
+    expect(f->out, "7g.80gb:");
+    expect(f->out, "every job on a compute instance of one shared GPU instance");
+    const char *listed[] = {"--mode", "mig-emulate", "--mix", "S+M", "--mig-gpu", "H100-80GB", "--dry-run",
+                            "--mig-layouts", "3g.40gb:1c+2c;1g.10gb+3g.40gb", NULL};
+    assert_int_equal(run(f, "train", listed), 0);
+    expect(f->out, "3g.40gb:1c+2c ");
+    const char *bad[] = {"--mode", "mig-emulate", "--mix", "S+M", "--mig-gpu", "H100-80GB", "--dry-run",
+                         "--mig-layout", "7g.80gb:5c+2c", NULL};
+    assert_int_equal(run(f, "train", bad), 2);
+    expect(f->err, "7g.80gb:5c+2c");
+    expect(f->err, "expected PROFILE:Nc+Nc");
+    const char *both[] = {"--mode", "mig-emulate", "--mix", "S+M", "--dry-run", "--mig-share-memory",
+                          "--mig-layout", "7g.80gb:3c+4c", NULL};
+    assert_int_equal(run(f, "train", both), 2);
+    expect(f->err, "not both");
+}
+
 /* ---- end to end with fake_train -------------------------------------------------------------- */
 
 static void test_emulated_isolation_pass(void **state) {
@@ -339,6 +381,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_dry_run_layouts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_impossible_plans_exit_2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dry_run_sweep_lists_layouts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dry_run_shared_gpu_instance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_emulated_isolation_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_isolation_measures_identical_jobs_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlike_jobs_have_no_sum, setup, teardown),

@@ -48,6 +48,8 @@ static void test_cells(void **state) {
     assert_string_equal(cells[0].mode, "all");
     assert_int_equal(cells[0].degree, 4);
     assert_string_equal(cells[1].workload, "XL+L");
+    assert_int_equal(cells[0].share_memory, 0);
+    assert_int_equal(cells[1].share_memory, 1);  /* Table 2's "MIG (shared)" */
     assert_int_equal(study_cells("all", 1, NULL, 0, NULL, 0), 5 * 10 + 2);
     assert_int_equal(study_cells("all", 0, NULL, 0, NULL, 0), 5 * 11 + 2);
     const int degrees[] = {1, 2, 0};

@@ -4,7 +4,9 @@
  * real library. It keeps NVIDIA's rules: profile ids and placements as `nvidia-smi mig -lgipp`
  * shows them (A100-SXM4-40GB and H100 80GB HBM3, written out here independently of the suite's
  * shipped tables so that comparing the two means something), overlapping or disallowed
- * placements refused, a GPU instance with compute instances cannot be destroyed.
+ * placements refused, a GPU instance with compute instances cannot be destroyed. Compute instances
+ * of a GPU instance: one spanning it, or several sharing it (1c..4c below its size, as NVIDIA's
+ * MIG User Guide lists them, with their SMs), their slices adding up to at most its own.
  *
  * Configured from the environment at nvmlInit_v2 (when no other init is outstanding):
  *   SUITE_NVML_STANDIN_GPU       A100-40GB (default) | H100-80GB
@@ -71,6 +73,7 @@ static struct {
     int init_count;
     const standin_profile *profiles;
     int profile_count, skew;
+    const unsigned int *ci_sms;
     const char *name;
     unsigned long long memory_mib;
     int mig_supported;
@@ -96,6 +99,15 @@ static const standin_profile *profile_by_id(unsigned int id) {
     for (int i = 0; i < state.profile_count; i++)
         if (state.profiles[i].id == id) return &state.profiles[i];
     return NULL;
+}
+
+/* SMs of a compute instance of c slices inside a larger GPU instance (MIG User Guide); 0: none. */
+static const unsigned int a100_ci_sms[9] = {0, 14, 28, 42, 56, 0, 0, 0, 0};
+static const unsigned int h100_ci_sms[9] = {0, 16, 32, 60, 64, 0, 0, 0, 0};
+
+static unsigned int ci_sms_of(const standin_profile *p, unsigned int slices) {
+    if (slices == p->compute_slices) return state.skew && slices == 1 && p->memory_slices == 1 ? 16 : p->sms;
+    return slices < p->compute_slices && slices < 9 ? state.ci_sms[slices] : 0;
 }
 
 static unsigned int sms_of(const standin_profile *p) {
@@ -163,6 +175,7 @@ static void configure(void) {
     int h100 = gpu && strcmp(gpu, "H100-80GB") == 0;
     state.profiles = h100 ? h100_80gb : a100_40gb;
     state.profile_count = 7;
+    state.ci_sms = h100 ? h100_ci_sms : a100_ci_sms;
     state.name = h100 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-40GB";
     state.memory_mib = h100 ? 81559 : 40960;
     state.skew = skew && strcmp(skew, "1") == 0;
@@ -342,11 +355,11 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gi, 
     if (!gi || !gi->live || index > 6 || engine != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int slices = ci_slices_by_index[index];
-    if (slices > gi->profile->compute_slices) return NVML_ERROR_NOT_SUPPORTED;
+    if (!ci_sms_of(gi->profile, slices)) return NVML_ERROR_NOT_SUPPORTED;  /* e.g. 5c, 6c, or above the GI */
     memset(info, 0, sizeof *info);
     info->id = index, info->sliceCount = slices;  /* ids equal the indices, as on A100 and H100 */
     info->instanceCount = gi->profile->compute_slices / slices;
-    info->multiprocessorCount = sms_of(gi->profile) * slices / gi->profile->compute_slices;
+    info->multiprocessorCount = ci_sms_of(gi->profile, slices);
     return NVML_SUCCESS;
 }
 
@@ -356,6 +369,7 @@ nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gi, unsigned
     nvmlReturn_t st = (nvmlReturn_t)injected("compute-instance", &state.ci_creations);
     if (st != NVML_SUCCESS) return st;
     if (!gi || !gi->live || id > 6) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!ci_sms_of(gi->profile, ci_slices_by_index[id])) return NVML_ERROR_NOT_SUPPORTED;
     struct nvmlComputeInstance_st *ci = add_compute_instance(gi, ci_slices_by_index[id]);
     if (!ci) return NVML_ERROR_INSUFFICIENT_RESOURCES;
     *out = ci;
@@ -454,7 +468,7 @@ nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttribute
     if (!ci) return NVML_ERROR_NOT_SUPPORTED;  /* NVML answers this for MIG devices only */
     const standin_profile *p = state.gi[device->gi].profile;
     memset(attributes, 0, sizeof *attributes);
-    attributes->multiprocessorCount = sms_of(p) * ci->slices / p->compute_slices;
+    attributes->multiprocessorCount = ci_sms_of(p, ci->slices);
     attributes->gpuInstanceSliceCount = p->compute_slices, attributes->computeInstanceSliceCount = ci->slices;
     attributes->memorySizeMB = p->memory_mib;
     return NVML_SUCCESS;

@@ -1,5 +1,7 @@
 /* MIG instances for run_suite --mode mig: every job runs alone on its own MIG device
- * (CUDA_VISIBLE_DEVICES=MIG-<uuid>), so jobs share nothing but PCIe and power.
+ * (CUDA_VISIBLE_DEVICES=MIG-<uuid>), so jobs share nothing but PCIe and power - or, in a shared
+ * GPU instance (layout "7g.40gb:3c+4c"), each job on a compute instance of its own, so that
+ * compute is isolated and the GPU instance's memory and its bandwidth are shared.
  *
  * This is the NVML side (mig_instances.c); what a GPU can be cut into and how a mix is cut is
  * pure and lives in mig_plan.h, which this header includes. The session (mig_open ..
@@ -29,16 +31,20 @@ typedef struct mig_device {    /* one MIG device: a GPU instance and a compute i
     mig_placement placement;
     unsigned long long memory_bytes;
     int sm_count;
+    int ci_slices;             /* its compute instance's compute slices (0: not reported) */
     int busy;                  /* processes were running on it when discovered */
     int created;               /* made by this session */
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];  /* "MIG-..." for CUDA_VISIBLE_DEVICES */
 } mig_device;
 
 typedef struct mig_created {   /* ids, not handles: re-looked up at destruction */
-    unsigned int gpu_instance_id, compute_instance_id;
+    unsigned int gpu_instance_id;
     unsigned int profile_id;   /* with start: proves that the id still names our instance */
     int start;
-    int gpu_instance_live, compute_instance_live;
+    int gpu_instance_live;
+    int ci_count;              /* compute instances made in it: one spanning it, or a shared one's */
+    unsigned int compute_instance_ids[MIG_MAX_INSTANCES];
+    int compute_instance_live[MIG_MAX_INSTANCES];
 } mig_created;
 
 typedef struct mig_session {
@@ -72,7 +78,8 @@ int mig_require_enabled(const mig_session *s, char *err, size_t err_size);
 /* Re-reads the GPU's instances and MIG devices (mig_open does it once). */
 int mig_discover(mig_session *s, char *err, size_t err_size);
 /* Gives every job a MIG device: idle existing devices that fit first, then (create != 0) new
- * instances planned in the free slices. Without create, missing instances are an error that
+ * instances planned in the free slices. A layout's shared GPU instance (PROFILE:Nc+Nc) is always
+ * created by the run, its compute instances in it, one per job. Without create, missing instances are an error that
  * shows the plan and how to create it. On failure everything created by this call is destroyed. */
 int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *layout, int create,
                char *err, size_t err_size);

@@ -142,6 +142,8 @@ int mig_open(mig_session *s, nvml *nv, unsigned int gpu_index, char *err, size_t
         if (s->memory_mib) s->gpu.total_memory_mib = s->memory_mib;
         if (known) {
             s->gpu.total_sms = known->total_sms;
+            /* NVML lists compute-instance profiles only inside a GPU instance: the shipped ones plan */
+            memcpy(s->gpu.ci_sms, known->ci_sms, sizeof s->gpu.ci_sms);
             s->table_differences = mig_compare_tables(known, &s->gpu, s->table_report,
                                                       sizeof s->table_report);
         }
@@ -200,7 +202,8 @@ int mig_discover(mig_session *s, char *err, size_t err_size) {
         nvmlDeviceAttributes_t attributes;
         if (nv->nvmlDeviceGetAttributes_v2 &&
             NVML_CALL_EXPECT(nv, NVML_ERROR_NOT_SUPPORTED, nvmlDeviceGetAttributes_v2, (mig, &attributes)) == NVML_SUCCESS)
-            d->sm_count = (int)attributes.multiprocessorCount;  /* the compute instance's own */
+            d->sm_count = (int)attributes.multiprocessorCount,  /* the compute instance's own */
+            d->ci_slices = (int)attributes.computeInstanceSliceCount;
         if (nv->nvmlDeviceGetComputeRunningProcesses_v3) {  /* with NULL: count only */
             unsigned int processes = 0;
             st = NVML_CALL_EXPECT(nv, NVML_ERROR_INSUFFICIENT_SIZE, nvmlDeviceGetComputeRunningProcesses_v3,
@@ -208,12 +211,19 @@ int mig_discover(mig_session *s, char *err, size_t err_size) {
             d->busy = st == NVML_ERROR_INSUFFICIENT_SIZE || (st == NVML_SUCCESS && processes > 0);
         }
         for (int c = 0; c < s->created_count; c++)
-            d->created |= s->created[c].compute_instance_live &&
-                          s->created[c].gpu_instance_id == d->gpu_instance_id &&
-                          s->created[c].compute_instance_id == d->compute_instance_id;
+            for (int k = 0; k < s->created[c].ci_count; k++)
+                d->created |= s->created[c].compute_instance_live[k] &&
+                              s->created[c].gpu_instance_id == d->gpu_instance_id &&
+                              s->created[c].compute_instance_ids[k] == d->compute_instance_id;
         s->device_count++;
     }
     return 0;
+}
+
+static int created_live(const mig_created *c) {
+    int live = c->gpu_instance_live;
+    for (int k = 0; k < c->ci_count; k++) live |= c->compute_instance_live[k];
+    return live;
 }
 
 /* Destroys what entries from..created_count-1 hold, newest first. Before destroying, the GPU
@@ -226,7 +236,7 @@ static int destroy_created_from(mig_session *s, int from, char *err, size_t err_
     size_t used = 0;
     for (int i = s->created_count - 1; nv && i >= from; i--) {
         mig_created *c = &s->created[i];
-        if (!c->gpu_instance_live && !c->compute_instance_live) continue;
+        if (!created_live(c)) continue;
         nvmlGpuInstance_t gi;
         nvmlGpuInstanceInfo_t info;
         nvmlReturn_t st = NVML_CALL_EXPECT(nv, NVML_ERROR_NOT_FOUND, nvmlDeviceGetGpuInstanceById,
@@ -234,15 +244,18 @@ static int destroy_created_from(mig_session *s, int from, char *err, size_t err_
         if (st == NVML_SUCCESS) st = NVML_CALL(nv, nvmlGpuInstanceGetInfo, (gi, &info));
         if (st == NVML_ERROR_NOT_FOUND ||
             (st == NVML_SUCCESS && (info.profileId != c->profile_id || info.placement.start != (unsigned)c->start))) {
-            c->gpu_instance_live = c->compute_instance_live = 0;  /* gone, or no longer ours */
+            c->gpu_instance_live = 0;  /* gone, or no longer ours */
+            for (int k = 0; k < c->ci_count; k++) c->compute_instance_live[k] = 0;
             continue;
         }
-        if (st == NVML_SUCCESS && c->compute_instance_live) {
+        /* a GPU instance goes only once every compute instance in it is gone, newest first */
+        for (int k = c->ci_count - 1; st == NVML_SUCCESS && k >= 0; k--) {
+            if (!c->compute_instance_live[k]) continue;
             nvmlComputeInstance_t ci;
             st = NVML_CALL_EXPECT(nv, NVML_ERROR_NOT_FOUND, nvmlGpuInstanceGetComputeInstanceById,
-                                  (gi, c->compute_instance_id, &ci));
+                                  (gi, c->compute_instance_ids[k], &ci));
             if (st == NVML_SUCCESS) st = NVML_CALL(nv, nvmlComputeInstanceDestroy, (ci));
-            if (st == NVML_SUCCESS || st == NVML_ERROR_NOT_FOUND) c->compute_instance_live = 0, st = NVML_SUCCESS;
+            if (st == NVML_SUCCESS || st == NVML_ERROR_NOT_FOUND) c->compute_instance_live[k] = 0, st = NVML_SUCCESS;
         }
         if (st == NVML_SUCCESS && (st = NVML_CALL(nv, nvmlGpuInstanceDestroy, (gi))) == NVML_SUCCESS)
             c->gpu_instance_live = 0;
@@ -274,9 +287,10 @@ static int compute_profile_index(int compute_slices) {
     return compute_slices >= 1 && compute_slices <= 8 ? index[compute_slices] : -1;
 }
 
-/* One GPU instance at the planned placement and one compute instance spanning it, each recorded
- * the moment it exists so that a later failure can undo it. The failing NVML status, if any. */
-static nvmlReturn_t create_instance(mig_session *s, const mig_planned *planned) {
+/* One GPU instance at the planned placement and its compute instances (one spanning it, or one
+ * per job of a shared one: ci_slices each), each recorded the moment it exists so that a later
+ * failure can undo it. The failing NVML status, if any. */
+static nvmlReturn_t create_instance(mig_session *s, const mig_planned *planned, const int *ci_slices, int ci_count) {
     nvml *nv = s->nv;
     const mig_profile *p = &s->gpu.profiles[planned->profile];
     nvmlGpuInstancePlacement_t where = {(unsigned)planned->placement.start, (unsigned)planned->placement.size};
@@ -291,24 +305,27 @@ static nvmlReturn_t create_instance(mig_session *s, const mig_planned *planned) 
     mig_created *c = &s->created[s->created_count++];
     *c = (mig_created){.gpu_instance_id = info.id, .gpu_instance_live = 1, .profile_id = p->id,
                        .start = planned->placement.start};
-    nvmlComputeInstanceProfileInfo_t ci_profile;
-    nvmlComputeInstance_t ci;
-    nvmlComputeInstanceInfo_t ci_info;
-    int ci_index = compute_profile_index(p->compute_slices);
-    if (ci_index < 0) {
-        snprintf(nv->last_error, sizeof nv->last_error, "no compute instance profile spans %d compute slices",
-                 p->compute_slices);
-        return NVML_ERROR_NOT_SUPPORTED;
+    for (int k = 0; k < ci_count; k++) {
+        nvmlComputeInstanceProfileInfo_t ci_profile;
+        nvmlComputeInstance_t ci;
+        nvmlComputeInstanceInfo_t ci_info;
+        int ci_index = compute_profile_index(ci_slices[k]);
+        if (ci_index < 0) {
+            snprintf(nv->last_error, sizeof nv->last_error, "no compute instance profile of %d compute slices",
+                     ci_slices[k]);
+            return NVML_ERROR_NOT_SUPPORTED;
+        }
+        /* NVML's own profile (id, slices) for this GPU instance: a wrong shipped table fails here */
+        if ((st = NVML_CALL(nv, nvmlGpuInstanceGetComputeInstanceProfileInfo,
+                            (gi, (unsigned)ci_index, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci_profile))) ||
+            (st = NVML_CALL(nv, nvmlGpuInstanceCreateComputeInstance, (gi, ci_profile.id, &ci))))
+            return st;
+        if ((st = NVML_CALL(nv, nvmlComputeInstanceGetInfo_v2, (ci, &ci_info)))) {
+            NVML_CALL(nv, nvmlComputeInstanceDestroy, (ci));
+            return st;
+        }
+        c->compute_instance_ids[c->ci_count] = ci_info.id, c->compute_instance_live[c->ci_count++] = 1;
     }
-    if ((st = NVML_CALL(nv, nvmlGpuInstanceGetComputeInstanceProfileInfo,
-                        (gi, (unsigned)ci_index, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci_profile))) ||
-        (st = NVML_CALL(nv, nvmlGpuInstanceCreateComputeInstance, (gi, ci_profile.id, &ci))))
-        return st;
-    if ((st = NVML_CALL(nv, nvmlComputeInstanceGetInfo_v2, (ci, &ci_info)))) {
-        NVML_CALL(nv, nvmlComputeInstanceDestroy, (ci));
-        return st;
-    }
-    c->compute_instance_id = ci_info.id, c->compute_instance_live = 1;
     return NVML_SUCCESS;
 }
 
@@ -325,10 +342,11 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
     if (mig_discover(s, err, err_size)) return -1;
     int live = 0;  /* forget records of instances already destroyed */
     for (int c = 0; c < s->created_count; c++)
-        if (s->created[c].gpu_instance_live || s->created[c].compute_instance_live) s->created[live++] = s->created[c];
+        if (created_live(&s->created[c])) s->created[live++] = s->created[c];
     s->created_count = live;
-    int layout_profiles[MIX_MAX_JOBS], use_layout = layout && *layout;
-    if (use_layout && mig_parse_layout(&s->gpu, layout, job_count, layout_profiles, err, err_size)) return -1;
+    mig_slot slots[MIX_MAX_JOBS];
+    int use_layout = layout && *layout;
+    if (use_layout && mig_parse_slots(&s->gpu, layout, job_count, slots, err, err_size)) return -1;
 
     /* Idle existing devices first: the largest job first, each taking the smallest device that
      * holds it (with a layout: the same profile). The devices a job fits are nested by size, so
@@ -342,9 +360,10 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
     }
     for (int o = 0; o < job_count; o++) {
         int j = order[o], best = -1;
+        if (use_layout && slots[j].ci_slices) continue;  /* a shared GPU instance is made whole */
         for (int d = 0; d < s->device_count; d++) {
             const mig_device *dev = &s->devices[d];
-            int fits = use_layout ? dev->profile == layout_profiles[j]
+            int fits = use_layout ? dev->profile == slots[j].profile
                                   : dev->memory_bytes >= mig_required_bytes(jobs[j].footprint_bytes);
             if (!taken[d] && !dev->busy && fits && (best < 0 || dev->memory_bytes < s->devices[best].memory_bytes))
                 best = d;
@@ -362,10 +381,18 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
         if (s->job_device[j] >= 0) continue;
         rest_job[rest_count] = j;
         rest[rest_count++] = jobs[j];
-        if (use_layout) {
-            int n = snprintf(rest_layout + used, used < sizeof rest_layout ? sizeof rest_layout - used : 0,
-                             "%s%s", used ? "," : "", s->gpu.profiles[layout_profiles[j]].name);
+        if (use_layout) {  /* a shared GPU instance's jobs are all here, one after another */
+            int more = rest_count > 1 && slots[j].ci_slices && slots[rest_job[rest_count - 2]].ci_slices &&
+                       slots[rest_job[rest_count - 2]].gpu_instance == slots[j].gpu_instance;
+            int n = more ? snprintf(rest_layout + used, used < sizeof rest_layout ? sizeof rest_layout - used : 0,
+                                    "+%dc", slots[j].ci_slices)
+                         : snprintf(rest_layout + used, used < sizeof rest_layout ? sizeof rest_layout - used : 0,
+                                    "%s%s", used ? "," : "", s->gpu.profiles[slots[j].profile].name);
             if (n > 0) used += (size_t)n;
+            if (!more && slots[j].ci_slices && (n = snprintf(rest_layout + used, used < sizeof rest_layout
+                                                                 ? sizeof rest_layout - used : 0, ":%dc",
+                                                             slots[j].ci_slices)) > 0)
+                used += (size_t)n;
         }
     }
     mig_plan new_plan = {0};
@@ -389,31 +416,44 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
             free(text);
             return -1;
         }
-        int first_created = s->created_count;
-        for (int k = 0; k < new_plan.count; k++) {
+        /* one GPU instance at a time, with its compute instances (one per job of a shared one) */
+        int first_created = s->created_count, created_of[MIG_MAX_INSTANCES], ci_of[MIG_MAX_INSTANCES];
+        int instances = 0;
+        for (int k = 0; k < new_plan.count; k++) instances = new_plan.instances[k].gpu_instance + 1 > instances
+                                                                 ? new_plan.instances[k].gpu_instance + 1 : instances;
+        for (int u = 0; u < instances; u++) {
+            int slices[MIG_MAX_INSTANCES], count = 0, first = -1;
+            for (int k = 0; k < new_plan.count; k++)
+                if (new_plan.instances[k].gpu_instance == u) {
+                    if (first < 0) first = k;
+                    created_of[k] = s->created_count, ci_of[k] = count;
+                    slices[count++] = new_plan.instances[k].ci_slices;
+                }
+            if (first < 0) continue;
             if (s->created_count == MIG_MAX_INSTANCES)  /* created earlier and never destroyed */
                 return mig_fail(err, err_size, "this session already holds %d instances; destroy them first",
                             s->created_count);
-            nvmlReturn_t st = create_instance(s, &new_plan.instances[k]);
+            nvmlReturn_t st = create_instance(s, &new_plan.instances[first], slices, count);
             if (st == NVML_SUCCESS) continue;
-            const mig_planned *p = &new_plan.instances[k];
+            const mig_planned *p = &new_plan.instances[first];
             char cause[sizeof s->nv->last_error], undo[512] = "";
             snprintf(cause, sizeof cause, "%s", s->nv->last_error);
             int undone = destroy_created_from(s, first_created, undo, sizeof undo) == 0;
             return mig_fail(err, err_size, "creating MIG instance %d of %d (%s at memory slices %d..%d for job "
-                        "%d \"%s\") failed: %s%s; %s", k + 1, new_plan.count, s->gpu.profiles[p->profile].name,
+                        "%d \"%s\"%s) failed: %s%s; %s", u + 1, instances, s->gpu.profiles[p->profile].name,
                         p->placement.start, p->placement.start + p->placement.size - 1, p->job,
-                        p->label, cause,
+                        p->label, count > 1 ? " and the jobs sharing it, on compute instances of their own" : "",
+                        cause,
                         st == NVML_ERROR_NO_PERMISSION
                             ? " (creating MIG instances needs root, or the nvidia-caps MIG config capability)" : "",
                         undone ? "everything created before it was destroyed" : undo);
         }
         int missing = mig_discover(s, err, err_size) ? -1 : 0;
         for (int k = 0; !missing && k < new_plan.count; k++) {
-            const mig_created *c = &s->created[first_created + k];
+            const mig_created *c = &s->created[created_of[k]];
             for (int d = 0; d < s->device_count; d++)
                 if (s->devices[d].gpu_instance_id == c->gpu_instance_id &&
-                    s->devices[d].compute_instance_id == c->compute_instance_id)
+                    s->devices[d].compute_instance_id == c->compute_instance_ids[ci_of[k]])
                     s->job_device[new_plan.instances[k].job] = d;
             if (s->job_device[new_plan.instances[k].job] < 0) {
                 missing = 1;
@@ -437,6 +477,10 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
         p->job = j;
         snprintf(p->label, sizeof p->label, "%s", jobs[j].label ? jobs[j].label : "");
         p->profile = d->profile, p->placement = d->placement, p->existing = d->created ? -1 : s->job_device[j];
+        p->gpu_instance = (int)d->gpu_instance_id;
+        p->ci_slices = d->ci_slices ? d->ci_slices : d->profile >= 0 ? s->gpu.profiles[d->profile].compute_slices : 0;
+        for (int k = 0; k < job_count; k++)  /* another job's compute instance in the same GPU instance */
+            p->shared |= k != j && s->devices[s->job_device[k]].gpu_instance_id == d->gpu_instance_id;
         p->footprint_bytes = jobs[j].footprint_bytes, p->required_bytes = mig_required_bytes(jobs[j].footprint_bytes);
         p->sm_count = d->sm_count, p->memory_bytes = d->memory_bytes;
         p->sm_fraction = s->gpu.total_sms > 0 ? (double)d->sm_count / s->gpu.total_sms : 0.0;

@@ -180,6 +180,7 @@ typedef struct mode_mig_options {
     const char *layouts;          /* --mig-layouts: "all" or "L1;L2": the layout sweep (sweep.h) */
     int create;                   /* --mig-create */
     int emulate;                  /* --mig-emulate: mig runs as the MODE_MIG_EMULATION mode */
+    int share_memory;             /* --mig-share-memory: the jobs on compute instances of one GPU instance */
 } mode_mig_options;
 const mode_mig_options *mode_mig_options_of(const suite_options *o);
 /* *one = o with --mig-layout `layout` (its MIG options in *storage): how a sweep gives a layout. */

@@ -22,6 +22,9 @@ static const cli_option ROWS[] = {
     {"--mig-gpu", "NAME", "plan for this GPU's MIG table", CLI_STR(T, gpu), .values = mig_known_gpu_names},
     {"--mig-objective", NULL, "MIG plan: fill (the whole GPU, shared by compute demand) or compact (each job's "
      "smallest fit)", CLI_CHOICE(T, objective, OBJECTIVES), .fallback = "fill"},
+    {"--mig-share-memory", NULL, "MIG plan: the jobs on compute instances of one GPU instance, sharing its memory "
+     "(7g.40gb:3c+4c; chosen without it where no layout of separate instances holds the jobs)",
+     CLI_FLAG(T, share_memory, 1)},
     {"--mig-layouts", "all|L;L...", "sweep: the mix under every valid MIG layout, or each one listed "
      "(1g.10gb+3g.40gb;2g.20gb+2g.20gb)", CLI_STR(T, layouts)},
     {"--mig-create", NULL, "create the MIG instances the plan needs (destroyed at the end)", CLI_FLAG(T, create, 1)},
@@ -31,7 +34,8 @@ static const cli_option ROWS[] = {
 #undef T
 
 /* --mig-emulate picks the mode that runs and --mig-layouts a sweep: the check refuses them itself. */
-static const char *const GROUPS[] = {"--mig-layout --mig-create", "--mig-objective", "--mig-gpu", NULL};
+static const char *const GROUPS[] = {"--mig-layout --mig-create", "--mig-objective", "--mig-share-memory",
+                                     "--mig-gpu", NULL};
 
 /* A list of layouts with no empty one ("", "A;;B", "A;" each hold one): a sweep runs only what was asked. */
 static int layouts_whole(const char *list) {
@@ -55,6 +59,9 @@ static int check(const mode_check *ck, void *options, char *err, size_t err_size
     else if (m->layouts && strcmp(m->layouts, "all") != 0 && !layouts_whole(m->layouts))
         snprintf(err, err_size, "--mig-layouts %.200s: an empty layout; expected all, or layouts separated by ';' "
                  "(1g.10gb,3g.40gb;2g.20gb,2g.20gb), none of them empty", m->layouts);
+    else if (m->share_memory && m->layout)
+        snprintf(err, err_size, "--mig-share-memory lets the planner share a GPU instance; --mig-layout gives the "
+                 "layout (a shared one is written 7g.40gb:3c+4c): not both");
     else if (m->layouts && m->layout)
         snprintf(err, err_size, "--mig-layouts runs each of its layouts; --mig-layout gives one: not both");
     else if (m->gpu && !mig_known_gpu(m->gpu))
@@ -74,6 +81,7 @@ static void settings(const void *options, cJSON *settings) {
     cJSON_AddStringToObject(settings, "mig_layout", m->layout ? m->layout : "");
     cJSON_AddStringToObject(settings, "mig_gpu", m->gpu ? m->gpu : "");
     cJSON_AddBoolToObject(settings, "mig_create", m->create);
+    if (m->share_memory) cJSON_AddBoolToObject(settings, "mig_share_memory", 1);
 }
 
 static const mode_options OPTIONS = {
@@ -103,6 +111,7 @@ typedef struct mig_state {
     nvml *nv;
     mig_session *session;
     mig_device devices[MIX_MAX_JOBS]; /* each job's, kept for run.json after stop */
+    int shared[MIX_MAX_JOBS];         /* ... and whether its GPU instance is shared */
     int device_count;
 } mig_state;
 
@@ -152,8 +161,8 @@ int mode_mig_plan(const suite_ctx *c, mig_plan *plan, char *err, size_t err_size
     if (mode_mig_table(c, &gpu, err, err_size) != 0) /* no table: a layout no GPU has is still bad input */
         return m->layout && mig_layout_of_some_gpu(m->layout, c->count, err, err_size) != 0 ? EXIT_USAGE : -1;
     mode_mig_jobs(c, NULL, c->count, jobs);
-    return mig_plan_objective(plan, &gpu, jobs, c->count, m->layout, (mig_objective)m->objective, 0, 0, err,
-                              err_size) == 0 ? 0 : EXIT_USAGE;
+    return mig_plan_objective(plan, &gpu, jobs, c->count, m->layout, (mig_objective)m->objective, m->share_memory,
+                              0, 0, err, err_size) == 0 ? 0 : EXIT_USAGE;
 }
 
 /* NVML present and MIG mode on, checked before a run folder exists. */
@@ -190,6 +199,14 @@ cJSON *mode_mig_plan_json(const mig_plan *plan) {
         cJSON_AddNumberToObject(o, "job", p->job);
         cJSON_AddStringToObject(o, "label", p->label);
         cJSON_AddStringToObject(o, "profile", plan->gpu.profiles[p->profile].name);
+        if (p->shared) {  /* a compute instance of a GPU instance other jobs share */
+            char ci[48];
+            mig_ci_name(&plan->gpu, p->profile, p->ci_slices, ci, sizeof ci);
+            cJSON_AddStringToObject(o, "compute_instance", ci);  /* nvidia-smi's name: "3c.7g.40gb" */
+            cJSON_AddNumberToObject(o, "compute_slices", p->ci_slices);
+            cJSON_AddBoolToObject(o, "shared", 1);
+            cJSON_AddNumberToObject(o, "gpu_instance", p->gpu_instance);
+        }
         cJSON_AddNumberToObject(o, "placement_start", p->placement.start);
         cJSON_AddNumberToObject(o, "placement_size", p->placement.size);
         cJSON_AddNumberToObject(o, "sm_count", p->sm_count);
@@ -234,13 +251,14 @@ static int start(mode_run *r, char *err, size_t err_size) {
     mig_plan *whole = calloc(1, sizeof *whole);
     char layout[512];
     int rc = whole ? mig_plan_objective(whole, &st->session->gpu, all, c->count, m->layout,
-                                        (mig_objective)m->objective, 0, 0, err, err_size) : -1;
+                                        (mig_objective)m->objective, m->share_memory, 0, 0, err, err_size) : -1;
     if (rc == 0) mig_plan_layout_for(whole, r->job_of, r->count, layout, sizeof layout);
     free(whole);
     if (rc == 0) rc = mig_assign(st->session, jobs, r->count, layout, m->create, err, err_size);
     for (int k = 0; rc == 0 && k < r->count; k++) {
         const mig_device *d = mig_job_device(st->session, k);
         if (d) st->devices[k] = *d;
+        st->shared[k] = k < st->session->plan.count && st->session->plan.instances[k].shared;
         st->device_count = k + 1;
         r->gpu_instances[r->gpu_instance_count++] = st->devices[k].gpu_instance_id;
     }
@@ -282,6 +300,7 @@ static void report(const mode_run *r, cJSON *run_json) {
         cJSON_AddNumberToObject(m, "sm_count", d->sm_count);
         cJSON_AddNumberToObject(m, "memory_bytes", (double)d->memory_bytes);
         cJSON_AddBoolToObject(m, "created_by_run", d->created);
+        if (st->shared[i]) cJSON_AddBoolToObject(m, "shared", 1);  /* its GPU instance holds other jobs too */
         cJSON_AddItemToArray(a, m);
     }
 }

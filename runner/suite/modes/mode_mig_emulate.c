@@ -1,6 +1,14 @@
 /* mig-emulate: the MIG layout the mix would get, realised through the run's MPS daemon: each
  * job's SM share and memory limit are its planned instance's (labelled as emulation in run.json).
- * The MIG comparison on a GPU without MIG mode, and the same partitions for MPS to beat. */
+ * The MIG comparison on a GPU without MIG mode, and the same partitions for MPS to beat.
+ *
+ * A shared GPU instance (compute instances of one GPU instance, "7g.40gb:3c+4c") is realised as
+ * SM shares with no per-job memory limit. MPS limits pinned memory per client
+ * (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT) and cannot express one limit that two clients share, and a
+ * green context partitions SMs only, not memory; so each job gets its compute instance's SM share
+ * and the jobs' footprints together were checked against the GPU instance's memory when the
+ * layout was planned (mig_plan_jobs). What this cannot reproduce: the GPU instance's memory
+ * bandwidth and L2 limit (the jobs share the whole GPU's), as for every emulated instance. */
 #include <math.h>
 #include <stdio.h>
 
@@ -35,14 +43,21 @@ static int fit(const suite_ctx *c, char *err, size_t err_size) {
     long long limits[MIX_MAX_JOBS] = {0};
     for (int i = 0; st->have_plan && i < c->count; i++) {
         const mig_planned *p = planned_for(&st->plan, i);
-        if (p) limits[i] = (long long)p->memory_bytes;
+        if (p && !p->shared) limits[i] = (long long)p->memory_bytes;  /* shared: checked at plan time */
     }
     return suite_fit(c, 0, limits, err, err_size);
 }
 
 static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
     const emulate_state *st = suite_mode_state(c, &mode_mig_emulate);
-    if (st->have_plan) mode_mig_describe(&st->plan, "mig-emulate (through MPS)", out, json);
+    if (!st->have_plan) return;
+    mode_mig_describe(&st->plan, "mig-emulate (through MPS)", out, json);
+    int shared = 0;
+    for (int i = 0; i < st->plan.count; i++) shared |= st->plan.instances[i].shared;
+    if (shared && out && !json)
+        fprintf(out, "  emulated: each shared compute instance as its SM share with no per-job memory limit (MPS "
+                "limits memory per client and cannot give two jobs one limit); the GPU instance's memory was "
+                "checked for the sum of their footprints when planning\n");
 }
 
 static int start(mode_run *r, char *err, size_t err_size) {
@@ -58,7 +73,7 @@ static void environment(const mode_run *r, int job, job_env *env) {
     if (p) {
         sm = (int)lround(p->sm_fraction * 100.0);
         sm = sm < 1 ? 1 : sm > 100 ? 100 : sm;
-        mem = (long long)p->memory_bytes;
+        mem = p->shared ? 0 : (long long)p->memory_bytes;  /* see the top of this file */
     }
     mps_client_env(&st->mps, sm, mem, env);
 }
@@ -66,7 +81,8 @@ static void environment(const mode_run *r, int job, job_env *env) {
 static void partition_key(const mode_run *r, int job, char *out, size_t size) {
     const emulate_state *st = mode_run_state(r);
     const mig_planned *p = planned_for(&st->plan, job);
-    if (p) snprintf(out, size, "sm %.6f, memory %llu", p->sm_fraction, (unsigned long long)p->memory_bytes);
+    if (p) snprintf(out, size, "sm %.6f, memory %llu%s", p->sm_fraction, (unsigned long long)p->memory_bytes,
+                    p->shared ? " shared" : "");
     else snprintf(out, size, "whole GPU");
 }
 
@@ -88,7 +104,8 @@ static void evidence(const mode_run *r, char *out, size_t size) {
 }
 
 /* MPS's daemon and MIG's planning options (mode_mps.c, mode_mig.c) */
-static const char *const TAKES[] = {"--mps-pipe", "--mig-layout --mig-create", "--mig-objective", "--mig-gpu", NULL};
+static const char *const TAKES[] = {"--mps-pipe", "--mig-layout --mig-create", "--mig-objective", "--mig-share-memory",
+                                    "--mig-gpu", NULL};
 
 const suite_mode mode_mig_emulate = {
     .name = "mig-emulate",

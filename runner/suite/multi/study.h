@@ -7,7 +7,9 @@
  * MIG mode is on), plus each workload alone under serial (the baseline) and under mps (MPS's
  * cost to one client, left out by --quick; alone, naive is serial and mig-emulate's whole-GPU
  * instance is mps). Mixed cells: S+M+M+M (Figure 9) and the recommender with ResNet-152
- * (Table 2) under --mode all --skip streams,green (the paper's modes). A cell whose jobs do not
+ * (Table 2) under --mode all --skip streams,green (the paper's modes); the recommender's cell
+ * with --mig-share-memory, its jobs on compute instances of one GPU instance as the paper's
+ * "MIG (shared)" (the recommender fits no smaller GPU instance of the A100-40GB). A cell whose jobs do not
  * fit (run_suite's own footprint check, asked with --dry-run first) is recorded as "does not
  * fit", as the study reports, and not run. */
 #ifndef SUITE_STUDY_H
@@ -29,6 +31,7 @@ typedef struct study_cell {
     char mix[160];       /* what run_suite gets as --mix */
     int degree;          /* jobs in the mix */
     long steps;          /* --steps-per-epoch for the run; 0: the run's default */
+    int share_memory;    /* --mig-share-memory: MIG as compute instances sharing one GPU instance */
 } study_cell;
 int study_cells(const char *set, int quick, const int *degrees, int with_mig, study_cell *out, int max);
 

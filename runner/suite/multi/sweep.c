@@ -19,24 +19,19 @@ typedef struct sweep_list {
     int sms[MIG_MAX_LAYOUTS];
     char gpu[MIG_NAME_MAX];
     int unfit;                          /* "all": layouts no assignment holds the jobs' memory in */
+    int shared;                         /* "all": of them, one GPU instance shared by every job */
 } sweep_list;
 
 static int partitioned_mig(const suite_mode *m) {
     return m && (m->flags & MODE_PARTITIONED) && (m->flags & (MODE_NEEDS_MIG | MODE_MIG_EMULATION));
 }
 
-static void add_layout(sweep_list *l, const mig_gpu *gpu, const int *profiles, int count) {
-    size_t used = 0;
+static void add_layout(sweep_list *l, const mig_gpu *gpu, const mig_candidate *c, int count) {
     int sms = 0;
-    char *out = l->layout[l->count];
-    out[0] = '\0';
-    for (int j = 0; j < count; j++) {
-        int n = snprintf(out + used, used < sizeof l->layout[0] ? sizeof l->layout[0] - used : 0, "%s%s",
-                         j ? "," : "", gpu->profiles[profiles[j]].name);
-        if (n > 0) used += (size_t)n;
-        sms += gpu->profiles[profiles[j]].sm_count;
-    }
-    l->names[l->count] = out;
+    mig_candidate_text(gpu, c, count, l->layout[l->count], sizeof l->layout[0]);
+    for (int j = 0; j < count; j++)
+        sms += mig_ci_sms(gpu, c->profile[j], c->ci_slices[j] ? c->ci_slices[j] : gpu->profiles[c->profile[j]].compute_slices);
+    l->names[l->count] = l->layout[l->count];
     l->sms[l->count++] = sms;
 }
 
@@ -66,8 +61,15 @@ static int build_list(const suite_ctx *c, sweep_list *l, char *err, size_t err_s
         int n = mig_enumerate_layouts(gpu, c->count, 0, 0, layouts, MIG_MAX_LAYOUTS);
         for (int i = 0; i < n; i++) {
             mig_candidate best;
-            if (mig_assign_layout(gpu, jobs, c->count, &layouts[i], &best) == 0) add_layout(l, gpu, best.profile, c->count);
+            memset(&best, 0, sizeof best);
+            if (mig_assign_layout(gpu, jobs, c->count, &layouts[i], &best) == 0) add_layout(l, gpu, &best, c->count);
             else l->unfit++;
+        }
+        /* shared GPU instances: asked for, or where no layout of separate ones holds the jobs */
+        for (int i = 0; i < gpu->profile_count && (mode_mig_options_of(c->o)->share_memory || l->count == 0) &&
+                        l->count < MIG_MAX_LAYOUTS; i++) {
+            mig_candidate best;
+            if (mig_assign_shared(gpu, jobs, c->count, i, &best) == 0) add_layout(l, gpu, &best, c->count), l->shared++;
         }
         if (l->count == 0) {
             snprintf(err, err_size, "--mig-layouts all: none of the %d layout(s) of %d instance(s) on %s holds "
@@ -86,9 +88,12 @@ static int build_list(const suite_ctx *c, sweep_list *l, char *err, size_t err_s
             snprintf(err, err_size, "--mig-layouts: layout %d \"%s\": %s", l->count + 1, item, why);
             goto done;
         }
-        int profiles[MIG_MAX_INSTANCES];
-        for (int k = 0; k < plan->count; k++) profiles[plan->instances[k].job] = plan->instances[k].profile;
-        add_layout(l, gpu, profiles, c->count);
+        mig_candidate given = {0};
+        for (int k = 0; k < plan->count; k++) {
+            const mig_planned *pl = &plan->instances[k];
+            given.profile[pl->job] = pl->profile, given.ci_slices[pl->job] = pl->shared ? pl->ci_slices : 0;
+        }
+        add_layout(l, gpu, &given, c->count);
         p = end ? end + 1 : p + len;
     }
     rc = 0;
@@ -128,6 +133,8 @@ static int check(suite_ctx *c, FILE *out, cJSON *json) {
             fprintf(out, "  %3d  %-40s %4d SMs\n", k + 1, l->names[k], l->sms[k]);
         if (l->unfit)
             fprintf(out, "  (%d more layout(s) cannot hold every job's memory)\n", l->unfit);
+        if (l->shared)
+            fprintf(out, "  (%d of them: every job on a compute instance of one shared GPU instance)\n", l->shared);
     } else if (json) {
         cJSON *sweep = cJSON_AddObjectToObject(json, "layout_sweep");
         cJSON_AddStringToObject(sweep, "layouts_given", mig->layouts);
@@ -140,6 +147,7 @@ static int check(suite_ctx *c, FILE *out, cJSON *json) {
             cJSON_AddItemToArray(a, one);
         }
         cJSON_AddNumberToObject(sweep, "unfit", l->unfit);
+        if (l->shared) cJSON_AddNumberToObject(sweep, "shared", l->shared);
     }
     free(l);
     return status;

@@ -220,14 +220,126 @@ static void keep_candidate(const mig_gpu *gpu, mig_choice *c, const mig_candidat
     if (n < 1 + MIG_RUNNER_UPS) c->candidate_count++;
 }
 
-static int candidate_text(const mig_gpu *gpu, const mig_candidate *c, int count, char *out, size_t size) {
+int mig_candidate_text(const mig_gpu *gpu, const mig_candidate *c, int count, char *out, size_t size) {
     int used = 0;
+    if (size) out[0] = '\0';
     for (int j = 0; j < count; j++) {
-        int n = snprintf(out + used, (size_t)used < size ? size - (size_t)used : 0, "%s%s", j ? "," : "",
-                         gpu->profiles[c->profile[j]].name);
+        int n = c->ci_slices[j] && j
+                    ? snprintf(out + used, (size_t)used < size ? size - (size_t)used : 0, "+%dc", c->ci_slices[j])
+                : c->ci_slices[j]
+                    ? snprintf(out + used, (size_t)used < size ? size - (size_t)used : 0, "%s:%dc",
+                               gpu->profiles[c->profile[j]].name, c->ci_slices[j])
+                    : snprintf(out + used, (size_t)used < size ? size - (size_t)used : 0, "%s%s", j ? "," : "",
+                               gpu->profiles[c->profile[j]].name);
         if (n > 0) used += n;
     }
     return used;
+}
+
+/* ---- one GPU instance shared by every job --------------------------------------------------- */
+
+typedef struct share_search {
+    const mig_gpu *gpu;
+    const mig_job *jobs;
+    int count, profile, rules;
+    double target[MIG_MAX_INSTANCES];
+    int slices[MIG_MAX_INSTANCES];
+    int found;
+    mig_candidate best;
+} share_search;
+
+static int share_respects_rules(const share_search *a, int job, int sms) {
+    for (int k = 0; k < job; k++) {
+        const mig_job *mine = &a->jobs[job], *other = &a->jobs[k];
+        int theirs = mig_ci_sms(a->gpu, a->profile, a->slices[k]);
+        if (a->rules >= RULES_EQUAL && identical(mine, other) && theirs != sms) return 0;
+        if (a->rules >= RULES_ORDER && mine->demand > 0 && other->demand > 0 &&
+            ((mine->demand >= MIG_DEMAND_ORDER_RATIO * other->demand && sms <= theirs) ||
+             (other->demand >= MIG_DEMAND_ORDER_RATIO * mine->demand && theirs <= sms)))
+            return 0;
+    }
+    return 1;
+}
+
+/* Every split of the GPU instance's compute slices into one compute instance per job. */
+static void share(share_search *a, int job, int slices_left) {
+    if (job == a->count) {
+        double met = 0;
+        int sms = 0;
+        for (int j = 0; j < a->count; j++) {
+            int s = mig_ci_sms(a->gpu, a->profile, a->slices[j]);
+            met += s < a->target[j] ? s : a->target[j];
+            sms += s;
+        }
+        met /= a->gpu->total_sms > 0 ? a->gpu->total_sms : 1;
+        if (!a->found || met > a->best.met + 1e-12 || (fabs(met - a->best.met) <= 1e-12 && sms > a->best.sms)) {
+            a->found = 1;
+            a->best.met = met, a->best.sms = sms;
+            for (int j = 0; j < a->count; j++) a->best.profile[j] = a->profile, a->best.ci_slices[j] = a->slices[j];
+        }
+        return;
+    }
+    for (int c = 1; c <= slices_left - (a->count - job - 1); c++) {
+        int sms = mig_ci_sms(a->gpu, a->profile, c);
+        if (c >= a->gpu->profiles[a->profile].compute_slices || !sms || !share_respects_rules(a, job, sms)) continue;
+        a->slices[job] = c;
+        share(a, job + 1, slices_left - c);
+    }
+}
+
+static int shared_assignment(const mig_gpu *gpu, const mig_job *jobs, int count, int profile, int rules,
+                             mig_candidate *out) {
+    const mig_profile *p = &gpu->profiles[profile];
+    unsigned long long need = 0;
+    for (int j = 0; j < count; j++) need += mig_required_bytes(jobs[j].footprint_bytes);
+    if (count < 2 || count > MIG_MAX_INSTANCES || !p->plannable || count > p->compute_slices ||
+        mig_profile_bytes(p) < need)
+        return -1;
+    share_search a = {.gpu = gpu, .jobs = jobs, .count = count, .profile = profile, .rules = rules};
+    double share_of[MIG_MAX_INSTANCES];
+    demand_shares(jobs, count, share_of);
+    for (int j = 0; j < count; j++) a.target[j] = share_of[j] * gpu->total_sms;
+    share(&a, 0, p->compute_slices);
+    if (a.found) *out = a.best, out->broken = RULES_ORDER - rules;
+    return a.found ? 0 : -1;
+}
+
+int mig_assign_shared(const mig_gpu *gpu, const mig_job *jobs, int job_count, int profile, mig_candidate *out) {
+    return shared_assignment(gpu, jobs, job_count, profile, RULES_NONE, out);
+}
+
+/* Every job on a compute instance of one GPU instance: each profile that holds their memory
+ * together and can be placed, split as fill splits the GPU. */
+static int plan_shared(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int count, unsigned int occupied,
+                       int compute_used, mig_choice *choice, char *err, size_t err_size) {
+    mig_choice kept[RULES_ORDER + 1];
+    memset(kept, 0, sizeof kept);
+    choice->layouts = choice->too_small = choice->unequal = choice->out_of_order = 0;
+    for (int i = 0; i < gpu->profile_count; i++) {
+        mig_layout one = {1, {i}};
+        if (!gpu->profiles[i].plannable || !placeable(gpu, one.profiles, 0, 1, occupied) ||
+            compute_used + gpu->profiles[i].compute_slices > gpu->compute_slices)
+            continue;
+        choice->layouts++;
+        mig_candidate c;
+        int rules = RULES_ORDER;
+        while (rules >= RULES_NONE && shared_assignment(gpu, jobs, count, i, rules, &c) != 0) rules--;
+        if (rules >= RULES_NONE) keep_candidate(gpu, &kept[rules], &c, count);
+        choice->out_of_order += rules == RULES_EQUAL;
+        choice->unequal += rules == RULES_NONE;
+        choice->too_small += rules < RULES_NONE;
+    }
+    choice->shared_profiles = choice->layouts - choice->too_small;
+    choice->candidate_count = 0;
+    for (int rules = RULES_ORDER; rules >= RULES_NONE; rules--)
+        for (int k = 0; k < kept[rules].candidate_count && choice->candidate_count < 1 + MIG_RUNNER_UPS; k++) {
+            if (choice->candidate_count == 0) choice->relaxed = RULES_ORDER - rules;
+            choice->candidates[choice->candidate_count++] = kept[rules].candidates[k];
+        }
+    if (choice->candidate_count == 0) return -1;
+    char layout[512];
+    mig_candidate_text(gpu, &choice->candidates[0], count, layout, sizeof layout);
+    return mig_plan_jobs(plan, gpu, jobs, count, layout, occupied, compute_used, err, err_size);
 }
 
 static int plan_fill(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int count,
@@ -259,22 +371,49 @@ static int plan_fill(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, in
                    ? mig_fail(err, err_size, "no layout of %d instances on %s holds every job", count, gpu->name)
                    : -1;
     char layout[512];
-    candidate_text(gpu, &choice->candidates[0], count, layout, sizeof layout);
+    mig_candidate_text(gpu, &choice->candidates[0], count, layout, sizeof layout);
     return mig_plan_jobs(plan, gpu, jobs, count, layout, occupied, compute_used, err, err_size);
 }
 
 int mig_plan_objective(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int job_count,
-                       const char *layout, mig_objective objective, unsigned int occupied,
-                       int compute_used, char *err, size_t err_size) {
+                       const char *layout, mig_objective objective, int share_memory,
+                       unsigned int occupied, int compute_used, char *err, size_t err_size) {
     mig_choice choice;
     memset(&choice, 0, sizeof choice);
     choice.objective = objective, choice.made = 1;
     if (job_count > 0 && job_count <= MIG_MAX_INSTANCES)
         choice.demands_differ = demand_shares(jobs, job_count, choice.share);
-    int rc = (layout && *layout) || objective == MIG_OBJECTIVE_COMPACT || job_count <= 0 ||
-                     job_count > MIG_MAX_INSTANCES || gpu->profile_count == 0
-                 ? mig_plan_jobs(plan, gpu, jobs, job_count, layout, occupied, compute_used, err, err_size)
-                 : plan_fill(plan, gpu, jobs, job_count, occupied, compute_used, &choice, err, err_size);
+    int given = (layout && *layout) || job_count <= 0 || job_count > MIG_MAX_INSTANCES || gpu->profile_count == 0;
+    int rc = -1;
+    if (!given && share_memory) {
+        choice.shared = MIG_SHARED_ASKED;
+        if (plan_shared(plan, gpu, jobs, job_count, occupied, compute_used, &choice, err, err_size) == 0) {
+            plan->choice = choice;
+            return 0;
+        }
+        if (choice.candidate_count == 0)
+            mig_fail(err, err_size, "--mig-share-memory: no GPU instance of %s holds the %d jobs' memory together "
+                     "(each with its headroom) and a compute instance for each (compute-instance profiles: %s)",
+                     gpu->name, job_count, job_count < 2 ? "two jobs at least" : "NVIDIA's MIG User Guide");
+        plan->choice = choice;
+        return -1;
+    }
+    rc = given || objective == MIG_OBJECTIVE_COMPACT
+             ? mig_plan_jobs(plan, gpu, jobs, job_count, layout, occupied, compute_used, err, err_size)
+             : plan_fill(plan, gpu, jobs, job_count, occupied, compute_used, &choice, err, err_size);
+    if (rc != 0 && !given && job_count >= 2) {
+        /* No layout of separate instances holds every job: one GPU instance's memory may, shared
+         * by a compute instance per job (the study's "MIG (shared)"). Its error stays the one shown
+         * when that fails too. */
+        mig_choice shared = choice;
+        shared.shared = MIG_SHARED_NEEDED;
+        char why[1024];
+        if (plan_shared(plan, gpu, jobs, job_count, occupied, compute_used, &shared, why, sizeof why) == 0) {
+            plan->choice = shared;
+            if (err && err_size) err[0] = '\0';  /* separate instances' failure is no longer the answer */
+            return 0;
+        }
+    }
     plan->choice = choice;  /* after the planner, which starts from an empty plan */
     return rc;
 }
@@ -300,25 +439,38 @@ void mig_choice_print(const mig_plan *plan, FILE *out) {
     const mig_gpu *gpu = &plan->gpu;
     int job_count = plan->count;
     if (!choice->made) return;
-    if (choice->objective == MIG_OBJECTIVE_COMPACT || choice->layouts == 0) {
+    if ((choice->objective == MIG_OBJECTIVE_COMPACT && !choice->shared) || choice->layouts == 0) {
         fprintf(out, "MIG objective %s: %s\n", mig_objective_name(choice->objective),
                 choice->objective == MIG_OBJECTIVE_COMPACT
                     ? "each job on the smallest profile that holds it (the rest is left to other tenants)"
                     : "the layout given");
         return;
     }
-    fprintf(out, "MIG objective fill: the GPU's %d SMs shared by compute demand (FLOPs per step x "
-            "planned steps)%s\n  demand shares:", gpu->total_sms,
-            choice->demands_differ ? "" : "; demands equal or unknown: equal shares");
+    if (choice->shared)
+        fprintf(out, "MIG shared GPU instance (%s): the jobs share one GPU instance's memory, each on a compute "
+                "instance of its own (compute isolated; memory, its bandwidth and L2 shared), split as fill "
+                "splits the GPU\n", choice->shared == MIG_SHARED_ASKED
+                    ? "--mig-share-memory asks for it"
+                    : "no layout of separate GPU instances holds every job's memory, one GPU instance's holds them together");
+    fprintf(out, "MIG objective %s: the GPU's %d SMs shared by compute demand (FLOPs per step x "
+            "planned steps)%s\n  demand shares:", choice->shared ? "fill" : mig_objective_name(choice->objective),
+            gpu->total_sms, choice->demands_differ ? "" : "; demands equal or unknown: equal shares");
     for (int i = 0; i < job_count; i++) {
         const mig_planned *p = &plan->instances[i];
         fprintf(out, "%s job %d %s %.1f%%", i ? "," : "", p->job, p->label, 100.0 * choice->share[p->job]);
     }
     fprintf(out, "\n  rules: every job's memory held; identical jobs on identical profiles; a job with "
             "%.0f%% more demand than another gets more SMs\n", 100.0 * (MIG_DEMAND_ORDER_RATIO - 1));
-    fprintf(out, "  %d distinct layout(s) of %d instance(s) fit %s: %d cannot hold every job's memory, "
-            "%d only with identical jobs apart, %d only against the demand order\n", choice->layouts,
-            job_count, gpu->name, choice->too_small, choice->unequal, choice->out_of_order);
+    if (choice->shared)
+        fprintf(out, "  %d GPU instance profile(s) can be placed on %s: %d cannot hold every job's memory together "
+                "(each with its headroom), %d only with identical jobs apart, %d only against the demand order\n"
+                "  compute-instance profiles (1c..4c of a larger GPU instance) from NVIDIA's MIG User Guide, not "
+                "verified on hardware\n", choice->layouts, gpu->name, choice->too_small, choice->unequal,
+                choice->out_of_order);
+    else
+        fprintf(out, "  %d distinct layout(s) of %d instance(s) fit %s: %d cannot hold every job's memory, "
+                "%d only with identical jobs apart, %d only against the demand order\n", choice->layouts,
+                job_count, gpu->name, choice->too_small, choice->unequal, choice->out_of_order);
     if (choice->relaxed)
         fprintf(out, "  no layout keeps every rule: %s\n", choice->relaxed == 1 ? "the demand order is relaxed"
                                                                                 : "identical jobs may differ");
@@ -326,7 +478,7 @@ void mig_choice_print(const mig_plan *plan, FILE *out) {
     for (int i = 0; i < choice->candidate_count; i++) {
         const mig_candidate *c = &choice->candidates[i];
         char text[256], why[160] = "meets the most demand, then uses the most SMs";
-        candidate_text(gpu, c, job_count, text, sizeof text);
+        mig_candidate_text(gpu, c, job_count, text, sizeof text);
         if (i) why_not(gpu, &choice->candidates[0], c, job_count, why, sizeof why);
         fprintf(out, "  %-9s %-40s %5d %6.1f%% %6.1f%%  %s\n", i ? "runner-up" : "chosen", text, c->sms,
                 gpu->total_sms ? 100.0 * c->sms / gpu->total_sms : 0.0, 100.0 * c->met, why);

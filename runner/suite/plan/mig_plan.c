@@ -109,33 +109,98 @@ static memo_entry *solve(plan_search *s, int job, unsigned int used, int compute
     return m;
 }
 
-/* "1g.10gb, 2g.20gb" -> profile indices; one per job. */
 /* A '+' starts a new entry unless what follows is a variant suffix ("1g.10gb+me", "+gfx"):
- * profile names begin with their compute slices, suffixes with a letter. */
-static int entry_separator(const char *p) {
-    return *p == ',' || (*p == '+' && (p[1] == ' ' || (p[1] >= '0' && p[1] <= '9')));
+ * profile names begin with their compute slices, suffixes with a letter; inside a shared GPU
+ * instance ("7g.40gb:3c+4c") a '+' before a compute instance ("4c") continues the entry. */
+static int compute_instance_next(const char *p) {
+    while (*p == ' ' || *p == '\t') p++;
+    if (!(*p >= '0' && *p <= '9')) return 0;
+    while (*p >= '0' && *p <= '9') p++;
+    return *p == 'c' && (!p[1] || p[1] == '+' || p[1] == ',' || p[1] == ' ' || p[1] == '\t');
 }
 
-int mig_parse_layout(const mig_gpu *gpu, const char *layout, int job_count, int *profiles,
-                     char *err, size_t err_size) {
-    char names[1024] = "";
+static int entry_separator(const char *p, int in_group) {
+    return *p == ',' || (*p == '+' && (p[1] == ' ' || (p[1] >= '0' && p[1] <= '9')) &&
+                         !(in_group && compute_instance_next(p + 1)));
+}
+
+static void profile_names(const mig_gpu *gpu, char *names, size_t size) {
     size_t used = 0;
-    for (int i = 0; i < gpu->profile_count && used < sizeof names; i++) {
-        int n = snprintf(names + used, sizeof names - used, "%s%s (%.2f GiB)", i ? ", " : "",
+    names[0] = '\0';
+    for (int i = 0; i < gpu->profile_count && used < size; i++) {
+        int n = snprintf(names + used, size - used, "%s%s (%.2f GiB)", i ? ", " : "",
                          gpu->profiles[i].name, gib(mig_profile_bytes(&gpu->profiles[i])));
         if (n > 0) used += (size_t)n;
     }
-    int count = 0;
-    for (const char *p = layout;;) {
+}
+
+/* The compute instances a GPU instance of `profile` offers below its own size: "1c, 2c, 3c". */
+static void compute_instance_names(const mig_gpu *gpu, int profile, char *out, size_t size) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int c = 1; c < gpu->profiles[profile].compute_slices && used < size; c++) {
+        if (!mig_ci_sms(gpu, profile, c)) continue;
+        int n = snprintf(out + used, size - used, "%s%dc", used ? ", " : "", c);
+        if (n > 0) used += (size_t)n;
+    }
+    if (!out[0]) snprintf(out, size, "none known");
+}
+
+/* ":3c+4c" after a profile: the compute instances, each a job's slot. */
+static int parse_compute_instances(const mig_gpu *gpu, const char *layout, const char *p, const char *end,
+                                   int profile, int gpu_instance, mig_slot *slots, int *count,
+                                   char *err, size_t err_size) {
+    const mig_profile *gi = &gpu->profiles[profile];
+    char offered[64];
+    compute_instance_names(gpu, profile, offered, sizeof offered);
+    int total = 0;
+    for (int more = 1; more;) {  /* one compute instance after the ':' and after every '+' */
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        char *after;
+        long slices = strtol(p, &after, 10);
+        while (after < end && (*after == ' ' || *after == '\t')) after++;
+        int ok = after > p && after < end && *after == 'c' && slices >= 1;
+        const char *next = ok ? after + 1 : p;
+        while (next < end && (*next == ' ' || *next == '\t')) next++;
+        ok = ok && (next == end || *next == '+');
+        if (!ok || slices >= gi->compute_slices || !mig_ci_sms(gpu, profile, (int)slices))
+            return mig_fail(err, err_size, "layout \"%s\": %s %s; expected PROFILE:Nc+Nc..., one compute "
+                            "instance per job, each smaller than the GPU instance (%s offers %s, nvidia-smi's "
+                            "Nc.%s; compute-instance profiles from NVIDIA's MIG User Guide)", layout, gi->name,
+                            !ok ? "has a malformed compute-instance list" : "has no such compute instance",
+                            gi->name, offered, gi->name);
+        total += (int)slices;
+        if (total > gi->compute_slices)  /* also keeps each size within g / c instances */
+            return mig_fail(err, err_size, "layout \"%s\": the compute instances of %s take %d compute slices; "
+                            "it has %d (expected slices that add up to at most %d)", layout, gi->name, total,
+                            gi->compute_slices, gi->compute_slices);
+        if (*count < MIG_MAX_INSTANCES) slots[*count] = (mig_slot){profile, (int)slices, gpu_instance};
+        (*count)++;
+        more = next < end;
+        p = more ? next + 1 : end;
+    }
+    return 0;
+}
+
+int mig_parse_slots(const mig_gpu *gpu, const char *layout, int job_count, mig_slot *slots, char *err,
+                    size_t err_size) {
+    char names[1024];
+    profile_names(gpu, names, sizeof names);
+    int count = 0, gpu_instance = 0;
+    for (const char *p = layout;; gpu_instance++) {
         while (*p == ' ' || *p == '\t') p++;
-        const char *end = p;
-        while (*end && !entry_separator(end)) end++;
-        const char *last = end;
+        const char *end = p, *colon = NULL;
+        while (*end && !entry_separator(end, colon != NULL)) {
+            if (*end == ':' && !colon) colon = end;
+            end++;
+        }
+        const char *last = colon ? colon : end;
         while (last > p && (last[-1] == ' ' || last[-1] == '\t')) last--;
         char name[32];
         if (last == p || (size_t)(last - p) >= sizeof name)
             return mig_fail(err, err_size, "layout \"%s\": entry %d is %s; write profile names joined "
-                        "by ',' or '+', e.g. 1g.10gb,2g.20gb; %s has %s", layout, count + 1,
+                        "by ',' or '+', e.g. 1g.10gb,2g.20gb, or a shared GPU instance's compute instances "
+                        "as 7g.40gb:3c+4c; %s has %s", layout, count + 1,
                         last == p ? "empty" : "too long", gpu->name, names);
         memcpy(name, p, (size_t)(last - p));
         name[last - p] = '\0';
@@ -143,14 +208,28 @@ int mig_parse_layout(const mig_gpu *gpu, const char *layout, int job_count, int 
         if (index < 0)
             return mig_fail(err, err_size, "layout \"%s\": %s has no profile \"%s\"; its profiles: %s",
                         layout, gpu->name, name, names);
-        if (count < MIG_MAX_INSTANCES) profiles[count] = index;
-        count++;
+        if (colon) {
+            if (parse_compute_instances(gpu, layout, colon + 1, end, index, gpu_instance, slots, &count, err,
+                                        err_size))
+                return -1;
+        } else {
+            if (count < MIG_MAX_INSTANCES) slots[count] = (mig_slot){index, 0, gpu_instance};
+            count++;
+        }
         if (!*end) break;
         p = end + 1;
     }
     if (count != job_count)
         return mig_fail(err, err_size, "layout \"%s\" names %d instance(s) for %d job(s); give one "
-                    "profile per job, in the mix's order", layout, count, job_count);
+                    "profile (or compute instance) per job, in the mix's order", layout, count, job_count);
+    return 0;
+}
+
+int mig_parse_layout(const mig_gpu *gpu, const char *layout, int job_count, int *profiles,
+                     char *err, size_t err_size) {
+    mig_slot slots[MIG_MAX_INSTANCES];
+    if (mig_parse_slots(gpu, layout, job_count, slots, err, err_size)) return -1;
+    for (int j = 0; j < job_count; j++) profiles[j] = slots[j].profile;
     return 0;
 }
 
@@ -170,58 +249,74 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
                     "compute slice: %s has %d compute slices, %d of them free, so at most %d jobs",
                     job_count, gpu->name, gpu->compute_slices, free_compute, free_compute);
 
+    /* The units placed: one GPU instance each; without a layout, one per job. */
     plan_search s = {.gpu = gpu, .n = job_count};
-    int layout_profiles[MIG_MAX_INSTANCES];
+    mig_slot slots[MIG_MAX_INSTANCES];
     int use_layout = layout && *layout;
-    if (use_layout && mig_parse_layout(gpu, layout, job_count, layout_profiles, err, err_size) != 0)
-        return -1;
+    if (use_layout && mig_parse_slots(gpu, layout, job_count, slots, err, err_size) != 0) return -1;
+    if (use_layout) s.n = slots[job_count - 1].gpu_instance + 1;
+    else for (int j = 0; j < job_count; j++) slots[j] = (mig_slot){-1, 0, j};
     int smallest_memory = 0, smallest_compute = 0;
     char choices[512] = "";
     size_t used = 0;
-    for (int j = 0; j < job_count; j++) {
-        const char *label = jobs[j].label ? jobs[j].label : "";
-        unsigned long long need = mig_required_bytes(jobs[j].footprint_bytes);
+    for (int u = 0; u < s.n; u++) {
+        int first = -1, sharing = 0;
+        unsigned long long need = 0, footprints = 0;
+        for (int j = 0; j < job_count; j++)
+            if (slots[j].gpu_instance == u) {
+                if (first < 0) first = j;
+                sharing++;
+                need += mig_required_bytes(jobs[j].footprint_bytes), footprints += jobs[j].footprint_bytes;
+            }
+        const char *label = jobs[first].label ? jobs[first].label : "";
         if (use_layout) {
-            const mig_profile *p = &gpu->profiles[layout_profiles[j]];
+            const mig_profile *p = &gpu->profiles[slots[first].profile];
+            if (mig_profile_bytes(p) < need && slots[first].ci_slices)
+                return mig_fail(err, err_size, "shared GPU instance %s (%.2f GiB) is too small for jobs %d..%d: "
+                            "their footprints %.2f GiB need %.2f GiB together with each one's headroom (%d%% + "
+                            "%llu MiB); its compute instances share its memory", p->name,
+                            gib(mig_profile_bytes(p)), first, first + sharing - 1, gib(footprints), gib(need),
+                            MIG_HEADROOM_PERCENT, MIG_CONTEXT_RESERVE_BYTES >> 20);
             if (mig_profile_bytes(p) < need)
                 return mig_fail(err, err_size, "layout entry %d %s (%.2f GiB) is too small for job %d "
                             "\"%s\": footprint %.2f GiB needs %.2f GiB with headroom (%d%% + %llu MiB)",
-                            j + 1, p->name, gib(mig_profile_bytes(p)), j, label,
-                            gib(jobs[j].footprint_bytes), gib(need), MIG_HEADROOM_PERCENT,
+                            first + 1, p->name, gib(mig_profile_bytes(p)), first, label,
+                            gib(jobs[first].footprint_bytes), gib(need), MIG_HEADROOM_PERCENT,
                             MIG_CONTEXT_RESERVE_BYTES >> 20);
-            s.cand[j][0] = layout_profiles[j], s.cand_count[j] = 1;
+            s.cand[u][0] = slots[first].profile, s.cand_count[u] = 1;
         } else {
             for (int i = 0; i < gpu->profile_count; i++)  /* fitting profiles, smallest first */
                 if (gpu->profiles[i].plannable && mig_profile_bytes(&gpu->profiles[i]) >= need) {
-                    int k = s.cand_count[j]++;
-                    while (k > 0 && profile_smaller(&gpu->profiles[i], &gpu->profiles[s.cand[j][k - 1]]))
-                        s.cand[j][k] = s.cand[j][k - 1], k--;
-                    s.cand[j][k] = i;
+                    int k = s.cand_count[u]++;
+                    while (k > 0 && profile_smaller(&gpu->profiles[i], &gpu->profiles[s.cand[u][k - 1]]))
+                        s.cand[u][k] = s.cand[u][k - 1], k--;
+                    s.cand[u][k] = i;
                 }
-            if (s.cand_count[j] == 0) {
+            if (s.cand_count[u] == 0) {
                 int largest = 0;
                 for (int i = 1; i < gpu->profile_count; i++)
                     if (gpu->profiles[i].memory_mib > gpu->profiles[largest].memory_mib) largest = i;
                 return mig_fail(err, err_size, "job %d \"%s\": footprint %.2f GiB needs %.2f GiB with "
                             "headroom (%d%% + %llu MiB); the largest profile on %s is %s with %.2f GiB",
-                            j, label, gib(jobs[j].footprint_bytes), gib(need), MIG_HEADROOM_PERCENT,
+                            first, label, gib(jobs[first].footprint_bytes), gib(need), MIG_HEADROOM_PERCENT,
                             MIG_CONTEXT_RESERVE_BYTES >> 20, gpu->name, gpu->profiles[largest].name,
                             gib(mig_profile_bytes(&gpu->profiles[largest])));
             }
         }
-        const mig_profile *first = &gpu->profiles[s.cand[j][0]];
-        smallest_memory += first->memory_slices, smallest_compute += first->compute_slices;
+        const mig_profile *p0 = &gpu->profiles[s.cand[u][0]];
+        smallest_memory += p0->memory_slices, smallest_compute += p0->compute_slices;
         int n = snprintf(choices + used, used < sizeof choices ? sizeof choices - used : 0,
-                         "%sjob %d \"%s\" %s", j ? ", " : "", j, label, first->name);
+                         "%sjob %d \"%s\"%s %s", u ? ", " : "", first, label, sharing > 1 ? " and the next" : "",
+                         p0->name);
         if (n > 0) used += (size_t)n;
     }
     if (use_layout) {  /* +me profiles and the like: at most max_instances each */
         int per_profile[MIG_MAX_PROFILES] = {0};
-        for (int j = 0; j < job_count; j++)
-            if (++per_profile[layout_profiles[j]] > gpu->profiles[layout_profiles[j]].max_instances)
+        for (int u = 0; u < s.n; u++)
+            if (++per_profile[s.cand[u][0]] > gpu->profiles[s.cand[u][0]].max_instances)
                 return mig_fail(err, err_size, "layout \"%s\": %s allows at most %d instance(s) of %s",
-                            layout, gpu->name, gpu->profiles[layout_profiles[j]].max_instances,
-                            gpu->profiles[layout_profiles[j]].name);
+                            layout, gpu->name, gpu->profiles[s.cand[u][0]].max_instances,
+                            gpu->profiles[s.cand[u][0]].name);
     }
 
     s.memo = calloc((size_t)(MIG_MAX_INSTANCES + 1) << MIG_MAX_SLICES, (MIG_MAX_SLICES + 1) * sizeof *s.memo);
@@ -232,7 +327,7 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
         size_t r = 0;
         for (int i = 0; i < gpu->profile_count; i++) {
             int wanted = 0;
-            for (int j = 0; j < job_count; j++) wanted |= s.cand[j][0] == i;
+            for (int u = 0; u < s.n; u++) wanted |= s.cand[u][0] == i;
             if (!wanted) continue;
             char starts[64];
             mig_placements_text(&gpu->profiles[i], starts, sizeof starts);
@@ -242,10 +337,10 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
         }
         free(s.memo);
         int adds_up = smallest_memory <= free_memory && smallest_compute <= free_compute;
-        return mig_fail(err, err_size, "%s does not fit %s: %d job(s) need %d memory and %d compute "
+        return mig_fail(err, err_size, "%s does not fit %s: %d GPU instance(s) need %d memory and %d compute "
                     "slices with their %s profiles (%s), and %d memory and %d compute slices are "
                     "free%s: %s. Allowed placements ({starts}:size): %s",
-                    use_layout ? "the layout" : "the mix", gpu->name, job_count, smallest_memory,
+                    use_layout ? "the layout" : "the mix", gpu->name, s.n, smallest_memory,
                     smallest_compute, use_layout ? "layout's" : "smallest", choices, free_memory,
                     free_compute, occupied ? " (the rest is held by existing instances)" : "",
                     adds_up ? "the slices add up, but NVIDIA's placement rules allow no arrangement"
@@ -255,25 +350,32 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
     unsigned int taken = occupied;
     int compute = compute_used, profiles[MIG_MAX_INSTANCES];
     mig_placement placements[MIG_MAX_INSTANCES];
+    for (int u = 0; u < s.n; u++) {
+        memo_entry *m = &s.memo[memo_index(u, taken, compute)];
+        const mig_profile *p = &gpu->profiles[s.cand[u][m->cand]];
+        profiles[u] = s.cand[u][m->cand], placements[u] = p->placements[m->place];
+        taken |= mig_slice_mask(placements[u]), compute += p->compute_slices;
+    }
+    free(s.memo);
     for (int j = 0; j < job_count; j++) {
-        memo_entry *m = &s.memo[memo_index(j, taken, compute)];
-        const mig_profile *p = &gpu->profiles[s.cand[j][m->cand]];
+        int u = slots[j].gpu_instance;
+        const mig_profile *p = &gpu->profiles[profiles[u]];
         mig_planned *out = &plan->instances[plan->count++];
         out->job = j;
         snprintf(out->label, sizeof out->label, "%s", jobs[j].label ? jobs[j].label : "");
-        out->profile = profiles[j] = s.cand[j][m->cand];
-        out->placement = placements[j] = p->placements[m->place];
+        out->profile = profiles[u];
+        out->placement = placements[u];
         out->existing = -1;
+        out->gpu_instance = u;
+        out->shared = slots[j].ci_slices != 0;
+        out->ci_slices = out->shared ? slots[j].ci_slices : p->compute_slices;
         out->footprint_bytes = jobs[j].footprint_bytes;
         out->required_bytes = mig_required_bytes(jobs[j].footprint_bytes);
-        out->sm_count = p->sm_count;
-        out->sm_fraction = gpu->total_sms > 0 ? (double)p->sm_count / gpu->total_sms : 0.0;
+        out->sm_count = mig_ci_sms(gpu, profiles[u], out->ci_slices);
+        out->sm_fraction = gpu->total_sms > 0 ? (double)out->sm_count / gpu->total_sms : 0.0;
         out->memory_bytes = mig_profile_bytes(p);
-        taken |= mig_slice_mask(out->placement), compute += p->compute_slices;
     }
-    free(s.memo);
-    return mig_check_placements(gpu, profiles, placements, job_count, occupied, compute_used, err,
-                                err_size);
+    return mig_check_placements(gpu, profiles, placements, s.n, occupied, compute_used, err, err_size);
 }
 
 void mig_plan_print(const mig_plan *plan, FILE *out) {
@@ -293,13 +395,34 @@ void mig_plan_print(const mig_plan *plan, FILE *out) {
         char slices[16];
         snprintf(slices, sizeof slices, p->placement.size > 1 ? "%d..%d" : "%d", p->placement.start,
                  p->placement.start + p->placement.size - 1);
-        fprintf(out, "  %-4d %-24.24s %6.2f GiB %6.2f GiB  %-11s %4d %5.1f%% %6.2f GiB  %-8s %s\n",
-                p->job, p->label, gib(p->footprint_bytes), gib(p->required_bytes),
-                p->profile >= 0 ? g->profiles[p->profile].name : "(unknown)", p->sm_count, 100.0 * p->sm_fraction,
-                gib(p->memory_bytes), slices, p->existing >= 0 ? "existing" : "new");
+        char profile[48];
+        if (p->profile >= 0) mig_ci_name(g, p->profile, p->ci_slices ? p->ci_slices : g->profiles[p->profile].compute_slices,
+                                         profile, sizeof profile);
+        else snprintf(profile, sizeof profile, "(unknown)");
+        fprintf(out, "  %-4d %-24.24s %6.2f GiB %6.2f GiB  %-11s %4d %5.1f%% %6.2f GiB  %-8s %s%s\n",
+                p->job, p->label, gib(p->footprint_bytes), gib(p->required_bytes), profile, p->sm_count,
+                100.0 * p->sm_fraction, gib(p->memory_bytes), slices, p->existing >= 0 ? "existing" : "new",
+                p->shared ? ", shared" : "");
         for (int s = p->placement.start; s < p->placement.start + p->placement.size && s < MIG_MAX_SLICES; s++)
-            snprintf(owner[s], sizeof owner[s], "%d", p->job);
+            if (!p->shared || owner[s][0] == '.') snprintf(owner[s], sizeof owner[s], "%d", p->job);
         used |= mig_slice_mask(p->placement);
+    }
+    for (int i = 0; i < plan->count; i++) {  /* each shared GPU instance once, at its first job */
+        const mig_planned *p = &plan->instances[i];
+        int first = 1;
+        for (int k = 0; k < i; k++) first &= !(plan->instances[k].shared && plan->instances[k].gpu_instance == p->gpu_instance);
+        if (!p->shared || !first) continue;
+        unsigned long long need = 0;
+        fprintf(out, "  shared GPU instance %s (memory slices %d..%d):", g->profiles[p->profile].name,
+                p->placement.start, p->placement.start + p->placement.size - 1);
+        for (int k = i; k < plan->count; k++) {
+            const mig_planned *q = &plan->instances[k];
+            if (!q->shared || q->gpu_instance != p->gpu_instance) continue;
+            fprintf(out, "%s job %d on %dc (%d SMs)", k > i ? "," : "", q->job, q->ci_slices, q->sm_count);
+            need += q->required_bytes;
+        }
+        fprintf(out, "; compute isolated, memory and its bandwidth shared: %.2f GiB needed together of %.2f GiB\n",
+                gib(need), gib(p->memory_bytes));
     }
     fprintf(out, "  memory slice:");
     for (int s = 0; s < g->memory_slices; s++) fprintf(out, " %3d", s);
@@ -310,23 +433,44 @@ void mig_plan_print(const mig_plan *plan, FILE *out) {
 }
 
 int mig_plan_admin_command(const mig_plan *plan, unsigned int gpu_index, char *out, size_t size) {
-    int order[MIG_MAX_INSTANCES], n = 0;
+    int order[MIG_MAX_INSTANCES], n = 0, shared = 0;
     for (int i = 0; i < plan->count; i++) {  /* largest first: nvidia-smi places in that order */
-        if (plan->instances[i].existing >= 0) continue;
+        const mig_planned *p = &plan->instances[i];
+        int seen = 0;
+        for (int k = 0; k < n; k++) seen |= plan->instances[order[k]].gpu_instance == p->gpu_instance;
+        if (p->existing >= 0 || seen) continue;
+        shared |= p->shared;
         int k = n++;
         while (k > 0 && plan->gpu.profiles[plan->instances[order[k - 1]].profile].memory_slices <
-                            plan->gpu.profiles[plan->instances[i].profile].memory_slices)
+                            plan->gpu.profiles[p->profile].memory_slices)
             order[k] = order[k - 1], k--;
         order[k] = i;
     }
-    char ids[64] = "";
-    size_t used = 0;
+    char ids[64] = "", cis[256] = "";
+    size_t used = 0, ci_used = 0;
     for (int k = 0; k < n && used < sizeof ids; k++) {
-        int w = snprintf(ids + used, sizeof ids - used, "%s%u", k ? "," : "",
-                         plan->gpu.profiles[plan->instances[order[k]].profile].id);
+        const mig_planned *p = &plan->instances[order[k]];
+        int w = snprintf(ids + used, sizeof ids - used, "%s%u", k ? "," : "", plan->gpu.profiles[p->profile].id);
         if (w > 0) used += (size_t)w;
+        if (!p->shared) continue;
+        /* a shared GPU instance gets its compute instances by name, once its id is known */
+        w = snprintf(cis + ci_used, ci_used < sizeof cis ? sizeof cis - ci_used : 0,
+                     " && sudo nvidia-smi mig -i %u -gi <id of the %s> -cci ", gpu_index,
+                     plan->gpu.profiles[p->profile].name);
+        if (w > 0) ci_used += (size_t)w;
+        for (int i = 0, first = 1; i < plan->count; i++) {
+            const mig_planned *q = &plan->instances[i];
+            if (q->gpu_instance != p->gpu_instance) continue;
+            char name[48];
+            mig_ci_name(&plan->gpu, q->profile, q->ci_slices, name, sizeof name);
+            w = snprintf(cis + ci_used, ci_used < sizeof cis ? sizeof cis - ci_used : 0, "%s%s", first ? "" : ",", name);
+            if (w > 0) ci_used += (size_t)w;
+            first = 0;
+        }
     }
-    return snprintf(out, size, "nvidia-smi mig -i %u -cgi %s -C", gpu_index, ids);
+    if (!shared) return snprintf(out, size, "nvidia-smi mig -i %u -cgi %s -C", gpu_index, ids);
+    /* -C would give every GPU instance one compute instance spanning it: the shared ones get theirs by -cci */
+    return snprintf(out, size, "nvidia-smi mig -i %u -cgi %s%s", gpu_index, ids, cis);
 }
 
 int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_placement *placements,
@@ -374,13 +518,22 @@ int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_plac
 }
 
 int mig_plan_layout_for(const mig_plan *plan, const int *jobs, int count, char *out, size_t size) {
-    int used = 0;
+    int used = 0, open_group = -1;  /* the shared GPU instance whose compute instances are being written */
     if (size) out[0] = '\0';
     for (int k = 0; k < count; k++)
         for (int i = 0; i < plan->count; i++) {
-            if (plan->instances[i].job != (jobs ? jobs[k] : k)) continue;
-            int n = snprintf(out + used, (size_t)used < size ? size - (size_t)used : 0, "%s%s", k ? "," : "",
-                             plan->gpu.profiles[plan->instances[i].profile].name);
+            const mig_planned *p = &plan->instances[i];
+            if (p->job != (jobs ? jobs[k] : k)) continue;
+            int n;
+            if (p->shared && p->gpu_instance == open_group)
+                n = snprintf(out + used, (size_t)used < size ? size - (size_t)used : 0, "+%dc", p->ci_slices);
+            else if (p->shared)
+                n = snprintf(out + used, (size_t)used < size ? size - (size_t)used : 0, "%s%s:%dc", k ? "," : "",
+                             plan->gpu.profiles[p->profile].name, p->ci_slices);
+            else
+                n = snprintf(out + used, (size_t)used < size ? size - (size_t)used : 0, "%s%s", k ? "," : "",
+                             plan->gpu.profiles[p->profile].name);
+            open_group = p->shared ? p->gpu_instance : -1;
             if (n > 0) used += n;
         }
     return used;

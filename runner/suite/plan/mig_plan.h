@@ -16,7 +16,14 @@
  *      compact  each job on the smallest profile that holds it, leaving the rest of the GPU
  *               to other tenants.
  * Layout strings name one profile per job, in the mix's order, joined by ',' or '+'
- * ("1g.10gb,3g.40gb" or "1g.10gb+3g.40gb"; "1g.10gb+me" stays one profile). */
+ * ("1g.10gb,3g.40gb" or "1g.10gb+3g.40gb"; "1g.10gb+me" stays one profile).
+ *
+ * Compute instances sharing one GPU instance ("MIG (shared)" in the study): an entry
+ * PROFILE:Nc+Nc... is one GPU instance split into compute instances, one per job, taking the next
+ * jobs in the mix's order ("7g.40gb:3c+4c": the first job on nvidia-smi's compute-instance
+ * profile 3c.7g.40gb, the second on 4c.7g.40gb). Their compute is isolated; the GPU instance's
+ * memory, its bandwidth and its L2 are shared, so the jobs' footprints together (each with its
+ * headroom) must fit the GPU instance's memory. */
 #ifndef SUITE_MIG_PLAN_H
 #define SUITE_MIG_PLAN_H
 
@@ -64,6 +71,11 @@ typedef struct mig_gpu {
     unsigned long long total_memory_mib;
     int profile_count;
     mig_profile profiles[MIG_MAX_PROFILES];
+    /* Compute-instance profiles (mig_profiles.c): the SMs of a compute instance of c compute slices
+     * inside a larger GPU instance, 0 where there is no such profile (and for every c when the
+     * table is not known: then no GPU instance can be shared). A GPU instance of g slices holds at
+     * most g / c compute instances of c slices. */
+    int ci_sms[MIG_MAX_SLICES + 1];
 } mig_gpu;
 
 /* ---- profile tables (mig_profiles.c) -------------------------------------------------------- */
@@ -83,6 +95,12 @@ const mig_gpu *mig_known_gpu_for_device(const char *device_name, unsigned long l
 int mig_compare_tables(const mig_gpu *shipped, const mig_gpu *measured, char *report,
                        size_t size);
 int mig_find_profile(const mig_gpu *gpu, const char *name);          /* index, or -1 */
+/* SMs of a compute instance of `slices` compute slices in a GPU instance of `profile`: the
+ * profile's own when it spans it, else the table's; 0 when the GPU has no such compute instance. */
+int mig_ci_sms(const mig_gpu *gpu, int profile, int slices);
+/* nvidia-smi's name of that compute-instance profile: "3c.7g.40gb", or the profile's own name
+ * when it spans the GPU instance. */
+void mig_ci_name(const mig_gpu *gpu, int profile, int slices, char *out, size_t size);
 int mig_profile_by_id(const mig_gpu *gpu, unsigned int profile_id);  /* index, or -1 */
 /* A profile's allowed placements as nvidia-smi mig -lgipp writes them: "{0,2,4}:2". */
 void mig_placements_text(const mig_profile *p, char *out, size_t size);
@@ -105,6 +123,8 @@ typedef struct mig_layout {
 /* One candidate of `fill`: a layout with its best assignment of profiles to jobs. */
 typedef struct mig_candidate {
     int profile[MIG_MAX_INSTANCES];  /* per job, in job order */
+    int ci_slices[MIG_MAX_INSTANCES];/* per job: 0 its own GPU instance; else its compute instance's
+                                        slices in the one GPU instance all jobs share */
     double met;                      /* sum over jobs of min(SMs, demand share of all SMs), of all SMs */
     int sms;                         /* SMs the layout uses */
     int broken;                      /* rules it breaks: 0 none, 1 the demand order, 2 also
@@ -123,8 +143,12 @@ typedef struct mig_choice {
     mig_candidate candidates[1 + MIG_RUNNER_UPS];  /* best first */
     double share[MIG_MAX_INSTANCES];  /* each job's demand share, 0..1 */
     int demands_differ;        /* known and not all equal */
+    int shared;                /* the jobs share one GPU instance: 0 no; MIG_SHARED_NEEDED: no layout
+                                  of separate instances holds them; MIG_SHARED_ASKED: --mig-share-memory */
+    int shared_profiles;       /* GPU instance profiles whose memory holds every job's together */
     int made;                  /* 1 when mig_plan_objective made the plan this belongs to */
 } mig_choice;
+enum { MIG_SHARED_NEEDED = 1, MIG_SHARED_ASKED = 2 };
 
 typedef struct mig_job {
     const char *label;         /* the mix's label, for messages and the printed plan */
@@ -139,11 +163,14 @@ typedef struct mig_planned {
     int profile;               /* index into the plan's gpu.profiles */
     mig_placement placement;
     int existing;              /* session: index of a reused MIG device; -1: to be created */
+    int ci_slices;             /* compute slices of its compute instance (the profile's: it spans it) */
+    int shared;                /* its GPU instance's memory is shared with other jobs' compute instances */
+    int gpu_instance;          /* which of the plan's GPU instances (jobs sharing one have the same) */
     unsigned long long footprint_bytes, required_bytes;
     /* what --mig-emulate reproduces without MIG: */
-    int sm_count;
+    int sm_count;              /* its compute instance's */
     double sm_fraction;        /* sm_count / gpu.total_sms */
-    unsigned long long memory_bytes;
+    unsigned long long memory_bytes;  /* its GPU instance's (shared: held by all its jobs together) */
 } mig_planned;
 
 typedef struct mig_plan {
@@ -164,15 +191,24 @@ int mig_smallest_profile(const mig_gpu *gpu, unsigned long long footprint_bytes)
 int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_placement *placements,
                          int count, unsigned int occupied, int compute_used, char *err,
                          size_t err_size);
-/* A layout string -> profile indices (profiles holds MIG_MAX_INSTANCES), one per job. 0, or -1
- * naming the bad entry and the GPU's profiles, or the count when it is not job_count. */
+/* One job's place in a layout string. */
+typedef struct mig_slot {
+    int profile;               /* its GPU instance's profile */
+    int ci_slices;             /* 0: its own GPU instance; else its compute instance's slices in a shared one */
+    int gpu_instance;          /* the layout's GPU instance it is in (entry order) */
+} mig_slot;
+/* A layout string -> one slot per job (slots holds MIG_MAX_INSTANCES). 0, or -1 naming the bad
+ * entry and what was expected, or the count when it is not job_count. */
+int mig_parse_slots(const mig_gpu *gpu, const char *layout, int job_count, mig_slot *slots, char *err,
+                    size_t err_size);
+/* The same, profile indices only (profiles holds MIG_MAX_INSTANCES), one per job. */
 int mig_parse_layout(const mig_gpu *gpu, const char *layout, int job_count, int *profiles,
                      char *err, size_t err_size);
 /* Without the GPU's own table: 0 when the layout parses for at least one known GPU (its profile
  * names, one per job), else -1 with why it fails (on the first known GPU). */
 int mig_layout_of_some_gpu(const char *layout, int job_count, char *err, size_t err_size);
 /* The compact planner. layout NULL or "": each job's smallest profile; else one profile name
- * per job. occupied / compute_used: slices already taken (0 on an empty GPU). Placement keeps
+ * per job (or a shared GPU instance's compute instances, PROFILE:Nc+Nc). occupied / compute_used: slices already taken (0 on an empty GPU). Placement keeps
  * the largest contiguous free space. 0, or -1 with the numbers in err. */
 int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int job_count,
                   const char *layout, unsigned int occupied, int compute_used, char *err,
@@ -183,7 +219,8 @@ int mig_plan_layout_text(const mig_plan *plan, char *out, size_t size);
 int mig_plan_layout_for(const mig_plan *plan, const int *jobs, int count, char *out, size_t size);
 /* The plan as a table with placements and a slice map. */
 void mig_plan_print(const mig_plan *plan, FILE *out);
-/* "nvidia-smi mig -i <gpu> -cgi <ids> -C" for the instances still to create; what snprintf returns. */
+/* "nvidia-smi mig -i <gpu> -cgi <ids> -C" for the instances still to create (then "-cci" for the
+ * compute instances of a shared one); what snprintf returns. */
 int mig_plan_admin_command(const mig_plan *plan, unsigned int gpu_index, char *out, size_t size);
 
 /* ---- objectives and layouts (mig_layouts.c) ------------------------------------------------- */
@@ -200,10 +237,20 @@ int mig_layout_text(const mig_gpu *gpu, const mig_layout *layout, char *out, siz
 int mig_assign_layout(const mig_gpu *gpu, const mig_job *jobs, int job_count,
                       const mig_layout *layout, mig_candidate *out);
 /* Plans with an objective. A layout string overrides the objective (as mig_plan_jobs).
- * plan->choice records, for `fill`, the chosen layout and the runner-ups. 0, or -1 with err. */
+ * plan->choice records, for `fill`, the chosen layout and the runner-ups. The jobs share one GPU
+ * instance, each on a compute instance of its own, when share_memory asks for it
+ * (--mig-share-memory) or when no layout of separate instances holds every job's memory; the
+ * shared instance and its split are chosen by fill's score (demand met, then SMs at work).
+ * 0, or -1 with err. */
 int mig_plan_objective(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int job_count,
-                       const char *layout, mig_objective objective, unsigned int occupied,
-                       int compute_used, char *err, size_t err_size);
+                       const char *layout, mig_objective objective, int share_memory,
+                       unsigned int occupied, int compute_used, char *err, size_t err_size);
+/* The best split of one GPU instance of `profile` among all the jobs (fill's score); 0, or -1 when
+ * its memory cannot hold them together or its compute instances cannot be shared out. */
+int mig_assign_shared(const mig_gpu *gpu, const mig_job *jobs, int job_count, int profile,
+                      mig_candidate *out);
+/* A candidate as a layout string in job order ("3g.20gb,3g.20gb" or "7g.40gb:3c+4c"). */
+int mig_candidate_text(const mig_gpu *gpu, const mig_candidate *c, int count, char *out, size_t size);
 /* The choice as the dry run shows it (mig_plan_print starts with it): objective, demand shares,
  * the chosen layout, the runner-ups and why each lost. Nothing when plan->choice.made is 0. */
 void mig_choice_print(const mig_plan *plan, FILE *out);

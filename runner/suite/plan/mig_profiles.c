@@ -13,7 +13,17 @@
  * match these tables exactly (mig_compare_tables: no difference); A100-40GB (4.75/9.62/19.50/
  * 39.25 GiB), A100-80GB (9.50/19.50/39.25/78.50 GiB, the lowest of the driver versions seen) and
  * A30 (5.81/11.69/23.44 GiB) come from published -lgip transcripts. H100-80GB means the SXM5
- * part: H100 PCIe has 114 SMs and other per-profile counts. */
+ * part: H100 PCIe has 114 SMs and other per-profile counts.
+ *
+ * Compute-instance profiles (ci_sms, the last row of each table): NVIDIA's MIG User Guide,
+ * "Supported MIG Profiles" and "Creating GPU Instances" (`nvidia-smi mig -lcip`): a GPU instance
+ * of g compute slices offers compute instances of 1, 2, 3 and 4 slices below g (1c.7g.40gb ..
+ * 4c.7g.40gb; A30: 1c and 2c), at most g / c of c slices, each with the SMs of the GPU-instance
+ * profile of as many slices (A100: 14 per slice; H100, H200: 16, 32, 60, 64). NOT verified on
+ * hardware: MIG mode is off on the cards this suite was measured on, and NVML lists compute-
+ * instance profiles only inside an existing GPU instance. The session (mig_instances.c) asks
+ * NVML for each compute-instance profile when it creates one, so a wrong row here fails there
+ * with NVML's own answer rather than creating something else. */
 #include "runner/suite/plan/mig_plan.h"
 
 #include <math.h>
@@ -33,6 +43,11 @@
 #define P4_2G 2, {{0, 2}, {2, 2}}
 #define P4_4G 1, {{0, 4}}
 
+/* Compute-instance SMs by compute slices (index 0 unused): see the sources above. */
+#define CI_A100 {0, 14, 28, 42, 56, 0, 0, 0, 0}
+#define CI_HOPPER {0, 16, 32, 60, 64, 0, 0, 0, 0}
+#define CI_A30 {0, 14, 28, 0, 0, 0, 0, 0, 0}
+
 /* Field order: name, id, compute slices, memory slices, SMs, MiB, max instances, plannable,
  * placements. */
 static const mig_gpu known_gpus[] = {
@@ -43,7 +58,8 @@ static const mig_gpu known_gpus[] = {
       {"2g.10gb", 14, 2, 2, 28, 9856, 3, 1, P8_2G},
       {"3g.20gb", 9, 3, 4, 42, 19968, 2, 1, P8_3G},
       {"4g.20gb", 5, 4, 4, 56, 19968, 1, 1, P8_4G},
-      {"7g.40gb", 0, 7, 8, 98, 40192, 1, 1, P8_7G}}},
+      {"7g.40gb", 0, 7, 8, 98, 40192, 1, 1, P8_7G}},
+     CI_A100},
     {"A100-80GB", 7, 8, 108, 81920, 7,
      {{"1g.10gb", 19, 1, 1, 14, 9728, 7, 1, P8_1G},
       {"1g.10gb+me", 20, 1, 1, 14, 9728, 1, 0, P8_1G},
@@ -51,7 +67,8 @@ static const mig_gpu known_gpus[] = {
       {"2g.20gb", 14, 2, 2, 28, 19968, 3, 1, P8_2G},
       {"3g.40gb", 9, 3, 4, 42, 40192, 2, 1, P8_3G},
       {"4g.40gb", 5, 4, 4, 56, 40192, 1, 1, P8_4G},
-      {"7g.80gb", 0, 7, 8, 98, 80384, 1, 1, P8_7G}}},
+      {"7g.80gb", 0, 7, 8, 98, 80384, 1, 1, P8_7G}},
+     CI_A100},
     {"H100-80GB", 7, 8, 132, 81920, 7,
      {{"1g.10gb", 19, 1, 1, 16, 9984, 7, 1, P8_1G},
       {"1g.10gb+me", 20, 1, 1, 16, 9984, 1, 0, P8_1G},
@@ -59,7 +76,8 @@ static const mig_gpu known_gpus[] = {
       {"2g.20gb", 14, 2, 2, 32, 20096, 3, 1, P8_2G},
       {"3g.40gb", 9, 3, 4, 60, 40448, 2, 1, P8_3G},
       {"4g.40gb", 5, 4, 4, 64, 40448, 1, 1, P8_4G},
-      {"7g.80gb", 0, 7, 8, 132, 81152, 1, 1, P8_7G}}},
+      {"7g.80gb", 0, 7, 8, 132, 81152, 1, 1, P8_7G}},
+     CI_HOPPER},
     {"H200-141GB", 7, 8, 132, 143771, 7,
      {{"1g.18gb", 19, 1, 1, 16, 16384, 7, 1, P8_1G},
       {"1g.18gb+me", 20, 1, 1, 16, 16384, 1, 0, P8_1G},
@@ -67,13 +85,15 @@ static const mig_gpu known_gpus[] = {
       {"2g.35gb", 14, 2, 2, 32, 33280, 3, 1, P8_2G},
       {"3g.71gb", 9, 3, 4, 60, 71424, 2, 1, P8_3G},
       {"4g.71gb", 5, 4, 4, 64, 71424, 1, 1, P8_4G},
-      {"7g.141gb", 0, 7, 8, 132, 143360, 1, 1, P8_7G}}},
+      {"7g.141gb", 0, 7, 8, 132, 143360, 1, 1, P8_7G}},
+     CI_HOPPER},
     {"A30-24GB", 4, 4, 56, 24576, 5,
      {{"1g.6gb", 14, 1, 1, 14, 5952, 4, 1, P4_1G},
       {"1g.6gb+me", 21, 1, 1, 14, 5952, 1, 0, P4_1G},
       {"2g.12gb", 5, 2, 2, 28, 11968, 2, 1, P4_2G},
       {"2g.12gb+me", 6, 2, 2, 28, 11968, 1, 0, P4_2G},
-      {"4g.24gb", 0, 4, 4, 56, 24000, 1, 1, P4_4G}}},
+      {"4g.24gb", 0, 4, 4, 56, 24000, 1, 1, P4_4G}},
+     CI_A30},
 };
 #define KNOWN_COUNT ((int)(sizeof known_gpus / sizeof known_gpus[0]))
 
@@ -119,6 +139,19 @@ int mig_find_profile(const mig_gpu *gpu, const char *name) {
 }
 
 unsigned long long mig_profile_bytes(const mig_profile *p) { return p->memory_mib << 20; }
+
+int mig_ci_sms(const mig_gpu *gpu, int profile, int slices) {
+    if (profile < 0 || profile >= gpu->profile_count || slices < 1) return 0;
+    const mig_profile *p = &gpu->profiles[profile];
+    if (slices == p->compute_slices) return p->sm_count;
+    return slices < p->compute_slices && slices <= MIG_MAX_SLICES ? gpu->ci_sms[slices] : 0;
+}
+
+void mig_ci_name(const mig_gpu *gpu, int profile, int slices, char *out, size_t size) {
+    const mig_profile *p = &gpu->profiles[profile];
+    if (slices == p->compute_slices) snprintf(out, size, "%s", p->name);
+    else snprintf(out, size, "%dc.%s", slices, p->name);
+}
 
 void mig_placements_text(const mig_profile *p, char *out, size_t size) {
     size_t used = 0;
