@@ -201,8 +201,9 @@ def guard_env(tmp, args):
 
 def test_guard_end_to_end(tmp, args):
     env = guard_env(tmp, args)
-    # 200 ms epochs: the fake's per-step sleeps then scatter by a few percent, inside the guard's band
-    env["FAKE_TRAIN"] = "*:epoch_ms=200"
+    # 120 ms epochs (2.4 ms a step): the fake's sleeps then scatter by a few percent, well inside the
+    # guard's band (10% at least)
+    env["FAKE_TRAIN"] = "*:epoch_ms=120"
     p = subprocess.run([GUARD_SH, args.build, os.path.join(tmp, "rec"), "--record"], capture_output=True, text=True,
                        env=env)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -220,7 +221,7 @@ def test_guard_end_to_end(tmp, args):
     assert latest["verdict"] == "recorded" and latest["revision"] == rec["revision"]
     assert "| 7*S bf16 | STP |" in p.stdout
 
-    env["FAKE_TRAIN"] = "*:epoch_ms=200;resnet50:epoch_ms=600"  # every M job 3x slower
+    env["FAKE_TRAIN"] = "*:epoch_ms=120;resnet50:epoch_ms=360"  # every M job 3x slower
     out = os.path.join(tmp, "today")
     p = subprocess.run([GUARD_SH, args.build, out], capture_output=True, text=True, env=env)
     assert p.returncode == 1, p.stdout + p.stderr
