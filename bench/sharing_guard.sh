@@ -14,6 +14,8 @@
 #   SUITE_GUARD_GPU           the GPU's name (default: NVML's, as run_suite's run.json records it)
 #   SUITE_GUARD_EXPECTED_DIR  where expected files are (bench/expected of this tree)
 #   SUITE_PYTHON              the Python that runs bench/sharing_guard.py (python3)
+#   SUITE_GUARD_CELLS         the cells, "MIX PRECISION;..." (the four above; the CPU test runs fewer)
+#   SUITE_GUARD_WINDOW        the window's seconds (2)
 set -u
 usage() { echo "usage: bench/sharing_guard.sh BUILD_DIR OUT [--record]" >&2; exit 2; }
 [ $# -ge 2 ] && [ $# -le 3 ] || usage
@@ -39,12 +41,15 @@ guard_py="$here/sharing_guard.py"
 # Either way a cell's time is mostly its jobs' set-up (cuDNN's algorithm search), and the guard's
 # 4 cells x 3 repeats x 6 modes are meant to fit in 5 minutes on an H100.
 if "$build/run_suite" --help 2>/dev/null | grep -q -- '--window'; then
-    measure=(--window 2)
+    measure=(--window "${SUITE_GUARD_WINDOW:-2}")
 else
     measure=(--steps-per-epoch 50)
 fi
 repeats=3
 cells=("7*S tf32" "3*M tf32" "S+M+M tf32" "7*S bf16")
+if [ -n "${SUITE_GUARD_CELLS:-}" ]; then
+    IFS=';' read -r -a cells <<<"$SUITE_GUARD_CELLS"
+fi
 
 runs="$out/guard-runs"
 rm -rf "$runs"

@@ -204,14 +204,15 @@ def test_guard_end_to_end(tmp, args):
     # 120 ms epochs (2.4 ms a step): the fake's sleeps then scatter by a few percent, well inside the
     # guard's band (10% at least)
     env["FAKE_TRAIN"] = "*:epoch_ms=120"
+    # two of the guard's cells, over half-second windows, so that CI's run stays short
+    env["SUITE_GUARD_CELLS"], env["SUITE_GUARD_WINDOW"] = "2*S tf32;S+M tf32", "0.5"
     p = subprocess.run([GUARD_SH, args.build, os.path.join(tmp, "rec"), "--record"], capture_output=True, text=True,
                        env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     files = os.listdir(os.path.join(tmp, "expected"))
     assert len(files) == 1 and files[0].startswith("NVIDIA_H100") and files[0].endswith(".json"), files
     rec = json.loads(read(os.path.join(tmp, "expected", files[0])))
-    assert [(c["mix"], c["precision"]) for c in rec["cells"]] == \
-        [("7*S", "tf32"), ("3*M", "tf32"), ("S+M+M", "tf32"), ("7*S", "bf16")], rec["cells"]
+    assert [(c["mix"], c["precision"]) for c in rec["cells"]] == [("2*S", "tf32"), ("S+M", "tf32")], rec["cells"]
     for cell in rec["cells"]:
         assert [m["mode"] for m in cell["modes"]] == ["serial", "naive", "mps", "mig-emulate", "streams", "green"]
         for m in cell["modes"]:
@@ -219,18 +220,18 @@ def test_guard_end_to_end(tmp, args):
     assert rec["repeats"] == 3 and rec["revision"] and rec["date"] and rec["measurement"]
     latest = json.loads(read(os.path.join(tmp, "rec", "latest.json")))
     assert latest["verdict"] == "recorded" and latest["revision"] == rec["revision"]
-    assert "| 7*S bf16 | STP |" in p.stdout
+    assert "| S+M | STP |" in p.stdout
 
     env["FAKE_TRAIN"] = "*:epoch_ms=120;resnet50:epoch_ms=360"  # every M job 3x slower
     out = os.path.join(tmp, "today")
     p = subprocess.run([GUARD_SH, args.build, out], capture_output=True, text=True, env=env)
     assert p.returncode == 1, p.stdout + p.stderr
     failures = [line.strip() for line in p.stderr.splitlines() if line.startswith("  ")]
-    slow = {f"{mix}, mode {mode}, job {job} M samples/s" for mix, jobs in (("3*M", (0, 1, 2)), ("S+M+M", (1, 2)))
+    slow = {f"{mix}, mode {mode}, job {job} M samples/s" for mix, jobs in (("S+M", (1,)),)
             for mode in ("serial", "naive", "mps", "mig-emulate", "streams", "green") for job in jobs}
     named = {f.split(":")[0] for f in failures}
     assert slow <= named, sorted(slow - named)
-    assert not [f for f in failures if f.startswith("7*S")], failures  # the S-only mixes still pass
+    assert not [f for f in failures if f.startswith("2*S")], failures  # the S-only mix still passes
     latest = json.loads(read(os.path.join(out, "latest.json")))
     assert latest["verdict"] == "fail" and latest["revision"] == rec["revision"]
     assert os.path.exists(os.path.join(out, "guard.md"))
