@@ -251,7 +251,7 @@ static int find_references(const gpus_args *a, const mix *m, gpus_card *cards, i
             cJSON_Delete(ref);
             if (!same)
                 return usage("--baseline %s: %s/<run>/summary.json there is missing or ran other jobs than this "
-                             "placement gives that run: expected an earlier run_suite --gpus LIST --mode serial of "
+                             "placement gives that GPU: expected an earlier run_suite --gpus LIST --mode serial of "
                              "this mix", a->baseline, name);
         }
     } else if (!strcmp(a->mode, "all")) {
@@ -480,20 +480,6 @@ int gpus_main(int argc, char *const argv[]) {
         gpus[g] = (placement_gpu){index[g], probe.memory_bytes};
         snprintf(visible[g], sizeof visible[g], "%s", probe.visible);
     }
-    int ddp_jobs = 0;
-    for (int j = 0; j < m.count; j++) {
-        if (m.jobs[j].gpus <= 1) continue;
-        char which[16];
-        snprintf(which, sizeof which, "%d", j);
-        ddp_jobs++;
-        /* train refuses --window-protocol with --gpus: its launcher does not pass window lines to its ranks */
-        if (!cli_given(argc, argv, "--completion"))
-            return usage("job %s is data-parallel: a mix with one runs with --completion only (its ranks time whole "
-                         "epochs; the window measurement is not passed to them)%s", which, "");
-        if (strcmp(a.mode, "naive") && strcmp(a.mode, "mps") && strcmp(a.mode, "serial"))
-            return usage("job %s is data-parallel: a mix with one runs under --mode naive, mps or serial (each GPU's "
-                         "run has one group of job processes that the start barrier can join), not %s", which, a.mode);
-    }
     placement_job jobs[MIX_MAX_JOBS];
     job_footprint fp[MIX_MAX_JOBS];
     for (int j = 0; j < m.count; j++) {
@@ -508,6 +494,20 @@ int gpus_main(int argc, char *const argv[]) {
     if (placement_plan(gpus, count, jobs, m.count, sequential, &p, err, sizeof err) != 0) {
         fprintf(stderr, "error: refused: %s\n", err);
         return 2;
+    }
+    int ddp_jobs = 0;
+    for (int j = 0; j < m.count; j++) {
+        if (m.jobs[j].gpus <= 1) continue;
+        char which[16];
+        snprintf(which, sizeof which, "%d", j);
+        ddp_jobs++;
+        /* train refuses --window-protocol with --gpus: its launcher does not pass window lines to its ranks */
+        if (!cli_given(argc, argv, "--completion"))
+            return usage("job %s is data-parallel: a mix with one runs with --completion only (its ranks time whole "
+                         "epochs; the window measurement is not passed to them)%s", which, "");
+        if (strcmp(a.mode, "naive") && strcmp(a.mode, "mps") && strcmp(a.mode, "serial"))
+            return usage("job %s is data-parallel: a mix with one runs under --mode naive, mps or serial (each GPU's "
+                         "run has one group of job processes that the start barrier can join), not %s", which, a.mode);
     }
     static char mixes[GPUS_MAX_RUNS][4096];
     static gpus_card cards[GPUS_MAX_RUNS];
@@ -561,9 +561,11 @@ int gpus_main(int argc, char *const argv[]) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL), sigaction(SIGTERM, &sa, NULL), sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN); /* a run that ended early must not end this one when told go */
-    int phases = ddp_jobs > 0 && !relayed ? 2 : 1;
+    /* serial: each data-parallel job alone, one after another, then the cards' runs at once */
+    int phases = relayed ? 1 : 1 + ddp_jobs;
     for (int phase = 0; phase < phases; phase++) {
-        int from = phases == 2 && phase == 0 ? count : 0, to = phases == 2 && phase == 0 ? runs : phases == 2 ? count : runs;
+        int last = phase == phases - 1;
+        int from = last ? 0 : count + phase, to = !last ? count + phase + 1 : relayed ? runs : count;
         int go[GPUS_MAX_RUNS], ready[GPUS_MAX_RUNS];
         for (int g = from; g < to; g++) {
             go[g] = ready[g] = -1;
