@@ -58,6 +58,13 @@ static const knob table[KNOB_COUNT] = {
     [KNOB_DDP_ID] = {"SUITE_DDP_ID", "hex", "-", "the job's NCCL unique id, which every rank joins by", "`train`", 1},
     [KNOB_DDP_PARENT] = {"SUITE_DDP_PARENT", "a process id", "-",
                          "the launcher's: a rank whose parent is another process stops", "`train`", 1},
+    [KNOB_GO_RELAY] = {"SUITE_GO_RELAY", "`G,R` (two file descriptors)", "the run's own start barrier",
+                       "the start barrier of one run of `run_suite --gpus`: when every job is ready it writes "
+                       "`ready` to R and releases the jobs when `go` (or the end of file) comes on G",
+                       "`run_suite`", 1},
+    [KNOB_JOB_DEVICES] = {"SUITE_JOB_DEVICES", "a `CUDA_VISIBLE_DEVICES` list", "the `--gpu`'s",
+                          "the jobs' `CUDA_VISIBLE_DEVICES` (and an MPS daemon's): a data-parallel job's cards in "
+                          "`run_suite --gpus`", "`run_suite`", 1},
 };
 
 const knob *knob_info(knob_id id) { return id >= 0 && id < KNOB_COUNT ? &table[id] : NULL; }

@@ -28,6 +28,9 @@ typedef enum knob_id {
     KNOB_DDP_WORLD,
     KNOB_DDP_ID,
     KNOB_DDP_PARENT,
+    /* set by `run_suite --gpus` for each run it starts (runner/suite/multi/gpus.h), not by users */
+    KNOB_GO_RELAY,
+    KNOB_JOB_DEVICES,
     KNOB_COUNT
 } knob_id;
 

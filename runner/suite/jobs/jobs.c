@@ -7,6 +7,7 @@
 #include "runner/suite/jobs/progress.h"
 #include "runner/suite/jobs/spawn.h"
 #include "runner/suite/plan/mix.h"
+#include "kernels/knobs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -439,6 +440,34 @@ static void announce_windows(job_window_clock *clock, job_record *jobs, int coun
     if (s->tag && !s->board) fprintf(stderr, "[%s] %.*s\n", s->tag, (int)strlen(line) - 1, line);
 }
 
+int jobs_relay_from_env(jobs_relay *r, char *err, size_t err_size) {
+    const char *text = knob_text(KNOB_GO_RELAY);
+    if (!text || !*text) return 0;
+    char *end;
+    long go = strtol(text, &end, 10), ready = *end == ',' ? strtol(end + 1, &end, 10) : -1;
+    if (*end || go < 0 || ready < 0 || fcntl((int)go, F_GETFD) < 0 || fcntl((int)ready, F_GETFD) < 0) {
+        snprintf(err, err_size, "%s=%s: expected two open file descriptors G,R (run_suite --gpus sets it)",
+                 knob_name(KNOB_GO_RELAY), text);
+        return -1;
+    }
+    r->go_fd = (int)go, r->ready_fd = (int)ready;
+    fcntl(r->go_fd, F_SETFD, FD_CLOEXEC), fcntl(r->ready_fd, F_SETFD, FD_CLOEXEC);
+    fcntl(r->go_fd, F_SETFL, fcntl(r->go_fd, F_GETFL) | O_NONBLOCK);
+    return 1;
+}
+
+/* Whether the relay has said go (or is gone); reads what has come, without waiting. */
+static int relay_said_go(const jobs_relay *r) {
+    char buf[64];
+    for (;;) {
+        ssize_t n = read(r->go_fd, buf, sizeof buf);
+        if (n > 0 && memchr(buf, 'g', (size_t)n)) return 1;
+        if (n == 0) return 1;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+    }
+}
+
 group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s) {
     progress_board board;
     jobs_settings shown = *s;
@@ -446,7 +475,7 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
     progress_begin(&board, stderr, -1, jobs, count, s->tag);
     s = &shown;
     jobs_install_stop_signals();
-    int stopping = 0, released = 0, any_bad = 0;
+    int stopping = 0, released = 0, any_bad = 0, relay_told = 0;
     double ready_deadline = jobs_monotonic() + s->ready_timeout_s;
     for (int i = 0; i < count; i++) {
         if (stop_signo) {
@@ -457,8 +486,8 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
         if (start_job(&jobs[i], s) != 0) finish_job(&jobs[i], s);
         else notify(s, &jobs[i], "spawn", jobs[i].t_spawn);
     }
-    struct pollfd *fds = calloc((size_t)count * 2 + 1, sizeof *fds);
-    int *owner = calloc((size_t)count * 2 + 1, sizeof *owner);
+    struct pollfd *fds = calloc((size_t)count * 2 + 2, sizeof *fds);
+    int *owner = calloc((size_t)count * 2 + 2, sizeof *owner);
     if (!fds || !owner) {
         fprintf(stderr, "error: out of memory watching %d jobs\n", count);
         jobs_request_stop(SIGTERM);
@@ -488,9 +517,18 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
                 char why[96];
                 snprintf(why, sizeof why, "not ready within %.0f s", s->ready_timeout_s);
                 for (int i = 0; i < count; i++)
-                    if (jobs[i].proc->phase == JOB_STARTED) terminate_job(&jobs[i], s->grace_s, why);
-                release_barrier(jobs, count, s);
-                released = 1;
+                    if (jobs[i].proc->phase == JOB_STARTED && !jobs[i].proc->term_sent)
+                        terminate_job(&jobs[i], s->grace_s, why);
+                if (s->relay && !relay_told) { /* the other cards' runs wait too: one barrier for all */
+                    ssize_t w;
+                    do w = write(s->relay->ready_fd, "ready\n", 6);
+                    while (w < 0 && errno == EINTR);
+                    relay_told = 1;
+                }
+                if (!s->relay || relay_said_go(s->relay)) {
+                    release_barrier(jobs, count, s);
+                    released = 1;
+                }
             }
         }
         if (released && !stopping) announce_windows(&clock, jobs, count, s);
@@ -499,6 +537,10 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
             fds[nfds].fd = stop_pipe[0];
             fds[nfds].events = POLLIN;
             owner[nfds++] = -1;
+            if (relay_told && !released) { /* woken by the relay's go */
+                fds[nfds] = (struct pollfd){s->relay->go_fd, POLLIN, 0};
+                owner[nfds++] = -1;
+            }
         }
         for (int i = 0; i < count; i++) {
             job_record *job = &jobs[i];

@@ -53,6 +53,18 @@ typedef struct jobs_observer {
     void (*on_phase)(void *user, const job_record *job, const char *phase, double t);
 } jobs_observer;
 
+/* The go relay of run_suite --gpus (runner/suite/multi/gpus.h): several runs, one per card, share
+ * one start barrier. A run with a relay, once every job is ready (or has ended), writes "ready\n"
+ * to ready_fd and releases its jobs when "go\n" comes on go_fd, or at its end of file (the relay
+ * gave up: nothing waits for it). */
+typedef struct jobs_relay {
+    int go_fd, ready_fd;
+} jobs_relay;
+
+/* The relay that SUITE_GO_RELAY ("G,R") names, its descriptors made close-on-exec (no job holds
+ * them) and go_fd non-blocking: 1 with *r filled, 0 when unset, -1 with a message when malformed. */
+int jobs_relay_from_env(jobs_relay *r, char *err, size_t err_size);
+
 typedef struct jobs_settings {
     double ready_timeout_s;      /* barrier: longest wait for "ready" after spawning */
     double grace_s;              /* SIGTERM -> SIGKILL */
@@ -64,6 +76,7 @@ typedef struct jobs_settings {
     double window_s;             /* the window measurement (job_window_clock below): each window's length;
                                     0: the completion measurement, stdin closed after "go" */
     int windows;                 /* consecutive windows of that length (0: 1) */
+    const jobs_relay *relay;     /* NULL: the barrier releases on its own */
 } jobs_settings;
 
 /* The watchdog's limit for one job now: the setting when given, else JOBS_STALL_FACTOR times the

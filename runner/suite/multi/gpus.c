@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
@@ -17,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "results/results.h"
+#include "kernels/knobs.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/jobs/spawn.h"
@@ -32,7 +35,7 @@ extern char **environ;
  * does not name, are passed on to every GPU's run_suite as written (its own table checks them). */
 typedef struct gpus_args {
     char gpus[256];
-    const char *mix, *mode, *results, *train, *data_root, *gpu, *baseline;
+    const char *mix, *mode, *results, *train, *data_root, *gpu, *baseline, *ddp_under;
     int dry_run, json, quick, epochs, have_epochs, have_steps;
     long steps;
 } gpus_args;
@@ -56,6 +59,8 @@ static const cli_option OPTIONS[] = {
     {"--data-root", "DIR", "data sets' folder, passed to train", CLI_STR(T, data_root), .forward = 1},
     {"--baseline", "DIR", "an earlier run_suite --gpus LIST --mode serial of this mix: each job's reference alone on "
      "its card (each GPU's run_suite is given DIR/gpu-<G>/<run>)", CLI_STR(T, baseline)},
+    {"--ddp-under", "none|mps", "a data-parallel job's own run: outside MPS (none, the default) or as the client of an "
+     "MPS daemon over its cards (mps: untested on hardware)", CLI_STR(T, ddp_under), .fallback = "none"},
     {"--gpu", "N", "not with --gpus: each GPU's run_suite is given its own", CLI_STR(T, gpu)},
     {0}};
 #undef T
@@ -71,8 +76,10 @@ static const cli_program PROGRAM = {
     .options = OPTIONS,
 };
 
-/* A GPU's run_suite argv: the program, the options passed on, the 8 words set per GPU, the NULL. */
+/* A GPU's run_suite argv: the program, the options passed on, the 11 words set per GPU, the NULL. */
 #define GPUS_MAX_ARGS 256
+/* The runs one --gpus starts: one per card and one per data-parallel job. */
+#define GPUS_MAX_RUNS (PLACEMENT_MAX_GPUS + MIX_MAX_JOBS)
 
 int gpus_requested(int argc, char *const argv[]) {
     return cli_given(argc, argv, "--gpus");
@@ -89,7 +96,7 @@ static int usage(const char *fmt, const char *a, const char *b) {
 static int parse(int argc, char *const argv[], gpus_args *a, const char **rest) {
     memset(a, 0, sizeof *a);
     char err[2048];
-    int rc = cli_parse_forward(&PROGRAM, a, argc, argv, rest, GPUS_MAX_ARGS - 9, err, sizeof err);
+    int rc = cli_parse_forward(&PROGRAM, a, argc, argv, rest, GPUS_MAX_ARGS - 12, err, sizeof err);
     if (rc == 1) return -1;
     if (rc != 0) {
         fprintf(stderr, "run_suite: %s\n", err);
@@ -106,16 +113,30 @@ static int parse(int argc, char *const argv[], gpus_args *a, const char **rest) 
     if (!a->gpus[0]) return usage("--gpus is required: GPU indices, e.g. 0,1,2,3%s%s", "", "");
     if (!a->mix) return usage("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
     if (!a->mode) return usage("--mode is required: one of %s%s", suite_mode_names(), "");
+    if (strcmp(a->ddp_under, "none") && strcmp(a->ddp_under, "mps"))
+        return usage("--ddp-under %s: expected none or mps%s", a->ddp_under, "");
     return 0;
 }
 
-/* argv for GPU g's run_suite: what is passed on, then --gpu, --mix, --baseline (reference: its
- * reference run, "" none) and --results, or --dry-run for the check before the run (results NULL). */
-static void child_argv(const char **out, const char *self, const char *const *rest, int gpu, char *gpu_text,
-                       size_t gpu_size, const char *mix_text, const char *reference, const char *results) {
+/* argv for a card's run_suite: what is passed on, then --gpu, --mix, --baseline (reference: its
+ * reference run, "" none) and --results, or --dry-run for the check before the run (results NULL).
+ * A data-parallel job's run goes under its own mode (ddp_mode: naive or mps as --ddp-under says,
+ * serial in a serial run) in place of rest's --mode, unmonitored (its cards' runs sample them);
+ * NULL: a card's run. */
+static void child_argv(const char **out, const char *self, const char *const *rest, const char *ddp_mode, int gpu,
+                       char *gpu_text, size_t gpu_size, const char *mix_text, const char *reference,
+                       const char *results) {
     int n = 0;
     out[n++] = self;
-    for (; *rest; rest++) out[n++] = *rest;
+    for (; *rest; rest++) {
+        if (ddp_mode && !strncmp(*rest, "--mode=", 7)) continue;
+        if (ddp_mode && !strcmp(*rest, "--mode")) {
+            if (rest[1]) rest++;
+            continue;
+        }
+        out[n++] = *rest;
+    }
+    if (ddp_mode) out[n++] = "--mode", out[n++] = ddp_mode, out[n++] = "--no-monitor";
     snprintf(gpu_text, gpu_size, "%d", gpu);
     out[n++] = "--gpu", out[n++] = gpu_text;
     out[n++] = "--mix", out[n++] = mix_text;
@@ -133,7 +154,7 @@ static int check_passed_on(const char *self, const char *const *rest, const gpus
     if (g == count) return 0;
     const char *argv[GPUS_MAX_ARGS];
     char gpu_text[16];
-    child_argv(argv, self, rest, cards[g].gpu, gpu_text, sizeof gpu_text, cards[g].mix, cards[g].reference, NULL);
+    child_argv(argv, self, rest, NULL, cards[g].gpu, gpu_text, sizeof gpu_text, cards[g].mix, cards[g].reference, NULL);
     static char out[1 << 16];
     int status = jobs_run_capture((char *const *)argv, NULL, NULL, out, sizeof out, 300.0);
     if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
@@ -142,19 +163,53 @@ static int check_passed_on(const char *self, const char *const *rest, const gpus
     return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
 }
 
-/* The mix of the jobs placed on slot g (data-parallel jobs: on their first GPU only), and which
- * jobs of the whole mix they are. */
+/* The mix of the single-card jobs placed on slot g (a data-parallel job has a run of its own: ddp_run
+ * below), and which jobs of the whole mix they are. */
 static void mix_of_slot(const mix *m, const placement *p, int g, char *out, size_t size, gpus_card *card) {
     out[0] = 0;
     card->job_count = 0;
     for (int j = 0; j < m->count; j++) {
-        if (p->gpus_of[j][0] != g) continue;
+        if (p->gpus_of[j][0] != g || m->jobs[j].gpus > 1) continue;
         char one[256];
         mix_job_format(&m->jobs[j], one, sizeof one);
         size_t len = strlen(out);
         snprintf(out + len, size - len, "%s%s", len ? "+" : "", one);
         card->jobs[card->job_count++] = j;
     }
+}
+
+/* A run's folder under the run: gpu-<G> for a card's, ddp-<J> for data-parallel job J's. */
+static void run_dir_name(const gpus_card *c, char *out, size_t size) {
+    if (c->ddp) snprintf(out, size, "ddp-%d", c->jobs[0]);
+    else snprintf(out, size, "gpu-%d", c->gpu);
+}
+
+
+/* The run of data-parallel job j, after the cards: its one job, on its first card's index, with
+ * CUDA_VISIBLE_DEVICES naming its cards in placement order (rank r on the r-th). */
+static void ddp_run(const mix *m, const placement *p, const int *index, char visible[][128], int j, char *mix_text,
+                    size_t size, gpus_card *card) {
+    memset(card, 0, sizeof *card);
+    card->ddp = 1, card->gpu = index[p->gpus_of[j][0]], card->mix = mix_text;
+    card->jobs[card->job_count++] = j;
+    mix_job_format(&m->jobs[j], mix_text, size);
+    size_t len = 0;
+    for (int r = 0; r < m->jobs[j].gpus && len < sizeof card->devices; r++)
+        len += (size_t)snprintf(card->devices + len, sizeof card->devices - len, "%s%s", r ? "," : "",
+                                visible[p->gpus_of[j][r]]);
+}
+
+/* How a data-parallel job's run goes: under --ddp-under beside the cards, or alone (serial). */
+static const char *ddp_mode(const gpus_args *a) {
+    if (!strcmp(a->mode, "serial")) return "serial";
+    return !strcmp(a->ddp_under, "mps") ? "mps" : "naive";
+}
+static const char *ddp_how(const gpus_args *a) {
+    if (!strcmp(a->mode, "serial")) return "alone, before the cards' runs (serial)";
+    return !strcmp(a->ddp_under, "mps") ? "beside the cards' jobs, as the client of an MPS daemon over its cards "
+                                          "(--ddp-under mps; untested on hardware), one start barrier with them"
+                                        : "beside the cards' jobs, outside MPS (--ddp-under none), one start barrier "
+                                          "with them";
 }
 
 /* The one run folder under dir (a GPU's run_suite makes exactly one), or "". */
@@ -179,8 +234,9 @@ static int find_references(const gpus_args *a, const mix *m, gpus_card *cards, i
         snprintf(source, source_size, "--baseline %s: each GPU's run of it", a->baseline);
         for (int g = 0; g < count; g++) {
             if (!cards[g].mix[0]) continue;
-            char dir[PATH_MAX + 32], summary[PATH_MAX * 2];
-            snprintf(dir, sizeof dir, "%s/gpu-%d", a->baseline, cards[g].gpu);
+            char dir[PATH_MAX + 32], summary[PATH_MAX * 2], name[32];
+            run_dir_name(&cards[g], name, sizeof name);
+            snprintf(dir, sizeof dir, "%s/%s", a->baseline, name);
             only_run_folder(dir, cards[g].reference, sizeof cards[g].reference);
             snprintf(summary, sizeof summary, "%s/summary.json", cards[g].reference);
             cJSON *ref = cards[g].reference[0] ? results_read_json(summary) : NULL;
@@ -194,9 +250,9 @@ static int find_references(const gpus_args *a, const mix *m, gpus_card *cards, i
             }
             cJSON_Delete(ref);
             if (!same)
-                return usage("--baseline %s: gpu-%s/<run>/summary.json there is missing or ran other jobs than this "
+                return usage("--baseline %s: %s/<run>/summary.json there is missing or ran other jobs than this "
                              "placement gives that GPU: expected an earlier run_suite --gpus LIST --mode serial of "
-                             "this mix", a->baseline, strrchr(dir, '-') + 1);
+                             "this mix", a->baseline, name);
         }
     } else if (!strcmp(a->mode, "all")) {
         snprintf(source, source_size, "the serial part of --mode all on each GPU");
@@ -210,8 +266,8 @@ static int find_references(const gpus_args *a, const mix *m, gpus_card *cards, i
     return 0;
 }
 
-static cJSON *plan_json(const mix *m, const placement *p, const placement_gpu *gpus, const gpus_card *cards,
-                        const char *references) {
+static cJSON *plan_json(const gpus_args *a, const mix *m, const placement *p, const placement_gpu *gpus,
+                        const gpus_card *cards, int runs, const char *references) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "method", p->method);
     cJSON_AddStringToObject(root, "references", references);
@@ -230,11 +286,28 @@ static cJSON *plan_json(const mix *m, const placement *p, const placement_gpu *g
         if (cards[g].reference[0]) cJSON_AddStringToObject(o, "reference", cards[g].reference);
         cJSON_AddItemToArray(list, o);
     }
+    if (runs == p->gpu_count) return root;
+    cJSON_AddStringToObject(root, "ddp_under", a->ddp_under);
+    list = cJSON_AddArrayToObject(root, "data_parallel");
+    for (int g = p->gpu_count; g < runs; g++) {
+        const gpus_card *c = &cards[g];
+        cJSON *o = cJSON_CreateObject(), *on = cJSON_CreateArray();
+        cJSON_AddNumberToObject(o, "job", c->jobs[0]);
+        for (int r = 0; r < m->jobs[c->jobs[0]].gpus; r++)
+            cJSON_AddItemToArray(on, cJSON_CreateNumber(gpus[p->gpus_of[c->jobs[0]][r]].index));
+        cJSON_AddItemToObject(o, "gpus", on);
+        cJSON_AddStringToObject(o, "cuda_visible_devices", c->devices);
+        cJSON_AddStringToObject(o, "mode", ddp_mode(a));
+        cJSON_AddStringToObject(o, "how", ddp_how(a));
+        cJSON_AddStringToObject(o, "mix", c->mix);
+        if (c->reference[0]) cJSON_AddStringToObject(o, "reference", c->reference);
+        cJSON_AddItemToArray(list, o);
+    }
     return root;
 }
 
-static void print_plan(const mix *m, const placement *p, const placement_gpu *gpus, const gpus_card *cards,
-                       const char *references) {
+static void print_plan(const gpus_args *a, const mix *m, const placement *p, const placement_gpu *gpus,
+                       const gpus_card *cards, int runs, const char *references) {
     printf("placement over %d GPUs (%s):\n", p->gpu_count, p->method);
     for (int g = 0; g < p->gpu_count; g++) {
         char used[32], total[32];
@@ -245,6 +318,10 @@ static void print_plan(const mix *m, const placement *p, const placement_gpu *gp
             if (placement_uses(p, j, g)) printf(" %d:%s", j, m->jobs[j].label);
         printf("%s%s\n", cards[g].mix[0] ? "  -> --mix " : "", cards[g].mix);
     }
+    for (int g = p->gpu_count; g < runs; g++)
+        printf("  data-parallel job %d:%s: its own run, --mode %s, CUDA_VISIBLE_DEVICES=%s NCCL_NVLS_ENABLE=0, %s -> "
+               "--mix %s\n", cards[g].jobs[0], m->jobs[cards[g].jobs[0]].label,
+               ddp_mode(a), cards[g].devices, ddp_how(a), cards[g].mix);
     printf("references (each job alone on its GPU, for STP and ANTT): %s\n", references);
 }
 
@@ -286,16 +363,88 @@ static void summarize(const char *run_dir, const mix *m, gpus_card *cards, int c
     cJSON_Delete(root);
 }
 
-/* A stop signal for the whole run (Ctrl-C included: each GPU's run_suite is in a process group of
- * its own) is passed on at once to every GPU's run_suite, which stops its jobs and writes what it
- * measured; this one then merges as usual. */
-static pid_t running[PLACEMENT_MAX_GPUS];
+/* A stop signal for the whole run (Ctrl-C included: each run_suite is in a process group of its
+ * own) is passed on at once to every run_suite, which stops its jobs and writes what it measured;
+ * this one then merges as usual. */
+static pid_t running[GPUS_MAX_RUNS];
 static volatile sig_atomic_t stop_signal;
 
 static void pass_on(int signo) {
     stop_signal = signo;
-    for (int g = 0; g < PLACEMENT_MAX_GPUS; g++)
+    for (int g = 0; g < GPUS_MAX_RUNS; g++)
         if (running[g] > 0) kill(running[g], signo);
+}
+
+/* Starts one run's run_suite into dir, its pid in *pid (an entry of running[]). relayed: its barrier joins the others' (SUITE_GO_RELAY): *go and *ready are this end of
+ * its relay, the write end that says go and the read end that hears ready. 0, or 1 with the message
+ * printed. */
+static int start_run(const gpus_card *c, const char *self, const char *const *rest, const char *mode,
+                     const char *dir, int relayed, pid_t *pid, int *go, int *ready) {
+    const char *child[GPUS_MAX_ARGS];
+    char gpu_text[16];
+    child_argv(child, self, rest, mode, c->gpu, gpu_text, sizeof gpu_text, c->mix, c->reference, dir);
+    job_env env = {0};
+    if (c->ddp) job_env_set(&env, knob_name(KNOB_JOB_DEVICES), "%s", c->devices);
+    int go_pipe[2] = {-1, -1}, ready_pipe[2] = {-1, -1}, rc = 0;
+    if (relayed) {
+        if (pipe2(go_pipe, O_CLOEXEC) != 0 || pipe2(ready_pipe, O_CLOEXEC) != 0) rc = errno;
+        /* only this child inherits its ends: the other runs' hold none, so its end of file is its end */
+        else fcntl(go_pipe[0], F_SETFD, 0), fcntl(ready_pipe[1], F_SETFD, 0),
+             job_env_set(&env, knob_name(KNOB_GO_RELAY), "%d,%d", go_pipe[0], ready_pipe[1]);
+    }
+    char **envp = job_build_env(environ, &env);
+    if (!envp && !rc) rc = ENOMEM;
+    sigset_t stops, unblocked;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM), sigaddset(&stops, SIGHUP);
+    *pid = 0;
+    sigprocmask(SIG_BLOCK, &stops, &unblocked); /* a stop now waits until the pid is known */
+    if (!rc && !stop_signal) rc = spawn_child(pid, (char *const *)child, envp, -1, -1, -1, SIGTERM);
+    if (rc) *pid = 0;
+    sigprocmask(SIG_SETMASK, &unblocked, NULL);
+    job_free_strv(envp);
+    if (go_pipe[0] >= 0) close(go_pipe[0]);
+    if (ready_pipe[1] >= 0) close(ready_pipe[1]);
+    if (rc || *pid <= 0) {
+        if (go_pipe[1] >= 0) close(go_pipe[1]);
+        if (ready_pipe[0] >= 0) close(ready_pipe[0]);
+        if (rc) fprintf(stderr, "error: cannot start the run_suite of %s: %s\n", dir, strerror(rc));
+        return rc ? 1 : 128 + stop_signal;
+    }
+    *go = go_pipe[1], *ready = ready_pipe[0];
+    return 0;
+}
+
+/* One start barrier over several runs: once every run has said ready (or ended: its end of file),
+ * go goes to all back to back, each run then releasing its jobs at once. A stop closes the relays
+ * instead (the runs are stopping; the end of file releases whatever still waits). */
+static void release_together(int *go, int *ready, int n) {
+    for (;;) {
+        struct pollfd fds[GPUS_MAX_RUNS];
+        int at[GPUS_MAX_RUNS], waiting = 0;
+        for (int g = 0; g < n; g++)
+            if (ready[g] >= 0) fds[waiting] = (struct pollfd){ready[g], POLLIN, 0}, at[waiting++] = g;
+        if (!waiting || stop_signal) break;
+        if (poll(fds, (nfds_t)waiting, 1000) < 0 && errno != EINTR) break;
+        for (int k = 0; k < waiting; k++) {
+            if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            char line[64];
+            ssize_t r = read(ready[at[k]], line, sizeof line);
+            if (r < 0 && errno == EINTR) continue;
+            close(ready[at[k]]), ready[at[k]] = -1; /* ready, or gone */
+        }
+    }
+    for (int g = 0; g < n; g++) {
+        if (go[g] >= 0 && !stop_signal) {
+            ssize_t w;
+            do w = write(go[g], "go\n", 3);
+            while (w < 0 && errno == EINTR);
+        }
+    }
+    for (int g = 0; g < n; g++) {
+        if (go[g] >= 0) close(go[g]), go[g] = -1;
+        if (ready[g] >= 0) close(ready[g]), ready[g] = -1;
+    }
 }
 
 int gpus_main(int argc, char *const argv[]) {
@@ -324,10 +473,12 @@ int gpus_main(int argc, char *const argv[]) {
     if (access(train, X_OK) != 0) return usage("cannot run the train program at %s (build it, or give --train PATH)%s", train, "");
 
     placement_gpu gpus[PLACEMENT_MAX_GPUS];
+    static char visible[PLACEMENT_MAX_GPUS][128];
     for (int g = 0; g < count; g++) {
         monitor_gpu probe;
         monitor_probe_gpu(index[g], &probe);
         gpus[g] = (placement_gpu){index[g], probe.memory_bytes};
+        snprintf(visible[g], sizeof visible[g], "%s", probe.visible);
     }
     placement_job jobs[MIX_MAX_JOBS];
     job_footprint fp[MIX_MAX_JOBS];
@@ -344,101 +495,111 @@ int gpus_main(int argc, char *const argv[]) {
         fprintf(stderr, "error: refused: %s\n", err);
         return 2;
     }
-    static char mixes[PLACEMENT_MAX_GPUS][4096];
-    static gpus_card cards[PLACEMENT_MAX_GPUS];
+    int ddp_jobs = 0;
+    for (int j = 0; j < m.count; j++) {
+        if (m.jobs[j].gpus <= 1) continue;
+        char which[16];
+        snprintf(which, sizeof which, "%d", j);
+        ddp_jobs++;
+        /* train refuses --window-protocol with --gpus: its launcher does not pass window lines to its ranks */
+        if (!cli_given(argc, argv, "--completion"))
+            return usage("job %s is data-parallel: a mix with one runs with --completion only (its ranks time whole "
+                         "epochs; the window measurement is not passed to them)%s", which, "");
+        if (strcmp(a.mode, "naive") && strcmp(a.mode, "mps") && strcmp(a.mode, "serial"))
+            return usage("job %s is data-parallel: a mix with one runs under --mode naive, mps or serial (each GPU's "
+                         "run has one group of job processes that the start barrier can join), not %s", which, a.mode);
+    }
+    static char mixes[GPUS_MAX_RUNS][4096];
+    static gpus_card cards[GPUS_MAX_RUNS];
+    int runs = count;
     for (int g = 0; g < count; g++) {
         memset(&cards[g], 0, sizeof cards[g]);
         cards[g].gpu = index[g], cards[g].mix = mixes[g];
         mix_of_slot(&m, &p, g, mixes[g], sizeof mixes[g], &cards[g]);
     }
+    for (int j = 0; j < m.count; j++)
+        if (m.jobs[j].gpus > 1) {
+            ddp_run(&m, &p, index, visible, j, mixes[runs], sizeof mixes[runs], &cards[runs]);
+            runs++;
+        }
     char references[PATH_MAX + 128], no_reference[512];
-    int bad = find_references(&a, &m, cards, count, references, sizeof references, no_reference, sizeof no_reference);
+    int bad = find_references(&a, &m, cards, runs, references, sizeof references, no_reference, sizeof no_reference);
     if (bad) return bad;
     int refused = check_passed_on(self, rest, cards, count);
     if (refused) return refused;
     if (a.dry_run) {
         if (a.json) {
-            cJSON *root = plan_json(&m, &p, gpus, cards, references);
+            cJSON *root = plan_json(&a, &m, &p, gpus, cards, runs, references);
             char *text = cJSON_Print(root);
             if (text) printf("%s\n", text);
             free(text);
             cJSON_Delete(root);
         } else {
-            print_plan(&m, &p, gpus, cards, references);
+            print_plan(&a, &m, &p, gpus, cards, runs, references);
         }
         return 0;
     }
-    for (int j = 0; j < m.count; j++)
-        if (m.jobs[j].gpus > 1) {
-            char which[16];
-            snprintf(which, sizeof which, "%d", j);
-            return usage("job %s is data-parallel: each GPU's mode holds that GPU only, so a job over several "
-                         "cannot run inside --gpus; run it alone (train --gpus N)%s", which, "");
-        }
-
     char run_dir[PATH_MAX], run_id[256];
     if (results_make_run_dir(a.results, "gpus", a.mix, run_dir, sizeof run_dir, run_id, sizeof run_id, err,
                              sizeof err) != 0) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    print_plan(&m, &p, gpus, cards, references);
-    cJSON *plan = plan_json(&m, &p, gpus, cards, references);
+    print_plan(&a, &m, &p, gpus, cards, runs, references);
+    cJSON *plan = plan_json(&a, &m, &p, gpus, cards, runs, references);
     if (results_write_json(run_dir, "placement.json", plan, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
     cJSON_Delete(plan);
     /* NVLink multicast stays off in everything a run over several GPUs starts */
     setenv("NCCL_NVLS_ENABLE", "0", 1);
 
-    /* Every GPU's run_suite at once; each stops its own jobs and daemon on the signal passed on
-     * (pass_on), or on the SIGTERM it gets when this one dies. */
-    pid_t *pids = running;
-    int status[PLACEMENT_MAX_GPUS] = {0}, worst = 0;
+    /* Every run at once (serial: the data-parallel jobs' alone first); with a data-parallel job
+     * beside the cards, under one start barrier (release_together). Each run stops its own jobs
+     * and daemon on the signal passed on (pass_on), or on the SIGTERM it gets when this one dies. */
+    int status[GPUS_MAX_RUNS] = {0}, worst = 0;
+    int relayed = ddp_jobs > 0 && strcmp(a.mode, "serial") != 0;
     struct sigaction sa = {.sa_handler = pass_on};
-    sigset_t stops, unblocked;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL), sigaction(SIGTERM, &sa, NULL), sigaction(SIGHUP, &sa, NULL);
-    sigemptyset(&stops);
-    sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM), sigaddset(&stops, SIGHUP);
-    for (int g = 0; g < count; g++) {
-        if (!mixes[g][0]) continue;
-        if (stop_signal) { /* stopped before this GPU's run began */
-            status[g] = 128 + stop_signal;
-            continue;
+    signal(SIGPIPE, SIG_IGN); /* a run that ended early must not end this one when told go */
+    /* serial: each data-parallel job alone, one after another, then the cards' runs at once */
+    int phases = relayed ? 1 : 1 + ddp_jobs;
+    for (int phase = 0; phase < phases; phase++) {
+        int last = phase == phases - 1;
+        int from = last ? 0 : count + phase, to = !last ? count + phase + 1 : relayed ? runs : count;
+        int go[GPUS_MAX_RUNS], ready[GPUS_MAX_RUNS];
+        for (int g = from; g < to; g++) {
+            go[g] = ready[g] = -1;
+            if (!mixes[g][0]) continue;
+            char name[32], dir[PATH_MAX + 32];
+            run_dir_name(&cards[g], name, sizeof name);
+            snprintf(dir, sizeof dir, "%s/%s", run_dir, name);
+            if (results_make_dirs(dir, err, sizeof err) != 0) {
+                fprintf(stderr, "error: %s\n", err);
+                status[g] = worst = 1;
+                continue;
+            }
+            status[g] = start_run(&cards[g], self, rest, cards[g].ddp ? ddp_mode(&a) : NULL, dir, relayed,
+                                  &running[g], &go[g], &ready[g]);
+            if (status[g] > worst) worst = status[g];
         }
-        char dir[PATH_MAX + 32];
-        snprintf(dir, sizeof dir, "%s/gpu-%d", run_dir, index[g]);
-        if (results_make_dirs(dir, err, sizeof err) != 0) {
-            fprintf(stderr, "error: %s\n", err);
-            status[g] = worst = 1;
-            continue;
-        }
-        const char *child[GPUS_MAX_ARGS];
-        char gpu_text[16];
-        child_argv(child, self, rest, index[g], gpu_text, sizeof gpu_text, mixes[g], cards[g].reference, dir);
-        sigprocmask(SIG_BLOCK, &stops, &unblocked); /* a stop now waits until pids[g] is known */
-        int rc = spawn_child(&pids[g], (char *const *)child, environ, -1, -1, -1, SIGTERM);
-        sigprocmask(SIG_SETMASK, &unblocked, NULL);
-        if (rc != 0) {
-            fprintf(stderr, "error: cannot start the run_suite of GPU %d: %s\n", index[g], strerror(rc));
-            status[g] = worst = 1;
-            pids[g] = 0;
+        if (relayed) release_together(go + from, ready + from, to - from);
+        for (int g = from; g < to; g++) {
+            if (running[g] <= 0) continue;
+            int st;
+            while (waitpid(running[g], &st, 0) < 0 && errno == EINTR) continue;
+            status[g] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            if (status[g] > worst) worst = status[g]; /* 1 failed < 2 refused < 3 partial < 128+N stopped */
+            running[g] = 0;
         }
     }
-    for (int g = 0; g < count; g++) {
-        if (pids[g] <= 0) continue;
-        int st;
-        while (waitpid(pids[g], &st, 0) < 0 && errno == EINTR) continue;
-        status[g] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        if (status[g] > worst) worst = status[g]; /* 1 failed < 2 refused < 3 partial < 128+N stopped */
-        pids[g] = 0;
-    }
-    for (int g = 0; g < count; g++) {
-        char dir[PATH_MAX + 32];
-        snprintf(dir, sizeof dir, "%s/gpu-%d", run_dir, index[g]);
+    for (int g = 0; g < runs; g++) {
+        char name[32], dir[PATH_MAX + 32];
+        run_dir_name(&cards[g], name, sizeof name);
+        snprintf(dir, sizeof dir, "%s/%s", run_dir, name);
         cards[g].exit_status = status[g];
         if (mixes[g][0]) only_run_folder(dir, cards[g].run_folder, sizeof cards[g].run_folder);
     }
-    summarize(run_dir, &m, cards, count, a.mode, no_reference);
-    printf("results: %s (per GPU under gpu-<index>/)\n", run_dir);
+    summarize(run_dir, &m, cards, runs, a.mode, no_reference);
+    printf("results: %s (per GPU under gpu-<index>/%s)\n", run_dir, ddp_jobs ? ", a data-parallel job's under ddp-<job>/" : "");
     return stop_signal && worst < 128 ? 128 + stop_signal : worst;
 }

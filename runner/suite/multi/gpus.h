@@ -8,9 +8,14 @@
  * whole run's (gpus_summary.h: STP and ANTT against each job alone on its card, from --baseline,
  * --mode all's serial part or serial itself, else null with the reason; samples per workload).
  * Every GPU's run gets NCCL_NVLS_ENABLE=0 (NVLink multicast off).
- * A data-parallel job (gpus=k in the mix) is placed on k GPUs and shown by --dry-run, but a run
- * refuses it: each GPU's mode (its MPS daemon, its MIG instances) holds that GPU only, so a job
- * spanning two cannot be one of its clients; it runs by itself with `train --gpus k`. */
+ * A data-parallel job (gpus=k in the mix) is placed on k GPUs and gets a run of its own, into
+ * <run>/ddp-<job>/ (`train --gpus k` as its one job, CUDA_VISIBLE_DEVICES naming its cards in
+ * order, unmonitored), under --ddp-under's mode (naive: outside MPS, the default; mps: a daemon of
+ * its own over its cards, untested on hardware) or, in a serial run, alone before the cards' runs.
+ * Beside the cards it shares ONE start barrier with them: every run is given a relay
+ * (SUITE_GO_RELAY, jobs.h's jobs_relay) and says ready on it when its jobs are; when all have (or
+ * ended) this process says go to all at once. Such a mix runs with --completion only (train's
+ * launcher does not pass the window lines to its ranks) and under naive, mps or serial. */
 #ifndef SUITE_GPUS_H
 #define SUITE_GPUS_H
 

@@ -214,6 +214,7 @@ cJSON *gpus_summary_mode(const mix *m, const gpus_card *cards, int count, const 
         char text[512];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "gpu", c->gpu);
+        if (c->ddp) cJSON_AddNumberToObject(o, "data_parallel_job", c->jobs[0]);
         cJSON_AddStringToObject(o, "mix", c->mix);
         cJSON_AddStringToObject(o, "run_folder", c->run_folder);
         if (c->reference[0]) cJSON_AddStringToObject(o, "reference", c->reference);
@@ -221,7 +222,8 @@ cJSON *gpus_summary_mode(const mix *m, const gpus_card *cards, int count, const 
         cJSON_AddStringToObject(o, "status", state);
         cJSON_AddNumberToObject(o, "exit_status", c->exit_status);
         put(o, "makespan_s", mk, "no summary.json");
-        put(o, "energy_j", e, r->run ? "no energy counter (NVML)" : "no summary.json");
+        put(o, "energy_j", e, c->ddp ? "a data-parallel job's energy is its cards' runs'"
+                              : r->run ? "no energy counter (NVML)" : "no summary.json");
         put(o, "stp", rm.stp, why);
         put(o, "antt", rm.antt, why);
         cJSON_AddItemToObject(o, "samples_by_workload",
@@ -229,13 +231,14 @@ cJSON *gpus_summary_mode(const mix *m, const gpus_card *cards, int count, const 
         put(o, "total_samples", total, "its jobs are unlike workloads: see samples_by_workload");
         cJSON_AddItemToArray(list, o);
         char name[16];
-        snprintf(name, sizeof name, "%d", c->gpu);
+        if (c->ddp) snprintf(name, sizeof name, "ddp%d", c->jobs[0]);
+        else snprintf(name, sizeof name, "%d", c->gpu);
         print_row(out, name, state, mk, e, rm.stp, rm.antt, text, c->mix);
         complete &= strcmp(state, "complete") == 0;
         if (isfinite(mk) && !(mk <= makespan)) makespan = mk;
-        if (!isfinite(e) && !energy_why[0])
+        if (!isfinite(e) && !energy_why[0] && !c->ddp)
             snprintf(energy_why, sizeof energy_why, "GPU %d's energy is unknown", c->gpu);
-        energy += e;
+        if (!c->ddp) energy += e;
         if (isfinite(rm.stp)) stp_cards += rm.stp;
         else if (stp_cards_known) stp_cards_known = 0, snprintf(stp_why, sizeof stp_why, "%s", why);
         if (!isfinite(rm.antt) && !antt_why[0]) snprintf(antt_why, sizeof antt_why, "%s", why);

@@ -22,13 +22,16 @@
 
 /* One card's part of the run. */
 typedef struct gpus_card {
-    int gpu;                           /* NVML index */
+    int gpu;                           /* NVML index (a data-parallel job's run: its first card's) */
+    int ddp;                           /* 1: the run of one data-parallel job over several cards (gpus.h),
+                                          unmonitored: its energy is its cards' runs' */
     const char *mix;                   /* its jobs' mix; "" when it has none */
     int jobs[MIX_MAX_JOBS];            /* its jobs' places in the whole mix, in its mix's order */
     int job_count;
     int exit_status;                   /* its run_suite's */
     char run_folder[PATH_MAX];         /* its run folder; "" when none was made */
     char reference[PATH_MAX];          /* the folder of its reference summary.json; "" when none */
+    char devices[256];                 /* a data-parallel job's run: its jobs' CUDA_VISIBLE_DEVICES */
 } gpus_card;
 
 /* The summary of one mode over the cards: each card's <run_folder>[/<mode_dir>]/summary.json

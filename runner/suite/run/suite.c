@@ -165,6 +165,10 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
         jobs_settings s = {.ready_timeout_s = o->ready_timeout_s, .grace_s = o->grace_s, .tag = mode->name,
                            .observer = {r, on_phase}, .stall_timeout_s = o->stall_timeout_s,
                            .window_s = o->window_s, .windows = o->windows};
+        jobs_relay relay; /* run_suite --gpus: one start barrier over every card's run */
+        int relayed = jobs_relay_from_env(&relay, r->error, sizeof r->error);
+        if (relayed > 0) s.relay = &relay;
+        else if (relayed < 0) fprintf(stderr, "[%s] error: %s\n", mode->name, r->error);
         group_result result = mode->run_jobs ? mode->run_jobs(r, r->jobs, r->count, &s)
                                              : run_processes(r, r->jobs, r->count, &s);
         r->stopped = result == GROUP_STOPPED;
@@ -404,6 +408,8 @@ static int prepare(suite_ctx *c, const suite_pass *pass) {
     }
     if (check_inputs(o) != 0 || footprints(c) != 0) return EXIT_USAGE;
     monitor_probe_gpu(o->gpu, &c->gpu);
+    const char *devices = knob_text(KNOB_JOB_DEVICES); /* run_suite --gpus: a data-parallel job's cards */
+    if (devices && *devices) snprintf(c->gpu.visible, sizeof c->gpu.visible, "%s", devices);
     const char *plan_error = NULL;
     int dry_status, status = plan_modes(c, &plan_error, &dry_status);
     if (status >= 0) return status;
