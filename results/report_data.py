@@ -59,6 +59,25 @@ def mean(values):
     return sum(v) / len(v) if v else NAN
 
 
+# No quantity run_suite writes comes near this (timestamps ~2e9 s, bytes ~1e12, energy counters
+# ~1e10 J): a number beyond it, or an infinity or NaN, is an edited or broken file, refused with
+# its place rather than drawn (matplotlib overflows on 1e308).
+ABSURD = 1e15
+
+
+def check_json_numbers(node, path, where=""):
+    """Refuse a non-finite or absurd number anywhere in a JSON document, naming its place.
+    Integers are exact (seeds, counters) and pass; floats must be finite and below ABSURD."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            check_json_numbers(v, path, f"{where}.{k}" if where else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            check_json_numbers(v, path, f"{where}[{i}]")
+    elif isinstance(node, float) and not (math.isfinite(node) and abs(node) < ABSURD):
+        raise ReportError(f"{path}: {where or 'the document'} is {node!r}: expected a finite number below {ABSURD:g}")
+
+
 def read_json(path, want):
     try:
         with open(path, encoding="utf-8") as f:
@@ -69,6 +88,7 @@ def read_json(path, want):
         raise ReportError(f"{path}: not valid JSON ({e})")
     if not isinstance(data, want):
         raise ReportError(f"{path}: expected a JSON {'object' if want is dict else 'array'}")
+    check_json_numbers(data, path)
     return data
 
 
@@ -80,7 +100,64 @@ def read_csv(path):
         raise ReportError(f"{path}: cannot read: {e.strerror}")
     except (csv.Error, UnicodeDecodeError) as e:
         raise ReportError(f"{path}: not a CSV file ({e})")
+    for n, row in enumerate(rows, start=2):  # the header is row 1
+        for col, text in row.items():
+            if not isinstance(col, str) or not isinstance(text, str) or not text.strip():
+                continue  # extra cells (key None) and empty cells: not measured
+            try:
+                v = float(text)
+            except ValueError:
+                continue  # text columns (labels, markers) are read as text where they are used
+            if not (math.isfinite(v) and abs(v) < ABSURD):
+                raise ReportError(f"{path}: row {n}, column '{col}': {text.strip()!r} is not a finite number "
+                                  f"below {ABSURD:g}")
     return rows
+
+
+# --- the spread over repeats: results/spread.h's rule, once in Python ----------------------
+
+SPREAD_MIN_RANKED = 2  # results/spread.h: one run ranks nothing
+
+
+class Spread:
+    """Median, minimum and maximum of the finite values (NaN and infinities left out), as
+    results/spread.c's spread_of: the median of an even count is the mean of the middle two."""
+
+    def __init__(self, values):
+        v = sorted(x for x in values if is_num(x))
+        self.n = len(v)
+        self.min = v[0] if v else NAN
+        self.max = v[-1] if v else NAN
+        self.median = (v[self.n // 2] if self.n % 2 else (v[self.n // 2 - 1] + v[self.n // 2]) / 2) if v else NAN
+
+    def format(self, spec="{:.2f}"):
+        """"1.42 [1.38-1.47]"; "1.42" for one value; "-" for none (spread_format)."""
+        if self.n == 0:
+            return "-"
+        if self.n == 1:
+            return spec.format(self.median)
+        return f"{spec.format(self.median)} [{spec.format(self.min)}-{spec.format(self.max)}]"
+
+
+def spread_rank(a, b):
+    """1 when a lies wholly above b, -1 wholly below, 0 when the ranges overlap or either side has
+    fewer than SPREAD_MIN_RANKED values (spread_rank)."""
+    if a.n < SPREAD_MIN_RANKED or b.n < SPREAD_MIN_RANKED:
+        return 0
+    return 1 if a.min > b.max else -1 if a.max < b.min else 0
+
+
+def spread_rank_sign(rank):
+    return ">" if rank > 0 else "<" if rank < 0 else "~"
+
+
+def rank_line(named):
+    """[(name, Spread)] -> "a > b ~ c", highest median first, each neighbour pair ranked by the rule."""
+    named = sorted([(k, s) for k, s in named if s.n], key=lambda x: -x[1].median)
+    out = named[0][0] if named else ""
+    for (_, a), (name, b) in zip(named, named[1:]):
+        out += f" {spread_rank_sign(spread_rank(a, b))} {name}"
+    return out
 
 
 # --- reading ---------------------------------------------------------------------------------

@@ -92,10 +92,58 @@ def csv_cell(data, rng):
     return "\n".join(lines).encode(), f"line {i}: {how}"
 
 
+NON_FINITE = ("inf", "-inf", "nan", "1e308", "-1e308", "1e999")
+
+
+def csv_non_finite(data, rng):
+    """A non-finite or absurd number in a numeric cell (power_w = 1e308 once ended in matplotlib's
+    OverflowError): the report must refuse it naming the file, row and column."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    head = lines[0].split(",")
+    places = [(i, k) for i in range(1, len(lines)) for k, c in enumerate(lines[i].split(","))
+              if k < len(head) and c.strip() and c.replace(".", "", 1).lstrip("-").isdigit()]
+    if not places:
+        return csv_cell(data, rng)
+    i, k = rng.choice(places)
+    cells = lines[i].split(",")
+    cells[k] = rng.choice(NON_FINITE)
+    lines[i] = ",".join(cells)
+    return "\n".join(lines).encode(), f"row {i + 1}, column '{head[k]}' = {cells[k]}"
+
+
+def json_non_finite(data, rng):
+    """The same in a JSON number (Python's json reads Infinity and NaN)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return flip_bytes(data, rng)
+    places = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, path + [k])
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, path + [i])
+        elif isinstance(node, (int, float)) and not isinstance(node, bool):
+            places.append(path)
+    walk(doc, [])
+    if not places:
+        return json_value(data, rng)
+    path = rng.choice(places)
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = rng.choice((float("inf"), float("-inf"), float("nan"), 1e308, -1e308))
+    return json.dumps(doc).encode(), f"{'/'.join(map(str, path))} = {node[path[-1]]!r}"
+
+
 def mutate(path, rng):
     with open(path, "rb") as f:
         data = f.read()
-    kinds = [flip_bytes, cut_short] + ([json_value] * 3 if path.endswith(".json") else [csv_cell] * 3)
+    kinds = [flip_bytes, cut_short] + ([json_value] * 3 + [json_non_finite] * 2 if path.endswith(".json")
+                                       else [csv_cell] * 3 + [csv_non_finite] * 2)
     data, what = rng.choice(kinds)(data, rng)
     with open(path, "wb") as f:
         f.write(data)
@@ -125,6 +173,31 @@ def main(argv):
                 continue
             print(f"case {case}: {name}: {what[:80]}: {outcome[:120]}")
             shutil.rmtree(run)
+    # every non-finite or absurd value in timeline.csv's power_w is refused with its place (exit 2)
+    for value in NON_FINITE:
+        run = os.path.join(tmp_fixed := tempfile.mkdtemp(), "run")
+        shutil.copytree(fixture, run)
+        path = os.path.join(run, "timeline.csv")
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        k = lines[0].split(",").index("power_w")
+        cells = lines[2].split(",")
+        cells[k] = value
+        lines[2] = ",".join(cells)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+        try:
+            report.build([run], "")
+            outcome = "page"
+        except ReportError as e:
+            outcome = str(e)
+        except Exception:  # noqa: BLE001
+            outcome = "crashed:\n" + traceback.format_exc()
+        want = f"{path}: row 3, column 'power_w'"
+        if not outcome.startswith(want):
+            failed += 1
+            print(f"power_w = {value}: expected a refusal starting {want!r}, got {outcome}")
+        shutil.rmtree(tmp_fixed)
     print(f"{cases - failed} passed, {failed} failed")
     return 1 if failed else 0
 

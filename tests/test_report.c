@@ -9,11 +9,13 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "results/spread.h"
 #include "tests/testutil.h"
 
 #define FIXTURE SUITE_SOURCE_DIR "/tests/fixtures/report"
@@ -123,6 +125,19 @@ static void test_bad_files(void **state) {
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
     assert_non_null(strstr(err, "timeline.csv"));
 
+    /* a power reading of 1e308 (matplotlib overflowed on it): refused with its file, row and column */
+    snprintf(path, sizeof path, "%s/timeline.csv", run);
+    f = fopen(path, "w");
+    fputs("t,unit,power_w\n1795534193.367,gpu0,70.0\n1795534193.467,gpu0,1e308\n", f);
+    fclose(f);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
+    assert_non_null(strstr(err, "timeline.csv: row 3, column 'power_w': '1e308' is not a finite number"));
+    f = fopen(path, "w");
+    fputs("t,unit,power_w\n1795534193.367,gpu0,inf\n", f);
+    fclose(f);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
+    assert_non_null(strstr(err, "timeline.csv: row 2, column 'power_w': 'inf'"));
+
     /* a folder without any run, and a missing one */
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", SUITE_SOURCE_DIR "/tests/fuzz/idx", NULL), 2);
     assert_non_null(strstr(err, "no run folder"));
@@ -228,8 +243,44 @@ static void test_precision_pair(void **state) {
     test_rmtree(dir);
 }
 
+/* The report's Python spread (report_data.Spread, spread_rank) is results/spread.h's rule: on the
+ * same numbers both print the same "median [min-max]" and the same ranking sign. */
+static void test_spread_agrees_with_c(void **state) {
+    enum { SETS = 8, MAX = 4 };
+    static const double sets[SETS][MAX] = {{1, 2, 3}, {3, 1, 2, 4}, {5}, {0}, {NAN, 2, INFINITY, 1},
+                                           {1.0, 1.1}, {1.05, 1.2, 1.15}, {2, 2.5}};
+    static const int counts[SETS] = {3, 4, 1, 0, 4, 2, 3, 2};
+    char expected[4096] = "", line[256];
+    for (int a = 0; a < SETS; a++) {
+        spread sa = spread_of(sets[a], counts[a]);
+        spread_format(line, sizeof line, sa, "%.2f");
+        strcat(expected, line);
+        for (int b = 0; b < SETS; b++) {
+            strcat(expected, " ");
+            strcat(expected, spread_rank_sign(spread_rank(sa, spread_of(sets[b], counts[b]))));
+        }
+        strcat(expected, "\n");
+    }
+    char code[2048];
+    snprintf(code, sizeof code,
+             "import sys; sys.path.insert(0, '%s/results')\n"
+             "from report_data import Spread, spread_rank, spread_rank_sign\n"
+             "nan, inf = float('nan'), float('inf')\n"
+             "sets = [[1, 2, 3], [3, 1, 2, 4], [5], [], [nan, 2, inf, 1], [1.0, 1.1], [1.05, 1.2, 1.15], [2, 2.5]]\n"
+             "for a in sets:\n"
+             "    print(Spread(a).format('{:.2f}') + ''.join(' ' + spread_rank_sign(spread_rank(Spread(a), Spread(b))) for b in sets))\n",
+             SUITE_SOURCE_DIR);
+    char *const argv[] = {"/usr/bin/env", "python3", "-c", code, NULL};
+    char out[4096], err[4096];
+    int rc = test_run(argv, out, sizeof out, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, expected);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spread_agrees_with_c),
         cmocka_unit_test(test_fixture_page),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_study_cell_not_run),
