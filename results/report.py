@@ -19,9 +19,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report_data import MODEL_SIZES, ReportError, load, mode_key, precision_pairs, read_json, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
+from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
 from report_figures import figure_energy, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module  # noqa: E402
-from report_html import CSS, comparison_table, esc, findings_section, precision_table, provenance  # noqa: E402
+from report_html import CSS, comparison_table, esc, findings_section, glossary, precision_table, provenance  # noqa: E402
 
 
 def build(paths, reference_path):
@@ -44,6 +44,10 @@ def build(paths, reference_path):
     gpu_names = {r.run_json.get("gpu", {}).get("name") for r in runs if isinstance(r.run_json.get("gpu"), dict)}
     gpu_names = {g for g in gpu_names if g}
 
+    body.append("<h2 id=metrics>The metrics</h2><p class=note>Defined once here, as run_suite computes them "
+                "(results/metrics.h). Where a run used the window measurement (every job measured over one common "
+                "window after all warm-ups) its numbers are the ones shown; else the timed (second) epoch's.</p>")
+    body.append(glossary())
     body.append("<h2 id=modes>Per mode and collocation degree (the study's Figures 2-4)</h2>"
                 "<p class=note>Bars grouped by collocated run, runs ordered by degree (dotted lines) and mode; "
                 "the timed epoch is the second (the first warms up). SM activity is the GPU's own (GPM) where it "
@@ -75,21 +79,23 @@ def build(paths, reference_path):
     body.append("<h2 id=timelines>Timelines (Figures 5 and 9)</h2><p class=note>Dotted lines: a job's go and the "
                 "start of its timed epoch; dashed: its end. Memory is stacked per job (NVML's per-process "
                 "accounting); the black line is the whole GPU.</p>")
-    chosen = []
+    chosen = []  # (run, its cell's repeats): one timeline per cell, the first repeat's
+    n_cells = sum(len(group_repeats(rs)) for _, rs in groups)
     for w, rs in groups:
-        coll = [r for r in rs if r.timeline]
-        if ":" not in w or len(runs) <= 16:
-            chosen.extend(sorted(coll, key=lambda r: (r.degree, mode_key(r.mode))))
-        else:
-            top = max((r.degree for r in coll if r.mode != "serial"), default=0)
-            chosen.extend(sorted([r for r in coll if r.degree == top and r.mode != "serial"], key=lambda r: mode_key(r.mode)))
+        cells_here = [(g, next((r for r in g.runs if r.timeline), None)) for g in group_repeats(rs)]
+        cells_here = sorted([(g, r) for g, r in cells_here if r], key=lambda x: (x[0].degree, mode_key(x[0].mode)))
+        if ":" in w and n_cells > 16:  # many uniform cells: the highest degree's collocated modes only
+            top = max((g.degree for g, _ in cells_here if g.mode != "serial"), default=0)
+            cells_here = [(g, r) for g, r in cells_here if g.degree == top and g.mode != "serial"]
+        chosen.extend(cells_here)
     n_tl = 0
-    for r in chosen:
+    for g, r in chosen:
         src = figure_timeline(plt, r)
         if src:
             n_tl += 1
             figures.append((f"fig-timeline-{n_tl}", r.path))
-            body.append(f"<h3>{esc(short_workload(r))} x{r.degree}, {esc(r.mode)}</h3>"
+            more = f" <span class=note>(the first of {g.n} repeats: {esc(os.path.relpath(r.path, r.root))})</span>" if g.n > 1 else ""
+            body.append(f"<h3>{esc(short_workload(r))} x{r.degree}, {esc(r.mode)}{more}</h3>"
                         f"<img id=fig-timeline-{n_tl} alt='timeline {esc(r.mode)}' src='{src}'>")
     if not n_tl:
         body.append("<p class=note>No timeline in these runs (run_suite samples the GPU through NVML; it was absent or --no-monitor).</p>")
@@ -116,7 +122,7 @@ def build(paths, reference_path):
     head = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
             f"<style>{CSS}</style></head><body><h1>{esc(title)}</h1>"
             f"<p class=sub>{len(runs)} run(s) from {esc(', '.join(paths))}; GPU: {esc(', '.join(sorted(gpu_names)) or 'not recorded')}; "
-            f"{len(figures)} figure(s)</p><nav><a href='#modes'>modes and degrees</a>"
+            f"{len(figures)} figure(s)</p><nav><a href='#metrics'>metrics</a><a href='#modes'>modes and degrees</a>"
             f"{'<a href=#precision>bf16 against tf32</a>' if pairs else ''}<a href='#timelines'>timelines</a>"
             f"<a href='#energy'>energy</a>{'<a href=#paper>the paper</a>' if ref else ''}<a href='#provenance'>provenance</a></nav>")
     page = head + "\n".join(body) + f"\n<!-- figures: {' '.join(f for f, _ in figures)} -->\n</body></html>\n"

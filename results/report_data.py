@@ -19,7 +19,8 @@ MODEL_SIZES = {"resnet26": "small", "resnet50": "medium", "efficientnetv2_s": "m
 # metrics) is shown too, under its own name, so new metrics appear without a change here.
 KNOWN_SUMMARY = {"jobs_ok", "jobs_failed", "jobs_diverged", "makespan_s", "total_samples",
                  "aggregate_samples_per_s", "timed_samples_per_s_sum", "energy_j",
-                 "peak_gpu_memory_bytes", "speedup_vs_serial", "energy_vs_serial"}
+                 "peak_gpu_memory_bytes", "speedup_vs_serial", "energy_vs_serial",
+                 "window_length_s", "windows", "min_overlap", "stp", "antt", "fairness"}
 METRIC_NAMES = {"stp": "STP", "antt": "ANTT", "fairness": "fairness",
                 "interference_ratio": "interference ratio",
                 "interference_ratio_mean": "interference (mean)",
@@ -151,9 +152,10 @@ def spread_rank_sign(rank):
     return ">" if rank > 0 else "<" if rank < 0 else "~"
 
 
-def rank_line(named):
-    """[(name, Spread)] -> "a > b ~ c", highest median first, each neighbour pair ranked by the rule."""
-    named = sorted([(k, s) for k, s in named if s.n], key=lambda x: -x[1].median)
+def rank_line(named, lower_better=False):
+    """[(name, Spread)] -> "a > b ~ c", best median first (highest; lowest with lower_better, then
+    joined by "<"), each neighbour pair ranked by the rule (results/repeats.h's rank line)."""
+    named = sorted([(k, s) for k, s in named if s.n], key=lambda x: x[1].median if lower_better else -x[1].median)
     out = named[0][0] if named else ""
     for (_, a), (name, b) in zip(named, named[1:]):
         out += f" {spread_rank_sign(spread_rank(a, b))} {name}"
@@ -213,26 +215,33 @@ class Timeline:
         return after[-1] - before[-1]
 
 
-def setup_versions(log):
-    """The library versions a job's setup event reports (its log holds its events); a log is
-    free text, so what does not parse is skipped."""
-    out = {}
+def log_events(log):
+    """The setup event's library versions and the first epoch's peak memory a job's log reports
+    (its log holds its events); a log is free text, so what does not parse is skipped."""
+    out, first_epoch_bytes = {}, NAN
     try:
         with open(log, encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith('{"event":"setup"'):
-                    try:
-                        e = json.loads(line)
-                    except ValueError:
-                        continue
+                if not line.startswith('{"event":'):
+                    continue
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(e, dict):
+                    continue
+                if e.get("event") == "setup":
                     for key, name in (("cuda_runtime_version", "CUDA runtime"), ("cudnn_version", "cuDNN")):
-                        v = e.get(key) if isinstance(e, dict) else None
+                        v = e.get(key)
                         if is_num(v) and v > 0:
                             out[name] = version_text(int(v), key)
-                    break
+                elif e.get("event") == "epoch" and e.get("epoch") == 1 and math.isnan(first_epoch_bytes):
+                    v = e.get("peak_bytes")
+                    if is_num(v) and 0 < v < ABSURD:
+                        first_epoch_bytes = float(v)
     except OSError:
         pass
-    return out
+    return out, first_epoch_bytes
 
 
 def version_text(v, key):
@@ -277,9 +286,22 @@ class Run:
         self.cell = None  # the study's record of this run, when it is part of a study
         self.root = path  # the folder given on the command line that holds it (set by load)
         self.versions = {}
+        self.first_epoch_bytes = [NAN] * self.degree  # each job's own peak after its first epoch
         for name in sorted(os.listdir(path)):
             if name.startswith("job-") and name.endswith(".log"):
-                self.versions.update(setup_versions(os.path.join(path, name)))
+                versions, peak = log_events(os.path.join(path, name))
+                self.versions.update(versions)
+                index = name[4:].partition("-")[0]
+                if index.isdigit() and int(index) < self.degree:
+                    self.first_epoch_bytes[int(index)] = peak
+        self.labels = [str(j.get("label", i)) for i, j in enumerate(self.jobs)]
+        # the window measurement (results/metrics.h): one common window for every job
+        self.window = s.get("measurement") == "window"
+        # runs of the same cell (--repeat, or several folders of one cell) are grouped as repeats
+        # (same jobs, mode, partition sharing, length and measurement: a study's quick cell and a
+        # --repeat of the same workload at another length are different cells)
+        self.key = (self.workload, self.mode, self.degree, self.mig_shared, tuple(names),
+                    tuple(j.get("steps_per_epoch") for j in self.jobs), self.window, s.get("window_length_s"))
 
     def job_csv(self, i, key):
         return fnum(self.csv_rows[i].get(key)) if i < len(self.csv_rows) else NAN
@@ -309,10 +331,23 @@ class Run:
         return (min(go), max(end)) if go and end else (NAN, NAN)
 
     def timed_throughput(self):
-        """Sum over jobs of timed-epoch samples/s (run_suite's own sum where it wrote one): what
-        the collocated jobs did together while all were past their warm-up."""
-        v, per = num(self.summary.get("timed_samples_per_s_sum")), [num(j.get("timed_samples_per_s")) for j in self.jobs]
-        return v if not math.isnan(v) else sum(per) if per and len(finite(per)) == len(per) else NAN
+        """Sum over jobs of samples/s past the warm-up (the common window's where measured, else
+        the timed epoch's): what the collocated jobs did together. NaN unless every job is the
+        same workload: a sum of unlike samples (32 px CIFAR and 64 px ImageNet images, recommender
+        rows) means nothing (results/metrics.h)."""
+        if not self.same_workload():
+            return NAN
+        if not self.window:
+            v = num(self.summary.get("timed_samples_per_s_sum"))
+            if not math.isnan(v):
+                return v
+        per = [self.job_rate(i) for i in range(self.degree)]
+        return sum(per) if per and len(finite(per)) == len(per) else NAN
+
+    def same_workload(self):
+        """run_suite's own word where it wrote one, else the jobs' workload names alike."""
+        v = self.summary.get("same_workload")
+        return v if isinstance(v, bool) else self.uniform
 
     def sm_activity(self):
         """Mean over the timed epochs: SM activity (GPM), else NVML utilisation; and its name."""
@@ -325,26 +360,36 @@ class Run:
         return NAN, None
 
     def memory_after_epoch(self):
-        """GPU memory just after the first epoch ended (per job where known), as the study
-        read nvidia-smi after an epoch; without a timeline, the jobs' own peaks."""
-        tl = self.timeline
-        starts = finite([self.job_csv(i, "timed_t_start") for i in range(self.degree)])
-        if tl and tl.has("mem_used_bytes") and starts:
-            if self.mode == "serial":  # one job at a time: the largest of each alone
-                best = (NAN, [])
-                for t in starts:
-                    i = tl.index_at(t)
-                    total = tl.columns["mem_used_bytes"][i]
-                    if math.isnan(best[0]) or total > best[0]:
-                        best = (total, [tl.columns[k][i] for _, k in tl.job_mem])
-                return best[0], best[1], "GPU memory in use after the first epoch"
-            i = tl.index_at(max(starts))
-            return (tl.columns["mem_used_bytes"][i], [tl.columns[k][i] for _, k in tl.job_mem],
-                    "GPU memory in use after the first epoch")
-        peaks = [num(j.get("peak_bytes")) for j in self.jobs]
-        if self.mode == "serial":
-            return (max(finite(peaks)) if finite(peaks) else NAN), [], "largest job peak (no timeline)"
-        return (sum(finite(peaks)) if finite(peaks) else NAN), peaks, "sum of job peaks (no timeline)"
+        """Each job's memory after its own first epoch (its epoch event's peak, in its log; else
+        its peak in summary.json), as the study read nvidia-smi after an epoch: the total is their
+        sum, or under serial (one job at a time) the largest. Returns (total, per job, name)."""
+        per_job = []
+        for i, j in enumerate(self.jobs):
+            v = self.first_epoch_bytes[i] if i < len(self.first_epoch_bytes) else NAN
+            if math.isnan(v):
+                v = num(j.get("peak_bytes"))
+            per_job.append(v if v > 0 else NAN)
+        known = finite(per_job)
+        if not known:
+            return NAN, per_job, "memory after each job's first epoch (not measured)"
+        total = max(known) if self.mode == "serial" else sum(known)
+        return total, per_job, "memory after each job's own first epoch"
+
+    def job_rate(self, i):
+        """Job i's samples/s: over the common window where the run used it, else its timed epoch."""
+        j = self.jobs[i]
+        key = "window_samples_per_s" if self.window else "timed_samples_per_s"
+        v = num(j.get(key))
+        return v if not math.isnan(v) else self.job_csv(i, key)
+
+    def job_overlap(self, i):
+        """The share of the window during which every other job trained (window runs only)."""
+        v = num(self.jobs[i].get("window_overlap"))
+        return v if not math.isnan(v) else self.job_csv(i, "window_overlap")
+
+    def min_overlap(self):
+        v = num(self.summary.get("min_overlap"))
+        return v if not math.isnan(v) else 0.95
 
     def energy(self):
         v = num(self.summary.get("energy_j"))
@@ -413,6 +458,38 @@ class Run:
                 out.append(f"job {i} {j.get('label', '?')}: {j.get('status')}"
                            + (f": {j.get('reason')}" if j.get("reason") else ""))
         return out
+
+
+class RunGroup:
+    """The runs of one cell (workload, mode, degree, partition sharing, jobs): a --repeat's
+    repeat-<r> folders or several run folders of the same cell. Figures draw it as one bar
+    (median, min-max whiskers, n) and tables print `median [min-max]` (Spread)."""
+
+    def __init__(self, runs):
+        self.runs = runs
+        first = runs[0]
+        self.mode, self.degree, self.workload, self.mix = first.mode, first.degree, first.workload, first.mix
+        self.uniform, self.labels, self.mig_shared = first.uniform, first.labels, first.mig_shared
+        self.window = all(r.window for r in runs)
+        self.n = len(runs)
+
+    def spread(self, f):
+        return Spread([f(r) for r in self.runs])
+
+    def job_spread(self, i, f):
+        return Spread([f(r, i) for r in self.runs if i < r.degree])
+
+    def job_names(self):
+        """Each job's label, with its index where labels repeat (S, M#1, M#2 in S+M+M)."""
+        return [f"{lab}#{i}" if self.labels.count(lab) > 1 else lab for i, lab in enumerate(self.labels)]
+
+
+def group_repeats(runs):
+    """The runs grouped by cell, in the order of each cell's first run."""
+    groups = {}
+    for r in runs:
+        groups.setdefault(r.key, []).append(r)
+    return [RunGroup(rs) for rs in groups.values()]
 
 
 class Cell:

@@ -3,7 +3,7 @@ import base64
 import io
 import math
 
-from report_data import GIB, MODE_COLOURS, Cell, finite, mode_key, num, precision_rows, short_workload
+from report_data import GIB, MODE_COLOURS, Cell, RunGroup, finite, group_repeats, mode_key, num, precision_rows, short_workload
 
 PRECISION_COLOURS = {"tf32": "#4c72b0", "bf16": "#dd8452"}
 
@@ -24,8 +24,9 @@ def plt_module():
 
 
 def slots_of(runs, cells):
-    """Bars in the study's order: degree, then mode; refused cells keep their place."""
-    items = [(r.degree, mode_key(r.mode), r.mode, r) for r in runs] + \
+    """Bars in the study's order: degree, then mode; repeats of a cell share one slot (RunGroup);
+    refused cells keep their place."""
+    items = [(g.degree, mode_key(g.mode), g.mode, g) for g in group_repeats(runs)] + \
             [(c.degree, mode_key(c.mode), c.mode, c) for c in cells]
     items.sort(key=lambda x: (x[0], x[1]))
     return items
@@ -39,7 +40,8 @@ def degree_separators(ax, slots):
 
 def label_slots(ax, slots):
     ax.set_xticks(range(len(slots)))
-    ax.set_xticklabels([s[2] for s in slots], rotation=45, ha="right")
+    ax.set_xticklabels([s[2] + (f"\n(n={s[3].n})" if isinstance(s[3], RunGroup) and s[3].n > 1 else "")
+                        for s in slots], rotation=45, ha="right")
     ax.set_xlim(-0.6, len(slots) - 0.4)
     top = ax.get_ylim()[1]
     seen = set()
@@ -49,66 +51,87 @@ def label_slots(ax, slots):
             ax.text(k - 0.45, top, f"{s[0]} job{'s' if s[0] != 1 else ''}", va="bottom", fontsize=8, color="#333")
 
 
+def spread_bar(ax, x, sp, width, colour, label=None, bottom=0.0):
+    """One bar at the median of a Spread, with min-max whiskers where there are repeats, and the
+    job's label on it; returns the bar's top."""
+    if not sp.n:
+        ax.text(x, 0, "x", ha="center", va="bottom", color="#a00", fontsize=7)
+        return bottom
+    err = [[sp.median - sp.min], [sp.max - sp.median]] if sp.n > 1 else None
+    ax.bar(x, sp.median, width=width, bottom=bottom, color=colour, edgecolor="white", linewidth=0.4,
+           yerr=err, ecolor="#222", capsize=2 if err else 0, error_kw={"linewidth": 0.8})
+    if label:
+        ax.text(x, bottom + sp.median / 2, label, ha="center", va="center", fontsize=6, rotation=90, color="white")
+    return bottom + sp.median
+
+
 def figure_uniform(plt, runs, cells):
-    """Figures 2-4: (a) each job's timed epoch, (b) SM activity, (c) memory after an epoch."""
+    """Figures 2-4: (a) each job's speed past its warm-up, (b) SM activity, (c) memory after each
+    job's own first epoch; each bar a cell, at the median of its repeats with min-max whiskers."""
     slots = slots_of(runs, cells)
-    fig, axes = plt.subplots(3, 1, figsize=(max(7, 0.55 * len(slots) + 2), 8.2), sharex=False)
+    groups = [s[3] for s in slots if isinstance(s[3], RunGroup)]
+    window = bool(groups) and all(g.window for g in groups)
+    fig, axes = plt.subplots(3, 1, figsize=(max(7, 0.55 * len(slots) + 2), 8.6), sharex=False)
     ax_t, ax_sm, ax_mem = axes
-    sm_name, mem_name = None, None
+    sm_name = None
     for k, (deg, _, mode, item) in enumerate(slots):
         colour = MODE_COLOURS.get(mode, "#444")
         if isinstance(item, Cell):
             for ax in axes:
                 ax.text(k, 0, f" {item.status}", rotation=90, ha="center", va="bottom", fontsize=7, color="#a00")
             continue
-        times = item.timed_seconds()
-        w = 0.8 / max(1, len(times))
-        for i, t in enumerate(times):
-            if not math.isnan(t):
-                ax_t.bar(k - 0.4 + w * (i + 0.5), t, width=w * 0.9, color=colour, edgecolor="white", linewidth=0.3)
+        names = item.job_names()
+        w = 0.8 / max(1, item.degree)
+        for i in range(item.degree):
+            if window:
+                sp = item.job_spread(i, lambda r, i: r.job_rate(i))
             else:
-                ax_t.text(k - 0.4 + w * (i + 0.5), 0, "x", ha="center", va="bottom", color="#a00", fontsize=7)
-        sm, name = item.sm_activity()
-        if not math.isnan(sm):
-            ax_sm.bar(k, sm, width=0.6, color=colour)
-            sm_name = sm_name or name
-        total, per_job, mname = item.memory_after_epoch()
-        mem_name = mem_name or mname
-        parts = [v for v in per_job if not math.isnan(v)]
-        if parts and len(parts) == len(per_job):
-            bottom = 0.0
-            for v in parts:
-                ax_mem.bar(k, v / GIB, bottom=bottom, width=0.6, color=colour, edgecolor="white", linewidth=0.5)
-                bottom += v / GIB
-            if not math.isnan(total) and total / GIB > bottom:
-                ax_mem.bar(k, total / GIB - bottom, bottom=bottom, width=0.6, color="#ddd", edgecolor="white", linewidth=0.5)
-        elif not math.isnan(total):
-            ax_mem.bar(k, total / GIB, width=0.6, color=colour)
-    ax_t.set_ylabel("timed epoch (s)")
-    ax_t.set_title("(a) time per timed epoch, one bar per job", loc="left", fontsize=9, pad=14)
+                sp = item.job_spread(i, lambda r, i: r.timed_seconds()[i])
+            spread_bar(ax_t, k - 0.4 + w * (i + 0.5), sp, w * 0.9, colour, names[i] if item.degree > 1 else None)
+        sm = item.spread(lambda r: r.sm_activity()[0])
+        if sm.n:
+            spread_bar(ax_sm, k, sm, 0.6, colour)
+            sm_name = sm_name or next((r.sm_activity()[1] for r in item.runs if r.sm_activity()[1]), None)
+        if mode == "serial":  # one job at a time: the largest alone
+            spread_bar(ax_mem, k, item.spread(lambda r: r.memory_after_epoch()[0] / GIB), 0.6, colour)
+            continue
+        bottom = 0.0
+        for i in range(item.degree):
+            sp = item.job_spread(i, lambda r, i: r.memory_after_epoch()[1][i] / GIB)
+            if sp.n:
+                bottom = spread_bar(ax_mem, k, sp, 0.6, colour, names[i] if item.degree > 1 else None, bottom=bottom)
+    if window:
+        ax_t.set_ylabel("samples/s")
+        ax_t.set_title("(a) each job's samples/s over the common window, one labelled bar per job", loc="left",
+                       fontsize=9, pad=14)
+    else:
+        ax_t.set_ylabel("timed epoch (s)")
+        ax_t.set_title("(a) time per timed epoch, one labelled bar per job", loc="left", fontsize=9, pad=14)
     ax_sm.set_ylabel("%")
     ax_sm.set_ylim(0, 100)
     ax_sm.set_title(f"(b) {sm_name or 'SM activity (not measured)'} over the timed epochs", loc="left", fontsize=9, pad=14)
     ax_mem.set_ylabel("GiB")
-    ax_mem.set_title(f"(c) {mem_name or 'memory'}; stacked per job (grey: other processes)", loc="left", fontsize=9, pad=14)
+    ax_mem.set_title("(c) memory after each job's own first epoch, stacked per job (serial: one job at a time, "
+                     "the largest)", loc="left", fontsize=9, pad=14)
     for ax in axes:
         label_slots(ax, slots)
         degree_separators(ax, slots)
+    fig.text(0.99, 0.003, "bars: median of the repeats, whiskers: min-max, n under the mode", ha="right",
+             fontsize=7, color="#555")
     fig.tight_layout()
     return png(fig)
 
 
 def figure_throughput(plt, runs, solo):
     """Aggregate throughput against the job alone (sum over jobs of solo/shared timed epoch)."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.2))
     by_mode = {}
-    for r in runs:
-        v = r.normalized_throughput(solo)
-        if not math.isnan(v):
-            by_mode.setdefault(r.mode, []).append((r.degree, v))
-    if not by_mode:
-        plt.close(fig)
-        return None
+    for g in group_repeats(runs):  # one point per cell: the median of its repeats
+        v = g.spread(lambda r: r.normalized_throughput(solo))
+        if v.n:
+            by_mode.setdefault(g.mode, []).append((g.degree, v.median))
+    if len({d for pts in by_mode.values() for d, _ in pts}) < 2:
+        return None  # one degree: a line of one point says no more than the table's STP
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
     degrees = sorted({d for pts in by_mode.values() for d, _ in pts})
     for mode in sorted(by_mode, key=mode_key):
         pts = sorted(by_mode[mode])
@@ -144,6 +167,10 @@ def figure_timeline(plt, run):
     fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, 1.7 * len(panels) + 0.6), sharex=True, squeeze=False)
     axes = [a[0] for a in axes]
     cmap = plt.get_cmap("tab10")
+    names = RunGroup([run]).job_names()
+
+    def who(j):  # the job's label (S, M#1, ...), as in the tables
+        return names[j] if j < len(names) else f"job {j}"
     for ax, p in zip(axes, panels):
         if p == "sm":
             for col, name, style in (("sm_active_pct", "SM activity", "-"), ("util_gpu_pct", "GPU utilisation", "--")):
@@ -154,7 +181,7 @@ def figure_timeline(plt, run):
         elif p == "mem":
             if tl.job_mem:
                 ys = [[0.0 if math.isnan(v) else v / GIB for v in tl.columns[k]] for _, k in tl.job_mem]
-                ax.stackplot(x, ys, labels=[f"job {j}" for j, _ in tl.job_mem],
+                ax.stackplot(x, ys, labels=[who(j) for j, _ in tl.job_mem],
                              colors=[cmap(j % 10) for j, _ in tl.job_mem], alpha=0.8)
             if tl.has("mem_used_bytes"):
                 ax.plot(x, [v / GIB for v in tl.columns["mem_used_bytes"]], color="k", linewidth=1, label="GPU total")
@@ -175,7 +202,7 @@ def figure_timeline(plt, run):
     for t, job, phase in tl.markers:
         if phase in ("start", "end", "epoch1"):
             label = {"start": "go", "end": "end", "epoch1": "timed"}[phase]
-            top.annotate(f"j{job} {label}", (t - t0, 1.0), xycoords=("data", "axes fraction"), fontsize=6,
+            top.annotate(f"{who(job)} {label}", (t - t0, 1.0), xycoords=("data", "axes fraction"), fontsize=6,
                          rotation=90, va="bottom", ha="center", color=cmap(job % 10))
     axes[-1].set_xlabel("seconds since go")
     fig.tight_layout()

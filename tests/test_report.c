@@ -54,9 +54,11 @@ static void test_fixture_page(void **state) {
     assert_non_null(strstr(html, "id=fig-modes-w"));
     assert_non_null(strstr(html, "id=fig-throughput-w0"));
     assert_non_null(strstr(html, "id=fig-timeline-1"));
-    assert_non_null(strstr(html, "id=fig-timeline-11")); /* one per run: 7 study runs + 4 modes of S+M */
+    /* one per cell (a repeated cell's first repeat), over 16 cells the study's top degree only:
+     * 3 study cells + 3 of 2xM + 4 modes of S+M + 4 of S+M+M, less S+M+M serial's one without sensors */
+    assert_non_null(strstr(html, "id=fig-timeline-13"));
     /* mig-emulate/alone-in-partition/job-0-S is the interference ratio's reference, not a run */
-    assert_null(strstr(html, "id=fig-timeline-12"));
+    assert_null(strstr(html, "id=fig-timeline-14"));
     assert_non_null(strstr(html, "id=fig-energy"));
     /* every figure is an embedded PNG, and each one the page lists is there */
     int images = count(html, "<img ");
@@ -85,7 +87,55 @@ static void test_fixture_page(void **state) {
     /* the study's cells have no serial run of their own: STP and the rest against the one alone */
     assert_non_null(strstr(html, "against this workload's run alone"));
     assert_true(count(html, "<sup>\xe2\x80\xa0</sup>") >= 6 * 3);
+    /* the metrics defined once, as results/metrics.h does */
+    const char *gloss = strstr(html, "<dl class=gloss>");
+    assert_non_null(gloss);
+    const char *terms[] = {"<dt>STP</dt>", "<dt>ANTT</dt>", "<dt>fairness</dt>", "<dt>slowdown</dt>",
+                           "<dt>interference</dt>", "<dt>energy per sample</dt>"};
+    for (size_t i = 0; i < sizeof terms / sizeof *terms; i++) assert_int_equal(count(html, terms[i]), 1);
     assert_non_null(strstr(html, "mig-emulate"));
+    free(html);
+    test_rmtree(dir);
+}
+
+/* The table of the section that starts at `heading`: the first <table> after it. */
+static char *section_table(const char *html, const char *heading) {
+    const char *h = strstr(html, heading);
+    assert_non_null(h);
+    const char *t = strstr(h, "<table>"), *end = t ? strstr(t, "</table>") : NULL;
+    assert_non_null(end);
+    return strndup(t, (size_t)(end - t));
+}
+
+/* A heterogeneous mix measured over the common window (S+M+M, fake train): no table sums the
+ * jobs' unlike samples/s, every job is named by its label with its window samples/s and overlap;
+ * and a --repeat 3 run (2*M): one row per cell with n = 3, "median [min-max]" and the ranking by
+ * results/spread.h's rule. */
+static void test_mixed_window_and_repeats(void **state) {
+    char dir[512], page[600], out[4096], err[8192];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(page, sizeof page, "%s/report.html", dir);
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report",
+                             FIXTURE "/20261125T201949Z-all-S+M+M", FIXTURE "/20261125T202500Z-all-2xM", "-o", page, NULL);
+    if (rc != 0) fprintf(stderr, "stdout: %s\nstderr: %s\n", out, err);
+    assert_int_equal(rc, 0);
+    char *html = read_all(page);
+    char *table = section_table(html, "mix S+M+M</h3>");
+    assert_null(strstr(table, "samples/s sum"));
+    assert_non_null(strstr(table, "samples/s per job, window"));
+    assert_non_null(strstr(table, "S: 4,224"));
+    assert_non_null(strstr(table, "M#1: 2,048"));
+    assert_non_null(strstr(table, "M#2: 2,048"));
+    assert_non_null(strstr(table, "(overlap 1.00)"));
+    assert_null(strstr(table, "8,320")); /* 4,224 + 2 x 2,048: a sum of unlike samples */
+    free(table);
+    assert_non_null(strstr(html, "their samples/s are shown per job and never summed"));
+    table = section_table(html, "ResNet-50 \xc2\xb7 imagenet64");
+    assert_int_equal(count(table, "<td>3</td><td class=l>complete</td>"), 3); /* serial, naive, mps: n = 3 each */
+    assert_non_null(strstr(table, "M#0: 3,072 [3,072-3,072]"));
+    assert_non_null(strstr(table, "2.00 [2.00-2.00]"));
+    free(table);
+    assert_non_null(strstr(html, "2 jobs, STP: mps ~ naive &gt; serial"));
     free(html);
     test_rmtree(dir);
 }
@@ -282,6 +332,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spread_agrees_with_c),
         cmocka_unit_test(test_fixture_page),
+        cmocka_unit_test(test_mixed_window_and_repeats),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_study_cell_not_run),
         cmocka_unit_test(test_precision_pair),
