@@ -1,5 +1,6 @@
-"""The report's figures (matplotlib, drawn off-screen into PNG data: URIs)."""
+"""The report's figures (matplotlib, drawn off-screen into SVG data: URIs, each with its data as CSV)."""
 import base64
+import csv
 import io
 import math
 
@@ -7,19 +8,67 @@ from report_data import GIB, MODE_COLOURS, Cell, RunGroup, finite, group_repeats
 
 PRECISION_COLOURS = {"tf32": "#4c72b0", "bf16": "#dd8452"}
 
-def png(fig):
+class Rendered:
+    """A drawn figure: its SVG as a data: URI, and the numbers it draws as CSV."""
+
+    def __init__(self, src, csv_text):
+        self.src, self.csv = src, csv_text
+
+
+def figure_data(fig):
+    """The numbers a figure draws, read back from its artists so that no figure can show what its
+    CSV lacks: per panel each bar (x, its tick's label, height, bottom) and each line's points."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["panel", "series", "x", "x_label", "value", "bottom", "min", "max"])
+    for n, ax in enumerate(fig.axes):
+        panel = ax.get_title(loc="left") or ax.get_title() or ax.get_ylabel() or f"panel {n + 1}"
+        panel = f"{panel} [{ax.get_ylabel()}]" if ax.get_ylabel() and ax.get_ylabel() not in panel else panel
+        ticks = {round(t, 6): lab.get_text().replace("\n", " ") for t, lab in zip(ax.get_xticks(), ax.get_xticklabels())}
+        for c in ax.containers:
+            whiskers = []  # a bar's min-max over repeats (spread_bar's yerr): its errorbar segment
+            eb = getattr(c, "errorbar", None)
+            if eb is not None and eb.lines[2]:
+                whiskers = [(seg[0][1], seg[1][1]) for seg in eb.lines[2][0].get_segments()]
+            for k, bar in enumerate(getattr(c, "patches", [])):
+                x = bar.get_x() + bar.get_width() / 2
+                near = min(ticks, key=lambda t: abs(t - x)) if ticks else None
+                lo, hi = whiskers[k] if k < len(whiskers) else ("", "")
+                w.writerow([panel, c.get_label() if not c.get_label().startswith("_") else "bar", f"{x:.6g}",
+                            ticks.get(near, "") if near is not None and abs(near - x) < 0.5 else "",
+                            f"{bar.get_height():.6g}", f"{bar.get_y():.6g}",
+                            f"{lo:.6g}" if lo != "" else "", f"{hi:.6g}" if hi != "" else ""])
+        for line in ax.get_lines():
+            label = line.get_label()
+            if label.startswith("_"):
+                continue  # markers and separators, not data
+            for x, y in zip(line.get_xdata(), line.get_ydata()):
+                w.writerow([panel, label, f"{x:.6g}", "", f"{y:.6g}", ""])
+        for coll in ax.collections:  # stacked areas (memory per job)
+            label = coll.get_label()
+            if label.startswith("_") or not hasattr(coll, "get_paths"):
+                continue
+            w.writerow([panel, label, "", "", "(area: see the timeline's CSV columns in timeline.csv)", ""])
+    return out.getvalue()
+
+
+def render(fig):
+    """The figure as SVG (text kept as text: smaller, sharp at any zoom, searchable) in a data:
+    URI, so the page stays one file; and its data as CSV. """
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    data = figure_data(fig)
+    fig.savefig(buf, format="svg", bbox_inches="tight")
     import matplotlib.pyplot as plt
     plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return Rendered("data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode("ascii"), data)
 
 
 def plt_module():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    plt.rcParams.update({"font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+    plt.rcParams.update({"font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
+                         "svg.fonttype": "none", "svg.hashsalt": "report"})  # deterministic ids
     return plt
 
 
@@ -59,7 +108,7 @@ def spread_bar(ax, x, sp, width, colour, label=None, bottom=0.0):
         return bottom
     err = [[sp.median - sp.min], [sp.max - sp.median]] if sp.n > 1 else None
     ax.bar(x, sp.median, width=width, bottom=bottom, color=colour, edgecolor="white", linewidth=0.4,
-           yerr=err, ecolor="#222", capsize=2 if err else 0, error_kw={"linewidth": 0.8})
+           label=f"{label or 'bar'} (n={sp.n})", yerr=err, ecolor="#222", capsize=2 if err else 0, error_kw={"linewidth": 0.8})
     if label:
         ax.text(x, bottom + sp.median / 2, label, ha="center", va="center", fontsize=6, rotation=90, color="white")
     return bottom + sp.median
@@ -119,7 +168,7 @@ def figure_uniform(plt, runs, cells):
     fig.text(0.99, 0.003, "bars: median of the repeats, whiskers: min-max, n under the mode", ha="right",
              fontsize=7, color="#555")
     fig.tight_layout()
-    return png(fig)
+    return render(fig)
 
 
 def figure_throughput(plt, runs, solo):
@@ -143,7 +192,7 @@ def figure_throughput(plt, runs, solo):
     ax.set_ylabel("throughput / one job alone")
     ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
-    return png(fig)
+    return render(fig)
 
 
 def figure_timeline(plt, run):
@@ -206,7 +255,7 @@ def figure_timeline(plt, run):
                          rotation=90, va="bottom", ha="center", color=cmap(job % 10))
     axes[-1].set_xlabel("seconds since go")
     fig.tight_layout()
-    return png(fig)
+    return render(fig)
 
 
 def figure_energy(plt, groups):
@@ -236,7 +285,7 @@ def figure_energy(plt, groups):
     handles = [plt.Rectangle((0, 0), 1, 1, color=MODE_COLOURS.get(m, "#444")) for m in sorted({m for _, m, _, _ in bars}, key=mode_key)]
     a.legend(handles, sorted({m for _, m, _, _ in bars}, key=mode_key), fontsize=8, frameon=False, ncol=5)
     fig.tight_layout()
-    return png(fig)
+    return render(fig)
 
 
 def figure_precision(plt, pairs):
@@ -273,4 +322,4 @@ def figure_precision(plt, pairs):
     fig.legend(handles, list(PRECISION_COLOURS), loc="upper center", ncol=2, frameon=False, fontsize=8,
                bbox_to_anchor=(0.5, 1 + 0.22 / fig.get_figheight()))
     fig.tight_layout()
-    return png(fig)
+    return render(fig)

@@ -60,9 +60,17 @@ static void test_fixture_page(void **state) {
     /* mig-emulate/alone-in-partition/job-0-S is the interference ratio's reference, not a run */
     assert_null(strstr(html, "id=fig-timeline-14"));
     assert_non_null(strstr(html, "id=fig-energy"));
-    /* every figure is an embedded PNG, and each one the page lists is there */
+    /* every figure is an embedded SVG with its data as an embedded CSV download, also written
+     * beside the page; and each one the page lists is there */
     int images = count(html, "<img ");
-    assert_int_equal(images, count(html, "src='data:image/png;base64,"));
+    assert_int_equal(images, count(html, "src='data:image/svg+xml;base64,"));
+    assert_int_equal(images, count(html, "href='data:text/csv;base64,"));
+    assert_int_equal(count(html, "data:image/png"), 0);
+    char csv[700];
+    snprintf(csv, sizeof csv, "%s/report.fig-modes-w0.csv", dir);
+    char *data = read_all(csv);
+    assert_int_equal(strncmp(data, "panel,series,x,x_label,value,bottom,min,max\n", 44), 0);
+    free(data);
     assert_true(images >= 15);
     const char *list = strstr(html, "<!-- figures:");
     assert_non_null(list);
@@ -275,7 +283,7 @@ static void test_precision_pair(void **state) {
     assert_non_null(strstr(html, "<a href=#precision>"));
     const char *img = strstr(html, "<img id=fig-precision ");
     assert_non_null(img);
-    assert_int_equal(strncmp(strstr(img, " src='"), " src='data:image/png;base64,", 28), 0);
+    assert_int_equal(strncmp(strstr(img, " src='"), " src='data:image/svg+xml;base64,", 32), 0);
     assert_non_null(strstr(strstr(html, "<!-- figures:"), " fig-precision"));
     const char *table = strstr(html, "<th>bf16 / tf32</th>");
     assert_non_null(table);
