@@ -391,6 +391,53 @@ class Run:
         v = num(self.summary.get("min_overlap"))
         return v if not math.isnan(v) else 0.95
 
+    def windows(self):
+        """The common windows [T0, T1] of a window-measured run (the jobs' window events share them)."""
+        out = []
+        for j in self.jobs:
+            for w in j.get("windows") if isinstance(j.get("windows"), list) else []:
+                t0, t1 = num(w.get("t0")) if isinstance(w, dict) else NAN, num(w.get("t1")) if isinstance(w, dict) else NAN
+                if t1 > t0 and (t0, t1) not in out:
+                    out.append((t0, t1))
+        return sorted(out) if self.window else []
+
+    def window_energy(self):
+        """GPU energy over the common windows only (warm-up and set-up left out): timeline.csv's
+        power samples inside each [T0, T1], integrated (trapezoids; the window's ends
+        interpolated). NaN without power samples covering every window."""
+        tl = self.timeline
+        if not self.windows() or not tl or not tl.has("power_w"):
+            return NAN
+        pts = [(t, p) for t, p in zip(tl.t, tl.columns["power_w"]) if not math.isnan(p)]
+        total = 0.0
+        for t0, t1 in self.windows():
+            if not pts or pts[0][0] > t0 or pts[-1][0] < t1:
+                return NAN  # the samples do not cover the window
+
+            def at(t):
+                for (ta, pa), (tb, pb) in zip(pts, pts[1:]):
+                    if ta <= t <= tb:
+                        return pa if tb == ta else pa + (pb - pa) * (t - ta) / (tb - ta)
+                return pts[-1][1]
+            inside = [(t0, at(t0))] + [(t, p) for t, p in pts if t0 < t < t1] + [(t1, at(t1))]
+            total += sum((tb - ta) * (pa + pb) / 2 for (ta, pa), (tb, pb) in zip(inside, inside[1:]))
+        return total
+
+    def window_samples(self):
+        """Samples the jobs trained inside the common windows."""
+        v = [num(w.get("samples")) for j in self.jobs for w in (j.get("windows") if isinstance(j.get("windows"), list) else [])
+             if isinstance(w, dict)]
+        return sum(finite(v)) if finite(v) else NAN
+
+    def energy_measured(self):
+        """(energy, per sample, what it covers): over the common window where the run used the
+        window measurement and its power was sampled, else from go to end (warm-up included)."""
+        e = self.window_energy()
+        if not math.isnan(e):
+            n = self.window_samples()
+            return e, (e / n if n > 0 else NAN), "over the common window"
+        return self.energy(), self.energy_per_sample(), "go to end"
+
     def energy(self):
         v = num(self.summary.get("energy_j"))
         if math.isnan(v) and self.timeline:

@@ -4,7 +4,7 @@ import csv
 import io
 import math
 
-from report_data import GIB, MODE_COLOURS, Cell, RunGroup, finite, group_repeats, mode_key, num, precision_rows, short_workload
+from report_data import GIB, MODE_COLOURS, Cell, RunGroup, Spread, finite, group_repeats, mode_key, num, precision_rows, short_workload
 
 PRECISION_COLOURS = {"tf32": "#4c72b0", "bf16": "#dd8452"}
 
@@ -259,33 +259,50 @@ def figure_timeline(plt, run):
 
 
 def figure_energy(plt, groups):
-    """Figure 6: energy of each run and energy per sample, grouped by workload and degree."""
+    """Figure 6: energy of each cell (over the common window where the run used the window
+    measurement, else go to end) and, for uniform workloads only, energy per sample: samples of
+    unlike workloads are not one unit. One bar per cell at the median of its repeats."""
     bars = []
     for title, runs in groups:
-        for r in sorted(runs, key=lambda r: (r.degree, mode_key(r.mode))):
-            e = r.energy()
-            if not math.isnan(e):
-                bars.append((f"{short_workload(r)} x{r.degree}", r.mode, e, r.energy_per_sample()))
+        for g in sorted(group_repeats(runs), key=lambda g: (g.degree, mode_key(g.mode))):
+            e = g.spread(lambda r: r.energy_measured()[0])
+            if e.n:
+                eps = g.spread(lambda r: r.energy_measured()[1]) if g.uniform else Spread([])
+                what = sorted({r.energy_measured()[2] for r in g.runs})
+                bars.append((f"{short_workload(g.runs[0])} x{g.degree}", g.mode, e, eps, ", ".join(what)))
     if not bars:
         return None
-    fig, (a, b) = plt.subplots(2, 1, figsize=(max(6.5, 0.45 * len(bars) + 2), 5.6), sharex=True)
-    for k, (grp, mode, e, eps) in enumerate(bars):
+    fig, (a, b) = plt.subplots(2, 1, figsize=(max(6.5, 0.45 * len(bars) + 2), 5.8), sharex=True)
+    for k, (grp, mode, e, eps, what) in enumerate(bars):
         c = MODE_COLOURS.get(mode, "#444")
-        a.bar(k, e / 1000.0, color=c)
-        if not math.isnan(eps):
-            b.bar(k, eps * 1000.0, color=c)
+        spread_bar(a, k, scaled(e, 1 / 1000.0), 0.8, c)
+        if eps.n:
+            spread_bar(b, k, scaled(eps, 1000.0), 0.8, c)
+        else:
+            b.text(k, 0, "mix", ha="center", va="bottom", fontsize=6, color="#777", rotation=90)
     for k in range(1, len(bars)):
         if bars[k][0] != bars[k - 1][0]:
             a.axvline(k - 0.5, color="#555", linestyle=":", linewidth=1)
             b.axvline(k - 0.5, color="#555", linestyle=":", linewidth=1)
-    a.set_ylabel("energy (kJ), go to end")
+    covers = sorted({what for *_, what in bars})
+    a.set_ylabel("energy (kJ)")
+    a.set_title(f"(a) GPU energy, {' or '.join(covers)} (each bar's span under it)", loc="left", fontsize=9)
     b.set_ylabel("energy / sample (mJ)")
+    b.set_title("(b) energy per sample, uniform workloads only (a mix's samples are not one unit)", loc="left", fontsize=9)
     b.set_xticks(range(len(bars)))
-    b.set_xticklabels([f"{g} {m}" for g, m, _, _ in bars], rotation=60, ha="right", fontsize=7)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=MODE_COLOURS.get(m, "#444")) for m in sorted({m for _, m, _, _ in bars}, key=mode_key)]
-    a.legend(handles, sorted({m for _, m, _, _ in bars}, key=mode_key), fontsize=8, frameon=False, ncol=5)
+    b.set_xticklabels([f"{g} {m} ({w})" for g, m, _, _, w in bars], rotation=60, ha="right", fontsize=7)
+    modes = sorted({m for _, m, *_ in bars}, key=mode_key)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=MODE_COLOURS.get(m, "#444")) for m in modes]
+    a.legend(handles, modes, fontsize=8, frameon=False, ncol=5)
     fig.tight_layout()
     return render(fig)
+
+
+def scaled(sp, factor):
+    """A Spread in other units (J as kJ)."""
+    out = Spread([])
+    out.n, out.median, out.min, out.max = sp.n, sp.median * factor, sp.min * factor, sp.max * factor
+    return out
 
 
 def figure_precision(plt, pairs):

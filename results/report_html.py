@@ -105,7 +105,9 @@ def comparison_table(runs, cells, solo, solo_whole=None):
     head = ["jobs", "mode", "n", "status", "makespan s",
             ("samples/s per job, window" if window else "samples/s per job, timed epoch")] + \
            (["samples/s sum"] if same else []) + \
-           ["STP", "ANTT", "fairness", "speed-up vs serial", "energy J", "energy vs serial", "peak GPU mem GiB"] + \
+           ["STP", "ANTT", "fairness", "speed-up vs serial", "energy J, " + (" or ".join(sorted({r.energy_measured()[2] for r in runs if not math.isnan(r.energy_measured()[0])}))
+                                                  or "not measured"),
+            "energy vs serial", "peak GPU mem GiB"] + \
            [METRIC_NAMES.get(k, k) for k in extra] + ["failures"]
     left = ("mode", "status", "failures", head[5])
     out = ["<table><tr>" + "".join(f"<th{' class=l' if h in left else ''}>{esc(h)}</th>" for h in head) + "</tr>"]
@@ -129,7 +131,7 @@ def comparison_table(runs, cells, solo, solo_whole=None):
                       spread_cell(g.spread(lambda r: num(r.summary.get("makespan_s"))), "{:.2f}"), per_job_cell(g)] + \
                      ([spread_cell(g.spread(lambda r: r.timed_throughput()), "{:,.0f}")] if same else []) + \
                      [metric("stp"), metric("antt"), metric("fairness"), metric("speedup_vs_serial"),
-                      spread_cell(g.spread(lambda r: r.energy()), "{:,.0f}"),
+                      spread_cell(g.spread(lambda r: r.energy_measured()[0]), "{:,.0f}"),
                       spread_cell(g.spread(lambda r: energy_vs_serial(r, runs)), "{:.2f}"),
                       spread_cell(g.spread(lambda r: peak_memory(r) / GIB), "{:.2f}")] + \
                      [spread_cell(g.spread(lambda r: r.extra_metrics().get(k, NAN)), "{:.3g}") for k in extra] + \

@@ -136,6 +136,10 @@ static void test_mixed_window_and_repeats(void **state) {
     assert_non_null(strstr(table, "M#2: 2,048"));
     assert_non_null(strstr(table, "(overlap 1.00)"));
     assert_null(strstr(table, "8,320")); /* 4,224 + 2 x 2,048: a sum of unlike samples */
+    /* energy over the common window only (the fixture's made-up 250 W naive, 300 W mps; 1 s window) */
+    assert_non_null(strstr(table, "energy J, over the common window<"));
+    assert_non_null(strstr(table, "<td>250</td>"));
+    assert_non_null(strstr(table, "<td>300</td>"));
     free(table);
     assert_non_null(strstr(html, "their samples/s are shown per job and never summed"));
     table = section_table(html, "ResNet-50 \xc2\xb7 imagenet64");
