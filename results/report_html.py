@@ -4,7 +4,7 @@ import math
 import os
 
 from report_data import (GIB, METRIC_NAMES, MODEL_NAMES, MODEL_SIZES, NAN, Cell, finite, group_repeats, is_num,
-                         mean, mode_key, num, precision_rows, rank_line, short_name)
+                         mean, mode_key, num, precision_rows, rank_line, short_name, spread_rank)
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
@@ -160,22 +160,37 @@ def comparison_table(runs, cells, solo, solo_whole=None):
     return "\n".join(out)
 
 
+VERDICT_CLASS = {"holds": "ok", "does not hold": "off"}
+
+
+def verdict(sp, low, high):
+    """Our min-max over the repeats against the paper's range: "holds" inside it, "does not hold"
+    wholly outside it, "inconclusive" across an end; "not measured" without values."""
+    if not sp.n:
+        return "not measured"
+    if low <= sp.min and sp.max <= high:
+        return "holds"
+    if sp.max < low or sp.min > high:
+        return "does not hold"
+    return "inconclusive"
+
+
 def epoch_ratio(groups, sizes, degree, modes, solo):
-    """Mean timed epoch at `degree` over the same mode's degree-1 epoch, per workload of the sizes."""
+    """Each repeat's mean timed epoch at `degree` over the same mode's degree-1 epoch (the median
+    of its repeats; else the workload alone), per workload of the sizes: [(label, Spread)]."""
     rows = []
     for workload, runs in groups:
         model = workload.split(":")[0]
         if MODEL_SIZES.get(model) not in sizes:
             continue
+        cells = group_repeats(runs)
         for mode in modes:
-            alone = [r for r in runs if r.mode in (mode, mode + "-emulate") and r.degree == 1]
-            here = [r for r in runs if r.mode in (mode, mode + "-emulate") and r.degree == degree]
-            for h in here:
-                a = [x for x in alone if x.mode == h.mode]
-                base = mean(a[0].timed_seconds()) if a else solo.get(workload, NAN)
-                v = mean(h.timed_seconds())
-                if not math.isnan(base) and base > 0 and not math.isnan(v):
-                    rows.append(f"{MODEL_NAMES.get(model, model)} {h.mode}: {v / base:.2f}x")
+            for h in [g for g in cells if g.mode in (mode, mode + "-emulate") and g.degree == degree]:
+                alone = [g for g in cells if g.mode == h.mode and g.degree == 1]
+                base = alone[0].spread(lambda r: mean(r.timed_seconds())).median if alone else solo.get(workload, NAN)
+                if not math.isnan(base) and base > 0:
+                    rows.append((f"{MODEL_NAMES.get(model, model)} x{degree} {h.mode}",
+                                 h.spread(lambda r: mean(r.timed_seconds()) / base)))
     return rows
 
 
@@ -184,37 +199,54 @@ def findings_section(ref, groups, cells, solo, gpu_names):
            f"these runs: <b>{esc(', '.join(sorted(gpu_names)) or 'GPU not recorded')}</b> with this suite "
            "(cuDNN/cuBLAS, no framework). Ratios travel between machines better than seconds; a larger GPU "
            "leaves more room for collocation, so our ratios are expected to be lower than the paper's where "
-           "a single job fills less of the GPU.</p>",
-           "<table><tr><th class=l>where</th><th class=l>the paper states</th><th class=l>ours</th></tr>"]
+           "a single job fills less of the GPU. The verdict compares our min-max over the repeats with the "
+           "paper's range: <i>holds</i> inside it, <i>does not hold</i> wholly outside it, <i>inconclusive</i> "
+           "across an end.</p>",
+           "<table><tr><th class=l>where</th><th class=l>the paper states</th><th class=l>ours (runs it speaks of)</th>"
+           "<th class=l>verdict</th></tr>"]
     uniform = [(w, rs) for w, rs in groups if ":" in w]
+    recommender = any(rs and ":" not in w and ("XL" in w.upper() or "dlrm" in w) for w, rs in groups)
     for f in ref.get("findings", []):
         if not isinstance(f, dict):
             continue
-        kind, ours = f.get("kind"), []
+        kind, ours, verdicts = f.get("kind"), [], []
+        low, high = (num(f.get("low")), num(f.get("high"))) if is_num(f.get("low")) and is_num(f.get("high")) else (NAN, NAN)
+        measured = []  # (label, Spread): checked against [low, high]
+        if kind == "table2" and not recommender:
+            continue  # Table 2 speaks of the recommender mix: only on pages with such a run
         if kind == "epoch_ratio":
-            ours = epoch_ratio(uniform, f.get("sizes", []), f.get("degree", 0), f.get("modes", []), solo)
+            measured = epoch_ratio(uniform, f.get("sizes", []), f.get("degree", 0), f.get("modes", []), solo)
         elif kind == "alone_spread":
             for w, rs in uniform:
-                t = [(r.mode, mean(r.timed_seconds())) for r in rs if r.degree == 1 and r.mode != "serial"]
-                t = [(m, v) for m, v in t if not math.isnan(v)]
-                if len(t) > 1:
-                    lo = min(v for _, v in t)
-                    ours.append(f"{short_name(w)}: " + ", ".join(f"{m} {v / lo:.2f}" for m, v in sorted(t, key=lambda x: mode_key(x[0]))))
+                alone = [g for g in group_repeats(rs) if g.degree == 1 and g.mode != "serial"]
+                med = [g.spread(lambda r: mean(r.timed_seconds())).median for g in alone]
+                lo = min(finite(med), default=NAN)
+                if len(finite(med)) > 1 and lo > 0:
+                    for g in sorted(alone, key=lambda g: mode_key(g.mode)):
+                        measured.append((f"{short_name(w)} x1 {g.mode} / fastest alone",
+                                         g.spread(lambda r: mean(r.timed_seconds()) / lo)))
         elif kind == "mode_order":
+            order = [m for m in f.get("order", []) if isinstance(m, str)]
             for w, rs in uniform:
                 for d in sorted({r.degree for r in rs if r.degree > 1}):
-                    t = [(mean(r.timed_seconds()), r.mode) for r in rs if r.degree == d and r.mode != "serial"]
-                    t = sorted((v, m) for v, m in t if not math.isnan(v))
-                    if len(t) > 1:
-                        ours.append(f"{short_name(w)} x{d} (fastest first): " + " > ".join(m for _, m in t))
+                    at = [g for g in group_repeats(rs) if g.degree == d and g.mode != "serial"]
+                    named = [(g.mode, g.spread(lambda r: mean(r.timed_seconds()))) for g in at]
+                    if sum(1 for _, sp in named if sp.n) > 1:
+                        ours.append(f"{short_name(w)} x{d} (timed epoch, fastest first): {rank_line(named, lower_better=True)}")
+                        by = dict(named)
+                        # each pair in the paper's order: ours faster (holds), slower (does not), or ~
+                        ranks = [spread_rank(by[a], by[b]) for i, a in enumerate(order) for b in order[i + 1:]
+                                 if a in by and b in by and by[a].n and by[b].n]
+                        verdicts.append("does not hold" if any(x > 0 for x in ranks) else
+                                        "holds" if ranks and all(x < 0 for x in ranks) else "inconclusive")
         elif kind == "naive_vs_sequence":
             for w, rs in uniform:
                 if MODEL_SIZES.get(w.split(":")[0]) not in f.get("sizes", []) or w not in solo:
                     continue
-                for r in rs:
-                    if r.mode == "naive" and r.degree > 1:
-                        ours.append(f"{short_name(w)} x{r.degree}: naive epoch / (n x alone) = "
-                                    f"{mean(r.timed_seconds()) / (r.degree * solo[w]):.2f}")
+                for g in group_repeats(rs):
+                    if g.mode == "naive" and g.degree > 1:
+                        measured.append((f"{short_name(w)} x{g.degree} naive epoch / (n x alone)",
+                                         g.spread(lambda r: mean(r.timed_seconds()) / (r.degree * solo[w]))))
         elif kind == "does_not_fit":
             ours = [f"{short_name(c.workload)} x{c.degree} {c.mode}: {c.status}" for c in cells if c.status == "does not fit"]
             if not ours:
@@ -225,17 +257,17 @@ def findings_section(ref, groups, cells, solo, gpu_names):
                 alone = [v for v in finite(alone) if v > 0]
                 if not alone:
                     continue
-                for r in rs:
-                    if r.degree > 1 and r.mode != "serial":
-                        m = r.memory_after_epoch()[0]
-                        if not math.isnan(m):
-                            ours.append(f"{short_name(w)} x{r.degree} {r.mode}: {m / (r.degree * min(alone)):.2f} of n x alone")
+                for g in group_repeats(rs):
+                    if g.degree > 1 and g.mode != "serial":
+                        measured.append((f"{short_name(w)} x{g.degree} {g.mode} memory / (n x alone)",
+                                         g.spread(lambda r: r.memory_after_epoch()[0] / (r.degree * min(alone)))))
         elif kind == "energy_order":
             for w, rs in groups:
                 for d in sorted({r.degree for r in rs if r.degree > 1}):
-                    e = sorted((r.energy(), r.mode) for r in rs if r.degree == d and not math.isnan(r.energy()))
-                    if len(e) > 1:
-                        ours.append(f"{short_name(w)} x{d}: " + " < ".join(f"{m} {v / 1000:.2f} kJ" for v, m in e))
+                    named = [(g.mode, g.spread(lambda r: r.energy_measured()[0] / 1000)) for g in group_repeats(rs) if g.degree == d]
+                    if sum(1 for _, sp in named if sp.n) > 1:
+                        ours.append(f"{short_name(w)} x{d} (kJ, least first): " + rank_line(named, lower_better=True) +
+                                    " (" + ", ".join(f"{m} {sp.format('{:.2f}')}" for m, sp in named if sp.n) + ")")
         elif kind == "table2":
             for w, rs in groups:
                 if ":" in w or "XL" not in w.upper() and "dlrm" not in w:
@@ -246,14 +278,23 @@ def findings_section(ref, groups, cells, solo, gpu_names):
                                 + (f" ({(1 / sp - 1) * 100:+.0f}% vs serial)" if not math.isnan(sp) and sp > 0 else ""))
         elif kind == "timeline_note":
             ours = ["see the timelines of the mixed runs below"] if any(":" not in w for w, _ in groups) else []
+        for label, sp in measured:
+            ours.append(f"{label}: {sp.format('{:.2f}')}" + (f" (n={sp.n})" if sp.n > 1 else ""))
+            verdicts.append(verdict(sp, low, high) if not math.isnan(low) else "")
         rng = f" (range used: {f['low']}-{f['high']})" if is_num(f.get("low")) and is_num(f.get("high")) else ""
+        if not ours:
+            verdicts = ["not measured"]
+        elif not verdicts:
+            verdicts = ["no range stated"]
         out.append(f"<tr><td class=l>{esc(f.get('where', ''))}</td><td class=l>{esc(f.get('statement', ''))}"
                    f"<span class=note>{esc(rng)}</span></td><td class=l>"
                    + ("<br>".join(esc(o) for o in ours[:14]) if ours else "<span class=note>not measured in these runs</span>")
-                   + (f"<br><span class=note>… {len(ours) - 14} more</span>" if len(ours) > 14 else "") + "</td></tr>")
+                   + (f"<br><span class=note>… {len(ours) - 14} more</span>" if len(ours) > 14 else "") + "</td><td class=l>"
+                   + "<br>".join(f"<span class={VERDICT_CLASS.get(v, 'note')}>{esc(v or '–')}</span>" for v in verdicts[:14])
+                   + "</td></tr>")
     out.append("</table>")
     t2 = ref.get("table2")
-    if isinstance(t2, list) and t2:
+    if isinstance(t2, list) and t2 and recommender:
         out.append(f"<h3>Table 2 as the paper prints it</h3><p class=note>{esc(ref.get('table2_note', ''))}</p>"
                    "<table><tr><th class=l>collocation</th><th>recommender h</th><th>ResNet h</th><th>total h</th>"
                    "<th>change</th><th>GPU util %</th><th>memory GB</th></tr>")

@@ -90,7 +90,14 @@ static void test_fixture_page(void **state) {
     assert_non_null(strstr(html, "The study's findings next to ours"));
     assert_non_null(strstr(html, "A100-SXM4-40GB"));
     assert_non_null(strstr(html, "NVIDIA H100 80GB HBM3"));
-    assert_non_null(strstr(html, "Table 2 as the paper prints it"));
+    /* Table 2 speaks of the recommender mix: not on a page without a recommender run */
+    assert_null(strstr(html, "Table 2 as the paper prints it"));
+    /* each finding's verdict, our min-max over the repeats against the paper's range */
+    assert_non_null(strstr(html, "<th class=l>verdict</th>"));
+    assert_non_null(strstr(html, "ResNet-50 x2 mps: 1.00 [1.00-1.00] (n=3)"));
+    assert_true(count(html, "<span class=ok>holds</span>") >= 3);
+    assert_non_null(strstr(html, "<span class=note>not measured</span>"));
+    assert_non_null(strstr(html, "<span class=note>inconclusive</span>"));
     assert_non_null(strstr(html, "Provenance"));
     /* the study's cells have no serial run of their own: STP and the rest against the one alone */
     assert_non_null(strstr(html, "against this workload's run alone"));
