@@ -22,7 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
-from report_figures import figure_energy, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module  # noqa: E402
+from report_figures import figure_energy, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
 from report_html import CSS, comparison_table, esc, findings_section, glossary, precision_table, provenance  # noqa: E402
 
 
@@ -96,8 +96,13 @@ def build(paths, reference_path):
             cells_here = [(g, r) for g, r in cells_here if g.degree == top and g.mode != "serial"]
         chosen.extend(cells_here)
     n_tl = 0
+    limits = {}  # a workload's timelines share their y-axes
+    for w, rs in groups:
+        tops = timeline_limits([r for _, r in chosen if r.workload == w])
+        for r in rs:
+            limits[id(r)] = tops
     for g, r in chosen:
-        fig = figure_timeline(plt, r)
+        fig = figure_timeline(plt, r, limits.get(id(r)))
         if fig:
             n_tl += 1
             more = f" <span class=note>(the first of {g.n} repeats: {esc(os.path.relpath(r.path, r.root))})</span>" if g.n > 1 else ""

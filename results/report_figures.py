@@ -4,7 +4,7 @@ import csv
 import io
 import math
 
-from report_data import GIB, MODE_COLOURS, Cell, RunGroup, Spread, finite, group_repeats, mode_key, num, precision_rows, short_workload
+from report_data import GIB, MODE_COLOURS, Cell, RunGroup, Spread, finite, group_repeats, is_num, mode_key, num, precision_rows, short_workload
 
 PRECISION_COLOURS = {"tf32": "#4c72b0", "bf16": "#dd8452"}
 
@@ -195,22 +195,45 @@ def figure_throughput(plt, runs, solo):
     return render(fig)
 
 
-def figure_timeline(plt, run):
-    """Figures 5 and 9: SM activity, memory per job, power and PCIe over the run, with markers."""
+def measured(tl, col):
+    """A column with a reading other than zero (the NVML stand-in and absent sensors write 0s)."""
+    return tl.has(col) and any(v for v in finite(tl.columns[col]))
+
+
+TIMELINE_PANELS = {  # panel -> the columns it draws: a panel is drawn where one of them was measured
+    "sm": ("sm_active_pct", "util_gpu_pct", "sm_occupancy_pct", "dram_active_pct"),
+    "mem": ("mem_used_bytes",), "power": ("power_w",), "pcie": ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s"),
+    "clock": ("sm_clock_mhz",)}
+
+
+def timeline_limits(runs):
+    """Each panel's top over several runs (a workload's timelines share their y-axes)."""
+    tops = {}
+    for r in runs:
+        tl = r.timeline
+        if not tl:
+            continue
+        for panel, cols in TIMELINE_PANELS.items():
+            vals = [v for c in cols if tl.has(c) for v in finite(tl.columns[c])]
+            if panel == "mem" and tl.job_mem:
+                vals += [sum(v for v in (tl.columns[k][i] for _, k in tl.job_mem) if not math.isnan(v)) for i in range(len(tl.t))]
+            if vals:
+                tops[panel] = max(tops.get(panel, 0.0), max(vals))
+    return tops
+
+
+def figure_timeline(plt, run, limits=None):
+    """Figures 5 and 9: SM activity (with occupancy and DRAM activity where measured), memory per
+    job, power, PCIe and SM clock over the run, with markers; the common windows shaded; y-axes
+    shared with the other timelines of the workload (limits: timeline_limits)."""
     tl = run.timeline
+    limits = limits or {}
     if not tl or not tl.t:
         return None
     t0 = min(finite([num(j.get("go_t")) for j in run.jobs]) or [tl.t[0]])
     x = [t - t0 for t in tl.t]
-    panels = []
-    if tl.has("sm_active_pct") or tl.has("util_gpu_pct"):
-        panels.append("sm")
-    if tl.has("mem_used_bytes") or tl.job_mem:
-        panels.append("mem")
-    if tl.has("power_w"):
-        panels.append("power")
-    if tl.has("pcie_rx_bytes_per_s") or tl.has("pcie_tx_bytes_per_s"):
-        panels.append("pcie")
+    panels = [p for p, cols in TIMELINE_PANELS.items()
+              if any(measured(tl, c) for c in cols) or (p == "mem" and any(measured(tl, k) for _, k in tl.job_mem))]
     if not panels:
         return None
     fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, 1.7 * len(panels) + 0.6), sharex=True, squeeze=False)
@@ -222,9 +245,18 @@ def figure_timeline(plt, run):
         return names[j] if j < len(names) else f"job {j}"
     for ax, p in zip(axes, panels):
         if p == "sm":
-            for col, name, style in (("sm_active_pct", "SM activity", "-"), ("util_gpu_pct", "GPU utilisation", "--")):
-                if tl.has(col):
-                    ax.plot(x, tl.columns[col], style, linewidth=1, label=name, color="#1f77b4" if style == "-" else "#999")
+            for col, name, style, colour in (("sm_active_pct", "SM activity", "-", "#1f77b4"),
+                                             ("util_gpu_pct", "GPU utilisation", "--", "#999"),
+                                             ("sm_occupancy_pct", "SM occupancy", "-.", "#17becf"),
+                                             ("dram_active_pct", "DRAM activity", ":", "#8c564b")):
+                if measured(tl, col):
+                    ax.plot(x, tl.columns[col], style, linewidth=1, label=name, color=colour)
+            shares = {}
+            for job, profile, share in partition_layout(run):  # each partition's share of the SMs, for comparison
+                shares.setdefault(round(share, 4), []).append(who(job))
+                ax.axhline(100 * share, color=cmap(job % 10), linestyle=(0, (1, 3)), linewidth=0.8)
+            for share, jobs in shares.items():
+                ax.text(x[-1], 100 * share, f" {', '.join(jobs)}: {100 * share:.0f}% of SMs", fontsize=6, va="center")
             ax.set_ylabel("%")
             ax.set_ylim(0, 105)
         elif p == "mem":
@@ -238,11 +270,19 @@ def figure_timeline(plt, run):
         elif p == "power":
             ax.plot(x, tl.columns["power_w"], color="#d62728", linewidth=1, label="power")
             ax.set_ylabel("W")
+        elif p == "clock":
+            ax.plot(x, tl.columns["sm_clock_mhz"], color="#7f7f7f", linewidth=1, label="SM clock")
+            ax.set_ylabel("MHz")
         else:
             for col, name, c in (("pcie_rx_bytes_per_s", "PCIe rx (to GPU)", "#2ca02c"), ("pcie_tx_bytes_per_s", "PCIe tx", "#ff7f0e")):
                 if tl.has(col):
                     ax.plot(x, [v / 1e6 for v in tl.columns[col]], color=c, linewidth=1, label=name)
             ax.set_ylabel("MB/s")
+        if p in limits and p != "sm" and limits[p] > 0:
+            scale = {"mem": 1 / GIB, "pcie": 1e-6}.get(p, 1.0)
+            ax.set_ylim(0, limits[p] * scale * 1.08)
+        for k, (a, b) in enumerate(run.windows()):
+            ax.axvspan(a - t0, b - t0, color="#ffe08a", alpha=0.45, linewidth=0, label="common window" if k == 0 else None)
         for t, job, phase in tl.markers:
             if phase in ("start", "end") or phase == "epoch1":
                 ax.axvline(t - t0, color=cmap(job % 10), linestyle="--" if phase == "end" else ":", linewidth=0.8)
@@ -253,9 +293,27 @@ def figure_timeline(plt, run):
             label = {"start": "go", "end": "end", "epoch1": "timed"}[phase]
             top.annotate(f"{who(job)} {label}", (t - t0, 1.0), xycoords=("data", "axes fraction"), fontsize=6,
                          rotation=90, va="bottom", ha="center", color=cmap(job % 10))
-    axes[-1].set_xlabel("seconds since go")
+    axes[-1].set_xlabel("seconds since go" + ("; shaded: the common window(s)" if run.windows() else ""))
+    layout = partition_layout(run)
+    if layout:
+        fig.text(0.01, -0.01, "partitions as realised (run.json): " +
+                 "; ".join(f"{who(job)} {profile} {100 * sh:.0f}% of the SMs" for job, profile, sh in layout),
+                 fontsize=7, color="#333", va="top")
     fig.tight_layout()
     return render(fig)
+
+
+def partition_layout(run):
+    """The partition each job held, as the runner realised it (run.json's MIG layout): (job index,
+    profile, share of the SMs); a compute instance sharing its GPU instance is marked."""
+    plan = run.run_json.get("mig_emulated_layout") or run.run_json.get("mig_devices") or []
+    out = []
+    for k, e in enumerate(plan if isinstance(plan, list) else []):
+        if isinstance(e, dict) and is_num(e.get("sm_fraction")):
+            job = int(e["job"]) if is_num(e.get("job")) and 0 <= e["job"] < run.degree else k
+            out.append((job, str(e.get("profile", "")) + (" (shared)" if e.get("shared") is True else ""),
+                        float(e["sm_fraction"])))
+    return out
 
 
 def figure_energy(plt, groups):

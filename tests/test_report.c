@@ -54,11 +54,12 @@ static void test_fixture_page(void **state) {
     assert_non_null(strstr(html, "id=fig-modes-w"));
     assert_non_null(strstr(html, "id=fig-throughput-w0"));
     assert_non_null(strstr(html, "id=fig-timeline-1"));
-    /* one per cell (a repeated cell's first repeat), over 16 cells the study's top degree only:
-     * 3 study cells + 3 of 2xM + 4 modes of S+M + 4 of S+M+M, less S+M+M serial's one without sensors */
-    assert_non_null(strstr(html, "id=fig-timeline-13"));
+    /* one per cell (a repeated cell's first repeat), over 16 cells the study's top degree only, and
+     * only where a sensor read something (the stand-in's zeros are no timeline): 3 study cells +
+     * 4 modes of S+M + S+M+M's naive and mps (made-up power) */
+    assert_non_null(strstr(html, "id=fig-timeline-9"));
     /* mig-emulate/alone-in-partition/job-0-S is the interference ratio's reference, not a run */
-    assert_null(strstr(html, "id=fig-timeline-14"));
+    assert_null(strstr(html, "id=fig-timeline-10"));
     assert_non_null(strstr(html, "id=fig-energy"));
     /* every figure is an embedded SVG with its data as an embedded CSV download, also written
      * beside the page; and each one the page lists is there */
