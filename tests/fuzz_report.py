@@ -5,7 +5,9 @@ value of another type, a CSV cell or column gone, lines repeated), must give eit
 ReportError (a message naming the file: `run_suite report` exits 2), never a traceback.
 
 Deterministic (a fixed seed) and bounded: FUZZ_REPORT_CASES cases (default 40), each on a fresh
-copy of one run folder of tests/fixtures/report. A failing case prints its mutation and the
+copy of one of two run folders of tests/fixtures/report (a completion and a window-measured run).
+Infinities, NaN and 1e308 in numeric CSV cells and JSON numbers, and 1e308 in timeline.csv's power_w,
+must be refused naming their place. A failing case prints its mutation and the
 traceback, and the exit status is 1. Exit 77 (skipped) without matplotlib.
   tests/fuzz_report.py [FIXTURE_RUN_DIR]"""
 import json
@@ -151,14 +153,17 @@ def mutate(path, rng):
 
 
 def main(argv):
-    fixture = argv[0] if argv else os.path.join(HERE, "fixtures", "report", "20261124T152948Z-all-S+M", "mps")
+    # by default each case mutates one of two runs: a completion-measured one and a heterogeneous
+    # window-measured one (its windows, overlaps and power inside the window); the same case count
+    fixtures = [argv[0]] if argv else [os.path.join(HERE, "fixtures", "report", "20261124T152948Z-all-S+M", "mps"),
+                                       os.path.join(HERE, "fixtures", "report", "20261125T201949Z-all-S+M+M", "mps")]
     cases = int(os.environ.get("FUZZ_REPORT_CASES", "40"))
     rng = random.Random(20261124)
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for case in range(cases):
             run = os.path.join(tmp, f"case-{case}")
-            shutil.copytree(fixture, run)
+            shutil.copytree(fixtures[case % len(fixtures)], run)
             name = rng.choice([f for f in FILES if os.path.exists(os.path.join(run, f))])
             what = mutate(os.path.join(run, name), rng)
             try:
@@ -176,7 +181,7 @@ def main(argv):
     # every non-finite or absurd value in timeline.csv's power_w is refused with its place (exit 2)
     for value in NON_FINITE:
         run = os.path.join(tmp_fixed := tempfile.mkdtemp(), "run")
-        shutil.copytree(fixture, run)
+        shutil.copytree(fixtures[0], run)
         path = os.path.join(run, "timeline.csv")
         with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
