@@ -158,6 +158,9 @@ def figure_uniform(plt, runs, cells):
         ax_t.set_title("(a) time per timed epoch, one labelled bar per job", loc="left", fontsize=9, pad=14)
     ax_sm.set_ylabel("%")
     ax_sm.set_ylim(0, 100)
+    if not sm_name:  # an empty panel would read as 0 %
+        ax_sm.text(0.5, 0.5, "not measured in these runs (no GPM or NVML utilisation)", transform=ax_sm.transAxes,
+                   ha="center", va="center", fontsize=8, color="#777")
     ax_sm.set_title(f"(b) {sm_name or 'SM activity (not measured)'} over the timed epochs", loc="left", fontsize=9, pad=14)
     ax_mem.set_ylabel("GiB")
     ax_mem.set_title("(c) memory after each job's own first epoch, stacked per job (serial: one job at a time, "
