@@ -45,22 +45,21 @@ def cut_short(data, rng):
     return data[:n], f"cut at byte {n}"
 
 
+def json_paths(node, path=None):
+    """Every (path, value) of a JSON document, the document itself first (path [])."""
+    path = path or []
+    yield path, node
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        yield from json_paths(v, path + [k])
+
+
 def json_value(data, rng):
     try:
         doc = json.loads(data)
     except ValueError:
         return flip_bytes(data, rng)
-    paths = []
-
-    def walk(node, path):
-        paths.append(path)
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, path + [k])
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                walk(v, path + [i])
-    walk(doc, [])
+    paths = [p for p, _ in json_paths(doc)]
     path = rng.choice(paths[1:] or paths)
     value = rng.choice(ODD_VALUES)
     if not path:
@@ -119,18 +118,7 @@ def json_non_finite(data, rng):
         doc = json.loads(data)
     except ValueError:
         return flip_bytes(data, rng)
-    places = []
-
-    def walk(node, path):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, path + [k])
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                walk(v, path + [i])
-        elif isinstance(node, (int, float)) and not isinstance(node, bool):
-            places.append(path)
-    walk(doc, [])
+    places = [p for p, v in json_paths(doc) if p and isinstance(v, (int, float)) and not isinstance(v, bool)]
     if not places:
         return json_value(data, rng)
     path = rng.choice(places)
