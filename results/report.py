@@ -9,19 +9,21 @@ comparison table, the paper's own findings next to ours, and each run's provenan
 
 Python with matplotlib because that is what the field plots with: the study's authors, timm and
 PyTorch users already have it, and a researcher can change a figure here without learning a
-new tool. Figures are PNG embedded as data: URIs, so the page needs no network and no files.
+new tool. Figures are SVG embedded as data: URIs, each with its data as an embedded CSV download
+(and written beside the page as PAGE.FIGURE.csv), so the page needs no network and no files.
 
 Exit status: 0 written; 2 bad input (a folder without runs, an unreadable or malformed file:
 the message names it); 1 the page could not be written.
 """
 import argparse
+import base64
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report_data import MODEL_SIZES, ReportError, load, mode_key, precision_pairs, read_json, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
-from report_figures import figure_energy, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module  # noqa: E402
-from report_html import CSS, comparison_table, esc, findings_section, precision_table, provenance  # noqa: E402
+from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
+from report_figures import figure_energy, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
+from report_html import CSS, comparison_table, esc, findings_section, glossary, precision_table, provenance  # noqa: E402
 
 
 def build(paths, reference_path):
@@ -39,11 +41,23 @@ def build(paths, reference_path):
         groups.setdefault(c.workload, [])
     order = sorted(groups, key=lambda w: (":" not in w, ["small", "medium", "large", "very large", None].index(MODEL_SIZES.get(w.split(":")[0])), w))
     groups = [(w, groups[w]) for w in order]
-    figures = []  # (id, title) for the test and the contents
+    figures = []  # (id, title, its data as CSV) for the test, the contents and the CSV files
     body = []
+
+    def emit(fig_id, title, alt, fig):
+        """The figure inline, and its data as a download embedded in the page (and a file beside it)."""
+        figures.append((fig_id, title, fig.csv))
+        data = base64.b64encode(fig.csv.encode("utf-8")).decode("ascii")
+        body.append(f"<figure><img id={fig_id} alt='{esc(alt)}' src='{fig.src}'><figcaption class=note>"
+                    f"<a download='{fig_id}.csv' href='data:text/csv;base64,{data}'>this figure's data (CSV)</a>"
+                    f"</figcaption></figure>")
     gpu_names = {r.run_json.get("gpu", {}).get("name") for r in runs if isinstance(r.run_json.get("gpu"), dict)}
     gpu_names = {g for g in gpu_names if g}
 
+    body.append("<h2 id=metrics>The metrics</h2><p class=note>Defined once here, as run_suite computes them "
+                "(results/metrics.h). Where a run used the window measurement (every job measured over one common "
+                "window after all warm-ups) its numbers are the ones shown; else the timed (second) epoch's.</p>")
+    body.append(glossary())
     body.append("<h2 id=modes>Per mode and collocation degree (the study's Figures 2-4)</h2>"
                 "<p class=note>Bars grouped by collocated run, runs ordered by degree (dotted lines) and mode; "
                 "the timed epoch is the second (the first warms up). SM activity is the GPU's own (GPM) where it "
@@ -53,13 +67,11 @@ def build(paths, reference_path):
         anchor = f"w{len(figures)}"
         body.append(f"<h3 id={anchor}>{esc(workload_title(w))}</h3>")
         if rs or wc:
-            src = figure_uniform(plt, rs, wc)
-            figures.append((f"fig-modes-{anchor}", workload_title(w)))
-            body.append(f"<img id=fig-modes-{anchor} alt='epoch time, SM activity and memory per mode and degree: {esc(w)}' src='{src}'>")
-        src = figure_throughput(plt, rs, solo) if ":" in w and any(r.degree > 1 for r in rs) else None
-        if src:
-            figures.append((f"fig-throughput-{anchor}", workload_title(w)))
-            body.append(f"<img id=fig-throughput-{anchor} alt='throughput against one job alone' src='{src}'>")
+            emit(f"fig-modes-{anchor}", workload_title(w), f"per job speed, SM activity and memory per mode and degree: {w}",
+                 figure_uniform(plt, rs, wc))
+        fig = figure_throughput(plt, rs, solo) if ":" in w and any(r.degree > 1 for r in rs) else None
+        if fig:
+            emit(f"fig-throughput-{anchor}", workload_title(w), "throughput against one job alone", fig)
         body.append(comparison_table(rs, wc, solo, solo_whole))
 
     pairs = precision_pairs(runs)
@@ -67,39 +79,43 @@ def build(paths, reference_path):
         body.append("<h2 id=precision>bf16 against tf32</h2><p class=note>Each pair is one mix under one mode, run "
                     "once in tf32 and once in bf16, compared over the timed epoch (the second) as above: the sum of "
                     "the jobs' samples/s, SM activity and memory; the bf16 bars carry their ratio to tf32.</p>")
-        figures.append(("fig-precision", "bf16 against tf32"))
-        body.append(f"<img id=fig-precision alt='bf16 against tf32: throughput, SM activity and memory' "
-                    f"src='{figure_precision(plt, pairs)}'>")
+        emit("fig-precision", "bf16 against tf32", "bf16 against tf32: throughput, SM activity and memory",
+             figure_precision(plt, pairs))
         body.append(precision_table(pairs))
 
     body.append("<h2 id=timelines>Timelines (Figures 5 and 9)</h2><p class=note>Dotted lines: a job's go and the "
                 "start of its timed epoch; dashed: its end. Memory is stacked per job (NVML's per-process "
                 "accounting); the black line is the whole GPU.</p>")
-    chosen = []
+    chosen = []  # (run, its cell's repeats): one timeline per cell, the first repeat's
+    n_cells = sum(len(group_repeats(rs)) for _, rs in groups)
     for w, rs in groups:
-        coll = [r for r in rs if r.timeline]
-        if ":" not in w or len(runs) <= 16:
-            chosen.extend(sorted(coll, key=lambda r: (r.degree, mode_key(r.mode))))
-        else:
-            top = max((r.degree for r in coll if r.mode != "serial"), default=0)
-            chosen.extend(sorted([r for r in coll if r.degree == top and r.mode != "serial"], key=lambda r: mode_key(r.mode)))
+        cells_here = [(g, next((r for r in g.runs if r.timeline), None)) for g in group_repeats(rs)]
+        cells_here = sorted([(g, r) for g, r in cells_here if r], key=lambda x: (x[0].degree, mode_key(x[0].mode)))
+        if ":" in w and n_cells > 16:  # many uniform cells: the highest degree's collocated modes only
+            top = max((g.degree for g, _ in cells_here if g.mode != "serial"), default=0)
+            cells_here = [(g, r) for g, r in cells_here if g.degree == top and g.mode != "serial"]
+        chosen.extend(cells_here)
     n_tl = 0
-    for r in chosen:
-        src = figure_timeline(plt, r)
-        if src:
+    limits = {}  # a workload's timelines share their y-axes
+    for w, rs in groups:
+        tops = timeline_limits([r for _, r in chosen if r.workload == w])
+        for r in rs:
+            limits[id(r)] = tops
+    for g, r in chosen:
+        fig = figure_timeline(plt, r, limits.get(id(r)))
+        if fig:
             n_tl += 1
-            figures.append((f"fig-timeline-{n_tl}", r.path))
-            body.append(f"<h3>{esc(short_workload(r))} x{r.degree}, {esc(r.mode)}</h3>"
-                        f"<img id=fig-timeline-{n_tl} alt='timeline {esc(r.mode)}' src='{src}'>")
+            more = f" <span class=note>(the first of {g.n} repeats: {esc(os.path.relpath(r.path, r.root))})</span>" if g.n > 1 else ""
+            body.append(f"<h3>{esc(short_workload(r))} x{r.degree}, {esc(r.mode)}{more}</h3>")
+            emit(f"fig-timeline-{n_tl}", r.path, f"timeline {r.mode}", fig)
     if not n_tl:
         body.append("<p class=note>No timeline in these runs (run_suite samples the GPU through NVML; it was absent or --no-monitor).</p>")
 
     body.append("<h2 id=energy>Energy (Figure 6)</h2><p class=note>GPU energy from first go to last end (serial: the sum "
                 "of each job's own window), and per trained sample.</p>")
-    src = figure_energy(plt, groups)
-    if src:
-        figures.append(("fig-energy", "energy"))
-        body.append(f"<img id=fig-energy alt='energy per run and per sample' src='{src}'>")
+    fig = figure_energy(plt, groups)
+    if fig:
+        emit("fig-energy", "energy", "energy per run and per sample", fig)
     else:
         body.append("<p class=note>No energy was measured in these runs (no NVML energy counter).</p>")
 
@@ -116,10 +132,10 @@ def build(paths, reference_path):
     head = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
             f"<style>{CSS}</style></head><body><h1>{esc(title)}</h1>"
             f"<p class=sub>{len(runs)} run(s) from {esc(', '.join(paths))}; GPU: {esc(', '.join(sorted(gpu_names)) or 'not recorded')}; "
-            f"{len(figures)} figure(s)</p><nav><a href='#modes'>modes and degrees</a>"
+            f"{len(figures)} figure(s)</p><nav><a href='#metrics'>metrics</a><a href='#modes'>modes and degrees</a>"
             f"{'<a href=#precision>bf16 against tf32</a>' if pairs else ''}<a href='#timelines'>timelines</a>"
             f"<a href='#energy'>energy</a>{'<a href=#paper>the paper</a>' if ref else ''}<a href='#provenance'>provenance</a></nav>")
-    page = head + "\n".join(body) + f"\n<!-- figures: {' '.join(f for f, _ in figures)} -->\n</body></html>\n"
+    page = head + "\n".join(body) + f"\n<!-- figures: {' '.join(f[0] for f in figures)} -->\n</body></html>\n"
     return page, figures
 
 
@@ -144,18 +160,21 @@ def main(argv):
     except ReportError as e:
         print(f"report: {e}", file=sys.stderr)
         return 2
-    tmp = f"{out}.tmp.{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(page)
-        os.replace(tmp, out)
-    except OSError as e:
+    # the page, and beside it each figure's data (PAGE_STEM.FIGURE_ID.csv), the same the page embeds
+    stem = os.path.splitext(out)[0]
+    for path, text in [(out, page)] + [(f"{stem}.{fig_id}.csv", data) for fig_id, _, data in figures]:
+        tmp = f"{path}.tmp.{os.getpid()}"
         try:
-            os.remove(tmp)  # nothing half-written is left behind
-        except OSError:
-            pass
-        print(f"report: cannot write {out}: {e.strerror}", file=sys.stderr)
-        return 1
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except OSError as e:
+            try:
+                os.remove(tmp)  # nothing half-written is left behind
+            except OSError:
+                pass
+            print(f"report: cannot write {path}: {e.strerror}", file=sys.stderr)
+            return 1
     print(f"report: {out} ({len(page) / 1024:.0f} KiB, {len(figures)} figures)")
     return 0
 

@@ -19,7 +19,8 @@ MODEL_SIZES = {"resnet26": "small", "resnet50": "medium", "efficientnetv2_s": "m
 # metrics) is shown too, under its own name, so new metrics appear without a change here.
 KNOWN_SUMMARY = {"jobs_ok", "jobs_failed", "jobs_diverged", "makespan_s", "total_samples",
                  "aggregate_samples_per_s", "timed_samples_per_s_sum", "energy_j",
-                 "peak_gpu_memory_bytes", "speedup_vs_serial", "energy_vs_serial"}
+                 "peak_gpu_memory_bytes", "speedup_vs_serial", "energy_vs_serial",
+                 "window_length_s", "windows", "min_overlap", "stp", "antt", "fairness"}
 METRIC_NAMES = {"stp": "STP", "antt": "ANTT", "fairness": "fairness",
                 "interference_ratio": "interference ratio",
                 "interference_ratio_mean": "interference (mean)",
@@ -59,6 +60,25 @@ def mean(values):
     return sum(v) / len(v) if v else NAN
 
 
+# No quantity run_suite writes comes near this (timestamps ~2e9 s, bytes ~1e12, energy counters
+# ~1e10 J): a number beyond it, or an infinity or NaN, is an edited or broken file, refused with
+# its place rather than drawn (matplotlib overflows on 1e308).
+ABSURD = 1e15
+
+
+def check_json_numbers(node, path, where=""):
+    """Refuse a non-finite or absurd number anywhere in a JSON document, naming its place.
+    Integers are exact (seeds, counters) and pass; floats must be finite and below ABSURD."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            check_json_numbers(v, path, f"{where}.{k}" if where else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            check_json_numbers(v, path, f"{where}[{i}]")
+    elif isinstance(node, float) and not (math.isfinite(node) and abs(node) < ABSURD):
+        raise ReportError(f"{path}: {where or 'the document'} is {node!r}: expected a finite number below {ABSURD:g}")
+
+
 def read_json(path, want):
     try:
         with open(path, encoding="utf-8") as f:
@@ -69,6 +89,7 @@ def read_json(path, want):
         raise ReportError(f"{path}: not valid JSON ({e})")
     if not isinstance(data, want):
         raise ReportError(f"{path}: expected a JSON {'object' if want is dict else 'array'}")
+    check_json_numbers(data, path)
     return data
 
 
@@ -80,7 +101,65 @@ def read_csv(path):
         raise ReportError(f"{path}: cannot read: {e.strerror}")
     except (csv.Error, UnicodeDecodeError) as e:
         raise ReportError(f"{path}: not a CSV file ({e})")
+    for n, row in enumerate(rows, start=2):  # the header is row 1
+        for col, text in row.items():
+            if not isinstance(col, str) or not isinstance(text, str) or not text.strip():
+                continue  # extra cells (key None) and empty cells: not measured
+            try:
+                v = float(text)
+            except ValueError:
+                continue  # text columns (labels, markers) are read as text where they are used
+            if not (math.isfinite(v) and abs(v) < ABSURD):
+                raise ReportError(f"{path}: row {n}, column '{col}': {text.strip()!r} is not a finite number "
+                                  f"below {ABSURD:g}")
     return rows
+
+
+# --- the spread over repeats: results/spread.h's rule, once in Python ----------------------
+
+SPREAD_MIN_RANKED = 2  # results/spread.h: one run ranks nothing
+
+
+class Spread:
+    """Median, minimum and maximum of the finite values (NaN and infinities left out), as
+    results/spread.c's spread_of: the median of an even count is the mean of the middle two."""
+
+    def __init__(self, values):
+        v = sorted(x for x in values if is_num(x))
+        self.n = len(v)
+        self.min = v[0] if v else NAN
+        self.max = v[-1] if v else NAN
+        self.median = (v[self.n // 2] if self.n % 2 else (v[self.n // 2 - 1] + v[self.n // 2]) / 2) if v else NAN
+
+    def format(self, spec="{:.2f}"):
+        """"1.42 [1.38-1.47]"; "1.42" for one value; "-" for none (spread_format)."""
+        if self.n == 0:
+            return "-"
+        if self.n == 1:
+            return spec.format(self.median)
+        return f"{spec.format(self.median)} [{spec.format(self.min)}-{spec.format(self.max)}]"
+
+
+def spread_rank(a, b):
+    """1 when a lies wholly above b, -1 wholly below, 0 when the ranges overlap or either side has
+    fewer than SPREAD_MIN_RANKED values (spread_rank)."""
+    if a.n < SPREAD_MIN_RANKED or b.n < SPREAD_MIN_RANKED:
+        return 0
+    return 1 if a.min > b.max else -1 if a.max < b.min else 0
+
+
+def spread_rank_sign(rank):
+    return ">" if rank > 0 else "<" if rank < 0 else "~"
+
+
+def rank_line(named, lower_better=False):
+    """[(name, Spread)] -> "a > b ~ c", best median first (highest; lowest with lower_better, then
+    joined by "<"), each neighbour pair ranked by the rule (results/repeats.h's rank line)."""
+    named = sorted([(k, s) for k, s in named if s.n], key=lambda x: x[1].median if lower_better else -x[1].median)
+    out = named[0][0] if named else ""
+    for (_, a), (name, b) in zip(named, named[1:]):
+        out += f" {spread_rank_sign(spread_rank(a, b))} {name}"
+    return out
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -136,26 +215,33 @@ class Timeline:
         return after[-1] - before[-1]
 
 
-def setup_versions(log):
-    """The library versions a job's setup event reports (its log holds its events); a log is
-    free text, so what does not parse is skipped."""
-    out = {}
+def log_events(log):
+    """The setup event's library versions and the first epoch's peak memory a job's log reports
+    (its log holds its events); a log is free text, so what does not parse is skipped."""
+    out, first_epoch_bytes = {}, NAN
     try:
         with open(log, encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith('{"event":"setup"'):
-                    try:
-                        e = json.loads(line)
-                    except ValueError:
-                        continue
+                if not line.startswith('{"event":'):
+                    continue
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(e, dict):
+                    continue
+                if e.get("event") == "setup":
                     for key, name in (("cuda_runtime_version", "CUDA runtime"), ("cudnn_version", "cuDNN")):
-                        v = e.get(key) if isinstance(e, dict) else None
+                        v = e.get(key)
                         if is_num(v) and v > 0:
                             out[name] = version_text(int(v), key)
-                    break
+                elif e.get("event") == "epoch" and e.get("epoch") == 1 and math.isnan(first_epoch_bytes):
+                    v = e.get("peak_bytes")
+                    if is_num(v) and 0 < v < ABSURD:
+                        first_epoch_bytes = float(v)
     except OSError:
         pass
-    return out
+    return out, first_epoch_bytes
 
 
 def version_text(v, key):
@@ -200,9 +286,22 @@ class Run:
         self.cell = None  # the study's record of this run, when it is part of a study
         self.root = path  # the folder given on the command line that holds it (set by load)
         self.versions = {}
+        self.first_epoch_bytes = [NAN] * self.degree  # each job's own peak after its first epoch
         for name in sorted(os.listdir(path)):
             if name.startswith("job-") and name.endswith(".log"):
-                self.versions.update(setup_versions(os.path.join(path, name)))
+                versions, peak = log_events(os.path.join(path, name))
+                self.versions.update(versions)
+                index = name[4:].partition("-")[0]
+                if index.isdigit() and int(index) < self.degree:
+                    self.first_epoch_bytes[int(index)] = peak
+        self.labels = [str(j.get("label", i)) for i, j in enumerate(self.jobs)]
+        # the window measurement (results/metrics.h): one common window for every job
+        self.window = s.get("measurement") == "window"
+        # runs of the same cell (--repeat, or several folders of one cell) are grouped as repeats
+        # (same jobs, mode, partition sharing, length and measurement: a study's quick cell and a
+        # --repeat of the same workload at another length are different cells)
+        self.key = (self.workload, self.mode, self.degree, self.mig_shared, tuple(names),
+                    tuple(j.get("steps_per_epoch") for j in self.jobs), self.window, s.get("window_length_s"))
 
     def job_csv(self, i, key):
         return fnum(self.csv_rows[i].get(key)) if i < len(self.csv_rows) else NAN
@@ -232,10 +331,23 @@ class Run:
         return (min(go), max(end)) if go and end else (NAN, NAN)
 
     def timed_throughput(self):
-        """Sum over jobs of timed-epoch samples/s (run_suite's own sum where it wrote one): what
-        the collocated jobs did together while all were past their warm-up."""
-        v, per = num(self.summary.get("timed_samples_per_s_sum")), [num(j.get("timed_samples_per_s")) for j in self.jobs]
-        return v if not math.isnan(v) else sum(per) if per and len(finite(per)) == len(per) else NAN
+        """Sum over jobs of samples/s past the warm-up (the common window's where measured, else
+        the timed epoch's): what the collocated jobs did together. NaN unless every job is the
+        same workload: a sum of unlike samples (32 px CIFAR and 64 px ImageNet images, recommender
+        rows) means nothing (results/metrics.h)."""
+        if not self.same_workload():
+            return NAN
+        if not self.window:
+            v = num(self.summary.get("timed_samples_per_s_sum"))
+            if not math.isnan(v):
+                return v
+        per = [self.job_rate(i) for i in range(self.degree)]
+        return sum(per) if per and len(finite(per)) == len(per) else NAN
+
+    def same_workload(self):
+        """run_suite's own word where it wrote one, else the jobs' workload names alike."""
+        v = self.summary.get("same_workload")
+        return v if isinstance(v, bool) else self.uniform
 
     def sm_activity(self):
         """Mean over the timed epochs: SM activity (GPM), else NVML utilisation; and its name."""
@@ -248,26 +360,83 @@ class Run:
         return NAN, None
 
     def memory_after_epoch(self):
-        """GPU memory just after the first epoch ended (per job where known), as the study
-        read nvidia-smi after an epoch; without a timeline, the jobs' own peaks."""
+        """Each job's memory after its own first epoch (its epoch event's peak, in its log; else
+        its peak in summary.json), as the study read nvidia-smi after an epoch: the total is their
+        sum, or under serial (one job at a time) the largest. Returns (total, per job, name)."""
+        per_job = []
+        for i, j in enumerate(self.jobs):
+            v = self.first_epoch_bytes[i] if i < len(self.first_epoch_bytes) else NAN
+            if math.isnan(v):
+                v = num(j.get("peak_bytes"))
+            per_job.append(v if v > 0 else NAN)
+        known = finite(per_job)
+        if not known:
+            return NAN, per_job, "memory after each job's first epoch (not measured)"
+        total = max(known) if self.mode == "serial" else sum(known)
+        return total, per_job, "memory after each job's own first epoch"
+
+    def job_rate(self, i):
+        """Job i's samples/s: over the common window where the run used it, else its timed epoch."""
+        j = self.jobs[i]
+        key = "window_samples_per_s" if self.window else "timed_samples_per_s"
+        v = num(j.get(key))
+        return v if not math.isnan(v) else self.job_csv(i, key)
+
+    def job_overlap(self, i):
+        """The share of the window during which every other job trained (window runs only)."""
+        v = num(self.jobs[i].get("window_overlap"))
+        return v if not math.isnan(v) else self.job_csv(i, "window_overlap")
+
+    def min_overlap(self):
+        v = num(self.summary.get("min_overlap"))
+        return v if not math.isnan(v) else 0.95
+
+    def windows(self):
+        """The common windows [T0, T1] of a window-measured run (the jobs' window events share them)."""
+        out = []
+        for j in self.jobs:
+            for w in j.get("windows") if isinstance(j.get("windows"), list) else []:
+                t0, t1 = num(w.get("t0")) if isinstance(w, dict) else NAN, num(w.get("t1")) if isinstance(w, dict) else NAN
+                if t1 > t0 and (t0, t1) not in out:
+                    out.append((t0, t1))
+        return sorted(out) if self.window else []
+
+    def window_energy(self):
+        """GPU energy over the common windows only (warm-up and set-up left out): timeline.csv's
+        power samples inside each [T0, T1], integrated (trapezoids; the window's ends
+        interpolated). NaN without power samples covering every window."""
         tl = self.timeline
-        starts = finite([self.job_csv(i, "timed_t_start") for i in range(self.degree)])
-        if tl and tl.has("mem_used_bytes") and starts:
-            if self.mode == "serial":  # one job at a time: the largest of each alone
-                best = (NAN, [])
-                for t in starts:
-                    i = tl.index_at(t)
-                    total = tl.columns["mem_used_bytes"][i]
-                    if math.isnan(best[0]) or total > best[0]:
-                        best = (total, [tl.columns[k][i] for _, k in tl.job_mem])
-                return best[0], best[1], "GPU memory in use after the first epoch"
-            i = tl.index_at(max(starts))
-            return (tl.columns["mem_used_bytes"][i], [tl.columns[k][i] for _, k in tl.job_mem],
-                    "GPU memory in use after the first epoch")
-        peaks = [num(j.get("peak_bytes")) for j in self.jobs]
-        if self.mode == "serial":
-            return (max(finite(peaks)) if finite(peaks) else NAN), [], "largest job peak (no timeline)"
-        return (sum(finite(peaks)) if finite(peaks) else NAN), peaks, "sum of job peaks (no timeline)"
+        if not self.windows() or not tl or not tl.has("power_w"):
+            return NAN
+        pts = [(t, p) for t, p in zip(tl.t, tl.columns["power_w"]) if not math.isnan(p)]
+        total = 0.0
+        for t0, t1 in self.windows():
+            if not pts or pts[0][0] > t0 or pts[-1][0] < t1:
+                return NAN  # the samples do not cover the window
+
+            def at(t):
+                for (ta, pa), (tb, pb) in zip(pts, pts[1:]):
+                    if ta <= t <= tb:
+                        return pa if tb == ta else pa + (pb - pa) * (t - ta) / (tb - ta)
+                return pts[-1][1]
+            inside = [(t0, at(t0))] + [(t, p) for t, p in pts if t0 < t < t1] + [(t1, at(t1))]
+            total += sum((tb - ta) * (pa + pb) / 2 for (ta, pa), (tb, pb) in zip(inside, inside[1:]))
+        return total
+
+    def window_samples(self):
+        """Samples the jobs trained inside the common windows."""
+        v = [num(w.get("samples")) for j in self.jobs for w in (j.get("windows") if isinstance(j.get("windows"), list) else [])
+             if isinstance(w, dict)]
+        return sum(finite(v)) if finite(v) else NAN
+
+    def energy_measured(self):
+        """(energy, per sample, what it covers): over the common window where the run used the
+        window measurement and its power was sampled, else from go to end (warm-up included)."""
+        e = self.window_energy()
+        if not math.isnan(e):
+            n = self.window_samples()
+            return e, (e / n if n > 0 else NAN), "over the common window"
+        return self.energy(), self.energy_per_sample(), "go to end"
 
     def energy(self):
         v = num(self.summary.get("energy_j"))
@@ -336,6 +505,38 @@ class Run:
                 out.append(f"job {i} {j.get('label', '?')}: {j.get('status')}"
                            + (f": {j.get('reason')}" if j.get("reason") else ""))
         return out
+
+
+class RunGroup:
+    """The runs of one cell (workload, mode, degree, partition sharing, jobs): a --repeat's
+    repeat-<r> folders or several run folders of the same cell. Figures draw it as one bar
+    (median, min-max whiskers, n) and tables print `median [min-max]` (Spread)."""
+
+    def __init__(self, runs):
+        self.runs = runs
+        first = runs[0]
+        self.mode, self.degree, self.workload, self.mix = first.mode, first.degree, first.workload, first.mix
+        self.uniform, self.labels, self.mig_shared = first.uniform, first.labels, first.mig_shared
+        self.window = all(r.window for r in runs)
+        self.n = len(runs)
+
+    def spread(self, f):
+        return Spread([f(r) for r in self.runs])
+
+    def job_spread(self, i, f):
+        return Spread([f(r, i) for r in self.runs if i < r.degree])
+
+    def job_names(self):
+        """Each job's label, with its index where labels repeat (S, M#1, M#2 in S+M+M)."""
+        return [f"{lab}#{i}" if self.labels.count(lab) > 1 else lab for i, lab in enumerate(self.labels)]
+
+
+def group_repeats(runs):
+    """The runs grouped by cell, in the order of each cell's first run."""
+    groups = {}
+    for r in runs:
+        groups.setdefault(r.key, []).append(r)
+    return [RunGroup(rs) for rs in groups.values()]
 
 
 class Cell:

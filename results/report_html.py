@@ -3,8 +3,8 @@ import html
 import math
 import os
 
-from report_data import (GIB, METRIC_NAMES, MODEL_NAMES, MODEL_SIZES, NAN, Cell, finite, is_num, mean,
-                         mode_key, num, precision_rows, short_name)
+from report_data import (GIB, METRIC_NAMES, MODEL_NAMES, MODEL_SIZES, NAN, Cell, finite, group_repeats, is_num,
+                         mean, mode_key, num, precision_rows, rank_line, short_name, spread_rank)
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
@@ -13,6 +13,7 @@ h3{font-size:1.05em;margin-top:1.6em}p.sub{color:#555;margin-top:4px}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
 th{background:#f4f4f4}td.l,th.l{text-align:left}tr.bad td{background:#fff3f3}
 img{max-width:100%;border:1px solid #eee;margin:6px 0}code{font-size:11px;word-break:break-all}
+dl.gloss{font-size:12px;display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dl.gloss dt{font-weight:600}dl.gloss dd{margin:0}
 .ok{color:#176f2c}.off{color:#a33}.note{color:#666;font-size:12px}nav a{margin-right:12px}
 """
 
@@ -29,65 +30,167 @@ def gib(v):
     return fmt(v / GIB if not math.isnan(v) else NAN, "{:.2f}")
 
 
+GLOSSARY = [  # results/metrics.h, in a reader's words; one place on the page
+    ("normalized throughput NP<sub>i</sub>", "job i's samples/s here over the same job's samples/s alone (the serial run, "
+     "or <code>--baseline</code>), both over a common window of the same length where the window measurement was used, "
+     "else over the timed (second) epoch"),
+    ("STP", "system throughput: the sum of NP<sub>i</sub>, jobs' worth of solo progress per unit time (serial: 1)"),
+    ("ANTT", "window: the mean over jobs of 1 / NP<sub>i</sub> (mean slowdown); completion: the mean normalized "
+     "turnaround. Lower is better"),
+    ("fairness", "min NP<sub>i</sub> / max NP<sub>i</sub>; 1 = every job slowed alike"),
+    ("slowdown", "1 / NP<sub>i</sub> for one job"),
+    ("interference", "a job's samples/s beside the others over its samples/s alone in a partition of the same size "
+     "(MIG instance or emulated share); 1.00 = isolated"),
+    ("energy per sample", "the run's GPU energy split by each job's solo-equivalent seconds, per trained sample; "
+     "compared per workload only"),
+    ("overlap", "the share of the common window during which every other job was training; below 0.95 (*) the job's "
+     "numbers do not describe collocation"),
+    ("median [min-max]", "over repeats of the same cell (<code>--repeat</code>, or several folders of one cell); "
+     "a ranking says A &gt; B only where the ranges do not overlap and each side has at least 2 repeats, else A ~ B"),
+]
+
+
+def glossary():
+    return "<dl class=gloss>" + "".join(f"<dt>{t}</dt><dd>{d}</dd>" for t, d in GLOSSARY) + "</dl>"
+
+
+def spread_cell(sp, spec, dagger=False):
+    return esc(sp.format(spec)) + ("<sup>†</sup>" if dagger and sp.n else "") if sp.n else "–"
+
+
+def per_job_cell(g):
+    """Each job's samples/s (window or timed epoch) with its label; in window runs its overlap,
+    flagged below the run's minimum."""
+    parts = []
+    for i, name in enumerate(g.job_names()):
+        rate = g.job_spread(i, lambda r, i: r.job_rate(i))
+        text = f"{esc(name)}: {esc(rate.format('{:,.0f}'))}"
+        if g.window and g.mode != "serial":  # serial runs one job at a time: nothing overlaps by design
+            ov = g.job_spread(i, lambda r, i: r.job_overlap(i))
+            if ov.n:
+                low = ov.min < g.runs[0].min_overlap()
+                text += f" <span class={'off' if low else 'note'}>(overlap {ov.min:.2f}{'*' if low else ''})</span>"
+        parts.append(text)
+    return "<br>".join(parts)
+
+
+def energy_vs_serial(r, runs):
+    """The run's own ratio, else this energy over its serial baseline's where both were measured:
+    the baseline's energy in summary.json, else the serial run of the same mix beside it (--mode
+    all). Completion only: a window run's makespan is its warm-up and windows, not its jobs' work."""
+    v = num(r.summary.get("energy_vs_serial"))
+    if not math.isnan(v) or r.window or r.mode == "serial":
+        return v
+    base = r.summary.get("serial_baseline")
+    b = num(base.get("energy_j")) if isinstance(base, dict) else NAN
+    if math.isnan(b):
+        beside = [s for s in runs if s.mode == "serial" and s.mix == r.mix and
+                  os.path.dirname(s.path) == os.path.dirname(r.path)]
+        b = beside[0].energy() if beside else NAN
+    e = r.energy()
+    return e / b if b > 0 and not math.isnan(e) else NAN
+
+
+def peak_memory(r):
+    v = num(r.summary.get("peak_gpu_memory_bytes"))
+    return v if v > 0 else NAN  # 0: nothing was measured (no NVML memory reading)
+
+
 def comparison_table(runs, cells, solo, solo_whole=None):
     derived = {id(r): r.against_alone(solo, solo_whole or {}) for r in runs}
-    extra = sorted({k for r in runs for k in r.extra_metrics()} | {k for d in derived.values() for k in d if k != "speedup_vs_serial"})
-    head = ["jobs", "mode", "status", "makespan s", "samples/s", "speed-up vs serial", "throughput / alone",
-            "mean timed epoch s", "energy J", "energy vs serial", "peak GPU mem GiB"] + \
+    groups = group_repeats(runs)
+    extra = sorted({k for r in runs for k in r.extra_metrics()})
+    window = any(g.window for g in groups)
+    same = all(r.same_workload() for r in runs)
+    head = ["jobs", "mode", "n", "status", "makespan s",
+            ("samples/s per job, window" if window else "samples/s per job, timed epoch")] + \
+           (["samples/s sum"] if same else []) + \
+           ["STP", "ANTT", "fairness", "speed-up vs serial", "energy J, " + (" or ".join(sorted({r.energy_measured()[2] for r in runs if not math.isnan(r.energy_measured()[0])}))
+                                                  or "not measured"),
+            "energy vs serial", "peak GPU mem GiB"] + \
            [METRIC_NAMES.get(k, k) for k in extra] + ["failures"]
-    out = ["<table><tr>" + "".join(f"<th{' class=l' if h in ('mode', 'status', 'failures') else ''}>{esc(h)}</th>" for h in head) + "</tr>"]
-    items = sorted([(r.degree, mode_key(r.mode), r) for r in runs] + [(c.degree, mode_key(c.mode), c) for c in cells],
+    left = ("mode", "status", "failures", head[5])
+    out = ["<table><tr>" + "".join(f"<th{' class=l' if h in left else ''}>{esc(h)}</th>" for h in head) + "</tr>"]
+    items = sorted([(g.degree, mode_key(g.mode), g) for g in groups] + [(c.degree, mode_key(c.mode), c) for c in cells],
                    key=lambda x: (x[0], x[1]))
-    for _, _, it in items:
-        if isinstance(it, Cell):
-            out.append(f"<tr class=bad><td>{it.degree}</td><td class=l>{esc(it.mode)}</td><td class=l>{esc(it.status)}</td>"
-                       f"<td colspan={len(head) - 4}></td><td class=l>{esc(it.reason)}</td></tr>")
+    for _, _, g in items:
+        if isinstance(g, Cell):
+            out.append(f"<tr class=bad><td>{g.degree}</td><td class=l>{esc(g.mode)}</td><td></td><td class=l>{esc(g.status)}</td>"
+                       f"<td colspan={len(head) - 5}></td><td class=l>{esc(g.reason)}</td></tr>")
             continue
-        s = it.summary
-        m = it.extra_metrics()
-        d = derived[id(it)]
-        fails = it.failures()
 
-        def dagger(own, key, spec):  # the run's own number, else one from the workload's run alone, marked
-            if not math.isnan(own) or key not in d:
-                return fmt(own, spec)
-            return fmt(d[key], spec) + "<sup>†</sup>"
-        cells_html = [str(it.degree), esc(it.mode), esc(s.get("status", "?")),
-                      fmt(num(s.get("makespan_s")), "{:.2f}"), fmt(num(s.get("aggregate_samples_per_s")), "{:,.0f}"),
-                      dagger(num(s.get("speedup_vs_serial")), "speedup_vs_serial", "{:.2f}x"),
-                      fmt(it.normalized_throughput(solo), "{:.2f}x"),
-                      fmt(mean(it.timed_seconds()), "{:.3f}"), fmt(it.energy(), "{:,.0f}"),
-                      fmt(num(s.get("energy_vs_serial")), "{:.2f}x"), gib(num(s.get("peak_gpu_memory_bytes")))] + \
-                     [dagger(m.get(k, NAN), k, "{:.3g}") for k in extra] + \
+        def metric(key):  # the runs' own numbers, else ones against the workload's run alone, marked
+            own = g.spread(lambda r: num(r.summary.get(key)))
+            if own.n:
+                return spread_cell(own, "{:.2f}")
+            return spread_cell(g.spread(lambda r: derived[id(r)].get(key, NAN)), "{:.2f}", dagger=True)
+        statuses = sorted({str(r.summary.get("status", "?")) for r in g.runs})
+        fails = [f for r in g.runs for f in r.failures()]
+        mode = esc(g.mode) + (" (shared GPU instance)" if g.mig_shared else "")
+        cells_html = [str(g.degree), mode, str(g.n), esc(", ".join(statuses)),
+                      spread_cell(g.spread(lambda r: num(r.summary.get("makespan_s"))), "{:.2f}"), per_job_cell(g)] + \
+                     ([spread_cell(g.spread(lambda r: r.timed_throughput()), "{:,.0f}")] if same else []) + \
+                     [metric("stp"), metric("antt"), metric("fairness"), metric("speedup_vs_serial"),
+                      spread_cell(g.spread(lambda r: r.energy_measured()[0]), "{:,.0f}"),
+                      spread_cell(g.spread(lambda r: energy_vs_serial(r, runs)), "{:.2f}"),
+                      spread_cell(g.spread(lambda r: peak_memory(r) / GIB), "{:.2f}")] + \
+                     [spread_cell(g.spread(lambda r: r.extra_metrics().get(k, NAN)), "{:.3g}") for k in extra] + \
                      ["<br>".join(esc(f) for f in fails)]
         cls = " class=bad" if fails else ""
-        out.append(f"<tr{cls}>" + "".join(f"<td{' class=l' if i in (1, 2, len(cells_html) - 1) else ''}>{c}</td>"
+        out.append(f"<tr{cls}>" + "".join(f"<td{' class=l' if i in (1, 3, 5, len(cells_html) - 1) else ''}>{c}</td>"
                                           for i, c in enumerate(cells_html)) + "</tr>")
     out.append("</table>")
+    notes = []
+    if not same:
+        notes.append("The jobs are different workloads: their samples/s are shown per job and never summed.")
     if any(derived.values()):
-        out.append("<p class=note>† against this workload's run alone (serial, one job): each of these runs "
-                   "collocated identical jobs without a serial run of its own, so each job's normalized "
-                   "progress is its timed epoch alone over its timed epoch here, and the serial makespan of "
-                   "d jobs is d times one job's.</p>")
+        notes.append("† against this workload's run alone (serial, one job): each of these runs "
+                     "collocated identical jobs without a serial run of its own, so each job's normalized "
+                     "progress is its timed epoch alone over its timed epoch here, and the serial makespan of "
+                     "d jobs is d times one job's.")
+    for d in sorted({g.degree for g in groups if g.degree > 1}):
+        at = [g for g in groups if g.degree == d]
+        for key, name, lower in (("stp", "STP", False), ("antt", "ANTT", True)):
+            named = [(g.mode, g.spread(lambda r: num(r.summary.get(key)) if is_num(r.summary.get(key))
+                                       else derived[id(r)].get(key, NAN))) for g in at]
+            line = rank_line(named, lower_better=lower)
+            if sum(1 for _, sp in named if sp.n) > 1:
+                notes.append(f"{d} jobs, {name}: {esc(line)}")
+    out.extend(f"<p class=note>{n}</p>" for n in notes)
     return "\n".join(out)
 
 
+VERDICT_CLASS = {"holds": "ok", "does not hold": "off"}
+
+
+def verdict(sp, low, high):
+    """Our min-max over the repeats against the paper's range: "holds" inside it, "does not hold"
+    wholly outside it, "inconclusive" across an end; "not measured" without values."""
+    if not sp.n:
+        return "not measured"
+    if low <= sp.min and sp.max <= high:
+        return "holds"
+    if sp.max < low or sp.min > high:
+        return "does not hold"
+    return "inconclusive"
+
+
 def epoch_ratio(groups, sizes, degree, modes, solo):
-    """Mean timed epoch at `degree` over the same mode's degree-1 epoch, per workload of the sizes."""
+    """Each repeat's mean timed epoch at `degree` over the same mode's degree-1 epoch (the median
+    of its repeats; else the workload alone), per workload of the sizes: [(label, Spread)]."""
     rows = []
     for workload, runs in groups:
         model = workload.split(":")[0]
         if MODEL_SIZES.get(model) not in sizes:
             continue
+        cells = group_repeats(runs)
         for mode in modes:
-            alone = [r for r in runs if r.mode in (mode, mode + "-emulate") and r.degree == 1]
-            here = [r for r in runs if r.mode in (mode, mode + "-emulate") and r.degree == degree]
-            for h in here:
-                a = [x for x in alone if x.mode == h.mode]
-                base = mean(a[0].timed_seconds()) if a else solo.get(workload, NAN)
-                v = mean(h.timed_seconds())
-                if not math.isnan(base) and base > 0 and not math.isnan(v):
-                    rows.append(f"{MODEL_NAMES.get(model, model)} {h.mode}: {v / base:.2f}x")
+            for h in [g for g in cells if g.mode in (mode, mode + "-emulate") and g.degree == degree]:
+                alone = [g for g in cells if g.mode == h.mode and g.degree == 1]
+                base = alone[0].spread(lambda r: mean(r.timed_seconds())).median if alone else solo.get(workload, NAN)
+                if not math.isnan(base) and base > 0:
+                    rows.append((f"{MODEL_NAMES.get(model, model)} x{degree} {h.mode}",
+                                 h.spread(lambda r: mean(r.timed_seconds()) / base)))
     return rows
 
 
@@ -96,37 +199,54 @@ def findings_section(ref, groups, cells, solo, gpu_names):
            f"these runs: <b>{esc(', '.join(sorted(gpu_names)) or 'GPU not recorded')}</b> with this suite "
            "(cuDNN/cuBLAS, no framework). Ratios travel between machines better than seconds; a larger GPU "
            "leaves more room for collocation, so our ratios are expected to be lower than the paper's where "
-           "a single job fills less of the GPU.</p>",
-           "<table><tr><th class=l>where</th><th class=l>the paper states</th><th class=l>ours</th></tr>"]
+           "a single job fills less of the GPU. The verdict compares our min-max over the repeats with the "
+           "paper's range: <i>holds</i> inside it, <i>does not hold</i> wholly outside it, <i>inconclusive</i> "
+           "across an end.</p>",
+           "<table><tr><th class=l>where</th><th class=l>the paper states</th><th class=l>ours (runs it speaks of)</th>"
+           "<th class=l>verdict</th></tr>"]
     uniform = [(w, rs) for w, rs in groups if ":" in w]
+    recommender = any(rs and ":" not in w and ("XL" in w.upper() or "dlrm" in w) for w, rs in groups)
     for f in ref.get("findings", []):
         if not isinstance(f, dict):
             continue
-        kind, ours = f.get("kind"), []
+        kind, ours, verdicts = f.get("kind"), [], []
+        low, high = (num(f.get("low")), num(f.get("high"))) if is_num(f.get("low")) and is_num(f.get("high")) else (NAN, NAN)
+        measured = []  # (label, Spread): checked against [low, high]
+        if kind == "table2" and not recommender:
+            continue  # Table 2 speaks of the recommender mix: only on pages with such a run
         if kind == "epoch_ratio":
-            ours = epoch_ratio(uniform, f.get("sizes", []), f.get("degree", 0), f.get("modes", []), solo)
+            measured = epoch_ratio(uniform, f.get("sizes", []), f.get("degree", 0), f.get("modes", []), solo)
         elif kind == "alone_spread":
             for w, rs in uniform:
-                t = [(r.mode, mean(r.timed_seconds())) for r in rs if r.degree == 1 and r.mode != "serial"]
-                t = [(m, v) for m, v in t if not math.isnan(v)]
-                if len(t) > 1:
-                    lo = min(v for _, v in t)
-                    ours.append(f"{short_name(w)}: " + ", ".join(f"{m} {v / lo:.2f}" for m, v in sorted(t, key=lambda x: mode_key(x[0]))))
+                alone = [g for g in group_repeats(rs) if g.degree == 1 and g.mode != "serial"]
+                med = [g.spread(lambda r: mean(r.timed_seconds())).median for g in alone]
+                lo = min(finite(med), default=NAN)
+                if len(finite(med)) > 1 and lo > 0:
+                    for g in sorted(alone, key=lambda g: mode_key(g.mode)):
+                        measured.append((f"{short_name(w)} x1 {g.mode} / fastest alone",
+                                         g.spread(lambda r: mean(r.timed_seconds()) / lo)))
         elif kind == "mode_order":
+            order = [m for m in f.get("order", []) if isinstance(m, str)]
             for w, rs in uniform:
                 for d in sorted({r.degree for r in rs if r.degree > 1}):
-                    t = [(mean(r.timed_seconds()), r.mode) for r in rs if r.degree == d and r.mode != "serial"]
-                    t = sorted((v, m) for v, m in t if not math.isnan(v))
-                    if len(t) > 1:
-                        ours.append(f"{short_name(w)} x{d} (fastest first): " + " > ".join(m for _, m in t))
+                    at = [g for g in group_repeats(rs) if g.degree == d and g.mode != "serial"]
+                    named = [(g.mode, g.spread(lambda r: mean(r.timed_seconds()))) for g in at]
+                    if sum(1 for _, sp in named if sp.n) > 1:
+                        ours.append(f"{short_name(w)} x{d} (timed epoch, fastest first): {rank_line(named, lower_better=True)}")
+                        by = dict(named)
+                        # each pair in the paper's order: ours faster (holds), slower (does not), or ~
+                        ranks = [spread_rank(by[a], by[b]) for i, a in enumerate(order) for b in order[i + 1:]
+                                 if a in by and b in by and by[a].n and by[b].n]
+                        verdicts.append("does not hold" if any(x > 0 for x in ranks) else
+                                        "holds" if ranks and all(x < 0 for x in ranks) else "inconclusive")
         elif kind == "naive_vs_sequence":
             for w, rs in uniform:
                 if MODEL_SIZES.get(w.split(":")[0]) not in f.get("sizes", []) or w not in solo:
                     continue
-                for r in rs:
-                    if r.mode == "naive" and r.degree > 1:
-                        ours.append(f"{short_name(w)} x{r.degree}: naive epoch / (n x alone) = "
-                                    f"{mean(r.timed_seconds()) / (r.degree * solo[w]):.2f}")
+                for g in group_repeats(rs):
+                    if g.mode == "naive" and g.degree > 1:
+                        measured.append((f"{short_name(w)} x{g.degree} naive epoch / (n x alone)",
+                                         g.spread(lambda r: mean(r.timed_seconds()) / (r.degree * solo[w]))))
         elif kind == "does_not_fit":
             ours = [f"{short_name(c.workload)} x{c.degree} {c.mode}: {c.status}" for c in cells if c.status == "does not fit"]
             if not ours:
@@ -137,17 +257,17 @@ def findings_section(ref, groups, cells, solo, gpu_names):
                 alone = [v for v in finite(alone) if v > 0]
                 if not alone:
                     continue
-                for r in rs:
-                    if r.degree > 1 and r.mode != "serial":
-                        m = r.memory_after_epoch()[0]
-                        if not math.isnan(m):
-                            ours.append(f"{short_name(w)} x{r.degree} {r.mode}: {m / (r.degree * min(alone)):.2f} of n x alone")
+                for g in group_repeats(rs):
+                    if g.degree > 1 and g.mode != "serial":
+                        measured.append((f"{short_name(w)} x{g.degree} {g.mode} memory / (n x alone)",
+                                         g.spread(lambda r: r.memory_after_epoch()[0] / (r.degree * min(alone)))))
         elif kind == "energy_order":
             for w, rs in groups:
                 for d in sorted({r.degree for r in rs if r.degree > 1}):
-                    e = sorted((r.energy(), r.mode) for r in rs if r.degree == d and not math.isnan(r.energy()))
-                    if len(e) > 1:
-                        ours.append(f"{short_name(w)} x{d}: " + " < ".join(f"{m} {v / 1000:.2f} kJ" for v, m in e))
+                    named = [(g.mode, g.spread(lambda r: r.energy_measured()[0] / 1000)) for g in group_repeats(rs) if g.degree == d]
+                    if sum(1 for _, sp in named if sp.n) > 1:
+                        ours.append(f"{short_name(w)} x{d} (kJ, least first): " + rank_line(named, lower_better=True) +
+                                    " (" + ", ".join(f"{m} {sp.format('{:.2f}')}" for m, sp in named if sp.n) + ")")
         elif kind == "table2":
             for w, rs in groups:
                 if ":" in w or "XL" not in w.upper() and "dlrm" not in w:
@@ -158,14 +278,23 @@ def findings_section(ref, groups, cells, solo, gpu_names):
                                 + (f" ({(1 / sp - 1) * 100:+.0f}% vs serial)" if not math.isnan(sp) and sp > 0 else ""))
         elif kind == "timeline_note":
             ours = ["see the timelines of the mixed runs below"] if any(":" not in w for w, _ in groups) else []
+        for label, sp in measured:
+            ours.append(f"{label}: {sp.format('{:.2f}')}" + (f" (n={sp.n})" if sp.n > 1 else ""))
+            verdicts.append(verdict(sp, low, high) if not math.isnan(low) else "")
         rng = f" (range used: {f['low']}-{f['high']})" if is_num(f.get("low")) and is_num(f.get("high")) else ""
+        if not ours:
+            verdicts = ["not measured"]
+        elif not verdicts:
+            verdicts = ["no range stated"]
         out.append(f"<tr><td class=l>{esc(f.get('where', ''))}</td><td class=l>{esc(f.get('statement', ''))}"
                    f"<span class=note>{esc(rng)}</span></td><td class=l>"
                    + ("<br>".join(esc(o) for o in ours[:14]) if ours else "<span class=note>not measured in these runs</span>")
-                   + (f"<br><span class=note>… {len(ours) - 14} more</span>" if len(ours) > 14 else "") + "</td></tr>")
+                   + (f"<br><span class=note>… {len(ours) - 14} more</span>" if len(ours) > 14 else "") + "</td><td class=l>"
+                   + "<br>".join(f"<span class={VERDICT_CLASS.get(v, 'note')}>{esc(v or '–')}</span>" for v in verdicts[:14])
+                   + "</td></tr>")
     out.append("</table>")
     t2 = ref.get("table2")
-    if isinstance(t2, list) and t2:
+    if isinstance(t2, list) and t2 and recommender:
         out.append(f"<h3>Table 2 as the paper prints it</h3><p class=note>{esc(ref.get('table2_note', ''))}</p>"
                    "<table><tr><th class=l>collocation</th><th>recommender h</th><th>ResNet h</th><th>total h</th>"
                    "<th>change</th><th>GPU util %</th><th>memory GB</th></tr>")

@@ -5,7 +5,9 @@ value of another type, a CSV cell or column gone, lines repeated), must give eit
 ReportError (a message naming the file: `run_suite report` exits 2), never a traceback.
 
 Deterministic (a fixed seed) and bounded: FUZZ_REPORT_CASES cases (default 40), each on a fresh
-copy of one run folder of tests/fixtures/report. A failing case prints its mutation and the
+copy of one of two run folders of tests/fixtures/report (a completion and a window-measured run).
+Infinities, NaN and 1e308 in numeric CSV cells and JSON numbers, and 1e308 in timeline.csv's power_w,
+must be refused naming their place. A failing case prints its mutation and the
 traceback, and the exit status is 1. Exit 77 (skipped) without matplotlib.
   tests/fuzz_report.py [FIXTURE_RUN_DIR]"""
 import json
@@ -43,22 +45,21 @@ def cut_short(data, rng):
     return data[:n], f"cut at byte {n}"
 
 
+def json_paths(node, path=None):
+    """Every (path, value) of a JSON document, the document itself first (path [])."""
+    path = path or []
+    yield path, node
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        yield from json_paths(v, path + [k])
+
+
 def json_value(data, rng):
     try:
         doc = json.loads(data)
     except ValueError:
         return flip_bytes(data, rng)
-    paths = []
-
-    def walk(node, path):
-        paths.append(path)
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, path + [k])
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                walk(v, path + [i])
-    walk(doc, [])
+    paths = [p for p, _ in json_paths(doc)]
     path = rng.choice(paths[1:] or paths)
     value = rng.choice(ODD_VALUES)
     if not path:
@@ -92,10 +93,47 @@ def csv_cell(data, rng):
     return "\n".join(lines).encode(), f"line {i}: {how}"
 
 
+NON_FINITE = ("inf", "-inf", "nan", "1e308", "-1e308", "1e999")
+
+
+def csv_non_finite(data, rng):
+    """A non-finite or absurd number in a numeric cell (power_w = 1e308 once ended in matplotlib's
+    OverflowError): the report must refuse it naming the file, row and column."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    head = lines[0].split(",")
+    places = [(i, k) for i in range(1, len(lines)) for k, c in enumerate(lines[i].split(","))
+              if k < len(head) and c.strip() and c.replace(".", "", 1).lstrip("-").isdigit()]
+    if not places:
+        return csv_cell(data, rng)
+    i, k = rng.choice(places)
+    cells = lines[i].split(",")
+    cells[k] = rng.choice(NON_FINITE)
+    lines[i] = ",".join(cells)
+    return "\n".join(lines).encode(), f"row {i + 1}, column '{head[k]}' = {cells[k]}"
+
+
+def json_non_finite(data, rng):
+    """The same in a JSON number (Python's json reads Infinity and NaN)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return flip_bytes(data, rng)
+    places = [p for p, v in json_paths(doc) if p and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not places:
+        return json_value(data, rng)
+    path = rng.choice(places)
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = rng.choice((float("inf"), float("-inf"), float("nan"), 1e308, -1e308))
+    return json.dumps(doc).encode(), f"{'/'.join(map(str, path))} = {node[path[-1]]!r}"
+
+
 def mutate(path, rng):
     with open(path, "rb") as f:
         data = f.read()
-    kinds = [flip_bytes, cut_short] + ([json_value] * 3 if path.endswith(".json") else [csv_cell] * 3)
+    kinds = [flip_bytes, cut_short] + ([json_value] * 3 + [json_non_finite] * 2 if path.endswith(".json")
+                                       else [csv_cell] * 3 + [csv_non_finite] * 2)
     data, what = rng.choice(kinds)(data, rng)
     with open(path, "wb") as f:
         f.write(data)
@@ -103,14 +141,17 @@ def mutate(path, rng):
 
 
 def main(argv):
-    fixture = argv[0] if argv else os.path.join(HERE, "fixtures", "report", "20261124T152948Z-all-S+M", "mps")
+    # by default each case mutates one of two runs: a completion-measured one and a heterogeneous
+    # window-measured one (its windows, overlaps and power inside the window); the same case count
+    fixtures = [argv[0]] if argv else [os.path.join(HERE, "fixtures", "report", "20261124T152948Z-all-S+M", "mps"),
+                                       os.path.join(HERE, "fixtures", "report", "20261125T201949Z-all-S+M+M", "mps")]
     cases = int(os.environ.get("FUZZ_REPORT_CASES", "40"))
     rng = random.Random(20261124)
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for case in range(cases):
             run = os.path.join(tmp, f"case-{case}")
-            shutil.copytree(fixture, run)
+            shutil.copytree(fixtures[case % len(fixtures)], run)
             name = rng.choice([f for f in FILES if os.path.exists(os.path.join(run, f))])
             what = mutate(os.path.join(run, name), rng)
             try:
@@ -125,6 +166,31 @@ def main(argv):
                 continue
             print(f"case {case}: {name}: {what[:80]}: {outcome[:120]}")
             shutil.rmtree(run)
+    # every non-finite or absurd value in timeline.csv's power_w is refused with its place (exit 2)
+    for value in NON_FINITE:
+        run = os.path.join(tmp_fixed := tempfile.mkdtemp(), "run")
+        shutil.copytree(fixtures[0], run)
+        path = os.path.join(run, "timeline.csv")
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        k = lines[0].split(",").index("power_w")
+        cells = lines[2].split(",")
+        cells[k] = value
+        lines[2] = ",".join(cells)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+        try:
+            report.build([run], "")
+            outcome = "page"
+        except ReportError as e:
+            outcome = str(e)
+        except Exception:  # noqa: BLE001
+            outcome = "crashed:\n" + traceback.format_exc()
+        want = f"{path}: row 3, column 'power_w'"
+        if not outcome.startswith(want):
+            failed += 1
+            print(f"power_w = {value}: expected a refusal starting {want!r}, got {outcome}")
+        shutil.rmtree(tmp_fixed)
     print(f"{cases - failed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -9,11 +9,13 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "results/spread.h"
 #include "tests/testutil.h"
 
 #define FIXTURE SUITE_SOURCE_DIR "/tests/fixtures/report"
@@ -52,13 +54,24 @@ static void test_fixture_page(void **state) {
     assert_non_null(strstr(html, "id=fig-modes-w"));
     assert_non_null(strstr(html, "id=fig-throughput-w0"));
     assert_non_null(strstr(html, "id=fig-timeline-1"));
-    assert_non_null(strstr(html, "id=fig-timeline-11")); /* one per run: 7 study runs + 4 modes of S+M */
+    /* one per cell (a repeated cell's first repeat), over 16 cells the study's top degree only, and
+     * only where a sensor read something (the stand-in's zeros are no timeline): 3 study cells +
+     * 4 modes of S+M + S+M+M's naive and mps (made-up power) */
+    assert_non_null(strstr(html, "id=fig-timeline-9"));
     /* mig-emulate/alone-in-partition/job-0-S is the interference ratio's reference, not a run */
-    assert_null(strstr(html, "id=fig-timeline-12"));
+    assert_null(strstr(html, "id=fig-timeline-10"));
     assert_non_null(strstr(html, "id=fig-energy"));
-    /* every figure is an embedded PNG, and each one the page lists is there */
+    /* every figure is an embedded SVG with its data as an embedded CSV download, also written
+     * beside the page; and each one the page lists is there */
     int images = count(html, "<img ");
-    assert_int_equal(images, count(html, "src='data:image/png;base64,"));
+    assert_int_equal(images, count(html, "src='data:image/svg+xml;base64,"));
+    assert_int_equal(images, count(html, "href='data:text/csv;base64,"));
+    assert_int_equal(count(html, "data:image/png"), 0);
+    char csv[700];
+    snprintf(csv, sizeof csv, "%s/report.fig-modes-w0.csv", dir);
+    char *data = read_all(csv);
+    assert_int_equal(strncmp(data, "panel,series,x,x_label,value,bottom,min,max\n", 44), 0);
+    free(data);
     assert_true(images >= 15);
     const char *list = strstr(html, "<!-- figures:");
     assert_non_null(list);
@@ -78,12 +91,71 @@ static void test_fixture_page(void **state) {
     assert_non_null(strstr(html, "The study's findings next to ours"));
     assert_non_null(strstr(html, "A100-SXM4-40GB"));
     assert_non_null(strstr(html, "NVIDIA H100 80GB HBM3"));
-    assert_non_null(strstr(html, "Table 2 as the paper prints it"));
+    /* Table 2 speaks of the recommender mix: not on a page without a recommender run */
+    assert_null(strstr(html, "Table 2 as the paper prints it"));
+    /* each finding's verdict, our min-max over the repeats against the paper's range */
+    assert_non_null(strstr(html, "<th class=l>verdict</th>"));
+    assert_non_null(strstr(html, "ResNet-50 x2 mps: 1.00 [1.00-1.00] (n=3)"));
+    assert_true(count(html, "<span class=ok>holds</span>") >= 3);
+    assert_non_null(strstr(html, "<span class=note>not measured</span>"));
+    assert_non_null(strstr(html, "<span class=note>inconclusive</span>"));
     assert_non_null(strstr(html, "Provenance"));
     /* the study's cells have no serial run of their own: STP and the rest against the one alone */
     assert_non_null(strstr(html, "against this workload's run alone"));
     assert_true(count(html, "<sup>\xe2\x80\xa0</sup>") >= 6 * 3);
+    /* the metrics defined once, as results/metrics.h does */
+    const char *gloss = strstr(html, "<dl class=gloss>");
+    assert_non_null(gloss);
+    const char *terms[] = {"<dt>STP</dt>", "<dt>ANTT</dt>", "<dt>fairness</dt>", "<dt>slowdown</dt>",
+                           "<dt>interference</dt>", "<dt>energy per sample</dt>"};
+    for (size_t i = 0; i < sizeof terms / sizeof *terms; i++) assert_int_equal(count(html, terms[i]), 1);
     assert_non_null(strstr(html, "mig-emulate"));
+    free(html);
+    test_rmtree(dir);
+}
+
+/* The table of the section that starts at `heading`: the first <table> after it. */
+static char *section_table(const char *html, const char *heading) {
+    const char *h = strstr(html, heading);
+    assert_non_null(h);
+    const char *t = strstr(h, "<table>"), *end = t ? strstr(t, "</table>") : NULL;
+    assert_non_null(end);
+    return strndup(t, (size_t)(end - t));
+}
+
+/* A heterogeneous mix measured over the common window (S+M+M, fake train): no table sums the
+ * jobs' unlike samples/s, every job is named by its label with its window samples/s and overlap;
+ * and a --repeat 3 run (2*M): one row per cell with n = 3, "median [min-max]" and the ranking by
+ * results/spread.h's rule. */
+static void test_mixed_window_and_repeats(void **state) {
+    char dir[512], page[600], out[4096], err[8192];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(page, sizeof page, "%s/report.html", dir);
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report",
+                             FIXTURE "/20261125T201949Z-all-S+M+M", FIXTURE "/20261125T202500Z-all-2xM", "-o", page, NULL);
+    if (rc != 0) fprintf(stderr, "stdout: %s\nstderr: %s\n", out, err);
+    assert_int_equal(rc, 0);
+    char *html = read_all(page);
+    char *table = section_table(html, "mix S+M+M</h3>");
+    assert_null(strstr(table, "samples/s sum"));
+    assert_non_null(strstr(table, "samples/s per job, window"));
+    assert_non_null(strstr(table, "S: 4,224"));
+    assert_non_null(strstr(table, "M#1: 2,048"));
+    assert_non_null(strstr(table, "M#2: 2,048"));
+    assert_non_null(strstr(table, "(overlap 1.00)"));
+    assert_null(strstr(table, "8,320")); /* 4,224 + 2 x 2,048: a sum of unlike samples */
+    /* energy over the common window only (the fixture's made-up 250 W naive, 300 W mps; 1 s window) */
+    assert_non_null(strstr(table, "energy J, over the common window<"));
+    assert_non_null(strstr(table, "<td>250</td>"));
+    assert_non_null(strstr(table, "<td>300</td>"));
+    free(table);
+    assert_non_null(strstr(html, "their samples/s are shown per job and never summed"));
+    table = section_table(html, "ResNet-50 \xc2\xb7 imagenet64");
+    assert_int_equal(count(table, "<td>3</td><td class=l>complete</td>"), 3); /* serial, naive, mps: n = 3 each */
+    assert_non_null(strstr(table, "M#0: 3,072 [3,072-3,072]"));
+    assert_non_null(strstr(table, "2.00 [2.00-2.00]"));
+    free(table);
+    assert_non_null(strstr(html, "2 jobs, STP: mps ~ naive &gt; serial"));
     free(html);
     test_rmtree(dir);
 }
@@ -122,6 +194,19 @@ static void test_bad_files(void **state) {
     assert_int_equal(test_run(restore, out, sizeof out, cmd_err, sizeof cmd_err), 0);
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
     assert_non_null(strstr(err, "timeline.csv"));
+
+    /* a power reading of 1e308 (matplotlib overflowed on it): refused with its file, row and column */
+    snprintf(path, sizeof path, "%s/timeline.csv", run);
+    f = fopen(path, "w");
+    fputs("t,unit,power_w\n1795534193.367,gpu0,70.0\n1795534193.467,gpu0,1e308\n", f);
+    fclose(f);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
+    assert_non_null(strstr(err, "timeline.csv: row 3, column 'power_w': '1e308' is not a finite number"));
+    f = fopen(path, "w");
+    fputs("t,unit,power_w\n1795534193.367,gpu0,inf\n", f);
+    fclose(f);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
+    assert_non_null(strstr(err, "timeline.csv: row 2, column 'power_w': 'inf'"));
 
     /* a folder without any run, and a missing one */
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", SUITE_SOURCE_DIR "/tests/fuzz/idx", NULL), 2);
@@ -210,7 +295,7 @@ static void test_precision_pair(void **state) {
     assert_non_null(strstr(html, "<a href=#precision>"));
     const char *img = strstr(html, "<img id=fig-precision ");
     assert_non_null(img);
-    assert_int_equal(strncmp(strstr(img, " src='"), " src='data:image/png;base64,", 28), 0);
+    assert_int_equal(strncmp(strstr(img, " src='"), " src='data:image/svg+xml;base64,", 32), 0);
     assert_non_null(strstr(strstr(html, "<!-- figures:"), " fig-precision"));
     const char *table = strstr(html, "<th>bf16 / tf32</th>");
     assert_non_null(table);
@@ -228,9 +313,46 @@ static void test_precision_pair(void **state) {
     test_rmtree(dir);
 }
 
+/* The report's Python spread (report_data.Spread, spread_rank) is results/spread.h's rule: on the
+ * same numbers both print the same "median [min-max]" and the same ranking sign. */
+static void test_spread_agrees_with_c(void **state) {
+    enum { SETS = 8, MAX = 4 };
+    static const double sets[SETS][MAX] = {{1, 2, 3}, {3, 1, 2, 4}, {5}, {0}, {NAN, 2, INFINITY, 1},
+                                           {1.0, 1.1}, {1.05, 1.2, 1.15}, {2, 2.5}};
+    static const int counts[SETS] = {3, 4, 1, 0, 4, 2, 3, 2};
+    char expected[4096] = "", line[256];
+    for (int a = 0; a < SETS; a++) {
+        spread sa = spread_of(sets[a], counts[a]);
+        spread_format(line, sizeof line, sa, "%.2f");
+        strcat(expected, line);
+        for (int b = 0; b < SETS; b++) {
+            strcat(expected, " ");
+            strcat(expected, spread_rank_sign(spread_rank(sa, spread_of(sets[b], counts[b]))));
+        }
+        strcat(expected, "\n");
+    }
+    char code[2048];
+    snprintf(code, sizeof code,
+             "import sys; sys.path.insert(0, '%s/results')\n"
+             "from report_data import Spread, spread_rank, spread_rank_sign\n"
+             "nan, inf = float('nan'), float('inf')\n"
+             "sets = [[1, 2, 3], [3, 1, 2, 4], [5], [], [nan, 2, inf, 1], [1.0, 1.1], [1.05, 1.2, 1.15], [2, 2.5]]\n"
+             "for a in sets:\n"
+             "    print(Spread(a).format('{:.2f}') + ''.join(' ' + spread_rank_sign(spread_rank(Spread(a), Spread(b))) for b in sets))\n",
+             SUITE_SOURCE_DIR);
+    char *const argv[] = {"/usr/bin/env", "python3", "-c", code, NULL};
+    char out[4096], err[4096];
+    int rc = test_run(argv, out, sizeof out, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, expected);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spread_agrees_with_c),
         cmocka_unit_test(test_fixture_page),
+        cmocka_unit_test(test_mixed_window_and_repeats),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_study_cell_not_run),
         cmocka_unit_test(test_precision_pair),

@@ -131,6 +131,9 @@ static void test_small_study(void **state) {
     cJSON *root = cJSON_Parse(text);
     assert_non_null(root);
     assert_string_equal(cJSON_GetObjectItem(root, "status")->valuestring, "complete");
+    /* built from a git checkout: its revision (git found on PATH, else the build's) */
+    if (stat(SUITE_SOURCE_DIR "/.git", &st) == 0)
+        assert_int_equal(strspn(cJSON_GetObjectItem(root, "suite_revision")->valuestring, "0123456789abcdef"), 40);
     const cJSON *cells = cJSON_GetObjectItem(root, "cells");
     assert_int_equal(cJSON_GetArraySize(cells), 1 + 3); /* serial alone; three modes at 7 */
     int ran = 0, refused = 0;
