@@ -54,11 +54,15 @@ fi
 runs="$out/guard-runs"
 rm -rf "$runs"
 mkdir -p "$runs" || exit 2
+# One search per convolution for the whole guard, made before any job trained: every cell, mode
+# and repeat then runs the same algorithms, and a run's set-up is a fraction of a second.
+export SUITE_CONV_CHOICES="${SUITE_CONV_CHOICES:-$runs/conv-choices.tsv}"
+guard_start=$SECONDS
 collect_args=()
 for cell in "${cells[@]}"; do
     read -r mix precision <<<"$cell"
     name="${mix//\*/x}-$precision"
-    echo "sharing guard: $mix $precision (${measure[*]}, --repeat $repeats)"
+    echo "sharing guard: $mix $precision (${measure[*]}, --repeat $repeats), at $((SECONDS - guard_start)) s"
     "$build/run_suite" --mode all --mig-emulate --mix "$mix" --precision "$precision" --repeat "$repeats" \
         "${measure[@]}" --train "$train" --results "$runs/$name" >"$runs/$name.log" 2>&1
     rc=$?
@@ -72,6 +76,7 @@ for cell in "${cells[@]}"; do
     collect_args+=(--cell "$mix" "$precision" "${dirs[0]%/}")
 done
 
+echo "sharing guard: the runs took $((SECONDS - guard_start)) s"
 repo=$(dirname "$here")
 revision=$(git -C "$repo" describe --always --dirty --tags 2>/dev/null || echo unknown)
 commit=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)

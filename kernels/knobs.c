@@ -27,6 +27,13 @@ static const knob table[KNOB_COUNT] = {
                        "`1` prints each convolution's choice at set-up on stderr: the legacy algorithm's and "
                        "the best engine's times, and which one runs",
                        JOB_PROGRAMS, 0},
+    [KNOB_CONV_CHOICES] = {"SUITE_CONV_CHOICES", "a file, or `none`", "`none` (`run_suite`: `conv-choices.tsv` in its run folder)",
+                           "where convolution choices are kept across processes: a set-up takes the choice "
+                           "recorded for its shape, GPU and cuDNN, and searches (one process at a time, under "
+                           "the file's lock) only for what is missing. `run_suite` sets it for its jobs, so that "
+                           "every run of an invocation (modes, repeats, a study's cells) uses the same choices, "
+                           "made before any job trained",
+                           JOB_PROGRAMS, 0},
     [KNOB_DEPTHWISE_PATH] = {"SUITE_DEPTHWISE_PATH", "`ours` or `cudnn`", "both timed at set-up, the faster kept",
                              "forces every depthwise convolution onto our NHWC kernels or cuDNN's grouped "
                              "convolution",

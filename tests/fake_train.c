@@ -58,6 +58,7 @@ typedef struct options {
     const char *model, *data, *data_root, *fault;
     long batch, image_size, classes, epochs, steps;
     int json, wait_go, dry_run, have_image_size, have_classes, window_protocol;
+    long warmup_steps; /* the window protocol's first epoch, where shorter */
 } options;
 
 static double now(void) {
@@ -147,6 +148,7 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(a, "--json") == 0) o.json = 1;
         else if (strcmp(a, "--wait-go") == 0) o.wait_go = 1;
         else if (strcmp(a, "--window-protocol") == 0) o.window_protocol = 1;
+        else if (strcmp(a, "--warmup-steps") == 0) o.warmup_steps = need_number(argc, argv, &i);
         else if (strcmp(a, "--dry-run") == 0) o.dry_run = 1;
         else usage_error("unknown option ", a);
     }
@@ -365,8 +367,9 @@ int main(int argc, char **argv) {
         if (b.crash_epoch == k) raise(b.crash_signal);
         if (b.fail_epoch == k) fail_now("out of memory");
         double t0 = now();
-        long s = 1;
-        for (; s <= steps && !(o.window_protocol && win.stopped && k > 1); s++) {
+        long s = 1, planned = o.window_protocol && k == 1 && o.warmup_steps > 0 && o.warmup_steps < steps
+                                  ? o.warmup_steps : steps;
+        for (; s <= planned && !(o.window_protocol && win.stopped && k > 1); s++) {
             double t_step = now();
             sleep_ms(b.epoch_ms / steps);
             if (o.window_protocol) window_step(&win, &in, t_step);

@@ -86,13 +86,13 @@ static void test_mix_fault_override(void **state) {
     assert_non_null(strstr(text, "rows=2147483647,fault=illegal-address@1000000000]"));
     /* train gets it as --inject-fault, the dry run does not */
     assert_int_equal(mix_parse(&m, "S[fault=sigkill@4]", err, sizeof err), 0);
-    char **argv = job_build_argv("/x/train", &m.jobs[0], 2, 0, NULL, 0);
+    char **argv = job_build_argv("/x/train", &m.jobs[0], 2, 0, 0, NULL, 0);
     int found = 0;
     for (char **a = argv; *a; a++)
         if (!strcmp(*a, "--inject-fault")) found = !strcmp(a[1], "sigkill@4");
     assert_true(found);
     job_free_strv(argv);
-    argv = job_build_argv("/x/train", &m.jobs[0], 2, 0, NULL, 1);
+    argv = job_build_argv("/x/train", &m.jobs[0], 2, 0, 0, NULL, 1);
     for (char **a = argv; *a; a++) assert_string_not_equal(*a, "--inject-fault");
     job_free_strv(argv);
 }

@@ -62,7 +62,7 @@ static jobs_settings quiet_settings(double ready_timeout) {
 
 static void test_argv(void **state) {
     job_spec spec = make_spec("S", "resnet26", 128);
-    char **argv = job_build_argv("/x/train", &spec, 3, 50, "/data", 0);
+    char **argv = job_build_argv("/x/train", &spec, 3, 50, 0, "/data", 0);
     const char *want[] = {"/x/train", "--model", "resnet26", "--data", "cifar10", "--batch", "128",
                           "--image-size", "32", "--classes", "10", "--epochs", "3",
                           "--steps-per-epoch", "50", "--json", "--wait-go", "--data-root", "/data",
@@ -72,12 +72,23 @@ static void test_argv(void **state) {
     job_free_strv(argv);
     /* dry run: no epochs, steps or wait-go (the data root is checked too); criteo has no image size */
     spec.image_size = 0;
-    argv = job_build_argv("/x/train", &spec, 3, 50, "/data", 1);
+    argv = job_build_argv("/x/train", &spec, 3, 50, 0, "/data", 1);
     const char *dry[] = {"/x/train", "--model", "resnet26", "--data", "cifar10", "--batch", "128",
                          "--classes", "10", "--dry-run", "--json", "--data-root", "/data",
                          "--data-if-present", NULL};
     for (int i = 0; dry[i]; i++) assert_string_equal(argv[i], dry[i]);
     assert_null(argv[14]);
+    job_free_strv(argv);
+    /* the window form: a warm-up shorter than the epoch is passed on, one as long is not */
+    argv = job_build_argv("/x/train", &spec, 2, 50, 20, NULL, JOB_ARGV_WINDOW);
+    int n = 0;
+    while (argv[n]) n++;
+    assert_string_equal(argv[n - 3], "--window-protocol");
+    assert_string_equal(argv[n - 2], "--warmup-steps");
+    assert_string_equal(argv[n - 1], "20");
+    job_free_strv(argv);
+    argv = job_build_argv("/x/train", &spec, 2, 50, 50, NULL, JOB_ARGV_WINDOW);
+    for (n = 0; argv[n]; n++) assert_string_not_equal(argv[n], "--warmup-steps");
     job_free_strv(argv);
 }
 

@@ -131,7 +131,7 @@ static void test_mix_override(void **state) {
     mix again;
     assert_int_equal(mix_parse(&again, text, err, sizeof err), 0);
     assert_string_equal(again.jobs[0].precision, "bf16");
-    char **argv = job_build_argv("train", &m.jobs[1], 2, 0, NULL, 1);
+    char **argv = job_build_argv("train", &m.jobs[1], 2, 0, 0, NULL, 1);
     assert_true(has_pair(argv, "--precision", "bf16")); /* the footprint query sees it too */
     job_free_strv(argv);
     assert_int_equal(mix_parse(&m, "M[precision=fp16]", err, sizeof err), -1);

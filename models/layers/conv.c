@@ -7,6 +7,7 @@
 #include "kernels/check.h"
 #include "kernels/knobs.h"
 #include "models/core/gpu_timer.h"
+#include "models/layers/conv_choices.h"
 
 enum { LEGACY_TIMED_RUNS = 5 }; /* back to back after one warm-up run */
 static const float LEGACY_HOST_MS = 0.05f; /* what one launch may add to a time Find reports */
@@ -202,6 +203,140 @@ static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_
     }
 }
 
+/* --- choices kept across processes (conv_choices.h) ---------------------------------------- */
+
+/* What a choice depends on besides the layer: the GPU (name and SMs: a MIG slice is another
+ * device; a green context or MPS share is not, so a job makes the same choice alone and shared),
+ * cuDNN, the workspace limit, TF32 and a forced path. */
+static void choice_key(const conv_layer *c, int has_dx, const job_context *ctx, char *key, size_t size) {
+    struct cudaDeviceProp prop;
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, ctx->device));
+    for (char *p = prop.name; *p; p++)
+        if (*p == ' ' || *p == '\t') *p = '_';
+    const conv_shape *s = &c->shape;
+    const char *forced = knob_text(KNOB_CONV_PATH);
+    snprintf(key, size, "gpu=%s/%dsm cudnn=%zu ws=%zu tf32=%d path=%s %s %s n%d %dx%d c%d->%d k%d s%d p%d acc=%d dx=%d",
+             prop.name, prop.multiProcessorCount, cudnnGetVersion(), ctx->workspace_limit, ctx->allow_tf32,
+             forced && *forced ? forced : "auto", s->data_type == CUDNN_DATA_BFLOAT16 ? "bf16" : "f32",
+             s->format == CUDNN_TENSOR_NHWC ? "nhwc" : "nchw", s->batch, s->h_in, s->w_in, s->in_c, s->out_c,
+             s->kernel, s->stride, s->pad, c->accumulate_dx, has_dx);
+}
+
+static const char *DIRECTION_KEYS[3] = {"fwd", "bwd_data", "bwd_filter"};
+
+/* "ws=BYTES fwd=ALGO/MATH/LEGACY_MS/ENGINE/ENGINE_MS bwd_data=... bwd_filter=...", ENGINE "-" where
+ * the legacy algorithm runs; a direction that is never run (no input gradient) is "-". */
+static void choice_value(const conv_layer *c, int has_dx, char *value, size_t size) {
+    const conv_algos *al = &c->algos;
+    const int algo[3] = {al->fwd, al->bwd_data, al->bwd_filter};
+    const int math[3] = {al->fwd_math, al->bwd_data_math, al->bwd_filter_math};
+    const float ms[3] = {al->fwd_ms, al->bwd_data_ms, al->bwd_filter_ms};
+    int n = snprintf(value, size, "ws=%zu", al->workspace_bytes);
+    for (int d = 0; d < 3 && n > 0 && (size_t)n < size; d++) {
+        if (d == CONV_BACKWARD_DATA && !has_dx)
+            n += snprintf(value + n, size - (size_t)n, " %s=-", DIRECTION_KEYS[d]);
+        else
+            n += snprintf(value + n, size - (size_t)n, " %s=%d/%d/%.6g/%s/%.6g", DIRECTION_KEYS[d], algo[d], math[d],
+                          ms[d], al->use_engine[d] ? al->engine[d].name : "-",
+                          al->use_engine[d] ? al->engine[d].ms : 0.0f);
+    }
+}
+
+/* Sets c->algos from a kept value, rebuilding its engine plans on these buffers. 0, or -1 with
+ * err (nothing kept: the caller searches). */
+static int restore_choice(conv_layer *c, const char *value, void *y, const void *x, void *dx, job_context *ctx,
+                          char *err, size_t err_size) {
+    conv_algos *al = &c->algos;
+    memset(al, 0, sizeof *al);
+    const char *p = strstr(value, "ws=");
+    if (!p || sscanf(p, "ws=%zu", &al->workspace_bytes) != 1) {
+        snprintf(err, err_size, "no ws= in \"%s\"", value);
+        return -1;
+    }
+    int *algo[3] = {(int *)&al->fwd, (int *)&al->bwd_data, (int *)&al->bwd_filter};
+    int *math[3] = {(int *)&al->fwd_math, (int *)&al->bwd_data_math, (int *)&al->bwd_filter_math};
+    float *ms[3] = {&al->fwd_ms, &al->bwd_data_ms, &al->bwd_filter_ms};
+    for (int d = 0; d < 3; d++) {
+        if (d == CONV_BACKWARD_DATA && !dx) continue;
+        char tag[32], engine[64];
+        float engine_ms = 0;
+        snprintf(tag, sizeof tag, " %s=", DIRECTION_KEYS[d]);
+        const char *field = strstr(value, tag);
+        if (!field || sscanf(field + strlen(tag), "%d/%d/%g/%63[^/]/%g", algo[d], math[d], ms[d], engine,
+                             &engine_ms) != 5) {
+            snprintf(err, err_size, "no %s choice in \"%s\"", DIRECTION_KEYS[d], value);
+            goto failed;
+        }
+        if (!strcmp(engine, "-")) continue;
+        void *in = d == CONV_BACKWARD_DATA ? dx : (void *)x;
+        void *w = d == CONV_BACKWARD_FILTER ? c->run_weight_grad : c->run_weight;
+        float beta = d == CONV_BACKWARD_DATA && c->accumulate_dx ? 1.0f : 0.0f;
+        if (conv_engine_rebuild(&al->engine[d], (conv_direction)d, &c->shape, beta, engine, engine_ms, ctx->cudnn, in,
+                                w, y, err, err_size) != 0)
+            goto failed;
+        al->use_engine[d] = 1;
+        if (al->engine[d].workspace_bytes > al->workspace_bytes) {
+            snprintf(err, err_size, "%s needs %zu workspace bytes, more than the %zu kept", engine,
+                     al->engine[d].workspace_bytes, al->workspace_bytes);
+            goto failed;
+        }
+    }
+    if (al->workspace_bytes > ctx->workspace_limit) {
+        snprintf(err, err_size, "the kept choice needs %zu workspace bytes, over this job's limit of %zu",
+                 al->workspace_bytes, ctx->workspace_limit);
+        goto failed;
+    }
+    return 0;
+failed:
+    for (int d = 0; d < 3; d++) conv_engine_destroy(&al->engine[d]);
+    memset(al, 0, sizeof *al);
+    return -1;
+}
+
+static void search(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
+    memset(&c->algos, 0, sizeof c->algos);
+    search_algos(c, y, x, dx, ctx);
+    use_math_types(c); /* the legacy picks are timed again as they will run */
+    search_engines(c, y, x, dx, ctx);
+}
+
+/* The layer's algorithms: the choice kept in SUITE_CONV_CHOICES' file for this key, else a search
+ * (under the file's lock, so that no two overlap) whose choice is kept there. */
+static void choose(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
+    const char *path = conv_choices_path();
+    if (!path) {
+        search(c, y, x, dx, ctx);
+        return;
+    }
+    char key[384], value[640], err[1024];
+    conv_choices file;
+    choice_key(c, dx != NULL, ctx, key, sizeof key);
+    if (conv_choices_open(&file, path, err, sizeof err) != 0) {
+        fprintf(stderr, "conv_setup: %s\n", err);
+        exit(2);
+    }
+    int kept = conv_choices_get(&file, key, value, sizeof value, err, sizeof err);
+    if (kept < 0) {
+        fprintf(stderr, "conv_setup: %s\n", err);
+        exit(2);
+    }
+    if (kept == 1 && restore_choice(c, value, y, x, dx, ctx, err, sizeof err) == 0) {
+        conv_choices_close(&file);
+        if (knob_flag(KNOB_CONV_LOG)) fprintf(stderr, "conv %s: kept choice %s\n", key, value);
+        return;
+    }
+    if (kept == 1) fprintf(stderr, "conv_setup: warning: the choice kept in %s for %s does not apply (%s): "
+                           "searching again\n", path, key, err);
+    search(c, y, x, dx, ctx);
+    use_math_types(c);
+    choice_value(c, dx != NULL, value, sizeof value);
+    if (kept == 0 && conv_choices_put(&file, key, value, err, sizeof err) != 0) {
+        fprintf(stderr, "conv_setup: %s\n", err);
+        exit(2);
+    }
+    conv_choices_close(&file);
+}
+
 /* Layers share a search when shape, accumulation and the presence of an input gradient agree. */
 static int cache_lookup(const conv_algo_cache *cache, const conv_shape *s, int accumulate_dx, int has_dx) {
     for (int i = 0; cache && i < cache->count; i++)
@@ -239,10 +374,7 @@ void conv_setup(conv_layer *c, void *y, const void *x, void *dx, int accumulate_
     if (cached >= 0) {
         c->algos = cache->algos[cached]; /* the cache keeps owning the engine plans */
     } else {
-        memset(&c->algos, 0, sizeof c->algos);
-        search_algos(c, y, x, dx, ctx);
-        use_math_types(c); /* the legacy picks are timed again as they will run */
-        search_engines(c, y, x, dx, ctx);
+        choose(c, y, x, dx, ctx);
         if (cache && cache->count < CONV_CACHE_MAX) {
             cache->shapes[cache->count] = *s;
             cache->accumulate_dx[cache->count] = accumulate_dx;

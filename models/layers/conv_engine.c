@@ -424,6 +424,38 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
                 refused, first_refusal);
 }
 
+/* One direction of the convolution as a finalized one-node operation graph, and what it is made of. */
+typedef struct conv_graph {
+    cudnnBackendDescriptor_t x, w, y, conv, op, graph;
+} conv_graph;
+
+static void destroy_graph(conv_graph *g) {
+    destroy_descriptor(g->graph);
+    destroy_descriptor(g->op);
+    destroy_descriptor(g->conv);
+    destroy_descriptor(g->x), destroy_descriptor(g->w), destroy_descriptor(g->y);
+    memset(g, 0, sizeof *g);
+}
+
+/* CUDNN_STATUS_SUCCESS, or the status saying cuDNN supports no graph for it (g then destroyed). */
+static cudnnStatus_t make_graph(conv_graph *g, conv_direction dir, const conv_shape *s, const int64_t align[3],
+                                float beta, cudnnHandle_t cudnn) {
+    g->x = make_tensor(UID_X, s, s->batch, s->in_c, s->h_in, s->w_in, align[0]);
+    g->w = make_tensor(UID_W, s, s->out_c, s->in_c, s->kernel, s->kernel, align[1]);
+    g->y = make_tensor(UID_Y, s, s->batch, s->out_c, s->h_out, s->w_out, align[2]);
+    g->conv = make_convolution(s);
+    g->op = make_operation(dir, g->conv, g->x, g->w, g->y, beta);
+    g->graph = create_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    SET_ATTR(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->op);
+    SET_ATTR(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &cudnn);
+    cudnnStatus_t status = cudnnBackendFinalize(g->graph);
+    if (status != CUDNN_STATUS_SUCCESS) {
+        if (!does_not_apply(status)) CHECK_CUDNN(status);
+        destroy_graph(g);
+    }
+    return status;
+}
+
 int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shape *shape, int allow_tf32, float beta,
                      cudnnHandle_t cudnn, cudaStream_t stream, void *x, void *w, void *y, void *workspace,
                      size_t workspace_limit, char *err, size_t err_size) {
@@ -438,38 +470,98 @@ int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shap
     void *buffers[3] = {x, w, y};
     for (int i = 0; i < 3; i++) plan->alignment[i] = pointer_alignment(buffers[i]);
 
-    const int64_t *align = plan->alignment;
-    cudnnBackendDescriptor_t tx = make_tensor(UID_X, s, s->batch, s->in_c, s->h_in, s->w_in, align[0]);
-    cudnnBackendDescriptor_t tw = make_tensor(UID_W, s, s->out_c, s->in_c, s->kernel, s->kernel, align[1]);
-    cudnnBackendDescriptor_t ty = make_tensor(UID_Y, s, s->batch, s->out_c, s->h_out, s->w_out, align[2]);
-    cudnnBackendDescriptor_t conv = make_convolution(s);
-    cudnnBackendDescriptor_t op = make_operation(dir, conv, tx, tw, ty, beta);
-    cudnnBackendDescriptor_t graph = create_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    SET_ATTR(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op);
-    SET_ATTR(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &cudnn);
-    cudnnStatus_t status = cudnnBackendFinalize(graph);
+    conv_graph g = {0};
+    cudnnStatus_t status = make_graph(&g, dir, s, plan->alignment, beta, cudnn);
     int result;
     if (status == CUDNN_STATUS_SUCCESS) {
         /* bfloat16 data is there to run on tensor cores; float data does only with TF32 */
         int allow_tensor_core = allow_tf32 || s->data_type == CUDNN_DATA_BFLOAT16;
         int max_timed = s->data_type == CUDNN_DATA_BFLOAT16 ? MAX_TIMED_BF16 : MAX_TIMED;
-        result = search_engines(plan, graph, allow_tensor_core, max_timed, cudnn, stream, x, w, y, workspace,
+        result = search_engines(plan, g.graph, allow_tensor_core, max_timed, cudnn, stream, x, w, y, workspace,
                                 workspace_limit, err, err_size);
     } else {
-        if (!does_not_apply(status)) CHECK_CUDNN(status);
         result = fail(err, err_size, "conv_engine %s: cuDNN supports no graph for this convolution: %s",
                       conv_direction_name(dir), suite_cudnn_message(status));
     }
     /* The finalized plan keeps what it needs; the descriptors it was built from can go. */
-    destroy_descriptor(graph);
-    destroy_descriptor(op);
-    destroy_descriptor(conv);
-    destroy_descriptor(tx), destroy_descriptor(tw), destroy_descriptor(ty);
+    destroy_graph(&g);
     if (result) {
         conv_engine_destroy(plan);
         plan->direction = dir, plan->beta = beta, plan->engine_id = -1;
     }
     return result;
+}
+
+/* "eng<id>_k<type>=<value>...", as describe_config writes it: the engine and up to max knobs. */
+static int parse_name(const char *name, int64_t *engine_id, int *knob_types, int64_t *knob_values, int max) {
+    long long id, value;
+    int type, used = 0, count = 0;
+    if (sscanf(name, "eng%lld%n", &id, &used) != 1 || id < 0) return -1;
+    for (const char *p = name + used; *p; p += used) {
+        if (count == max || sscanf(p, "_k%d=%lld%n", &type, &value, &used) != 2) return -1;
+        knob_types[count] = type, knob_values[count++] = value;
+    }
+    *engine_id = id;
+    return count;
+}
+
+int conv_engine_rebuild(conv_engine_plan *plan, conv_direction dir, const conv_shape *shape, float beta,
+                        const char *name, float ms, cudnnHandle_t cudnn, void *x, void *w, void *y, char *err,
+                        size_t err_size) {
+    if (err && err_size) err[0] = '\0';
+    if (!plan) return fail(err, err_size, "conv_engine: plan is NULL");
+    memset(plan, 0, sizeof *plan);
+    plan->direction = dir, plan->beta = beta, plan->engine_id = -1;
+    if (check_inputs(dir, shape, cudnn, x, w, y, NULL, 0, err, err_size)) return -1;
+    int knob_types[CUDNN_KNOB_TYPE_COUNTS];
+    int64_t knob_values[CUDNN_KNOB_TYPE_COUNTS], engine_id;
+    int knobs = parse_name(name, &engine_id, knob_types, knob_values, CUDNN_KNOB_TYPE_COUNTS);
+    if (knobs < 0)
+        return fail(err, err_size, "conv_engine %s: \"%s\" is not an engine's name (eng<id>_k<knob>=<value>...)",
+                    conv_direction_name(dir), name);
+    void *buffers[3] = {x, w, y};
+    for (int i = 0; i < 3; i++) plan->alignment[i] = pointer_alignment(buffers[i]);
+    conv_graph g = {0};
+    cudnnStatus_t status = make_graph(&g, dir, shape, plan->alignment, beta, cudnn);
+    if (status != CUDNN_STATUS_SUCCESS)
+        return fail(err, err_size, "conv_engine %s: cuDNN supports no graph for this convolution: %s",
+                    conv_direction_name(dir), suite_cudnn_message(status));
+    cudnnBackendDescriptor_t engine = create_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    SET_ATTR(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g.graph);
+    SET_ATTR(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &engine_id);
+    cudnnBackendDescriptor_t choices[CUDNN_KNOB_TYPE_COUNTS] = {0}, config = NULL;
+    int64_t workspace = 0;
+    status = cudnnBackendFinalize(engine);
+    for (int i = 0; status == CUDNN_STATUS_SUCCESS && i < knobs; i++) {
+        const cudnnBackendKnobType_t type = (cudnnBackendKnobType_t)knob_types[i];
+        choices[i] = create_descriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+        SET_ATTR(choices[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &type);
+        SET_ATTR(choices[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &knob_values[i]);
+        status = cudnnBackendFinalize(choices[i]);
+    }
+    if (status == CUDNN_STATUS_SUCCESS) {
+        config = create_descriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+        SET_ATTR(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine);
+        if (knobs > 0) SET_ATTR(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, knobs, choices);
+        status = cudnnBackendFinalize(config);
+    }
+    if (status == CUDNN_STATUS_SUCCESS) status = build_plan(cudnn, config, &plan->plan, &workspace);
+    else if (!does_not_apply(status)) CHECK_CUDNN(status);
+    if (status == CUDNN_STATUS_SUCCESS) {
+        describe_config(config, &plan->engine_id, &plan->numerical_notes, plan->name, sizeof plan->name);
+        plan->engine_config = config, config = NULL;
+        plan->workspace_bytes = (size_t)workspace;
+        plan->ms = ms;
+    }
+    destroy_descriptor(config);
+    for (int i = 0; i < knobs; i++) destroy_descriptor(choices[i]);
+    destroy_descriptor(engine);
+    destroy_graph(&g);
+    if (status == CUDNN_STATUS_SUCCESS) return 0;
+    conv_engine_destroy(plan);
+    plan->direction = dir, plan->beta = beta, plan->engine_id = -1;
+    return fail(err, err_size, "conv_engine %s: %s cannot be built here: %s", conv_direction_name(dir), name,
+                suite_cudnn_message(status));
 }
 
 /* Misuse at run time is a bug in the caller: say what was wrong and stop. */

@@ -50,6 +50,14 @@ int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shap
                      void *x, void *w, void *y, void *workspace, size_t workspace_limit,
                      char *err, size_t err_size);
 
+/* The plan named `name` (a conv_engine_plan's name: engine and knob choices) for the same
+ * convolution, rebuilt without timing anything: a choice kept from an earlier search
+ * (conv_choices.h). ms is recorded as the plan's time. Returns 0 with *plan filled, or -1 with err
+ * when this cuDNN cannot build it here (the caller searches then); *plan is then empty. */
+int conv_engine_rebuild(conv_engine_plan *plan, conv_direction dir, const conv_shape *shape, float beta,
+                        const char *name, float ms, cudnnHandle_t cudnn, void *x, void *w, void *y, char *err,
+                        size_t err_size);
+
 /* Run a plan on the cudnn handle's stream. Host work only (a variant pack per call), no
  * synchronisation and no device allocation, so they may be captured into a CUDA graph. The
  * workspace must hold plan->workspace_bytes. Each checks that the plan is of its direction and

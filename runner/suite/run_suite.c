@@ -32,7 +32,7 @@
 typedef struct run_args {
     suite_options o;
     const char *mode, *train;
-    int list, have_epochs, have_steps, have_repeat, have_window;
+    int list, have_epochs, have_steps, have_repeat, have_window, have_warmup;
     const char *gpus; int slurm; /* only for --help: both are run before this table (gpus.c, slurm.c) */
     int precision; /* a precision_kind + 1; 0: none given */
 } run_args;
@@ -57,6 +57,9 @@ static const cli_option RUN_OPTIONS[] = {
     {"--quick", NULL, "2 epochs of 10 steps (a smoke test); a 2 s window", CLI_FLAG(T, o.quick, 1)},
     {"--window", "SECONDS", "the measurement window's length: every job measured over one common window after "
      "every job's warm-up (default 10; --quick 2)", CLI_REAL(T, o.window_s, 0.1, 86400), CLI_MARK(T, have_window)},
+    {"--warmup-steps", "N", "the window measurement's warm-up: each job's first N steps, or its first epoch "
+     "where that is shorter; then whole epochs until the last window closes", CLI_INT(T, o.warmup_steps, 1, 1e12),
+     CLI_MARK(T, have_warmup), .fallback = "50"},
     {"--windows", "K", "K consecutive windows of that length in one launch (median [min-max] over them)",
      CLI_INT(T, o.windows, 1, 64), .fallback = "1"},
     {"--completion", NULL, "the completion measurement instead: each job's second epoch timed, every job run "
@@ -189,8 +192,9 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
         if (!args->have_steps) o->steps_per_epoch = 10;
     }
     if (!args->have_window) o->window_s = o->quick ? 2.0 : 10.0;
-    if (o->completion && (args->have_window || o->windows > 1))
-        return fail("--completion times whole epochs: --window and --windows are the window measurement's%s%s", "", "");
+    if (o->completion && (args->have_window || o->windows > 1 || args->have_warmup))
+        return fail("--completion times whole epochs: --window, --windows and --warmup-steps are the window "
+                    "measurement's%s%s", "", "");
     for (int i = 0; !o->completion && i < o->mix.count; i++)
         if (o->mix.jobs[i].gpus > 1)
             return fail("job %s is data-parallel (%s, gpus=N): its ranks are measured with --completion only",

@@ -161,6 +161,7 @@ static int run_epochs(job *j) {
     CHECK_CUDA(cudaEventCreate(&ring.anchor));
     for (int i = 0; i < STEP_RING; i++) CHECK_CUDA(cudaEventCreate(&ring.marks[i]));
     int window = o->window_protocol, status = 0;
+    long done = 0; /* steps of the epochs before this one */
     /* the window protocol: after the warm-up epoch, epochs go on (past the plan) until "stop" */
     for (int epoch = 1; (window ? epoch == 1 || !j->win.stopped : epoch <= o->epochs) && status == 0; epoch++) {
         loader_start_epoch(l, epoch - 1);
@@ -176,13 +177,16 @@ static int run_epochs(job *j) {
         double loss_sum = 0, correct = 0;
         block_clock block = {t_start, 0};
         train_progress progress = {0};
-        while (steps < w->steps_per_epoch && !diverged && !(window && epoch > 1 && j->win.stopped) &&
+        /* the window protocol's warm-up need not be a whole epoch (an ImageNet one is 10,009 steps) */
+        long planned = window && epoch == 1 && o->warmup_steps > 0 && o->warmup_steps < w->steps_per_epoch
+                           ? o->warmup_steps : w->steps_per_epoch;
+        while (steps < planned && !diverged && !(window && epoch > 1 && j->win.stopped) &&
                (got = loader_next(l, &b, err, sizeof err)) == 1) {
             ops->step(w, &b, steps);
             steps++;
             block.steps++;
-            train_progress_tick(j->ev, &progress, epoch, steps, w->steps_per_epoch, o->batch, t_start);
-            long step = (epoch - 1) * w->steps_per_epoch + steps;
+            train_progress_tick(j->ev, &progress, epoch, steps, planned, o->batch, t_start);
+            long step = done + steps;
             train_fault_at(&o->fault, step, j->ev, stream, w->params);
             if (o->fault.kind == FAULT_NAN && step == o->fault.step && ops->weights_written) ops->weights_written(w);
             ring_make_room(j, &ring, steps);
@@ -234,6 +238,7 @@ static int run_epochs(job *j) {
             .t_start = t_start, .t_end = t_end};
         train_emit_epoch(j->ev, &ops->style, &r);
         if (diverged) status = fail(j, 1, "the loss diverged (NaN or infinite)");
+        done += steps;
     }
     if (window && status == 0) window_between_steps(j, 1); /* stopped: every window is final */
     CHECK_CUDA(cudaEventDestroy(ring.anchor));

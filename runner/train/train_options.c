@@ -90,6 +90,8 @@ static const cli_option OPTIONS[] = {
     {"--wait-go", NULL, "after warm-up print a ready event and wait for \"go\" on stdin", CLI_FLAG(T, wait_go, 1)},
     {"--window-protocol", NULL, "with --wait-go: after the warm-up epoch train until \"stop\" on stdin and report "
      "each \"window T0 T1\" given there (run_suite's window measurement)", CLI_FLAG(T, window_protocol, 1)},
+    {"--warmup-steps", "N", "with --window-protocol: the warm-up epoch's steps, when fewer than an epoch's (0: "
+     "the whole epoch); the epochs after it are whole", CLI_INT(T, warmup_steps, 0, 1LL << 40), .fallback = "0"},
     {"--workers", "N", "data loader threads (0: the CPU count divided by the jobs sharing the machine "
      "(SUITE_CONCURRENT_JOBS, set by run_suite), at least 1 and at most 16)", CLI_INT(T, workers, 0, 256),
      .fallback = "0"},
@@ -231,6 +233,11 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
     }
     if (o->nesterov && o->momentum == 0) {
         snprintf(err, err_size, "--nesterov needs a momentum above 0");
+        return -1;
+    }
+    if (o->warmup_steps > 0 && !o->window_protocol) {
+        snprintf(err, err_size, "--warmup-steps shortens the window protocol's warm-up epoch: it goes with "
+                 "--window-protocol");
         return -1;
     }
     if (o->window_protocol && (!o->wait_go || o->gpus > 1)) {

@@ -35,6 +35,7 @@ typedef struct train_options {
     char save[1024], load[1024];
     int eval, json, dry_run, wait_go, use_graph, allow_tf32, device, workers;
     int window_protocol;      /* after warm-up, train until "stop" and report windows (step_window.h) */
+    long warmup_steps;        /* window protocol: the warm-up epoch's steps (0: a whole epoch) */
     int gpus;                 /* --gpus N: data-parallel ranks (runner/train/train_ddp.c); 0: plain */
     int ddp_rank, ddp_world;  /* in a rank (set by train_ddp.c, not options); world 0: not a rank */
     char ddp_id[264];         /* the NCCL id, hex */

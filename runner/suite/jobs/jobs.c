@@ -158,7 +158,7 @@ char **job_build_env(char *const *base, const job_env *env) {
 }
 
 char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
-                      long steps_per_epoch, const char *data_root, int form) {
+                      long steps_per_epoch, long warmup_steps, const char *data_root, int form) {
     int dry_run = form == JOB_ARGV_DRY_RUN;
     strv s = {0};
     char num[32];
@@ -182,6 +182,8 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     strv_push(&s, dry_run ? "--dry-run" : "--json");
     strv_push(&s, dry_run ? "--json" : "--wait-go");
     if (form == JOB_ARGV_WINDOW) strv_push(&s, "--window-protocol");
+    if (form == JOB_ARGV_WINDOW && warmup_steps > 0 && (steps_per_epoch <= 0 || warmup_steps < steps_per_epoch))
+        NUM("--warmup-steps", "%ld", warmup_steps);
     if (data_root && *data_root) {
         /* real files where they are present; synthetic data of the set's shape elsewhere */
         ARG("--data-root", data_root);
@@ -209,7 +211,7 @@ int job_prepare(job_record *job, int index, const job_spec *spec, const char *tr
     job->collateral_of = -1;
     job->params = job->footprint_bytes = NAN;
     job->t_spawn = job->t_ready = job->t_go = job->t_done = job->t_exit = job->t_fault = NAN;
-    job->argv = job_build_argv(train_path, spec, job->epochs_planned, job->steps_per_epoch, data_root, 0);
+    job->argv = job_build_argv(train_path, spec, job->epochs_planned, job->steps_per_epoch, 0, data_root, 0);
     job->envp = job_build_env(environ, env);
     job->proc = calloc(1, sizeof *job->proc);
     if (job->proc) {
@@ -681,7 +683,7 @@ int jobs_wait_child(pid_t pid) {
 
 int job_query_footprint(const char *train_path, const job_spec *spec, const char *data_root,
                         job_footprint *fp, char *err, size_t err_size) {
-    char **argv = job_build_argv(train_path, spec, 0, 0, data_root, 1);
+    char **argv = job_build_argv(train_path, spec, 0, 0, 0, data_root, 1);
     if (!argv) {
         snprintf(err, err_size, "out of memory");
         return -1;

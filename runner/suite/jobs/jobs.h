@@ -113,11 +113,12 @@ void job_release(job_record *job);
 
 /* The argv of `train` for one job (malloc'd strings, NULL-terminated): the protocol's
  * --json --wait-go form (JOB_ARGV_RUN), the same with --window-protocol (JOB_ARGV_WINDOW: the
- * window measurement), or the --dry-run --json form (JOB_ARGV_DRY_RUN: epochs and steps are then
- * left out; the data root stays, so train checks it before anything runs). Pure. */
+ * window measurement, whose warm-up epoch is warmup_steps long where that is shorter; 0: whole),
+ * or the --dry-run --json form (JOB_ARGV_DRY_RUN: epochs and steps are then left out; the data root
+ * stays, so train checks it before anything runs). Pure. */
 enum { JOB_ARGV_RUN = 0, JOB_ARGV_DRY_RUN = 1, JOB_ARGV_WINDOW = 2 };
 char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
-                      long steps_per_epoch, const char *data_root, int form);
+                      long steps_per_epoch, long warmup_steps, const char *data_root, int form);
 /* base (e.g. environ) with env applied; malloc'd, NULL-terminated. */
 char **job_build_env(char *const *base, const job_env *env);
 void job_free_strv(char **v);

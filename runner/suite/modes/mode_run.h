@@ -27,6 +27,7 @@ struct suite_options {
     int quick;
     double window_s;              /* the window measurement's window length; 0 with --completion */
     int windows;                  /* consecutive windows per launch (--windows) */
+    long warmup_steps;            /* the window measurement's warm-up epoch, where shorter than an epoch */
     int completion;               /* --completion: whole epochs timed, jobs run to completion */
     const char *data_root;        /* NULL: train's default */
     const char *results_dir;

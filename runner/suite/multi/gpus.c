@@ -28,6 +28,7 @@
 #include "runner/suite/gpu/monitor.h"
 #include "runner/suite/multi/gpus_summary.h"
 #include "runner/suite/plan/placement.h"
+#include "runner/suite/run/suite.h"
 
 extern char **environ;
 
@@ -545,6 +546,7 @@ int gpus_main(int argc, char *const argv[]) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
+    suite_keep_choices_in(run_dir); /* every card's run: the same choices */
     print_plan(&a, &m, &p, gpus, cards, runs, references);
     cJSON *plan = plan_json(&a, &m, &p, gpus, cards, runs, references);
     if (results_write_json(run_dir, "placement.json", plan, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);

@@ -228,9 +228,9 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
     char mem[32], bytes[32];
     results_format_bytes(mem, sizeof mem, g->memory_bytes);
     if (o->window_s > 0)
-        printf("dry run: mode %s, mix %s, warm-up epoch then %d common window(s) of %g s (the window measurement), "
-               "%s\nGPU %d: %s%s%s, %s\n\n", mode, o->mix_text, o->windows, o->window_s,
-               c->steps ? "fixed steps per epoch" : "whole epochs", o->gpu, g->nvml_ok ? g->name : "unknown: ",
+        printf("dry run: mode %s, mix %s, a warm-up of %ld steps (or the first epoch where shorter) then %d common "
+               "window(s) of %g s (the window measurement), %s\nGPU %d: %s%s%s, %s\n\n", mode, o->mix_text,
+               o->warmup_steps, o->windows, o->window_s, c->steps ? "fixed steps per epoch" : "whole epochs", o->gpu, g->nvml_ok ? g->name : "unknown: ",
                g->nvml_ok ? ", driver " : g->why, g->driver, mem);
     else
         printf("dry run: mode %s, mix %s, %d epoch(s) (the second is timed), %s\nGPU %d: %s%s%s, %s\n\n",
@@ -490,6 +490,13 @@ static int check_writable(const char *dir, char *err, size_t err_size) {
     return -1;
 }
 
+void suite_keep_choices_in(const char *dir) {
+    if (knob_text(KNOB_CONV_CHOICES)) return;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/conv-choices.tsv", dir);
+    setenv(knob_name(KNOB_CONV_CHOICES), path, 1);
+}
+
 int suite_run(const suite_options *o, const suite_pass *pass) {
     suite_ctx *c = calloc(1, sizeof *c);
     if (!c) return EXIT_RUNTIME;
@@ -511,6 +518,7 @@ int suite_run(const suite_options *o, const suite_pass *pass) {
         fprintf(stderr, "error: %s\n", err);
         status = EXIT_USAGE; /* the user's folder to fix, found before any job ran */
     }
+    if (status < 0) suite_keep_choices_in(c->run_dir);
     if (status < 0 && pass) {
         status = pass->run(c);
     } else if (status < 0 && !o->mode) {

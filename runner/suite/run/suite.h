@@ -27,6 +27,11 @@ int suite_run(const suite_options *options, const suite_pass *pass);
 
 /* The exit status of one mode's run (see mode_run.h); stopped: a stop signal ended it. */
 int suite_exit_for(const run_summary *s, int stopped);
+/* Where every job this invocation starts keeps its convolution choices (SUITE_CONV_CHOICES, which
+ * the jobs inherit): dir/conv-choices.tsv, unless the environment already names a file (or none),
+ * as a study's or a --gpus run's own run_suite finds it. Then a choice is searched once, before
+ * any job trains, and the modes, repeats and cells all run the same algorithms. */
+void suite_keep_choices_in(const char *dir);
 
 /* --mode all's run into dir: every mode the run planned, in the order of their places in c->modes
  * (order NULL: as planned), each into dir/<mode>, then the comparison across them and dir/run.json.

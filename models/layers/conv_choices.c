@@ -1,0 +1,123 @@
+#define _GNU_SOURCE
+#include "models/layers/conv_choices.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernels/knobs.h"
+
+const char *conv_choices_path(void) {
+    const char *path = knob_text(KNOB_CONV_CHOICES);
+    return path && *path && strcmp(path, "none") != 0 ? path : NULL;
+}
+
+int conv_choices_open(conv_choices *f, const char *path, char *err, size_t err_size) {
+    f->fd = -1;
+    snprintf(f->path, sizeof f->path, "%s", path);
+    int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, err_size, "%s %s: cannot open it: %s (expected a file in a folder that exists, or none)",
+                 knob_name(KNOB_CONV_CHOICES), path, strerror(errno));
+        return -1;
+    }
+    int rc;
+    while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (rc != 0) {
+        snprintf(err, err_size, "%s %s: cannot lock it: %s", knob_name(KNOB_CONV_CHOICES), path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    f->fd = fd;
+    return 0;
+}
+
+/* The whole file, NUL-terminated (malloc'd), or NULL with err. */
+static char *read_all(const conv_choices *f, char *err, size_t err_size) {
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) {
+        snprintf(err, err_size, "%s: cannot read it: %s", f->path, strerror(errno));
+        return NULL;
+    }
+    size_t size = (size_t)st.st_size, got = 0;
+    char *text = malloc(size + 1);
+    if (!text) {
+        snprintf(err, err_size, "%s: out of host memory for its %zu bytes", f->path, size);
+        return NULL;
+    }
+    while (got < size) {
+        ssize_t n = pread(f->fd, text + got, size - got, (off_t)got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            snprintf(err, err_size, "%s: cannot read it: %s", f->path, n < 0 ? strerror(errno) : "it shrank");
+            free(text);
+            return NULL;
+        }
+        got += (size_t)n;
+    }
+    text[size] = '\0';
+    return text;
+}
+
+int conv_choices_get(conv_choices *f, const char *key, char *value, size_t value_size, char *err,
+                     size_t err_size) {
+    char *text = read_all(f, err, err_size);
+    if (!text) return -1;
+    size_t key_len = strlen(key);
+    int found = 0;
+    for (char *line = text; *line && !found;) {
+        char *end = strchr(line, '\n');
+        if (!end) break; /* a line still being written: not a choice yet */
+        *end = '\0';
+        if (strncmp(line, key, key_len) == 0 && line[key_len] == '\t') {
+            const char *v = line + key_len + 1;
+            if (strlen(v) >= value_size) {
+                snprintf(err, err_size, "%s: the value under \"%s\" is longer than %zu bytes", f->path, key,
+                         value_size - 1);
+                free(text);
+                return -1;
+            }
+            snprintf(value, value_size, "%s", v);
+            found = 1;
+        }
+        line = end + 1;
+    }
+    free(text);
+    return found;
+}
+
+int conv_choices_put(conv_choices *f, const char *key, const char *value, char *err, size_t err_size) {
+    if (strpbrk(key, "\t\n") || strpbrk(value, "\t\n")) {
+        snprintf(err, err_size, "%s: a key or value with a tab or newline: \"%s\"", f->path, key);
+        return -1;
+    }
+    size_t n = strlen(key) + strlen(value) + 3;
+    char *line = malloc(n);
+    if (!line) {
+        snprintf(err, err_size, "%s: out of host memory", f->path);
+        return -1;
+    }
+    int len = snprintf(line, n, "%s\t%s\n", key, value);
+    ssize_t wrote;
+    while ((wrote = write(f->fd, line, (size_t)len)) < 0 && errno == EINTR) {
+    }
+    free(line);
+    if (wrote != len) {
+        snprintf(err, err_size, "%s: cannot append to it: %s", f->path, wrote < 0 ? strerror(errno) : "short write");
+        return -1;
+    }
+    return 0;
+}
+
+void conv_choices_close(conv_choices *f) {
+    if (f->fd < 0) return;
+    flock(f->fd, LOCK_UN);
+    close(f->fd);
+    f->fd = -1;
+}

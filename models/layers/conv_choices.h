@@ -1,0 +1,33 @@
+/* Convolution choices kept in a file (SUITE_CONV_CHOICES) so that a set-up need not search again:
+ * every process of a run_suite invocation, alone or collocated, then runs the same algorithms, and
+ * a run's set-up costs milliseconds where cuDNN's search cost seconds. One line per searched
+ * convolution, "KEY<tab>VALUE": the key names the shape, the GPU and cuDNN (conv.c builds it), the
+ * value what was chosen. Nothing here knows cuDNN; this is the file, its lock and its lines.
+ *
+ * A set-up holds the file's lock (flock) from its lookup to its line, so no two searches overlap,
+ * and a process that finds the line another has just written searches nothing. The lock is on the
+ * open file, so it also keeps apart the jobs of one process (job_host's threads). */
+#ifndef SUITE_CONV_CHOICES_H
+#define SUITE_CONV_CHOICES_H
+
+#include <stddef.h>
+
+typedef struct conv_choices {
+    int fd;          /* the file, open and locked; -1: none */
+    char path[1024];
+} conv_choices;
+
+/* The file the environment names (SUITE_CONV_CHOICES), or NULL when it names none ("none"). */
+const char *conv_choices_path(void);
+/* Opens (creating) path and waits for its lock. 0, or -1 with err naming the file. */
+int conv_choices_open(conv_choices *f, const char *path, char *err, size_t err_size);
+/* The value recorded under key (the first such line): 1 with value filled, 0 when there is none,
+ * -1 with err when the file cannot be read or the value is longer than value_size. */
+int conv_choices_get(conv_choices *f, const char *key, char *value, size_t value_size, char *err,
+                     size_t err_size);
+/* Appends "key<tab>value\n" in one write. Neither may hold a tab or a newline. 0, or -1 with err. */
+int conv_choices_put(conv_choices *f, const char *key, const char *value, char *err, size_t err_size);
+/* Releases the lock and closes the file. Idempotent. */
+void conv_choices_close(conv_choices *f);
+
+#endif
