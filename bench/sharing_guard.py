@@ -169,9 +169,43 @@ def cell_name(cell):
 # --- collect: run folders to a record ---------------------------------------------------------
 
 
+def collect_windows_cell(mix, precision, run_dir):
+    """One cell from a run_suite --mode all --windows K run folder: each mode's spread over its K
+    windows (its summary.json) and the rankings run_suite made of them (rankings.json)."""
+    path = os.path.join(run_dir, "comparison.json")
+    comparison = load_json(path)
+    if not isinstance(comparison, list):
+        raise GuardError(f"{path}: expected an array of modes")
+    modes, windows = [], 0
+    for m, row in enumerate(comparison):
+        name = need(row, "mode", "string", f"{path}: [{m}]")
+        if row.get("status") == "skipped":
+            continue
+        spath = os.path.join(run_dir, name, "summary.json")
+        summary = load_json(spath)
+        windows = max(windows, need(summary, "windows", "int", spath))
+        mode = {"mode": name, "complete": 1 if summary.get("status") == "complete" else 0}
+        for metric, _ in RUN_METRICS:
+            mode[metric] = check_spread(need(summary, f"{metric}_spread", "object", spath), f"{spath}: {metric}_spread")
+        mode["jobs"] = []
+        for j, job in enumerate(need(summary, "jobs", "array", spath)):
+            wj = f"{spath}: jobs[{j}]"
+            mode["jobs"].append({"index": j, "label": need(job, "label", "string", wj),
+                                 "samples_per_s": check_spread(need(job, "window_samples_per_s_spread", "object", wj),
+                                                               f"{wj}.window_samples_per_s_spread")})
+        modes.append(mode)
+    rpath = os.path.join(run_dir, "rankings.json")
+    rankings = load_json(rpath)
+    return {"mix": mix, "precision": precision, "repeats": windows, "modes": modes,
+            "rankings": {metric: need(rankings, metric, "string", rpath) for metric, _ in RUN_METRICS}}
+
+
 def collect_cell(mix, precision, run_dir):
-    """One cell of a record from a run_suite --repeat run folder (its repeats.json, run.json)."""
+    """One cell of a record from a run_suite --repeat run folder (its repeats.json, run.json), or
+    from a --windows run (collect_windows_cell)."""
     path = os.path.join(run_dir, "repeats.json")
+    if not os.path.exists(path) and os.path.exists(os.path.join(run_dir, "rankings.json")):
+        return collect_windows_cell(mix, precision, run_dir)
     repeats = load_json(path)
     need(repeats, "repeats", "int", path)
     modes = []

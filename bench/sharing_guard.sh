@@ -3,7 +3,7 @@
 # the spread recorded for this GPU in bench/expected/<GPU>.json, so that a change to the training
 # step that makes a mode slower is seen the day it is made (README, "The sharing guard").
 #   bench/sharing_guard.sh BUILD_DIR OUT [--record]
-# 7*S, 3*M and S+M+M in tf32 and 7*S in bf16, each `run_suite --mode all --mig-emulate --repeat 3`
+# 7*S, 3*M and S+M+M in tf32 and 7*S in bf16, each `run_suite --mode all --mig-emulate --windows 3`
 # (serial, naive, mps, mig-emulate, streams, green) into OUT/guard-runs/. Then, with --record,
 # bench/expected/<GPU>.json from them; without, today's spreads against that file: the table on
 # stdout and in OUT/guard.md, OUT/latest.json (commit it as bench/guard/latest.json), exit 1 when a
@@ -15,7 +15,10 @@
 #   SUITE_GUARD_EXPECTED_DIR  where expected files are (bench/expected of this tree)
 #   SUITE_PYTHON              the Python that runs bench/sharing_guard.py (python3)
 #   SUITE_GUARD_CELLS         the cells, "MIX PRECISION;..." (the four above; the CPU test runs fewer)
-#   SUITE_GUARD_WINDOW        the window's seconds (2)
+#   SUITE_GUARD_WINDOW        the window's seconds (1.5; 2 with SUITE_GUARD_REPEAT)
+#   SUITE_GUARD_WINDOWS       the windows per launch (3)
+#   SUITE_GUARD_REPEAT        N > 1: N launches of one window each (--repeat N) instead
+#   SUITE_CONV_CHOICES        the convolution choices' file (OUT/guard-runs/conv-choices.tsv)
 set -u
 usage() { echo "usage: bench/sharing_guard.sh BUILD_DIR OUT [--record]" >&2; exit 2; }
 [ $# -ge 2 ] && [ $# -le 3 ] || usage
@@ -35,17 +38,23 @@ guard_py="$here/sharing_guard.py"
 [ -x "$build/run_suite" ] || { echo "sharing_guard.sh: $build/run_suite: not found (BUILD_DIR: the build folder)" >&2; exit 2; }
 [ -x "$train" ] || { echo "sharing_guard.sh: $train: no train program there (SUITE_GUARD_TRAIN)" >&2; exit 2; }
 
-# The measurement length, in one place. The window protocol (--window SECONDS: each job's rate
-# over the same seconds of overlap) where this run_suite has it; else a fixed epoch of 50 steps,
-# about 0.3 s of M's timed epoch alone and 0.1 s of S's on an H100, several times that shared.
-# Either way a cell's time is mostly its jobs' set-up (cuDNN's algorithm search), and the guard's
-# 4 cells x 3 repeats x 6 modes are meant to fit in 5 minutes on an H100.
-if "$build/run_suite" --help 2>/dev/null | grep -q -- '--window'; then
-    measure=(--window "${SUITE_GUARD_WINDOW:-2}")
+# The measurement, in one place. Each cell is one launch of every mode with 3 consecutive common
+# windows of 1.5 s after a 20-step warm-up (--windows: the spread a launch shows over its windows),
+# not 3 launches (--repeat, which adds what differs between launches: placement, memory, the MPS
+# daemon). A launch costs 1-2 s of start-up and warm-up besides its windows, and the guard's 4
+# cells x 6 modes, the serial references and the partitioned modes' alone-in-partition runs (about
+# 40 launches) then fit in 5 minutes on an H100; as 3 launches each they took 13. The margin
+# (bench/sharing_guard.py) reaches at least 10% beyond the windows' spread for what they miss.
+# SUITE_GUARD_REPEAT=N measures N launches instead (--repeat N, one window each).
+repeats=${SUITE_GUARD_REPEAT:-1}
+if [ "$repeats" -gt 1 ]; then
+    measure=(--window "${SUITE_GUARD_WINDOW:-2}" --repeat "$repeats")
+elif "$build/run_suite" --help 2>/dev/null | grep -q -- '--warmup-steps'; then
+    measure=(--window "${SUITE_GUARD_WINDOW:-1.5}" --windows "${SUITE_GUARD_WINDOWS:-3}" --warmup-steps 20)
 else
-    measure=(--steps-per-epoch 50)
+    echo "sharing_guard.sh: $build/run_suite has no --warmup-steps: build it from this tree" >&2
+    exit 2
 fi
-repeats=3
 cells=("7*S tf32" "3*M tf32" "S+M+M tf32" "7*S bf16")
 if [ -n "${SUITE_GUARD_CELLS:-}" ]; then
     IFS=';' read -r -a cells <<<"$SUITE_GUARD_CELLS"
@@ -62,8 +71,8 @@ collect_args=()
 for cell in "${cells[@]}"; do
     read -r mix precision <<<"$cell"
     name="${mix//\*/x}-$precision"
-    echo "sharing guard: $mix $precision (${measure[*]}, --repeat $repeats), at $((SECONDS - guard_start)) s"
-    "$build/run_suite" --mode all --mig-emulate --mix "$mix" --precision "$precision" --repeat "$repeats" \
+    echo "sharing guard: $mix $precision (${measure[*]}), at $((SECONDS - guard_start)) s"
+    "$build/run_suite" --mode all --mig-emulate --mix "$mix" --precision "$precision" \
         "${measure[@]}" --train "$train" --results "$runs/$name" >"$runs/$name.log" 2>&1
     rc=$?
     if [ $rc -ne 0 ]; then

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "results/repeats.h"
 #include "results/spread.h"
 
 void results_format_bytes(char *out, size_t size, double bytes) {
@@ -126,6 +127,31 @@ static int comparison_column_count(const run_summary *runs, int count) {
     return same ? COMPARISON_COLUMNS : COMPARISON_COLUMNS - 1;
 }
 
+/* With --windows K (K > 1): the modes ranked by each run metric over their windows, by the one
+ * ranking rule (results/repeats.h). Returns how many lines were filled (0: no run has windows). */
+enum { WINDOW_RANKED = 3 };
+static int window_rankings(const run_summary *runs, int count, char lines[WINDOW_RANKED][512],
+                           const char *keys[WINDOW_RANKED]) {
+    static const char *labels[WINDOW_RANKED] = {"STP", "ANTT", "fairness"};
+    static const char *names_of[WINDOW_RANKED] = {"stp", "antt", "fairness"};
+    int with_windows = 0;
+    for (int r = 0; r < count; r++) with_windows |= runs[r].windows_measured > 1;
+    if (!with_windows || count > REPEATS_MAX_MODES) return 0;
+    const char *names[REPEATS_MAX_MODES];
+    spread spreads[REPEATS_MAX_MODES];
+    for (int m = 0; m < WINDOW_RANKED; m++) {
+        for (int r = 0; r < count; r++) {
+            const run_summary *s = &runs[r];
+            const double *v = m == 0 ? s->window_stp : m == 1 ? s->window_antt : s->window_fairness;
+            names[r] = s->mode;
+            spreads[r] = spread_of(v, s->windows_measured);
+        }
+        repeats_rank_line(lines[m], sizeof lines[m], labels[m], names, spreads, count, m == 1);
+        keys[m] = names_of[m];
+    }
+    return WINDOW_RANKED;
+}
+
 void results_print_comparison(FILE *out, const run_summary *runs, int count) {
     int columns = comparison_column_count(runs, count);
     fprintf(out, "\n%-12s %-12s", "mode", "status");
@@ -144,6 +170,11 @@ void results_print_comparison(FILE *out, const run_summary *runs, int count) {
     }
     if (columns < COMPARISON_COLUMNS)
         fprintf(out, "(different workloads: no summed samples/s; STP and ANTT compare the modes)\n");
+    char lines[WINDOW_RANKED][512];
+    const char *keys[WINDOW_RANKED];
+    int ranked = window_rankings(runs, count, lines, keys);
+    if (ranked) fprintf(out, "\nranking over the windows (\">\" only where their ranges do not overlap, else \"~\"):\n");
+    for (int m = 0; m < ranked; m++) fprintf(out, "  %s\n", lines[m]);
     fputc('\n', out);
 }
 
@@ -189,6 +220,16 @@ int results_write_comparison(const char *dir, const run_summary *runs, int count
     int rc = results_text_commit(&t, dir, "comparison.csv", err, err_size);
     if (rc == 0) rc = results_write_json(dir, "comparison.json", root, err, err_size);
     cJSON_Delete(root);
+    char lines[WINDOW_RANKED][512];
+    const char *keys[WINDOW_RANKED];
+    int ranked = window_rankings(runs, count, lines, keys);
+    if (rc == 0 && ranked) {
+        cJSON *rankings = cJSON_CreateObject();
+        cJSON_AddStringToObject(rankings, "over", "windows");
+        for (int m = 0; m < ranked; m++) cJSON_AddStringToObject(rankings, keys[m], lines[m]);
+        rc = results_write_json(dir, "rankings.json", rankings, err, err_size);
+        cJSON_Delete(rankings);
+    }
     return rc;
 }
 

@@ -13,7 +13,8 @@
  *     ignore_term     ignore SIGTERM (the runner must escalate to SIGKILL)
  *     no_done         exit 0 without the done event
  *     footprint=B     bytes reported as the total by --dry-run (default 1 GiB)
- *   FAKE_TRAIN_RECORD=DIR   write DIR/<pid>.txt with argv and the CUDA_* and NCCL_* environment
+ *   FAKE_TRAIN_RECORD=DIR   write DIR/<pid>.txt with argv and the CUDA_*, NCCL_* and SUITE_CONV_*
+ *                           environment
  * It reports "mps":1 when $CUDA_MPS_PIPE_DIRECTORY holds a control socket, as a CUDA program
  * would find a daemon there.
  *
@@ -171,7 +172,8 @@ static void record(int argc, char **argv) {
     if (!f) return;
     for (int i = 0; i < argc; i++) fprintf(f, "argv %s\n", argv[i]);
     for (char **e = environ; *e; e++)
-        if (strncmp(*e, "CUDA_", 5) == 0 || strncmp(*e, "NCCL_", 5) == 0) fprintf(f, "env %s\n", *e);
+        if (strncmp(*e, "CUDA_", 5) == 0 || strncmp(*e, "NCCL_", 5) == 0 || strncmp(*e, "SUITE_CONV_", 11) == 0)
+            fprintf(f, "env %s\n", *e);
     fclose(f);
 }
 

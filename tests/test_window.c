@@ -191,6 +191,78 @@ static void test_failure_mid_window_is_flagged(void **state) {
     cJSON_Delete(root);
 }
 
+static char *read_file(fixture *f, const char *name, char *text, size_t size) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    FILE *file = fopen(path, "r");
+    assert_non_null(file);
+    text[fread(text, 1, size - 1, file)] = 0;
+    fclose(file);
+    return text;
+}
+
+/* Serial under the window measurement runs a repeated spec once (its rate alone is the same
+ * measurement); every job's record is there all the same. Every job gets the invocation's file of
+ * convolution choices. */
+static void test_serial_measures_a_repeated_job_once(void **state) {
+    fixture *f = *state;
+    char record[600], cmd[1400];
+    snprintf(record, sizeof record, "%s/record", f->dir);
+    mkdir(record, 0755);
+    setenv("FAKE_TRAIN_RECORD", record, 1);
+    assert_int_equal(run_suite(f, "serial", "*:epoch_ms=50", "--mode serial --mix 3*S+M --quick --window 0.3"), 0);
+    unsetenv("FAKE_TRAIN_RECORD");
+    static char text[1 << 16];
+    read_file(f, "serial.err", text, sizeof text);
+    assert_non_null(strstr(text, "job 1 S: the same job as job 0, alone: measured once"));
+    assert_non_null(strstr(text, "job 2 S: the same job as job 0, alone: measured once"));
+    assert_null(strstr(text, "job 3 M: the same job"));
+    /* two processes trained (S once, M once), each told where the choices are kept */
+    snprintf(cmd, sizeof cmd, "grep -l -- '^argv --wait-go' %s/*.txt | wc -l > %s/count.txt; "
+             "grep -h '^env SUITE_CONV_CHOICES=.*/conv-choices.tsv$' %s/*.txt | sort -u | wc -l >> %s/count.txt",
+             record, f->dir, record, f->dir);
+    assert_int_equal(system(cmd), 0);
+    assert_string_equal(read_file(f, "count.txt", text, sizeof text), "2\n1\n");
+    cJSON *root = summary(f);
+    cJSON *jobs = cJSON_GetObjectItem(root, "jobs");
+    assert_int_equal(cJSON_GetArraySize(jobs), 4);
+    for (int i = 0; i < 4; i++) {
+        cJSON *j = cJSON_GetArrayItem(jobs, i);
+        assert_string_equal(cJSON_GetObjectItem(j, "status")->valuestring, "ok");
+        assert_true(num(j, "window_samples_per_s") > 0);
+    }
+    assert_true(num(cJSON_GetArrayItem(jobs, 1), "window_samples_per_s") ==
+                num(cJSON_GetArrayItem(jobs, 0), "window_samples_per_s"));
+    cJSON_Delete(root);
+}
+
+/* --mode all with windows ranks the modes over them, by the one rule (results/repeats.h). */
+static void test_modes_ranked_over_windows(void **state) {
+    fixture *f = *state;
+    assert_int_equal(run_suite(f, "ranked", "*:epoch_ms=50",
+                               "--mode all --skip mps,streams,green,mig-emulate --mix S+S --quick --window 0.3 --windows 3"),
+                     0);
+    static char text[1 << 16];
+    read_file(f, "ranked.out", text, sizeof text);
+    assert_non_null(strstr(text, "ranking over the windows"));
+    assert_non_null(strstr(text, "  STP: "));
+    DIR *d = opendir(f->results);
+    struct dirent *e;
+    char path[1024] = "";
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s/rankings.json", f->results, e->d_name);
+    closedir(d);
+    FILE *file = fopen(path, "r");
+    assert_non_null(file);
+    text[fread(text, 1, sizeof text - 1, file)] = 0;
+    fclose(file);
+    cJSON *root = cJSON_Parse(text);
+    assert_string_equal(cJSON_GetObjectItem(root, "over")->valuestring, "windows");
+    assert_non_null(strstr(cJSON_GetObjectItem(root, "stp")->valuestring, "STP: "));
+    assert_non_null(strstr(cJSON_GetObjectItem(root, "antt")->valuestring, "serial"));
+    cJSON_Delete(root);
+}
+
 static void test_dry_run_shows_the_window(void **state) {
     fixture *f = *state;
     assert_int_equal(run_suite(f, "dry", "", "--mode naive --mix S+M --dry-run --window 7 --windows 2"), 0);
@@ -200,6 +272,8 @@ static void test_dry_run_shows_the_window(void **state) {
     text[fread(text, 1, sizeof text - 1, file)] = 0;
     fclose(file);
     assert_non_null(strstr(text, "2 common window(s) of 7 s"));
+    assert_non_null(strstr(text, "a warm-up of 50 steps"));
+    assert_non_null(strstr(text, "--warmup-steps 50")); /* whole epochs: the warm-up is shorter */
     assert_non_null(strstr(text, "--window-protocol"));
     assert_int_equal(run_suite(f, "dryjson", "", "--mode naive --mix S+M --dry-run --json --quick"), 0);
     snprintf(path, sizeof path, "%s/dryjson.out", f->dir);
@@ -222,6 +296,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_completion_keeps_todays_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_mid_window_is_flagged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dry_run_shows_the_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_serial_measures_a_repeated_job_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_modes_ranked_over_windows, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,12 +62,33 @@ static void measure_energy(mode_run *r) {
     s->energy_j = ok == 0 && !isnan(s->first_go) ? total : NAN;
 }
 
-/* One `train` process per job: all at once behind the barrier, or one group per job. */
+/* An earlier job of the same spec that ran to its end, or -1. */
+static int same_job_measured(const job_record *jobs, int i) {
+    for (int k = 0; k < i; k++)
+        if (jobs[k].status == JOB_OK && !strcmp(jobs[k].canonical, jobs[i].canonical)) return k;
+    return -1;
+}
+
+/* One `train` process per job: all at once behind the barrier, or one group per job. Alone, under
+ * the window measurement, a job that repeats an earlier one's spec is that job's measurement (its
+ * rate alone over a window of the same length: 7*S runs S once, not seven times); run to
+ * completion, every job runs, since their sum is the serial makespan. */
 static group_result run_processes(mode_run *r, job_record *jobs, int count, const jobs_settings *s) {
     if (!(r->mode->flags & MODE_SEQUENTIAL)) return jobs_run_group(jobs, count, s);
     group_result result = GROUP_COMPLETE;
-    for (int i = 0; i < count; i++)
-        if (jobs_run_group(&jobs[i], 1, s) == GROUP_STOPPED) result = GROUP_STOPPED;
+    for (int i = 0; i < count; i++) {
+        int same = r->ctx->o->window_s > 0 ? same_job_measured(jobs, i) : -1;
+        if (same < 0) {
+            if (jobs_run_group(&jobs[i], 1, s) == GROUP_STOPPED) result = GROUP_STOPPED;
+            continue;
+        }
+        size_t from = offsetof(job_record, have_setup), to = offsetof(job_record, last_step);
+        memcpy((char *)&jobs[i] + from, (const char *)&jobs[same] + from, to - from);
+        jobs[i].status = jobs[same].status;
+        snprintf(jobs[i].reason, sizeof jobs[i].reason, "measured once with job %d, the same job alone", same);
+        fprintf(stderr, "[%s] job %d %s: the same job as job %d, alone: measured once\n", r->mode->name, i,
+                jobs[i].spec.label, same);
+    }
     return result;
 }
 
