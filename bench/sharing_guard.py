@@ -400,6 +400,12 @@ def record(args):
 # --- render: README's tables ------------------------------------------------------------------
 
 
+def samples_kind(rec):
+    """What the record's samples are: consecutive windows of one launch (--windows) or launches
+    (--repeat)."""
+    return "windows" if "--windows" in rec["measurement"] else "repeats"
+
+
 def render(rec):
     """README's markdown for a record: STP / ANTT / fairness per mix and mode, the ranking lines,
     each job's samples/s; every number median [min-max] over the repeats."""
@@ -407,15 +413,17 @@ def render(rec):
     for cell in rec["cells"]:
         modes += [m["mode"] for m in cell["modes"] if m["mode"] not in modes]
     head = "| mix | metric | " + " | ".join(modes) + " |\n| --- | --- |" + " --- |" * len(modes) + "\n"
+    kind = samples_kind(rec)
+    what = (f"one launch of `--mode all --mig-emulate` per mix with {rec['repeats']} consecutive common windows"
+            if kind == "windows" else f"{rec['repeats']} launches (repeats) of `--mode all --mig-emulate`")
     out = [f"Measured by `bench/sharing_guard.sh` on {rec['gpu']} at {rec['revision']} ({rec['date']}): "
-           f"{rec['repeats']} repeats of `--mode all --mig-emulate`, `{rec['measurement']}`; median [min-max] "
-           "over the repeats.\n\n", head]
+           f"{what}, `{rec['measurement']}`; median [min-max] over the {kind}.\n\n", head]
     for cell in rec["cells"]:
         by_mode = {m["mode"]: m for m in cell["modes"]}
         for i, (metric, label) in enumerate(RUN_METRICS):
             cells = [fmt_spread(by_mode[m][metric], "%.2f") if m in by_mode else "-" for m in modes]
             out.append(f"| {cell_name(cell) if i == 0 else ''} | {label} | " + " | ".join(cells) + " |\n")
-    out.append("\nRankings (`A > B` only where the repeats' ranges do not overlap, else `A ~ B`):\n\n")
+    out.append(f"\nRankings (`A > B` only where the {kind}' ranges do not overlap, else `A ~ B`):\n\n")
     for cell in rec["cells"]:
         out.append(f"- {cell_name(cell)}: " + "; ".join(cell["rankings"][m] for m, _ in RUN_METRICS) + "\n")
     out.append("\nEach job's samples/s (absolute; different workloads are never summed):\n\n")

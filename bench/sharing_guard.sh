@@ -19,6 +19,7 @@
 #   SUITE_GUARD_WINDOWS       the windows per launch (3)
 #   SUITE_GUARD_REPEAT        N > 1: N launches of one window each (--repeat N) instead
 #   SUITE_CONV_CHOICES        the convolution choices' file (OUT/guard-runs/conv-choices.tsv)
+#   SUITE_GUARD_REVISION, SUITE_GUARD_COMMIT  the revision measured (git describe, git rev-parse)
 set -u
 usage() { echo "usage: bench/sharing_guard.sh BUILD_DIR OUT [--record]" >&2; exit 2; }
 [ $# -ge 2 ] && [ $# -le 3 ] || usage
@@ -87,8 +88,9 @@ done
 
 echo "sharing guard: the runs took $((SECONDS - guard_start)) s"
 repo=$(dirname "$here")
-revision=$(git -C "$repo" describe --always --dirty --tags 2>/dev/null || echo unknown)
-commit=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)
+# A machine whose copy of the tree has no current git metadata is told the revision it measures.
+revision=${SUITE_GUARD_REVISION:-$(git -C "$repo" describe --always --dirty --tags 2>/dev/null || echo unknown)}
+commit=${SUITE_GUARD_COMMIT:-$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)}
 gpu_args=()
 [ -n "${SUITE_GUARD_GPU:-}" ] && gpu_args=(--gpu "$SUITE_GUARD_GPU")
 "$python" "$guard_py" collect "${collect_args[@]}" "${gpu_args[@]}" --revision "$revision" --commit "$commit" \
