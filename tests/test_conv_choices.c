@@ -1,7 +1,8 @@
 /* The file of kept convolution choices (models/layers/conv_choices.h), without a GPU: lines found
  * by key (the first wins; a line not yet ended is not one), appended whole, refused with a tab in
- * them; a path that cannot be opened named with the knob; the lock keeping a second opener (another
- * process here) waiting; SUITE_CONV_CHOICES=none naming no file. */
+ * them; a path that cannot be opened named with the knob; the exclusive lock keeping a second
+ * opener (another process here) waiting, the shared one letting readers in and keeping a writer
+ * out; SUITE_CONV_CHOICES=none naming no file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -34,7 +35,7 @@ static void test_get_and_put(void **state) {
     char value[64], err[256];
     conv_choices f;
     write_file("");
-    assert_int_equal(conv_choices_open(&f, path, err, sizeof err), 0);
+    assert_int_equal(conv_choices_open(&f, path, 1, err, sizeof err), 0);
     assert_int_equal(conv_choices_get(&f, "k1", value, sizeof value, err, sizeof err), 0);
     assert_int_equal(conv_choices_put(&f, "k1", "first", err, sizeof err), 0);
     assert_int_equal(conv_choices_put(&f, "k1", "second", err, sizeof err), 0);
@@ -59,7 +60,7 @@ static void test_unfinished_line(void **state) {
     char value[64], err[256];
     conv_choices f;
     write_file("a\t1\nb\t2"); /* b's line is still being written */
-    assert_int_equal(conv_choices_open(&f, path, err, sizeof err), 0);
+    assert_int_equal(conv_choices_open(&f, path, 1, err, sizeof err), 0);
     assert_int_equal(conv_choices_get(&f, "a", value, sizeof value, err, sizeof err), 1);
     assert_int_equal(conv_choices_get(&f, "b", value, sizeof value, err, sizeof err), 0);
     conv_choices_close(&f);
@@ -70,7 +71,7 @@ static void test_bad_path(void **state) {
     char err[512], missing[700];
     conv_choices f;
     snprintf(missing, sizeof missing, "%s/no/such/folder/choices.tsv", dir);
-    assert_int_equal(conv_choices_open(&f, missing, err, sizeof err), -1);
+    assert_int_equal(conv_choices_open(&f, missing, 1, err, sizeof err), -1);
     assert_non_null(strstr(err, "SUITE_CONV_CHOICES"));
     assert_non_null(strstr(err, missing));
     assert_int_equal(f.fd, -1);
@@ -82,7 +83,7 @@ static void test_lock(void **state) {
     (void)state;
     char err[256];
     conv_choices f;
-    assert_int_equal(conv_choices_open(&f, path, err, sizeof err), 0);
+    assert_int_equal(conv_choices_open(&f, path, 1, err, sizeof err), 0);
     pid_t pid = fork();
     if (pid == 0) {
         int fd = open(path, O_RDWR);
@@ -101,6 +102,26 @@ static void test_lock(void **state) {
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0); /* released */
 }
 
+/* Readers share the file; a writer waits for them. */
+static void test_shared_lock(void **state) {
+    (void)state;
+    char err[256];
+    conv_choices f;
+    assert_int_equal(conv_choices_open(&f, path, 0, err, sizeof err), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(path, O_RDWR);
+        int shared = flock(fd, LOCK_SH | LOCK_NB) == 0;
+        flock(fd, LOCK_UN);
+        int exclusive_refused = flock(fd, LOCK_EX | LOCK_NB) == -1 && errno == EWOULDBLOCK;
+        _exit(shared && exclusive_refused ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    conv_choices_close(&f);
+}
+
 static void test_path_knob(void **state) {
     (void)state;
     unsetenv("SUITE_CONV_CHOICES");
@@ -117,7 +138,7 @@ int main(void) {
     snprintf(path, sizeof path, "%s/choices.tsv", dir);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_and_put), cmocka_unit_test(test_unfinished_line), cmocka_unit_test(test_bad_path),
-        cmocka_unit_test(test_lock), cmocka_unit_test(test_path_knob)};
+        cmocka_unit_test(test_lock), cmocka_unit_test(test_shared_lock), cmocka_unit_test(test_path_knob)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     test_rmtree(dir);
     return rc;

@@ -164,8 +164,55 @@ static void test_small_study(void **state) {
     test_rmtree(dir);
 }
 
+/* --window and --repeat reach every run; every job of the study keeps its convolution choices in
+ * one file, the study's. */
+static void test_study_window_and_repeats(void **state) {
+    (void)state;
+    char dir[512], results[600], mps_dir[600], bin[600], record[600], out[16384], err[65536], cmd[2048];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(results, sizeof results, "%s/results", dir);
+    snprintf(mps_dir, sizeof mps_dir, "%s/mps", dir);
+    snprintf(record, sizeof record, "%s/record", dir);
+    mkdir(mps_dir, 0700);
+    mkdir(record, 0755);
+    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
+    setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
+    setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
+    setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", mps_dir, 1);
+    setenv("FAKE_TRAIN", "*:epoch_ms=60", 1);
+    setenv("FAKE_TRAIN_RECORD", record, 1);
+    unsetenv("SUITE_CONV_CHOICES");
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", "small", "--quick",
+                             "--degrees", "2", "--window", "0.4", "--repeat", "2", "--train", FAKE_TRAIN_PATH,
+                             "--results", results, NULL);
+    unsetenv("FAKE_TRAIN_RECORD");
+    if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
+    assert_int_equal(rc, 0);
+    /* serial alone and naive, mps, mig-emulate at 2: each launched twice, with its spread */
+    snprintf(cmd, sizeof cmd, "find %s -name repeats.json | wc -l > %s/n.txt; "
+             "grep -h '^env SUITE_CONV_CHOICES=' %s/*.txt | sort -u | wc -l >> %s/n.txt; "
+             "grep -h '^env SUITE_CONV_CHOICES=' %s/*.txt | grep -c 'study-small/conv-choices.tsv$' >> %s/n.txt; "
+             "find %s -path '*repeat-2*' -name summary.json | head -1 | xargs grep -cE '\"window_length_s\":[[:space:]]*0.4' "
+             ">> %s/n.txt", results, dir, record, dir, record, dir, results, dir);
+    assert_int_equal(system(cmd), 0);
+    char path[700], *text;
+    snprintf(path, sizeof path, "%s/n.txt", dir);
+    text = test_read_text(path, err, sizeof err);
+    assert_non_null(text);
+    int repeats = 0, files = 0, in_study = 0, window = 0;
+    assert_int_equal(sscanf(text, "%d %d %d %d", &repeats, &files, &in_study, &window), 4);
+    free(text);
+    assert_int_equal(repeats, 4);
+    assert_int_equal(files, 1);
+    assert_true(in_study > 0);
+    assert_int_equal(window, 1);
+    test_rmtree(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_study_window_and_repeats),
         cmocka_unit_test(test_cells),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_equals_form),

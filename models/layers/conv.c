@@ -300,8 +300,35 @@ static void search(conv_layer *c, void *y, const void *x, void *dx, job_context 
     search_engines(c, y, x, dx, ctx);
 }
 
+/* The value kept for key (1), none (0); a file that cannot be read stops the job (exit 2). A shared
+ * lock is released on return; the exclusive one is kept (for the search that may follow). */
+static int look_up(conv_choices *file, const char *path, int exclusive, const char *key, char *value,
+                   size_t value_size) {
+    char err[1024];
+    int kept = conv_choices_open(file, path, exclusive, err, sizeof err) == 0
+                   ? conv_choices_get(file, key, value, value_size, err, sizeof err) : -1;
+    if (kept < 0) {
+        fprintf(stderr, "conv_setup: %s\n", err);
+        exit(2);
+    }
+    if (!exclusive) conv_choices_close(file);
+    return kept;
+}
+
+static int restored(conv_layer *c, const char *path, const char *key, const char *value, void *y, const void *x,
+                    void *dx, job_context *ctx) {
+    char err[1024];
+    if (restore_choice(c, value, y, x, dx, ctx, err, sizeof err) == 0) {
+        if (knob_flag(KNOB_CONV_LOG)) fprintf(stderr, "conv %s: kept choice %s\n", key, value);
+        return 1;
+    }
+    fprintf(stderr, "conv_setup: warning: the choice kept in %s for %s does not apply (%s): searching again\n",
+            path, key, err);
+    return 0;
+}
+
 /* The layer's algorithms: the choice kept in SUITE_CONV_CHOICES' file for this key, else a search
- * (under the file's lock, so that no two overlap) whose choice is kept there. */
+ * (under the file's exclusive lock, so that no two overlap) whose choice is kept there. */
 static void choose(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
     const char *path = conv_choices_path();
     if (!path) {
@@ -311,22 +338,19 @@ static void choose(conv_layer *c, void *y, const void *x, void *dx, job_context 
     char key[384], value[640], err[1024];
     conv_choices file;
     choice_key(c, dx != NULL, ctx, key, sizeof key);
-    if (conv_choices_open(&file, path, err, sizeof err) != 0) {
+    int kept = look_up(&file, path, 0, key, value, sizeof value);
+    if (kept == 1 && restored(c, path, key, value, y, x, dx, ctx)) return;
+    if (kept == 0) { /* another job may be searching it now: wait for it, and look again */
+        kept = look_up(&file, path, 1, key, value, sizeof value);
+        if (kept == 1) {
+            conv_choices_close(&file);
+            if (restored(c, path, key, value, y, x, dx, ctx)) return;
+        }
+    }
+    if (file.fd < 0 && conv_choices_open(&file, path, 1, err, sizeof err) != 0) {
         fprintf(stderr, "conv_setup: %s\n", err);
         exit(2);
     }
-    int kept = conv_choices_get(&file, key, value, sizeof value, err, sizeof err);
-    if (kept < 0) {
-        fprintf(stderr, "conv_setup: %s\n", err);
-        exit(2);
-    }
-    if (kept == 1 && restore_choice(c, value, y, x, dx, ctx, err, sizeof err) == 0) {
-        conv_choices_close(&file);
-        if (knob_flag(KNOB_CONV_LOG)) fprintf(stderr, "conv %s: kept choice %s\n", key, value);
-        return;
-    }
-    if (kept == 1) fprintf(stderr, "conv_setup: warning: the choice kept in %s for %s does not apply (%s): "
-                           "searching again\n", path, key, err);
     search(c, y, x, dx, ctx);
     use_math_types(c);
     choice_value(c, dx != NULL, value, sizeof value);

@@ -17,7 +17,7 @@ const char *conv_choices_path(void) {
     return path && *path && strcmp(path, "none") != 0 ? path : NULL;
 }
 
-int conv_choices_open(conv_choices *f, const char *path, char *err, size_t err_size) {
+int conv_choices_open(conv_choices *f, const char *path, int exclusive, char *err, size_t err_size) {
     f->fd = -1;
     snprintf(f->path, sizeof f->path, "%s", path);
     int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -27,7 +27,7 @@ int conv_choices_open(conv_choices *f, const char *path, char *err, size_t err_s
         return -1;
     }
     int rc;
-    while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+    while ((rc = flock(fd, exclusive ? LOCK_EX : LOCK_SH)) != 0 && errno == EINTR) {
     }
     if (rc != 0) {
         snprintf(err, err_size, "%s %s: cannot lock it: %s", knob_name(KNOB_CONV_CHOICES), path, strerror(errno));

@@ -4,9 +4,11 @@
  * convolution, "KEY<tab>VALUE": the key names the shape, the GPU and cuDNN (conv.c builds it), the
  * value what was chosen. Nothing here knows cuDNN; this is the file, its lock and its lines.
  *
- * A set-up holds the file's lock (flock) from its lookup to its line, so no two searches overlap,
- * and a process that finds the line another has just written searches nothing. The lock is on the
- * open file, so it also keeps apart the jobs of one process (job_host's threads). */
+ * A set-up reads under a shared lock and rebuilds what it found with no lock held, so that seven
+ * jobs starting at once restore their plans side by side. One that finds nothing takes the
+ * exclusive lock, looks again (another may have just written the line), and searches and writes
+ * under it, so no two searches overlap. flock's lock is on the open file, so it also keeps apart
+ * the jobs of one process (job_host's threads). */
 #ifndef SUITE_CONV_CHOICES_H
 #define SUITE_CONV_CHOICES_H
 
@@ -19,8 +21,9 @@ typedef struct conv_choices {
 
 /* The file the environment names (SUITE_CONV_CHOICES), or NULL when it names none ("none"). */
 const char *conv_choices_path(void);
-/* Opens (creating) path and waits for its lock. 0, or -1 with err naming the file. */
-int conv_choices_open(conv_choices *f, const char *path, char *err, size_t err_size);
+/* Opens (creating) path and waits for its lock: shared to read, exclusive to search and write.
+ * 0, or -1 with err naming the file. */
+int conv_choices_open(conv_choices *f, const char *path, int exclusive, char *err, size_t err_size);
 /* The value recorded under key (the first such line): 1 with value filled, 0 when there is none,
  * -1 with err when the file cannot be read or the value is longer than value_size. */
 int conv_choices_get(conv_choices *f, const char *key, char *value, size_t value_size, char *err,

@@ -133,17 +133,21 @@ int study_requested(int argc, char **argv) {
 
 typedef struct study_options {
     const char *set, *results, *train, *data_root, *degrees_text, *gpus_text;
-    int gpu, sample_ms, epochs, have_gpu, have_sample_ms, have_epochs, have_steps;
+    int gpu, sample_ms, epochs, have_gpu, have_sample_ms, have_epochs, have_steps, have_window, repeat;
     long steps;
+    double window_s;
     int quick, dry_run, degrees[16];
     int gpus[PLACEMENT_MAX_GPUS], gpu_count; /* --gpus: cells at once, one per GPU */
 } study_options;
 
 #define STUDY_USAGE                                                                                \
     "usage: run_suite --study SET [--quick] [--degrees 1,2,3,7] [--epochs E] [--steps-per-epoch T]\n" \
-    "       [--results DIR] [--train PATH] [--data-root DIR] [--gpu N | --gpus LIST] [--sample-ms MS] [--dry-run]\n" \
-    "  SET: " STUDY_SETS "; --quick: a few steps per epoch, the GPU sampled every 50 ms\n"     \
-    "  (all: under 10 minutes on an H100); --gpus 0,1: the cells spread over those GPUs, one cell per GPU\n" \
+    "       [--window SECONDS] [--repeat N] [--results DIR] [--train PATH] [--data-root DIR]\n"           \
+    "       [--gpu N | --gpus LIST] [--sample-ms MS] [--dry-run]\n"                                       \
+    "  SET: " STUDY_SETS "; --quick: a few steps per epoch, a 2 s window, the GPU sampled every 50 ms\n" \
+    "  (all: under 10 minutes on an H100); --window: every run's (run_suite's 10 s; --quick 2 s);\n"    \
+    "  --repeat N: every run launched N times (run_suite --repeat: median [min-max] in the report);\n"   \
+    "  --gpus 0,1: the cells spread over those GPUs, one cell per GPU\n"                                 \
     "  at a time, several at once (they share the host's CPU, PCIe and memory);\n"                        \
     "  --dry-run: the runs and whether each fits, nothing run. Writes <results>/<time>-study-SET/\n"   \
     "  (study.json, one run_suite folder per run, report.html)\n"
@@ -162,6 +166,8 @@ static const cli_option OPTIONS[] = {
     {"--gpu", "N", NULL, CLI_INT(T, gpu, 0, 1023), CLI_MARK(T, have_gpu)},
     {"--gpus", "LIST", NULL, CLI_STR(T, gpus_text)},
     {"--sample-ms", "MS", NULL, CLI_INT(T, sample_ms, 10, 60000), CLI_MARK(T, have_sample_ms)},
+    {"--window", "SECONDS", NULL, CLI_REAL(T, window_s, 0.1, 86400), CLI_MARK(T, have_window)},
+    {"--repeat", "N", NULL, CLI_INT(T, repeat, 1, 100), .fallback = "1"},
     {"--dry-run", NULL, NULL, CLI_FLAG(T, dry_run, 1)},
     {0}};
 #undef T
@@ -230,7 +236,7 @@ static int parse_options(int argc, char **argv, study_options *o) {
 typedef struct argv_list {
     char *v[48];
     int n;
-    char gpu[16], sample_ms[16], epochs[16], steps[32]; /* the numbers' text */
+    char gpu[16], sample_ms[16], epochs[16], steps[32], window[32], repeat[16]; /* the numbers' text */
 } argv_list;
 
 static void push(argv_list *a, const char *s) {
@@ -272,6 +278,16 @@ static void cell_argv(argv_list *a, const char *self, const study_options *o, co
         snprintf(a->steps, sizeof a->steps, "%ld", o->have_steps ? o->steps : c->steps);
         push(a, "--steps-per-epoch");
         push(a, a->steps);
+    }
+    if (o->have_window || o->quick) { /* --quick's steps are the warm-up; the window is its own */
+        snprintf(a->window, sizeof a->window, "%g", o->have_window ? o->window_s : 2.0);
+        push(a, "--window");
+        push(a, a->window);
+    }
+    if (o->repeat > 1) {
+        snprintf(a->repeat, sizeof a->repeat, "%d", o->repeat);
+        push(a, "--repeat");
+        push(a, a->repeat);
     }
 }
 
