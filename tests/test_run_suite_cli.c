@@ -222,7 +222,8 @@ static void test_dry_run_json(void **state) {
     char joined[1024] = "";
     for (int i = 0; i < cJSON_GetArraySize(argv); i++)
         strcat(joined, cJSON_GetArrayItem(argv, i)->valuestring), strcat(joined, " ");
-    assert_non_null(strstr(joined, "--epochs 2 --steps-per-epoch 10 --json --wait-go"));
+    /* --quick under the window measurement: a 10-step warm-up, the epochs after it whole */
+    assert_non_null(strstr(joined, "--epochs 2 --json --wait-go --window-protocol --warmup-steps 10"));
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(root, "fits")));   /* 2 GB > 1 GiB */
     assert_true(num(cJSON_GetObjectItem(root, "gpu"), "memory_bytes") == 1073741824.0);
     cJSON_Delete(root);

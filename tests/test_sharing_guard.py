@@ -68,7 +68,7 @@ def test_readme_hand_typed(tmp):
     readme = os.path.join(tmp, "README.md")
     write(readme, text.replace(marker, "| S+M+M | STP | 1.54 |\n" + marker, 1))
     p = guard("readme", "--check", readme)
-    assert p.returncode == 1 and "NVIDIA_H100_80GB_HBM3" in p.stderr, p.stderr
+    assert p.returncode == 1 and "the sharing table of NVIDIA_" in p.stderr, p.stderr  # the first table's GPU
 
 
 def test_readme_renders_fixture(tmp):

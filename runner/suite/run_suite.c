@@ -54,7 +54,8 @@ static const cli_option RUN_OPTIONS[] = {
      CLI_INT(T, o.epochs, 1, 100000), CLI_MARK(T, have_epochs)},
     {"--steps-per-epoch", "T", "steps per epoch (default: whole epochs)", CLI_INT(T, o.steps_per_epoch, 1, 1e12),
      CLI_MARK(T, have_steps)},
-    {"--quick", NULL, "2 epochs of 10 steps (a smoke test); a 2 s window", CLI_FLAG(T, o.quick, 1)},
+    {"--quick", NULL, "a smoke test: a 10-step warm-up and a 2 s window (--completion: 2 epochs of 10 steps)",
+     CLI_FLAG(T, o.quick, 1)},
     {"--window", "SECONDS", "the measurement window's length: every job measured over one common window after "
      "every job's warm-up (default 10; --quick 2)", CLI_REAL(T, o.window_s, 0.1, 86400), CLI_MARK(T, have_window)},
     {"--warmup-steps", "N", "the window measurement's warm-up: each job's first N steps, or its first epoch "
@@ -187,9 +188,10 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
     if (suite_repeat_requested(o) && suite_sweep_requested(o))
         return fail("--repeat goes with a run of the mix, not the layout sweep (--mig-layouts)%s%s", "", "");
     if (o->baseline_dir && !is_dir(o->baseline_dir)) return fail("--baseline %s: not a folder%s", o->baseline_dir, "");
-    if (o->quick) {
+    if (o->quick) { /* the window measurement's epochs after the warm-up stay whole: few epoch events */
         if (!args->have_epochs) o->epochs = 2;
-        if (!args->have_steps) o->steps_per_epoch = 10;
+        if (!args->have_steps && o->completion) o->steps_per_epoch = 10;
+        if (!args->have_warmup) o->warmup_steps = 10;
     }
     if (!args->have_window) o->window_s = o->quick ? 2.0 : 10.0;
     if (o->completion && (args->have_window || o->windows > 1 || args->have_warmup))

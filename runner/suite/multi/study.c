@@ -274,9 +274,9 @@ static void cell_argv(argv_list *a, const char *self, const study_options *o, co
     push(a, "--epochs");
     snprintf(a->epochs, sizeof a->epochs, "%d", o->have_epochs ? o->epochs : 2);
     push(a, a->epochs);
-    if (o->have_steps || c->steps) {
+    if (o->have_steps || c->steps) { /* --quick's steps: the warm-up; the epochs after it stay whole */
         snprintf(a->steps, sizeof a->steps, "%ld", o->have_steps ? o->steps : c->steps);
-        push(a, "--steps-per-epoch");
+        push(a, o->have_steps ? "--steps-per-epoch" : "--warmup-steps");
         push(a, a->steps);
     }
     if (o->have_window || o->quick) { /* --quick's steps are the warm-up; the window is its own */
