@@ -26,6 +26,7 @@
 #           sweep of S+M (emulated)
 #   sharing3 S+XL under --mode all; one job in job_host against train alone
 #   study   run_suite --study small --quick and --study all --quick, each with its report
+#   guard   bench/sharing_guard.sh (GUARD_RECORD=1: record): OUT/latest.json (bench/guard/latest.json)
 #   faults  bench/faults.sh: every fault kind under naive, mps, mig-emulate, streams, green; kill -9
 #   ddp1    train --gpus 1 against plain train (loss trajectories)
 #   bf16-tests  the bf16 GPU tests and the float tests of the kernels they share
@@ -305,6 +306,16 @@ PY
             python3 bench/sharing_table.py /tmp/study/$set | grep -v "| - | - | - |" | head -40
             du -sh /tmp/study/$set
         done
+        ;;
+    guard)
+        # GUARD_RECORD=1: record bench/expected/<GPU>.json (copied to OUT/expected); the revision
+        # measured comes from SUITE_GUARD_REVISION/SUITE_GUARD_COMMIT where this copy's git lags
+        mkdir -p "$out/expected"
+        SUITE_GUARD_EXPECTED_DIR=${GUARD_RECORD:+$out/expected} bash bench/sharing_guard.sh "$build" /tmp/guard \
+            ${GUARD_RECORD:+--record} >"$out/guard.txt" 2>&1 || status=1
+        [ -n "${GUARD_RECORD:-}" ] || cp -r bench/expected/. "$out/expected/" 2>/dev/null
+        grep -E "took|verdict|BELOW|ABOVE|NOT MEASURED|recorded" "$out/guard.txt" | head -20
+        cp /tmp/guard/latest.json /tmp/guard/guard.md "$out/" 2>/dev/null
         ;;
     faults)
         MODES=${MODES:-naive mps mig-emulate streams green} bash bench/faults.sh "$build" /tmp/faults | tee -a "$out/faults.md" || status=1

@@ -82,7 +82,7 @@ def _reject_constant(path, constant):
 
 
 def need(obj, key, kind, where):
-    """obj[key], which must be of kind ("object", "array", "string", "int", "number")."""
+    """obj[key], which must be of kind ("object", "array", "string", "int", "number", "bool")."""
     if not isinstance(obj, dict):
         raise GuardError(f"{where}: expected an object")
     if key not in obj:
@@ -91,7 +91,8 @@ def need(obj, key, kind, where):
     ok = {"object": isinstance(value, dict), "array": isinstance(value, list),
           "string": isinstance(value, str),
           "int": isinstance(value, int) and not isinstance(value, bool),
-          "number": isinstance(value, (int, float)) and not isinstance(value, bool)}[kind]
+          "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+          "bool": isinstance(value, bool)}[kind]
     if not ok:
         raise GuardError(f"{where}.{key}: expected {'an' if kind[0] in 'aeiou' else 'a'} {kind}, "
                          f"found {json.dumps(value)[:60]}")
@@ -131,6 +132,8 @@ def check_record(record, where):
         if key in seen:
             raise GuardError(f"{w}: {key[0]} in {key[1]} is there twice")
         seen.add(key)
+        if "min_overlap" in cell:
+            need(cell, "min_overlap", "number", w)
         rankings = need(cell, "rankings", "object", w)
         for metric, _ in RUN_METRICS:
             need(rankings, metric, "string", f"{w}.rankings")
@@ -147,6 +150,9 @@ def check_record(record, where):
                 need(job, "index", "int", wj)
                 need(job, "label", "string", wj)
                 check_spread(need(job, "samples_per_s", "object", wj), f"{wj}.samples_per_s")
+                if "overlap" in job:  # window runs of collocated modes (older records have none)
+                    need(job, "overlap", "number", wj)
+                    need(job, "overlap_flag", "bool", wj)
     return record
 
 
@@ -176,7 +182,7 @@ def collect_windows_cell(mix, precision, run_dir):
     comparison = load_json(path)
     if not isinstance(comparison, list):
         raise GuardError(f"{path}: expected an array of modes")
-    modes, windows = [], 0
+    modes, windows, min_overlap = [], 0, None
     for m, row in enumerate(comparison):
         name = need(row, "mode", "string", f"{path}: [{m}]")
         if row.get("status") == "skipped":
@@ -184,20 +190,31 @@ def collect_windows_cell(mix, precision, run_dir):
         spath = os.path.join(run_dir, name, "summary.json")
         summary = load_json(spath)
         windows = max(windows, need(summary, "windows", "int", spath))
+        if isinstance(summary.get("min_overlap"), (int, float)):
+            min_overlap = summary["min_overlap"]
         mode = {"mode": name, "complete": 1 if summary.get("status") == "complete" else 0}
         for metric, _ in RUN_METRICS:
             mode[metric] = check_spread(need(summary, f"{metric}_spread", "object", spath), f"{spath}: {metric}_spread")
         mode["jobs"] = []
         for j, job in enumerate(need(summary, "jobs", "array", spath)):
             wj = f"{spath}: jobs[{j}]"
-            mode["jobs"].append({"index": j, "label": need(job, "label", "string", wj),
-                                 "samples_per_s": check_spread(need(job, "window_samples_per_s_spread", "object", wj),
-                                                               f"{wj}.window_samples_per_s_spread")})
+            entry = {"index": j, "label": need(job, "label", "string", wj),
+                     "samples_per_s": check_spread(need(job, "window_samples_per_s_spread", "object", wj),
+                                                   f"{wj}.window_samples_per_s_spread")}
+            overlap = job.get("window_overlap")
+            if name != "serial" and isinstance(overlap, (int, float)) and not isinstance(overlap, bool):
+                # the share of the window every other job trained; run_suite flags it below its minimum
+                entry["overlap"] = overlap
+                entry["overlap_flag"] = job.get("overlap_flag") is True
+            mode["jobs"].append(entry)
         modes.append(mode)
     rpath = os.path.join(run_dir, "rankings.json")
     rankings = load_json(rpath)
-    return {"mix": mix, "precision": precision, "repeats": windows, "modes": modes,
+    cell = {"mix": mix, "precision": precision, "repeats": windows, "modes": modes,
             "rankings": {metric: need(rankings, metric, "string", rpath) for metric, _ in RUN_METRICS}}
+    if min_overlap is not None:
+        cell["min_overlap"] = min_overlap
+    return cell
 
 
 def collect_cell(mix, precision, run_dir):
@@ -315,6 +332,14 @@ def comparisons(expected, today):
                     row["ratio"] = got["median"] / rec["median"] if rec["median"] else None
                     row["verdict"] = "ok" if lo <= got["median"] <= hi else ("below" if got["median"] < lo else "above")
                 rows.append(row)
+            for got in now_jobs.values():  # a job whose window others did not fill measured no sharing
+                if got.get("overlap_flag"):
+                    ov = got["overlap"]
+                    rows.append({"mix": cell["mix"], "precision": cell["precision"], "mode": mode["mode"],
+                                 "value": f"job {got['index']} {got['label']} overlap", "job": got["index"],
+                                 "recorded": None, "today": {"median": ov, "min": ov, "max": ov, "n": 1},
+                                 "band": [now.get("min_overlap", 0.95), 1.0], "format": "%.2f", "ratio": None,
+                                 "verdict": "overlap below minimum"})
     return rows
 
 
@@ -335,6 +360,9 @@ def failure_line(r):
     head = f"{cell_name(r)}, mode {r['mode']}, {r['value']}"
     if r["verdict"] == "not measured today":
         return f"{head}: recorded {fmt_spread(r['recorded'], f)}, not measured today"
+    if r["verdict"] == "overlap below minimum":
+        return (f"{head}: {f % r['today']['median']} of the window had every other job training (at least "
+                f"{f % r['band'][0]} wanted): not a measurement of sharing")
     ratio = "" if r["ratio"] is None else f"{r['ratio']:.3f}x; "
     return (f"{head}: {f % r['today']['median']} today against {fmt_spread(r['recorded'], f)} recorded "
             f"({ratio}allowed {f % r['band'][0]}-{f % r['band'][1]})")
@@ -426,6 +454,12 @@ def render(rec):
     out.append(f"\nRankings (`A > B` only where the {kind}' ranges do not overlap, else `A ~ B`):\n\n")
     for cell in rec["cells"]:
         out.append(f"- {cell_name(cell)}: " + "; ".join(cell["rankings"][m] for m, _ in RUN_METRICS) + "\n")
+    overlaps = [(j["overlap"], cell_name(cell), m["mode"], j) for cell in rec["cells"] for m in cell["modes"]
+                for j in m["jobs"] if "overlap" in j]
+    if overlaps:
+        low, where, mode, job = min(overlaps, key=lambda o: o[0])
+        out.append(f"\nEvery collocated job trained beside all the others for at least {low:.3f} of each window "
+                   f"(the lowest: {where}, {mode}, job {job['index']} {job['label']}).\n")
     out.append("\nEach job's samples/s (absolute; different workloads are never summed):\n\n")
     out.append("| mix | job | " + " | ".join(modes) + " |\n| --- | --- |" + " --- |" * len(modes) + "\n")
     for cell in rec["cells"]:

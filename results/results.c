@@ -365,10 +365,15 @@ int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, c
         snprintf(err, err_size, "out of memory writing jobs.csv");
         return -1;
     }
-    int max_epochs = 0;
-    for (int i = 0; i < count; i++)
+    int max_epochs = 0, planned = 1;
+    for (int i = 0; i < count; i++) {
+        if (jobs[i].epochs_planned > planned) planned = jobs[i].epochs_planned;
         for (int e = 0; e < jobs[i].epoch_count; e++)
             if (jobs[i].epochs[e].epoch > max_epochs) max_epochs = jobs[i].epochs[e].epoch;
+    }
+    /* the window measurement trains past the plan until the last window closes: those epochs are
+     * not measurements (the window columns are), and would add a column each */
+    if (s->window_length_s > 0 && max_epochs > planned) max_epochs = planned;
     fprintf(f, "index,label,model,data,batch,image_size,epochs_planned,steps_per_epoch");
     for (int e = 1; e <= max_epochs; e++) fprintf(f, ",epoch%d_s", e);
     fprintf(f, ",timed_epoch,timed_s,timed_samples_per_s,timed_step_ms_median,timed_step_ms_p90,"

@@ -136,6 +136,28 @@ def test_compare_slower(tmp):
     assert latest["verdict"] == "fail" and len(latest["failures"]) == 3
 
 
+def test_compare_low_overlap(tmp):
+    """A job that others left alone for part of its window fails the guard: its rate is no measure of
+    sharing, whatever its value."""
+    today = fixture()
+    cell = next(c for c in today["cells"] if c["mix"] == "S+M+M")
+    cell["min_overlap"] = 0.95
+    for m in cell["modes"]:
+        for j in m["jobs"]:
+            if m["mode"] != "serial":
+                j["overlap"], j["overlap_flag"] = 1.0, False
+    job = mode_of(today, "S+M+M", "tf32", "mps")["jobs"][0]
+    job["overlap"], job["overlap_flag"] = 0.61, True
+    path, out = os.path.join(tmp, "today.json"), os.path.join(tmp, "out")
+    write(path, json.dumps(today))
+    p = guard("compare", path, FIXTURE_DIR, "--out", out)
+    assert p.returncode == 1, p.stdout + p.stderr
+    lines = [line for line in p.stderr.splitlines() if line.startswith("  ")]
+    assert lines == ["  S+M+M, mode mps, job 0 S overlap: 0.61 of the window had every other job training "
+                     "(at least 0.95 wanted): not a measurement of sharing"], lines
+    assert "**OVERLAP BELOW MINIMUM**" in p.stdout
+
+
 def test_malformed(tmp):
     def broken(edit):
         rec = fixture()
@@ -217,10 +239,15 @@ def test_guard_end_to_end(tmp, args):
         assert [m["mode"] for m in cell["modes"]] == ["serial", "naive", "mps", "mig-emulate", "streams", "green"]
         for m in cell["modes"]:
             assert m["stp"]["n"] == 3 and all(j["samples_per_s"]["n"] == 3 for j in m["jobs"]), (cell["mix"], m)
+            # each collocated job's overlap with the others, as run_suite flagged it
+            assert all(("overlap" in j) == (m["mode"] != "serial") for j in m["jobs"]), (cell["mix"], m)
+            assert not any(j.get("overlap_flag") for j in m["jobs"]), (cell["mix"], m)
     assert rec["repeats"] == 3 and rec["revision"] and rec["date"] and rec["measurement"]
     latest = json.loads(read(os.path.join(tmp, "rec", "latest.json")))
     assert latest["verdict"] == "recorded" and latest["revision"] == rec["revision"]
     assert "| S+M | STP |" in p.stdout
+    assert "Every collocated job trained beside all the others" in guard("render", os.path.join(tmp, "expected",
+                                                                                            files[0])).stdout
 
     env["FAKE_TRAIN"] = "*:epoch_ms=120;resnet50:epoch_ms=360"  # every M job 3x slower
     out = os.path.join(tmp, "today")
@@ -245,7 +272,7 @@ def main():
     p.add_argument("--nvml-standin")
     args = p.parse_args()
     tests = [test_readme_matches, test_readme_hand_typed, test_readme_renders_fixture, test_render, test_compare_self,
-             test_compare_slower, test_malformed]
+             test_compare_slower, test_compare_low_overlap, test_malformed]
     failed = 0
     for test in tests + [test_guard_end_to_end]:
         if test is test_guard_end_to_end and not (args.build and args.fake_train and args.fake_job_host
