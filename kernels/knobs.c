@@ -28,7 +28,7 @@ static const knob table[KNOB_COUNT] = {
                        "the best engine's times, and which one runs",
                        JOB_PROGRAMS, 0},
     [KNOB_CONV_CHOICES] = {"SUITE_CONV_CHOICES", "a file, or `none`", "`none` (`run_suite`: `conv-choices.tsv` in its run folder)",
-                           "where convolution choices are kept across processes: a set-up takes the choice "
+                           "where convolution choices (dense and depthwise) are kept across processes: a set-up takes the choice "
                            "recorded for its shape, GPU and cuDNN, and searches (one process at a time, under "
                            "the file's lock) only for what is missing. `run_suite` sets it for its jobs, so that "
                            "every run of an invocation (modes, repeats, a study's cells) uses the same choices, "

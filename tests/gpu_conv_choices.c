@@ -4,7 +4,9 @@
  * picks, engines and their knobs, workspace), whose outputs equal the first layer's bit for bit
  * (forward) and to rounding (backward, where split reductions may add in another order). With
  * SUITE_CONV_PATH=engine every direction goes through the engine plans that are rebuilt from their
- * names. A kept line that names an engine cuDNN cannot build is reported and searched again. */
+ * names. A kept line that names an engine cuDNN cannot build is reported and searched again. The
+ * depthwise layers keep theirs in the same file: a second layer finds the first one's paths and
+ * algorithms and computes the same forward output. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,7 @@
 #include "kernels/check.h"
 #include "models/core/context.h"
 #include "models/layers/conv.h"
+#include "models/layers/depthwise.h"
 #include "tests/testutil.h"
 
 static job_context ctx;
@@ -133,6 +136,54 @@ static void test_kept_choices(void **state) {
     unsetenv("SUITE_CONV_PATH");
 }
 
+static void test_kept_depthwise(void **state) {
+    (void)state;
+    const int n = 16, c = 96, size = 16, stride = 2;
+    arena plan;
+    arena_plan(&plan);
+    depthwise_layer a, b;
+    depthwise_layer_init(&a, &plan, n, c, size, stride);
+    depthwise_layer_init(&b, &plan, n, c, size, stride);
+    arena_take(&plan, ARENA_SCRATCH, depthwise_layer_scratch_bytes(&a));
+    arena_take(&plan, ARENA_SCRATCH, depthwise_layer_scratch_bytes(&b));
+    assert_int_equal(arena_allocate(&ctx.arena, &plan, 0), 0);
+    depthwise_layer_init(&a, &ctx.arena, n, c, size, stride);
+    depthwise_layer_init(&b, &ctx.arena, n, c, size, stride);
+    depthwise_layer_attach_scratch(&a, arena_take(&ctx.arena, ARENA_SCRATCH, depthwise_layer_scratch_bytes(&a)));
+    depthwise_layer_attach_scratch(&b, arena_take(&ctx.arena, ARENA_SCRATCH, depthwise_layer_scratch_bytes(&b)));
+    size_t nx = (size_t)n * size * size * c, ny = (size_t)n * a.h_out * a.w_out * c, nw = (size_t)c * 9;
+    float *hx = calloc(nx, sizeof(float)), *w = calloc(nw, sizeof(float));
+    test_fill_uniform(hx, nx, &rng, -1, 1);
+    test_fill_uniform(w, nw, &rng, -1, 1);
+    float *x = test_to_device(hx, nx), *dx = test_to_device(hx, nx), *y = test_to_device(hx, ny);
+    CHECK_CUDA(cudaMemcpy(a.weight, w, nw * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(b.weight, w, nw * sizeof(float), cudaMemcpyHostToDevice));
+    int before = lines_in(file);
+    depthwise_layer_setup(&a, y, x, dx, NULL, &ctx);
+    assert_int_equal(lines_in(file), before + 1);
+    depthwise_layer_setup(&b, y, x, dx, NULL, &ctx);
+    assert_int_equal(lines_in(file), before + 1);
+    for (int d = 0; d < 3; d++) assert_int_equal(a.choice.path[d], b.choice.path[d]);
+    assert_int_equal(a.choice.fwd, b.choice.fwd);
+    assert_int_equal(a.choice.bwd_filter, b.choice.bwd_filter);
+    assert_int_equal(a.choice.workspace_bytes, b.choice.workspace_bytes);
+    float *ya = calloc(ny, sizeof(float)), *yb = calloc(ny, sizeof(float));
+    depthwise_layer_forward(&a, y, x, &ctx);
+    test_to_host(ya, y, ny);
+    depthwise_layer_forward(&b, y, x, &ctx);
+    test_to_host(yb, y, ny);
+    assert_memory_equal(ya, yb, ny * sizeof(float));
+    printf("depthwise n%d %dx%d c%d s%d: forward %s, backward-filter %s, kept and found\n", n, size, size, c,
+           stride, depthwise_path_name(a.choice.path[0]), depthwise_path_name(a.choice.path[2]));
+    depthwise_layer_destroy(&a);
+    depthwise_layer_destroy(&b);
+    arena_free(&ctx.arena);
+    CHECK_CUDA(cudaFree(x));
+    CHECK_CUDA(cudaFree(dx));
+    CHECK_CUDA(cudaFree(y));
+    free(hx), free(w), free(ya), free(yb);
+}
+
 /* A line naming an engine that does not exist: reported, searched again, and the layer works. */
 static void test_stale_choice(void **state) {
     (void)state;
@@ -180,7 +231,8 @@ int main(void) {
     setenv("SUITE_CONV_CHOICES", file, 1);
     if (context_init(&ctx, 0, (size_t)64 << 20, 1) != CONTEXT_OK) return 1;
     context_reserve_workspace(&ctx, ctx.workspace_limit);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kept_choices), cmocka_unit_test(test_stale_choice)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kept_choices), cmocka_unit_test(test_kept_depthwise),
+                                       cmocka_unit_test(test_stale_choice)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     context_free(&ctx);
     test_rmtree(dir);

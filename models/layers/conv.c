@@ -205,18 +205,13 @@ static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_
 
 /* --- choices kept across processes (conv_choices.h) ---------------------------------------- */
 
-/* What a choice depends on besides the layer: the GPU (name and SMs: a MIG slice is another
- * device; a green context or MPS share is not, so a job makes the same choice alone and shared),
- * cuDNN, the workspace limit, TF32 and a forced path. */
+/* The device's part (conv_choices_device_key), a forced path, and the layer. */
 static void choice_key(const conv_layer *c, int has_dx, const job_context *ctx, char *key, size_t size) {
-    struct cudaDeviceProp prop;
-    CHECK_CUDA(cudaGetDeviceProperties(&prop, ctx->device));
-    for (char *p = prop.name; *p; p++)
-        if (*p == ' ' || *p == '\t') *p = '_';
+    char device[256];
+    conv_choices_device_key(device, sizeof device, ctx->device, ctx->workspace_limit, ctx->allow_tf32);
     const conv_shape *s = &c->shape;
     const char *forced = knob_text(KNOB_CONV_PATH);
-    snprintf(key, size, "gpu=%s/%dsm cudnn=%zu ws=%zu tf32=%d path=%s %s %s n%d %dx%d c%d->%d k%d s%d p%d acc=%d dx=%d",
-             prop.name, prop.multiProcessorCount, cudnnGetVersion(), ctx->workspace_limit, ctx->allow_tf32,
+    snprintf(key, size, "%s path=%s %s %s n%d %dx%d c%d->%d k%d s%d p%d acc=%d dx=%d", device,
              forced && *forced ? forced : "auto", s->data_type == CUDNN_DATA_BFLOAT16 ? "bf16" : "f32",
              s->format == CUDNN_TENSOR_NHWC ? "nhwc" : "nchw", s->batch, s->h_in, s->w_in, s->in_c, s->out_c,
              s->kernel, s->stride, s->pad, c->accumulate_dx, has_dx);
@@ -300,65 +295,38 @@ static void search(conv_layer *c, void *y, const void *x, void *dx, job_context 
     search_engines(c, y, x, dx, ctx);
 }
 
-/* The value kept for key (1), none (0); a file that cannot be read stops the job (exit 2). A shared
- * lock is released on return; the exclusive one is kept (for the search that may follow). */
-static int look_up(conv_choices *file, const char *path, int exclusive, const char *key, char *value,
-                   size_t value_size) {
-    char err[1024];
-    int kept = conv_choices_open(file, path, exclusive, err, sizeof err) == 0
-                   ? conv_choices_get(file, key, value, value_size, err, sizeof err) : -1;
-    if (kept < 0) {
-        fprintf(stderr, "conv_setup: %s\n", err);
-        exit(2);
-    }
-    if (!exclusive) conv_choices_close(file);
-    return kept;
+/* One layer's set-up, for conv_choices_choose. */
+typedef struct conv_choosing {
+    conv_layer *c;
+    void *y, *dx;
+    const void *x;
+    job_context *ctx;
+} conv_choosing;
+
+static int restore_kept(void *user, const char *value, char *err, size_t err_size) {
+    conv_choosing *s = user;
+    return restore_choice(s->c, value, s->y, s->x, s->dx, s->ctx, err, err_size);
 }
 
-static int restored(conv_layer *c, const char *path, const char *key, const char *value, void *y, const void *x,
-                    void *dx, job_context *ctx) {
-    char err[1024];
-    if (restore_choice(c, value, y, x, dx, ctx, err, sizeof err) == 0) {
-        if (knob_flag(KNOB_CONV_LOG)) fprintf(stderr, "conv %s: kept choice %s\n", key, value);
-        return 1;
-    }
-    fprintf(stderr, "conv_setup: warning: the choice kept in %s for %s does not apply (%s): searching again\n",
-            path, key, err);
-    return 0;
+static void search_now(void *user) {
+    conv_choosing *s = user;
+    search(s->c, s->y, s->x, s->dx, s->ctx);
+    use_math_types(s->c);
 }
 
-/* The layer's algorithms: the choice kept in SUITE_CONV_CHOICES' file for this key, else a search
- * (under the file's exclusive lock, so that no two overlap) whose choice is kept there. */
+static void describe_choice(void *user, char *value, size_t size) {
+    conv_choosing *s = user;
+    choice_value(s->c, s->dx != NULL, value, size);
+}
+
+/* The layer's algorithms: the choice kept for this key in SUITE_CONV_CHOICES' file, else a search
+ * (conv_choices.h). */
 static void choose(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
-    const char *path = conv_choices_path();
-    if (!path) {
-        search(c, y, x, dx, ctx);
-        return;
-    }
-    char key[384], value[640], err[1024];
-    conv_choices file;
+    char key[512];
     choice_key(c, dx != NULL, ctx, key, sizeof key);
-    int kept = look_up(&file, path, 0, key, value, sizeof value);
-    if (kept == 1 && restored(c, path, key, value, y, x, dx, ctx)) return;
-    if (kept == 0) { /* another job may be searching it now: wait for it, and look again */
-        kept = look_up(&file, path, 1, key, value, sizeof value);
-        if (kept == 1) {
-            conv_choices_close(&file);
-            if (restored(c, path, key, value, y, x, dx, ctx)) return;
-        }
-    }
-    if (file.fd < 0 && conv_choices_open(&file, path, 1, err, sizeof err) != 0) {
-        fprintf(stderr, "conv_setup: %s\n", err);
-        exit(2);
-    }
-    search(c, y, x, dx, ctx);
-    use_math_types(c);
-    choice_value(c, dx != NULL, value, sizeof value);
-    if (kept == 0 && conv_choices_put(&file, key, value, err, sizeof err) != 0) {
-        fprintf(stderr, "conv_setup: %s\n", err);
-        exit(2);
-    }
-    conv_choices_close(&file);
+    conv_choosing s = {c, y, dx, x, ctx};
+    conv_choices_layer layer = {&s, restore_kept, search_now, describe_choice};
+    conv_choices_choose("conv", key, &layer);
 }
 
 /* Layers share a search when shape, accumulation and the presence of an input gradient agree. */

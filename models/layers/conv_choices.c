@@ -10,6 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include "kernels/check.h"
 #include "kernels/knobs.h"
 
 const char *conv_choices_path(void) {
@@ -120,4 +124,70 @@ void conv_choices_close(conv_choices *f) {
     flock(f->fd, LOCK_UN);
     close(f->fd);
     f->fd = -1;
+}
+
+void conv_choices_device_key(char *out, size_t size, int device, size_t workspace_limit, int allow_tf32) {
+    struct cudaDeviceProp prop;
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+    for (char *p = prop.name; *p; p++)
+        if (*p == ' ' || *p == '\t') *p = '_';
+    snprintf(out, size, "gpu=%s/%dsm cudnn=%zu ws=%zu tf32=%d", prop.name, prop.multiProcessorCount,
+             cudnnGetVersion(), workspace_limit, allow_tf32);
+}
+
+/* The value kept for key (1), none (0); a file that cannot be read stops the job (exit 2). A shared
+ * lock is released on return; the exclusive one is kept (for the search that may follow). */
+static int look_up(conv_choices *f, const char *what, const char *path, int exclusive, const char *key,
+                   char *value, size_t value_size) {
+    char err[1024];
+    int kept = conv_choices_open(f, path, exclusive, err, sizeof err) == 0
+                   ? conv_choices_get(f, key, value, value_size, err, sizeof err) : -1;
+    if (kept < 0) {
+        fprintf(stderr, "%s set-up: %s\n", what, err);
+        exit(2);
+    }
+    if (!exclusive) conv_choices_close(f);
+    return kept;
+}
+
+static int restored(const char *what, const char *path, const char *key, const char *value,
+                    const conv_choices_layer *layer) {
+    char err[1024];
+    if (layer->restore(layer->user, value, err, sizeof err) == 0) {
+        if (knob_flag(KNOB_CONV_LOG)) fprintf(stderr, "%s %s: kept choice %s\n", what, key, value);
+        return 1;
+    }
+    fprintf(stderr, "%s set-up: warning: the choice kept in %s for %s does not apply (%s): searching again\n", what,
+            path, key, err);
+    return 0;
+}
+
+void conv_choices_choose(const char *what, const char *key, const conv_choices_layer *layer) {
+    const char *path = conv_choices_path();
+    if (!path) {
+        layer->search(layer->user);
+        return;
+    }
+    char value[1024], err[1024];
+    conv_choices f = {.fd = -1};
+    int kept = look_up(&f, what, path, 0, key, value, sizeof value);
+    if (kept == 1 && restored(what, path, key, value, layer)) return;
+    if (kept == 0) { /* another job may be searching it now: wait for it, and look again */
+        kept = look_up(&f, what, path, 1, key, value, sizeof value);
+        if (kept == 1) {
+            conv_choices_close(&f);
+            if (restored(what, path, key, value, layer)) return;
+        }
+    }
+    if (f.fd < 0 && conv_choices_open(&f, path, 1, err, sizeof err) != 0) {
+        fprintf(stderr, "%s set-up: %s\n", what, err);
+        exit(2);
+    }
+    layer->search(layer->user);
+    layer->describe(layer->user, value, sizeof value);
+    if (kept == 0 && conv_choices_put(&f, key, value, err, sizeof err) != 0) {
+        fprintf(stderr, "%s set-up: %s\n", what, err);
+        exit(2);
+    }
+    conv_choices_close(&f);
 }

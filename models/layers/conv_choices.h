@@ -2,7 +2,8 @@
  * every process of a run_suite invocation, alone or collocated, then runs the same algorithms, and
  * a run's set-up costs milliseconds where cuDNN's search cost seconds. One line per searched
  * convolution, "KEY<tab>VALUE": the key names the shape, the GPU and cuDNN (conv.c builds it), the
- * value what was chosen. Nothing here knows cuDNN; this is the file, its lock and its lines.
+ * value what was chosen. Here are the file, its lock, its lines, the GPU's part of a key and the
+ * flow from key to choice that the dense (conv.c) and depthwise (depthwise.c) layers share.
  *
  * A set-up reads under a shared lock and rebuilds what it found with no lock held, so that seven
  * jobs starting at once restore their plans side by side. One that finds nothing takes the
@@ -32,5 +33,25 @@ int conv_choices_get(conv_choices *f, const char *key, char *value, size_t value
 int conv_choices_put(conv_choices *f, const char *key, const char *value, char *err, size_t err_size);
 /* Releases the lock and closes the file. Idempotent. */
 void conv_choices_close(conv_choices *f);
+
+/* What a choice depends on besides the layer: the GPU (name and SMs: a MIG slice is another device;
+ * a green context or an MPS share is not, so a job makes the same choice alone and shared), cuDNN,
+ * the workspace limit and TF32: "gpu=NAME/Nsm cudnn=V ws=BYTES tf32=0|1". */
+void conv_choices_device_key(char *out, size_t size, int device, size_t workspace_limit, int allow_tf32);
+
+/* One layer's choice, as conv_choices_choose asks for it. */
+typedef struct conv_choices_layer {
+    void *user;
+    /* sets the layer from a kept value: 0, or -1 with err (the value does not apply: search) */
+    int (*restore)(void *user, const char *value, char *err, size_t err_size);
+    void (*search)(void *user);                        /* measures and sets the layer */
+    void (*describe)(void *user, char *value, size_t size); /* what search chose, as a value */
+} conv_choices_layer;
+
+/* The layer's choice for key: kept in the file SUITE_CONV_CHOICES names, restored with no lock
+ * held; else searched under the exclusive lock and kept. Without a file, a search. A file that
+ * cannot be read or written stops the job (exit 2, naming it); a kept value that does not apply
+ * is said on stderr and searched again. "what" names the layer kind in messages. */
+void conv_choices_choose(const char *what, const char *key, const conv_choices_layer *layer);
 
 #endif

@@ -8,6 +8,7 @@
 #include "kernels/check.h"
 #include "kernels/knobs.h"
 #include "models/core/gpu_timer.h"
+#include "models/layers/conv_choices.h"
 
 #define DEPTHWISE_TIMING_REPS 7
 
@@ -184,6 +185,96 @@ static void measure(depthwise_layer *d, void *y, const void *x, void *dx, job_co
     }
 }
 
+/* --- choices kept across processes (conv_choices.h) ---------------------------------------- */
+
+typedef struct depthwise_choosing {
+    depthwise_layer *d;
+    void *y, *dx;
+    const void *x;
+    job_context *ctx;
+} depthwise_choosing;
+
+static void use_math_types(depthwise_layer *d) {
+    CHECK_CUDNN(cudnnSetConvolutionMathType(d->fwd_desc, d->choice.fwd_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_data_desc, d->choice.bwd_data_math));
+    CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_filter_desc, d->choice.bwd_filter_math));
+}
+
+static void search_now(void *user) {
+    depthwise_choosing *s = user;
+    depthwise_layer *d = s->d;
+    memset(&d->choice, 0, sizeof d->choice);
+    d->choice.fwd_math = d->choice.bwd_data_math = d->choice.bwd_filter_math = CUDNN_FMA_MATH;
+    measure(d, s->y, s->x, s->dx, s->ctx);
+}
+
+/* "ws=BYTES" then per direction "D=PATH/CUDNN_OK/ALGO/MATH/OURS_MS/CUDNN_MS" (fwd, bwd_data, bwd_filter). */
+static const char *DIRECTION_KEYS[3] = {"fwd", "bwd_data", "bwd_filter"};
+
+static void choice_fields(depthwise_choice *ch, int *algo[3], int *math[3]) {
+    algo[DEPTHWISE_FORWARD] = (int *)&ch->fwd, math[DEPTHWISE_FORWARD] = (int *)&ch->fwd_math;
+    algo[DEPTHWISE_BACKWARD_DATA] = (int *)&ch->bwd_data, math[DEPTHWISE_BACKWARD_DATA] = (int *)&ch->bwd_data_math;
+    algo[DEPTHWISE_BACKWARD_FILTER] = (int *)&ch->bwd_filter,
+    math[DEPTHWISE_BACKWARD_FILTER] = (int *)&ch->bwd_filter_math;
+}
+
+static void describe_choice(void *user, char *value, size_t size) {
+    depthwise_choice *ch = &((depthwise_choosing *)user)->d->choice;
+    int *algo[3], *math[3];
+    choice_fields(ch, algo, math);
+    int n = snprintf(value, size, "ws=%zu", ch->workspace_bytes);
+    for (int dir = 0; dir < 3 && n > 0 && (size_t)n < size; dir++)
+        n += snprintf(value + n, size - (size_t)n, " %s=%d/%d/%d/%d/%.6g/%.6g", DIRECTION_KEYS[dir], (int)ch->path[dir],
+                      ch->cudnn_ok[dir], *algo[dir], *math[dir], ch->ours_ms[dir], ch->cudnn_ms[dir]);
+}
+
+static int restore_kept(void *user, const char *value, char *err, size_t err_size) {
+    depthwise_choosing *s = user;
+    depthwise_choice ch;
+    memset(&ch, 0, sizeof ch);
+    int *algo[3], *math[3];
+    choice_fields(&ch, algo, math);
+    const char *p = strstr(value, "ws=");
+    if (!p || sscanf(p, "ws=%zu", &ch.workspace_bytes) != 1) {
+        snprintf(err, err_size, "no ws= in \"%s\"", value);
+        return -1;
+    }
+    for (int dir = 0; dir < 3; dir++) {
+        char tag[32];
+        int path;
+        snprintf(tag, sizeof tag, " %s=", DIRECTION_KEYS[dir]);
+        const char *field = strstr(value, tag);
+        if (!field || sscanf(field + strlen(tag), "%d/%d/%d/%d/%g/%g", &path, &ch.cudnn_ok[dir], algo[dir], math[dir],
+                             &ch.ours_ms[dir], &ch.cudnn_ms[dir]) != 6 ||
+            (path != DEPTHWISE_OURS && path != DEPTHWISE_CUDNN) || (path == DEPTHWISE_CUDNN && !ch.cudnn_ok[dir])) {
+            snprintf(err, err_size, "no usable %s choice in \"%s\"", DIRECTION_KEYS[dir], value);
+            return -1;
+        }
+        ch.path[dir] = (depthwise_path)path;
+    }
+    if (ch.workspace_bytes > s->ctx->workspace_limit) {
+        snprintf(err, err_size, "the kept choice needs %zu workspace bytes, over this job's limit of %zu",
+                 ch.workspace_bytes, s->ctx->workspace_limit);
+        return -1;
+    }
+    s->d->choice = ch;
+    use_math_types(s->d);
+    return 0;
+}
+
+/* The layer's paths: the choice kept for this key in SUITE_CONV_CHOICES' file, else measured. */
+static void choose(depthwise_layer *d, void *y, const void *x, void *dx, job_context *ctx) {
+    char device[256], key[512];
+    conv_choices_device_key(device, sizeof device, ctx->device, ctx->workspace_limit, ctx->allow_tf32);
+    const char *forced = knob_text(KNOB_DEPTHWISE_PATH);
+    snprintf(key, sizeof key, "depthwise %s path=%s %s n%d %dx%d c%d s%d dx=%d", device,
+             forced && *forced ? forced : "auto", is_half(d) ? "bf16" : "f32", d->batch, d->h_in, d->w_in,
+             d->channels, d->stride, dx != NULL);
+    depthwise_choosing s = {d, y, dx, x, ctx};
+    conv_choices_layer layer = {&s, restore_kept, search_now, describe_choice};
+    conv_choices_choose("depthwise", key, &layer);
+}
+
 static int cache_lookup(const depthwise_cache *cache, const int key[7]) {
     for (int i = 0; cache && i < cache->count; i++)
         if (memcmp(cache->keys[i], key, 7 * sizeof(int)) == 0) return i;
@@ -221,14 +312,10 @@ void depthwise_layer_setup(depthwise_layer *d, void *y, const void *x, void *dx,
     int cached = cache_lookup(cache, key);
     if (cached >= 0) {
         d->choice = cache->choices[cached];
-        CHECK_CUDNN(cudnnSetConvolutionMathType(d->fwd_desc, d->choice.fwd_math));
-        CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_data_desc, d->choice.bwd_data_math));
-        CHECK_CUDNN(cudnnSetConvolutionMathType(d->bwd_filter_desc, d->choice.bwd_filter_math));
+        use_math_types(d);
         return;
     }
-    memset(&d->choice, 0, sizeof d->choice);
-    d->choice.fwd_math = d->choice.bwd_data_math = d->choice.bwd_filter_math = CUDNN_FMA_MATH;
-    measure(d, y, x, dx, ctx);
+    choose(d, y, x, dx, ctx);
     if (cache && cache->count < DEPTHWISE_CACHE_MAX) {
         memcpy(cache->keys[cache->count], key, sizeof key);
         cache->choices[cache->count++] = d->choice;
