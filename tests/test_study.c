@@ -92,10 +92,12 @@ static void test_equals_form(void **state) {
     assert_non_null(strstr(out, "10 runs (small, quick)"));
 }
 
-static void test_small_study(void **state) {
-    char dir[512], results[600], mps_dir[600], bin[600], out[16384], err[65536];
-    test_tmpdir(dir, sizeof dir);
-    snprintf(results, sizeof results, "%s/results", dir);
+/* A temporary folder (dir), its results folder, a fake MPS control program on PATH and the NVML
+ * stand-in as an H100 without MIG: where a study runs with the fake train. */
+static void study_place(char *dir, size_t dir_size, char *results, size_t results_size) {
+    char mps_dir[600], bin[600];
+    test_tmpdir(dir, dir_size);
+    snprintf(results, results_size, "%s/results", dir);
     snprintf(mps_dir, sizeof mps_dir, "%s/mps", dir);
     mkdir(mps_dir, 0700);
     test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
@@ -103,6 +105,11 @@ static void test_small_study(void **state) {
     setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
     setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
     setenv("CUDA_MPS_PIPE_DIRECTORY", mps_dir, 1);
+}
+
+static void test_small_study(void **state) {
+    char dir[512], results[600], out[16384], err[65536];
+    study_place(dir, sizeof dir, results, sizeof results);
     setenv("FAKE_TRAIN", "*:epoch_ms=60,footprint=12884901888", 1); /* 7 x 12 GiB > 80 GB */
 
     /* --dry-run: the matrix with run_suite's fit check, nothing written */
@@ -168,18 +175,10 @@ static void test_small_study(void **state) {
  * one file, the study's. */
 static void test_study_window_and_repeats(void **state) {
     (void)state;
-    char dir[512], results[600], mps_dir[600], bin[600], record[600], out[16384], err[65536], cmd[2048];
-    test_tmpdir(dir, sizeof dir);
-    snprintf(results, sizeof results, "%s/results", dir);
-    snprintf(mps_dir, sizeof mps_dir, "%s/mps", dir);
+    char dir[512], results[600], record[600], out[16384], err[65536], cmd[2048];
+    study_place(dir, sizeof dir, results, sizeof results);
     snprintf(record, sizeof record, "%s/record", dir);
-    mkdir(mps_dir, 0700);
     mkdir(record, 0755);
-    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
-    setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
-    setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
-    setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
-    setenv("CUDA_MPS_PIPE_DIRECTORY", mps_dir, 1);
     setenv("FAKE_TRAIN", "*:epoch_ms=60", 1);
     setenv("FAKE_TRAIN_RECORD", record, 1);
     unsetenv("SUITE_CONV_CHOICES");
