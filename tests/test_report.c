@@ -315,7 +315,7 @@ static void test_precision_pair(void **state) {
 }
 
 /* Each collocated run against its own job alone (tests/fixtures/report_alone: fake_train, one
- * ResNet-26 job alone and two collocated, in tf32 and bf16; see its README). The canonical job name
+ * ResNet-26 job alone, in serial and collocated, in tf32 and bf16; see its README). The canonical job name
  * carries a precision only where one was given, and neither --steps-per-epoch nor the measurement:
  * the references are keyed by all of them (report_data.JobKey). tf32 2xS (1.2 s epochs) against
  * the completion-measured tf32 alone (0.8 s), not the mean with the window-measured one (0.2 s):
