@@ -85,7 +85,9 @@ def build(paths, reference_path):
 
     body.append("<h2 id=timelines>Timelines (Figures 5 and 9)</h2><p class=note>Dotted lines: a job's go and the "
                 "start of its timed epoch; dashed: its end. Memory is stacked per job (NVML's per-process "
-                "accounting); the black line is the whole GPU.</p>")
+                "accounting); the black line is the whole GPU. Hatched: a stretch where no job trained (set-up "
+                "before go, a serial job's set-up), drawn compressed with its length in it, so that the timed "
+                "part is wide.</p>")
     chosen = []  # (run, its cell's repeats): one timeline per cell, the first repeat's
     n_cells = sum(len(group_repeats(rs)) for _, rs in groups)
     for w, rs in groups:

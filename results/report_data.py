@@ -5,6 +5,7 @@ import csv
 import json
 import math
 import os
+from collections import namedtuple
 
 NAN = float("nan")
 MODE_ORDER = ["serial", "naive", "mps", "mig", "mig-emulate", "streams", "green"]
@@ -250,6 +251,19 @@ def version_text(v, key):
     return f"{v // 1000}.{v % 1000 // 10}"  # 12080 = 12.8
 
 
+# What makes a job a workload of its own. Its canonical name (results/job_record.h: model, data
+# set, batch, image size and the mix's overrides) carries its precision only where one was given,
+# and not the run's --steps-per-epoch or --epochs, nor the measurement: runs of one model that
+# differ in any of these are measured against different alone references.
+JobKey = namedtuple("JobKey", "name precision steps_per_epoch epochs window window_length_s")
+
+
+def job_key(name, job, window, window_length):
+    base, precision = split_precision(name)
+    scalar = [v if is_num(v) else None for v in (job.get("steps_per_epoch"), job.get("epochs"), window_length)]
+    return JobKey(base, precision, scalar[0], scalar[1], window, scalar[2])
+
+
 class Run:
     """One mode's run folder: summary.json (required), jobs.csv, timeline.csv, run.json."""
 
@@ -297,11 +311,13 @@ class Run:
         self.labels = [str(j.get("label", i)) for i, j in enumerate(self.jobs)]
         # the window measurement (results/metrics.h): one common window for every job
         self.window = s.get("measurement") == "window"
+        self.job_keys = [job_key(n, j, self.window, s.get("window_length_s")) for n, j in zip(names, self.jobs)]
+        # a uniform run's job: the key of its alone references (solo_times, solo_makespans)
+        self.alone_key = self.job_keys[0] if self.uniform and self.job_keys else None
         # runs of the same cell (--repeat, or several folders of one cell) are grouped as repeats
         # (same jobs, mode, partition sharing, length and measurement: a study's quick cell and a
         # --repeat of the same workload at another length are different cells)
-        self.key = (self.workload, self.mode, self.degree, self.mig_shared, tuple(names),
-                    tuple(j.get("steps_per_epoch") for j in self.jobs), self.window, s.get("window_length_s"))
+        self.key = (self.workload, self.mode, self.mig_shared, tuple(names), tuple(self.job_keys))
 
     def job_csv(self, i, key):
         return fnum(self.csv_rows[i].get(key)) if i < len(self.csv_rows) else NAN
@@ -470,8 +486,8 @@ class Run:
         return out
 
     def normalized_throughput(self, solo):
-        """Sum over jobs of (job alone / job here), from the timed epochs; solo: workload -> seconds."""
-        base = solo.get(self.workload)
+        """Sum over jobs of (job alone / job here), from the timed epochs; solo: solo_times."""
+        base = solo.get(self.alone_key)
         if self.uniform and base:
             return sum(base / t for t in self.timed_seconds() if t and not math.isnan(t)) if self.mode != "serial" else 1.0
         vals = [num(j.get("solo_timed_seconds")) / num(j.get("timed_seconds")) for j in self.jobs
@@ -484,7 +500,7 @@ class Run:
         running S alone): STP, ANTT, fairness and speed-up from the same workload's run alone.
         Each job's normalized progress is alone / here over timed epochs; the serial makespan of
         d identical jobs is d times one's. {} where the run has its own numbers or none apply."""
-        base, whole = solo.get(self.workload), solo_makespan.get(self.workload)
+        base, whole = solo.get(self.alone_key), solo_makespan.get(self.alone_key)
         if not self.uniform or self.mode == "serial" or not base or is_num(self.summary.get("stp")):
             return {}
         times = self.timed_seconds()
@@ -623,14 +639,15 @@ def split_precision(name):
 
 
 def precision_pairs(runs):
-    """(tf32 run, bf16 run) of the same jobs but for their precision, mode and degree; the last
-    loaded of each where there are several. A run whose jobs differ in precision pairs with none."""
+    """(tf32 run, bf16 run) of the same jobs but for their precision (same length and measurement),
+    mode and degree; the last loaded of each where there are several. A run whose jobs differ in
+    precision pairs with none."""
     found = {}
     for r in runs:
-        names = [split_precision(n) for n in r.job_names]
-        precisions = {p for _, p in names}
+        precisions = {k.precision for k in r.job_keys}
         if len(precisions) == 1 and precisions <= {"tf32", "bf16"}:
-            found.setdefault((tuple(b for b, _ in names), r.mode, r.degree), {})[precisions.pop()] = r
+            jobs = tuple(k._replace(precision=None) for k in r.job_keys)
+            found.setdefault((jobs, r.mode, r.degree), {})[precisions.pop()] = r
     pairs = [(k["tf32"], k["bf16"]) for k in found.values() if len(k) == 2]
     return sorted(pairs, key=lambda p: (p[0].degree, mode_key(p[0].mode), p[0].mix))
 
@@ -649,30 +666,26 @@ def precision_rows(pairs):
 
 
 def solo_makespans(runs):
-    """Each uniform workload's makespan alone (its one-job serial run), for the study's cells."""
+    """Each uniform job's makespan alone (its one-job serial run), by its key (Run.alone_key), for
+    the study's cells."""
     out = {}
     for r in runs:
         v = num(r.summary.get("makespan_s"))
         if r.uniform and r.mode == "serial" and r.degree == 1 and v > 0:
-            out.setdefault(r.workload, []).append(v)
+            out.setdefault(r.alone_key, []).append(v)
     return {k: sum(v) / len(v) for k, v in out.items()}
 
 
 def solo_times(runs):
-    """Each uniform workload's timed epoch alone: its serial run's mean (any degree), else the
-    mean of its degree-1 runs."""
-    out = {}
+    """Each uniform job's timed epoch alone, by its key (Run.alone_key): its serial runs' mean (any
+    degree), else the mean of its degree-1 runs."""
+    serial, alone = {}, {}
     for r in runs:
-        if r.uniform and r.mode == "serial":
-            out.setdefault(r.workload, []).extend(finite(r.timed_seconds()))
-    for r in runs:
-        if r.uniform and r.degree == 1 and r.workload not in out:
-            out.setdefault(r.workload + "#1", []).extend(finite(r.timed_seconds()))
-    res = {k: sum(v) / len(v) for k, v in out.items() if v and not k.endswith("#1")}
-    for k, v in out.items():
-        if k.endswith("#1") and v and k[:-2] not in res:
-            res[k[:-2]] = sum(v) / len(v)
-    return res
+        if r.uniform and (r.mode == "serial" or r.degree == 1):
+            (serial if r.mode == "serial" else alone).setdefault(r.alone_key, []).extend(finite(r.timed_seconds()))
+    out = {k: mean(v) for k, v in alone.items() if v}
+    out.update({k: mean(v) for k, v in serial.items() if v})
+    return out
 
 
 # --- HTML ------------------------------------------------------------------------------------

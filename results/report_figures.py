@@ -225,6 +225,85 @@ def timeline_limits(runs):
     return tops
 
 
+# Set-up (process start, cuDNN's search) can take most of a run: a stretch where no job trains is
+# drawn compressed, so that the jobs' go to end (warm-up, timed epochs, the common windows) spans
+# most of the width. Shares of the time the jobs trained (the union of their go-to-end):
+SETUP_PAD = 0.03    # kept uncompressed before a go and after an end, so no marker sits on a break
+SETUP_MIN = 0.15    # a shorter stretch is drawn as it is (compressing it gains nothing)
+SETUP_WIDTH = 0.06  # the width a compressed stretch is drawn at
+
+
+def job_spans(run):
+    """Each job's [go, end]: summary.json's go_t and end_t, else its timeline markers; a job that
+    never ended runs to the timeline's last sample."""
+    tl, out = run.timeline, []
+    for i, j in enumerate(run.jobs):
+        go, end = num(j.get("go_t")), num(j.get("end_t"))
+        mark = {phase: t for t, job, phase in tl.markers if job == i and phase in ("start", "end")}
+        go = go if not math.isnan(go) else mark.get("start", math.nan)
+        end = end if not math.isnan(end) else mark.get("end", max(tl.t))
+        if not math.isnan(go) and end > go:
+            out.append((go, end))
+    return sorted(out)
+
+
+def setup_gaps(run, t0):
+    """The stretches of the timeline where no job trained, long enough to compress, as (a, b, what)
+    in seconds since t0: before the first go (set-up), between one job's end and the next one's
+    go (serial: the next job's set-up), after the last end; and the seconds some job trained."""
+    tl = run.timeline
+    busy = []
+    for a, b in job_spans(run):
+        if busy and a <= busy[-1][1]:
+            busy[-1][1] = max(busy[-1][1], b)
+        else:
+            busy.append([a, b])
+    trained = sum(b - a for a, b in busy)
+    if trained <= 0:
+        return [], 0.0
+    steps = sorted(b - a for a, b in zip(tl.t, tl.t[1:]))
+    sample = steps[len(steps) // 2] if steps else 0.0  # the monitor's period
+    pad = max(SETUP_PAD * trained, 2 * sample)  # a marker sits on the first sample after its event
+    stretches = [(min(tl.t), busy[0][0] - pad, "set-up")] + \
+                [(x[1] + pad, y[0] - pad, "set-up") for x, y in zip(busy, busy[1:])] + \
+                [(busy[-1][1] + pad, max(tl.t), "after the end")]
+    return [(a - t0, b - t0, what) for a, b, what in stretches if b - a > SETUP_MIN * trained], trained
+
+
+def compress_setup(ax, gaps, width):
+    """Draw each gap (a, b, what) over `width` seconds' worth of the axis, hatched: a piecewise
+    linear x scale, slope 1 elsewhere, so that every panel, marker and window keeps its place in
+    seconds (figure_timeline labels the gaps and keeps ticks out of them)."""
+    import numpy as np
+    shown, shift = [], 0.0  # each gap's start on the drawn axis, and its squeeze
+    for a, b, _ in gaps:
+        shown.append((a - shift, (b - a) / width - 1))
+        shift += (b - a) - width
+
+    def forward(v):  # each gap passed takes `width` instead of its length
+        v = np.asarray(v, dtype=float)
+        return v - sum((np.clip(v, a, b) - a) * (1 - width / (b - a)) for a, b, _ in gaps)
+
+    def inverse(u):
+        u = np.asarray(u, dtype=float)
+        return u + sum((np.clip(u, a, a + width) - a) * squeeze for a, squeeze in shown)
+    ax.set_xscale("function", functions=(forward, inverse))
+    for a, b, _ in gaps:
+        ax.axvspan(a, b, facecolor="#f2f2f2", edgecolor="#bbbbbb", hatch="////", linewidth=0)
+
+
+def setup_ticks(ax, gaps, lo, hi, plt):
+    """Ticks at one step, spaced for the width drawn uncompressed, in each stretch between the gaps
+    (none inside a gap, where they would crowd)."""
+    edges = [lo] + [v for a, b, _ in gaps for v in (a, b)] + [hi]
+    spans = [(a, b) for a, b in zip(edges[::2], edges[1::2]) if b > a]
+    ticks = plt.MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]).tick_values(0, sum(b - a for a, b in spans))
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 0
+    if step <= 0:
+        return  # nothing drawn uncompressed: matplotlib's own ticks
+    ax.set_xticks([round(k * step, 9) for a, b in spans for k in range(math.ceil(a / step), math.floor(b / step) + 1)])
+
+
 def figure_timeline(plt, run, limits=None):
     """Figures 5 and 9: SM activity (with occupancy and DRAM activity where measured), memory per
     job, power, PCIe and SM clock over the run, with markers; the common windows shaded; y-axes
@@ -246,6 +325,9 @@ def figure_timeline(plt, run, limits=None):
 
     def who(j):  # the job's label (S, M#1, ...), as in the tables
         return names[j] if j < len(names) else f"job {j}"
+    gaps, trained = setup_gaps(run, t0)
+    for ax in axes if gaps else []:
+        compress_setup(ax, gaps, SETUP_WIDTH * trained)
     for ax, p in zip(axes, panels):
         if p == "sm":
             for col, name, style, colour in (("sm_active_pct", "SM activity", "-", "#1f77b4"),
@@ -296,7 +378,15 @@ def figure_timeline(plt, run, limits=None):
             label = {"start": "go", "end": "end", "epoch1": "timed"}[phase]
             top.annotate(f"{who(job)} {label}", (t - t0, 1.0), xycoords=("data", "axes fraction"), fontsize=6,
                          rotation=90, va="bottom", ha="center", color=cmap(job % 10))
-    axes[-1].set_xlabel("seconds since go" + ("; shaded: the common window(s)" if run.windows() else ""))
+    if gaps:
+        for a, b, what in gaps:  # what the hatched gap hides, inside it
+            top.text((a + b) / 2, 0.5, f"{what} {b - a:.1f} s", transform=top.get_xaxis_transform(), rotation=90,
+                     ha="center", va="center", fontsize=6, color="#444",
+                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+        axes[-1].set_xlim(min(x), max(x))
+        setup_ticks(axes[-1], gaps, min(x), max(x), plt)
+    axes[-1].set_xlabel("seconds since go" + ("; shaded: the common window(s)" if run.windows() else "") +
+                        ("; hatched: no job training, compressed (length inside)" if gaps else ""))
     layout = partition_layout(run)
     if layout:
         fig.text(0.01, -0.01, "partitions as realised (run.json): " +

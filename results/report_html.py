@@ -176,8 +176,9 @@ def verdict(sp, low, high):
 
 
 def epoch_ratio(groups, sizes, degree, modes, solo):
-    """Each repeat's mean timed epoch at `degree` over the same mode's degree-1 epoch (the median
-    of its repeats; else the workload alone), per workload of the sizes: [(label, Spread)]."""
+    """Each repeat's mean timed epoch at `degree` over the same mode's degree-1 epoch of the same
+    job (Run.alone_key; the median of its repeats; else the job alone, solo_times), per workload of
+    the sizes: [(label, Spread)]."""
     rows = []
     for workload, runs in groups:
         model = workload.split(":")[0]
@@ -186,8 +187,9 @@ def epoch_ratio(groups, sizes, degree, modes, solo):
         cells = group_repeats(runs)
         for mode in modes:
             for h in [g for g in cells if g.mode in (mode, mode + "-emulate") and g.degree == degree]:
-                alone = [g for g in cells if g.mode == h.mode and g.degree == 1]
-                base = alone[0].spread(lambda r: mean(r.timed_seconds())).median if alone else solo.get(workload, NAN)
+                key = h.runs[0].alone_key
+                alone = [g for g in cells if g.mode == h.mode and g.degree == 1 and g.runs[0].alone_key == key]
+                base = alone[0].spread(lambda r: mean(r.timed_seconds())).median if alone else solo.get(key, NAN)
                 if not math.isnan(base) and base > 0:
                     rows.append((f"{MODEL_NAMES.get(model, model)} x{degree} {h.mode}",
                                  h.spread(lambda r: mean(r.timed_seconds()) / base)))
@@ -241,12 +243,12 @@ def findings_section(ref, groups, cells, solo, gpu_names):
                                         "holds" if ranks and all(x < 0 for x in ranks) else "inconclusive")
         elif kind == "naive_vs_sequence":
             for w, rs in uniform:
-                if MODEL_SIZES.get(w.split(":")[0]) not in f.get("sizes", []) or w not in solo:
+                if MODEL_SIZES.get(w.split(":")[0]) not in f.get("sizes", []):
                     continue
                 for g in group_repeats(rs):
-                    if g.mode == "naive" and g.degree > 1:
+                    if g.mode == "naive" and g.degree > 1 and g.runs[0].alone_key in solo:
                         measured.append((f"{short_name(w)} x{g.degree} naive epoch / (n x alone)",
-                                         g.spread(lambda r: mean(r.timed_seconds()) / (r.degree * solo[w]))))
+                                         g.spread(lambda r: mean(r.timed_seconds()) / (r.degree * solo[r.alone_key]))))
         elif kind == "does_not_fit":
             ours = [f"{short_name(c.workload)} x{c.degree} {c.mode}: {c.status}" for c in cells if c.status == "does not fit"]
             if not ours:

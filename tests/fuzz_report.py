@@ -5,7 +5,8 @@ value of another type, a CSV cell or column gone, lines repeated), must give eit
 ReportError (a message naming the file: `run_suite report` exits 2), never a traceback.
 
 Deterministic (a fixed seed) and bounded: FUZZ_REPORT_CASES cases (default 40), each on a fresh
-copy of one of two run folders of tests/fixtures/report (a completion and a window-measured run).
+copy of one of three run folders (tests/fixtures/report's completion and window-measured runs, and
+tests/fixtures/report_alone's serial run with its set-ups compressed on the timeline).
 Infinities, NaN and 1e308 in numeric CSV cells and JSON numbers, and 1e308 in timeline.csv's power_w,
 must be refused naming their place. A failing case prints its mutation and the
 traceback, and the exit status is 1. Exit 77 (skipped) without matplotlib.
@@ -141,10 +142,12 @@ def mutate(path, rng):
 
 
 def main(argv):
-    # by default each case mutates one of two runs: a completion-measured one and a heterogeneous
-    # window-measured one (its windows, overlaps and power inside the window); the same case count
+    # by default each case mutates one of three runs: a completion-measured one, a heterogeneous
+    # window-measured one (its windows, overlaps and power inside the window) and a serial one whose
+    # set-ups the timeline compresses; the same case count
     fixtures = [argv[0]] if argv else [os.path.join(HERE, "fixtures", "report", "20261124T152948Z-all-S+M", "mps"),
-                                       os.path.join(HERE, "fixtures", "report", "20261125T201949Z-all-S+M+M", "mps")]
+                                       os.path.join(HERE, "fixtures", "report", "20261125T201949Z-all-S+M+M", "mps"),
+                                       os.path.join(HERE, "fixtures", "report_alone", "tf32-serial-2xS")]
     cases = int(os.environ.get("FUZZ_REPORT_CASES", "40"))
     rng = random.Random(20261124)
     failed = 0

@@ -20,6 +20,7 @@
 
 #define FIXTURE SUITE_SOURCE_DIR "/tests/fixtures/report"
 #define STUDY FIXTURE "/20261124T152934Z-study-small"
+#define ALONE SUITE_SOURCE_DIR "/tests/fixtures/report_alone"
 
 static char *read_all(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -313,6 +314,49 @@ static void test_precision_pair(void **state) {
     test_rmtree(dir);
 }
 
+/* Each collocated run against its own job alone (tests/fixtures/report_alone: fake_train, one
+ * ResNet-26 job alone, in serial and collocated, in tf32 and bf16; see its README). The canonical job name
+ * carries a precision only where one was given, and neither --steps-per-epoch nor the measurement:
+ * the references are keyed by all of them (report_data.JobKey). tf32 2xS (1.2 s epochs) against
+ * the completion-measured tf32 alone (0.8 s), not the mean with the window-measured one (0.2 s):
+ * STP 2 x 0.8 / 1.2 = 1.33 (0.83 with the mean), speed-up 2 x 1.60 / 2.40 = 1.33; bf16 2xS (0.5
+ * s) against bf16 alone (0.4 s): 1.60; tf32 named explicitly (1.6 s) against the default tf32
+ * alone: 1.00. The bf16 / tf32 table pairs runs of the same measurement only. */
+static void test_alone_reference_per_job(void **state) {
+    char dir[512], page[600], out[4096], err[8192];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(page, sizeof page, "%s/report.html", dir);
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", ALONE, "-o", page, NULL);
+    if (rc != 0) fprintf(stderr, "stdout: %s\nstderr: %s\n", out, err);
+    assert_int_equal(rc, 0);
+    char *html = read_all(page);
+    static const char *const dagger = "<sup>\xe2\x80\xa0</sup>";
+    struct {
+        const char *heading, *row;
+    } want[] = {
+        {"batch 128 (small)</h3>", "<td>2.40</td><td class=l>S#0: 426<br>S#1: 426</td><td>853</td><td>1.33%s</td>"
+                                   "<td>1.50%s</td><td>1.00%s</td><td>1.33%s</td>"},
+        {"batch 128[precision=bf16] (small)</h3>", "<td>1.00</td><td class=l>S#0: 1,022<br>S#1: 1,021</td><td>2,043</td>"
+                                                   "<td>1.60%s</td><td>1.25%s</td><td>1.00%s</td><td>1.60%s</td>"},
+        {"batch 128[precision=tf32] (small)</h3>", "<td>3.20</td><td class=l>S#0: 320<br>S#1: 320</td><td>639</td>"
+                                                   "<td>1.00%s</td><td>2.00%s</td><td>1.00%s</td><td>1.00%s</td>"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        char row[512];
+        snprintf(row, sizeof row, want[i].row, dagger, dagger, dagger, dagger);
+        char *table = section_table(html, want[i].heading);
+        if (!strstr(table, row)) fprintf(stderr, "%s: expected %s in\n%s\n", want[i].heading, row, table);
+        assert_non_null(strstr(table, row));
+        free(table);
+    }
+    /* tf32 alone (completion, 639 samples/s) against bf16 alone (1,275), not the window-measured tf32 */
+    const char *pairs = strstr(html, "<th>bf16 / tf32</th>");
+    assert_non_null(pairs);
+    assert_non_null(strstr(pairs, "<td class=l>S</td><td class=l>serial</td><td>1</td><td>639</td><td>1,275</td><td>2.00x</td>"));
+    free(html);
+    test_rmtree(dir);
+}
+
 /* The report's Python spread (report_data.Spread, spread_rank) is results/spread.h's rule: on the
  * same numbers both print the same "median [min-max]" and the same ranking sign. */
 static void test_spread_agrees_with_c(void **state) {
@@ -356,6 +400,7 @@ int main(void) {
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_study_cell_not_run),
         cmocka_unit_test(test_precision_pair),
+        cmocka_unit_test(test_alone_reference_per_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
