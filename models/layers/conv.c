@@ -217,30 +217,43 @@ static void choice_key(const conv_layer *c, int has_dx, const job_context *ctx, 
              s->kernel, s->stride, s->pad, c->accumulate_dx, has_dx);
 }
 
-static const char *DIRECTION_KEYS[3] = {"fwd", "bwd_data", "bwd_filter"};
+
+/* One layer's set-up, as conv_choices_choose hands it back to the three below. */
+typedef struct conv_choosing {
+    conv_layer *c;
+    void *y, *dx;
+    const void *x;
+    job_context *ctx;
+} conv_choosing;
 
 /* "ws=BYTES fwd=ALGO/MATH/LEGACY_MS/ENGINE/ENGINE_MS bwd_data=... bwd_filter=...", ENGINE "-" where
  * the legacy algorithm runs; a direction that is never run (no input gradient) is "-". */
-static void choice_value(const conv_layer *c, int has_dx, char *value, size_t size) {
-    const conv_algos *al = &c->algos;
+static void describe_choice(void *user, char *value, size_t size) {
+    const conv_choosing *s = user;
+    const conv_algos *al = &s->c->algos;
+    int has_dx = s->dx != NULL;
     const int algo[3] = {al->fwd, al->bwd_data, al->bwd_filter};
     const int math[3] = {al->fwd_math, al->bwd_data_math, al->bwd_filter_math};
     const float ms[3] = {al->fwd_ms, al->bwd_data_ms, al->bwd_filter_ms};
     int n = snprintf(value, size, "ws=%zu", al->workspace_bytes);
     for (int d = 0; d < 3 && n > 0 && (size_t)n < size; d++) {
         if (d == CONV_BACKWARD_DATA && !has_dx)
-            n += snprintf(value + n, size - (size_t)n, " %s=-", DIRECTION_KEYS[d]);
+            n += snprintf(value + n, size - (size_t)n, " %s=-", CONV_CHOICES_DIRECTIONS[d]);
         else
-            n += snprintf(value + n, size - (size_t)n, " %s=%d/%d/%.6g/%s/%.6g", DIRECTION_KEYS[d], algo[d], math[d],
-                          ms[d], al->use_engine[d] ? al->engine[d].name : "-",
+            n += snprintf(value + n, size - (size_t)n, " %s=%d/%d/%.6g/%s/%.6g", CONV_CHOICES_DIRECTIONS[d], algo[d],
+                          math[d], ms[d], al->use_engine[d] ? al->engine[d].name : "-",
                           al->use_engine[d] ? al->engine[d].ms : 0.0f);
     }
 }
 
 /* Sets c->algos from a kept value, rebuilding its engine plans on these buffers. 0, or -1 with
  * err (nothing kept: the caller searches). */
-static int restore_choice(conv_layer *c, const char *value, void *y, const void *x, void *dx, job_context *ctx,
-                          char *err, size_t err_size) {
+static int restore_choice(void *user, const char *value, char *err, size_t err_size) {
+    const conv_choosing *s = user;
+    conv_layer *c = s->c;
+    void *y = s->y, *dx = s->dx;
+    const void *x = s->x;
+    job_context *ctx = s->ctx;
     conv_algos *al = &c->algos;
     memset(al, 0, sizeof *al);
     const char *p = strstr(value, "ws=");
@@ -255,11 +268,11 @@ static int restore_choice(conv_layer *c, const char *value, void *y, const void 
         if (d == CONV_BACKWARD_DATA && !dx) continue;
         char tag[32], engine[64];
         float engine_ms = 0;
-        snprintf(tag, sizeof tag, " %s=", DIRECTION_KEYS[d]);
+        snprintf(tag, sizeof tag, " %s=", CONV_CHOICES_DIRECTIONS[d]);
         const char *field = strstr(value, tag);
         if (!field || sscanf(field + strlen(tag), "%d/%d/%g/%63[^/]/%g", algo[d], math[d], ms[d], engine,
                              &engine_ms) != 5) {
-            snprintf(err, err_size, "no %s choice in \"%s\"", DIRECTION_KEYS[d], value);
+            snprintf(err, err_size, "no %s choice in \"%s\"", CONV_CHOICES_DIRECTIONS[d], value);
             goto failed;
         }
         if (!strcmp(engine, "-")) continue;
@@ -288,35 +301,13 @@ failed:
     return -1;
 }
 
-static void search(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
-    memset(&c->algos, 0, sizeof c->algos);
-    search_algos(c, y, x, dx, ctx);
-    use_math_types(c); /* the legacy picks are timed again as they will run */
-    search_engines(c, y, x, dx, ctx);
-}
-
-/* One layer's set-up, for conv_choices_choose. */
-typedef struct conv_choosing {
-    conv_layer *c;
-    void *y, *dx;
-    const void *x;
-    job_context *ctx;
-} conv_choosing;
-
-static int restore_kept(void *user, const char *value, char *err, size_t err_size) {
-    conv_choosing *s = user;
-    return restore_choice(s->c, value, s->y, s->x, s->dx, s->ctx, err, err_size);
-}
-
-static void search_now(void *user) {
-    conv_choosing *s = user;
-    search(s->c, s->y, s->x, s->dx, s->ctx);
+static void search(void *user) {
+    const conv_choosing *s = user;
+    memset(&s->c->algos, 0, sizeof s->c->algos);
+    search_algos(s->c, s->y, s->x, s->dx, s->ctx);
+    use_math_types(s->c); /* the legacy picks are timed again as they will run */
+    search_engines(s->c, s->y, s->x, s->dx, s->ctx);
     use_math_types(s->c);
-}
-
-static void describe_choice(void *user, char *value, size_t size) {
-    conv_choosing *s = user;
-    choice_value(s->c, s->dx != NULL, value, size);
 }
 
 /* The layer's algorithms: the choice kept for this key in SUITE_CONV_CHOICES' file, else a search
@@ -325,7 +316,7 @@ static void choose(conv_layer *c, void *y, const void *x, void *dx, job_context 
     char key[512];
     choice_key(c, dx != NULL, ctx, key, sizeof key);
     conv_choosing s = {c, y, dx, x, ctx};
-    conv_choices_layer layer = {&s, restore_kept, search_now, describe_choice};
+    conv_choices_layer layer = {&s, restore_choice, search, describe_choice};
     conv_choices_choose("conv", key, &layer);
 }
 

@@ -16,6 +16,8 @@
 #include "kernels/check.h"
 #include "kernels/knobs.h"
 
+const char *const CONV_CHOICES_DIRECTIONS[3] = {"fwd", "bwd_data", "bwd_filter"};
+
 const char *conv_choices_path(void) {
     const char *path = knob_text(KNOB_CONV_CHOICES);
     return path && *path && strcmp(path, "none") != 0 ? path : NULL;

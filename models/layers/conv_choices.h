@@ -39,6 +39,10 @@ void conv_choices_close(conv_choices *f);
  * the workspace limit and TF32: "gpu=NAME/Nsm cudnn=V ws=BYTES tf32=0|1". */
 void conv_choices_device_key(char *out, size_t size, int device, size_t workspace_limit, int allow_tf32);
 
+/* The names of a convolution's three directions in a value, in the order of conv_direction and
+ * of the depthwise layers' directions: forward, backward-data, backward-filter. */
+extern const char *const CONV_CHOICES_DIRECTIONS[3];
+
 /* One layer's choice, as conv_choices_choose asks for it. */
 typedef struct conv_choices_layer {
     void *user;

@@ -209,7 +209,6 @@ static void search_now(void *user) {
 }
 
 /* "ws=BYTES" then per direction "D=PATH/CUDNN_OK/ALGO/MATH/OURS_MS/CUDNN_MS" (fwd, bwd_data, bwd_filter). */
-static const char *DIRECTION_KEYS[3] = {"fwd", "bwd_data", "bwd_filter"};
 
 static void choice_fields(depthwise_choice *ch, int *algo[3], int *math[3]) {
     algo[DEPTHWISE_FORWARD] = (int *)&ch->fwd, math[DEPTHWISE_FORWARD] = (int *)&ch->fwd_math;
@@ -224,8 +223,8 @@ static void describe_choice(void *user, char *value, size_t size) {
     choice_fields(ch, algo, math);
     int n = snprintf(value, size, "ws=%zu", ch->workspace_bytes);
     for (int dir = 0; dir < 3 && n > 0 && (size_t)n < size; dir++)
-        n += snprintf(value + n, size - (size_t)n, " %s=%d/%d/%d/%d/%.6g/%.6g", DIRECTION_KEYS[dir], (int)ch->path[dir],
-                      ch->cudnn_ok[dir], *algo[dir], *math[dir], ch->ours_ms[dir], ch->cudnn_ms[dir]);
+        n += snprintf(value + n, size - (size_t)n, " %s=%d/%d/%d/%d/%.6g/%.6g", CONV_CHOICES_DIRECTIONS[dir],
+                      (int)ch->path[dir], ch->cudnn_ok[dir], *algo[dir], *math[dir], ch->ours_ms[dir], ch->cudnn_ms[dir]);
 }
 
 static int restore_kept(void *user, const char *value, char *err, size_t err_size) {
@@ -242,12 +241,12 @@ static int restore_kept(void *user, const char *value, char *err, size_t err_siz
     for (int dir = 0; dir < 3; dir++) {
         char tag[32];
         int path;
-        snprintf(tag, sizeof tag, " %s=", DIRECTION_KEYS[dir]);
+        snprintf(tag, sizeof tag, " %s=", CONV_CHOICES_DIRECTIONS[dir]);
         const char *field = strstr(value, tag);
         if (!field || sscanf(field + strlen(tag), "%d/%d/%d/%d/%g/%g", &path, &ch.cudnn_ok[dir], algo[dir], math[dir],
                              &ch.ours_ms[dir], &ch.cudnn_ms[dir]) != 6 ||
             (path != DEPTHWISE_OURS && path != DEPTHWISE_CUDNN) || (path == DEPTHWISE_CUDNN && !ch.cudnn_ok[dir])) {
-            snprintf(err, err_size, "no usable %s choice in \"%s\"", DIRECTION_KEYS[dir], value);
+            snprintf(err, err_size, "no usable %s choice in \"%s\"", CONV_CHOICES_DIRECTIONS[dir], value);
             return -1;
         }
         ch.path[dir] = (depthwise_path)path;
