@@ -542,7 +542,8 @@ int conv_engine_rebuild(conv_engine_plan *plan, conv_direction dir, const conv_s
     if (status == CUDNN_STATUS_SUCCESS) {
         config = create_descriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
         SET_ATTR(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine);
-        if (knobs > 0) SET_ATTR(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, knobs, choices);
+        if (knobs > 0)
+            SET_ATTR(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, knobs, choices);
         status = cudnnBackendFinalize(config);
     }
     if (status == CUDNN_STATUS_SUCCESS) status = build_plan(cudnn, config, &plan->plan, &workspace);

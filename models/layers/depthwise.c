@@ -224,7 +224,8 @@ static void describe_choice(void *user, char *value, size_t size) {
     int n = snprintf(value, size, "ws=%zu", ch->workspace_bytes);
     for (int dir = 0; dir < 3 && n > 0 && (size_t)n < size; dir++)
         n += snprintf(value + n, size - (size_t)n, " %s=%d/%d/%d/%d/%.6g/%.6g", CONV_CHOICES_DIRECTIONS[dir],
-                      (int)ch->path[dir], ch->cudnn_ok[dir], *algo[dir], *math[dir], ch->ours_ms[dir], ch->cudnn_ms[dir]);
+                      (int)ch->path[dir], ch->cudnn_ok[dir], *algo[dir], *math[dir], ch->ours_ms[dir],
+                      ch->cudnn_ms[dir]);
 }
 
 static int restore_kept(void *user, const char *value, char *err, size_t err_size) {
