@@ -182,7 +182,7 @@ static void build_block(model *m, cait *c, arena *a, cait_block *b, int index) {
     b->f = tact(a, t, T * Hd), b->g = tact(a, t, T * Hd), b->out = act(a, T * C);
     b->proj_ws = tact(a, t, (size_t)C * C), b->proj_bs = act(a, C);
     b->fc2_ws = tact(a, t, (size_t)C * Hd), b->fc2_bs = act(a, C);
-    th_core_init(&b->core, a, c->batch, N, H, c->head_dim, t);
+    th_core_init(&b->core, c->batch, N, H, c->head_dim, t);
 }
 
 static void build_token_block(model *m, cait *c, arena *a, cait_token_block *b, int index) {
@@ -354,7 +354,7 @@ static void cait_setup(model *m, job_context *ctx) {
     c->gemm.type = c->type;
     for (int l = 0; l < CAIT_DEPTH; l++) {
         cait_block *b = &c->blocks[l];
-        th_core_bind(&b->core, b->qkv, b->logits, b->stats, b->o, c->attn, c->dO, c->dqkv, ctx);
+        th_core_bind(&b->core, b->qkv, b->logits, b->stats, b->o, c->attn, c->dO, c->dqkv);
     }
     size_t U = (size_t)c->batch * (c->tokens + 1);
     if (c->type == ELEM_BF16) fill_bf16(c->ones, 1.0f, U, ctx->stream);

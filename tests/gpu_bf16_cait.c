@@ -397,8 +397,8 @@ static void test_attention_core(void **state) {
         if (pass) assert_int_equal(arena_allocate(&ctx.arena, &plan, 0), 0);
         r.wl = arena_take_floats(a, ARENA_WEIGHTS, hh), r.ww = arena_take_floats(a, ARENA_WEIGHTS, hh);
         r.bl = arena_take_floats(a, ARENA_NO_DECAY, H), r.bw = arena_take_floats(a, ARENA_NO_DECAY, H);
-        th_core_init(&r.core, a, B, N, H, D, ELEM_BF16);
     }
+    th_core_init(&r.core, B, N, H, D, ELEM_BF16);
     upload(r.wl, wl, hh, ELEM_F32), upload(r.ww, ww, hh, ELEM_F32), upload(r.bl, bl, H, ELEM_F32);
     upload(r.bw, bw, H, ELEM_F32);
     r.qkv = up(qkv, n_qkv, ELEM_BF16), r.out = poisoned(n_out, ELEM_BF16), r.w = dout, r.n_out = n_out;
@@ -406,7 +406,7 @@ static void test_attention_core(void **state) {
     void *d_dqkv = poisoned(n_qkv, ELEM_BF16);
     float *stats = dev((size_t)B * H * N * 2, ELEM_F32);
     float *scratch = dev(talking_heads_backward_scratch_floats(B, H, N), ELEM_F32);
-    th_core_bind(&r.core, r.qkv, d_logits, stats, r.out, d_attn, d_dout, d_dqkv, &ctx);
+    th_core_bind(&r.core, r.qkv, d_logits, stats, r.out, d_attn, d_dout, d_dqkv);
     engine.type = ELEM_BF16;
     printf("attention core bf16 B %d N %d H %d D %d:\n", B, N, H, D);
     core_loss(&r);

@@ -268,12 +268,8 @@ static void test_attention_core(void **state) {
                         dqkv_ref[kj] += g * qkv[qi];
                     }
                 }
-    arena plan;
-    arena_plan(&plan);
     core_run r = {0};
-    th_core_init(&r.core, &plan, B, N, H, D, ELEM_F32);
-    assert_int_equal(arena_allocate(&ctx.arena, &plan, 0), 0);
-    th_core_init(&r.core, &ctx.arena, B, N, H, D, ELEM_F32);
+    th_core_init(&r.core, B, N, H, D, ELEM_F32);
     r.qkv = test_to_device(qkv, n_qkv), r.out = test_to_device(dout, n_out), r.w = dout, r.n_out = n_out;
     r.wl = test_to_device(wl, hh), r.bl = test_to_device(bl, H), r.ww = test_to_device(ww, hh), r.bw = test_to_device(bw, H);
     float *d_logits, *d_stats, *d_attn, *scratch, *d_dout = test_to_device(dout, n_out), *d_dqkv = test_to_device(qkv, n_qkv);
@@ -282,7 +278,7 @@ static void test_attention_core(void **state) {
     CHECK_CUDA(cudaMalloc((void **)&d_stats, (size_t)B * H * N * 2 * sizeof(float)));
     CHECK_CUDA(cudaMalloc((void **)&scratch, talking_heads_backward_scratch_floats(B, H, N) * sizeof(float)));
     float *g_wl = test_to_device(wl, hh), *g_bl = test_to_device(bl, H), *g_ww = test_to_device(ww, hh), *g_bw = test_to_device(bw, H);
-    th_core_bind(&r.core, r.qkv, d_logits, d_stats, r.out, d_attn, d_dout, d_dqkv, &ctx);
+    th_core_bind(&r.core, r.qkv, d_logits, d_stats, r.out, d_attn, d_dout, d_dqkv);
     printf("attention core B %d N %d H %d D %d:\n", B, N, H, D);
     test_poison(r.out, n_out), test_poison(d_dqkv, n_qkv);
     settle();
@@ -299,7 +295,6 @@ static void test_attention_core(void **state) {
     fd_check("dL/d proj_w.weight", r.ww, hh, gw, 3, core_loss, &r, 1e-2f, 5e-3);
     float *ptrs[] = {r.qkv, r.out, r.wl, r.bl, r.ww, r.bw, d_logits, d_stats, d_attn, scratch, d_dout, d_dqkv, g_wl, g_bl, g_ww, g_bw};
     for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; i++) CHECK_CUDA(cudaFree(ptrs[i]));
-    arena_free(&ctx.arena);
     free(qkv), free(wl), free(bl), free(ww), free(bw), free(dout), free(logits), free(g), free(gw), free(gl);
     free(attn), free(da), free(dl), free(out_ref), free(dqkv_ref), free(dwl), free(dbl), free(dww), free(dbw);
 }

@@ -163,7 +163,9 @@ static void test_pdl_matches_ordinary_launches(void **state) {
  * to the next (the BN statistics' atomics, amplified over three steps), so there the bound is
  * 5e-2. A join too late would let the chain overwrite a gradient buffer under a running weight
  * gradient, or update a weight a data gradient still reads: differences of order 1 (bench/NOTES.md,
- * session 8, saw 3e-1 from such a race). */
+ * session 8, saw 3e-1 from such a race). In float32 the floor is 1e-3: ResNet-50's two runs
+ * without the lane differ by either 1.5e-6 or 1.08e-4 (the same atomics; sessions 9 and 14), so
+ * the yardstick of one pair of runs can be 70x too small. */
 static void test_wgrad_lane_matches_one_stream(void **state) {
     model_config configs[] = {
         {.name = "resnet26", .batch = 16, .image_size = 32, .in_channels = 3, .classes = 10, .seed = 7,
@@ -183,7 +185,7 @@ static void test_wgrad_lane_matches_one_stream(void **state) {
             printf("%s %s %s, 3 steps, relative difference of the parameter change: with against without the "
                    "weight-gradient lane %.2e, two runs without it %.2e\n", configs[k].name,
                    precision_name(configs[k].precision), graph ? "graphed" : "eager", e, spread);
-            assert_true(e < fmax(10.0 * spread, configs[k].precision == PRECISION_BF16 ? 5e-2 : 1e-4));
+            assert_true(e < fmax(10.0 * spread, configs[k].precision == PRECISION_BF16 ? 5e-2 : 1e-3));
             free(one), free(again), free(lane);
         }
 }

@@ -125,9 +125,9 @@ void gemm(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k,
                                 p->c, &p->algo, ctx->workspace, ctx->workspace_bytes, ctx->stream));
 }
 
-void gemm_batched(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k, float alpha,
-                  const void *const *A, int lda, const void *const *B, int ldb, float beta, void *const *C,
-                  int ldc, int count) {
+void gemm_strided_batched(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k, float alpha,
+                          const void *A, int lda, long long stride_a, const void *B, int ldb, long long stride_b,
+                          float beta, void *C, int ldc, long long stride_c, int count) {
     check_shape(ta, tb, m, n, k, lda, ldb, ldc, g->type, g->type);
     if (count < 1) bad_gemm("a batch needs at least one product", ta, tb, m, n, k, lda, ldb, ldc);
     /* cublasSetStream resets the workspace to cuBLAS's own pool, so the job's is set after it;
@@ -140,7 +140,7 @@ void gemm_batched(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n
         g->blas_workspace_bytes = ctx->workspace_bytes;
     }
     cudaDataType_t t = cuda_type(g->type);
-    CHECK_CUBLAS(cublasGemmBatchedEx(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                                     &alpha, B, t, ldb, A, t, lda, &beta, C, t, ldc, count,
-                                     compute_type(ctx, g->type), CUBLAS_GEMM_DEFAULT));
+    CHECK_CUBLAS(cublasGemmStridedBatchedEx(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                            n, m, k, &alpha, B, t, ldb, stride_b, A, t, lda, stride_a, &beta, C, t,
+                                            ldc, stride_c, count, compute_type(ctx, g->type), CUBLAS_GEMM_DEFAULT));
 }

@@ -1,7 +1,6 @@
 /* Row-major GEMMs for the transformer layers, C = alpha op(A) op(B) + beta C_in (+ bias), on
- * cuBLASLt, and batched GEMMs over arrays of device pointers on cuBLAS (per (sample, head)
- * attention products, whose operands are column slices of the fused qkv rows: no single batch
- * stride reaches them). Unlike models/layers/linear.h this takes any leading dimensions, beta (the
+ * cuBLASLt, and strided batches of them on cuBLAS (the per-sample attention products of one head,
+ * whose operands are column slices of the fused qkv rows). Unlike models/layers/linear.h this takes any leading dimensions, beta (the
  * residual add rides in the GEMM) and a C_in different from C. Each distinct shape gets one
  * matmul descriptor and one heuristic algorithm, made on its first use (the trainer's eager
  * warm-up, before capture); later calls only look the plan up, so every call is capturable.
@@ -50,10 +49,11 @@ void gemm(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k,
           int lda, const void *B, int ldb, float beta, const void *C_in, void *C, int ldc, const void *bias,
           elem_type c_type);
 
-/* The same for `count` independent products whose matrices (all of the engine's type) are given
- * by device arrays of pointers (count entries each). */
-void gemm_batched(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k, float alpha,
-                  const void *const *A, int lda, const void *const *B, int ldb, float beta, void *const *C,
-                  int ldc, int count);
+/* The same for `count` independent products (all of the engine's type, beta 0 or C read) whose
+ * operands start `stride_*` elements apart: product i reads A + i*stride_a and B + i*stride_b and
+ * writes C + i*stride_c. */
+void gemm_strided_batched(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k, float alpha,
+                          const void *A, int lda, long long stride_a, const void *B, int ldb, long long stride_b,
+                          float beta, void *C, int ldc, long long stride_c, int count);
 
 #endif

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/transformer.h"
 #include "kernels/check.h"
@@ -83,18 +84,10 @@ void ls_linear_backward(gemm_engine *g, job_context *ctx, void *da, float *dw, f
 
 /* ---- talking-heads attention core --------------------------------------------------------------- */
 
-void th_core_init(th_core *t, arena *a, int batch, int tokens, int heads, int head_dim, elem_type type) {
+void th_core_init(th_core *t, int batch, int tokens, int heads, int head_dim, elem_type type) {
+    memset(t, 0, sizeof *t);
     t->batch = batch, t->tokens = tokens, t->heads = heads, t->head_dim = head_dim, t->type = type;
     t->scale = 1.0f / sqrtf((float)head_dim);
-    t->logits = t->attn = NULL, t->stats = NULL;
-    t->pointers = arena_take(a, ARENA_SCRATCH, (size_t)TH_ARRAYS * batch * heads * sizeof(void *));
-}
-
-static const void *const *th_array(const th_core *t, int which) {
-    return (const void *const *)(t->pointers + (size_t)which * t->batch * t->heads);
-}
-static void *const *th_out_array(const th_core *t, int which) {
-    return (void *const *)(t->pointers + (size_t)which * t->batch * t->heads);
 }
 
 static void th_check_engine(const th_core *t, const gemm_engine *g) {
@@ -106,70 +99,73 @@ static void th_check_engine(const th_core *t, const gemm_engine *g) {
 }
 
 void th_core_bind(th_core *t, const void *qkv, void *logits, float *stats, void *out, void *attn,
-                  const void *dout, void *dqkv, job_context *ctx) {
-    int B = t->batch, H = t->heads, N = t->tokens, D = t->head_dim, C = H * D;
-    size_t bh = (size_t)B * H, es = elem_bytes(t->type);
-    t->logits = logits, t->stats = stats, t->attn = attn;
-    const char **host = malloc(TH_ARRAYS * bh * sizeof *host);
-    if (!host) {
-        fprintf(stderr, "th_core_bind: out of host memory\n");
-        exit(1);
-    }
-    /* byte offsets: the arrays point into tensors of either element type */
-    const char *q3 = qkv, *d1 = dout;
-    char *l = logits, *o1 = out, *a = attn, *dq3 = dqkv;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            size_t i = (size_t)b * H + h;
-            size_t row3 = ((size_t)b * N * 3 * C + (size_t)h * D) * es, row1 = ((size_t)b * N * C + (size_t)h * D) * es;
-            size_t square = i * N * N * es, third = (size_t)C * es;
-            host[TH_Q * bh + i] = q3 + row3;
-            host[TH_K * bh + i] = q3 + row3 + third;
-            host[TH_V * bh + i] = q3 + row3 + 2 * third;
-            host[TH_LOGITS * bh + i] = l + square;
-            host[TH_OUT * bh + i] = o1 + row1;
-            host[TH_ATTN * bh + i] = a + square;
-            host[TH_DOUT * bh + i] = d1 + row1;
-            host[TH_DQ * bh + i] = dq3 + row3;
-            host[TH_DK * bh + i] = dq3 + row3 + third;
-            host[TH_DV * bh + i] = dq3 + row3 + 2 * third;
-        }
-    CHECK_CUDA(cudaMemcpyAsync(t->pointers, host, TH_ARRAYS * bh * sizeof *host, cudaMemcpyHostToDevice, ctx->stream));
-    CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
-    free(host);
+                  const void *dout, void *dqkv) {
+    t->qkv = qkv, t->logits = logits, t->stats = stats, t->out = out, t->attn = attn;
+    t->dout = dout, t->dqkv = dqkv;
+}
+
+/* One head's matrices in each sample, as a strided batch over the samples: a column slice of the
+ * fused rows ([B*N, 3C] q | k | v with `part` 0, 1, 2, or [B*N, C] with part -1), or one [N, N]
+ * square of [B, H, N, N]. */
+typedef struct th_operand {
+    const char *head0;   /* sample 0, head 0 */
+    size_t head_step;    /* bytes from one head to the next */
+    long long sample_step; /* elements from one sample to the next */
+    int ld;
+} th_operand;
+
+static th_operand th_rows(const th_core *t, const void *base, int part) {
+    int C = t->heads * t->head_dim, width = part < 0 ? C : 3 * C;
+    size_t es = elem_bytes(t->type);
+    th_operand o = {(const char *)base + (size_t)(part < 0 ? 0 : part) * C * es, (size_t)t->head_dim * es,
+                    (long long)t->tokens * width, width};
+    return o;
+}
+
+static th_operand th_square(const th_core *t, const void *base) {
+    size_t nn = (size_t)t->tokens * t->tokens;
+    th_operand o = {(const char *)base, nn * elem_bytes(t->type), (long long)t->heads * nn, t->tokens};
+    return o;
+}
+
+/* C = alpha op(A) op(B) for every (sample, head): one strided batch over the samples per head.
+ * (Device arrays of per-(sample, head) pointers would make it one call, but cuBLAS's pointer-array
+ * kernels faulted with illegal addresses in one of every few set-ups when 7 CaiT processes shared
+ * the GPU by time-slicing; bench/NOTES.md, session 14.) */
+static void th_gemm(const th_core *t, gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k,
+                    float alpha, th_operand A, th_operand B, th_operand C) {
+    for (int h = 0; h < t->heads; h++)
+        gemm_strided_batched(g, ctx, ta, tb, m, n, k, alpha, A.head0 + h * A.head_step, A.ld, A.sample_step,
+                             B.head0 + h * B.head_step, B.ld, B.sample_step, 0.0f,
+                             (char *)C.head0 + h * C.head_step, C.ld, C.sample_step, t->batch);
 }
 
 void th_core_forward(th_core *t, gemm_engine *g, job_context *ctx, const float *wl, const float *bl,
                      const float *ww, const float *bw) {
-    int B = t->batch, H = t->heads, N = t->tokens, D = t->head_dim, C = H * D, count = B * H;
+    int B = t->batch, H = t->heads, N = t->tokens, D = t->head_dim;
     th_check_engine(t, g);
     /* logits = scale q k^T */
-    gemm_batched(g, ctx, 0, 1, N, N, D, t->scale, th_array(t, TH_Q), 3 * C, th_array(t, TH_K), 3 * C, 0.0f,
-                 th_out_array(t, TH_LOGITS), N, count);
+    th_gemm(t, g, ctx, 0, 1, N, N, D, t->scale, th_rows(t, t->qkv, 0), th_rows(t, t->qkv, 1),
+            th_square(t, t->logits));
     talking_heads_forward(t->attn, t->stats, t->logits, wl, bl, ww, bw, B, H, N, t->type, ctx->stream);
     /* out = attn v, written per head into the [B*N, C] rows */
-    gemm_batched(g, ctx, 0, 0, N, D, N, 1.0f, th_array(t, TH_ATTN), N, th_array(t, TH_V), 3 * C, 0.0f,
-                 th_out_array(t, TH_OUT), C, count);
+    th_gemm(t, g, ctx, 0, 0, N, D, N, 1.0f, th_square(t, t->attn), th_rows(t, t->qkv, 2), th_rows(t, t->out, -1));
 }
 
 void th_core_backward(th_core *t, gemm_engine *g, job_context *ctx, float *dwl, float *dbl, float *dww,
                       float *dbw, const float *wl, const float *bl, const float *ww, const float *bw,
                       float *scratch) {
-    int B = t->batch, H = t->heads, N = t->tokens, D = t->head_dim, C = H * D, count = B * H;
+    int B = t->batch, H = t->heads, N = t->tokens, D = t->head_dim;
     th_check_engine(t, g);
     talking_heads_recompute(t->attn, t->stats, t->logits, wl, bl, ww, bw, B, H, N, t->type, ctx->stream);
     /* dv = attn^T dout, then dattn = dout v^T over the attention weights (no longer needed) */
-    gemm_batched(g, ctx, 1, 0, N, D, N, 1.0f, th_array(t, TH_ATTN), N, th_array(t, TH_DOUT), C, 0.0f,
-                 th_out_array(t, TH_DV), 3 * C, count);
-    gemm_batched(g, ctx, 0, 1, N, N, D, 1.0f, th_array(t, TH_DOUT), C, th_array(t, TH_V), 3 * C, 0.0f,
-                 th_out_array(t, TH_ATTN), N, count);
+    th_gemm(t, g, ctx, 1, 0, N, D, N, 1.0f, th_square(t, t->attn), th_rows(t, t->dout, -1), th_rows(t, t->dqkv, 2));
+    th_gemm(t, g, ctx, 0, 1, N, N, D, 1.0f, th_rows(t, t->dout, -1), th_rows(t, t->qkv, 2), th_square(t, t->attn));
     talking_heads_backward(t->attn, run_weight_grad(g, ctx, wl, dwl), dbl, run_weight_grad(g, ctx, ww, dww), dbw,
                            t->logits, t->stats, wl, bl, ww, bw, B, H, N, t->type, scratch, ctx->stream);
     /* dq = scale dlogits k, dk = scale dlogits^T q */
-    gemm_batched(g, ctx, 0, 0, N, D, N, t->scale, th_array(t, TH_ATTN), N, th_array(t, TH_K), 3 * C, 0.0f,
-                 th_out_array(t, TH_DQ), 3 * C, count);
-    gemm_batched(g, ctx, 1, 0, N, D, N, t->scale, th_array(t, TH_ATTN), N, th_array(t, TH_Q), 3 * C, 0.0f,
-                 th_out_array(t, TH_DK), 3 * C, count);
+    th_gemm(t, g, ctx, 0, 0, N, D, N, t->scale, th_square(t, t->attn), th_rows(t, t->qkv, 1), th_rows(t, t->dqkv, 0));
+    th_gemm(t, g, ctx, 1, 0, N, D, N, t->scale, th_square(t, t->attn), th_rows(t, t->qkv, 0), th_rows(t, t->dqkv, 1));
 }
 
 /* ---- patch embedding --------------------------------------------------------------------------- */

@@ -48,24 +48,21 @@ void ls_linear_backward(gemm_engine *g, job_context *ctx, void *da, float *dw, f
  * to out [B*N, H*D]; logits [B, H, N, N] (scaled q k^T) and stats [B, H, N, 2] (float) are kept
  * per block; attn [B, H, N, N] is scratch that blocks share (attention weights forward; dattn,
  * then dlogits backward). All but stats are of the core's type, which must be the engine's. The
- * per-(sample, head) GEMMs read operands through device pointer arrays built once by
- * th_core_bind. */
-enum { TH_Q, TH_K, TH_V, TH_LOGITS, TH_OUT, TH_ATTN, TH_DOUT, TH_DQ, TH_DK, TH_DV, TH_ARRAYS };
+ * per-(sample, head) GEMMs run as one strided batch over the samples per head. */
 typedef struct th_core {
     int batch, tokens, heads, head_dim;
     elem_type type;
     float scale;                     /* head_dim^-0.5, applied to q as timm does */
-    void *logits, *attn;
+    const void *qkv, *dout;
+    void *logits, *attn, *out, *dqkv;
     float *stats;
-    void **pointers;                 /* device: TH_ARRAYS arrays of batch*heads pointers */
 } th_core;
 
-/* Takes the pointer arrays from the arena's scratch (planning or real). */
-void th_core_init(th_core *t, arena *a, int batch, int tokens, int heads, int head_dim, elem_type type);
-/* Set-up: fills the pointer arrays. dout [B*N, H*D] and dqkv [B*N, 3*H*D] are the shared
- * gradient buffers the backward pass reads and writes. */
+void th_core_init(th_core *t, int batch, int tokens, int heads, int head_dim, elem_type type);
+/* Names the tensors the core reads and writes (device). dout [B*N, H*D] and dqkv [B*N, 3*H*D] are
+ * the shared gradient buffers the backward pass reads and writes. */
 void th_core_bind(th_core *t, const void *qkv, void *logits, float *stats, void *out, void *attn,
-                  const void *dout, void *dqkv, job_context *ctx);
+                  const void *dout, void *dqkv);
 void th_core_forward(th_core *t, gemm_engine *g, job_context *ctx, const float *wl, const float *bl,
                      const float *ww, const float *bw);
 /* From dout to dqkv (overwritten) and the mixing parameters' gradients (the weights' to their
