@@ -329,6 +329,25 @@ class Run:
             out.append(v if not math.isnan(v) else self.job_csv(i, "timed_s"))
         return out
 
+    def job_times(self):
+        """Each job's time for one unit of its work, so that the same job's time here over its time
+        alone is its slowdown: under the window measurement its mean step in the common windows
+        (batch / window samples/s; its "epoch" there is cut at stop, as long as the window, alone or
+        not), else its timed epoch. Runs of one job are compared only within one measurement
+        (JobKey)."""
+        if not self.window:
+            return self.timed_seconds()
+        out = []
+        for i in range(self.degree):
+            rate, batch = self.job_rate(i), self.job_csv(i, "batch")
+            out.append((batch if batch > 0 else 1.0) / rate if rate > 0 else NAN)
+        return out
+
+    @property
+    def time_what(self):
+        """What job_times measures, for labels."""
+        return "step in the common window" if self.window else "timed epoch"
+
     def timed_windows(self):
         w = []
         for i in range(self.degree):
@@ -486,10 +505,10 @@ class Run:
         return out
 
     def normalized_throughput(self, solo):
-        """Sum over jobs of (job alone / job here), from the timed epochs; solo: solo_times."""
+        """Sum over jobs of (job alone / job here), from job_times; solo: solo_times."""
         base = solo.get(self.alone_key)
         if self.uniform and base:
-            return sum(base / t for t in self.timed_seconds() if t and not math.isnan(t)) if self.mode != "serial" else 1.0
+            return sum(base / t for t in self.job_times() if t and not math.isnan(t)) if self.mode != "serial" else 1.0
         vals = [num(j.get("solo_timed_seconds")) / num(j.get("timed_seconds")) for j in self.jobs
                 if num(j.get("timed_seconds")) > 0]
         vals = finite(vals)
@@ -498,19 +517,22 @@ class Run:
     def against_alone(self, solo, solo_makespan):
         """A uniform run without a serial baseline of its own (a study cell: d*S beside the cell
         running S alone): STP, ANTT, fairness and speed-up from the same workload's run alone.
-        Each job's normalized progress is alone / here over timed epochs; the serial makespan of
-        d identical jobs is d times one's. {} where the run has its own numbers or none apply."""
+        Each job's normalized progress is its time alone / here (job_times: per step of the common
+        window, or per timed epoch); the serial makespan of d identical jobs is d times one's. {}
+        where the run has its own numbers or none apply."""
         base, whole = solo.get(self.alone_key), solo_makespan.get(self.alone_key)
         if not self.uniform or self.mode == "serial" or not base or is_num(self.summary.get("stp")):
             return {}
-        times = self.timed_seconds()
+        times = self.job_times()
         if len(finite(times)) != self.degree or any(t <= 0 for t in times):
             return {}
         progress = [base / t for t in times]
         out = {"stp": sum(progress), "antt": sum(1 / p for p in progress) / len(progress),
                "fairness": min(progress) / max(progress)}
         makespan = num(self.summary.get("makespan_s"))
-        if whole and makespan > 0 and not is_num(self.summary.get("speedup_vs_serial")):
+        # under the window measurement a run lasts its warm-up and window, alone or beside others:
+        # a ratio of such makespans is no speed-up (STP is the window's)
+        if whole and makespan > 0 and not self.window and not is_num(self.summary.get("speedup_vs_serial")):
             out["speedup_vs_serial"] = self.degree * whole / makespan
         return out
 
@@ -677,12 +699,12 @@ def solo_makespans(runs):
 
 
 def solo_times(runs):
-    """Each uniform job's timed epoch alone, by its key (Run.alone_key): its serial runs' mean (any
-    degree), else the mean of its degree-1 runs."""
+    """Each uniform job's time alone (Run.job_times), by its key (Run.alone_key): its serial runs'
+    mean (any degree), else the mean of its degree-1 runs."""
     serial, alone = {}, {}
     for r in runs:
         if r.uniform and (r.mode == "serial" or r.degree == 1):
-            (serial if r.mode == "serial" else alone).setdefault(r.alone_key, []).extend(finite(r.timed_seconds()))
+            (serial if r.mode == "serial" else alone).setdefault(r.alone_key, []).extend(finite(r.job_times()))
     out = {k: mean(v) for k, v in alone.items() if v}
     out.update({k: mean(v) for k, v in serial.items() if v})
     return out

@@ -146,8 +146,8 @@ def comparison_table(runs, cells, solo, solo_whole=None):
     if any(derived.values()):
         notes.append("† against this workload's run alone (serial, one job): each of these runs "
                      "collocated identical jobs without a serial run of its own, so each job's normalized "
-                     "progress is its timed epoch alone over its timed epoch here, and the serial makespan of "
-                     "d jobs is d times one job's.")
+                     "progress is its time alone over its time here (per step of the common window where the "
+                     "runs used it, else per timed epoch), and the serial makespan of d jobs is d times one job's.")
     for d in sorted({g.degree for g in groups if g.degree > 1}):
         at = [g for g in groups if g.degree == d]
         for key, name, lower in (("stp", "STP", False), ("antt", "ANTT", True)):
@@ -176,9 +176,10 @@ def verdict(sp, low, high):
 
 
 def epoch_ratio(groups, sizes, degree, modes, solo):
-    """Each repeat's mean timed epoch at `degree` over the same mode's degree-1 epoch of the same
-    job (Run.alone_key; the median of its repeats; else the job alone, solo_times), per workload of
-    the sizes: [(label, Spread)]."""
+    """Each repeat's mean job time (Run.job_times: the timed epoch, or the step in the common
+    window) at `degree` over the same mode's degree-1 time of the same job (Run.alone_key; the
+    median of its repeats; else the job alone, solo_times), per workload of the sizes:
+    [(label, Spread)]."""
     rows = []
     for workload, runs in groups:
         model = workload.split(":")[0]
@@ -189,10 +190,10 @@ def epoch_ratio(groups, sizes, degree, modes, solo):
             for h in [g for g in cells if g.mode in (mode, mode + "-emulate") and g.degree == degree]:
                 key = h.runs[0].alone_key
                 alone = [g for g in cells if g.mode == h.mode and g.degree == 1 and g.runs[0].alone_key == key]
-                base = alone[0].spread(lambda r: mean(r.timed_seconds())).median if alone else solo.get(key, NAN)
+                base = alone[0].spread(lambda r: mean(r.job_times())).median if alone else solo.get(key, NAN)
                 if not math.isnan(base) and base > 0:
                     rows.append((f"{MODEL_NAMES.get(model, model)} x{degree} {h.mode}",
-                                 h.spread(lambda r: mean(r.timed_seconds()) / base)))
+                                 h.spread(lambda r: mean(r.job_times()) / base)))
     return rows
 
 
@@ -221,20 +222,20 @@ def findings_section(ref, groups, cells, solo, gpu_names):
         elif kind == "alone_spread":
             for w, rs in uniform:
                 alone = [g for g in group_repeats(rs) if g.degree == 1 and g.mode != "serial"]
-                med = [g.spread(lambda r: mean(r.timed_seconds())).median for g in alone]
+                med = [g.spread(lambda r: mean(r.job_times())).median for g in alone]
                 lo = min(finite(med), default=NAN)
                 if len(finite(med)) > 1 and lo > 0:
                     for g in sorted(alone, key=lambda g: mode_key(g.mode)):
                         measured.append((f"{short_name(w)} x1 {g.mode} / fastest alone",
-                                         g.spread(lambda r: mean(r.timed_seconds()) / lo)))
+                                         g.spread(lambda r: mean(r.job_times()) / lo)))
         elif kind == "mode_order":
             order = [m for m in f.get("order", []) if isinstance(m, str)]
             for w, rs in uniform:
                 for d in sorted({r.degree for r in rs if r.degree > 1}):
                     at = [g for g in group_repeats(rs) if g.degree == d and g.mode != "serial"]
-                    named = [(g.mode, g.spread(lambda r: mean(r.timed_seconds()))) for g in at]
+                    named = [(g.mode, g.spread(lambda r: mean(r.job_times()))) for g in at]
                     if sum(1 for _, sp in named if sp.n) > 1:
-                        ours.append(f"{short_name(w)} x{d} (timed epoch, fastest first): {rank_line(named, lower_better=True)}")
+                        ours.append(f"{short_name(w)} x{d} ({at[0].runs[0].time_what}, fastest first): {rank_line(named, lower_better=True)}")
                         by = dict(named)
                         # each pair in the paper's order: ours faster (holds), slower (does not), or ~
                         ranks = [spread_rank(by[a], by[b]) for i, a in enumerate(order) for b in order[i + 1:]
@@ -247,8 +248,8 @@ def findings_section(ref, groups, cells, solo, gpu_names):
                     continue
                 for g in group_repeats(rs):
                     if g.mode == "naive" and g.degree > 1 and g.runs[0].alone_key in solo:
-                        measured.append((f"{short_name(w)} x{g.degree} naive epoch / (n x alone)",
-                                         g.spread(lambda r: mean(r.timed_seconds()) / (r.degree * solo[r.alone_key]))))
+                        measured.append((f"{short_name(w)} x{g.degree} naive {g.runs[0].time_what} / (n x alone)",
+                                         g.spread(lambda r: mean(r.job_times()) / (r.degree * solo[r.alone_key]))))
         elif kind == "does_not_fit":
             ours = [f"{short_name(c.workload)} x{c.degree} {c.mode}: {c.status}" for c in cells if c.status == "does not fit"]
             if not ours:
@@ -266,9 +267,15 @@ def findings_section(ref, groups, cells, solo, gpu_names):
         elif kind == "energy_order":
             for w, rs in groups:
                 for d in sorted({r.degree for r in rs if r.degree > 1}):
-                    named = [(g.mode, g.spread(lambda r: r.energy_measured()[0] / 1000)) for g in group_repeats(rs) if g.degree == d]
+                    at = [g for g in group_repeats(rs) if g.degree == d]
+                    # the paper's energy is to complete the same work; windows of one length hold
+                    # different work, so there it is energy per trained sample
+                    if at and all(g.window for g in at):
+                        unit, named = "mJ per sample", [(g.mode, g.spread(lambda r: r.energy_measured()[1] * 1000)) for g in at]
+                    else:
+                        unit, named = "kJ", [(g.mode, g.spread(lambda r: r.energy_measured()[0] / 1000)) for g in at]
                     if sum(1 for _, sp in named if sp.n) > 1:
-                        ours.append(f"{short_name(w)} x{d} (kJ, least first): " + rank_line(named, lower_better=True) +
+                        ours.append(f"{short_name(w)} x{d} ({unit}, least first): " + rank_line(named, lower_better=True) +
                                     " (" + ", ".join(f"{m} {sp.format('{:.2f}')}" for m, sp in named if sp.n) + ")")
         elif kind == "table2":
             for w, rs in groups:
