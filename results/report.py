@@ -60,8 +60,9 @@ def build(paths, reference_path):
     body.append(glossary())
     body.append("<h2 id=modes>Per mode and collocation degree (the study's Figures 2-4)</h2>"
                 "<p class=note>Bars grouped by collocated run, runs ordered by degree (dotted lines) and mode; "
-                "the timed epoch is the second (the first warms up). SM activity is the GPU's own (GPM) where it "
-                "has it, else NVML utilisation.</p>")
+                "a run measured over a common window shows each job's samples/s in it, else each job's timed "
+                "(second) epoch. SM activity is the GPU's own (GPM) where it has it, else NVML utilisation, "
+                "over the jobs' timed spans (the window, or the timed epochs).</p>")
     for w, rs in groups:
         wc = cell_groups.get(w, [])
         anchor = f"w{len(figures)}"

@@ -161,7 +161,8 @@ def figure_uniform(plt, runs, cells):
     if not sm_name:  # an empty panel would read as 0 %
         ax_sm.text(0.5, 0.5, "not measured in these runs (no GPM or NVML utilisation)", transform=ax_sm.transAxes,
                    ha="center", va="center", fontsize=8, color="#777")
-    ax_sm.set_title(f"(b) {sm_name or 'SM activity (not measured)'} over the timed epochs", loc="left", fontsize=9, pad=14)
+    ax_sm.set_title(f"(b) {sm_name or 'SM activity (not measured)'} over the " + ("common window" if window else "timed epochs"),
+                    loc="left", fontsize=9, pad=14)
     ax_mem.set_ylabel("GiB")
     ax_mem.set_title("(c) memory after each job's own first epoch, stacked per job (serial: one job at a time, "
                      "the largest)", loc="left", fontsize=9, pad=14)

@@ -14,7 +14,7 @@ table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px soli
 th{background:#f4f4f4}td.l,th.l{text-align:left}tr.bad td{background:#fff3f3}
 img{max-width:100%;border:1px solid #eee;margin:6px 0}code{font-size:11px;word-break:break-all}
 dl.gloss{font-size:12px;display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dl.gloss dt{font-weight:600}dl.gloss dd{margin:0}
-.ok{color:#176f2c}.off{color:#a33}.note{color:#666;font-size:12px}nav a{margin-right:12px}
+.ok{color:#176f2c}.off{color:#a33}.nw{white-space:nowrap}.note{color:#666;font-size:12px}nav a{margin-right:12px}
 """
 
 
@@ -59,18 +59,22 @@ def spread_cell(sp, spec, dagger=False):
 
 
 def per_job_cell(g):
-    """Each job's samples/s (window or timed epoch) with its label; in window runs its overlap,
-    flagged below the run's minimum."""
-    parts = []
+    """Each job's samples/s (window or timed epoch) with its label, one line each; in window runs
+    the lowest overlap below them, and a job's own overlap where it is below the run's minimum
+    (flagged), so that a row of seven jobs stays seven short lines."""
+    parts, lowest = [], []
     for i, name in enumerate(g.job_names()):
         rate = g.job_spread(i, lambda r, i: r.job_rate(i))
         text = f"{esc(name)}: {esc(rate.format('{:,.0f}'))}"
         if g.window and g.mode != "serial":  # serial runs one job at a time: nothing overlaps by design
             ov = g.job_spread(i, lambda r, i: r.job_overlap(i))
             if ov.n:
-                low = ov.min < g.runs[0].min_overlap()
-                text += f" <span class={'off' if low else 'note'}>(overlap {ov.min:.2f}{'*' if low else ''})</span>"
-        parts.append(text)
+                lowest.append(ov.min)
+                if ov.min < g.runs[0].min_overlap():
+                    text += f" <span class=off>(overlap {ov.min:.2f}*)</span>"
+        parts.append(f"<span class=nw>{text}</span>")
+    if lowest:
+        parts.append(f"<span class='note nw'>lowest overlap {min(lowest):.2f}</span>")
     return "<br>".join(parts)
 
 
