@@ -21,7 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
+from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, run_kind, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
 from report_figures import figure_energy, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
 from report_html import CSS, comparison_table, esc, findings_section, glossary, precision_table, provenance  # noqa: E402
 
@@ -109,7 +109,7 @@ def build(paths, reference_path):
         if fig:
             n_tl += 1
             more = f" <span class=note>(the first of {g.n} repeats: {esc(os.path.relpath(r.path, r.root))})</span>" if g.n > 1 else ""
-            body.append(f"<h3>{esc(short_workload(r))} x{r.degree}, {esc(r.mode)}{more}</h3>")
+            body.append(f"<h3>{esc(short_workload(r))} x{r.degree}, {esc(r.mode)} <span class=note>{esc(run_kind(r))}</span>{more}</h3>")
             emit(f"fig-timeline-{n_tl}", r.path, f"timeline {r.mode}", fig)
     if not n_tl:
         body.append("<p class=note>No timeline in these runs (run_suite samples the GPU through NVML; it was absent or --no-monitor).</p>")

@@ -5,6 +5,7 @@ import csv
 import json
 import math
 import os
+import re
 from collections import namedtuple
 
 NAN = float("nan")
@@ -637,15 +638,34 @@ def mode_key(mode):
 
 def workload_title(w):
     if ":" not in w:
-        return f"mix {w}"
+        return mix_title(w)
     model, _, rest = w.partition(":")
     data, _, batch = rest.partition("@")
     size = MODEL_SIZES.get(model)
     return f"{MODEL_NAMES.get(model, model)} · {data} · batch {batch}" + (f" ({size})" if size else "")
 
 
+def mix_title(mix):
+    """A mix's heading: its jobs' labels, then each distinct label's overrides once, so that
+    "S[steps=50]+M[steps=30]+M[steps=30]" reads "mix S+M+M (S: steps=50; M: steps=30)"."""
+    parts = re.findall(r"([^+\[]+)(?:\[([^\]]*)\])?", mix)
+    labels = [label for label, _ in parts]
+    said = []
+    for label, overrides in parts:
+        if overrides and f"{label}: {overrides}" not in said:
+            said.append(f"{label}: {overrides}")
+    return f"mix {'+'.join(labels)}" + (f" ({'; '.join(said)})" if said else "")
+
+
+def run_kind(r):
+    """A run's precision(s) and measurement, for headings that stand apart from its table."""
+    precisions = ",".join(sorted({k.precision for k in r.job_keys}))
+    return f"{precisions} · {'common window' if r.window else 'whole epochs'}"
+
+
 def short_workload(r):
-    return MODEL_NAMES.get(r.model, r.model) if r.uniform else r.mix
+    """A run's jobs in a few words: the model, or a mix's labels (its overrides are in its section's title)."""
+    return MODEL_NAMES.get(r.model, r.model) if r.uniform else "+".join(re.findall(r"([^+\[]+)(?:\[[^\]]*\])?", r.mix))
 
 
 def split_precision(name):

@@ -6,7 +6,7 @@ says every job kept its full speed. tests/fixtures/report_window_alone holds thr
 `--study all --quick` on an H200 (session 14): ResNet-50 (M) alone, and 2*M under mps and naive,
 whose pages printed STP 1.99 and ANTT 1.00 for jobs that ran at 0.45-0.56 of their speed alone.
 Checks STP, ANTT and fairness against the rates in summary.json, the findings' ratios, and the
-page's own cells. Exit 0 passed, 1 failed (each failure printed)."""
+page's own cells, and the headings' words. Exit 0 passed, 1 failed (each failure printed)."""
 import os
 import re
 import sys
@@ -14,7 +14,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "results"))
 from report_data import group_repeats, load, solo_makespans, solo_times  # noqa: E402
-from report_data import read_json  # noqa: E402
+from report_data import mix_title, read_json, run_kind  # noqa: E402
 from report_html import comparison_table, epoch_ratio, findings_section  # noqa: E402
 
 FIXTURE = os.path.join(HERE, "fixtures", "report_window_alone")
@@ -81,6 +81,12 @@ per = {r.mode: r.energy_measured()[1] * 1000 for r in runs}
 check("ResNet-50 x2 (mJ per sample, least first): mps" in found and per["mps"] < per["naive"],
       f"energy per sample not ranked: {per}")
 check("ResNet-50 x2 mps: 1.8" in found, "the 2-way epoch ratio (the mean slowdown, 1.80) not in the findings")
+# headings that stand apart from their tables say what they show
+check(all(run_kind(r) == "tf32 · common window" for r in runs), f"run_kind: {[run_kind(r) for r in runs]}")
+check(mix_title("S[steps=50]+M[steps=30]+M[steps=30]") == "mix S+M+M (S: steps=50; M: steps=30)",
+      f"mix_title: {mix_title('S[steps=50]+M[steps=30]+M[steps=30]')}")
+check(mix_title("S+M+M") == "mix S+M+M", "a mix without overrides keeps its name")
+
 if failures:
     sys.exit(1)
 print("test_report_window_alone: passed")
