@@ -22,7 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, run_kind, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
-from report_figures import figure_energy, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
+from report_figures import figure_energy, figure_mix_progress, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
 from report_html import CSS, comparison_table, esc, findings_section, glossary, precision_table, provenance  # noqa: E402
 
 
@@ -73,6 +73,9 @@ def build(paths, reference_path):
         fig = figure_throughput(plt, rs, solo) if ":" in w and any(r.degree > 1 for r in rs) else None
         if fig:
             emit(f"fig-throughput-{anchor}", workload_title(w), "throughput against one job alone", fig)
+        fig = figure_mix_progress(plt, rs) if ":" not in w else None
+        if fig:
+            emit(f"fig-progress-{anchor}", workload_title(w), "each job's progress against alone, per mode", fig)
         body.append(comparison_table(rs, wc, solo, solo_whole))
 
     pairs = precision_pairs(runs)

@@ -4,7 +4,7 @@ import csv
 import io
 import math
 
-from report_data import GIB, MODE_COLOURS, Cell, RunGroup, Spread, finite, group_repeats, is_num, mode_key, num, precision_rows, short_workload
+from report_data import GIB, MODE_COLOURS, NAN, Cell, RunGroup, Spread, finite, group_repeats, is_num, mode_key, num, precision_rows, short_workload
 
 PRECISION_COLOURS = {"tf32": "#4c72b0", "bf16": "#dd8452"}
 
@@ -195,6 +195,48 @@ def figure_throughput(plt, runs, solo):
     ax.set_xlabel("collocated jobs")
     ax.set_ylabel("throughput / one job alone")
     ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return render(fig)
+
+
+def job_progress(r, i):
+    """Job i's normalized progress as run_suite wrote it (its rate here over its rate alone: over
+    the common window, or the timed epochs); NaN where the run has no alone reference."""
+    return num(r.jobs[i].get("normalized_throughput")) if i < r.degree else NAN
+
+
+def figure_mix_progress(plt, runs):
+    """A heterogeneous mix, each mode: every job's normalized progress (1 = its speed alone), one
+    labelled bar per job with min-max whiskers over repeats, and the mode's fairness (min / max
+    progress) and STP above it: who pays for the sharing, which the sums hide. None where no
+    collocated run has per-job references."""
+    groups = [g for g in group_repeats(runs) if g.mode != "serial" and not g.uniform
+              and any(not math.isnan(job_progress(r, 0)) for r in g.runs)]
+    if not groups:
+        return None
+    groups.sort(key=lambda g: mode_key(g.mode))
+    degree = max(g.degree for g in groups)
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.45 * degree * len(groups) + 2), 3.4))
+    w = 0.8 / degree
+    top = 1.0
+    for k, g in enumerate(groups):
+        names = g.job_names()
+        for i in range(g.degree):
+            sp = g.job_spread(i, job_progress)
+            if sp.n:
+                spread_bar(ax, k - 0.4 + w * (i + 0.5), sp, w * 0.9, MODE_COLOURS.get(g.mode, "#444"), names[i])
+                top = max(top, sp.max)
+        fair = g.spread(lambda r: min(job_progress(r, i) for i in range(r.degree)) /
+                        max(job_progress(r, i) for i in range(r.degree)))
+        stp = g.spread(lambda r: sum(job_progress(r, i) for i in range(r.degree)))
+        ax.text(k, top * 1.04, f"fairness {fair.format('{:.2f}')}\nSTP {stp.format('{:.2f}')}", ha="center",
+                va="bottom", fontsize=7)
+    ax.axhline(1.0, linestyle=":", color="#999", linewidth=1, label="alone")
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([g.mode for g in groups])
+    ax.set_ylim(0, top * 1.3)
+    ax.set_ylabel("progress / alone")
+    ax.set_title("each job's normalized progress (its samples/s here over alone)", loc="left", fontsize=9)
     fig.tight_layout()
     return render(fig)
 
