@@ -226,9 +226,10 @@ def figure_mix_progress(plt, runs):
             if sp.n:
                 spread_bar(ax, k - 0.4 + w * (i + 0.5), sp, w * 0.9, MODE_COLOURS.get(g.mode, "#444"), names[i])
                 top = max(top, sp.max)
-        fair = g.spread(lambda r: min(job_progress(r, i) for i in range(r.degree)) /
-                        max(job_progress(r, i) for i in range(r.degree)))
-        stp = g.spread(lambda r: sum(job_progress(r, i) for i in range(r.degree)))
+        # over every job or not at all: a failed job's missing progress must not raise fairness
+        every = lambda r: [job_progress(r, i) for i in range(r.degree)]  # noqa: E731
+        fair = g.spread(lambda r: min(every(r)) / max(every(r)) if len(finite(every(r))) == r.degree else NAN)
+        stp = g.spread(lambda r: sum(every(r)) if len(finite(every(r))) == r.degree else NAN)
         ax.text(k, top * 1.04, f"fairness {fair.format('{:.2f}')}\nSTP {stp.format('{:.2f}')}", ha="center",
                 va="bottom", fontsize=7)
     ax.axhline(1.0, linestyle=":", color="#999", linewidth=1, label="alone")
