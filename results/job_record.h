@@ -94,6 +94,16 @@ typedef struct job_window {
     double train_start, train_end;  /* the job's first step's start after go, latest step's end */
 } job_window;
 
+/* One step's time ("steps" events, runner/train/step_window.h): the window (0-based) or epoch
+ * (1-based) it belongs to, -1 for the other, and its place there (1-based, completion order). */
+typedef struct job_step {
+    int window, epoch, step;
+    float ms;
+} job_step;
+/* Step times one job's record keeps at most (64 MiB): a fast job's windows hold thousands of steps
+ * each; beyond this they are counted, not kept. */
+#define JOB_MAX_STEP_TIMES (1L << 22)
+
 struct job_process;
 
 typedef struct job_record {
@@ -136,6 +146,11 @@ typedef struct job_record {
     /* outcome */
     job_status status;
     char reason[768];
+
+    /* every step's time (from the "steps" events; not copied with the numbers above) */
+    job_step *steps;             /* owned: job_release frees it; NULL when none came */
+    long step_count, step_cap;
+    long steps_lost;             /* beyond JOB_MAX_STEP_TIMES, or out of memory */
 } job_record;
 
 /* label -> characters safe in a file name ([A-Za-z0-9+._-], others '_'): job and run folder

@@ -1,5 +1,6 @@
 /* Results of a run under runs/<run-id>/: run.json (configuration and machine, built in
- * run_json.c), jobs.csv (one row per job: every epoch's seconds, the timed epoch, status), summary.json
+ * run_json.c), jobs.csv (one row per job: every epoch's seconds, the timed epoch, status), steps.csv
+ * (every measured step's time, step_times.c), summary.json
  * (makespan, the normalized metrics of metrics.h: each job's throughput against running alone,
  * slow-down, energy per sample and interference; STP, ANTT, fairness, speed-up and energy against
  * serial; a samples/s sum only when every job is the same workload) and, for --mode all,
@@ -135,6 +136,13 @@ int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, c
 int results_write_summary(const char *dir, const char *mix_text, const job_record *jobs, int count,
                           const run_summary *s, const serial_baseline *baseline, char *err,
                           size_t err_size);
+/* steps.csv: one row per measured step: job (index), label, window (0-based; empty in the
+ * completion measurement) or epoch (the timed epoch's number; empty under the window
+ * measurement), step (1-based there, in completion order) and ms, its time. The steps of every
+ * window, or of the timed epoch; no file when no job reported step times (a job from before they
+ * were reported, a data-parallel job). */
+int results_write_steps_csv(const char *dir, const job_record *jobs, int count, const run_summary *s,
+                            char *err, size_t err_size);
 /* RFC 4180 field: quoted when it holds a comma, quote or line break. */
 void results_csv_field(FILE *f, const char *text);
 /* A number with that many decimals; nothing for NaN (an empty field). */

@@ -20,7 +20,8 @@
  *
  * Training prints a "progress" event after every step. With --window-protocol (run_suite's window
  * measurement) it trains past its planned epochs until "stop" on stdin, and reports each
- * "window T0 T1" it is given with runner/train/step_window.h, as train does, from each step's end. --inject-fault KIND@STEP imitates train's
+ * "window T0 T1" it is given with runner/train/step_window.h, as train does, from each step's end;
+ * without it each epoch's step times go before its epoch event ("steps" events), as train's do. --inject-fault KIND@STEP imitates train's
  * injected faults (runner/train/fault.h) with its "fault" event and error texts: oom and
  * illegal-address fail with the CUDA error, nan diverges, exit, hang, sigkill. As an MPS client
  * (a control socket in the pipe folder) illegal-address also does what MPS does with a fatal
@@ -313,11 +314,10 @@ static void emit(cJSON *e) {
     cJSON_Delete(e);
 }
 
-/* The window protocol after a step that began at t_step: its end is now; the runner's lines
- * are read without waiting; each window whose figures are final is reported. */
-static void window_step(step_windows *win, step_line_reader *in, double t_step) {
-    double t = now();
-    step_windows_add(win, t, (t - t_step) * 1000.0);
+/* The window protocol after a step that ended at t after ms: the runner's lines are read without
+ * waiting; each window whose figures are final is reported. */
+static void window_step(step_windows *win, step_line_reader *in, double t, double ms) {
+    step_windows_add(win, t, ms);
     char line[256];
     int got;
     while ((got = step_read_line(in, 0, line, sizeof line)) == 1) step_windows_command(win, line);
@@ -365,6 +365,8 @@ int main(int argc, char **argv) {
         memcpy(fault_kind, o.fault, (size_t)(at - o.fault));
         fault_step = atol(at + 1);
     }
+    float *step_ms = malloc((size_t)(steps > 0 ? steps : 1) * sizeof *step_ms); /* this epoch's, as train keeps */
+    if (!step_ms) fail_now("out of memory for the step times");
     for (long k = 1; o.window_protocol ? k == 1 || !win.stopped : k <= o.epochs; k++) {
         if (b.crash_epoch == k) raise(b.crash_signal);
         if (b.fail_epoch == k) fail_now("out of memory");
@@ -374,7 +376,9 @@ int main(int argc, char **argv) {
         for (; s <= planned && !(o.window_protocol && win.stopped && k > 1); s++) {
             double t_step = now();
             sleep_ms(b.epoch_ms / steps);
-            if (o.window_protocol) window_step(&win, &in, t_step);
+            double t_end = now();
+            step_ms[s - 1] = (float)((t_end - t_step) * 1000.0);
+            if (o.window_protocol) window_step(&win, &in, t_end, step_ms[s - 1]);
             long global = (k - 1) * steps + s;
             if (mps_poisoned())
                 fail_cuda("CUDA error 808 (the MPS client has been terminated by the server) in "
@@ -396,6 +400,9 @@ int main(int argc, char **argv) {
         if (strcmp(o.model, "dlrm") == 0) snprintf(accuracy, sizeof accuracy, "null");
         int diverged = b.nan_epoch == k;
         if (diverged) snprintf(loss, sizeof loss, "null");
+        size_t sent = 0;
+        for (cJSON *e; !o.window_protocol && (e = step_times_event("epoch", (int)k, step_ms, (size_t)done, &sent));)
+            emit(e);
         printf("{\"event\":\"epoch\",\"epoch\":%ld,\"warmup\":%s,\"samples\":%.0f,\"seconds\":%.6f,"
                "\"samples_per_s\":%.3f,\"loss\":%s,\"accuracy\":%s,\"peak_bytes\":%ld,"
                "\"t_start\":%.6f,\"t_end\":%.6f,\"step_ms_median\":%.3f,\"step_ms_p90\":%.3f%s}\n",
@@ -406,6 +413,7 @@ int main(int argc, char **argv) {
     }
     for (cJSON *e; o.window_protocol && (e = step_windows_next_event(&win, 1));) emit(e);
     step_windows_free(&win);
+    free(step_ms);
     if (!b.no_done) printf("{\"event\":\"done\",\"t\":%.6f}\n", now());
     fprintf(stderr, "fake_train: done\n");
     return 0;

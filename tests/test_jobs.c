@@ -206,6 +206,17 @@ static void test_events(void **state) {
     assert_string_equal(job_handle_line(job, "{\"event\":\"epoch\",\"epoch\":2,\"warmup\":false,"
         "\"loss\":null,\"diverged\":true}", 1.0), "epoch");
     assert_true(job->epochs[1].diverged && isnan(job->epochs[1].loss));
+    /* step times: appended in order, numbered from the event's first; a malformed event adds none */
+    assert_null(job_handle_line(job, "{\"event\":\"steps\",\"window\":1,\"first\":512,\"ms\":[3.5,4.25]}", 1.0));
+    assert_null(job_handle_line(job, "{\"event\":\"steps\",\"epoch\":2,\"first\":0,\"ms\":[-1,\"x\",7.125]}", 1.0));
+    assert_null(job_handle_line(job, "{\"event\":\"steps\",\"window\":1,\"epoch\":2,\"first\":0,\"ms\":[1]}", 1.0));
+    assert_null(job_handle_line(job, "{\"event\":\"steps\",\"window\":1,\"ms\":[1]}", 1.0));
+    assert_int_equal(job->step_count, 3);
+    assert_true(job->steps[0].window == 1 && job->steps[0].epoch == -1 && job->steps[0].step == 513 &&
+                job->steps[0].ms == 3.5f);
+    assert_true(job->steps[1].step == 514 && job->steps[1].ms == 4.25f);
+    assert_true(job->steps[2].window == -1 && job->steps[2].epoch == 2 && job->steps[2].step == 3 &&
+                job->steps[2].ms == 7.125f);
     assert_null(job_handle_line(job, "not json at all", 1.0));
     assert_null(job_handle_line(job, "[1,2]", 1.0));
     assert_null(job_handle_line(job, "{\"event\":\"error\",\"message\":\"out of memory\"}", 1.0));

@@ -30,6 +30,11 @@ static double num(const cJSON *o, const char *key) {
     return cJSON_IsNumber(item) ? item->valuedouble : NAN;
 }
 
+static int is_event(const cJSON *e, const char *name) {
+    const cJSON *event = cJSON_GetObjectItem(e, "event");
+    return cJSON_IsString(event) && !strcmp(event->valuestring, name);
+}
+
 /* --- the job's arithmetic ------------------------------------------------------------------ */
 
 static void test_steps_inside_the_window(void **state) {
@@ -41,7 +46,12 @@ static void test_steps_inside_the_window(void **state) {
     assert_int_equal(step_windows_command(&w, "window 102.5 106.5"), 0);
     assert_int_equal(step_windows_command(&w, "window 1 x"), -1);
     cJSON *e = step_windows_next_event(&w, 0);
-    assert_non_null(e); /* steps up to 110 are known: the window is final */
+    assert_non_null(e); /* steps up to 110 are known: the window is final; its steps' times first */
+    assert_true(is_event(e, "steps"));
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(e, "ms")), 4);
+    cJSON_Delete(e);
+    e = step_windows_next_event(&w, 0);
+    assert_true(is_event(e, "window"));
     assert_true(num(e, "steps") == 4);          /* 103, 104, 105, 106 */
     assert_true(num(e, "samples") == 16);
     assert_true(fabs(num(e, "samples_per_s") - 4.0) < 1e-9);
@@ -55,10 +65,55 @@ static void test_steps_inside_the_window(void **state) {
     assert_int_equal(step_windows_command(&w, "stop"), 1);
     assert_true(w.stopped);
     e = step_windows_next_event(&w, 1);
+    cJSON_Delete(e); /* its one step's time */
+    e = step_windows_next_event(&w, 1);
     assert_non_null(e);
     assert_true(num(e, "steps") == 1); /* the step that ended at 110 */
     cJSON_Delete(e);
     step_windows_free(&w);
+}
+
+/* A window's every step time leaves the job before its window event, in completion order, to the
+ * microsecond, in short "steps" events (a fast job's window holds thousands). */
+static void test_window_step_times(void **state) {
+    (void)state;
+    step_windows w;
+    step_windows_init(&w, 1);
+    assert_int_equal(step_windows_command(&w, "window 0 2000"), 0);
+    for (int k = 1; k <= 1200; k++) assert_int_equal(step_windows_add(&w, (double)k, 1.0 + k / 3.0), 0);
+    assert_int_equal(step_windows_add(&w, 2001, 1.0), 0); /* past T1: final */
+    int events = 0, seen = 0;
+    cJSON *e;
+    while ((e = step_windows_next_event(&w, 0)) && is_event(e, "steps")) {
+        assert_true(num(e, "window") == 0 && num(e, "first") == seen);
+        assert_null(cJSON_GetObjectItem(e, "epoch"));
+        cJSON *ms = cJSON_GetObjectItem(e, "ms");
+        assert_true(cJSON_GetArraySize(ms) <= STEP_EVENT_STEPS);
+        for (cJSON *m = ms->child; m; m = m->next) {
+            seen++;
+            assert_true(fabs(m->valuedouble - round((1.0 + seen / 3.0) * 1000) / 1000) < 1e-4);
+        }
+        char *text = cJSON_PrintUnformatted(e);
+        assert_null(strstr(text, "33333")); /* 3 decimals, not float noise */
+        free(text);
+        cJSON_Delete(e);
+        events++;
+    }
+    assert_int_equal(events, 3); /* 512 + 512 + 176 */
+    assert_int_equal(seen, 1200);
+    assert_non_null(e);
+    assert_true(num(e, "steps") == 1200 && num(e, "step_ms_count") == 1200);
+    cJSON_Delete(e);
+    assert_null(step_windows_next_event(&w, 1));
+    step_windows_free(&w);
+    /* an epoch's (the completion measurement): the same events, "epoch" for "window" */
+    float times[3] = {1.0f, 2.5f, 3.25f};
+    size_t first = 0;
+    e = step_times_event("epoch", 2, times, 3, &first);
+    assert_true(num(e, "epoch") == 2 && num(e, "first") == 0 && first == 3);
+    assert_true(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "ms"), 2)->valuedouble == 3.25);
+    cJSON_Delete(e);
+    assert_null(step_times_event("epoch", 2, times, 3, &first));
 }
 
 static void test_history_is_bounded_but_keeps_open_windows(void **state) {
@@ -67,7 +122,8 @@ static void test_history_is_bounded_but_keeps_open_windows(void **state) {
     step_windows_init(&w, 1);
     assert_int_equal(step_windows_command(&w, "window 0 100000"), 0);
     for (int k = 1; k <= 50000; k++) assert_int_equal(step_windows_add(&w, (double)k, 1.0), 0);
-    cJSON *e = step_windows_next_event(&w, 1);
+    cJSON *e;
+    while ((e = step_windows_next_event(&w, 1)) && is_event(e, "steps")) cJSON_Delete(e);
     assert_true(num(e, "steps") == 50000); /* nothing of an open window was forgotten */
     cJSON_Delete(e);
     step_windows_free(&w);
@@ -108,14 +164,42 @@ static int run_suite(fixture *f, const char *name, const char *fake, const char 
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static cJSON *summary(fixture *f) {
+/* The path of a file of the (one) run folder in f->results. */
+static void run_file(fixture *f, const char *name, char *path, size_t size) {
     DIR *d = opendir(f->results);
     assert_non_null(d);
     struct dirent *e;
-    char path[1024] = "";
+    path[0] = 0;
     while ((e = readdir(d)))
-        if (e->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s/summary.json", f->results, e->d_name);
+        if (e->d_name[0] != '.') snprintf(path, size, "%s/%s/%s", f->results, e->d_name, name);
     closedir(d);
+}
+
+/* The rows of steps.csv for job i in that window and epoch (their cells' text, "" for empty),
+ * checked numbered 1, 2, ... with a time each. */
+static int steps_rows(fixture *f, int job, const char *window, const char *epoch) {
+    char path[1024], line[256];
+    run_file(f, "steps.csv", path, sizeof path);
+    FILE *file = fopen(path, "r");
+    assert_non_null(file);
+    assert_non_null(fgets(line, sizeof line, file));
+    assert_string_equal(line, "job,label,window,epoch,step,ms\n");
+    int n = 0;
+    while (fgets(line, sizeof line, file)) {
+        char *p = line, *cell[6];
+        for (int k = 0; k < 6; k++) cell[k] = strsep(&p, ",");
+        assert_non_null(cell[5]);
+        if (atoi(cell[0]) != job || strcmp(cell[2], window) || strcmp(cell[3], epoch)) continue;
+        assert_int_equal(atoi(cell[4]), ++n);
+        assert_true(atof(cell[5]) > 0);
+    }
+    fclose(file);
+    return n;
+}
+
+static cJSON *summary(fixture *f) {
+    char path[1024];
+    run_file(f, "summary.json", path, sizeof path);
     static char text[1 << 18];
     FILE *file = fopen(path, "r");
     assert_non_null(file);
@@ -159,8 +243,17 @@ static void test_three_windows_give_spreads(void **state) {
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "window_metrics")), 3);
     assert_true(cJSON_IsObject(cJSON_GetObjectItem(root, "stp_spread")));
     cJSON *jobs = cJSON_GetObjectItem(root, "jobs");
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(jobs, i), "windows")), 3);
+    for (int i = 0; i < 2; i++) {
+        cJSON *windows = cJSON_GetObjectItem(cJSON_GetArrayItem(jobs, i), "windows");
+        assert_int_equal(cJSON_GetArraySize(windows), 3);
+        for (int w = 0; w < 3; w++) { /* steps.csv: each window's steps, through job_host too */
+            char name[8];
+            snprintf(name, sizeof name, "%d", w);
+            double steps = num(cJSON_GetArrayItem(windows, w), "steps");
+            assert_true(steps > 0);
+            assert_int_equal(steps_rows(f, i, name, ""), (int)steps);
+        }
+    }
     cJSON_Delete(root);
 }
 
@@ -173,6 +266,9 @@ static void test_completion_keeps_todays_files(void **state) {
     cJSON *j = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "jobs"), 0);
     assert_null(cJSON_GetObjectItem(j, "windows"));
     assert_true(num(j, "timed_epoch") == 2);
+    for (int i = 0; i < 2; i++) /* steps.csv: the timed epoch's steps, each */
+        assert_int_equal(steps_rows(f, i, "", "2"), (int)num(j, "steps_per_epoch"));
+    assert_int_equal(steps_rows(f, 0, "", "1"), 0); /* not the warm-up's */
     cJSON_Delete(root);
     assert_int_equal(run_suite(f, "completion-window", "*:epoch_ms=50", "--mode naive --mix S+S --completion --window 3"), 2);
 }
@@ -291,6 +387,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_steps_inside_the_window),
         cmocka_unit_test(test_history_is_bounded_but_keeps_open_windows),
+        cmocka_unit_test(test_window_step_times),
         cmocka_unit_test_setup_teardown(test_heterogeneous_mix_overlaps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_three_windows_give_spreads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_completion_keeps_todays_files, setup, teardown),

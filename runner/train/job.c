@@ -209,6 +209,10 @@ static int run_epochs(job *j) {
         if (window) window_between_steps(j, 0);
         long timed = steps;
         float *step_ms = ring.step_ms;
+        /* the completion measurement's epochs, each step's time (the window's leave with its event) */
+        size_t sent = 0;
+        for (cJSON *e; !window && (e = step_times_event("epoch", epoch, step_ms, (size_t)timed, &sent));)
+            train_emit(j->ev, e);
         if (timed) qsort(step_ms, (size_t)timed, sizeof *step_ms, compare_floats);
         if (!ops->timed_blocks) {
             ops->take_sums(w, &loss_sum, &correct);

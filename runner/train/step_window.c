@@ -19,6 +19,10 @@ void step_windows_free(step_windows *w) {
     free(w->steps);
     w->steps = NULL;
     w->first = w->count = w->cap = 0;
+    cJSON_Delete(w->report);
+    free(w->report_ms);
+    w->report = NULL;
+    w->report_ms = NULL;
 }
 
 /* Steps older than both the history span and the oldest window still to report go. */
@@ -66,13 +70,24 @@ static int compare_floats(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static cJSON *window_event(const step_windows *w, int index) {
+/* Window `index`'s event; its steps' times, in completion order, in *ordered (malloc'd; NULL when
+ * out of memory, and then the event has no quantiles). */
+static cJSON *window_event(const step_windows *w, int index, float **ordered, size_t *count) {
     const step_window_span *s = &w->windows[index];
     size_t n = 0;
+    float *in_order = malloc((w->count ? w->count : 1) * sizeof *in_order);
     float *ms = malloc((w->count ? w->count : 1) * sizeof *ms);
+    if (!in_order || !ms) {
+        free(in_order);
+        free(ms);
+        in_order = ms = NULL;
+    }
     for (size_t i = 0; ms && i < w->count; i++) {
         const step_done *d = &w->steps[w->first + i];
-        if (d->t_end >= s->t0 && d->t_end <= s->t1) ms[n++] = d->ms;
+        if (d->t_end >= s->t0 && d->t_end <= s->t1) {
+            in_order[n] = ms[n] = d->ms;
+            n++;
+        }
     }
     if (ms) qsort(ms, n, sizeof *ms, compare_floats);
     double samples = (double)n * w->batch;
@@ -94,17 +109,45 @@ static cJSON *window_event(const step_windows *w, int index) {
     if (isnan(w->train_start)) cJSON_AddNullToObject(e, "train_start"), cJSON_AddNullToObject(e, "train_end");
     else cJSON_AddNumberToObject(e, "train_start", w->train_start), cJSON_AddNumberToObject(e, "train_end", w->train_end);
     free(ms);
+    *ordered = in_order;
+    *count = in_order ? n : 0;
     return e;
 }
 
 cJSON *step_windows_next_event(step_windows *w, int final) {
-    for (int k = 0; k < w->window_count; k++) {
-        step_window_span *s = &w->windows[k];
-        if (s->reported || !(final || w->train_end > s->t1)) continue;
-        s->reported = 1;
-        return window_event(w, k);
+    if (!w->report) {
+        for (int k = 0; k < w->window_count && !w->report; k++) {
+            step_window_span *s = &w->windows[k];
+            if (s->reported || !(final || w->train_end > s->t1)) continue;
+            s->reported = 1;
+            w->report = window_event(w, k, &w->report_ms, &w->report_count);
+            w->report_window = k;
+            w->report_sent = 0;
+        }
+        if (!w->report) return NULL;
     }
-    return NULL;
+    cJSON *e = step_times_event("window", w->report_window, w->report_ms, w->report_count, &w->report_sent);
+    if (e) return e;
+    e = w->report;
+    w->report = NULL;
+    free(w->report_ms);
+    w->report_ms = NULL;
+    return e;
+}
+
+cJSON *step_times_event(const char *key, int index, const float *ms, size_t count, size_t *first) {
+    if (*first >= count) return NULL;
+    size_t n = count - *first < STEP_EVENT_STEPS ? count - *first : STEP_EVENT_STEPS;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "steps");
+    cJSON_AddNumberToObject(e, key, index);
+    cJSON_AddNumberToObject(e, "first", (double)*first);
+    cJSON *list = cJSON_AddArrayToObject(e, "ms");
+    /* to the microsecond: cJSON prints such a double in its shortest form ("12.345") */
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(list, cJSON_CreateNumber(round(ms[*first + i] * 1000.0) / 1000.0));
+    *first += n;
+    return e;
 }
 
 int step_read_line(step_line_reader *r, int timeout_ms, char *line, size_t size) {

@@ -8,7 +8,15 @@
  * CUDA events, runner/train/job.c; the CPU tests' fake train: from its clock), so both speak the
  * protocol through the same arithmetic. A window line may arrive after its T0 (the job reads
  * stdin between steps): the steps of the last STEP_WINDOW_HISTORY_S seconds, and every step since
- * the oldest window not yet reported, are kept. */
+ * the oldest window not yet reported, are kept.
+ *
+ * Every step's time also leaves the job, for the distribution a median hides (the runner's
+ * steps.csv): a window's, before its "window" event, and (the completion measurement) an epoch's,
+ * before its "epoch" event, as "steps" events of STEP_EVENT_STEPS durations at most:
+ *   {"event":"steps","window":K,"first":F,"ms":[12.345,...]}   ("epoch":K for an epoch's)
+ * the times in ms (3 decimals) of its steps F+1, F+2, ... in completion order. Short lines: a fast
+ * job's window holds thousands of steps, and the runner parses lines up to 16 KiB
+ * (runner/suite/jobs/jobs.h, JOB_LINE_MAX). */
 #ifndef SUITE_STEP_WINDOW_H
 #define SUITE_STEP_WINDOW_H
 
@@ -18,6 +26,7 @@
 
 #define STEP_WINDOW_MAX 64           /* windows one job measures (run_suite --windows at most) */
 #define STEP_WINDOW_HISTORY_S 120.0
+#define STEP_EVENT_STEPS 512         /* durations per "steps" event: ~6 KiB of JSON at most */
 
 typedef struct step_done {
     double t_end;                    /* unix seconds the step completed */
@@ -37,6 +46,11 @@ typedef struct step_windows {
     step_window_span windows[STEP_WINDOW_MAX];
     int window_count;
     int stopped;                     /* "stop" (or the end of stdin) arrived */
+    /* the window being reported: its steps' times go out first, then its event */
+    cJSON *report;                   /* its "window" event; NULL when none is being reported */
+    int report_window;
+    float *report_ms;                /* its steps' times, completion order */
+    size_t report_count, report_sent;
 } step_windows;
 
 void step_windows_init(step_windows *w, int batch);
@@ -46,9 +60,14 @@ void step_windows_free(step_windows *w);
 int step_windows_add(step_windows *w, double t_end, double ms);
 /* One line of the runner's: "window T0 T1" (0), "stop" (1; also sets stopped), else -1. */
 int step_windows_command(step_windows *w, const char *line);
-/* The next window whose figures are final (a step completed after its T1, or final: no more
- * steps come), as its "window" event; NULL when none. Each window is returned once. */
+/* The next event of a window whose figures are final (a step completed after its T1, or final: no
+ * more steps come): its "steps" events, then its "window" event; NULL when none. Each window is
+ * reported once. */
 cJSON *step_windows_next_event(step_windows *w, int final);
+/* The next "steps" event of a span (key "window" or "epoch", its index) whose count step times
+ * (ms, completion order) are ms: those from *first on, STEP_EVENT_STEPS at most; *first advances.
+ * NULL when none are left. */
+cJSON *step_times_event(const char *key, int index, const float *ms, size_t count, size_t *first);
 
 /* Lines from a file descriptor without blocking the caller longer than timeout_ms (0: never):
  * the runner's commands on stdin, read between steps. */

@@ -1,6 +1,7 @@
 /* The runner's protocol, spoken by every kind of training job (runner/train/job.c, whichever
  * workload it runs): with --json, one JSON object per line on stdout (setup, ready, epoch or
- * block, done, error); human-readable lines go to `human` (stderr then, else stdout). */
+ * block, done, error; the window measurement's window and each step's time: step_window.h);
+ * human-readable lines go to `human` (stderr then, else stdout). */
 #ifndef SUITE_TRAIN_EVENTS_H
 #define SUITE_TRAIN_EVENTS_H
 

@@ -31,6 +31,30 @@ static int json_flag(const cJSON *object, const char *key) {
     return -1;
 }
 
+/* A "steps" event's times (runner/train/step_window.h) appended to the record; a malformed one
+ * adds nothing, a time that is not a finite duration is skipped. */
+static void take_steps(job_record *job, const cJSON *root) {
+    double window = json_number(root, "window"), epoch = json_number(root, "epoch"), first = json_number(root, "first");
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "ms");
+    if (isnan(window) == isnan(epoch) || !(first >= 0) || !cJSON_IsArray(ms)) return;
+    long step = (long)first;
+    for (const cJSON *item = ms->child; item; item = item->next) {
+        step++;
+        if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble < 0) continue;
+        if (job->step_count == job->step_cap) {
+            long cap = job->step_cap ? job->step_cap * 2 : 4096;
+            job_step *grown = cap <= JOB_MAX_STEP_TIMES ? realloc(job->steps, (size_t)cap * sizeof *grown) : NULL;
+            if (!grown) {
+                job->steps_lost++;
+                continue;
+            }
+            job->steps = grown, job->step_cap = cap;
+        }
+        job->steps[job->step_count++] = (job_step){isnan(window) ? -1 : (int)window, isnan(epoch) ? -1 : (int)epoch,
+                                                   (int)step, (float)item->valuedouble};
+    }
+}
+
 const char *job_handle_line(job_record *job, const char *line, double now) {
     cJSON *root = cJSON_Parse(line);
     if (!cJSON_IsObject(root)) {
@@ -96,6 +120,8 @@ const char *job_handle_line(job_record *job, const char *line, double now) {
                 *(double *)((char *)w + fields[f].offset) = json_number(root, fields[f].key);
             phase = "window";
         }
+    } else if (strcmp(name, "steps") == 0) {
+        take_steps(job, root);
     } else if (strcmp(name, "progress") == 0 || strcmp(name, "block") == 0) {
         /* "step" counts within the epoch ("steps" of them): the record names the run's step */
         double step = json_number(root, "step"), steps = json_number(root, "steps"), epoch = json_number(root, "epoch");

@@ -235,6 +235,9 @@ void job_release(job_record *job) {
     job_free_strv(job->argv);
     job_free_strv(job->envp);
     job->argv = job->envp = NULL;
+    free(job->steps);
+    job->steps = NULL;
+    job->step_count = job->step_cap = 0;
     job_process *p = job->proc;
     if (!p) return;
     close_fd(&p->stdin_fd);

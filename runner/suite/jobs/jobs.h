@@ -107,8 +107,8 @@ typedef enum { GROUP_COMPLETE = 0, GROUP_PARTIAL = 1, GROUP_STOPPED = 2 } group_
 int job_prepare(job_record *job, int index, const job_spec *spec, const char *train_path,
                 int epochs, long steps_per_epoch, const char *data_root, const job_env *env,
                 const char *log_dir, char *err, size_t err_size);
-/* Frees what job_prepare allocated, the process included (its pipes closed); the record's
- * numbers stay. */
+/* Frees what job_prepare allocated, the process included (its pipes closed), and the step times
+ * the events brought; the record's other numbers stay. */
 void job_release(job_record *job);
 
 /* The argv of `train` for one job (malloc'd strings, NULL-terminated): the protocol's

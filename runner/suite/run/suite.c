@@ -108,7 +108,7 @@ static void failed_summary(const suite_mode *mode, const char *status, run_summa
     s->energy_j = s->energy_vs_serial = NAN;
 }
 
-/* Summary, energy, comparison, jobs.csv, summary.json and the table of a mode that ran. */
+/* Summary, energy, comparison, jobs.csv, steps.csv, summary.json and the table of a mode that ran. */
 static void write_results(mode_run *r, const serial_baseline *base) {
     const suite_ctx *c = r->ctx;
     int sequential = (r->mode->flags & MODE_SEQUENTIAL) != 0;
@@ -124,6 +124,7 @@ static void write_results(mode_run *r, const serial_baseline *base) {
     }
     results_compare(&r->summary, base);
     if (results_write_jobs_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0 ||
+        results_write_steps_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0 ||
         results_write_summary(r->dir, c->o->mix_text, r->jobs, r->count, &r->summary, base, err, sizeof err) != 0)
         fprintf(stderr, "error: %s\n", err);
     results_print_table(stdout, r->jobs, r->count, &r->summary);
