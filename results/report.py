@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """One self-contained HTML page from run_suite's run folders (run_suite report RUN_DIR... -o F).
 
-Reads what run_suite writes (summary.json, jobs.csv, timeline.csv, run.json, comparison.json and
-a study's study.json) from any folders given, in any nesting, and draws the study's figures:
-epoch time, SM activity and memory per mode and collocation degree (Figures 2-4), timelines
+Reads what run_suite writes (summary.json, jobs.csv, steps.csv, timeline.csv, run.json,
+comparison.json and a study's study.json) from any folders given, in any nesting, and draws the
+study's figures: epoch time, SM activity and memory per mode and collocation degree (Figures
+2-4), each job's step-time distribution per mode, timelines
 with job phase markers (Figures 5 and 9), energy per run and per sample (Figure 6), the
 comparison table, the paper's own findings next to ours, and each run's provenance.
 
@@ -22,8 +23,18 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, run_kind, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
-from report_figures import figure_energy, figure_mix_progress, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
+from report_figures import CDF_POINTS, STEP_P99_MIN, figure_energy, figure_mix_progress, figure_precision, figure_step_cdf, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
 from report_html import CSS, comparison_table, esc, findings_section, glossary, precision_table, provenance  # noqa: E402
+
+
+STEP_CDF_CAPTION = (
+    "Each job's step times as an empirical CDF: the share of its steps that took at most x ms, over the common "
+    "window(s), or its timed epoch where the run measured to completion (steps.csv). &#9679; p50; &#9650; p99, "
+    f"only for a job with at least {STEP_P99_MIN} steps (below that it is the slowest few steps). n: the steps in the "
+    "legend; a cell's repeats are pooled (n counts them all). Under the window measurement a serial run measures a "
+    "repeated job spec once: the repeats have no curve of their own. "
+    f"Each curve is drawn through at most {CDF_POINTS} points evenly spaced in rank (the slowest step included), as "
+    "in the CSV with each p50 and p99.")
 
 
 def build(paths, reference_path):
@@ -44,12 +55,13 @@ def build(paths, reference_path):
     figures = []  # (id, title, its data as CSV) for the test, the contents and the CSV files
     body = []
 
-    def emit(fig_id, title, alt, fig):
-        """The figure inline, and its data as a download embedded in the page (and a file beside it)."""
+    def emit(fig_id, title, alt, fig, caption=""):
+        """The figure inline, its caption (HTML), and its data as a download embedded in the page (and
+        a file beside it)."""
         figures.append((fig_id, title, fig.csv))
         data = base64.b64encode(fig.csv.encode("utf-8")).decode("ascii")
-        body.append(f"<figure><img id={fig_id} alt='{esc(alt)}' src='{fig.src}'><figcaption class=note>"
-                    f"<a download='{fig_id}.csv' href='data:text/csv;base64,{data}'>this figure's data (CSV)</a>"
+        body.append(f"<figure><img id={fig_id} alt='{esc(alt)}' src='{fig.src}'><figcaption class=note>{caption}"
+                    f"{' ' if caption else ''}<a download='{fig_id}.csv' href='data:text/csv;base64,{data}'>this figure's data (CSV)</a>"
                     f"</figcaption></figure>")
     gpu_names = {r.run_json.get("gpu", {}).get("name") for r in runs if isinstance(r.run_json.get("gpu"), dict)}
     gpu_names = {g for g in gpu_names if g}
@@ -76,6 +88,13 @@ def build(paths, reference_path):
         fig = figure_mix_progress(plt, rs) if ":" not in w else None
         if fig:
             emit(f"fig-progress-{anchor}", workload_title(w), "each job's progress against alone, per mode", fig)
+        fig = figure_step_cdf(plt, rs)
+        if fig:
+            emit(f"fig-steps-{anchor}", workload_title(w), "each job's step-time distribution, per mode", fig,
+                 STEP_CDF_CAPTION)
+        elif rs:
+            body.append("<p class=note>No step-time distributions: these run folders have no steps.csv (written "
+                        "before run_suite kept each step's time).</p>")
         body.append(comparison_table(rs, wc, solo, solo_whole))
 
     pairs = precision_pairs(runs)

@@ -1,5 +1,5 @@
-"""Reading run_suite's folders for the report: summary.json, jobs.csv, timeline.csv, run.json,
-the jobs' setup events in their logs, and a study's study.json. Every file is read defensively: a
+"""Reading run_suite's folders for the report: summary.json, jobs.csv, steps.csv, timeline.csv,
+run.json, the jobs' setup events in their logs, and a study's study.json. Every file is read defensively: a
 malformed one raises ReportError naming it (the report then exits 2)."""
 import csv
 import json
@@ -117,6 +117,25 @@ def read_csv(path):
     return rows
 
 
+def read_steps(path, degree):
+    """steps.csv (results/step_times.c): each job's step times in ms, {job index: [ms, ...]}, its
+    windows' (or its timed epoch's) in file order. A row without a job of this run or without a
+    time of 0 ms or more is refused naming its place, as read_csv refuses non-finite numbers."""
+    rows = read_csv(path)
+    if rows and not {"job", "ms"} <= set(k for k in rows[0] if isinstance(k, str)):
+        raise ReportError(f"{path}: expected the columns 'job' and 'ms' (run_suite's steps.csv)")
+    out = {}
+    for n, row in enumerate(rows, start=2):  # the header is row 1
+        job, ms = row.get("job"), row.get("ms")
+        if not isinstance(job, str) or not job.strip().isdigit() or int(job) >= degree:
+            raise ReportError(f"{path}: row {n}, column 'job': {job!r} is not a job of this run (0 to {degree - 1})")
+        v = fnum(ms)
+        if not v >= 0:  # NaN (empty, text) fails this too
+            raise ReportError(f"{path}: row {n}, column 'ms': {ms!r} is not a step time (milliseconds, 0 or more)")
+        out.setdefault(int(job), []).append(v)
+    return out
+
+
 # --- the spread over repeats: results/spread.h's rule, once in Python ----------------------
 
 SPREAD_MIN_RANKED = 2  # results/spread.h: one run ranks nothing
@@ -224,8 +243,8 @@ def log_events(log):
     try:
         with open(log, encoding="utf-8", errors="replace") as f:
             for line in f:
-                if not line.startswith('{"event":'):
-                    continue
+                if not line.startswith('{"event":') or line.startswith('{"event":"steps"'):
+                    continue  # not an event, or the longest ones: step times (steps.csv has them)
                 try:
                     e = json.loads(line)
                 except ValueError:
@@ -290,6 +309,9 @@ class Run:
         self.run_json = read_json(p, dict) if os.path.exists(p) else {}
         p = os.path.join(path, "timeline.csv")
         self.timeline = Timeline(p) if os.path.exists(p) else None
+        p = os.path.join(path, "steps.csv")
+        # each job's step times; None in a folder written before run_suite kept them
+        self.steps = read_steps(p, len(s["jobs"])) if os.path.exists(p) else None
         names = [j.get("job") if isinstance(j.get("job"), str) else str(j.get("label")) for j in self.jobs]
         self.job_names = names
         self.uniform = len(set(names)) == 1

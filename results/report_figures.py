@@ -535,3 +535,79 @@ def figure_precision(plt, pairs):
                bbox_to_anchor=(0.5, 1 + 0.22 / fig.get_figheight()))
     fig.tight_layout()
     return render(fig)
+
+
+STEP_P99_MIN = 500  # a p99 of fewer steps is the slowest few steps' time, not a tail
+CDF_POINTS = 500    # a curve is drawn through this many points at most (a window holds thousands)
+
+
+def rank_quantile(ordered, num, den):
+    """The jobs' own quantile rule (runner/train/step_window.c): the value at rank n * num / den."""
+    return ordered[len(ordered) * num // den]
+
+
+def cdf_points(ordered):
+    """The empirical CDF of sorted values through at most CDF_POINTS points evenly spaced in rank,
+    the fastest and the slowest included: ([x], [share of the values <= x])."""
+    n = len(ordered)
+    ranks = range(n) if n <= CDF_POINTS else sorted({round(k * (n - 1) / (CDF_POINTS - 1)) for k in range(CDF_POINTS)})
+    return [ordered[i] for i in ranks], [(i + 1) / n for i in ranks]
+
+
+def pooled_steps(g, i):
+    """Job i's step times over the cell's repeats (RunGroup), pooled."""
+    return [v for r in g.runs if r.steps for v in r.steps.get(i, [])]
+
+
+def figure_step_cdf(plt, runs):
+    """Each job's step-time distribution per cell (mode and degree), one panel each: its empirical
+    CDF, p50 marked, p99 where it has STEP_P99_MIN steps or more, n in the legend; the steps of a
+    cell's repeats pooled. The tail a median hides: one job's steps slowed by another's. None
+    where no run has steps.csv."""
+    cells = sorted([g for g in group_repeats(runs) if any(r.steps for r in g.runs)],
+                   key=lambda g: (g.degree, mode_key(g.mode)))
+    if not cells:
+        return None
+    steps = [[sorted(pooled_steps(g, i)) for i in range(g.degree)] for g in cells]
+    times = [v for cell in steps for job in cell for v in job if v > 0]
+    wide = bool(times) and max(times) > 10 * min(times)  # jobs, or a tail, an order of magnitude apart
+    cols = 2 if len(cells) == 4 else min(3, len(cells))
+    rows = math.ceil(len(cells) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.7 * cols + 0.6, 2.8 * rows + 0.5), sharex=True, sharey=True,
+                             squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    several = len({g.degree for g in cells}) > 1
+    for k, ax in enumerate(axes.flat):
+        if k >= len(cells):
+            fig.delaxes(ax)
+            continue
+        g = cells[k]
+        ax.set_title(g.mode + (f" x{g.degree}" if several else "") + (f" ({g.n} repeats pooled)" if g.n > 1 else ""),
+                     loc="left", fontsize=9)
+        for y in (0.5, 0.99):
+            ax.axhline(y, color="#ddd", linewidth=0.6, zorder=0)
+        handles = []
+        for i, (name, ordered) in enumerate(zip(g.job_names(), steps[k])):
+            if not ordered:
+                continue
+            colour = cmap(i % 10)
+            xs, ys = cdf_points(ordered)
+            handles += ax.plot(xs, ys, drawstyle="steps-post", color=colour, linewidth=1.1,
+                               label=f"{name} (n={len(ordered)})")
+            ax.plot([rank_quantile(ordered, 1, 2)], [0.5], marker="o", markersize=4, color=colour, linestyle="none",
+                    label=f"{name} p50")
+            if len(ordered) >= STEP_P99_MIN:
+                ax.plot([rank_quantile(ordered, 99, 100)], [0.99], marker="^", markersize=5, color=colour,
+                        linestyle="none", label=f"{name} p99")
+        ax.legend(handles=handles, fontsize=7, frameon=False, loc="lower right")
+        ax.tick_params(labelbottom=True)  # every panel's, not only the bottom row's
+        if wide:  # ticks at 1, 2, 5 per decade, as plain milliseconds
+            ax.set_xscale("log")
+            ax.xaxis.set_major_locator(plt.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(plt.FormatStrFormatter("%g"))
+            ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    axes.flat[0].set_ylim(0, 1.02)
+    fig.supxlabel("step time (ms" + (", log scale)" if wide else ")"), fontsize=9)
+    fig.supylabel("share of the job's steps", fontsize=9)
+    fig.tight_layout()
+    return render(fig)

@@ -5,6 +5,7 @@ import os
 
 from report_data import (GIB, METRIC_NAMES, MODEL_NAMES, MODEL_SIZES, NAN, Cell, finite, group_repeats, is_num,
                          mean, mode_key, num, precision_rows, rank_line, short_name, spread_rank)
+from report_figures import STEP_P99_MIN
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
@@ -45,6 +46,9 @@ GLOSSARY = [  # results/metrics.h, in a reader's words; one place on the page
      "compared per workload only"),
     ("overlap", "the share of the common window during which every other job was training; below 0.95 (*) the job's "
      "numbers do not describe collocation"),
+    ("step-time CDF", "the share of a job's steps that took at most x ms (each step's time, <code>steps.csv</code>); "
+     f"p50 and p99 (p99 from {STEP_P99_MIN} steps on) marked. A tail that moves right under a mode while the median stays is "
+     "interference that per-job medians hide"),
     ("median [min-max]", "over repeats of the same cell (<code>--repeat</code>, or several folders of one cell); "
      "a ranking says A &gt; B only where the ranges do not overlap and each side has at least 2 repeats, else A ~ B"),
 ]

@@ -5,8 +5,9 @@ value of another type, a CSV cell or column gone, lines repeated), must give eit
 ReportError (a message naming the file: `run_suite report` exits 2), never a traceback.
 
 Deterministic (a fixed seed) and bounded: FUZZ_REPORT_CASES cases (default 40), each on a fresh
-copy of one of three run folders (tests/fixtures/report's completion and window-measured runs, and
-tests/fixtures/report_alone's serial run with its set-ups compressed on the timeline).
+copy of one of three run folders (tests/fixtures/report's completion and window-measured runs, the
+latter with its steps.csv, and tests/fixtures/report_alone's serial run with its set-ups compressed
+on the timeline).
 Infinities, NaN and 1e308 in numeric CSV cells and JSON numbers, and 1e308 in timeline.csv's power_w,
 must be refused naming their place. A failing case prints its mutation and the
 traceback, and the exit status is 1. Exit 77 (skipped) without matplotlib.
@@ -29,7 +30,7 @@ except ImportError:
 import report  # noqa: E402
 from report_data import ReportError  # noqa: E402
 
-FILES = ("summary.json", "jobs.csv", "timeline.csv", "run.json")
+FILES = ("summary.json", "jobs.csv", "steps.csv", "timeline.csv", "run.json")
 ODD_VALUES = [None, "", "x", [], {}, -1, 0, 1e308, -1e308, True, "NaN", [1, "a"], {"a": None}]
 
 
