@@ -1,11 +1,13 @@
 /* Data-parallel gradients over NCCL (see ddp.h). */
 #include "models/core/ddp.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/check.h"
+#include "kernels/kernels.h"
 
 #if SUITE_HAVE_NCCL
 
@@ -54,6 +56,12 @@ static int param_index(const ddp *d, const float *p) {
 
 static void launch(ddp *d, ddp_bucket *b) {
     cudaStream_t compute = d->ctx->stream;
+    /* bfloat16 weights: this bucket's float gradients are made from their bfloat16 copies here,
+     * each once its layers have written them, so the all-reduce starts during the pass */
+    if (d->half_grads && b->offset < d->half_count) {
+        size_t n = b->count < d->half_count - b->offset ? b->count : d->half_count - b->offset;
+        cast_bf16_to_f32(d->grads + b->offset, (const uint16_t *)d->half_grads + b->offset, n, compute);
+    }
     CHECK_CUDA(cudaEventRecord((cudaEvent_t)b->ready, compute));
     CHECK_CUDA(cudaStreamWaitEvent(d->comm_stream, (cudaEvent_t)b->ready, 0));
     float *g = d->grads + b->offset;
@@ -71,7 +79,6 @@ static void on_begin(void *user) {
 
 static void on_ready(void *user, const float *param) {
     ddp *d = user;
-    if (!d->overlap) return;
     int i = param_index(d, param);
     if (i < 0 || d->param_seen[i]) return;
     d->param_seen[i] = 1;
@@ -87,6 +94,12 @@ static void on_end(void *user) {
     /* from the end of the buffer, the order backward fills it in */
     for (int k = d->bucket_count - 1; k >= 0; k--)
         if (!d->buckets[k].launched) launch(d, &d->buckets[k]);
+    /* Rank 0's buffers (batch norm's running statistics, written by this step's forward, which
+     * every bucket's event follows) become everyone's, as DDP's broadcast_buffers does before
+     * each forward: every rank starts each step, and ends the last, from the same state. */
+    if (d->buffer_floats)
+        CHECK_NCCL(ncclBroadcast(d->ctx->arena.buffers, d->ctx->arena.buffers, d->buffer_floats, ncclFloat32, 0,
+                                 (ncclComm_t)d->comm, d->comm_stream));
     CHECK_CUDA(cudaEventRecord((cudaEvent_t)d->done, d->comm_stream));
     CHECK_CUDA(cudaStreamWaitEvent(d->ctx->stream, (cudaEvent_t)d->done, 0));
 }
@@ -151,17 +164,95 @@ int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char
     }
     qsort(d->param_ptr, (size_t)d->param_count, sizeof *d->param_ptr, by_address);
     if (cut_buckets(d, err, err_size) != 0) return -1;
-    /* bfloat16 weights: the float gradients are made from the bfloat16 ones after the pass */
-    d->overlap = !a->half_weights;
+    d->half_grads = arena_half_grads(a);
+    d->half_count = d->half_grads ? arena_decay_floats(a) : 0;
+    d->buffer_floats = a->planned[ARENA_BUFFERS] / sizeof(float);
     /* Rank 0's initial state is everyone's: parameters and buffers (BN running statistics). */
     CHECK_NCCL(ncclBroadcast(a->params, a->params, a->params_bytes / sizeof(float), ncclFloat32, 0, comm, ctx->stream));
     if (a->planned[ARENA_BUFFERS])
         CHECK_NCCL(ncclBroadcast(a->buffers, a->buffers, a->planned[ARENA_BUFFERS] / sizeof(float), ncclFloat32, 0,
                                  comm, ctx->stream));
     CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
-    d->hooks = (grad_hooks){d, on_begin, on_ready, on_end};
+    d->hooks = (grad_hooks){d, on_begin, on_ready, on_end, 1};
     ctx->grad_hooks = &d->hooks;
     return 0;
+}
+
+/* FNV-1a over bytes, continued from h. */
+static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+int ddp_state_identical(ddp *d, uint64_t *hash, char *err, size_t err_size) {
+    arena *a = &d->ctx->arena;
+    size_t bytes[2] = {a->params_bytes, a->planned[ARENA_BUFFERS]};
+    const void *where[2] = {a->params, a->buffers};
+    uint64_t h = 0xcbf29ce484222325ull;
+    CHECK_CUDA(cudaStreamSynchronize(d->ctx->stream));
+    for (int k = 0; k < 2; k++) {
+        if (!bytes[k]) continue;
+        unsigned char *host = malloc(bytes[k]);
+        if (!host) {
+            snprintf(err, err_size, "ddp: out of host memory for a %zu-byte copy of the state", bytes[k]);
+            return -1;
+        }
+        CHECK_CUDA(cudaMemcpy(host, where[k], bytes[k], cudaMemcpyDeviceToHost));
+        h = fnv1a(h, host, bytes[k]);
+        free(host);
+    }
+    *hash = h;
+    uint64_t *all;
+    CHECK_CUDA(cudaMalloc((void **)&all, (size_t)d->world * sizeof *all));
+    CHECK_CUDA(cudaMemcpy(all + d->rank, &h, sizeof h, cudaMemcpyHostToDevice));
+    CHECK_NCCL(ncclAllGather(all + d->rank, all, 1, ncclUint64, (ncclComm_t)d->comm, d->ctx->stream));
+    uint64_t *seen = malloc((size_t)d->world * sizeof *seen);
+    if (!seen) {
+        CHECK_CUDA(cudaFree(all));
+        snprintf(err, err_size, "ddp: out of host memory");
+        return -1;
+    }
+    CHECK_CUDA(cudaMemcpyAsync(seen, all, (size_t)d->world * sizeof *seen, cudaMemcpyDeviceToHost, d->ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(d->ctx->stream));
+    CHECK_CUDA(cudaFree(all));
+    int same = 1;
+    for (int r = 0; r < d->world; r++) same &= seen[r] == h;
+    free(seen);
+    return same;
+}
+
+double ddp_time_allreduce(ddp *d) {
+    enum { WARMUP = 3, TIMED = 9 };
+    cudaEvent_t start[TIMED], stop[TIMED];
+    float ms[TIMED];
+    for (int i = 0; i < TIMED; i++) {
+        CHECK_CUDA(cudaEventCreate(&start[i]));
+        CHECK_CUDA(cudaEventCreate(&stop[i]));
+    }
+    /* on a scratch copy: the gradients themselves are left as they are */
+    float *copy;
+    CHECK_CUDA(cudaMalloc((void **)&copy, d->count * sizeof(float)));
+    CHECK_CUDA(cudaMemcpyAsync(copy, d->grads, d->count * sizeof(float), cudaMemcpyDeviceToDevice, d->comm_stream));
+    for (int i = 0; i < WARMUP + TIMED; i++) {
+        if (i >= WARMUP) CHECK_CUDA(cudaEventRecord(start[i - WARMUP], d->comm_stream));
+        for (int k = 0; k < d->bucket_count; k++)
+            CHECK_NCCL(ncclAllReduce(copy + d->buckets[k].offset, copy + d->buckets[k].offset, d->buckets[k].count,
+                                     ncclFloat32, ncclAvg, (ncclComm_t)d->comm, d->comm_stream));
+        if (i >= WARMUP) CHECK_CUDA(cudaEventRecord(stop[i - WARMUP], d->comm_stream));
+    }
+    CHECK_CUDA(cudaStreamSynchronize(d->comm_stream));
+    for (int i = 0; i < TIMED; i++) {
+        CHECK_CUDA(cudaEventElapsedTime(&ms[i], start[i], stop[i]));
+        CHECK_CUDA(cudaEventDestroy(start[i]));
+        CHECK_CUDA(cudaEventDestroy(stop[i]));
+    }
+    CHECK_CUDA(cudaFree(copy));
+    for (int i = 1; i < TIMED; i++) /* median */
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+            float t = ms[j];
+            ms[j] = ms[j - 1], ms[j - 1] = t;
+        }
+    return ms[TIMED / 2];
 }
 
 int ddp_check(ddp *d, char *err, size_t err_size) {
@@ -206,6 +297,8 @@ int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char
     return no_nccl(err, err_size);
 }
 int ddp_check(ddp *d, char *err, size_t err_size) { return 0; }
+int ddp_state_identical(ddp *d, uint64_t *hash, char *err, size_t err_size) { return no_nccl(err, err_size); }
+double ddp_time_allreduce(ddp *d) { return 0.0; }
 void ddp_abort(ddp *d) {}
 void ddp_free(ddp *d) {}
 

@@ -7,9 +7,13 @@
  * parameter boundaries. Layers tell the job context when a parameter's gradient is enqueued
  * (context_grad_ready); when the last parameter of a bucket is, an event is recorded on the
  * compute stream, the communication stream waits for it and all-reduces that bucket while the
- * backward pass goes on. At the end of the pass the buckets not yet started (layers that do not
- * report, or bfloat16 weights, whose float gradients exist only after the pass) are all-reduced,
- * and the compute stream waits for the communication stream before the optimizer. Buckets are
+ * backward pass goes on. With bfloat16 weights the layers write bfloat16 gradients: a bucket's
+ * part of them is cast to float32 on the compute stream just before its event, so the all-reduce
+ * overlaps the pass there too (the hooks say so, and the pass leaves that cast to them). At the
+ * end of the pass the buckets not yet started (layers that do not report) are all-reduced, rank
+ * 0's buffers (batch norm's running statistics) are broadcast, as DDP's default
+ * broadcast_buffers does, and the compute stream waits for the communication stream before the
+ * optimizer. Buckets are
  * launched in the same order on every rank (the same code runs there), as NCCL requires. The
  * whole step, all-reduces included, is captured in the trainer's CUDA graph.
  *
@@ -20,6 +24,7 @@
 #define SUITE_DDP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "models/core/context.h"
 #include "models/core/model.h"
@@ -49,7 +54,9 @@ typedef struct ddp {
     const float **param_ptr;       /* trainable parameters, sorted by address */
     int *param_bucket;             /* the bucket of each */
     unsigned char *param_seen;     /* reported this pass */
-    int overlap;                   /* per-layer reports used (0 with bfloat16 weights) */
+    void *half_grads;              /* the bfloat16 gradient copies (NULL: float32 weights) */
+    size_t half_count;             /* floats they mirror: the decay region */
+    size_t buffer_floats;          /* the buffers broadcast after each pass */
     int launches_early;            /* buckets started during the last pass */
     grad_hooks hooks;
 } ddp;
@@ -62,6 +69,12 @@ int ddp_make_id(char *hex, size_t size, char *err, size_t err_size);
  * with a message (NCCL's own words). */
 int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char *id_hex, char *err,
              size_t err_size);
+/* Whether every rank's parameters and buffers are the same bytes: 1 or 0, with this rank's FNV-1a
+ * hash of them; -1 with err. A collective: every rank calls it at the same point. */
+int ddp_state_identical(ddp *d, uint64_t *hash, char *err, size_t err_size);
+/* The all-reduce of the whole gradient, bucket by bucket as a step does it, on a copy with nothing
+ * else running: the median of 9 timed by CUDA events after 3 untimed, in ms. A collective. */
+double ddp_time_allreduce(ddp *d);
 /* 0 while the communicator is healthy; -1 with NCCL's message after aborting it. */
 int ddp_check(ddp *d, char *err, size_t err_size);
 /* Aborts the communicator (a peer is gone): pending collectives return instead of hanging. */

@@ -273,6 +273,7 @@ static int train_workload(job *j, const context_place *place, char *err, size_t 
     emit_setup(j);
     if (train_wait_for_go(j->ev, o->wait_go) != 0) return 1;
     rc = run_epochs(j);
+    if (rc == 0 && w->ops->finish && w->ops->finish(w, err, err_size) != 0) rc = fail(j, 1, err);
     if (rc == 0 && o->save[0] && w->ops->save(w, o->save, err, err_size) != 0) rc = fail(j, 1, err);
     if (rc == 0) {
         cJSON *e = cJSON_CreateObject();

@@ -2,6 +2,7 @@
 #include "runner/train/train_rank.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,12 +34,29 @@ static void *watch(void *arg) {
 
 int train_rank_join(ddp *d, session *s, const train_options *o, char *err, size_t err_size) {
     if (ddp_init(d, &s->ctx, s->model, o->ddp_rank, o->ddp_world, o->ddp_id, err, err_size) != 0) return 1;
+    double ms = ddp_time_allreduce(d);
+    fprintf(stderr, "train: rank %d of %d: the all-reduce of the whole gradient (%.1f MB in %d bucket(s)) alone: "
+            "%.3f ms (median of 9)\n", d->rank, d->world, (double)d->count * sizeof(float) / 1e6, d->bucket_count, ms);
     watchdog.d = d;
     watchdog.stop = 0;
     watchdog.running = pthread_create(&watchdog.thread, NULL, watch, NULL) == 0;
     if (!watchdog.running) {
         snprintf(err, err_size, "cannot start the NCCL watchdog thread");
         return 1;
+    }
+    return 0;
+}
+
+int train_rank_finish(ddp *d, char *err, size_t err_size) {
+    if (!d->comm) return 0;
+    uint64_t hash;
+    int same = ddp_state_identical(d, &hash, err, err_size);
+    if (same < 0) return -1;
+    fprintf(stderr, "train: rank %d of %d: parameters and buffers at the end %s on every rank (FNV-1a %016llx)\n",
+            d->rank, d->world, same ? "identical" : "NOT identical", (unsigned long long)hash);
+    if (!same) {
+        snprintf(err, err_size, "rank %d of %d: the replicas' parameters or buffers differ at the end", d->rank, d->world);
+        return -1;
     }
     return 0;
 }

@@ -65,6 +65,9 @@ typedef struct workload_ops {
     double (*current_lr)(const workload *w);
     /* Images that failed to decode so far (epoch events of style.bad_images). */
     double (*bad_images)(const workload *w);
+    /* After the last epoch of a job that did not fail: checks what must hold at the end (a
+     * data-parallel job's replicas are the same bytes). 0, or -1 with a message. NULL: nothing. */
+    int (*finish)(workload *w, char *err, size_t err_size);
     int (*save)(workload *w, const char *path, char *err, size_t err_size); /* 0, or -1 */
     /* Frees whatever plan and the later operations made (w->impl included). */
     void (*end)(workload *w);

@@ -270,6 +270,10 @@ static int save(workload *w, const char *path, char *err, size_t err_size) {
     return checkpoint_save(impl(w)->s.model, &impl(w)->s.ctx, path, err, err_size);
 }
 
+static int finish(workload *w, char *err, size_t err_size) {
+    return train_rank_finish(&impl(w)->ddp, err, err_size);
+}
+
 static void end(workload *w) {
     image_job *j = impl(w);
     if (!j) return;
@@ -288,7 +292,7 @@ const workload_ops workload_image_ops = {
     .param_count = param_count, .gpu_bytes = gpu_bytes, .add_setup_fields = add_setup_fields,
     .print_setup = print_setup, .open_loader = open_loader, .step = step, .batch_done = batch_done,
     .weights_written = weights_written, .take_sums = take_sums, .evaluate = evaluate, .current_lr = current_lr,
-    .bad_images = bad_images, .save = save, .end = end,
+    .bad_images = bad_images, .finish = finish, .save = save, .end = end,
     .style = {.warmup_last = 0, .held_out_auc = 0, .bad_images = 1, .loss_digits = 4, .step_ms_digits = 2},
     .timed_blocks = 0,
 };
