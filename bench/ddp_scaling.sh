@@ -31,7 +31,7 @@ for cfg in ${DDP_CONFIGS:-tf32:128 tf32:256 bf16:128 bf16:256}; do
     n=2
     while [ "$n" -le "$gpus" ]; do
         f=$out/gpus-$n-$tag
-        if "$build/train" --gpus "$n" "${common[@]}" >"$f.jsonl" 2>"$f.log"; then
+        if timeout -s KILL 300 "$build/train" --gpus "$n" "${common[@]}" >"$f.jsonl" 2>"$f.log"; then
             r=$(field "$f.jsonl" samples_per_s); step=$(field "$f.jsonl" step_ms_median)
             ar=$(grep -o 'alone: [0-9.]* ms' "$f.log" | awk '{ if ($2 > m) m = $2 } END { print m }')
             awk -v p="$precision" -v b="$batch" -v n="$n" -v r="$r" -v one="$one" -v s="$step" -v s1="$step1" -v ar="$ar" \

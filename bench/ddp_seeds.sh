@@ -18,7 +18,7 @@ common=(--model resnet26 --data fashion-mnist --epochs "$epochs" --steps-per-epo
 for seed in 1 2 3; do
     "$build/train" "${common[@]}" --seed $seed --batch $((2 * b)) >"$out/plain-$seed.jsonl" 2>"$out/plain-$seed.log" ||
         { echo "plain seed $seed failed"; tail -3 "$out/plain-$seed.log"; status=1; }
-    "$build/train" "${common[@]}" --seed $seed --batch "$b" --gpus 2 >"$out/gpus2-$seed.jsonl" 2>"$out/gpus2-$seed.log" ||
+    timeout -s KILL 180 "$build/train" "${common[@]}" --seed $seed --batch "$b" --gpus 2 >"$out/gpus2-$seed.jsonl" 2>"$out/gpus2-$seed.log" ||
         { echo "--gpus 2 seed $seed failed"; tail -3 "$out/gpus2-$seed.log"; status=1; }
 done
 python3 - "$out" "$b" <<'PY' || status=1

@@ -335,6 +335,12 @@ PY
         ;;
     ddp2)
         export NCCL_NVLS_ENABLE=0
+        # first a 2-GPU smoke run that cannot hang the call: session 14 lost a whole call to runs
+        # of train --gpus 2 that never ended (NCCL's own account of its set-up kept in OUT)
+        NCCL_DEBUG=INFO timeout -s KILL 90 "$build/train" --model resnet26 --data synthetic --batch 64 --epochs 1 \
+            --steps-per-epoch 5 --gpus 2 --json >"$out/smoke.jsonl" 2>"$out/smoke.log"
+        rc=$?; echo "train --gpus 2 smoke: exit $rc"; grep -E "^train:|NCCL WARN|error" "$out/smoke.log" | head -20
+        if [ $rc -ne 0 ]; then pkill -9 -f "$build/train" 2>/dev/null; tail -30 "$out/smoke.log"; status=1; continue; fi
         timeout 300 "$build/gpu_ddp" >"$out/gpu_ddp.log" 2>&1; echo "gpu_ddp: exit $?"
         grep -E "^(ok|FAILED|skipped)|^ *[0-9]+  " "$out/gpu_ddp.log" | head -40
         bash bench/ddp_seeds.sh "$build" /tmp/ddp-seeds | tee "$out/ddp_seeds.md" || status=1
