@@ -185,6 +185,7 @@ static void same_process(void) {
     snprintf(what, sizeof what, "every bucket all-reduced over one rank: %zu gradients unchanged bit for bit", n);
     check(memcmp(pattern, back, n * sizeof(float)) == 0, what);
     free(pattern), free(back);
+    trainer_free(&s.trainer); /* before the communicator: its captured collectives hold it */
     ddp_free(&d);
     session_end(&s);
     cudaFreeHost(images), cudaFreeHost(labels);

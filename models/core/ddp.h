@@ -79,6 +79,8 @@ double ddp_time_allreduce(ddp *d);
 int ddp_check(ddp *d, char *err, size_t err_size);
 /* Aborts the communicator (a peer is gone): pending collectives return instead of hanging. */
 void ddp_abort(ddp *d);
+/* Leaves the communicator. Destroy every CUDA graph that captured this step first (trainer_free):
+ * each holds a reference on the communicator, and ncclCommDestroy waits until none is left. */
 void ddp_free(ddp *d);
 
 #endif

@@ -278,6 +278,9 @@ static void end(workload *w) {
     image_job *j = impl(w);
     if (!j) return;
     if (j->copied) CHECK_CUDA(cudaEventDestroy(j->copied));
+    /* the step's graph first: every graph that captured a collective holds a reference on the
+     * communicator, and ncclCommDestroy waits for them all to go (a 2-GPU job never exited) */
+    trainer_free(&j->s.trainer);
     train_rank_leave(&j->ddp);
     session_end(&j->s);
     dataset_close(&j->train_set);
