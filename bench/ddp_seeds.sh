@@ -10,7 +10,7 @@ build=${1:?build folder}
 out=${2:?output folder}
 b=${3:-64}
 epochs=${4:-4}
-steps=${5:-50}
+steps=${5:-100}
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$out"
 status=0
@@ -29,9 +29,9 @@ def losses(path):
 plain = {s: losses(f"{out}/plain-{s}.jsonl") for s in (1, 2, 3)}
 two = {s: losses(f"{out}/gpus2-{s}.jsonl") for s in (1, 2, 3)}
 epochs = min(len(v) for v in list(plain.values()) + list(two.values()))
-print(f"| epoch | plain batch {2*b}, seeds 1/2/3 | --gpus 2 x {b}, seeds 1/2/3 | largest |2-GPU - plain| (same seed) | spread of plain over seeds | inside |")
-print("|---|---|---|---|---|---|")
-inside_all = True
+print(f"| epoch | plain batch {2*b}, seeds 1/2/3 | --gpus 2 x {b}, seeds 1/2/3 | largest |2-GPU - plain| (same seed) | spread of plain over seeds | inside | mean 2-GPU - mean plain | 2-GPU mean inside plain's range |")
+print("|---|---|---|---|---|---|---|---|")
+inside_all = mean_inside_all = True
 for k in range(epochs):
     p = [plain[s][k] for s in (1, 2, 3)]
     t = [two[s][k] for s in (1, 2, 3)]
@@ -39,7 +39,13 @@ for k in range(epochs):
     spread = max(p) - min(p)
     inside = diff <= spread
     inside_all &= inside
-    print(f"| {k+1} | {' / '.join(f'{x:.4f}' for x in p)} | {' / '.join(f'{x:.4f}' for x in t)} | {diff:.4f} | {spread:.4f} | {'yes' if inside else 'no'} |")
+    mp, mt = sum(p) / 3, sum(t) / 3
+    mean_inside = min(p) <= mt <= max(p)
+    mean_inside_all &= mean_inside
+    print(f"| {k+1} | {' / '.join(f'{x:.4f}' for x in p)} | {' / '.join(f'{x:.4f}' for x in t)} | {diff:.4f} | {spread:.4f} | "
+          f"{'yes' if inside else 'no'} | {mt - mp:+.4f} ({100 * (mt - mp) / mp:+.1f}%) | {'yes' if mean_inside else 'no'} |")
 print("every epoch inside the spread of plain runs over seeds" if inside_all else "NOT every epoch inside the spread")
+print("the 2-GPU mean inside the plain runs' range at every epoch" if mean_inside_all else
+      "the 2-GPU mean NOT inside the plain runs' range at every epoch")
 PY
 exit $status

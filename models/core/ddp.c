@@ -1,6 +1,7 @@
 /* Data-parallel gradients over NCCL (see ddp.h). */
 #include "models/core/ddp.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,18 @@ static int param_index(const ddp *d, const float *p) {
     return -1;
 }
 
+static int compare_floats(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorted in place); NaN when n is 0. */
+static double median_sorting(float *v, int n) {
+    if (n == 0) return NAN;
+    qsort(v, (size_t)n, sizeof *v, compare_floats);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static void launch(ddp *d, ddp_bucket *b) {
     cudaStream_t compute = d->ctx->stream;
     /* bfloat16 weights: this bucket's float gradients are made from their bfloat16 copies here,
@@ -89,8 +102,17 @@ static void on_ready(void *user, const float *param) {
     }
 }
 
+/* An event on the compute stream that a timed replay of the step's graph records too. */
+static void mark(ddp *d, void *event) {
+    enum cudaStreamCaptureStatus capturing;
+    CHECK_CUDA(cudaStreamIsCapturing(d->ctx->stream, &capturing));
+    CHECK_CUDA(cudaEventRecordWithFlags((cudaEvent_t)event, d->ctx->stream,
+                                        capturing == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : 0));
+}
+
 static void on_end(void *user) {
     ddp *d = user;
+    mark(d, d->pass_end);
     /* from the end of the buffer, the order backward fills it in */
     for (int k = d->bucket_count - 1; k >= 0; k--)
         if (!d->buckets[k].launched) launch(d, &d->buckets[k]);
@@ -102,6 +124,46 @@ static void on_end(void *user) {
                                  (ncclComm_t)d->comm, d->comm_stream));
     CHECK_CUDA(cudaEventRecord((cudaEvent_t)d->done, d->comm_stream));
     CHECK_CUDA(cudaStreamWaitEvent(d->ctx->stream, (cudaEvent_t)d->done, 0));
+    mark(d, d->comm_waited);
+}
+
+void ddp_sample_exposed(ddp *d) {
+    if (!d->comm || d->exposed_count == DDP_EXPOSED_SAMPLES) return;
+    float ms;
+    cudaError_t e = cudaEventElapsedTime(&ms, (cudaEvent_t)d->pass_end, (cudaEvent_t)d->comm_waited);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: only this reading failed, and it is said at the end */
+        d->exposed_error = cudaGetErrorString(e);
+        return;
+    }
+    d->exposed_ms[d->exposed_count++] = ms;
+}
+
+int ddp_agree_stop(ddp *d, int told, long step) {
+    if (!d->comm) return told;
+    if (step % DDP_STOP_EVERY) return d->stop_agreed;
+    cudaStream_t stream = d->ctx->stream;
+    if (d->stop_rounds > 0) { /* the previous round ended DDP_STOP_EVERY steps ago */
+        int previous = (int)((d->stop_rounds - 1) % 2);
+        CHECK_CUDA(cudaEventSynchronize((cudaEvent_t)d->stop_read[previous]));
+        d->stop_agreed = d->stop_host[2 + previous];
+    }
+    int slot = (int)(d->stop_rounds % 2);
+    d->stop_host[slot] = told;
+    CHECK_CUDA(cudaMemcpyAsync(d->stop_flags + slot, d->stop_host + slot, sizeof(int), cudaMemcpyHostToDevice, stream));
+    CHECK_NCCL(ncclAllReduce(d->stop_flags + slot, d->stop_flags + slot, 1, ncclInt32, ncclMax, (ncclComm_t)d->comm,
+                             stream));
+    CHECK_CUDA(cudaMemcpyAsync(d->stop_host + 2 + slot, d->stop_flags + slot, sizeof(int), cudaMemcpyDeviceToHost,
+                               stream));
+    CHECK_CUDA(cudaEventRecord((cudaEvent_t)d->stop_read[slot], stream));
+    d->stop_rounds++;
+    return d->stop_agreed;
+}
+
+double ddp_exposed_ms(const ddp *d) {
+    float sorted[DDP_EXPOSED_SAMPLES];
+    memcpy(sorted, d->exposed_ms, (size_t)d->exposed_count * sizeof *sorted);
+    return median_sorting(sorted, d->exposed_count);
 }
 
 /* Buckets over the flat buffer, cut at parameter boundaries, about DDP_BUCKET_BYTES each. */
@@ -148,6 +210,11 @@ int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char
     d->comm = comm;
     d->comm_stream = context_stream_create(ctx, 1);
     CHECK_CUDA(cudaEventCreateWithFlags((cudaEvent_t *)&d->done, cudaEventDisableTiming));
+    CHECK_CUDA(cudaMalloc((void **)&d->stop_flags, 2 * sizeof(int)));
+    CHECK_CUDA(cudaMallocHost((void **)&d->stop_host, 4 * sizeof(int)));
+    for (int k = 0; k < 2; k++) CHECK_CUDA(cudaEventCreateWithFlags((cudaEvent_t *)&d->stop_read[k], cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreate((cudaEvent_t *)&d->pass_end));
+    CHECK_CUDA(cudaEventCreate((cudaEvent_t *)&d->comm_waited));
     arena *a = &ctx->arena;
     d->grads = arena_grads(a);
     d->count = arena_trainable_floats(a);
@@ -247,12 +314,8 @@ double ddp_time_allreduce(ddp *d) {
         CHECK_CUDA(cudaEventDestroy(stop[i]));
     }
     CHECK_CUDA(cudaFree(copy));
-    for (int i = 1; i < TIMED; i++) /* median */
-        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
-            float t = ms[j];
-            ms[j] = ms[j - 1], ms[j - 1] = t;
-        }
-    return ms[TIMED / 2];
+    d->allreduce_alone_ms = median_sorting(ms, TIMED);
+    return d->allreduce_alone_ms;
 }
 
 int ddp_check(ddp *d, char *err, size_t err_size) {
@@ -278,6 +341,12 @@ void ddp_free(ddp *d) {
     for (int k = 0; k < d->bucket_count; k++)
         if (d->buckets[k].ready) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->buckets[k].ready));
     if (d->done) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->done));
+    for (int k = 0; k < 2; k++)
+        if (d->stop_read[k]) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->stop_read[k]));
+    if (d->stop_flags) CHECK_CUDA(cudaFree(d->stop_flags));
+    if (d->stop_host) CHECK_CUDA(cudaFreeHost(d->stop_host));
+    if (d->pass_end) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->pass_end));
+    if (d->comm_waited) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->comm_waited));
     if (d->comm_stream) CHECK_CUDA(cudaStreamDestroy(d->comm_stream));
     if (d->comm) CHECK_NCCL(ncclCommDestroy((ncclComm_t)d->comm));
     free(d->param_ptr), free(d->param_bucket), free(d->param_seen);
@@ -297,6 +366,9 @@ int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char
     return no_nccl(err, err_size);
 }
 int ddp_check(ddp *d, char *err, size_t err_size) { return 0; }
+void ddp_sample_exposed(ddp *d) {}
+int ddp_agree_stop(ddp *d, int told, long step) { return told; }
+double ddp_exposed_ms(const ddp *d) { return NAN; }
 int ddp_state_identical(ddp *d, uint64_t *hash, char *err, size_t err_size) { return no_nccl(err, err_size); }
 double ddp_time_allreduce(ddp *d) { return 0.0; }
 void ddp_abort(ddp *d) {}

@@ -1,6 +1,7 @@
 /* The rank's side of train --gpus N (runner/train/train_rank.h). */
 #include "runner/train/train_rank.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,6 +67,14 @@ void train_rank_leave(ddp *d) {
         fprintf(stderr, "train: rank %d of %d: %d gradient bucket(s) over %.1f MB, %d of them all-reduced during the "
                 "backward pass (the rest after it)\n", d->rank, d->world, d->bucket_count,
                 (double)d->count * sizeof(float) / 1e6, d->launches_early);
+    if (d->exposed_count)
+        fprintf(stderr, "train: rank %d of %d: communication exposed after the backward pass: %.3f ms (median over %d "
+                "epoch ends); the whole all-reduce alone: %.3f ms, so %.0f%% of it hidden\n", d->rank, d->world,
+                ddp_exposed_ms(d), d->exposed_count, d->allreduce_alone_ms,
+                100 * fmax(0.0, fmin(1.0, 1 - ddp_exposed_ms(d) / d->allreduce_alone_ms)));
+    else if (d->comm && d->exposed_error)
+        fprintf(stderr, "train: rank %d of %d: the exposed communication could not be read: %s\n", d->rank, d->world,
+                d->exposed_error);
     if (watchdog.running && watchdog.d == d) {
         watchdog.stop = 1;
         pthread_join(watchdog.thread, NULL);
