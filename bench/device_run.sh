@@ -29,6 +29,9 @@
 #   guard   bench/sharing_guard.sh (GUARD_RECORD=1: record): OUT/latest.json (bench/guard/latest.json)
 #   faults  bench/faults.sh: every fault kind under naive, mps, mig-emulate, streams, green; kill -9
 #   ddp1    train --gpus 1 against plain train (loss trajectories)
+#   ddp2    (2+ GPUs) gpu_ddp, bench/ddp_seeds.sh, and M[gpus=2]+4*S across the cards: serial
+#           references, then mps (the ranks as MPS clients: --ddp-under mps) and naive
+#   ddp-scaling  bench/ddp_scaling.sh (ResNet-50 224, tf32/bf16, 128/256 per GPU)
 #   bf16-tests  the bf16 GPU tests and the float tests of the kernels they share
 #   bf16-learn  Fashion-MNIST in bf16: resnet26 3 epochs (the float32 recipe), EfficientNetV2-S
 #           (AdamW 3e-3) and CaiT (patch 4) 5 epochs
@@ -329,6 +332,32 @@ PY
                 python3 -c 'import sys, json; print("'"${how:-plain}"'", [json.loads(l)["loss"] for l in sys.stdin])'
         done
         "$build/gpu_ddp" 2>&1 | grep -vE "^\[ " | head -30
+        ;;
+    ddp2)
+        export NCCL_NVLS_ENABLE=0
+        # first a 2-GPU smoke run that cannot hang the call: session 14 lost a whole call to runs
+        # of train --gpus 2 that never ended (NCCL's own account of its set-up kept in OUT)
+        NCCL_DEBUG=INFO timeout -s KILL 90 "$build/train" --model resnet26 --data synthetic --batch 64 --epochs 1 \
+            --steps-per-epoch 5 --gpus 2 --json >"$out/smoke.jsonl" 2>"$out/smoke.log"
+        rc=$?; echo "train --gpus 2 smoke: exit $rc"; grep -E "^train:|NCCL WARN|error" "$out/smoke.log" | head -20
+        if [ $rc -ne 0 ]; then pkill -9 -f "$build/train" 2>/dev/null; tail -30 "$out/smoke.log"; status=1; continue; fi
+        timeout 300 "$build/gpu_ddp" >"$out/gpu_ddp.log" 2>&1; echo "gpu_ddp: exit $?"
+        grep -E "^(ok|FAILED|skipped)|^ *[0-9]+  " "$out/gpu_ddp.log" | head -40
+        bash bench/ddp_seeds.sh "$build" /tmp/ddp-seeds | tee "$out/ddp_seeds.md" || status=1
+        rm -rf /tmp/ddpmix; mix='M[gpus=2]+4*S'
+        "$build/run_suite" --gpus 0,1 --mode serial --mix "$mix" --completion --quick --results /tmp/ddpmix/serial \
+            >"$out/ddpmix_serial.log" 2>&1; echo "serial: exit $?"
+        base=$(ls -d /tmp/ddpmix/serial/*/ | head -1)
+        for how in "mps --ddp-under mps" "naive"; do
+            read -r mode extra <<<"$how"
+            "$build/run_suite" --gpus 0,1 --mode $mode $extra --mix "$mix" --completion --quick --baseline "$base" \
+                --results /tmp/ddpmix/$mode >"$out/ddpmix_$mode.log" 2>&1; echo "$how: exit $?"
+            grep -vE "^\[" "$out/ddpmix_$mode.log" | tail -25
+        done
+        tar czf "$out/ddpmix.tgz" -C /tmp ddpmix ddp-seeds 2>/dev/null
+        ;;
+    ddp-scaling)
+        bash bench/ddp_scaling.sh "$build" /tmp/ddp-scaling "${DDP_STEPS:-30}" | tee "$out/ddp_scaling.md" || status=1
         ;;
     bf16-tests)
         for t in gpu_bf16 gpu_bf16_efficientnet gpu_bf16_cait gpu_efficientnet gpu_cait gpu_cait_model; do

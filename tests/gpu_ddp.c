@@ -11,8 +11,10 @@
  *             the rank named, exit 1, no hang.
  *   2+ GPUs   (where the machine has them) `--gpus 2` at batch B per GPU against plain training
  *             at batch 2B: the same losses within 5% (batch-norm statistics are per rank, as in
- *             DDP without SyncBatchNorm); and the last rank killed while its peer waits in the
- *             all-reduce: the job ends, naming it, instead of hanging.
+ *             DDP without SyncBatchNorm); the replicas the same bytes at the end, in tf32 and
+ *             bf16, with all-reduces started during the backward pass in both; and the last rank
+ *             killed while its peer waits in the all-reduce: the job ends, naming it, instead of
+ *             hanging.
  * Exit 77 without a GPU. */
 #define _GNU_SOURCE
 #include <math.h>
@@ -65,6 +67,33 @@ static int losses(double *loss, int *gpus_seen, const char *batch, const char *g
         return -1;
     }
     return 0;
+}
+
+/* `--gpus 2` in `precision`: each rank says the replicas are the same bytes at the end (the job
+ * fails otherwise: train_rank_finish) and how many gradient buckets it all-reduced during the
+ * backward pass, which must be some in bfloat16 too (their cast from the bfloat16 gradients runs
+ * per bucket: models/core/ddp.c). */
+static void replicas_and_overlap(const char *precision) {
+    char *argv[] = {(char *)test_binary("train"), "--model", "resnet26", "--data", "synthetic", "--batch", "64",
+                    "--epochs", "1", "--steps-per-epoch", "8", "--gpus", "2", "--precision", (char *)precision,
+                    "--json", NULL};
+    int rc = test_run(argv, out, sizeof out, err, sizeof err);
+    int identical = 0, early_min = 1 << 30;
+    for (const char *p = err; (p = strstr(p, "identical on every rank")); p++) identical++;
+    for (const char *p = err; (p = strstr(p, " of them all-reduced during the backward pass")); p++) {
+        const char *q = p;
+        while (q > err && q[-1] >= '0' && q[-1] <= '9') q--;
+        int early = atoi(q);
+        if (early < early_min) early_min = early;
+    }
+    char what[200];
+    snprintf(what, sizeof what, "--gpus 2 %s: both ranks' parameters and buffers identical at the end (%d of 2 say so)",
+             precision, identical);
+    check(rc == 0 && identical == 2 && !strstr(err, "NOT identical"), what);
+    snprintf(what, sizeof what, "--gpus 2 %s: buckets all-reduced during the backward pass on every rank (fewest %d)",
+             precision, early_min == 1 << 30 ? -1 : early_min);
+    check(rc == 0 && early_min >= 1 && early_min != 1 << 30, what);
+    if (rc != 0) printf("%s\n", err);
 }
 
 static double now(void) {
@@ -156,6 +185,7 @@ static void same_process(void) {
     snprintf(what, sizeof what, "every bucket all-reduced over one rank: %zu gradients unchanged bit for bit", n);
     check(memcmp(pattern, back, n * sizeof(float)) == 0, what);
     free(pattern), free(back);
+    trainer_free(&s.trainer); /* before the communicator: its captured collectives hold it */
     ddp_free(&d);
     session_end(&s);
     cudaFreeHost(images), cudaFreeHost(labels);
@@ -220,6 +250,8 @@ int main(void) {
         char what[160];
         snprintf(what, sizeof what, "--gpus 2 x 64 follows plain batch 128 (largest relative loss difference %.2g <= 5e-2)", worst);
         check(seen == 2 && worst <= 5e-2, what);
+        replicas_and_overlap("tf32");
+        replicas_and_overlap("bf16");
         killed_rank("2");
     } else {
         printf("skipped: the 2-GPU checks (all-reduce against batch 2B, a killed peer) need 2 GPUs; this machine has %d\n",

@@ -49,6 +49,27 @@ static void test_aggregate_epoch(void **state) {
     cJSON_Delete(r[0]), cJSON_Delete(r[1]);
 }
 
+static void test_aggregate_window(void **state) {
+    (void)state;
+    cJSON *r[2] = {
+        cJSON_Parse("{\"event\":\"window\",\"window\":0,\"t0\":100,\"t1\":103,\"steps\":30,\"samples\":3840,"
+                    "\"samples_per_s\":1280,\"step_ms_median\":98,\"step_ms_p10\":97,\"step_ms_p90\":99,\"step_ms_p99\":101,"
+                    "\"step_ms_count\":30,\"train_start\":90.0,\"train_end\":104.0}"),
+        cJSON_Parse("{\"event\":\"window\",\"window\":0,\"t0\":100,\"t1\":103,\"steps\":31,\"samples\":3968,"
+                    "\"samples_per_s\":1322.67,\"step_ms_median\":97,\"step_ms_p10\":96,\"step_ms_p90\":100,\"step_ms_p99\":null,"
+                    "\"step_ms_count\":31,\"train_start\":90.5,\"train_end\":104.2}")};
+    cJSON *a = train_ddp_aggregate("window", r, 2);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(a, "event")->valuestring, "window");
+    assert_true(num(a, "window") == 0 && num(a, "t0") == 100 && num(a, "t1") == 103 && num(a, "gpus") == 2);
+    assert_true(num(a, "samples") == 7808 && fabs(num(a, "samples_per_s") - 2602.67) < 1e-9);
+    /* the slowest rank's steps; a quantile one rank lacks is the other's */
+    assert_true(num(a, "step_ms_median") == 98 && num(a, "step_ms_p90") == 100 && num(a, "step_ms_p99") == 101);
+    /* the job trained while every rank did */
+    assert_true(num(a, "train_start") == 90.5 && num(a, "train_end") == 104.0);
+    cJSON_Delete(a);
+    cJSON_Delete(r[0]), cJSON_Delete(r[1]);
+}
+
 static void test_aggregate_setup(void **state) {
     (void)state;
     cJSON *r[2] = {cJSON_Parse("{\"event\":\"setup\",\"model\":\"resnet50\",\"batch\":128,\"footprint_bytes\":10,\"device\":\"GPU A\"}"),
@@ -98,7 +119,7 @@ static void test_ranks_that_fail(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_aggregate_epoch), cmocka_unit_test(test_aggregate_setup),
+        cmocka_unit_test(test_aggregate_epoch), cmocka_unit_test(test_aggregate_window), cmocka_unit_test(test_aggregate_setup),
         cmocka_unit_test(test_cli), cmocka_unit_test(test_ranks_that_fail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,6 +34,7 @@ typedef struct grad_hooks {
     void (*begin)(void *user);
     void (*ready)(void *user, const float *param);
     void (*end)(void *user);
+    int casts_half_grads;  /* 1: the hooks make the float32 gradients from the bfloat16 ones */
 } grad_hooks;
 
 /* Set by the trainer for the span of a step whose optimizer may run beside the backward pass

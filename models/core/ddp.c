@@ -1,11 +1,14 @@
 /* Data-parallel gradients over NCCL (see ddp.h). */
 #include "models/core/ddp.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/check.h"
+#include "kernels/kernels.h"
 
 #if SUITE_HAVE_NCCL
 
@@ -52,8 +55,26 @@ static int param_index(const ddp *d, const float *p) {
     return -1;
 }
 
+static int compare_floats(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorted in place); NaN when n is 0. */
+static double median_sorting(float *v, int n) {
+    if (n == 0) return NAN;
+    qsort(v, (size_t)n, sizeof *v, compare_floats);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static void launch(ddp *d, ddp_bucket *b) {
     cudaStream_t compute = d->ctx->stream;
+    /* bfloat16 weights: this bucket's float gradients are made from their bfloat16 copies here,
+     * each once its layers have written them, so the all-reduce starts during the pass */
+    if (d->half_grads && b->offset < d->half_count) {
+        size_t n = b->count < d->half_count - b->offset ? b->count : d->half_count - b->offset;
+        cast_bf16_to_f32(d->grads + b->offset, (const uint16_t *)d->half_grads + b->offset, n, compute);
+    }
     CHECK_CUDA(cudaEventRecord((cudaEvent_t)b->ready, compute));
     CHECK_CUDA(cudaStreamWaitEvent(d->comm_stream, (cudaEvent_t)b->ready, 0));
     float *g = d->grads + b->offset;
@@ -71,7 +92,6 @@ static void on_begin(void *user) {
 
 static void on_ready(void *user, const float *param) {
     ddp *d = user;
-    if (!d->overlap) return;
     int i = param_index(d, param);
     if (i < 0 || d->param_seen[i]) return;
     d->param_seen[i] = 1;
@@ -82,13 +102,68 @@ static void on_ready(void *user, const float *param) {
     }
 }
 
+/* An event on the compute stream that a timed replay of the step's graph records too. */
+static void mark(ddp *d, void *event) {
+    enum cudaStreamCaptureStatus capturing;
+    CHECK_CUDA(cudaStreamIsCapturing(d->ctx->stream, &capturing));
+    CHECK_CUDA(cudaEventRecordWithFlags((cudaEvent_t)event, d->ctx->stream,
+                                        capturing == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : 0));
+}
+
 static void on_end(void *user) {
     ddp *d = user;
+    mark(d, d->pass_end);
     /* from the end of the buffer, the order backward fills it in */
     for (int k = d->bucket_count - 1; k >= 0; k--)
         if (!d->buckets[k].launched) launch(d, &d->buckets[k]);
+    /* Rank 0's buffers (batch norm's running statistics, written by this step's forward, which
+     * every bucket's event follows) become everyone's, as DDP's broadcast_buffers does before
+     * each forward: every rank starts each step, and ends the last, from the same state. */
+    if (d->buffer_floats)
+        CHECK_NCCL(ncclBroadcast(d->ctx->arena.buffers, d->ctx->arena.buffers, d->buffer_floats, ncclFloat32, 0,
+                                 (ncclComm_t)d->comm, d->comm_stream));
     CHECK_CUDA(cudaEventRecord((cudaEvent_t)d->done, d->comm_stream));
     CHECK_CUDA(cudaStreamWaitEvent(d->ctx->stream, (cudaEvent_t)d->done, 0));
+    mark(d, d->comm_waited);
+}
+
+void ddp_sample_exposed(ddp *d) {
+    if (!d->comm || d->exposed_count == DDP_EXPOSED_SAMPLES) return;
+    float ms;
+    cudaError_t e = cudaEventElapsedTime(&ms, (cudaEvent_t)d->pass_end, (cudaEvent_t)d->comm_waited);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: only this reading failed, and it is said at the end */
+        d->exposed_error = cudaGetErrorString(e);
+        return;
+    }
+    d->exposed_ms[d->exposed_count++] = ms;
+}
+
+int ddp_agree_stop(ddp *d, int told, long step) {
+    if (!d->comm) return told;
+    if (step % DDP_STOP_EVERY) return d->stop_agreed;
+    cudaStream_t stream = d->ctx->stream;
+    if (d->stop_rounds > 0) { /* the previous round ended DDP_STOP_EVERY steps ago */
+        int previous = (int)((d->stop_rounds - 1) % 2);
+        CHECK_CUDA(cudaEventSynchronize((cudaEvent_t)d->stop_read[previous]));
+        d->stop_agreed = d->stop_host[2 + previous];
+    }
+    int slot = (int)(d->stop_rounds % 2);
+    d->stop_host[slot] = told;
+    CHECK_CUDA(cudaMemcpyAsync(d->stop_flags + slot, d->stop_host + slot, sizeof(int), cudaMemcpyHostToDevice, stream));
+    CHECK_NCCL(ncclAllReduce(d->stop_flags + slot, d->stop_flags + slot, 1, ncclInt32, ncclMax, (ncclComm_t)d->comm,
+                             stream));
+    CHECK_CUDA(cudaMemcpyAsync(d->stop_host + 2 + slot, d->stop_flags + slot, sizeof(int), cudaMemcpyDeviceToHost,
+                               stream));
+    CHECK_CUDA(cudaEventRecord((cudaEvent_t)d->stop_read[slot], stream));
+    d->stop_rounds++;
+    return d->stop_agreed;
+}
+
+double ddp_exposed_ms(const ddp *d) {
+    float sorted[DDP_EXPOSED_SAMPLES];
+    memcpy(sorted, d->exposed_ms, (size_t)d->exposed_count * sizeof *sorted);
+    return median_sorting(sorted, d->exposed_count);
 }
 
 /* Buckets over the flat buffer, cut at parameter boundaries, about DDP_BUCKET_BYTES each. */
@@ -135,6 +210,11 @@ int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char
     d->comm = comm;
     d->comm_stream = context_stream_create(ctx, 1);
     CHECK_CUDA(cudaEventCreateWithFlags((cudaEvent_t *)&d->done, cudaEventDisableTiming));
+    CHECK_CUDA(cudaMalloc((void **)&d->stop_flags, 2 * sizeof(int)));
+    CHECK_CUDA(cudaMallocHost((void **)&d->stop_host, 4 * sizeof(int)));
+    for (int k = 0; k < 2; k++) CHECK_CUDA(cudaEventCreateWithFlags((cudaEvent_t *)&d->stop_read[k], cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreate((cudaEvent_t *)&d->pass_end));
+    CHECK_CUDA(cudaEventCreate((cudaEvent_t *)&d->comm_waited));
     arena *a = &ctx->arena;
     d->grads = arena_grads(a);
     d->count = arena_trainable_floats(a);
@@ -151,17 +231,91 @@ int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char
     }
     qsort(d->param_ptr, (size_t)d->param_count, sizeof *d->param_ptr, by_address);
     if (cut_buckets(d, err, err_size) != 0) return -1;
-    /* bfloat16 weights: the float gradients are made from the bfloat16 ones after the pass */
-    d->overlap = !a->half_weights;
+    d->half_grads = arena_half_grads(a);
+    d->half_count = d->half_grads ? arena_decay_floats(a) : 0;
+    d->buffer_floats = a->planned[ARENA_BUFFERS] / sizeof(float);
     /* Rank 0's initial state is everyone's: parameters and buffers (BN running statistics). */
     CHECK_NCCL(ncclBroadcast(a->params, a->params, a->params_bytes / sizeof(float), ncclFloat32, 0, comm, ctx->stream));
     if (a->planned[ARENA_BUFFERS])
         CHECK_NCCL(ncclBroadcast(a->buffers, a->buffers, a->planned[ARENA_BUFFERS] / sizeof(float), ncclFloat32, 0,
                                  comm, ctx->stream));
     CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
-    d->hooks = (grad_hooks){d, on_begin, on_ready, on_end};
+    d->hooks = (grad_hooks){d, on_begin, on_ready, on_end, 1};
     ctx->grad_hooks = &d->hooks;
     return 0;
+}
+
+/* FNV-1a over bytes, continued from h. */
+static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+int ddp_state_identical(ddp *d, uint64_t *hash, char *err, size_t err_size) {
+    arena *a = &d->ctx->arena;
+    size_t bytes[2] = {a->params_bytes, a->planned[ARENA_BUFFERS]};
+    const void *where[2] = {a->params, a->buffers};
+    uint64_t h = 0xcbf29ce484222325ull;
+    CHECK_CUDA(cudaStreamSynchronize(d->ctx->stream));
+    for (int k = 0; k < 2; k++) {
+        if (!bytes[k]) continue;
+        unsigned char *host = malloc(bytes[k]);
+        if (!host) {
+            snprintf(err, err_size, "ddp: out of host memory for a %zu-byte copy of the state", bytes[k]);
+            return -1;
+        }
+        CHECK_CUDA(cudaMemcpy(host, where[k], bytes[k], cudaMemcpyDeviceToHost));
+        h = fnv1a(h, host, bytes[k]);
+        free(host);
+    }
+    *hash = h;
+    uint64_t *all;
+    CHECK_CUDA(cudaMalloc((void **)&all, (size_t)d->world * sizeof *all));
+    CHECK_CUDA(cudaMemcpy(all + d->rank, &h, sizeof h, cudaMemcpyHostToDevice));
+    CHECK_NCCL(ncclAllGather(all + d->rank, all, 1, ncclUint64, (ncclComm_t)d->comm, d->ctx->stream));
+    uint64_t *seen = malloc((size_t)d->world * sizeof *seen);
+    if (!seen) {
+        CHECK_CUDA(cudaFree(all));
+        snprintf(err, err_size, "ddp: out of host memory");
+        return -1;
+    }
+    CHECK_CUDA(cudaMemcpyAsync(seen, all, (size_t)d->world * sizeof *seen, cudaMemcpyDeviceToHost, d->ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(d->ctx->stream));
+    CHECK_CUDA(cudaFree(all));
+    int same = 1;
+    for (int r = 0; r < d->world; r++) same &= seen[r] == h;
+    free(seen);
+    return same;
+}
+
+double ddp_time_allreduce(ddp *d) {
+    enum { WARMUP = 3, TIMED = 9 };
+    cudaEvent_t start[TIMED], stop[TIMED];
+    float ms[TIMED];
+    for (int i = 0; i < TIMED; i++) {
+        CHECK_CUDA(cudaEventCreate(&start[i]));
+        CHECK_CUDA(cudaEventCreate(&stop[i]));
+    }
+    /* on a scratch copy: the gradients themselves are left as they are */
+    float *copy;
+    CHECK_CUDA(cudaMalloc((void **)&copy, d->count * sizeof(float)));
+    CHECK_CUDA(cudaMemcpyAsync(copy, d->grads, d->count * sizeof(float), cudaMemcpyDeviceToDevice, d->comm_stream));
+    for (int i = 0; i < WARMUP + TIMED; i++) {
+        if (i >= WARMUP) CHECK_CUDA(cudaEventRecord(start[i - WARMUP], d->comm_stream));
+        for (int k = 0; k < d->bucket_count; k++)
+            CHECK_NCCL(ncclAllReduce(copy + d->buckets[k].offset, copy + d->buckets[k].offset, d->buckets[k].count,
+                                     ncclFloat32, ncclAvg, (ncclComm_t)d->comm, d->comm_stream));
+        if (i >= WARMUP) CHECK_CUDA(cudaEventRecord(stop[i - WARMUP], d->comm_stream));
+    }
+    CHECK_CUDA(cudaStreamSynchronize(d->comm_stream));
+    for (int i = 0; i < TIMED; i++) {
+        CHECK_CUDA(cudaEventElapsedTime(&ms[i], start[i], stop[i]));
+        CHECK_CUDA(cudaEventDestroy(start[i]));
+        CHECK_CUDA(cudaEventDestroy(stop[i]));
+    }
+    CHECK_CUDA(cudaFree(copy));
+    d->allreduce_alone_ms = median_sorting(ms, TIMED);
+    return d->allreduce_alone_ms;
 }
 
 int ddp_check(ddp *d, char *err, size_t err_size) {
@@ -187,6 +341,12 @@ void ddp_free(ddp *d) {
     for (int k = 0; k < d->bucket_count; k++)
         if (d->buckets[k].ready) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->buckets[k].ready));
     if (d->done) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->done));
+    for (int k = 0; k < 2; k++)
+        if (d->stop_read[k]) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->stop_read[k]));
+    if (d->stop_flags) CHECK_CUDA(cudaFree(d->stop_flags));
+    if (d->stop_host) CHECK_CUDA(cudaFreeHost(d->stop_host));
+    if (d->pass_end) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->pass_end));
+    if (d->comm_waited) CHECK_CUDA(cudaEventDestroy((cudaEvent_t)d->comm_waited));
     if (d->comm_stream) CHECK_CUDA(cudaStreamDestroy(d->comm_stream));
     if (d->comm) CHECK_NCCL(ncclCommDestroy((ncclComm_t)d->comm));
     free(d->param_ptr), free(d->param_bucket), free(d->param_seen);
@@ -206,6 +366,11 @@ int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char
     return no_nccl(err, err_size);
 }
 int ddp_check(ddp *d, char *err, size_t err_size) { return 0; }
+void ddp_sample_exposed(ddp *d) {}
+int ddp_agree_stop(ddp *d, int told, long step) { return told; }
+double ddp_exposed_ms(const ddp *d) { return NAN; }
+int ddp_state_identical(ddp *d, uint64_t *hash, char *err, size_t err_size) { return no_nccl(err, err_size); }
+double ddp_time_allreduce(ddp *d) { return 0.0; }
 void ddp_abort(ddp *d) {}
 void ddp_free(ddp *d) {}
 

@@ -38,8 +38,8 @@ elem_type model_activation_type(const model_config *config) {
 /* The checks are here, not in the models, so no model has to know about the trainer: inside
  * trainer_step_body the optimizer at the end of the previous step (or the eager warm-up pass in
  * trainer_init, which casts) has already written the copy, and this step's optimizer reads the
- * bfloat16 gradients itself. Data-parallel hooks all-reduce the float32 gradients, so with hooks
- * the gradients are still cast here. */
+ * bfloat16 gradients itself. Data-parallel hooks all-reduce the float32 gradients: hooks that cast
+ * them bucket by bucket (ddp) are left to it, any others get the whole cast here. */
 void model_weights_to_half(job_context *ctx) {
     if (ctx->optimizer_owns_half) return;
     cast_f32_to_bf16(arena_half_weights(&ctx->arena), (const float *)ctx->arena.params,
@@ -47,7 +47,7 @@ void model_weights_to_half(job_context *ctx) {
 }
 
 void model_grads_from_half(job_context *ctx) {
-    if (ctx->optimizer_owns_half && !ctx->grad_hooks) return;
+    if (ctx->grad_hooks ? ctx->grad_hooks->casts_half_grads : ctx->optimizer_owns_half) return;
     cast_bf16_to_f32(arena_grads(&ctx->arena), arena_half_grads(&ctx->arena), arena_decay_floats(&ctx->arena),
                      ctx->stream);
 }

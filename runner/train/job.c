@@ -33,6 +33,7 @@ typedef struct job {
     long blocks;              /* block events so far */
     step_windows win;         /* --window-protocol: the runner's windows (step_window.h) */
     step_line_reader commands;/* ... and its commands on stdin (a process of its own) */
+    int stop;                 /* the window protocol: leave after this step (agreed among ranks) */
 } job;
 
 /* Each step's end on the GPU, read back without waiting on it: an event is recorded after every
@@ -163,7 +164,7 @@ static int run_epochs(job *j) {
     int window = o->window_protocol, status = 0;
     long done = 0; /* steps of the epochs before this one */
     /* the window protocol: after the warm-up epoch, epochs go on (past the plan) until "stop" */
-    for (int epoch = 1; (window ? epoch == 1 || !j->win.stopped : epoch <= o->epochs) && status == 0; epoch++) {
+    for (int epoch = 1; (window ? epoch == 1 || !j->stop : epoch <= o->epochs) && status == 0; epoch++) {
         loader_start_epoch(l, epoch - 1);
         CHECK_CUDA(cudaStreamSynchronize(stream));
         double t_start = train_wall_seconds();
@@ -180,7 +181,7 @@ static int run_epochs(job *j) {
         /* the window protocol's warm-up need not be a whole epoch (an ImageNet one is 10,009 steps) */
         long planned = window && epoch == 1 && o->warmup_steps > 0 && o->warmup_steps < w->steps_per_epoch
                            ? o->warmup_steps : w->steps_per_epoch;
-        while (steps < planned && !diverged && !(window && epoch > 1 && j->win.stopped) &&
+        while (steps < planned && !diverged && !(window && epoch > 1 && j->stop) &&
                (got = loader_next(l, &b, err, sizeof err)) == 1) {
             ops->step(w, &b, steps);
             steps++;
@@ -194,7 +195,10 @@ static int run_epochs(job *j) {
             ring.recorded = steps;
             ops->batch_done(w, steps - 1);
             ring_poll(j, &ring);
-            if (window) window_between_steps(j, 0);
+            if (window) {
+                window_between_steps(j, 0);
+                j->stop = ops->agree_stop ? ops->agree_stop(w, j->win.stopped, done + steps) : j->win.stopped;
+            }
             if (ops->timed_blocks && block.steps == o->block_steps)
                 diverged = end_block(j, epoch, &block, &loss_sum, &correct);
         }
@@ -277,6 +281,7 @@ static int train_workload(job *j, const context_place *place, char *err, size_t 
     emit_setup(j);
     if (train_wait_for_go(j->ev, o->wait_go) != 0) return 1;
     rc = run_epochs(j);
+    if (rc == 0 && w->ops->finish && w->ops->finish(w, err, err_size) != 0) rc = fail(j, 1, err);
     if (rc == 0 && o->save[0] && w->ops->save(w, o->save, err, err_size) != 0) rc = fail(j, 1, err);
     if (rc == 0) {
         cJSON *e = cJSON_CreateObject();

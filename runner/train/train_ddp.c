@@ -21,6 +21,7 @@
 #include "models/core/ddp.h"
 #include "kernels/knobs.h"
 #include "runner/train/job.h"
+#include "runner/train/step_window.h"
 
 extern char **environ;
 
@@ -53,6 +54,26 @@ cJSON *train_ddp_aggregate(const char *event, cJSON *const *per_rank, int ranks)
         for (int r = 0; r < ranks; r++) {
             const cJSON *d = cJSON_GetObjectItemCaseSensitive(per_rank[r], "device");
             cJSON_AddItemToArray(devices, cJSON_CreateString(cJSON_IsString(d) ? d->valuestring : ""));
+        }
+        return out;
+    }
+    if (!strcmp(event, "window")) {
+        /* the job trained over the window on every card: its samples are the ranks' together, its
+         * steps as slow as the slowest rank's, and it trained while all of its ranks did */
+        double samples = 0, rate = 0, start = -INFINITY, end = INFINITY;
+        for (int r = 0; r < ranks; r++) {
+            samples += num(per_rank[r], "samples"), rate += num(per_rank[r], "samples_per_s");
+            start = fmax(start, num(per_rank[r], "train_start")), end = fmin(end, num(per_rank[r], "train_end"));
+        }
+        put_num(out, "samples", samples);
+        put_num(out, "samples_per_s", rate);
+        put_num(out, "train_start", isfinite(start) ? start : NAN);
+        put_num(out, "train_end", isfinite(end) ? end : NAN);
+        const char *slowest_step[] = {"step_ms_median", "step_ms_p10", "step_ms_p90", "step_ms_p99"};
+        for (size_t k = 0; k < sizeof slowest_step / sizeof *slowest_step; k++) {
+            double m = -INFINITY;
+            for (int r = 0; r < ranks; r++) m = fmax(m, num(per_rank[r], slowest_step[k]));
+            if (cJSON_GetObjectItemCaseSensitive(out, slowest_step[k])) put_num(out, slowest_step[k], isinf(m) ? NAN : m);
         }
         return out;
     }
@@ -124,6 +145,10 @@ typedef struct launcher {
     rank_proc *ranks;
     cJSON **setup;          /* [n] */
     cJSON **epochs;         /* [(epochs + 1) * n] */
+    cJSON **windows;        /* [STEP_WINDOW_MAX * n] */
+    char command[512];      /* the runner's line being read from stdin (the window protocol) */
+    size_t command_len;
+    int stdin_open;
     int setups, readies, released;
     int failed_rank;
     char failure[768];
@@ -194,6 +219,14 @@ static void handle_line(launcher *l, int r, const char *line) {
                 train_emit(l->ev, agg);
             }
         }
+    } else if (!strcmp(name, "window")) {
+        int k = (int)num(e, "window");
+        if (k >= 0 && k < STEP_WINDOW_MAX && !l->windows[k * l->n + r]) {
+            l->windows[k * l->n + r] = e, e = NULL;
+            int all = 1;
+            for (int q = 0; q < l->n; q++) all &= l->windows[k * l->n + q] != NULL;
+            if (all) train_emit(l->ev, train_ddp_aggregate("window", &l->windows[k * l->n], l->n));
+        }
     } else if (!strcmp(name, "done")) {
         l->ranks[r].done = 1;
     } else if (!strcmp(name, "error")) {
@@ -222,6 +255,32 @@ static void read_rank(launcher *l, int r) {
     p->len -= (size_t)(start - p->line);
     memmove(p->line, start, p->len);
     if (p->len == sizeof p->line - 1) p->len = 0; /* an over-long line is dropped */
+}
+
+/* The window protocol: the runner's lines ("window T0 T1", "stop") go to every rank as they come;
+ * the end of the runner's input is every rank's (their stdin closed: they stop). The ranks agree on
+ * the step they stop at among themselves (ddp_agree_stop). */
+static void forward_commands(launcher *l) {
+    ssize_t got = read(0, l->command + l->command_len, sizeof l->command - 1 - l->command_len);
+    if (got < 0 && errno == EINTR) return;
+    if (got <= 0) {
+        l->stdin_open = 0;
+        for (int r = 0; r < l->n; r++)
+            if (l->ranks[r].in_fd >= 0) close(l->ranks[r].in_fd), l->ranks[r].in_fd = -1;
+        return;
+    }
+    l->command_len += (size_t)got;
+    char *start = l->command, *nl;
+    while ((nl = memchr(start, '\n', l->command_len - (size_t)(start - l->command)))) {
+        size_t len = (size_t)(nl - start) + 1;
+        for (int r = 0; r < l->n; r++)
+            if (l->ranks[r].in_fd >= 0 && write(l->ranks[r].in_fd, start, len) != (ssize_t)len)
+                fail_once(l, r, 1, "cannot pass it the runner's window line (its stdin is closed)");
+        start = nl + 1;
+    }
+    l->command_len -= (size_t)(start - l->command);
+    memmove(l->command, start, l->command_len);
+    if (l->command_len == sizeof l->command - 1) l->command_len = 0; /* no command is that long */
 }
 
 static void stop_ranks(launcher *l, int signo) {
@@ -269,8 +328,10 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
     l.ranks = calloc((size_t)l.n, sizeof *l.ranks);
     l.setup = calloc((size_t)l.n, sizeof *l.setup);
     l.epochs = calloc((size_t)(o->epochs + 1) * (size_t)l.n, sizeof *l.epochs);
+    l.windows = calloc((size_t)STEP_WINDOW_MAX * (size_t)l.n, sizeof *l.windows);
+    l.stdin_open = o->window_protocol;
     char **child = calloc((size_t)argc + 3, sizeof *child);
-    if (!l.ranks || !l.setup || !l.epochs || !child) return train_fail(ev, 1, "out of memory for the ranks");
+    if (!l.ranks || !l.setup || !l.epochs || !l.windows || !child) return train_fail(ev, 1, "out of memory for the ranks");
     int has_json = 0, has_wait = 0, c = 0;
     for (int i = 0; i < argc; i++) {
         has_json |= !strcmp(argv[i], "--json"), has_wait |= !strcmp(argv[i], "--wait-go");
@@ -298,14 +359,19 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
             kill_at = now_mono() + STOP_GRACE_S;
         }
         if (stopping && now_mono() > kill_at) stop_ranks(&l, SIGKILL);
-        struct pollfd fds[64];
-        int map[64], nf = 0;
+        struct pollfd fds[65];
+        int map[65], nf = 0;
         for (int r = 0; r < l.n && nf < 64; r++)
             if (l.ranks[r].out_fd >= 0) fds[nf] = (struct pollfd){l.ranks[r].out_fd, POLLIN, 0}, map[nf++] = r;
+        /* the runner's window lines come after go (train_wait_for_go has read go itself) */
+        if (l.released && l.stdin_open) fds[nf] = (struct pollfd){0, POLLIN, 0}, map[nf++] = -1;
         if (nf) poll(fds, (nfds_t)nf, 100);
         else usleep(50000);
-        for (int i = 0; i < nf; i++)
-            if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_rank(&l, map[i]);
+        for (int i = 0; i < nf; i++) {
+            if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            if (map[i] < 0) forward_commands(&l);
+            else read_rank(&l, map[i]);
+        }
         for (int r = 0; r < l.n; r++) {
             rank_proc *p = &l.ranks[r];
             if (p->reaped || p->out_fd >= 0 || waitpid(p->pid, &p->status, WNOHANG) != p->pid) continue;
@@ -321,8 +387,9 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
         }
     }
     for (int i = 0; i < (o->epochs + 1) * l.n; i++) cJSON_Delete(l.epochs[i]);
+    for (int i = 0; i < STEP_WINDOW_MAX * l.n; i++) cJSON_Delete(l.windows[i]);
     for (int r = 0; r < l.n; r++) cJSON_Delete(l.setup[r]);
-    free(l.epochs), free(l.setup), free(l.ranks), free(child);
+    free(l.epochs), free(l.windows), free(l.setup), free(l.ranks), free(child);
     if (stop_signal && l.failed_rank < 0) return 128 + stop_signal;
     if (l.failed_rank >= 0 || l.exit_code) {
         char message[1024];

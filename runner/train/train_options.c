@@ -240,9 +240,8 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
                  "--window-protocol");
         return -1;
     }
-    if (o->window_protocol && (!o->wait_go || o->gpus > 1)) {
-        snprintf(err, err_size, "--window-protocol goes with --wait-go (the runner's commands come after \"go\"), "
-                 "and not with --gpus N (data-parallel jobs are timed by whole epochs)");
+    if (o->window_protocol && !o->wait_go) {
+        snprintf(err, err_size, "--window-protocol goes with --wait-go (the runner's commands come after \"go\")");
         return -1;
     }
     return data_defaults(o, spec, err, err_size);

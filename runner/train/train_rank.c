@@ -1,7 +1,9 @@
 /* The rank's side of train --gpus N (runner/train/train_rank.h). */
 #include "runner/train/train_rank.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +35,9 @@ static void *watch(void *arg) {
 
 int train_rank_join(ddp *d, session *s, const train_options *o, char *err, size_t err_size) {
     if (ddp_init(d, &s->ctx, s->model, o->ddp_rank, o->ddp_world, o->ddp_id, err, err_size) != 0) return 1;
+    double ms = ddp_time_allreduce(d);
+    fprintf(stderr, "train: rank %d of %d: the all-reduce of the whole gradient (%.1f MB in %d bucket(s)) alone: "
+            "%.3f ms (median of 9)\n", d->rank, d->world, (double)d->count * sizeof(float) / 1e6, d->bucket_count, ms);
     watchdog.d = d;
     watchdog.stop = 0;
     watchdog.running = pthread_create(&watchdog.thread, NULL, watch, NULL) == 0;
@@ -43,11 +48,33 @@ int train_rank_join(ddp *d, session *s, const train_options *o, char *err, size_
     return 0;
 }
 
+int train_rank_finish(ddp *d, char *err, size_t err_size) {
+    if (!d->comm) return 0;
+    uint64_t hash;
+    int same = ddp_state_identical(d, &hash, err, err_size);
+    if (same < 0) return -1;
+    fprintf(stderr, "train: rank %d of %d: parameters and buffers at the end %s on every rank (FNV-1a %016llx)\n",
+            d->rank, d->world, same ? "identical" : "NOT identical", (unsigned long long)hash);
+    if (!same) {
+        snprintf(err, err_size, "rank %d of %d: the replicas' parameters or buffers differ at the end", d->rank, d->world);
+        return -1;
+    }
+    return 0;
+}
+
 void train_rank_leave(ddp *d) {
     if (d->bucket_count)
         fprintf(stderr, "train: rank %d of %d: %d gradient bucket(s) over %.1f MB, %d of them all-reduced during the "
                 "backward pass (the rest after it)\n", d->rank, d->world, d->bucket_count,
                 (double)d->count * sizeof(float) / 1e6, d->launches_early);
+    if (d->exposed_count)
+        fprintf(stderr, "train: rank %d of %d: communication exposed after the backward pass: %.3f ms (median over %d "
+                "epoch ends); the whole all-reduce alone: %.3f ms, so %.0f%% of it hidden\n", d->rank, d->world,
+                ddp_exposed_ms(d), d->exposed_count, d->allreduce_alone_ms,
+                100 * fmax(0.0, fmin(1.0, 1 - ddp_exposed_ms(d) / d->allreduce_alone_ms)));
+    else if (d->comm && d->exposed_error)
+        fprintf(stderr, "train: rank %d of %d: the exposed communication could not be read: %s\n", d->rank, d->world,
+                d->exposed_error);
     if (watchdog.running && watchdog.d == d) {
         watchdog.stop = 1;
         pthread_join(watchdog.thread, NULL);

@@ -11,8 +11,14 @@
 #include "runner/train/train_options.h"
 
 /* In a rank, after the session's set-up and before trainer_init (which captures the step with
- * the all-reduces): joins the communicator and starts the watchdog. 0, or 1 with a message. */
+ * the all-reduces): joins the communicator, times the all-reduce of the whole gradient alone
+ * (stderr: what a step's backward pass has to hide) and starts the watchdog. 0, or 1 with a
+ * message. */
 int train_rank_join(ddp *d, session *s, const train_options *o, char *err, size_t err_size);
+/* After the last epoch, on every rank of a job that did not fail: whether the replicas are the
+ * same bytes (parameters and buffers), said on stderr. 0, or -1 with a message when they differ
+ * (nothing when not joined). */
+int train_rank_finish(ddp *d, char *err, size_t err_size);
 /* Stops the watchdog and leaves the communicator (nothing when not joined). */
 void train_rank_leave(ddp *d);
 

@@ -237,6 +237,7 @@ static void weights_written(workload *w) {
 
 static void take_sums(workload *w, double *loss_sum, double *correct) {
     trainer_take_sums(&impl(w)->s.trainer, loss_sum, correct);
+    ddp_sample_exposed(&impl(w)->ddp); /* the epoch has ended: the stream is idle */
 }
 
 /* Test-set loss and accuracy: always measured (NaN where the loader cannot open). */
@@ -270,10 +271,19 @@ static int save(workload *w, const char *path, char *err, size_t err_size) {
     return checkpoint_save(impl(w)->s.model, &impl(w)->s.ctx, path, err, err_size);
 }
 
+static int agree_stop(workload *w, int told, long step) { return ddp_agree_stop(&impl(w)->ddp, told, step); }
+
+static int finish(workload *w, char *err, size_t err_size) {
+    return train_rank_finish(&impl(w)->ddp, err, err_size);
+}
+
 static void end(workload *w) {
     image_job *j = impl(w);
     if (!j) return;
     if (j->copied) CHECK_CUDA(cudaEventDestroy(j->copied));
+    /* the step's graph first: every graph that captured a collective holds a reference on the
+     * communicator, and ncclCommDestroy waits for them all to go (a 2-GPU job never exited) */
+    trainer_free(&j->s.trainer);
     train_rank_leave(&j->ddp);
     session_end(&j->s);
     dataset_close(&j->train_set);
@@ -288,7 +298,7 @@ const workload_ops workload_image_ops = {
     .param_count = param_count, .gpu_bytes = gpu_bytes, .add_setup_fields = add_setup_fields,
     .print_setup = print_setup, .open_loader = open_loader, .step = step, .batch_done = batch_done,
     .weights_written = weights_written, .take_sums = take_sums, .evaluate = evaluate, .current_lr = current_lr,
-    .bad_images = bad_images, .save = save, .end = end,
+    .bad_images = bad_images, .agree_stop = agree_stop, .finish = finish, .save = save, .end = end,
     .style = {.warmup_last = 0, .held_out_auc = 0, .bad_images = 1, .loss_digits = 4, .step_ms_digits = 2},
     .timed_blocks = 0,
 };
