@@ -219,6 +219,9 @@ static void handle_line(launcher *l, int r, const char *line) {
                 train_emit(l->ev, agg);
             }
         }
+    } else if (!strcmp(name, "steps") && r == 0) {
+        /* the ranks step together: rank 0's step times are the job's */
+        train_emit(l->ev, e), e = NULL;
     } else if (!strcmp(name, "window")) {
         int k = (int)num(e, "window");
         if (k >= 0 && k < STEP_WINDOW_MAX && !l->windows[k * l->n + r]) {
