@@ -65,9 +65,11 @@ static const knob table[KNOB_COUNT] = {
     [KNOB_DDP_ID] = {"SUITE_DDP_ID", "hex", "-", "the job's NCCL unique id, which every rank joins by", "`train`", 1},
     [KNOB_DDP_PARENT] = {"SUITE_DDP_PARENT", "a process id", "-",
                          "the launcher's: a rank whose parent is another process stops", "`train`", 1},
-    [KNOB_GO_RELAY] = {"SUITE_GO_RELAY", "`G,R` (two file descriptors)", "the run's own start barrier",
-                       "the start barrier of one run of `run_suite --gpus`: when every job is ready it writes "
-                       "`ready` to R and releases the jobs when `go` (or the end of file) comes on G",
+    [KNOB_GO_RELAY] = {"SUITE_GO_RELAY", "`G,R` (two file descriptors)", "the run's own start barrier and window",
+                       "the start barrier and window of one run of `run_suite --gpus`: when every job is ready it "
+                       "writes `ready` to R and releases the jobs when `go` (or the end of file) comes on G; under "
+                       "the window measurement, when every job has warmed up it writes `warm` to R and opens the "
+                       "window at the T0 of `window-start T0` on G (at the end of file: by itself)",
                        "`run_suite`", 1},
     [KNOB_JOB_DEVICES] = {"SUITE_JOB_DEVICES", "a `CUDA_VISIBLE_DEVICES` list", "the `--gpu`'s",
                           "the jobs' `CUDA_VISIBLE_DEVICES` (and an MPS daemon's): a data-parallel job's cards in "

@@ -76,7 +76,7 @@ static void test_refusals(void **state) {
         {{"--gpus", "0,1", "--mode", "warp", "--mix", "S", NULL}, "--mode warp: expected one of"},
         {{"--gpus", "0,1", "--mode", "naive", "--mix", "Q", NULL}, "--mix: "},
         {{"--gpus", "0,1", "--mode", "naive", "--mix", "S[gpus=3]", NULL}, "data-parallel over 3 GPUs but --gpus gives 2"},
-        {{"--gpus", "0,1", "--mode", "naive", "--mix", "S[gpus=2]+S", NULL}, "job 0 is data-parallel"},
+        {{"--gpus", "0,1", "--mode", "streams", "--mix", "S[gpus=2]+S", NULL}, "job 0 is data-parallel"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(run(bad[i].args), 2);

@@ -2,8 +2,11 @@
  * end with fake_train and a stated GPU memory (no NVML): the dry run shows the job's own run and
  * its MPS choice; a run starts every job under ONE start barrier across the cards (their go times
  * agree), gives the data-parallel job CUDA_VISIBLE_DEVICES=0,1 and NCCL_NVLS_ENABLE=0 and counts it
- * once in the summary; a serial run of the mix is its reference; its failure hangs nothing; the
- * window measurement and the modes without one group of job processes are refused. */
+ * once in the summary; under the window measurement every job of every run is measured over ONE
+ * window (the same T0 and T1), opened when the slowest run has warmed up, and a run that ends
+ * during its warm-up holds no other run's window back; a serial run of the mix is its reference,
+ * under either measurement (the whole run's STP from the window rates); its failure hangs
+ * nothing; the modes without one group of job processes are refused. */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -24,6 +27,8 @@
 #endif
 
 #define MIX "M[gpus=2]+4*S"
+/* the small jobs quick, the data-parallel job (resnet50) 300 ms later ready */
+#define FAKE "*:setup_ms=5,epoch_ms=20;resnet50:setup_ms=300"
 
 static char dir[512], out[65536], err[65536];
 
@@ -44,7 +49,7 @@ static int setup(void **state) {
     setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
     setenv("CUDA_MPS_PIPE_DIRECTORY", nomps, 1);
     setenv("SUITE_GPU_MEMORY", "3G", 1);
-    setenv("FAKE_TRAIN", "*:setup_ms=5,epoch_ms=20;resnet50:setup_ms=300", 1);
+    setenv("FAKE_TRAIN", FAKE, 1);
     return 0;
 }
 
@@ -83,7 +88,6 @@ static void test_dry_run(void **state) {
 static void test_refusals(void **state) {
     (void)state;
     struct { const char *args[12]; const char *message; } bad[] = {
-        {{"--gpus", "0,1", "--mode", "naive", "--mix", MIX, NULL}, "runs with --completion only"},
         {{"--gpus", "0,1", "--mode", "streams", "--mix", MIX, "--completion", NULL}, "naive, mps or serial"},
         {{"--gpus", "0,1", "--mode", "naive", "--mix", MIX, "--completion", "--ddp-under", "mig", NULL},
          "--ddp-under mig: expected none or mps"},
@@ -92,6 +96,18 @@ static void test_refusals(void **state) {
         assert_int_equal(run(bad[i].args), 2);
         if (!strstr(err, bad[i].message)) fail_msg("case %zu: '%s' not in: %s", i, bad[i].message, err);
     }
+}
+
+/* folder/summary.json, parsed. */
+static cJSON *summary_in(const char *folder) {
+    char path[1400], msg[256];
+    snprintf(path, sizeof path, "%s/summary.json", folder);
+    char *text = test_read_text(path, msg, sizeof msg);
+    if (!text) fail_msg("%s", msg);
+    cJSON *s = cJSON_Parse(text);
+    free(text);
+    assert_non_null(s);
+    return s;
 }
 
 /* The one run folder under results, its summary.json parsed. */
@@ -103,37 +119,62 @@ static cJSON *summary_of(const char *results, char *run_dir, size_t size) {
     while ((e = readdir(d)))
         if (e->d_name[0] != '.') snprintf(run_dir, size, "%s/%s", results, e->d_name);
     closedir(d);
-    char path[1400], msg[256];
-    snprintf(path, sizeof path, "%s/summary.json", run_dir);
-    char *text = test_read_text(path, msg, sizeof msg);
-    if (!text) fail_msg("%s", msg);
-    cJSON *s = cJSON_Parse(text);
-    free(text);
-    assert_non_null(s);
-    return s;
+    return summary_in(run_dir);
+}
+
+/* Run r's own summary.json (r: its place in the --gpus summary's "gpus"; key: "run_folder", or
+ * "reference" for its reference's), parsed. */
+static cJSON *run_summary(const cJSON *summary, int r, const char *key) {
+    const cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(summary, "gpus"), r);
+    return summary_in(cJSON_GetObjectItemCaseSensitive(run, key)->valuestring);
+}
+
+static double number_of(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
 /* Every job's go time, from each run's own summary.json; how many, and their spread. */
 static int go_times(const cJSON *summary, double *spread) {
     double lo = INFINITY, hi = -INFINITY;
     int n = 0;
-    const cJSON *run;
-    cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(summary, "gpus")) {
-        char path[1400], msg[256];
-        snprintf(path, sizeof path, "%s/summary.json", cJSON_GetObjectItemCaseSensitive(run, "run_folder")->valuestring);
-        char *text = test_read_text(path, msg, sizeof msg);
-        if (!text) fail_msg("%s", msg);
-        cJSON *one = cJSON_Parse(text), *job;
-        free(text);
+    for (int r = 0; r < cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(summary, "gpus")); r++) {
+        cJSON *one = run_summary(summary, r, "run_folder"), *job;
         cJSON_ArrayForEach(job, cJSON_GetObjectItemCaseSensitive(one, "jobs")) {
-            const cJSON *go = cJSON_GetObjectItemCaseSensitive(job, "go_t");
-            if (!cJSON_IsNumber(go)) continue;
-            lo = fmin(lo, go->valuedouble), hi = fmax(hi, go->valuedouble), n++;
+            double go = number_of(job, "go_t");
+            if (isnan(go)) continue;
+            lo = fmin(lo, go), hi = fmax(hi, go), n++;
         }
         cJSON_Delete(one);
     }
     *spread = hi - lo;
     return n;
+}
+
+/* The windows the jobs of every run reported (each job's first, from its run's summary.json). */
+typedef struct windows_seen {
+    int jobs;                    /* jobs that reported one */
+    double t0, t1;               /* the first job's */
+    double spread;               /* the largest difference of any job's T0 or T1 from those */
+    double first_go;             /* the earliest go of those jobs */
+} windows_seen;
+
+static windows_seen windows_of(const cJSON *summary) {
+    windows_seen w = {0, NAN, NAN, 0, INFINITY};
+    for (int r = 0; r < cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(summary, "gpus")); r++) {
+        cJSON *one = run_summary(summary, r, "run_folder"), *job;
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(one, "measurement")->valuestring, "window");
+        cJSON_ArrayForEach(job, cJSON_GetObjectItemCaseSensitive(one, "jobs")) {
+            const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(job, "windows"), 0);
+            double t0 = number_of(first, "t0"), t1 = number_of(first, "t1");
+            if (isnan(t0) || isnan(t1)) continue;
+            if (!w.jobs++) w.t0 = t0, w.t1 = t1;
+            w.spread = fmax(w.spread, fmax(fabs(t0 - w.t0), fabs(t1 - w.t1)));
+            w.first_go = fmin(w.first_go, number_of(job, "go_t"));
+        }
+        cJSON_Delete(one);
+    }
+    return w;
 }
 
 static void test_one_barrier_over_the_cards(void **state) {
@@ -188,40 +229,19 @@ static void test_one_barrier_over_the_cards(void **state) {
     assert_int_equal(found, 1);
 }
 
-/* A serial run of the mix (the data-parallel job alone first, then each card's jobs) is every
- * job's reference: STP per card and for the whole run, the data-parallel job's own. */
-static void test_serial_reference(void **state) {
-    (void)state;
-    char base[600], results[600], base_run[1200], run_dir[1200];
-    snprintf(base, sizeof base, "%s/base", dir);
-    snprintf(results, sizeof results, "%s/against", dir);
-    const char *serial[] = {"--gpus", "0,1", "--mode", "serial", "--mix", MIX, "--quick", "--completion",
-                            "--results", base, NULL};
-    if (run(serial) != 0) fail_msg("serial run failed:\n%s\n%s", out, err);
-    cJSON *s = summary_of(base, base_run, sizeof base_run);
-    cJSON_Delete(s);
-    const char *against[] = {"--gpus", "0,1", "--mode", "naive", "--mix", MIX, "--quick", "--completion",
-                             "--baseline", base_run, "--results", results, NULL};
-    if (run(against) != 0) fail_msg("run against the baseline failed:\n%s\n%s", out, err);
-    s = summary_of(results, run_dir, sizeof run_dir);
-    const cJSON *one;
-    cJSON_ArrayForEach(one, cJSON_GetObjectItemCaseSensitive(s, "gpus"))
-        assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(one, "stp")));
-    assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "total"), "stp")));
-    cJSON_Delete(s);
-}
-
-/* The data-parallel job failing before it is ready releases the cards' jobs all the same. */
-static void test_failure_hangs_nothing(void **state) {
-    (void)state;
+/* A run (args, then --results DIR/name) whose data-parallel job fails (FAKE_TRAIN fake): exit 3,
+ * both cards' runs complete, the data-parallel job's not; its --gpus summary. */
+static cJSON *run_failing_ddp(const char *name, const char *fake, const char *const *args) {
     char results[600], run_dir[1200];
-    snprintf(results, sizeof results, "%s/failing", dir);
-    setenv("FAKE_TRAIN", "*:setup_ms=5,epoch_ms=20;resnet50:never_ready", 1);
-    const char *args[] = {"--gpus", "0,1", "--mode", "naive", "--mix", MIX, "--quick", "--completion",
-                          "--ready-timeout", "2", "--results", results, NULL};
-    int rc = run(args);
-    setenv("FAKE_TRAIN", "*:setup_ms=5,epoch_ms=20;resnet50:setup_ms=300", 1);
-    assert_int_equal(rc, 3);
+    const char *all[24];
+    int n = 0;
+    snprintf(results, sizeof results, "%s/%s", dir, name);
+    for (; *args && n < 20; args++) all[n++] = *args;
+    all[n++] = "--results", all[n++] = results, all[n] = NULL;
+    setenv("FAKE_TRAIN", fake, 1);
+    int rc = run(all);
+    setenv("FAKE_TRAIN", FAKE, 1);
+    if (rc != 3) fail_msg("exit %d, not 3:\n%s\n%s", rc, out, err);
     cJSON *s = summary_of(results, run_dir, sizeof run_dir);
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(s, "gpus");
     for (int g = 0; g < 2; g++)
@@ -229,7 +249,108 @@ static void test_failure_hangs_nothing(void **state) {
                             "complete");
     assert_string_not_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 2), "status")->valuestring,
                             "complete");
+    return s;
+}
+
+/* Under the window measurement the cards' small jobs warm up in 20 ms, the data-parallel job in
+ * 600 ms: every run waits for it, and every job reports the same window. */
+static void test_one_window_over_the_cards(void **state) {
+    (void)state;
+    char results[600], run_dir[1200];
+    snprintf(results, sizeof results, "%s/window", dir);
+    setenv("FAKE_TRAIN", "*:setup_ms=5,epoch_ms=20;resnet50:setup_ms=300,epoch_ms=600", 1);
+    const char *args[] = {"--gpus", "0,1", "--mode", "naive", "--mix", MIX, "--quick", "--window", "1",
+                          "--results", results, NULL};
+    int rc = run(args);
+    setenv("FAKE_TRAIN", FAKE, 1);
+    if (rc != 0) fail_msg("run_suite --gpus failed:\n%s\n%s", out, err);
+    cJSON *s = summary_of(results, run_dir, sizeof run_dir);
+    windows_seen w = windows_of(s);
+    assert_int_equal(w.jobs, 5);
+    if (!(w.spread < 1e-6)) fail_msg("the runs' windows differ by %.6f s", w.spread);
+    if (!(fabs(w.t1 - w.t0 - 1.0) < 1e-6)) fail_msg("a window of %.6f s, not 1", w.t1 - w.t0);
+    if (!(w.t0 - w.first_go > 0.5)) fail_msg("the window opened %.3f s after go, before the data-parallel job's "
+                                              "600 ms warm-up", w.t0 - w.first_go);
     cJSON_Delete(s);
+}
+
+/* The data-parallel job fails in its warm-up (step 5 of 10, 300 ms after go), long after the
+ * cards' jobs have warmed up: its run ends, and the cards' runs, which waited for it, open their
+ * one window after its end. */
+static void test_early_end_holds_no_window_back(void **state) {
+    (void)state;
+    const char *args[] = {"--gpus", "0,1", "--mode", "naive", "--mix", "M[gpus=2,fault=oom@5]+4*S", "--quick",
+                          "--window", "1", NULL};
+    cJSON *s = run_failing_ddp("early-end", "*:setup_ms=5,epoch_ms=20;resnet50:epoch_ms=600", args);
+    windows_seen w = windows_of(s);
+    assert_int_equal(w.jobs, 4);
+    if (!(w.spread < 1e-6)) fail_msg("the cards' windows differ by %.6f s", w.spread);
+    cJSON *ddp = run_summary(s, 2, "run_folder");
+    const cJSON *failed = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ddp, "jobs"), 0);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(failed, "status")->valuestring, "failed");
+    double ended = number_of(failed, "end_t");
+    if (!(w.t0 > ended)) fail_msg("the window opened at %.3f, before the data-parallel job ended (%.3f)", w.t0, ended);
+    cJSON_Delete(ddp);
+    cJSON_Delete(s);
+}
+
+/* A serial run of the mix (the data-parallel job alone first, then each card's jobs) is every
+ * job's reference: STP per card and for the whole run, the data-parallel job's own. The
+ * measurement is the option flag (with value, or NULL): the window measurement's whole-run STP is
+ * the sum of every job's window rate over its window rate alone. */
+static void serial_reference(const char *name, const char *flag, const char *value) {
+    char base[600], results[600], base_run[1200], run_dir[1200];
+    snprintf(base, sizeof base, "%s/base-%s", dir, name);
+    snprintf(results, sizeof results, "%s/against-%s", dir, name);
+    int window = strcmp(flag, "--completion") != 0;
+    const char *serial[] = {"--gpus", "0,1", "--mode", "serial", "--mix", MIX, "--quick", "--results", base,
+                            flag, value, NULL};
+    if (run(serial) != 0) fail_msg("serial run failed:\n%s\n%s", out, err);
+    cJSON *s = summary_of(base, base_run, sizeof base_run);
+    cJSON_Delete(s);
+    const char *against[] = {"--gpus", "0,1", "--mode", "naive", "--mix", MIX, "--quick", "--baseline", base_run,
+                             "--results", results, flag, value, NULL};
+    if (run(against) != 0) fail_msg("run against the baseline failed:\n%s\n%s", out, err);
+    s = summary_of(results, run_dir, sizeof run_dir);
+    const cJSON *one;
+    cJSON_ArrayForEach(one, cJSON_GetObjectItemCaseSensitive(s, "gpus"))
+        assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(one, "stp")));
+    double stp = number_of(cJSON_GetObjectItemCaseSensitive(s, "total"), "stp");
+    assert_true(isfinite(stp));
+    assert_true(isfinite(number_of(cJSON_GetObjectItemCaseSensitive(s, "total"), "antt")));
+    if (window) {
+        double sum = 0;
+        for (int r = 0; r < 3; r++) {
+            cJSON *alone = run_summary(s, r, "reference"), *here = run_summary(s, r, "run_folder");
+            for (int k = 0; k < cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(here, "jobs")); k++)
+                sum += number_of(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(here, "jobs"), k),
+                                 "window_samples_per_s") /
+                       number_of(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(alone, "jobs"), k),
+                                 "window_samples_per_s");
+            cJSON_Delete(alone);
+            cJSON_Delete(here);
+        }
+        if (!(fabs(sum - stp) < 1e-9 * stp)) fail_msg("whole-run STP %.6f, the jobs' window rates give %.6f", stp, sum);
+    }
+    cJSON_Delete(s);
+}
+
+static void test_serial_reference(void **state) {
+    (void)state;
+    serial_reference("completion", "--completion", NULL);
+}
+
+static void test_serial_reference_window(void **state) {
+    (void)state;
+    serial_reference("window", "--window", "1");
+}
+
+/* The data-parallel job failing before it is ready releases the cards' jobs all the same. */
+static void test_failure_hangs_nothing(void **state) {
+    (void)state;
+    const char *args[] = {"--gpus", "0,1", "--mode", "naive", "--mix", MIX, "--quick", "--completion",
+                          "--ready-timeout", "2", NULL};
+    cJSON_Delete(run_failing_ddp("failing", "*:setup_ms=5,epoch_ms=20;resnet50:never_ready", args));
 }
 
 int main(void) {
@@ -237,7 +358,10 @@ int main(void) {
         cmocka_unit_test(test_dry_run),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_one_barrier_over_the_cards),
+        cmocka_unit_test(test_one_window_over_the_cards),
+        cmocka_unit_test(test_early_end_holds_no_window_back),
         cmocka_unit_test(test_serial_reference),
+        cmocka_unit_test(test_serial_reference_window),
         cmocka_unit_test(test_failure_hangs_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -3,7 +3,8 @@
  * the environment, which every process it starts inherits: the jobs, the nested run_suite of
  * --study and --gpus, the MPS guardian and daemon, report.py. After `kill -9` of run_suite, no
  * process with the mark may be alive 5 s later; a SIGTERM to --study stops it within seconds with
- * the cells so far recorded and the rest never started. spawn.h itself: a failed exec, and a
+ * the cells so far recorded and the rest never started, and one to --gpus stops runs that wait on
+ * one another's warm-up. spawn.h itself: a failed exec, and a
  * guardian that acts when its runner dies and never when dismissed. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -236,6 +237,25 @@ static void test_gpus_killed(void **state) {
     unsetenv("SUITE_GPU_MEMORY");
 }
 
+/* SIGTERM to --gpus while its runs wait on one another through the go relay (the window
+ * measurement; the cards' jobs have warmed up, the data-parallel job warms up for a minute): every
+ * run stops at once, and --gpus exits on the signal with nothing left behind. */
+static void test_gpus_sigterm_while_warming(void **state) {
+    fixture *f = *state;
+    setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    setenv("SUITE_GPU_MEMORY", "3G", 1);
+    setenv("FAKE_TRAIN", "*:setup_ms=5,epoch_ms=20;resnet50:epoch_ms=60000", 1);
+    const char *args[] = {"--gpus", "0,1", "--mode", "naive", "--mix", "M[gpus=2]+4*S", "--quick", "--window", "1",
+                          "--train", FAKE_TRAIN_PATH, "--results", f->results, NULL};
+    pid_t pid = start(f, args);
+    assert_int_equal(wait_marked(f, "fake_train", "--window-protocol", 5, 30.0), 5);
+    usleep(500000); /* past go and the small jobs' warm-up */
+    kill(pid, SIGTERM);
+    assert_int_equal(wait_exit(pid, 10.0), 128 + SIGTERM);
+    assert_int_equal(wait_marked(f, NULL, NULL, -1, 5.0), 0);
+    unsetenv("SUITE_GPU_MEMORY");
+}
+
 /* kill -9 of a run under MPS: the jobs die with it, and the guardian quits the daemon (which then
  * leaves no record for the next run_suite to stop). */
 static void test_mps_daemon_quit_by_guardian(void **state) {
@@ -339,6 +359,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_study_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_study_sigterm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpus_killed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpus_sigterm_while_warming, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mps_daemon_quit_by_guardian, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_killed, setup, teardown),
     };

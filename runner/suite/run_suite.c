@@ -197,10 +197,6 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
     if (o->completion && (args->have_window || o->windows > 1 || args->have_warmup))
         return fail("--completion times whole epochs: --window, --windows and --warmup-steps are the window "
                     "measurement's%s%s", "", "");
-    for (int i = 0; !o->completion && i < o->mix.count; i++)
-        if (o->mix.jobs[i].gpus > 1)
-            return fail("job %s is data-parallel (%s, gpus=N): its ranks are measured with --completion only",
-                        (snprintf(err, sizeof err, "%d", i), err), o->mix.jobs[i].label);
     if (o->completion) o->window_s = 0, o->windows = 1;
     if (find_train(args->train, train_path, train_size) != 0)
         return fail("cannot run the train program at %s (build it, or give --train PATH)%s", train_path, "");

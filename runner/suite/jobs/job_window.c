@@ -9,20 +9,25 @@ void job_window_clock_init(job_window_clock *c, const jobs_settings *s) {
     c->count = s->windows > 0 ? s->windows : 1;
     c->sent = c->stop_sent = 0;
     c->t0 = NAN;
+    c->from_relay = 0;
 }
 
 static int training(const job_record *job) { return job->proc->phase == JOB_TRAINING; }
 
+int job_window_warm(const job_record *jobs, int count) {
+    int any = 0;
+    for (int i = 0; i < count; i++) {
+        if (!training(&jobs[i])) continue;
+        if (jobs[i].epoch_count == 0) return 0; /* still warming up */
+        any = 1;
+    }
+    return any;
+}
+
 int job_window_due(job_window_clock *c, const job_record *jobs, int count, double now, char *line, size_t size) {
     if (c->length_s <= 0 || c->stop_sent) return 0;
-    if (c->sent == 0) {
-        int any = 0;
-        for (int i = 0; i < count; i++) {
-            if (!training(&jobs[i])) continue;
-            if (jobs[i].epoch_count == 0) return 0; /* still warming up */
-            any = 1;
-        }
-        if (!any) return 0;
+    if (isnan(c->t0)) {
+        if (c->from_relay || !job_window_warm(jobs, count)) return 0;
         c->t0 = now;
     }
     double end = c->t0 + c->count * c->length_s;

@@ -7,6 +7,7 @@
 #include "runner/suite/jobs/progress.h"
 #include "runner/suite/jobs/spawn.h"
 #include "runner/suite/plan/mix.h"
+#include "runner/train/step_window.h"
 #include "kernels/knobs.h"
 
 #include <errno.h>
@@ -461,16 +462,54 @@ int jobs_relay_from_env(jobs_relay *r, char *err, size_t err_size) {
     return 1;
 }
 
-/* Whether the relay has said go (or is gone); reads what has come, without waiting. */
-static int relay_said_go(const jobs_relay *r) {
-    char buf[64];
-    for (;;) {
-        ssize_t n = read(r->go_fd, buf, sizeof buf);
-        if (n > 0 && memchr(buf, 'g', (size_t)n)) return 1;
-        if (n == 0) return 1;
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+/* The run's end of the go relay (jobs.h): what it has said on it and heard from it so far. */
+typedef struct relay_end {
+    const jobs_relay *fds;       /* NULL: no relay */
+    step_line_reader heard;      /* go_fd's lines */
+    int said_ready, said_warm;
+    int go;                      /* "go" came, or the end of file */
+    int gone;                    /* the end of file (or a failed read or write): nothing more comes */
+    double window_start;         /* "window-start T0": T0; NaN before it came */
+} relay_end;
+
+/* Writes one line to the --gpus process; one it cannot take (it closed its end) means it is gone. */
+static void relay_say(relay_end *r, const char *line) {
+    ssize_t w;
+    do w = write(r->fds->ready_fd, line, strlen(line));
+    while (w < 0 && errno == EINTR);
+    if (w == (ssize_t)strlen(line)) return;
+    fprintf(stderr, "warning: the go relay did not take \"%.*s\" (%s): this run goes on by itself\n",
+            (int)strlen(line) - 1, line, w < 0 ? strerror(errno) : "a short write");
+    r->gone = r->go = 1;
+}
+
+/* Reads what the relay has said, never waiting. */
+static void relay_listen(relay_end *r) {
+    char line[128];
+    int got;
+    while (!r->gone && (got = step_read_line(&r->heard, 0, line, sizeof line)) != 0) {
+        if (got < 0) {
+            r->gone = r->go = 1;
+            break;
+        }
+        char *end = line;
+        double t0 = strncmp(line, "window-start ", 13) == 0 ? strtod(line + 13, &end) : NAN;
+        if (strcmp(line, "go") == 0) r->go = 1;
+        else if (!isnan(t0) && *end == 0) r->window_start = t0;
     }
+}
+
+/* A relayed window measurement before the window opened: "warm" once every job training here has
+ * warmed up, then the common T0 when "window-start" comes; a relay gone leaves the window to this
+ * run alone (job_window_due opens it when its jobs have warmed up). */
+static void relay_window(relay_end *r, job_window_clock *clock, const job_record *jobs, int count) {
+    if (!r->said_warm && !r->gone && job_window_warm(jobs, count)) {
+        relay_say(r, "warm\n");
+        r->said_warm = 1;
+    }
+    relay_listen(r);
+    if (!isnan(r->window_start)) clock->t0 = r->window_start;
+    if (!isnan(r->window_start) || r->gone) clock->from_relay = 0;
 }
 
 group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s) {
@@ -480,7 +519,8 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
     progress_begin(&board, stderr, -1, jobs, count, s->tag);
     s = &shown;
     jobs_install_stop_signals();
-    int stopping = 0, released = 0, any_bad = 0, relay_told = 0;
+    int stopping = 0, released = 0, any_bad = 0;
+    relay_end relay = {.fds = s->relay, .heard = {.fd = s->relay ? s->relay->go_fd : -1}, .window_start = NAN};
     double ready_deadline = jobs_monotonic() + s->ready_timeout_s;
     for (int i = 0; i < count; i++) {
         if (stop_signo) {
@@ -500,6 +540,7 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
     int seen_stop_count = 0;
     job_window_clock clock;
     job_window_clock_init(&clock, s);
+    clock.from_relay = s->relay && clock.length_s > 0;
     for (;;) {
         double mono = jobs_monotonic();
         if (stop_signo && stop_count != seen_stop_count) {
@@ -524,26 +565,27 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
                 for (int i = 0; i < count; i++)
                     if (jobs[i].proc->phase == JOB_STARTED && !jobs[i].proc->term_sent)
                         terminate_job(&jobs[i], s->grace_s, why);
-                if (s->relay && !relay_told) { /* the other cards' runs wait too: one barrier for all */
-                    ssize_t w;
-                    do w = write(s->relay->ready_fd, "ready\n", 6);
-                    while (w < 0 && errno == EINTR);
-                    relay_told = 1;
+                if (relay.fds && !relay.said_ready) { /* the other cards' runs wait too: one barrier for all */
+                    relay_say(&relay, "ready\n");
+                    relay.said_ready = 1;
                 }
-                if (!s->relay || relay_said_go(s->relay)) {
+                if (relay.fds) relay_listen(&relay);
+                if (!relay.fds || relay.go) {
                     release_barrier(jobs, count, s);
                     released = 1;
                 }
             }
         }
+        if (released && !stopping && clock.from_relay) relay_window(&relay, &clock, jobs, count);
         if (released && !stopping) announce_windows(&clock, jobs, count, s);
         int alive = 0, nfds = 0;
         if (fds) {
             fds[nfds].fd = stop_pipe[0];
             fds[nfds].events = POLLIN;
             owner[nfds++] = -1;
-            if (relay_told && !released) { /* woken by the relay's go */
-                fds[nfds] = (struct pollfd){s->relay->go_fd, POLLIN, 0};
+            /* woken by the relay's go, or its window-start */
+            if (!relay.gone && ((relay.said_ready && !released) || (relay.said_warm && clock.from_relay))) {
+                fds[nfds] = (struct pollfd){relay.fds->go_fd, POLLIN, 0};
                 owner[nfds++] = -1;
             }
         }

@@ -53,10 +53,23 @@ typedef struct jobs_observer {
     void (*on_phase)(void *user, const job_record *job, const char *phase, double t);
 } jobs_observer;
 
-/* The go relay of run_suite --gpus (runner/suite/multi/gpus.h): several runs, one per card, share
- * one start barrier. A run with a relay, once every job is ready (or has ended), writes "ready\n"
- * to ready_fd and releases its jobs when "go\n" comes on go_fd, or at its end of file (the relay
- * gave up: nothing waits for it). */
+/* The go relay of run_suite --gpus (runner/suite/multi/gpus.h): several runs, one per card and one
+ * per data-parallel job, share one start barrier and, under the window measurement, one window.
+ * Each run has two pipes to the --gpus process; every message is one line:
+ *
+ *   run -> --gpus (ready_fd)   "ready"           every job is ready (or has ended)
+ *   --gpus -> run (go_fd)      "go"              every run has said ready (or ended): release the jobs
+ *   run -> --gpus              "warm"            (window) every job still training has finished its
+ *                                                warm-up epoch (job_window_warm); the run waits
+ *   --gpus -> run              "window-start T0" (window) every run has said warm (or ended): the
+ *                                                first window opens at T0 (unix seconds,
+ *                                                CLOCK_REALTIME, the window lines' clock), the next
+ *                                                windows and "stop" follow from it as in a run alone
+ *
+ * A run that ended counts as having said both (its end of file). The end of file on go_fd (the
+ * --gpus process stopped, or gave up) releases whatever the run still waits for: the jobs at once,
+ * or the window, which then opens as in a run alone (when its own jobs have warmed up; at once when
+ * they have). One relay serves one group of jobs (jobs_run_group). */
 typedef struct jobs_relay {
     int go_fd, ready_fd;
 } jobs_relay;
@@ -152,12 +165,12 @@ double job_demand(const job_footprint *fp, const job_spec *spec, int epochs, lon
 
 /* The window measurement, the runner's side (see runner/train/step_window.h for the job's): once
  * the last job training has reported its warm-up epoch, the window opens (T0 = then, on the
- * runner's clock) and "window T0 T1" goes to every training job, T1 = T0 + the length; with K
- * windows the next one, T1..T1 + length, goes when it opens. After the last window has closed and
- * every job still training has reported it ("window" event), "stop" goes to all; they then end
- * normally. A job that failed or ended holds nothing open; a job that reports late is waited for
- * at most JOB_WINDOW_REPORT_S after the end. jobs_run_group and host_group_run write what it says to their
- * jobs' stdin; job_window.c holds it. */
+ * runner's clock; a relayed run's T0 is the go relay's common one, above) and "window T0 T1" goes
+ * to every training job, T1 = T0 + the length; with K windows the next one, T1..T1 + length, goes
+ * when it opens. After the last window has closed and every job still training has reported it
+ * ("window" event), "stop" goes to all; they then end normally. A job that failed or ended holds
+ * nothing open; a job that reports late is waited for at most JOB_WINDOW_REPORT_S after the end.
+ * jobs_run_group and host_group_run write what it says to their jobs' stdin; job_window.c holds it. */
 #define JOB_WINDOW_REPORT_S 60.0
 
 typedef struct job_window_clock {
@@ -166,9 +179,14 @@ typedef struct job_window_clock {
     int sent;                    /* windows announced so far */
     double t0;                   /* the first window's start; NaN before it opened */
     int stop_sent;
+    int from_relay;              /* 1: t0 comes from the go relay's "window-start" (jobs_run_group
+                                    sets it); job_window_due does not open the window itself */
 } job_window_clock;
 
 void job_window_clock_init(job_window_clock *c, const jobs_settings *s);
+/* 1 when the window may open: a job is training and every job training has finished its warm-up
+ * epoch. */
+int job_window_warm(const job_record *jobs, int count);
 /* The line every training job gets now ("window T0 T1\n" or "stop\n", in line), 1; 0 when
  * nothing is due. Call after the start barrier released the jobs, on every pass of the loop. */
 int job_window_due(job_window_clock *c, const job_record *jobs, int count, double now, char *line, size_t size);

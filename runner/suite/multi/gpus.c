@@ -29,6 +29,7 @@
 #include "runner/suite/multi/gpus_summary.h"
 #include "runner/suite/plan/placement.h"
 #include "runner/suite/run/suite.h"
+#include "runner/train/step_window.h"
 
 extern char **environ;
 
@@ -208,9 +209,10 @@ static const char *ddp_mode(const gpus_args *a) {
 static const char *ddp_how(const gpus_args *a) {
     if (!strcmp(a->mode, "serial")) return "alone, before the cards' runs (serial)";
     return !strcmp(a->ddp_under, "mps") ? "beside the cards' jobs, as the client of an MPS daemon over its cards "
-                                          "(--ddp-under mps; untested on hardware), one start barrier with them"
+                                          "(--ddp-under mps; untested on hardware), one start barrier (and one window, "
+                                          "under the window measurement) with them"
                                         : "beside the cards' jobs, outside MPS (--ddp-under none), one start barrier "
-                                          "with them";
+                                          "(and one window, under the window measurement) with them";
 }
 
 /* The one run folder under dir (a GPU's run_suite makes exactly one), or "". */
@@ -376,11 +378,25 @@ static void pass_on(int signo) {
         if (running[g] > 0) kill(running[g], signo);
 }
 
-/* Starts one run's run_suite into dir, its pid in *pid (an entry of running[]). relayed: its barrier joins the others' (SUITE_GO_RELAY): *go and *ready are this end of
- * its relay, the write end that says go and the read end that hears ready. 0, or 1 with the message
- * printed. */
+/* This end of one run's go relay (the protocol is jobs.h's jobs_relay): go, the write end that says
+ * go and window-start; ready, the read end it says ready and warm on, and what came on it. -1: none,
+ * or closed (the run ended, or the relay is done). */
+typedef struct run_relay {
+    int go, ready;
+    step_line_reader said;
+} run_relay;
+
+static void close_relay(run_relay *r) {
+    if (r->go >= 0) close(r->go);
+    if (r->ready >= 0) close(r->ready);
+    r->go = r->ready = -1;
+}
+
+/* Starts one run's run_suite into dir, its pid in *pid (an entry of running[]). relayed: its barrier
+ * and window join the others' (SUITE_GO_RELAY): *relay is this end of its relay. 0, or 1 with the
+ * message printed. */
 static int start_run(const gpus_card *c, const char *self, const char *const *rest, const char *mode,
-                     const char *dir, int relayed, pid_t *pid, int *go, int *ready) {
+                     const char *dir, int relayed, pid_t *pid, run_relay *relay) {
     const char *child[GPUS_MAX_ARGS];
     char gpu_text[16];
     child_argv(child, self, rest, mode, c->gpu, gpu_text, sizeof gpu_text, c->mix, c->reference, dir);
@@ -412,40 +428,67 @@ static int start_run(const gpus_card *c, const char *self, const char *const *re
         if (rc) fprintf(stderr, "error: cannot start the run_suite of %s: %s\n", dir, strerror(rc));
         return rc ? 1 : 128 + stop_signal;
     }
-    *go = go_pipe[1], *ready = ready_pipe[0];
+    *relay = (run_relay){.go = go_pipe[1], .ready = ready_pipe[0], .said = {.fd = ready_pipe[0]}};
     return 0;
 }
 
-/* One start barrier over several runs: once every run has said ready (or ended: its end of file),
- * go goes to all back to back, each run then releasing its jobs at once. A stop closes the relays
- * instead (the runs are stopping; the end of file releases whatever still waits). */
-static void release_together(int *go, int *ready, int n) {
+/* Waits until every run still on its relay has said word (a line) or ended (the end of file: its
+ * relay is closed). 0, or -1 when a stop came or the runs cannot be heard (the message printed). */
+static int hear_from_all(run_relay *r, int n, const char *word) {
+    int heard[GPUS_MAX_RUNS] = {0};
     for (;;) {
         struct pollfd fds[GPUS_MAX_RUNS];
         int at[GPUS_MAX_RUNS], waiting = 0;
         for (int g = 0; g < n; g++)
-            if (ready[g] >= 0) fds[waiting] = (struct pollfd){ready[g], POLLIN, 0}, at[waiting++] = g;
-        if (!waiting || stop_signal) break;
-        if (poll(fds, (nfds_t)waiting, 1000) < 0 && errno != EINTR) break;
+            if (r[g].ready >= 0 && !heard[g])
+                fds[waiting] = (struct pollfd){r[g].ready, POLLIN, 0}, at[waiting++] = g;
+        if (!waiting) return 0;
+        if (stop_signal) return -1;
+        if (poll(fds, (nfds_t)waiting, 1000) < 0 && errno != EINTR) {
+            fprintf(stderr, "error: --gpus: poll over the runs' go relays: %s (each run goes on by itself)\n",
+                    strerror(errno));
+            return -1;
+        }
         for (int k = 0; k < waiting; k++) {
-            if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) continue;
+            run_relay *one = &r[at[k]];
             char line[64];
-            ssize_t r = read(ready[at[k]], line, sizeof line);
-            if (r < 0 && errno == EINTR) continue;
-            close(ready[at[k]]), ready[at[k]] = -1; /* ready, or gone */
+            int got;
+            while (!heard[at[k]] && (got = step_read_line(&one->said, 0, line, sizeof line)) != 0) {
+                if (got < 0) close_relay(one); /* it ended */
+                if (got < 0 || strcmp(line, word) == 0) heard[at[k]] = 1;
+            }
         }
     }
+}
+
+/* line to every run still on its relay, back to back; a run that cannot take it has ended. */
+static void say_to_all(run_relay *r, int n, const char *line) {
     for (int g = 0; g < n; g++) {
-        if (go[g] >= 0 && !stop_signal) {
-            ssize_t w;
-            do w = write(go[g], "go\n", 3);
-            while (w < 0 && errno == EINTR);
+        if (r[g].go < 0) continue;
+        ssize_t w;
+        do w = write(r[g].go, line, strlen(line));
+        while (w < 0 && errno == EINTR);
+        if (w != (ssize_t)strlen(line)) close_relay(&r[g]);
+    }
+}
+
+/* The go relays of runs started together (jobs.h has the protocol). One start barrier: once every
+ * run has said ready (or ended), go to all at once, each run then releasing its jobs. Then, under
+ * the window measurement (window), one window: once every run has said warm (or ended),
+ * "window-start T0" to all, T0 = now on the window lines' clock, and every run's first window opens
+ * at that T0. A stop (or a failed poll) closes the relays instead: the end of file releases
+ * whatever still waits, each run going on by itself (jobs.h). */
+static void relay_runs(run_relay *r, int n, int window) {
+    if (hear_from_all(r, n, "ready") == 0) {
+        say_to_all(r, n, "go\n");
+        if (window && hear_from_all(r, n, "warm") == 0) {
+            char line[64];
+            snprintf(line, sizeof line, "window-start %.6f\n", jobs_now());
+            say_to_all(r, n, line);
         }
     }
-    for (int g = 0; g < n; g++) {
-        if (go[g] >= 0) close(go[g]), go[g] = -1;
-        if (ready[g] >= 0) close(ready[g]), ready[g] = -1;
-    }
+    for (int g = 0; g < n; g++) close_relay(&r[g]);
 }
 
 int gpus_main(int argc, char *const argv[]) {
@@ -502,10 +545,6 @@ int gpus_main(int argc, char *const argv[]) {
         char which[16];
         snprintf(which, sizeof which, "%d", j);
         ddp_jobs++;
-        /* train refuses --window-protocol with --gpus: its launcher does not pass window lines to its ranks */
-        if (!cli_given(argc, argv, "--completion"))
-            return usage("job %s is data-parallel: a mix with one runs with --completion only (its ranks time whole "
-                         "epochs; the window measurement is not passed to them)%s", which, "");
         if (strcmp(a.mode, "naive") && strcmp(a.mode, "mps") && strcmp(a.mode, "serial"))
             return usage("job %s is data-parallel: a mix with one runs under --mode naive, mps or serial (each GPU's "
                          "run has one group of job processes that the start barrier can join), not %s", which, a.mode);
@@ -555,7 +594,7 @@ int gpus_main(int argc, char *const argv[]) {
     setenv("NCCL_NVLS_ENABLE", "0", 1);
 
     /* Every run at once (serial: the data-parallel jobs' alone first); with a data-parallel job
-     * beside the cards, under one start barrier (release_together). Each run stops its own jobs
+     * beside the cards, under one start barrier and one window (relay_runs). Each run stops its own jobs
      * and daemon on the signal passed on (pass_on), or on the SIGTERM it gets when this one dies. */
     int status[GPUS_MAX_RUNS] = {0}, worst = 0;
     int relayed = ddp_jobs > 0 && strcmp(a.mode, "serial") != 0;
@@ -568,9 +607,9 @@ int gpus_main(int argc, char *const argv[]) {
     for (int phase = 0; phase < phases; phase++) {
         int last = phase == phases - 1;
         int from = last ? 0 : count + phase, to = !last ? count + phase + 1 : relayed ? runs : count;
-        int go[GPUS_MAX_RUNS], ready[GPUS_MAX_RUNS];
+        run_relay relays[GPUS_MAX_RUNS];
         for (int g = from; g < to; g++) {
-            go[g] = ready[g] = -1;
+            relays[g] = (run_relay){.go = -1, .ready = -1};
             if (!mixes[g][0]) continue;
             char name[32], dir[PATH_MAX + 32];
             run_dir_name(&cards[g], name, sizeof name);
@@ -581,10 +620,11 @@ int gpus_main(int argc, char *const argv[]) {
                 continue;
             }
             status[g] = start_run(&cards[g], self, rest, cards[g].ddp ? ddp_mode(&a) : NULL, dir, relayed,
-                                  &running[g], &go[g], &ready[g]);
+                                  &running[g], &relays[g]);
             if (status[g] > worst) worst = status[g];
         }
-        if (relayed) release_together(go + from, ready + from, to - from);
+        /* every run is passed the same options: one measurement, the same --window and --windows */
+        if (relayed) relay_runs(relays + from, to - from, !cli_given(argc, argv, "--completion"));
         for (int g = from; g < to; g++) {
             if (running[g] <= 0) continue;
             int st;

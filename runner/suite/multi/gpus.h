@@ -12,10 +12,13 @@
  * <run>/ddp-<job>/ (`train --gpus k` as its one job, CUDA_VISIBLE_DEVICES naming its cards in
  * order, unmonitored), under --ddp-under's mode (naive: outside MPS, the default; mps: a daemon of
  * its own over its cards, untested on hardware) or, in a serial run, alone before the cards' runs.
- * Beside the cards it shares ONE start barrier with them: every run is given a relay
- * (SUITE_GO_RELAY, jobs.h's jobs_relay) and says ready on it when its jobs are; when all have (or
- * ended) this process says go to all at once. Such a mix runs with --completion only (train's
- * launcher does not pass the window lines to its ranks) and under naive, mps or serial. */
+ * Beside the cards it shares ONE start barrier and, under the window measurement, ONE window with
+ * them: every run is given a relay (SUITE_GO_RELAY; its lines are jobs.h's jobs_relay) and says
+ * ready on it when its jobs are; when all have (or ended) this process says go to all at once.
+ * Then each says warm when its jobs have warmed up; when all have (or ended) this process says
+ * window-start T0 to all, and every run's windows start at that T0, so every job of every card is
+ * measured over the same seconds. A stop closes the relays: each run goes on by itself. Such a mix
+ * runs under naive, mps or serial (serial: no relay, each run measured alone). */
 #ifndef SUITE_GPUS_H
 #define SUITE_GPUS_H
 

@@ -179,7 +179,8 @@ cJSON *gpus_summary_mode(const mix *m, const gpus_card *cards, int count, const 
     static metrics_input all;
     metrics_input_init(&all);
     all.sequential = sequential;
-    all.window = n > 0 && window_measured(reads[0].run);
+    for (int g = 0; g < n && !all.window; g++) /* every run has the same measurement; one that ran says which */
+        all.window = window_measured(reads[g].run);
     int all_jobs[MIX_MAX_JOBS], all_gpu[MIX_MAX_JOBS], complete = 1, stp_cards_known = 1;
     double all_samples[MIX_MAX_JOBS], makespan = NAN, energy = 0, stp_cards = 0;
     char energy_why[256] = "", stp_why[512] = "", antt_why[512] = "";

@@ -160,6 +160,12 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
     for (int k = 0; k < count; k++) r->job_of[k] = job_of ? job_of[k] : k;
     run_json_write(c, r, dir, mode->name, "running");
     fprintf(stderr, "[%s] %d job(s) of %s, results in %s\n", mode->name, r->count, o->mix_text, dir);
+    /* run_suite --gpus: one start barrier and window over every card's run; taken (close-on-exec)
+     * before the mode starts anything, so no daemon holds the relay's ends past this run */
+    jobs_relay relay;
+    char relay_error[512];
+    int relayed = jobs_relay_from_env(&relay, relay_error, sizeof relay_error);
+    if (relayed < 0) fprintf(stderr, "[%s] error: %s\n", mode->name, relay_error);
     const suite_planned *p = suite_mode_planned(c, mode);
     int rc = -1;
     if (p && p->skipped) { /* its plan found it cannot run here */
@@ -188,10 +194,7 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
         jobs_settings s = {.ready_timeout_s = o->ready_timeout_s, .grace_s = o->grace_s, .tag = mode->name,
                            .observer = {r, on_phase}, .stall_timeout_s = o->stall_timeout_s,
                            .window_s = o->window_s, .windows = o->windows};
-        jobs_relay relay; /* run_suite --gpus: one start barrier over every card's run */
-        int relayed = jobs_relay_from_env(&relay, r->error, sizeof r->error);
         if (relayed > 0) s.relay = &relay;
-        else if (relayed < 0) fprintf(stderr, "[%s] error: %s\n", mode->name, r->error);
         group_result result = mode->run_jobs ? mode->run_jobs(r, r->jobs, r->count, &s)
                                              : run_processes(r, r->jobs, r->count, &s);
         r->stopped = result == GROUP_STOPPED;
