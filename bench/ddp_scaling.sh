@@ -6,7 +6,8 @@
 # the whole gradient alone (each rank times it at set-up with CUDA events: train_rank.c), the
 # communication left exposed after the backward pass (CUDA events in the step's graph: from the end
 # of the pass to the end of the compute stream's wait for the all-reduces; the median over epoch
-# ends, the slowest rank) and the share of the all-reduce hidden = 1 - exposed / alone. The step's
+# ends, of the rank that waits least: the rank whose pass ends last waits for the communication
+# alone, the others for that rank as well) and the share of the all-reduce hidden = 1 - exposed / alone. The step's
 # cost over plain minus the exposed part is what running beside the all-reduce costs the
 # computation (NCCL's kernels take SMs and memory bandwidth while the pass runs).
 #   bench/ddp_scaling.sh BUILD_DIR OUT_DIR [STEPS]   (DDP_CONFIGS="tf32:128 bf16:256 ...")
@@ -37,7 +38,8 @@ for cfg in ${DDP_CONFIGS:-tf32:128 tf32:256 bf16:128 bf16:256}; do
         if timeout -s KILL 300 "$build/train" --gpus "$n" "${common[@]}" >"$f.jsonl" 2>"$f.log"; then
             r=$(field "$f.jsonl" samples_per_s); step=$(field "$f.jsonl" step_ms_median)
             ar=$(grep -o 'alone: [0-9.]* ms' "$f.log" | awk '{ if ($2 > m) m = $2 } END { print m }')
-            ex=$(grep -o 'backward pass: [0-9.]* ms' "$f.log" | awk '{ if ($3 > m) m = $3 } END { print m + 0 }')
+            # the rank whose pass ends last waits only for the communication; the others wait for it too (skew)
+            ex=$(grep -o 'backward pass: [0-9.]* ms' "$f.log" | awk 'NR == 1 || $3 < m { m = $3 } END { print m + 0 }')
             awk -v p="$precision" -v b="$batch" -v n="$n" -v r="$r" -v one="$one" -v s="$step" -v s1="$step1" -v ar="$ar" -v ex="$ex" \
                 'BEGIN { h = ar > 0 ? 1 - ex / ar : 0; if (h < 0) h = 0; if (h > 1) h = 1;
                          printf "| %s | %s | %d | %.0f | %.1f%% | %.2f | %.2f | %.3f | %.3f | %.0f%% |\n", p, b, n, r, 100 * r / (n * one), s, s - s1, ar, ex, 100 * h }'

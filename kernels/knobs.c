@@ -59,6 +59,16 @@ static const knob table[KNOB_COUNT] = {
                      "the interpreter of the report", "`run_suite report`, `--study`", 0},
     [KNOB_REPORT_SCRIPT] = {"SUITE_REPORT_SCRIPT", "a path", "`results/report.py` of the source tree built",
                             "the report generator", "`run_suite report`, `--study`", 0},
+    [KNOB_DDP_OVERLAP] = {"SUITE_DDP_OVERLAP", "`0` or `1`", "on",
+                          "a data-parallel job's all-reduce of each gradient bucket as soon as the backward pass "
+                          "has written it (`models/core/ddp.h`); `0` all-reduces every bucket after the pass (to "
+                          "measure what the overlap hides)",
+                          "`train`", 0},
+    [KNOB_DDP_BROADCAST_BUFFERS] = {"SUITE_DDP_BROADCAST_BUFFERS", "`0` or `1`", "on",
+                                    "rank 0's buffers (batch norm's running statistics) broadcast to every rank after "
+                                    "each pass, as PyTorch DDP's `broadcast_buffers` does; `0` leaves each rank its "
+                                    "own until the end",
+                                    "`train`", 0},
     [KNOB_DDP_RANK] = {"SUITE_DDP_RANK", "0 to N-1", "the launcher itself",
                        "makes this process that rank of a `train --gpus N` job", "`train`", 1},
     [KNOB_DDP_WORLD] = {"SUITE_DDP_WORLD", "N", "-", "the job's ranks, which must be its `--gpus`", "`train`", 1},

@@ -9,6 +9,7 @@
 
 #include "kernels/check.h"
 #include "kernels/kernels.h"
+#include "kernels/knobs.h"
 
 #if SUITE_HAVE_NCCL
 
@@ -92,6 +93,7 @@ static void on_begin(void *user) {
 
 static void on_ready(void *user, const float *param) {
     ddp *d = user;
+    if (!d->overlap) return;
     int i = param_index(d, param);
     if (i < 0 || d->param_seen[i]) return;
     d->param_seen[i] = 1;
@@ -233,7 +235,8 @@ int ddp_init(ddp *d, job_context *ctx, model *m, int rank, int world, const char
     if (cut_buckets(d, err, err_size) != 0) return -1;
     d->half_grads = arena_half_grads(a);
     d->half_count = d->half_grads ? arena_decay_floats(a) : 0;
-    d->buffer_floats = a->planned[ARENA_BUFFERS] / sizeof(float);
+    d->overlap = knob_flag(KNOB_DDP_OVERLAP);
+    d->buffer_floats = knob_flag(KNOB_DDP_BROADCAST_BUFFERS) ? a->planned[ARENA_BUFFERS] / sizeof(float) : 0;
     /* Rank 0's initial state is everyone's: parameters and buffers (BN running statistics). */
     CHECK_NCCL(ncclBroadcast(a->params, a->params, a->params_bytes / sizeof(float), ncclFloat32, 0, comm, ctx->stream));
     if (a->planned[ARENA_BUFFERS])

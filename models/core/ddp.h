@@ -59,6 +59,7 @@ typedef struct ddp {
     void *half_grads;              /* the bfloat16 gradient copies (NULL: float32 weights) */
     size_t half_count;             /* floats they mirror: the decay region */
     size_t buffer_floats;          /* the buffers broadcast after each pass */
+    int overlap;                   /* buckets start during the pass (SUITE_DDP_OVERLAP) */
     int launches_early;            /* buckets started during the last pass */
     /* What the optimizer waits for after the pass: the compute stream at the end of the pass and
      * once it has waited for the communication (cudaEvent_t, timed; recorded in the step's graph),
