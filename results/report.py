@@ -31,7 +31,8 @@ STEP_CDF_CAPTION = (
     "Each job's step times as an empirical CDF: the share of its steps that took at most x ms, over the common "
     "window(s), or its timed epoch where the run measured to completion (steps.csv). &#9679; p50; &#9650; p99, "
     f"only for a job with at least {STEP_P99_MIN} steps (below that it is the slowest few steps). n: the steps in the "
-    "legend; a cell's repeats are pooled (n counts them all). Under the window measurement a serial run measures a "
+    "legend with p50 and p99 in ms, to compare panels: each panel has its own x range; a cell's repeats are pooled "
+    "(n counts them all). Under the window measurement a serial run measures a "
     "repeated job spec once: the repeats have no curve of their own. "
     f"Each curve is drawn through at most {CDF_POINTS} points evenly spaced in rank (the slowest step included), as "
     "in the CSV with each p50 and p99.")

@@ -569,14 +569,14 @@ def figure_step_cdf(plt, runs):
     if not cells:
         return None
     steps = [[sorted(pooled_steps(g, i)) for i in range(g.degree)] for g in cells]
-    times = [v for cell in steps for job in cell for v in job if v > 0]
-    wide = bool(times) and max(times) > 10 * min(times)  # jobs, or a tail, an order of magnitude apart
     cols = 2 if len(cells) == 4 else min(3, len(cells))
     rows = math.ceil(len(cells) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.7 * cols + 0.6, 2.8 * rows + 0.5), sharex=True, sharey=True,
-                             squeeze=False)
+    # each panel its own x range: on one axis for all, a cell's curves are vertical lines and the
+    # tails, what the figure is for, vanish (p50 and p99 are in each legend to compare across)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.9 * cols + 0.6, 2.9 * rows + 0.5), sharey=True, squeeze=False)
     cmap = plt.get_cmap("tab10")
     several = len({g.degree for g in cells}) > 1
+    any_log = False
     for k, ax in enumerate(axes.flat):
         if k >= len(cells):
             fig.delaxes(ax)
@@ -586,7 +586,7 @@ def figure_step_cdf(plt, runs):
                      loc="left", fontsize=9)
         for y in (0.5, 0.99):
             ax.axhline(y, color="#ddd", linewidth=0.6, zorder=0)
-        handles = []
+        handles, texts = [], []  # the lines keep their CSV names; the legend says n, p50 and p99
         for i, (name, ordered) in enumerate(zip(g.job_names(), steps[k])):
             if not ordered:
                 continue
@@ -594,20 +594,28 @@ def figure_step_cdf(plt, runs):
             xs, ys = cdf_points(ordered)
             handles += ax.plot(xs, ys, drawstyle="steps-post", color=colour, linewidth=1.1,
                                label=f"{name} (n={len(ordered)})")
-            ax.plot([rank_quantile(ordered, 1, 2)], [0.5], marker="o", markersize=4, color=colour, linestyle="none",
-                    label=f"{name} p50")
+            p50 = rank_quantile(ordered, 1, 2)
+            text = f"{name} n={len(ordered)} p50 {p50:.2f}"
+            ax.plot([p50], [0.5], marker="o", markersize=4, color=colour, linestyle="none", label=f"{name} p50")
             if len(ordered) >= STEP_P99_MIN:
-                ax.plot([rank_quantile(ordered, 99, 100)], [0.99], marker="^", markersize=5, color=colour,
-                        linestyle="none", label=f"{name} p99")
-        ax.legend(handles=handles, fontsize=7, frameon=False, loc="lower right")
-        ax.tick_params(labelbottom=True)  # every panel's, not only the bottom row's
-        if wide:  # ticks at 1, 2, 5 per decade, as plain milliseconds
+                p99 = rank_quantile(ordered, 99, 100)
+                text += f" p99 {p99:.2f}"
+                ax.plot([p99], [0.99], marker="^", markersize=5, color=colour, linestyle="none", label=f"{name} p99")
+            texts.append(text + " ms")
+        ax.legend(handles, texts, fontsize=6.5, frameon=False, loc="lower right")
+        times = [v for job in steps[k] for v in job if v > 0]
+        if times and max(times) > 10 * min(times):  # a tail an order of magnitude out: 1, 2, 5 per decade
+            any_log = True
             ax.set_xscale("log")
             ax.xaxis.set_major_locator(plt.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             ax.xaxis.set_major_formatter(plt.FormatStrFormatter("%g"))
             ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        elif times:
+            pad = 0.05 * (max(times) - min(times)) or 0.05 * max(times)
+            ax.set_xlim(min(times) - pad, max(times) + pad)
     axes.flat[0].set_ylim(0, 1.02)
-    fig.supxlabel("step time (ms" + (", log scale)" if wide else ")"), fontsize=9)
+    fig.supxlabel("step time (ms; each panel its own range" + (", log where a tail is 10x out)" if any_log else ")"),
+                  fontsize=9)
     fig.supylabel("share of the job's steps", fontsize=9)
     fig.tight_layout()
     return render(fig)

@@ -44,6 +44,11 @@ GLOSSARY = [  # results/metrics.h, in a reader's words; one place on the page
      "(MIG instance or emulated share); 1.00 = isolated"),
     ("energy per sample", "the run's GPU energy split by each job's solo-equivalent seconds, per trained sample; "
      "compared per workload only"),
+    ("memory after the first epoch", "what each job itself holds on the GPU after its own first epoch (its "
+     "weights, activations and workspaces, as it reports them), stacked per job; without each process's CUDA context and libraries' "
+     "handles, which nvidia-smi also counts: below the peak GPU memory"),
+    ("peak GPU memory", "the most memory in use on the whole GPU during the run (NVML), every process's CUDA context "
+     "included"),
     ("overlap", "the share of the common window during which every other job was training; below 0.95 (*) the job's "
      "numbers do not describe collocation"),
     ("step-time CDF", "the share of a job's steps that took at most x ms (each step's time, <code>steps.csv</code>); "
@@ -102,6 +107,15 @@ def energy_vs_serial(r, runs):
 def peak_memory(r):
     v = num(r.summary.get("peak_gpu_memory_bytes"))
     return v if v > 0 else NAN  # 0: nothing was measured (no NVML memory reading)
+
+
+def memory_used_by_run(r):
+    """The run's peak GPU memory above the GPU's own before its jobs started (the first sample:
+    the driver's reservation, about 0.5 GiB on an H100, which nvidia-smi shows with no process)."""
+    peak = peak_memory(r)
+    tl = r.timeline
+    idle = tl.columns.get("mem_used_bytes", [NAN])[0] if tl is not None and tl.has("mem_used_bytes") else NAN
+    return peak - idle if idle == idle and peak > idle else NAN
 
 
 def comparison_table(runs, cells, solo, solo_whole=None):
@@ -183,6 +197,23 @@ def verdict(sp, low, high):
     return "inconclusive"
 
 
+def paper_mode(mode):
+    """The paper's name of one of our modes: its MIG stands for our mig and mig-emulate alike."""
+    return "mig" if mode == "mig-emulate" else mode
+
+
+def order_verdict(named, order):
+    """Our modes' spreads [(mode, Spread)], lower better, against the paper's order (best first):
+    every pair in its order lower in ours (holds), one the other way round (does not hold), else
+    inconclusive (ranges overlap, or fewer than two of its modes measured)."""
+    # the paper's names: its MIG is our mig, else mig-emulate (real MIG wins a tie)
+    by = {paper_mode(m): sp for m, sp in sorted(named, key=lambda x: x[0] == "mig")}
+    ranks = [spread_rank(by[a], by[b]) for i, a in enumerate(order) for b in order[i + 1:]
+             if a in by and b in by and by[a].n and by[b].n]
+    return ("does not hold" if any(x > 0 for x in ranks) else
+            "holds" if ranks and all(x < 0 for x in ranks) else "inconclusive")
+
+
 def epoch_ratio(groups, sizes, degree, modes, solo):
     """Each repeat's mean job time (Run.job_times: the timed epoch, or the step in the common
     window) at `degree` over the same mode's degree-1 time of the same job (Run.alone_key; the
@@ -195,7 +226,7 @@ def epoch_ratio(groups, sizes, degree, modes, solo):
             continue
         cells = group_repeats(runs)
         for mode in modes:
-            for h in [g for g in cells if g.mode in (mode, mode + "-emulate") and g.degree == degree]:
+            for h in [g for g in cells if paper_mode(g.mode) == mode and g.degree == degree]:
                 key = h.runs[0].alone_key
                 alone = [g for g in cells if g.mode == h.mode and g.degree == 1 and g.runs[0].alone_key == key]
                 base = alone[0].spread(lambda r: mean(r.job_times())).median if alone else solo.get(key, NAN)
@@ -244,12 +275,7 @@ def findings_section(ref, groups, cells, solo, gpu_names):
                     named = [(g.mode, g.spread(lambda r: mean(r.job_times()))) for g in at]
                     if sum(1 for _, sp in named if sp.n) > 1:
                         ours.append(f"{short_name(w)} x{d} ({at[0].runs[0].time_what}, fastest first): {rank_line(named, lower_better=True)}")
-                        by = dict(named)
-                        # each pair in the paper's order: ours faster (holds), slower (does not), or ~
-                        ranks = [spread_rank(by[a], by[b]) for i, a in enumerate(order) for b in order[i + 1:]
-                                 if a in by and b in by and by[a].n and by[b].n]
-                        verdicts.append("does not hold" if any(x > 0 for x in ranks) else
-                                        "holds" if ranks and all(x < 0 for x in ranks) else "inconclusive")
+                        verdicts.append(order_verdict(named, order))
         elif kind == "naive_vs_sequence":
             for w, rs in uniform:
                 if MODEL_SIZES.get(w.split(":")[0]) not in f.get("sizes", []):
@@ -263,15 +289,16 @@ def findings_section(ref, groups, cells, solo, gpu_names):
             if not ours:
                 ours = ["every planned cell ran (none refused for memory)"]
         elif kind == "memory_sum":
+            # the whole GPU's memory, CUDA contexts included, as nvidia-smi showed the paper (each
+            # job's own memory adds up by construction, the GPU's need not), above its idle reading
             for w, rs in uniform:
-                alone = [r.memory_after_epoch()[0] for r in rs if r.degree == 1 and r.mode != "serial"]
-                alone = [v for v in finite(alone) if v > 0]
+                alone = [v for v in finite([memory_used_by_run(r) for r in rs if r.degree == 1]) if v > 0]
                 if not alone:
                     continue
                 for g in group_repeats(rs):
                     if g.degree > 1 and g.mode != "serial":
-                        measured.append((f"{short_name(w)} x{g.degree} {g.mode} memory / (n x alone)",
-                                         g.spread(lambda r: r.memory_after_epoch()[0] / (r.degree * min(alone)))))
+                        measured.append((f"{short_name(w)} x{g.degree} {g.mode} GPU memory used / (n x alone)",
+                                         g.spread(lambda r: memory_used_by_run(r) / (r.degree * min(alone)))))
         elif kind == "energy_order":
             for w, rs in groups:
                 for d in sorted({r.degree for r in rs if r.degree > 1}):
@@ -285,6 +312,9 @@ def findings_section(ref, groups, cells, solo, gpu_names):
                     if sum(1 for _, sp in named if sp.n) > 1:
                         ours.append(f"{short_name(w)} x{d} ({unit}, least first): " + rank_line(named, lower_better=True) +
                                     " (" + ", ".join(f"{m} {sp.format('{:.2f}')}" for m, sp in named if sp.n) + ")")
+                        order = [m for m in f.get("order", []) if isinstance(m, str)]
+                        if order:
+                            verdicts.append(order_verdict([(m, sp) for m, sp in named if m != "serial"], order))
         elif kind == "table2":
             for w, rs in groups:
                 if ":" in w or "XL" not in w.upper() and "dlrm" not in w:
