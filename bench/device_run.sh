@@ -29,8 +29,8 @@
 #   guard   bench/sharing_guard.sh (GUARD_RECORD=1: record): OUT/latest.json (bench/guard/latest.json)
 #   faults  bench/faults.sh: every fault kind under naive, mps, mig-emulate, streams, green; kill -9
 #   ddp1    train --gpus 1 against plain train (loss trajectories)
-#   ddp2    (2+ GPUs) gpu_ddp, bench/ddp_seeds.sh, and M[gpus=2]+4*S across the cards: serial
-#           references, then mps (the ranks as MPS clients: --ddp-under mps) and naive
+#   ddp2    (2+ GPUs) gpu_ddp, bench/ddp_seeds.sh, and M[gpus=2]+4*S across the cards in one
+#           window: serial references, then mps (the ranks as MPS clients: --ddp-under mps) and naive
 #   ddp-scaling  bench/ddp_scaling.sh (ResNet-50 224, tf32/bf16, 128/256 per GPU)
 #   bf16-tests  the bf16 GPU tests and the float tests of the kernels they share
 #   bf16-learn  Fashion-MNIST in bf16: resnet26 3 epochs (the float32 recipe), EfficientNetV2-S
@@ -344,16 +344,18 @@ PY
         timeout 300 "$build/gpu_ddp" >"$out/gpu_ddp.log" 2>&1; echo "gpu_ddp: exit $?"
         grep -E "^(ok|FAILED|skipped)|^ *[0-9]+  " "$out/gpu_ddp.log" | head -40
         bash bench/ddp_seeds.sh "$build" /tmp/ddp-seeds | tee "$out/ddp_seeds.md" || status=1
-        rm -rf /tmp/ddpmix; mix='M[gpus=2]+4*S'
-        "$build/run_suite" --gpus 0,1 --mode serial --mix "$mix" --completion --quick --results /tmp/ddpmix/serial \
+        rm -rf /tmp/ddpmix; mix='M[gpus=2]+4*S'; window="--window 4 --windows 2"
+        # one start barrier and one common window across the cards (the go relay)
+        timeout -s KILL 150 "$build/run_suite" --gpus 0,1 --mode serial --mix "$mix" $window --results /tmp/ddpmix/serial \
             >"$out/ddpmix_serial.log" 2>&1; echo "serial: exit $?"
         base=$(ls -d /tmp/ddpmix/serial/*/ | head -1)
         for how in "mps --ddp-under mps" "naive"; do
             read -r mode extra <<<"$how"
-            "$build/run_suite" --gpus 0,1 --mode $mode $extra --mix "$mix" --completion --quick --baseline "$base" \
+            timeout -s KILL 100 "$build/run_suite" --gpus 0,1 --mode $mode $extra --mix "$mix" $window --baseline "$base" \
                 --results /tmp/ddpmix/$mode >"$out/ddpmix_$mode.log" 2>&1; echo "$how: exit $?"
-            grep -vE "^\[" "$out/ddpmix_$mode.log" | tail -25
+            grep -vE "^\[" "$out/ddpmix_$mode.log" | tail -14
         done
+        echo quit | nvidia-cuda-mps-control 2>/dev/null
         tar czf "$out/ddpmix.tgz" -C /tmp ddpmix ddp-seeds 2>/dev/null
         ;;
     ddp-scaling)

@@ -62,7 +62,7 @@ static const cli_option OPTIONS[] = {
     {"--baseline", "DIR", "an earlier run_suite --gpus LIST --mode serial of this mix: each job's reference alone on "
      "its card (each GPU's run_suite is given DIR/gpu-<G>/<run>)", CLI_STR(T, baseline)},
     {"--ddp-under", "none|mps", "a data-parallel job's own run: outside MPS (none, the default) or as the client of an "
-     "MPS daemon over its cards (mps: untested on hardware)", CLI_STR(T, ddp_under), .fallback = "none"},
+     "MPS daemon over its cards (mps: NCCL does not promise it; it worked on two H200s)", CLI_STR(T, ddp_under), .fallback = "none"},
     {"--gpu", "N", "not with --gpus: each GPU's run_suite is given its own", CLI_STR(T, gpu)},
     {0}};
 #undef T
@@ -209,7 +209,7 @@ static const char *ddp_mode(const gpus_args *a) {
 static const char *ddp_how(const gpus_args *a) {
     if (!strcmp(a->mode, "serial")) return "alone, before the cards' runs (serial)";
     return !strcmp(a->ddp_under, "mps") ? "beside the cards' jobs, as the client of an MPS daemon over its cards "
-                                          "(--ddp-under mps; untested on hardware), one start barrier (and one window, "
+                                          "(--ddp-under mps), one start barrier (and one window, "
                                           "under the window measurement) with them"
                                         : "beside the cards' jobs, outside MPS (--ddp-under none), one start barrier "
                                           "(and one window, under the window measurement) with them";

@@ -11,7 +11,7 @@
  * A data-parallel job (gpus=k in the mix) is placed on k GPUs and gets a run of its own, into
  * <run>/ddp-<job>/ (`train --gpus k` as its one job, CUDA_VISIBLE_DEVICES naming its cards in
  * order, unmonitored), under --ddp-under's mode (naive: outside MPS, the default; mps: a daemon of
- * its own over its cards, untested on hardware) or, in a serial run, alone before the cards' runs.
+ * its own over its cards; NCCL does not promise it, it worked on two H200s) or, in a serial run, alone before the cards' runs.
  * Beside the cards it shares ONE start barrier and, under the window measurement, ONE window with
  * them: every run is given a relay (SUITE_GO_RELAY; its lines are jobs.h's jobs_relay) and says
  * ready on it when its jobs are; when all have (or ended) this process says go to all at once.
