@@ -23,7 +23,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, run_kind, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
-from report_figures import CDF_POINTS, STEP_P99_MIN, figure_energy, figure_mix_progress, figure_precision, figure_step_cdf, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
+from report_figures import figure_energy, figure_mix_progress, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
+from report_steps import CDF_POINTS, STEP_P99_MIN, figure_step_cdf  # noqa: E402
 from report_html import CSS, comparison_table, esc, findings_section, glossary, precision_table, provenance  # noqa: E402
 
 

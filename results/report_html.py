@@ -5,7 +5,7 @@ import os
 
 from report_data import (GIB, METRIC_NAMES, MODEL_NAMES, MODEL_SIZES, NAN, Cell, finite, group_repeats, is_num,
                          mean, mode_key, num, precision_rows, rank_line, short_name, spread_rank)
-from report_figures import STEP_P99_MIN
+from report_steps import STEP_P99_MIN
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}

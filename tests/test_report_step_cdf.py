@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The report's step-time distributions (results/report_figures.py, figure_step_cdf): each job's
+"""The report's step-time distributions (results/report_steps.py, figure_step_cdf): each job's
 empirical CDF of its step times (steps.csv) per mode, p50 marked, p99 only from 500 steps on, n in
 the legend, a cell's repeats pooled. Over tests/fixtures/report's S+M+M run (--mode all, window
 measurement, a steps.csv per mode) and copies of its naive run: the figure's CSV holds points of
@@ -24,6 +24,7 @@ except ImportError:
     sys.exit(77)
 import report  # noqa: E402
 import report_figures  # noqa: E402
+import report_steps  # noqa: E402
 from report_data import load  # noqa: E402
 
 MIX = os.path.join(HERE, "fixtures", "report", "20261125T201949Z-all-S+M+M")
@@ -47,7 +48,7 @@ def steps_of(folder):
 
 def figure_rows(folders):
     runs, _, _, _ = load(folders)
-    fig = report_figures.figure_step_cdf(plt, runs)
+    fig = report_steps.figure_step_cdf(plt, runs)
     return list(csv.DictReader(io.StringIO(fig.csv))) if fig else None
 
 
@@ -55,7 +56,7 @@ def check_job(rows, panel, name, times, what):
     """The CSV's curve, p50 and p99 of one job against its step times."""
     ordered, n = sorted(times), len(times)
     curve = [r for r in rows if r["panel"] == panel and r["series"] == f"{name} (n={n})"]
-    check(0 < len(curve) <= report_figures.CDF_POINTS, f"{what}: {len(curve)} curve points for {n} steps")
+    check(0 < len(curve) <= report_steps.CDF_POINTS, f"{what}: {len(curve)} curve points for {n} steps")
     for r in curve:  # each point is the CDF's: the step at rank i has i + 1 of n steps at or below it
         i = round(float(r["value"]) * n) - 1
         check(0 <= i < n and abs(ordered[i] - float(r["x"])) < 1e-6 * ordered[i] + 1e-9,
@@ -65,7 +66,7 @@ def check_job(rows, panel, name, times, what):
     p50 = [float(r["x"]) for r in rows if r["panel"] == panel and r["series"] == f"{name} p50"]
     check(p50 == [ordered[n // 2]], f"{what}: p50 {p50}, expected {ordered[n // 2]}")
     p99 = [float(r["x"]) for r in rows if r["panel"] == panel and r["series"] == f"{name} p99"]
-    want = [ordered[n * 99 // 100]] if n >= report_figures.STEP_P99_MIN else []
+    want = [ordered[n * 99 // 100]] if n >= report_steps.STEP_P99_MIN else []
     check(p99 == want, f"{what}: p99 {p99}, expected {want} ({n} steps)")
 
 
