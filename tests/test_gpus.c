@@ -150,11 +150,8 @@ static cJSON *run_summary(const char *results, char *run_dir, size_t size) {
     snprintf(run_dir, size, "%s/%s", results, newest);
     char path[1400], msg[256];
     snprintf(path, sizeof path, "%s/summary.json", run_dir);
-    char *text = test_read_text(path, msg, sizeof msg);
-    if (!text) fail_msg("%s", msg);
-    cJSON *s = cJSON_Parse(text);
-    free(text);
-    assert_non_null(s);
+    cJSON *s = test_read_json(path, msg, sizeof msg);
+    if (!s) fail_msg("%s", msg);
     return s;
 }
 

@@ -102,11 +102,8 @@ static void test_refusals(void **state) {
 static cJSON *summary_in(const char *folder) {
     char path[1400], msg[256];
     snprintf(path, sizeof path, "%s/summary.json", folder);
-    char *text = test_read_text(path, msg, sizeof msg);
-    if (!text) fail_msg("%s", msg);
-    cJSON *s = cJSON_Parse(text);
-    free(text);
-    assert_non_null(s);
+    cJSON *s = test_read_json(path, msg, sizeof msg);
+    if (!s) fail_msg("%s", msg);
     return s;
 }
 

@@ -1,6 +1,8 @@
 #define _XOPEN_SOURCE 700
 #include "tests/testutil.h"
 
+#include <cjson/cJSON.h>
+
 #include <ftw.h>
 #include <poll.h>
 #include <spawn.h>
@@ -30,6 +32,15 @@ char *test_read_text(const char *path, char *err, size_t err_size) {
     else snprintf(err, err_size, "out of memory reading %s", path);
     free(bytes);
     return text;
+}
+
+cJSON *test_read_json(const char *path, char *err, size_t err_size) {
+    char *text = test_read_text(path, err, err_size);
+    if (!text) return NULL;
+    cJSON *parsed = cJSON_Parse(text);
+    free(text);
+    if (!parsed) snprintf(err, err_size, "%s is not JSON", path);
+    return parsed;
 }
 
 void test_require_gpu(void) {

@@ -27,6 +27,8 @@ float test_float_of_bf16(uint16_t h);
 void test_poison(float *device, size_t n);
 /* A text file whole, NUL-terminated, malloc'd (at most 4 MiB); NULL with the reason in err. */
 char *test_read_text(const char *path, char *err, size_t err_size);
+/* A JSON file parsed (a run folder's summary.json, run.json); NULL with the reason in err. */
+struct cJSON *test_read_json(const char *path, char *err, size_t err_size);
 /* Temporary directory for fixture files (created under $TMPDIR, removed by the test). */
 void test_tmpdir(char *path, size_t size);
 void test_rmtree(const char *path);
