@@ -15,6 +15,9 @@
 #if SUITE_HAVE_NCCL
 #include <nccl.h>
 #endif
+#if SUITE_HAVE_NVJPEG
+#include <nvjpeg.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +49,10 @@ void suite_check_exit(int code, const char *message) __attribute__((noreturn));
 const char *suite_cu_message(CUresult status);
 /* cuDNN 9 keeps a richer text of its last error than cudnnGetErrorString; both are reported. */
 const char *suite_cudnn_message(cudnnStatus_t status);
+#if SUITE_HAVE_NVJPEG
+/* nvJPEG has no message function: its status's name (NVJPEG_STATUS_BAD_JPEG, ...). */
+const char *suite_nvjpeg_message(nvjpegStatus_t status);
+#endif
 
 #define CHECK_STATUS(lib, type, ok, to_string, call)                                              \
     do {                                                                                          \
@@ -60,6 +67,9 @@ const char *suite_cudnn_message(cudnnStatus_t status);
 #define CHECK_CUBLAS(call) CHECK_STATUS("cuBLAS", cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasLtGetStatusString, call)
 #if SUITE_HAVE_NCCL
 #define CHECK_NCCL(call)   CHECK_STATUS("NCCL", ncclResult_t, ncclSuccess, ncclGetErrorString, call)
+#endif
+#if SUITE_HAVE_NVJPEG
+#define CHECK_NVJPEG(call) CHECK_STATUS("nvJPEG", nvjpegStatus_t, NVJPEG_STATUS_SUCCESS, suite_nvjpeg_message, call)
 #endif
 /* After a kernel launch: launch-configuration errors surface here, not at the next call. */
 #define CHECK_LAUNCH() CHECK_CUDA(cudaGetLastError())
