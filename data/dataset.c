@@ -10,6 +10,9 @@
 #include <string.h>
 #include <zlib.h>
 
+const float dataset_imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
+const float dataset_imagenet_std[3] = {0.229f, 0.224f, 0.225f};
+
 void dataset_close(dataset *d) {
     if (d->close) d->close(d);
     memset(d, 0, sizeof *d);

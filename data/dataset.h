@@ -30,6 +30,9 @@ size_t dataset_image_floats(const dataset *d); /* height * width * channels */
 
 /* For readers: 0 when index is a sample of d, else -1 with a message naming d and the range. */
 int dataset_check_index(const dataset *d, int64_t index, char *err, size_t err_size);
+/* The ImageNet normalisation (torchvision's mean and std of the training set), for every reader
+ * of ImageNet pictures and the GPU decoder that stands in for one. */
+extern const float dataset_imagenet_mean[3], dataset_imagenet_std[3];
 /* lut[c][level] = (level / 255 - mean[c]) / std[c]: the normalisation of 8-bit RGB. */
 void dataset_rgb_lut(float lut[3][256], const float mean[3], const float std[3]);
 /* Three planes of `plane` bytes (red, green, blue, one after another) to `plane` NHWC pixels. */

@@ -55,12 +55,6 @@ static void *image_stbi_malloc(size_t size) {
 /* ---------------------------------------------------------------------------------------------
  * decoding */
 
-/* What the marker walk found: the frame's component count, the Adobe APP14 colour transform (-1:
- * none), and whether a Huffman table declares more codes than it may hold. */
-typedef struct jpeg_markers {
-    int components, adobe, bad_table;
-} jpeg_markers;
-
 /* A DHT segment: each table is a class/id byte, 16 code counts, then that many symbols. More than
  * 256 codes in one table is impossible in a valid file; stb_image 2.27 does not check it and
  * writes past its tables (found by tests/fuzz_jpeg.c), so such files are refused before any of
@@ -82,8 +76,8 @@ static int dht_is_valid(const uint8_t *segment, size_t size) {
  * each scan header up to the next marker that is not RSTn. Every length is checked against size;
  * a Huffman table cut short by the end of the file counts as bad (stb_image would read zeros for
  * the rest and trust the counts it has). pos: just after the start-of-image marker. */
-static jpeg_markers jpeg_walk_markers(const uint8_t *bytes, size_t size, size_t pos) {
-    jpeg_markers found = {0, -1, 0};
+static image_jpeg_header jpeg_walk_markers(const uint8_t *bytes, size_t size, size_t pos) {
+    image_jpeg_header found = {.adobe_transform = -1};
     while (pos + 2 <= size) {
         if (bytes[pos] != 0xFF) { /* padding or garbage: on to the next 0xFF */
             const uint8_t *ff = memchr(bytes + pos, 0xFF, size - pos);
@@ -110,11 +104,18 @@ static jpeg_markers jpeg_walk_markers(const uint8_t *bytes, size_t size, size_t 
         size_t segment_size = length - 2;
         int is_frame = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 &&
                        marker != 0xCC;
-        if (is_frame && segment_size >= 6 && found.components == 0)
+        if (is_frame && segment_size >= 6 && found.components == 0) {
+            found.frame = marker;
+            found.precision = segment[0];
+            found.height = segment[1] << 8 | segment[2];
+            found.width = segment[3] << 8 | segment[4];
             found.components = segment[5];
+            found.rgb_ids = found.components == 3 && segment_size >= 15 && segment[6] == 'R' &&
+                            segment[9] == 'G' && segment[12] == 'B';
+        }
         if (marker == 0xEE && segment_size >= 12 && memcmp(segment, "Adobe", 5) == 0 &&
-            found.adobe < 0)
-            found.adobe = segment[11];
+            found.adobe_transform < 0)
+            found.adobe_transform = segment[11];
         if (marker == 0xC4 && !dht_is_valid(segment, segment_size)) found.bad_table = 1;
         pos += 2 + length;
         if (marker == 0xDA) { /* entropy-coded data up to the next marker that is not RSTn */
@@ -147,7 +148,7 @@ int image_decode(image_rgb *out, const uint8_t *bytes, size_t size, int64_t max_
     size_t soi = 0;
     while (soi + 1 < size && bytes[soi] == 0xFF && bytes[soi + 1] == 0xFF) soi++;
     int is_jpeg = soi + 1 < size && bytes[soi] == 0xFF && bytes[soi + 1] == 0xD8;
-    jpeg_markers found = {0, -1, 0};
+    image_jpeg_header found = {.adobe_transform = -1};
     if (is_jpeg) {
         found = jpeg_walk_markers(bytes, size, soi + 2);
         if (found.bad_table) {
@@ -155,7 +156,7 @@ int image_decode(image_rgb *out, const uint8_t *bytes, size_t size, int64_t max_
                      "than it can hold");
             return -1;
         }
-        if (found.components == 4 && found.adobe < 0) {
+        if (found.components == 4 && found.adobe_transform < 0) {
             snprintf(why, why_size,
                      "4-component (CMYK) JPEG without an Adobe APP14 marker: its colour model is "
                      "not stated, so it cannot be converted to RGB reliably");
@@ -197,6 +198,25 @@ int image_decode(image_rgb *out, const uint8_t *bytes, size_t size, int64_t max_
 void image_free(image_rgb *image) {
     if (image->pixels) stbi_image_free(image->pixels);
     memset(image, 0, sizeof *image);
+}
+
+int image_jpeg_header_read(const uint8_t *bytes, size_t size, image_jpeg_header *header) {
+    size_t soi = 0;
+    while (soi + 1 < size && bytes[soi] == 0xFF && bytes[soi + 1] == 0xFF) soi++;
+    if (soi + 1 >= size || bytes[soi] != 0xFF || bytes[soi + 1] != 0xD8) {
+        *header = (image_jpeg_header){.adobe_transform = -1};
+        return -1;
+    }
+    *header = jpeg_walk_markers(bytes, size, soi + 2);
+    return 0;
+}
+
+int image_jpeg_is_plain(const image_jpeg_header *h, int64_t max_pixels) {
+    int huffman_dct = h->frame == 0xC0 || h->frame == 0xC1 || h->frame == 0xC2;
+    int ycbcr_or_grey = h->components == 1 ||
+                        (h->components == 3 && h->adobe_transform != 0 && !h->rgb_ids);
+    return huffman_dct && ycbcr_or_grey && h->precision == 8 && !h->bad_table && h->width > 0 &&
+           h->height > 0 && (int64_t)h->width * h->height <= max_pixels;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -381,19 +401,17 @@ done:
     return status;
 }
 
-int image_train_transform(float *out, int size, const image_rgb *source, uint64_t *rng,
-                          const float mean[3], const float std[3]) {
-    if (!source->pixels || source->width <= 0 || source->height <= 0) return -1;
-    image_box box = image_random_resized_crop_box(source->width, source->height, 0.08, 1.0,
-                                                  3.0 / 4.0, 4.0 / 3.0, rng);
-    int flip = (int)(image_rng_next(rng) >> 63);
-    return image_resample(out, size, size, source, box, size, size, 0, 0, flip, mean, std);
+image_crop image_train_crop(int width, int height, int size, uint64_t *rng) {
+    image_crop crop = {0};
+    crop.region = image_random_resized_crop_box(width, height, 0.08, 1.0, 3.0 / 4.0, 4.0 / 3.0, rng);
+    crop.scaled_width = crop.scaled_height = size;
+    crop.flip = (int)(image_rng_next(rng) >> 63);
+    return crop;
 }
 
-int image_eval_transform(float *out, int size, int resize_to, const image_rgb *source,
-                         const float mean[3], const float std[3]) {
-    int width = source->width, height = source->height;
-    if (!source->pixels || width <= 0 || height <= 0 || size <= 0 || resize_to < size ||
+int image_eval_crop(image_crop *crop, int width, int height, int size, int resize_to) {
+    memset(crop, 0, sizeof *crop);
+    if (width <= 0 || height <= 0 || size <= 0 || resize_to < size ||
         resize_to > IMAGE_MAX_SCALED_SIDE)
         return -1;
     /* torchvision Resize(int): the shorter side becomes resize_to, the longer int(resize_to *
@@ -401,11 +419,31 @@ int image_eval_transform(float *out, int size, int resize_to, const image_rgb *s
     int shorter = width <= height ? width : height, longer = width <= height ? height : width;
     double scaled_longer = (double)resize_to * longer / shorter;
     if (scaled_longer > IMAGE_MAX_SCALED_SIDE) return -1;
-    int scaled_w = width <= height ? resize_to : (int)scaled_longer;
-    int scaled_h = width <= height ? (int)scaled_longer : resize_to;
-    int offset_x = round_half_even((scaled_w - size) / 2.0);
-    int offset_y = round_half_even((scaled_h - size) / 2.0);
-    image_box whole = {0, 0, width, height};
-    return image_resample(out, size, size, source, whole, scaled_w, scaled_h, offset_x, offset_y,
-                          0, mean, std);
+    crop->region = (image_box){0, 0, width, height};
+    crop->scaled_width = width <= height ? resize_to : (int)scaled_longer;
+    crop->scaled_height = width <= height ? (int)scaled_longer : resize_to;
+    crop->offset_x = round_half_even((crop->scaled_width - size) / 2.0);
+    crop->offset_y = round_half_even((crop->scaled_height - size) / 2.0);
+    return 0;
+}
+
+int image_apply_crop(float *out, int size, const image_rgb *source, const image_crop *crop,
+                     const float mean[3], const float std[3]) {
+    return image_resample(out, size, size, source, crop->region, crop->scaled_width,
+                          crop->scaled_height, crop->offset_x, crop->offset_y, crop->flip, mean, std);
+}
+
+int image_train_transform(float *out, int size, const image_rgb *source, uint64_t *rng,
+                          const float mean[3], const float std[3]) {
+    if (!source->pixels || source->width <= 0 || source->height <= 0) return -1;
+    image_crop crop = image_train_crop(source->width, source->height, size, rng);
+    return image_apply_crop(out, size, source, &crop, mean, std);
+}
+
+int image_eval_transform(float *out, int size, int resize_to, const image_rgb *source,
+                         const float mean[3], const float std[3]) {
+    image_crop crop;
+    if (!source->pixels || image_eval_crop(&crop, source->width, source->height, size, resize_to))
+        return -1;
+    return image_apply_crop(out, size, source, &crop, mean, std);
 }

@@ -29,6 +29,25 @@ int image_decode(image_rgb *out, const uint8_t *bytes, size_t size, int64_t max_
                  size_t why_size);
 void image_free(image_rgb *image);
 
+/* What a JPEG's marker segments say, read without decoding it: the first frame (start-of-frame
+ * marker, sample precision, size, components, whether the components are named R, G, B), the
+ * Adobe APP14 colour transform (-1: no such marker), and whether a Huffman table is corrupt. */
+typedef struct image_jpeg_header {
+    int frame;            /* 0xC0 baseline, 0xC1 extended, 0xC2 progressive, ...; 0: none */
+    int precision, width, height, components;
+    int rgb_ids;
+    int adobe_transform;
+    int bad_table;
+} image_jpeg_header;
+/* 0 with *header, or -1 when the bytes do not start as a JPEG (fill bytes may come first). */
+int image_jpeg_header_read(const uint8_t *bytes, size_t size, image_jpeg_header *header);
+/* 1 for the JPEGs that every decoder turns into the same picture, up to its IDCT and chroma
+ * upsampling: 8-bit Huffman-coded DCT (baseline, extended or progressive), YCbCr in 3
+ * components or grey in 1, no larger than max_pixels. Not: RGB-stored colour (an Adobe transform
+ * of 0 or components named R, G, B), CMYK, arithmetic coding, lossless, 12-bit. The GPU decoder
+ * (runner/train/jpeg_decoder.h) takes only these; the rest decode on the host. */
+int image_jpeg_is_plain(const image_jpeg_header *header, int64_t max_pixels);
+
 /* A rectangle of the source image, in whole pixels. */
 typedef struct image_box {
     int x, y, width, height;
@@ -51,12 +70,32 @@ int image_resample(float *out, int out_width, int out_height, const image_rgb *s
                    image_box region, int scaled_width, int scaled_height, int offset_x,
                    int offset_y, int flip, const float mean[3], const float std[3]);
 
-/* Training: random-resized-crop (scale (0.08, 1), ratio (3/4, 4/3)) to size x size, then a
- * horizontal flip with probability 0.5, all drawn from *rng. */
+/* Where one output image comes from: `region` of the source, scaled as if to scaled_width x
+ * scaled_height, of which the size x size window at (offset_x, offset_y) is taken (mirrored
+ * left-right when flip is set). The host transform (image_apply_crop) and the GPU's
+ * (kernels/crop_resize.h) both take one, so a sample's crop is drawn once, here, for either. */
+typedef struct image_crop {
+    image_box region;
+    int scaled_width, scaled_height;
+    int offset_x, offset_y;
+    int flip;
+} image_crop;
+
+/* Training: the random-resized-crop box of a width x height source (scale (0.08, 1), ratio
+ * (3/4, 4/3)) scaled to size x size, then a flip with probability 0.5, drawn from *rng in that
+ * order. */
+image_crop image_train_crop(int width, int height, int size, uint64_t *rng);
+/* Evaluation: the shorter side resized to resize_to (the longer as torchvision computes it), then
+ * the centre size x size window (size <= resize_to). 0, or -1 when the sizes do not fit. */
+int image_eval_crop(image_crop *crop, int width, int height, int size, int resize_to);
+/* The crop of source into out [size, size, 3], resampled and normalised as image_resample does. */
+int image_apply_crop(float *out, int size, const image_rgb *source, const image_crop *crop,
+                     const float mean[3], const float std[3]);
+
+/* Training: image_train_crop of the source, applied. */
 int image_train_transform(float *out, int size, const image_rgb *source, uint64_t *rng,
                           const float mean[3], const float std[3]);
-/* Evaluation: the shorter side resized to resize_to (the longer as torchvision computes it), then
- * the centre size x size crop (size <= resize_to). */
+/* Evaluation: image_eval_crop of the source, applied. */
 int image_eval_transform(float *out, int size, int resize_to, const image_rgb *source,
                          const float mean[3], const float std[3]);
 

@@ -1,50 +1,30 @@
 /* ImageNet 2012 from its JPEG folders (layouts in dataset.h). open() only lists files: the class
  * folders sorted by wnid, the images in each sorted by name, kept as one pool of paths relative to
- * root (about 40 bytes per image, 50 MB for the training set). read() loads, decodes and
- * transforms each requested image on the calling thread (image_transform.c), so the loader's
- * worker threads are the decoding threads; nothing is shared between calls but read-only lists
- * and two atomics (the epoch and the count of bad images).
+ * root (about 40 bytes per image, 50 MB for the training set). Reading is imagenet_read.c's:
+ * read() loads, decodes and transforms each requested image on the calling thread
+ * (image_transform.c), so the loader's worker threads are the decoding threads; nothing is shared
+ * between calls but read-only lists and atomics (the epoch and the counts of bad images and of
+ * images the encoded source decoded on the host).
  *
  * Augmentation is reproducible: sample i of epoch e draws its crop and flip from a generator keyed
  * on (seed, e, i), whichever thread reads it and in whatever order. An image that fails to load or
  * decode is an error naming the file, or with skip_bad the next index that decodes takes its place
  * (and its label), and the miss is counted. */
 #include "data/dataset.h"
-#include "data/image_transform.h"
+#include "data/imagenet_files.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-#define IN_MAX_FILE_BYTES ((size_t)64 << 20)   /* the largest ImageNet JPEG is about 15 MB */
-#define IN_MAX_LABEL_FILE_BYTES ((size_t)64 << 20)
-#define IN_MAX_SKIPS 64                         /* consecutive bad images before giving up */
-#define IN_PATH_BYTES 4096
-
-static const float in_mean[3] = {0.485f, 0.456f, 0.406f};
-static const float in_std[3] = {0.229f, 0.224f, 0.225f};
 
 static const char *expected_layout =
     "train/<wnid>/*.JPEG, and val/<wnid>/*.JPEG or val/*.JPEG with LOC_val_solution.csv or a "
     "\"filename label\" file (val.txt, val_labels.txt) in the root or in val/";
-
-typedef struct imagenet {
-    char *root;
-    char *names;             /* pool of NUL-terminated paths relative to root */
-    int64_t *name_offsets;   /* [count] */
-    int32_t *labels;         /* [count] */
-    int train, size, resize_to, skip_bad;
-    uint64_t seed;
-    atomic_int epoch;
-    atomic_llong bad_images;
-} imagenet;
 
 /* --- growable lists ------------------------------------------------------------------------ */
 
@@ -405,110 +385,6 @@ done:
     return status;
 }
 
-/* --- reading ------------------------------------------------------------------------------- */
-
-static int read_whole(const char *path, uint8_t **bytes, size_t *size, char *why, size_t why_size) {
-    *bytes = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, why_size, "cannot open: %s", strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-        (size_t)st.st_size > IN_MAX_FILE_BYTES) {
-        snprintf(why, why_size, "%s", st.st_size <= 0 ? "empty file, expected a JPEG image"
-                                                      : "not a regular file of at most 64 MB");
-        close(fd);
-        return -1;
-    }
-    size_t want = (size_t)st.st_size, got = 0;
-    uint8_t *buffer = malloc(want);
-    if (!buffer) {
-        snprintf(why, why_size, "out of memory for %zu bytes", want);
-        close(fd);
-        return -1;
-    }
-    while (got < want) {
-        ssize_t n = read(fd, buffer + got, want - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            snprintf(why, why_size, "read failed after %zu of %zu bytes: %s", got, want,
-                     n < 0 ? strerror(errno) : "file shrank");
-            free(buffer);
-            close(fd);
-            return -1;
-        }
-        got += (size_t)n;
-    }
-    close(fd);
-    *bytes = buffer;
-    *size = want;
-    return 0;
-}
-
-static uint64_t mix64(uint64_t x) {
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-/* Loads, decodes and transforms one image into out; -1 with why on any failure. */
-static int load_one(const imagenet *in, int64_t index, int epoch, float *out, char *path,
-                    char *why, size_t why_size) {
-    snprintf(path, IN_PATH_BYTES, "%s/%s", in->root, in->names + in->name_offsets[index]);
-    uint8_t *bytes;
-    size_t size;
-    if (read_whole(path, &bytes, &size, why, why_size) != 0) return -1;
-    image_rgb image;
-    int status = image_decode(&image, bytes, size, IMAGE_DEFAULT_MAX_PIXELS, why, why_size);
-    free(bytes);
-    if (status != 0) return -1;
-    if (in->train) {
-        uint64_t rng = mix64(mix64(mix64(in->seed ^ 0x8A5CD789635D2DFFull) ^
-                                   (uint64_t)(uint32_t)epoch) ^ (uint64_t)index);
-        status = image_train_transform(out, in->size, &image, &rng, in_mean, in_std);
-    } else {
-        status = image_eval_transform(out, in->size, in->resize_to, &image, in_mean, in_std);
-    }
-    if (status != 0)
-        snprintf(why, why_size, "out of memory transforming a %dx%d image", image.width,
-                 image.height);
-    image_free(&image);
-    return status;
-}
-
-static int in_read(const dataset *d, float *images, int32_t *labels, const int64_t *indices, int n,
-                   char *err, size_t err_size) {
-    imagenet *in = d->impl;
-    size_t image_floats = dataset_image_floats(d);
-    int epoch = atomic_load(&in->epoch);
-    char path[IN_PATH_BYTES], why[512];
-    for (int k = 0; k < n; k++) {
-        int64_t index = indices[k];
-        if (dataset_check_index(d, index, err, err_size)) return -1;
-        float *out = images + (size_t)k * image_floats;
-        int64_t source = index;
-        int tries = 0;
-        while (load_one(in, source, epoch, out, path, why, sizeof why) != 0) {
-            if (!in->skip_bad) {
-                snprintf(err, err_size, "%s: %s", path, why);
-                return -1;
-            }
-            atomic_fetch_add(&in->bad_images, 1);
-            if (++tries == IN_MAX_SKIPS || tries == d->count) {
-                snprintf(err, err_size, "%s: sample %lld and the %d images after it could not be "
-                         "read (skip_bad gives up); the last: %s: %s", d->name, (long long)index,
-                         tries - 1, path, why);
-                return -1;
-            }
-            source = (source + 1) % d->count;
-        }
-        labels[k] = in->labels[source];
-    }
-    return 0;
-}
-
 static void in_close(dataset *d) {
     imagenet *in = d->impl;
     if (!in) return;
@@ -525,7 +401,7 @@ static void in_set_epoch(const dataset *d, int epoch) {
 }
 
 int64_t dataset_imagenet_bad_images(const dataset *d) {
-    if (!d || d->read != in_read || !d->impl) return 0;
+    if (!d || d->read != imagenet_read || !d->impl) return 0;
     return atomic_load(&((imagenet *)d->impl)->bad_images);
 }
 
@@ -612,12 +488,13 @@ int dataset_open_imagenet(dataset *d, const imagenet_options *options, char *err
     in->seed = o.seed;
     atomic_init(&in->epoch, 0);
     atomic_init(&in->bad_images, 0);
+    atomic_init(&in->host_decoded, 0);
     snprintf(d->name, sizeof d->name, "imagenet");
     d->count = count;
     d->height = d->width = o.image_size;
     d->channels = 3;
     d->classes = (int)class_count;
-    d->read = in_read;
+    d->read = imagenet_read;
     d->set_epoch = in_set_epoch;
     d->close = in_close;
     d->impl = in;
@@ -629,7 +506,7 @@ int dataset_open_imagenet(dataset *d, const imagenet_options *options, char *err
             snprintf(why, sizeof why, "out of memory for one image");
             snprintf(path, sizeof path, "%s", split_path);
         }
-        if (!first || load_one(in, 0, 0, first, path, why, sizeof why) != 0) {
+        if (!first || imagenet_load_one(in, 0, 0, first, path, why, sizeof why) != 0) {
             snprintf(err, err_size, "ImageNet: %s: %s (the first image; --skip-bad skips undecodable images)",
                      path, why);
             in_close(d);

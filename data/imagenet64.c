@@ -30,9 +30,6 @@
 #define NPY_MAX_HEADER_BYTES ((uint32_t)1 << 20)
 #define DEFLATE_MAX_RATIO 1032 /* deflate cannot expand its input more than this */
 
-static const float in_mean[3] = {0.485f, 0.456f, 0.406f};
-static const float in_std[3] = {0.229f, 0.224f, 0.225f};
-
 typedef struct imagenet64 {
     uint8_t *pixels;            /* [count, 12288] as in the files */
     int16_t *labels;            /* [count], 0..999 */
@@ -525,7 +522,7 @@ static int open_sources(dataset *d, const npz_source *sources, int files, char *
         if (!ok) goto done;
         first += count;
     }
-    dataset_rgb_lut(t->normalised, in_mean, in_std);
+    dataset_rgb_lut(t->normalised, dataset_imagenet_mean, dataset_imagenet_std);
     snprintf(d->name, sizeof d->name, "imagenet64");
     d->count = total;
     d->height = d->width = IMAGENET64_SIDE;

@@ -27,6 +27,7 @@
 
 #include "data/criteo.h"
 #include "data/dataset.h"
+#include "data/image_transform.h"
 
 #define LOADER_MAX_FIELDS 4
 #define LOADER_FIELD_ALIGN 256
@@ -113,5 +114,31 @@ int64_t loader_window_index(int64_t position, int64_t count, int64_t window, uin
  * rows. */
 int loader_source_criteo(loader_source *s, const criteo *r, int64_t first_row, int64_t rows,
                          char *err, size_t err_size);
+
+/* An ImageNet JPEG folder (dataset_open_imagenet) undecoded, for a decoder on the GPU
+ * (runner/train/jpeg_decoder.h): a source of three fields per sample. The workers only read
+ * files and draw crops; what the GPU cannot take is decoded by them as the data set's read does.
+ *   IMAGENET_ENCODED_PAYLOAD  the JPEG file as read, or (record kind PIXELS) the sample decoded
+ *                             and transformed on the host, float [size, size, 3] as read() gives
+ *                             it: for files that are not plain JPEGs (image_jpeg_is_plain), do not
+ *                             fit the field, or fail to read (then skip_bad applies as in read())
+ *   IMAGENET_ENCODED_LABEL    int32
+ *   IMAGENET_ENCODED_RECORD   an imagenet_encoded
+ * The payload field holds the larger of a transformed image and IMAGENET_ENCODED_MIN_PAYLOAD,
+ * so at 224 (602 KB) the batches take no more memory than decoded ones, and ImageNet's files
+ * (110 KB on average) nearly all fit. d must outlive the source (no close needed). */
+enum { IMAGENET_ENCODED_PAYLOAD, IMAGENET_ENCODED_LABEL, IMAGENET_ENCODED_RECORD };
+enum { IMAGENET_ENCODED_JPEG, IMAGENET_ENCODED_PIXELS };
+#define IMAGENET_ENCODED_MIN_PAYLOAD ((size_t)512 << 10)
+typedef struct imagenet_encoded {
+    int64_t index;           /* the sample: the host decodes it again where the GPU fails */
+    int32_t kind;            /* IMAGENET_ENCODED_JPEG or _PIXELS */
+    int32_t width, height;   /* JPEG: its frame header's */
+    uint32_t bytes;          /* JPEG: the file's size */
+    image_crop crop;         /* JPEG: drawn from (seed, epoch, index) as read() draws it */
+} imagenet_encoded;
+int loader_source_imagenet_encoded(loader_source *s, const dataset *d, char *err, size_t err_size);
+/* Samples the encoded source has decoded on the host so far (kind PIXELS). */
+int64_t dataset_imagenet_host_decoded(const dataset *d);
 
 #endif
