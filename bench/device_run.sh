@@ -20,6 +20,11 @@
 #   jpeg    ResNet-50 224 on 500x375 and 341x256 JPEGs (16 workers) against synthetic data
 #   data    ResNet-50 224 on generated ImageNet-layout JPEGs (16 workers) against synthetic data,
 #           resnet26 on a generated CIFAR-10 folder against synthetic, bench_jpeg at 1/8/16 threads
+#   nvjpeg  nvJPEG in the build and on the device first (CMake's cache, the library train loads), the
+#           GPU decoder's test (gpu_nvjpeg: GPU against host pixels, the decode rate), then ResNet-50
+#           224 bf16 batch 256 from NVJPEG_IMAGES (10240) generated 500x375 JPEGs in the page cache,
+#           --decode cpu and --decode gpu (16 workers) against synthetic data through the loader
+#           and bench_step: images/s, the share of synthetic's, CPU cores used, images left to the host
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
 #           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (bench/sharing_table.py)
 #   sharing2 green against mig-emulate (MPS) with the same SM counts for S+M+M; the MIG layout
@@ -61,6 +66,12 @@ fi
 if [ -z "${CUDNN_ROOT:-}" ]; then
     CUDNN_ROOT=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null)
     export CUDNN_ROOT
+fi
+# nvJPEG (pip's nvidia-nvjpeg, which the device image may lack): an unpacked wheel carried in
+# .whl/nvjpeg (nvidia/cu13/...) serves as NVJPEG_ROOT for the build stage
+if [ -z "${NVJPEG_ROOT:-}" ] && [ -f .whl/nvjpeg/nvidia/cu13/include/nvjpeg.h ]; then
+    NVJPEG_ROOT=$PWD/.whl/nvjpeg
+    export NVJPEG_ROOT
 fi
 status=0
 for stage in "$@"; do
@@ -248,6 +259,48 @@ PY
         echo "--- data already on the GPU (bench_step):"
         "$build/bench_step" --model resnet50 --image-size 224 --batch 128 --classes 1000 || status=1
         "$build/bench_jpeg" --images 800 --threads 1,8,16 | tail -7 || status=1
+        ;;
+    nvjpeg)
+        grep -E "^(NVJPEG_INCLUDE_DIR|NVJPEG_LIBRARY|SUITE_NVJPEG)[:=]" "$build/CMakeCache.txt"
+        if ! grep -q "^NVJPEG_LIBRARY:FILEPATH=/" "$build/CMakeCache.txt"; then
+            echo "nvJPEG is not in the build (pip install nvidia-nvjpeg, or carry .whl/nvjpeg): stage skipped"
+            status=1; continue
+        fi
+        ldd "$build/train" | grep -i nvjpeg || { echo "train does not load libnvjpeg"; status=1; continue; }
+        timeout 600 "$build/gpu_nvjpeg" >"$out/gpu_nvjpeg.log" 2>&1; echo "gpu_nvjpeg: exit $?"
+        grep -vE "^\[ +(RUN|OK) +\]" "$out/gpu_nvjpeg.log" | head -40
+        dir=/tmp/jpegs-nvjpeg
+        [ -d $dir/train ] || "$build/bench_jpeg" --write $dir --images "${NVJPEG_IMAGES:-10240}" --classes 8 \
+            --width 500 --height 375
+        echo "$(find $dir/train -name '*.JPEG' | wc -l) JPEGs, $(( $(du -sk $dir/train | cut -f1) / 1024 )) MB"
+        find $dir/train -name '*.JPEG' -exec cat {} + >/dev/null # in the page cache
+        for run in "synthetic synthetic" "cpu imagenet --data-root $dir --decode cpu" "gpu imagenet --data-root $dir --decode gpu"; do
+            read -r name data <<<"$run"
+            echo "--- resnet50 224 bf16 batch 256, $name"
+            # shellcheck disable=SC2086
+            "$build/train" --model resnet50 --batch 256 --image-size 224 --classes 1000 --precision bf16 --epochs 4 \
+                --workers 16 --data $data --json 2>"$out/nvjpeg_$name.err" >"$out/nvjpeg_$name.jsonl" || status=1
+            python3 bench/epoch_lines.py <"$out/nvjpeg_$name.jsonl"; tail -3 "$out/nvjpeg_$name.err"
+        done
+        python3 - "$out" <<'PY'
+import json, sys
+def last_epochs(name):
+    events = [json.loads(l) for l in open(f"{sys.argv[1]}/nvjpeg_{name}.jsonl") if l.startswith("{")]
+    return [e for e in events if e.get("event") == "epoch" and not e.get("warmup")]
+rates = {}
+for name in ("synthetic", "cpu", "gpu"):
+    epochs = last_epochs(name)
+    if not epochs:
+        print(f"{name}: no timed epoch"); continue
+    rate = sum(e["samples"] for e in epochs) / sum(e["seconds"] for e in epochs)
+    cores = sum(e["cpu_cores"] * e["seconds"] for e in epochs) / sum(e["seconds"] for e in epochs)
+    rates[name] = rate
+    share = f"{rate / rates['synthetic']:.1%} of synthetic" if "synthetic" in rates else ""
+    host = f", {epochs[-1]['host_decoded']:.0f} left to the host" if "host_decoded" in epochs[-1] else ""
+    print(f"{name:>9}: {rate:7.0f} images/s {share:>20}, {cores:.1f} CPU cores{host}")
+PY
+        echo "--- data already on the GPU (bench_step):"
+        "$build/bench_step" --model resnet50 --image-size 224 --batch 256 --classes 1000 --precision bf16 || status=1
         ;;
     sharing)
         steps=${SHARING_STEPS:-500}

@@ -12,6 +12,7 @@
 
 #include <cuda_runtime.h>
 
+#include "runner/train/train_options.h"
 #include "tests/testutil.h"
 
 static char out[1 << 16], err[1 << 16];
@@ -135,6 +136,42 @@ static void test_data_if_present(void **state) {
     }
 }
 
+/* --decode: refused where there are no JPEG files to decode or no nvJPEG in the build; the plan
+ * (train_decode_plan) says where the images decode and why, for every case of asked, files and build. */
+static void test_decode_option(void **state) {
+    EXPECT_USAGE("--decode: expected auto, cpu or gpu", "--model", "resnet50", "--decode", "fpga");
+    EXPECT_USAGE("--decode gpu decodes ImageNet's JPEG files", "--model", "resnet26", "--data", "cifar10",
+                 "--decode", "gpu");
+    EXPECT_USAGE("without --data-root", "--model", "resnet50", "--data", "imagenet", "--decode", "gpu");
+    if (!SUITE_HAVE_NVJPEG)
+        EXPECT_USAGE("this build has no nvJPEG", "--model", "resnet50", "--data", "imagenet", "--data-root", "/tmp",
+                     "--decode", "gpu");
+    assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet", "--decode", "cpu", "--dry-run", NULL), 0);
+    assert_int_equal(run_train("--help", NULL), 0);
+    assert_non_null(strstr(out, "--decode"));
+
+    struct { const char *decode; int jpeg_files, built; decode_kind want; const char *why; } cases[] = {
+        {"auto", 1, 1, DECODE_GPU, "--decode auto: JPEG files, and nvJPEG is built in"},
+        {"auto", 1, 0, DECODE_CPU, "--decode auto: this build has no nvJPEG"},
+        {"auto", 0, 1, DECODE_CPU, "no JPEG files to decode (synthetic data)"},
+        {"cpu", 1, 1, DECODE_CPU, "--decode cpu"},
+        {"gpu", 1, 1, DECODE_GPU, "--decode gpu"},
+        {"gpu", 0, 1, DECODE_CPU, "no JPEG files to decode (synthetic data)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *argv[] = {"train", "--model", "resnet50", "--data", "imagenet", "--data-root", "/tmp", "--data-if-present",
+                        "--decode", (char *)cases[i].decode, NULL};
+        train_options o;
+        char message[512] = "", why[256] = "";
+        if (!SUITE_HAVE_NVJPEG && !strcmp(cases[i].decode, "gpu")) continue; /* refused above */
+        if (train_options_parse(&o, 10, argv, message, sizeof message) != 0) fail_msg("%s", message);
+        decode_kind got = train_decode_plan(&o, cases[i].jpeg_files, cases[i].built, why, sizeof why);
+        if (got != cases[i].want || strcmp(why, cases[i].why) != 0)
+            fail_msg("--decode %s, files %d, built %d: %s (%s), want %s (%s)", cases[i].decode, cases[i].jpeg_files,
+                     cases[i].built, decode_kind_name(got), why, decode_kind_name(cases[i].want), cases[i].why);
+    }
+}
+
 static void test_json_error_event(void **state) {
     assert_int_equal(run_train("--model", "vgg16", "--json", NULL), 2);
     cJSON *e = cJSON_Parse(out);
@@ -162,7 +199,7 @@ int main(void) {
         cmocka_unit_test(test_parameter_counts_match_timm), cmocka_unit_test(test_dry_run_human_readable),
         cmocka_unit_test(test_dry_run_workspace_counts_the_lane),
         cmocka_unit_test(test_bad_input_exits_2), cmocka_unit_test(test_data_if_present),
-        cmocka_unit_test(test_json_error_event),
+        cmocka_unit_test(test_decode_option), cmocka_unit_test(test_json_error_event),
         cmocka_unit_test(test_without_gpu_says_so), cmocka_unit_test(test_help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

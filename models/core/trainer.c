@@ -135,9 +135,10 @@ void trainer_init(trainer *t, model *m, job_context *ctx, optimizer_config opt, 
 static void copy_batch(trainer *t, const float *images, const int32_t *labels, int n) {
     model *m = t->model;
     size_t image_floats = (size_t)m->config.image_size * m->config.image_size * m->config.in_channels;
-    CHECK_CUDA(cudaMemcpyAsync(m->input, images, (size_t)n * image_floats * sizeof(float),
-                               cudaMemcpyHostToDevice, t->ctx->stream));
-    CHECK_CUDA(cudaMemcpyAsync(m->labels, labels, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice,
+    /* cudaMemcpyDefault: host batches from the loader, or images a GPU decoder made */
+    CHECK_CUDA(cudaMemcpyAsync(m->input, images, (size_t)n * image_floats * sizeof(float), cudaMemcpyDefault,
+                               t->ctx->stream));
+    CHECK_CUDA(cudaMemcpyAsync(m->labels, labels, (size_t)n * sizeof(int32_t), cudaMemcpyDefault,
                                t->ctx->stream));
 }
 

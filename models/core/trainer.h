@@ -48,7 +48,8 @@ void trainer_build(trainer *t, arena *a);
  * step into a graph when use_graph is set. */
 void trainer_init(trainer *t, model *m, job_context *ctx, optimizer_config opt, lr_schedule schedule,
                   float label_smoothing, int use_graph);
-/* Enqueues one training step on the job's stream; host buffers should be pinned. */
+/* Enqueues one training step on the job's stream; images and labels may be host memory (pinned,
+ * for speed) or device memory (a GPU decoder's images). */
 void trainer_step(trainer *t, const float *images, const int32_t *labels);
 /* The same step enqueued kernel by kernel (no graph): the captured body. bf16: its optimizer
  * keeps the bfloat16 weight copy current (the step's forward does not cast) and, without grad

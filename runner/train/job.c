@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -150,6 +151,13 @@ static void window_between_steps(job *j, int final) {
     for (cJSON *e; (e = step_windows_next_event(&j->win, final));) train_emit(j->ev, e);
 }
 
+/* CPU seconds of the whole process so far (every thread: the loader's workers, nvJPEG's). */
+static double process_cpu_seconds(void) {
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u) != 0) return NAN;
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 static int run_epochs(job *j) {
     workload *w = &j->w;
     const workload_ops *ops = w->ops;
@@ -167,7 +175,7 @@ static int run_epochs(job *j) {
     for (int epoch = 1; (window ? epoch == 1 || !j->stop : epoch <= o->epochs) && status == 0; epoch++) {
         loader_start_epoch(l, epoch - 1);
         CHECK_CUDA(cudaStreamSynchronize(stream));
-        double t_start = train_wall_seconds();
+        double t_start = train_wall_seconds(), cpu_start = process_cpu_seconds();
         CHECK_CUDA(cudaEventRecord(ring.anchor, stream));
         CHECK_CUDA(cudaEventSynchronize(ring.anchor));
         ring.anchor_wall = train_wall_seconds();
@@ -208,7 +216,7 @@ static int run_epochs(job *j) {
         }
         if (ops->timed_blocks && block.steps > 0) diverged |= end_block(j, epoch, &block, &loss_sum, &correct);
         CHECK_CUDA(cudaStreamSynchronize(stream));
-        double t_end = train_wall_seconds();
+        double t_end = train_wall_seconds(), cpu_end = process_cpu_seconds();
         while (ring.resolved < ring.recorded) ring_resolve_next(j, &ring);
         if (window) window_between_steps(j, 0);
         long timed = steps;
@@ -243,7 +251,9 @@ static int run_epochs(job *j) {
             .step_ms_p90 = timed ? step_ms[timed * 9 / 10] : 0, .peak_bytes = (double)ops->gpu_bytes(w),
             .device_used_bytes = (double)(total_b - free_b), .loader_wait_s = ls.wait_seconds,
             .loader_samples_per_s = ls.samples_per_s, .bad_images = ops->bad_images ? ops->bad_images(w) : 0,
-            .t_start = t_start, .t_end = t_end};
+            .t_start = t_start, .t_end = t_end,
+            .cpu_cores = t_end > t_start ? (cpu_end - cpu_start) / (t_end - t_start) : 0,
+            .host_decoded = ops->host_decoded ? ops->host_decoded(w) : -1};
         train_emit_epoch(j->ev, &ops->style, &r);
         if (diverged) status = fail(j, 1, "the loss diverged (NaN or infinite)");
         done += steps;

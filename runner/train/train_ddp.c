@@ -78,7 +78,7 @@ cJSON *train_ddp_aggregate(const char *event, cJSON *const *per_rank, int ranks)
         return out;
     }
     /* epoch: the ranks worked at once; the slowest sets the time */
-    const char *summed[] = {"samples", "loader_wait_s", "bad_images"};
+    const char *summed[] = {"samples", "loader_wait_s", "bad_images", "host_decoded", "cpu_cores"};
     const char *slowest[] = {"seconds", "step_ms_median", "step_ms_p10", "step_ms_p90", "peak_bytes",
                              "device_used_bytes", "t_end"};
     const char *mean[] = {"loss", "train_accuracy", "accuracy", "test_loss"};

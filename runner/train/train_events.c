@@ -177,6 +177,8 @@ void train_emit_epoch(const train_events *ev, const train_epoch_style *style, co
     cJSON_AddNumberToObject(e, "loader_wait_s", r->loader_wait_s);
     cJSON_AddNumberToObject(e, "loader_samples_per_s", r->loader_samples_per_s);
     if (style->bad_images) cJSON_AddNumberToObject(e, "bad_images", r->bad_images);
+    if (r->host_decoded >= 0) cJSON_AddNumberToObject(e, "host_decoded", r->host_decoded);
+    cJSON_AddNumberToObject(e, "cpu_cores", r->cpu_cores);
     cJSON_AddNumberToObject(e, "t_start", r->t_start);
     cJSON_AddNumberToObject(e, "t_end", r->t_end);
     train_emit(ev, e);

@@ -83,6 +83,8 @@ typedef struct train_epoch_record {
     double lr;
     float step_ms_median, step_ms_p10, step_ms_p90;
     double peak_bytes, device_used_bytes, loader_wait_s, loader_samples_per_s, bad_images, t_start, t_end;
+    double cpu_cores;       /* the process's CPU time over the epoch's wall time (loader threads too) */
+    double host_decoded;    /* < 0: no GPU decoder; else the images it left to the host so far */
 } train_epoch_record;
 void train_emit_epoch(const train_events *ev, const train_epoch_style *style, const train_epoch_record *r);
 

@@ -16,6 +16,7 @@ static int is_criteo(const char *data) { return !strncmp(data, "criteo-", 7); }
 static const cli_choice SCHEDULES[] = {{"constant", LR_CONSTANT}, {"step", LR_STEP}, {"cosine", LR_COSINE},
                                        {"one-cycle", LR_ONE_CYCLE}, {0}};
 static const cli_choice OPTIMIZERS[] = {{"sgd", OPTIMIZER_SGD}, {"adamw", OPTIMIZER_ADAMW}, {0}};
+static const cli_choice DECODES[] = {{"auto", DECODE_AUTO}, {"cpu", DECODE_CPU}, {"gpu", DECODE_GPU}, {0}};
 #define PRECISION_CHOICE_(kind, name) {name, kind},
 static const cli_choice PRECISIONS[] = {PRECISION_TABLE(PRECISION_CHOICE_){0}};
 #undef PRECISION_CHOICE_
@@ -52,6 +53,9 @@ static const cli_option OPTIONS[] = {
     {"--data-if-present", NULL, "with --data-root: where that set's files are absent (or no reader exists "
      "for it yet), synthetic data of its shape", CLI_FLAG(T, data_if_present, 1)},
     {"--skip-bad", NULL, "skip (and count) images that fail to decode", CLI_FLAG(T, skip_bad, 1)},
+    {"--decode", NULL, "imagenet JPEG folders: decode on the loader's CPU threads, or on the GPU with nvJPEG "
+     "(its JPEG engines where it has them); auto: the GPU where the build has nvJPEG", CLI_CHOICE(T, decode, DECODES),
+     .fallback = "auto"},
     {"--batch", "N", "samples per step", CLI_INT(T, batch, 1, 65536), .fallback = "128"},
     {"--epochs", "N", "epochs; the first warms up", CLI_INT(T, epochs, 1, 100000), .fallback = "2"},
     {"--steps-per-epoch", "N", "steps per epoch (default: whole epochs)", CLI_INT(T, steps_per_epoch, 1, 1LL << 40)},
@@ -115,6 +119,32 @@ static const cli_program PROGRAM = {
     .epilogue = "exit status: 0 done, 1 run-time error, 2 bad input (reported before the GPU is touched)\n",
     .options = OPTIONS,
 };
+
+const char *decode_kind_name(decode_kind kind) {
+    for (const cli_choice *c = DECODES; c->name; c++)
+        if (c->value == (int)kind) return c->name;
+    return "auto";
+}
+
+decode_kind train_decode_plan(const train_options *o, int jpeg_files, int nvjpeg_built, char *why,
+                              size_t why_size) {
+    if (!jpeg_files) {
+        snprintf(why, why_size, "no JPEG files to decode (%s data)",
+                 strcmp(o->data, "imagenet") ? o->data : "synthetic");
+        return DECODE_CPU;
+    }
+    if (o->decode == DECODE_CPU) {
+        snprintf(why, why_size, "--decode cpu");
+        return DECODE_CPU;
+    }
+    if (!nvjpeg_built) {
+        snprintf(why, why_size, "--decode %s: this build has no nvJPEG", decode_kind_name(o->decode));
+        return DECODE_CPU;
+    }
+    snprintf(why, why_size, "--decode %s%s", decode_kind_name(o->decode),
+             o->decode == DECODE_AUTO ? ": JPEG files, and nvJPEG is built in" : "");
+    return DECODE_GPU;
+}
 
 const char *lr_kind_name(lr_kind kind) {
     for (const cli_choice *c = SCHEDULES; c->name; c++)
@@ -238,6 +268,16 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
     if (o->warmup_steps > 0 && !o->window_protocol) {
         snprintf(err, err_size, "--warmup-steps shortens the window protocol's warm-up epoch: it goes with "
                  "--window-protocol");
+        return -1;
+    }
+    if (o->decode == DECODE_GPU && (strcmp(o->data, "imagenet") != 0 || !o->data_root[0])) {
+        snprintf(err, err_size, "--decode gpu decodes ImageNet's JPEG files: --data imagenet --data-root DIR "
+                 "(got --data %s%s)", o->data, o->data_root[0] ? "" : " without --data-root");
+        return -1;
+    }
+    if (o->decode == DECODE_GPU && !SUITE_HAVE_NVJPEG) {
+        snprintf(err, err_size, "--decode gpu: this build has no nvJPEG (pip install nvidia-nvjpeg, then configure "
+                 "and build again, as README's set-up does); --decode cpu decodes on the loader's threads");
         return -1;
     }
     if (o->window_protocol && !o->wait_go) {

@@ -11,6 +11,10 @@
 #include "models/core/precision.h"
 #include "runner/train/fault.h"
 
+/* Where the training JPEGs decode (--decode): on the host's loader threads, or on the GPU
+ * (runner/train/jpeg_decoder.h); auto: the GPU where it can. */
+typedef enum decode_kind { DECODE_AUTO, DECODE_CPU, DECODE_GPU } decode_kind;
+
 typedef struct train_options {
     char model[32];
     char data[32];            /* synthetic, fashion-mnist, cifar10, imagenet64, imagenet, criteo-kaggle,
@@ -41,6 +45,7 @@ typedef struct train_options {
     char ddp_id[264];         /* the NCCL id, hex */
     int data_if_present;      /* with --data-root: synthetic data where the set's files are absent */
     int skip_bad;             /* undecodable images are skipped and counted instead of failing */
+    decode_kind decode;       /* --decode: asked for (train_decode_plan says what holds) */
     int workspace_mb;         /* --workspace-mb; workspace_limit in bytes */
     size_t workspace_limit;
     char inject_fault[48];    /* --inject-fault KIND@STEP as given; parsed into fault */
@@ -51,6 +56,13 @@ typedef struct train_options {
  * was asked (usage already printed to stdout). The options are one table in train_options.c. */
 int train_options_parse(train_options *o, int argc, char **argv, char *err, size_t err_size);
 const char *lr_kind_name(lr_kind kind);
+const char *decode_kind_name(decode_kind kind);
+/* Where this job's training images decode, before any GPU call, and why (the setup event says
+ * both): DECODE_GPU where --decode is gpu, or auto with JPEG files to decode (jpeg_files: real
+ * ImageNet folders are open) and nvJPEG built in (nvjpeg_built: SUITE_HAVE_NVJPEG); else
+ * DECODE_CPU. The GPU may still refuse at start-up (auto then decodes on the CPU). */
+decode_kind train_decode_plan(const train_options *o, int jpeg_files, int nvjpeg_built, char *why,
+                              size_t why_size);
 /* The files the options name, checked on the host before the GPU is touched (bad input, exit 2):
  * the --load checkpoint's whole header against its size, and that --save can be written where it
  * points, so trained weights are never lost to a bad path. 0, or -1 naming the option. */

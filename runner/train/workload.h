@@ -65,6 +65,9 @@ typedef struct workload_ops {
     double (*current_lr)(const workload *w);
     /* Images that failed to decode so far (epoch events of style.bad_images). */
     double (*bad_images)(const workload *w);
+    /* Training images a GPU decoder left to the host so far (the epoch event's host_decoded); < 0
+     * or NULL: no GPU decoder. */
+    double (*host_decoded)(const workload *w);
     /* The window protocol, after each step: whether to stop, given this job's own "stop" (told).
      * A data-parallel rank answers what all its ranks agree on, at the same step on each. NULL:
      * told. */

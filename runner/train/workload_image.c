@@ -1,7 +1,9 @@
 /* The image models as a workload (runner/train/workload.h): every family through the model
  * interface (models/core/model.h) and its session (models/session.h): the model is built twice
  * (planned, then allocated in one arena), the convolution algorithms are measured, the training
- * step is captured in a CUDA graph, and batches come from the loader in pinned memory. */
+ * step is captured in a CUDA graph, and batches come from the loader in pinned memory: decoded
+ * images, or with the GPU decoder (train_decode_plan) ImageNet's files undecoded, which
+ * runner/train/jpeg_decoder.h turns into the step's images on the GPU. */
 #include "runner/train/workload.h"
 
 #include <math.h>
@@ -14,6 +16,7 @@
 #include "kernels/check.h"
 #include "models/core/checkpoint.h"
 #include "models/session.h"
+#include "runner/train/jpeg_decoder.h"
 #include "runner/train/train_host.h"
 #include "runner/train/train_rank.h"
 
@@ -24,6 +27,10 @@ typedef struct image_job {
     ddp ddp;                  /* data-parallel rank (train --gpus): its communicator */
     double data_open_s, capture_s; /* set-up time outside the session's own (setup event) */
     cudaEvent_t copied;       /* the step has copied its batch */
+    decode_kind decode;       /* where the training images decode (train_decode_plan, then start) */
+    char decode_why[256];
+    jpeg_decoder *decoder;    /* DECODE_GPU: the job's */
+    loader_source encoded;    /* DECODE_GPU: the training set's files, undecoded */
 } image_job;
 
 static image_job *impl(const workload *w) { return w->impl; }
@@ -144,7 +151,29 @@ static int open_data(workload *w, char *err, size_t err_size) {
         return -1;
     }
     w->steps_per_epoch = o->steps_per_epoch && o->steps_per_epoch < batches ? o->steps_per_epoch : batches;
+    int jpeg_files = real == 0 && !strcmp(o->data, "imagenet");
+    j->decode = train_decode_plan(o, jpeg_files, SUITE_HAVE_NVJPEG, j->decode_why, sizeof j->decode_why);
+    if (j->decode == DECODE_GPU &&
+        loader_source_imagenet_encoded(&j->encoded, &j->train_set, err, err_size) != 0)
+        return -1;
     j->data_open_s = train_wall_seconds() - t_data;
+    return 0;
+}
+
+/* The GPU decoder, in the job's place, where the plan has one: without it, --decode auto decodes
+ * on the CPU and says why; --decode gpu fails (exit 1). */
+static int start_decoder(image_job *j, char *err, size_t err_size) {
+    if (j->decode != DECODE_GPU) return 0;
+    char why[200];
+    j->decoder = jpeg_decoder_open(&j->s.ctx, j->opt->batch, j->opt->image_size, dataset_imagenet_mean,
+                                   dataset_imagenet_std, why, sizeof why);
+    if (j->decoder) return 0;
+    if (j->opt->decode == DECODE_GPU) {
+        snprintf(err, err_size, "--decode gpu: %s", why);
+        return 1;
+    }
+    j->decode = DECODE_CPU;
+    snprintf(j->decode_why, sizeof j->decode_why, "--decode auto: %s", why);
     return 0;
 }
 
@@ -165,7 +194,7 @@ static int start(workload *w, const context_place *place, char *err, size_t err_
                               err_size);
     w->ctx = &j->s.ctx;
     if (rc == 0) w->params = &j->s.model->params;
-    return rc;
+    return rc == 0 ? start_decoder(j, err, err_size) : rc;
 }
 
 static int load(workload *w, const char *path, char *err, size_t err_size) {
@@ -185,7 +214,10 @@ static int prepare(workload *w, char *err, size_t err_size) {
     return 0;
 }
 
-static size_t gpu_bytes(const workload *w) { return session_gpu_bytes(&impl(w)->s); }
+static size_t gpu_bytes(const workload *w) {
+    const image_job *j = impl(w);
+    return session_gpu_bytes(&j->s) + (j->decoder ? jpeg_decoder_gpu_bytes(j->decoder) : 0);
+}
 
 /* where the time before "ready" went: a study runs hundreds of set-ups */
 static void add_setup_fields(const workload *w, cJSON *e) {
@@ -196,6 +228,13 @@ static void add_setup_fields(const workload *w, cJSON *e) {
     cJSON_AddNumberToObject(t, "build", j->s.setup_build_s);
     cJSON_AddNumberToObject(t, "model_setup", j->s.setup_model_s);
     cJSON_AddNumberToObject(t, "step_capture", j->capture_s);
+    /* where the training images decode, and why (train_decode_plan) */
+    cJSON_AddStringToObject(e, "decode", decode_kind_name(j->decode));
+    cJSON_AddStringToObject(e, "decode_why", j->decode_why);
+    if (j->decoder) {
+        cJSON_AddStringToObject(e, "decode_backend", jpeg_decoder_backend(j->decoder));
+        cJSON_AddBoolToObject(e, "decode_chroma_interpolated", jpeg_decoder_interpolates(j->decoder));
+    }
     /* whether the weight-gradient lane was asked for, is in effect, and why not (wgrad_lane.h) */
     const wgrad_lane_choice *lane = &j->s.model->wgrad_lane;
     int asked = wgrad_lane_asked(), in_effect = lane->in_effect && !w->ctx->grad_hooks;
@@ -208,9 +247,13 @@ static void add_setup_fields(const workload *w, cJSON *e) {
 }
 
 static void print_setup(const workload *w, const char *device, int sms, int mps, FILE *out) {
+    const image_job *j = impl(w);
     fprintf(out, "%s on %s (%d SMs%s%s): %lld parameters, %.1f MiB on the GPU, %ld steps of %d per epoch\n",
             w->o->model, device, sms, mps ? ", MPS" : "", w->ctx->green ? ", green context" : "",
             (long long)param_count(w), gpu_bytes(w) / 1048576.0, w->steps_per_epoch, w->o->batch);
+    if (!strcmp(w->o->data, "imagenet") && !strcmp(w->data_source, "real"))
+        fprintf(out, "JPEG decoding on the %s%s%s (%s)\n", j->decoder ? "GPU, nvJPEG " : "CPU",
+                j->decoder ? jpeg_decoder_backend(j->decoder) : "", j->decoder ? " backend" : "", j->decode_why);
 }
 
 static loader *open_loader(workload *w, char *err, size_t err_size) {
@@ -218,16 +261,33 @@ static loader *open_loader(workload *w, char *err, size_t err_size) {
     loader_config lc = {.batch = o->batch, .workers = train_loader_workers(o), .shuffle = 1, .drop_last = 1,
                         .shards = o->ddp_world, .shard = o->ddp_rank, .seed = o->seed,
                         .alloc_host = train_pinned_alloc, .free_host = train_pinned_free};
-    return loader_open(&impl(w)->train_set, &lc, err, err_size);
+    image_job *j = impl(w);
+    if (j->decoder) return loader_open_source(&j->encoded, &lc, err, err_size);
+    return loader_open(&j->train_set, &lc, err, err_size);
 }
 
 static void step(workload *w, const loader_batch *b, long index) {
     image_job *j = impl(w);
-    trainer_step(&j->s.trainer, b->images, b->labels);
+    if (!j->decoder) {
+        trainer_step(&j->s.trainer, b->images, b->labels);
+        CHECK_CUDA(cudaEventRecord(j->copied, j->s.ctx.stream));
+        return;
+    }
+    char err[512];
+    const float *images = jpeg_decoder_run(j->decoder, b, j->encoded.field_bytes[IMAGENET_ENCODED_PAYLOAD],
+                                           &j->train_set, j->s.ctx.stream, err, sizeof err);
+    if (!images) suite_check_exit(train_fail(w->ev, 1, err), err); /* as a loader's read error would */
+    trainer_step(&j->s.trainer, images, b->fields[IMAGENET_ENCODED_LABEL]);
+    jpeg_decoder_taken(j->decoder, j->s.ctx.stream);
     CHECK_CUDA(cudaEventRecord(j->copied, j->s.ctx.stream));
 }
 
-static void batch_done(workload *w, long index) { CHECK_CUDA(cudaEventSynchronize(impl(w)->copied)); }
+/* The loader may refill b's buffers once the step has copied them and the decoder has read them. */
+static void batch_done(workload *w, long index) {
+    image_job *j = impl(w);
+    CHECK_CUDA(cudaEventSynchronize(j->copied));
+    if (j->decoder) jpeg_decoder_wait_inputs(j->decoder);
+}
 
 /* A NaN fault writes the float32 weights, but a bf16 step's forward reads the bfloat16 copy that
  * the optimizer keeps: refresh it, so the next step diverges as in float32. */
@@ -266,6 +326,13 @@ static int evaluate(workload *w, int diverged, workload_eval *out, char *err, si
 
 static double current_lr(const workload *w) { return trainer_current_lr(&impl(w)->s.trainer); }
 static double bad_images(const workload *w) { return (double)dataset_imagenet_bad_images(&impl(w)->train_set); }
+/* Training images the GPU decoder left to the host: the workers' (not plain JPEGs, too large) and
+ * nvJPEG's failures; -1 without the GPU decoder. */
+static double host_decoded(const workload *w) {
+    const image_job *j = impl(w);
+    if (!j->decoder) return -1;
+    return (double)(dataset_imagenet_host_decoded(&j->train_set) + jpeg_decoder_host_fallbacks(j->decoder));
+}
 
 static int save(workload *w, const char *path, char *err, size_t err_size) {
     return checkpoint_save(impl(w)->s.model, &impl(w)->s.ctx, path, err, err_size);
@@ -281,6 +348,7 @@ static void end(workload *w) {
     image_job *j = impl(w);
     if (!j) return;
     if (j->copied) CHECK_CUDA(cudaEventDestroy(j->copied));
+    jpeg_decoder_close(j->decoder);
     /* the step's graph first: every graph that captured a collective holds a reference on the
      * communicator, and ncclCommDestroy waits for them all to go (a 2-GPU job never exited) */
     trainer_free(&j->s.trainer);
@@ -298,7 +366,8 @@ const workload_ops workload_image_ops = {
     .param_count = param_count, .gpu_bytes = gpu_bytes, .add_setup_fields = add_setup_fields,
     .print_setup = print_setup, .open_loader = open_loader, .step = step, .batch_done = batch_done,
     .weights_written = weights_written, .take_sums = take_sums, .evaluate = evaluate, .current_lr = current_lr,
-    .bad_images = bad_images, .agree_stop = agree_stop, .finish = finish, .save = save, .end = end,
+    .bad_images = bad_images, .host_decoded = host_decoded, .agree_stop = agree_stop, .finish = finish,
+    .save = save, .end = end,
     .style = {.warmup_last = 0, .held_out_auc = 0, .bad_images = 1, .loss_digits = 4, .step_ms_digits = 2},
     .timed_blocks = 0,
 };
