@@ -132,12 +132,12 @@ jpeg_decoder *jpeg_decoder_open(const job_context *ctx, int batch, int size, con
         return NULL;
     }
     d->interpolates = interpolates;
-    unsigned engines = 0, cores = 0;
+    unsigned engine_count = 0, cores = 0;
+    /* NVJPEG_STATUS_ARCH_MISMATCH where the GPU has no JPEG engines: the CUDA backend does it all */
     if (create_handle(NVJPEG_BACKEND_HARDWARE, interpolates, &d->engines, &interpolates) ==
         NVJPEG_STATUS_SUCCESS) {
-        /* a handle without engines behind it decodes nothing: the CUDA backend does it all */
-        if (nvjpegGetHardwareDecoderInfo(d->engines, &engines, &cores) != NVJPEG_STATUS_SUCCESS ||
-            engines == 0) {
+        if (nvjpegGetHardwareDecoderInfo(d->engines, &engine_count, &cores) != NVJPEG_STATUS_SUCCESS ||
+            engine_count == 0) {
             CHECK_NVJPEG(nvjpegDestroy(d->engines));
             d->engines = NULL;
         } else {
