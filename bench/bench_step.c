@@ -77,6 +77,11 @@ int main(int argc, char **argv) {
     if (!allow_tf32 && config.precision == PRECISION_TF32) config.precision = PRECISION_FP32;
     session s;
     char err[512];
+    /* What the job takes from the device, measured: the arena and workspaces, and what cuDNN,
+     * cuBLAS and the graph allocate themselves (the CUDA context's own memory excluded). */
+    size_t free_before, free_after, total;
+    CHECK_CUDA(cudaFree(0));
+    CHECK_CUDA(cudaMemGetInfo(&free_before, &total));
     if (session_plan(&s, &config, err, sizeof err) != 0) return refuse(err);
     if (session_start(&s, 0, workspace_mb << 20, allow_tf32, optimizer_slots(opt.kind), err, sizeof err) != 0) {
         fprintf(stderr, "bench_step: %s\n", err);
@@ -104,6 +109,8 @@ int main(int argc, char **argv) {
         CHECK_CUDA(cudaEventRecord(marks[i + 1], s.ctx.stream));
     }
     CHECK_CUDA(cudaStreamSynchronize(s.ctx.stream));
+    CHECK_CUDA(cudaMemGetInfo(&free_after, &total));
+    size_t device_bytes = free_before > free_after ? free_before - free_after : 0;
     for (int i = 0; i < steps; i++) CHECK_CUDA(cudaEventElapsedTime(&ms[i], marks[i], marks[i + 1]));
     qsort(ms, (size_t)steps, sizeof *ms, compare_floats);
     double loss_sum, correct;
@@ -119,16 +126,18 @@ int main(int argc, char **argv) {
     double flops = 3.0 * m->flops_per_step_forward, median = ms[steps / 2];
     if (json)
         printf("{\"impl\":\"suite\",\"model\":\"%s\",\"image_size\":%d,\"batch\":%d,\"classes\":%d,"
-               "\"median_ms\":%.4f,\"p10_ms\":%.4f,\"p90_ms\":%.4f,\"peak_bytes\":%zu,\"flops_per_step\":%.6g,"
+               "\"median_ms\":%.4f,\"p10_ms\":%.4f,\"p90_ms\":%.4f,\"peak_bytes\":%zu,\"device_bytes\":%zu,\"flops_per_step\":%.6g,"
                "\"tf32\":%d,\"precision\":\"%s\",\"mean_loss\":%.5f,\"device\":\"%s\"}\n",
                config.name, config.image_size, config.batch, config.classes, median, ms[steps / 10],
-               ms[steps * 9 / 10], session_gpu_bytes(&s), flops, allow_tf32,
+               ms[steps * 9 / 10], session_gpu_bytes(&s), device_bytes, flops, allow_tf32,
                precision_name(config.precision),
                loss_sum / ((double)(warmup + steps) * config.batch), prop.name);
     else
-        printf("%s %s %dx%d batch %d: median %.3f ms (p10 %.3f, p90 %.3f), %.1f TFLOP/s, %.2f GiB\n", config.name,
+        printf("%s %s %dx%d batch %d: median %.3f ms (p10 %.3f, p90 %.3f), %.1f TFLOP/s, %.2f GiB (%.2f GiB "
+               "taken from the device)\n", config.name,
                precision_name(config.precision), config.image_size, config.image_size, config.batch, median, ms[steps / 10], ms[steps * 9 / 10],
-               flops / (median * 1e-3) / 1e12, session_gpu_bytes(&s) / 1073741824.0);
+               flops / (median * 1e-3) / 1e12, session_gpu_bytes(&s) / 1073741824.0,
+               device_bytes / 1073741824.0);
     for (int i = 0; i <= steps; i++) CHECK_CUDA(cudaEventDestroy(marks[i]));
     free(marks), free(ms), free(images), free(labels);
     session_end(&s);

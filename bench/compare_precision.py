@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Per model: the suite's step in bf16 and tf32 next to PyTorch's strongest compiled step in each.
 
-Why: issue 13's targets in one table: suite bf16 at most 0.8x PyTorch's compiled bf16 step (the
-best of mode="reduce-overhead", "max-autotune" and the whole step in one CUDA graph ("graphed",
-bench/torch_model.py) where they ran; the column says which), and
-the suite's bf16 peak memory at most its tf32 footprint. Reads the JSON lines of
+Why: the targets in one table: suite bf16 at most 0.8x PyTorch's compiled bf16 step (the best of
+mode="reduce-overhead", "max-autotune" and the whole step in one CUDA graph ("graphed",
+bench/torch_model.py) where they ran; the column says which), the suite's bf16 memory at most its
+tf32 footprint and at most what that PyTorch run reserved (max_memory_reserved). The suite's
+memory is what bench_step measured the job taking from the device (device_bytes: arena,
+workspaces, and the libraries' and the graph's own allocations), else its arena and workspaces. Reads the JSON lines of
 bench/run_model_bench.sh (run with BENCH_PRECISIONS="tf32 bf16"); records without "precision"
 are tf32. Prints a Markdown table and PASS/FAIL/SKIP lines; exits 1 if a check FAILs or nothing
 was found.
@@ -60,6 +62,19 @@ def spread(by_slot, precision, mode):
     return f", p10-p90 {lo:.2f}-{hi:.2f}" if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else ""
 
 
+def suite_gib(record):
+    """The suite's memory in GiB: measured on the device where the record has it."""
+    if not ms(record):
+        return None
+    return float(record.get("device_bytes") or record.get("peak_bytes")) / GIB
+
+
+def reserved_gib(by_slot, precision, mode):
+    r = by_slot.get((f"torch-{mode}", precision)) or {}
+    v = r.get("max_memory_reserved")
+    return float(v) / GIB if isinstance(v, (int, float)) and v > 0 else None
+
+
 def fmt(v, digits=2):
     return "-" if v is None else f"{v:.{digits}f}"
 
@@ -70,19 +85,23 @@ def main():
         print("no benchmark records found", file=sys.stderr)
         return 1
     header = ("model", "input", "batch", "suite bf16 ms", "suite tf32 ms", "torch compiled bf16 ms",
-              "torch compiled tf32 ms", "suite bf16 / torch bf16", "suite bf16 GiB", "suite tf32 GiB")
+              "torch compiled tf32 ms", "suite bf16 / torch bf16", "suite bf16 images/s", "suite bf16 GiB",
+              "suite tf32 GiB", "torch bf16 reserved GiB")
     table, verdicts = [header], []
     for (model, size, batch), by_slot in rows.items():
         s_bf, s_tf = by_slot.get(("suite", "bf16")), by_slot.get(("suite", "tf32"))
         t_bf, t_bf_mode = best_compiled(by_slot, "bf16")
         t_tf, t_tf_mode = best_compiled(by_slot, "tf32")
         ratio = ms(s_bf) / t_bf if ms(s_bf) and t_bf else None
-        mem_bf = s_bf.get("peak_bytes") / GIB if ms(s_bf) else None
-        mem_tf = s_tf.get("peak_bytes") / GIB if ms(s_tf) else None
-        table.append((model, f"{size}x{size}", str(batch), fmt(ms(s_bf)), fmt(ms(s_tf)),
+        mem_bf, mem_tf = suite_gib(s_bf), suite_gib(s_tf)
+        torch_mem = reserved_gib(by_slot, "bf16", t_bf_mode)
+        rate = batch / (ms(s_bf) * 1e-3) if ms(s_bf) else None
+        table.append((model, f"{size}x{size}", str(batch),
+                      fmt(ms(s_bf)) + (f" (p10-p90 {s_bf['p10_ms']:.2f}-{s_bf['p90_ms']:.2f})" if ms(s_bf) else ""),
+                      fmt(ms(s_tf)),
                       f"{fmt(t_bf)} ({t_bf_mode}{spread(by_slot, 'bf16', t_bf_mode)})",
-                      f"{fmt(t_tf)} ({t_tf_mode}{spread(by_slot, 'tf32', t_tf_mode)})", fmt(ratio), fmt(mem_bf),
-                      fmt(mem_tf)))
+                      f"{fmt(t_tf)} ({t_tf_mode}{spread(by_slot, 'tf32', t_tf_mode)})", fmt(ratio), fmt(rate, 0),
+                      fmt(mem_bf), fmt(mem_tf), fmt(torch_mem)))
         name = f"{model} {size}x{size}/{batch}"
         if ratio is None:
             verdicts.append(("SKIP", f"{name}: suite bf16 <= {TARGET}x torch compiled bf16: a run is missing"))
@@ -95,6 +114,12 @@ def main():
         else:
             verdicts.append(("PASS" if mem_bf <= mem_tf else "FAIL",
                              f"{name}: suite bf16 {mem_bf:.2f} GiB vs tf32 {mem_tf:.2f} GiB"))
+        if mem_bf is None or torch_mem is None:
+            verdicts.append(("SKIP", f"{name}: bf16 memory <= torch's reserved: a run is missing"))
+        else:
+            verdicts.append(("PASS" if mem_bf <= torch_mem else "FAIL",
+                             f"{name}: suite bf16 {mem_bf:.2f} GiB vs torch compiled bf16 reserved "
+                             f"{torch_mem:.2f} GiB ({t_bf_mode})"))
     print("| " + " | ".join(table[0]) + " |")
     print("|" + " --- |" * len(table[0]))
     for row in table[1:]:

@@ -18,7 +18,7 @@ typedef struct bottleneck {
     const void *x;            /* block input: the previous block's output */
     void *z1, *a1, *z2, *a2;  /* conv outputs and their BN+ReLU outputs */
     void *z3, *out;           /* conv3 output; relu(bn3(z3) + shortcut) */
-    void *zd, *ad;            /* downsample conv output and its BN output */
+    void *zd, *ad;            /* downsample conv output and its BN output (forward only: in grad_zd) */
 } bottleneck;
 
 /* Activations and their gradients are of one element type (model_activation_type): float32, or
@@ -29,7 +29,7 @@ typedef struct resnet {
     conv_layer conv1;
     batchnorm_layer bn1;
     void *input_half, *dlogits_half; /* bfloat16 only */
-    void *z0, *a0, *pooled;
+    void *z0, *a0, *pooled;   /* a0: forward only, in grad_boundary[0] */
     uint8_t *argmax;
     int stem_size, pool_size;
     int block_count;
@@ -38,7 +38,8 @@ typedef struct resnet {
     linear_layer fc;
     /* gradients: block boundaries ping-pong; the rest are per-role buffers sized for the largest use:
      * of a block's activations a1, a2 (what a data gradient writes) and of its convolution outputs
-     * z1..z3, zd (what batch norm's backward writes and a weight gradient reads) */
+     * z1..z3, zd (what batch norm's backward writes and a weight gradient reads); some share
+     * memory (resnet_build) */
     void *grad_boundary[2], *grad_shortcut, *grad_a1, *grad_a2, *grad_z1, *grad_z2, *grad_z3, *grad_zd;
     void *grad_a0, *grad_z0, *grad_features;
     void *bn_scratch;
@@ -121,7 +122,6 @@ static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix,
     blk->out = model_take_activations(a, type, rows_out * out_c);
     if (blk->has_downsample) {
         blk->zd = model_take_activations(a, type, rows_out * out_c);
-        blk->ad = model_take_activations(a, type, rows_out * out_c);
         gs->shortcut = max_z(gs->shortcut, rows_out * out_c);
     }
     gs->boundary = max_z(gs->boundary, max_z(rows_in * in_c, rows_out * out_c));
@@ -177,7 +177,6 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
     layer_params_conv(m, "conv1.", &r->conv1);
     layer_params_batchnorm(m, "bn1.", &r->bn1);
     r->z0 = model_take_activations(a, type, stem_rows * 64);
-    r->a0 = model_take_activations(a, type, stem_rows * 64);
     r->pooled = model_take_activations(a, type, (size_t)n * r->pool_size * r->pool_size * 64);
     r->argmax = arena_take(a, ARENA_ACTIVATIONS, (size_t)n * r->pool_size * r->pool_size * 64);
 
@@ -206,16 +205,29 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
     if (type == ELEM_BF16) r->dlogits_half = model_take_activations(a, type, (size_t)n * config->classes);
     m->labels = arena_take(a, ARENA_SCRATCH, (size_t)n * sizeof(int32_t));
 
+    /* The gradient buffers are dead during the forward pass, so they also hold what only the
+     * forward reads: the stem's BN output (maxpool's backward reads its argmax; BN's backward
+     * recomputes the ReLU's mask from z0) and the downsample BN outputs (the shortcut's BN has no
+     * activation to mask). Batch norm's backward may write its input gradient over its output
+     * gradient (each element is read, then written, by one thread): the shortcut's goes over
+     * grad_shortcut, which a downsample's weight gradient then reads as grad_zd until the next
+     * downsample block (as before); the stem's, last in the backward pass, over the boundary
+     * buffer the first block did not read its output gradient from. */
+    size_t stem_floats = stem_rows * 64;
+    gs.boundary = max_z(gs.boundary, stem_floats);
     for (int i = 0; i < 2; i++) r->grad_boundary[i] = model_take_activations(a, type, gs.boundary);
     r->grad_a2 = model_take_activations(a, type, gs.mid2);
     r->grad_a1 = model_take_activations(a, type, gs.mid1);
     r->grad_z3 = model_take_activations(a, type, gs.z3);
     r->grad_z2 = model_take_activations(a, type, gs.mid2);
     r->grad_z1 = model_take_activations(a, type, gs.mid1);
-    r->grad_shortcut = model_take_activations(a, type, gs.shortcut);
-    r->grad_zd = model_take_activations(a, type, gs.shortcut);
-    r->grad_a0 = model_take_activations(a, type, stem_rows * 64);
-    r->grad_z0 = model_take_activations(a, type, stem_rows * 64);
+    r->grad_shortcut = r->grad_zd = model_take_activations(a, type, gs.shortcut);
+    r->a0 = r->grad_boundary[0];
+    for (b = 0; b < r->block_count; b++)
+        if (r->blocks[b].has_downsample) r->blocks[b].ad = r->grad_zd;
+    /* resnet_backward's boundaries alternate, one per block: the stem's output gradient arrives in
+     * grad_boundary[block_count % 2] */
+    r->grad_a0 = r->grad_z0 = r->grad_boundary[1 - r->block_count % 2];
     r->grad_features = model_take_activations(a, type, (size_t)n * in_c);
 
     /* One BN scratch for the whole model: all BN layers run one after another on one stream. */
@@ -268,7 +280,7 @@ static void resnet_setup(model *m, job_context *ctx) {
     }
     context_set_workspace(ctx, workspace);
     m->wgrad_lane = wgrad_lane_choose(ctx);
-    r->use_lane = m->wgrad_lane.in_effect;
+    r->use_lane = m->side_workspaces = m->wgrad_lane.in_effect;
     if (r->use_lane) wgrad_lane_init(&r->lane, ctx, workspace, RESNET_LANE_LAG);
     linear_setup(&r->fc, ctx);
 

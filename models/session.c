@@ -50,7 +50,10 @@ int session_start_at(session *s, const context_place *place, size_t workspace_li
     return 0;
 }
 
-size_t session_gpu_bytes(const session *s) { return s->ctx.arena.allocated + s->ctx.workspace_bytes; }
+size_t session_gpu_bytes(const session *s) {
+    size_t workspaces = 1 + (size_t)(s->model ? s->model->side_workspaces : 0);
+    return s->ctx.arena.allocated + s->ctx.workspace_bytes * workspaces;
+}
 
 void session_end(session *s) {
     trainer_free(&s->trainer);

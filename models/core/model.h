@@ -75,7 +75,8 @@ struct model {
     int32_t *labels;               /* [batch] */
     float *logits, *dlogits;       /* [batch, classes] */
     double flops_per_step_forward; /* multiply-adds x 2 for one forward of a whole batch */
-    int side_workspaces;           /* library workspaces it holds beside the context's (a lane's) */
+    int side_workspaces;           /* library workspaces of the context's size it holds beside it (a
+                                    * lane's): asked for when built, in effect after setup */
     wgrad_lane_choice wgrad_lane;  /* set up by a family with a lane (ResNet); zero: none */
     void (*setup)(model *m, job_context *ctx);
     void (*forward)(model *m, int training, job_context *ctx);

@@ -142,11 +142,19 @@ static void copy_batch(trainer *t, const float *images, const int32_t *labels, i
                                t->ctx->stream));
 }
 
-void trainer_step(trainer *t, const float *images, const int32_t *labels) {
+void trainer_take_batch(trainer *t, const float *images, const int32_t *labels) {
     copy_batch(t, images, labels, t->model->config.batch);
+}
+
+void trainer_run_step(trainer *t) {
     if (t->use_graph) CHECK_CUDA(cudaGraphLaunch(t->exec, t->ctx->stream));
     else trainer_step_body(t);
     t->model->num_batches_tracked++;
+}
+
+void trainer_step(trainer *t, const float *images, const int32_t *labels) {
+    trainer_take_batch(t, images, labels);
+    trainer_run_step(t);
 }
 
 void trainer_eval_batch(trainer *t, const float *images, const int32_t *labels, int n) {

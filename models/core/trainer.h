@@ -51,6 +51,10 @@ void trainer_init(trainer *t, model *m, job_context *ctx, optimizer_config opt, 
 /* Enqueues one training step on the job's stream; images and labels may be host memory (pinned,
  * for speed) or device memory (a GPU decoder's images). */
 void trainer_step(trainer *t, const float *images, const int32_t *labels);
+/* trainer_step in its two parts, so that a caller can mark (an event on the job's stream) the
+ * moment the batch's memory may be written again: the copy into the model's input, then the step. */
+void trainer_take_batch(trainer *t, const float *images, const int32_t *labels);
+void trainer_run_step(trainer *t);
 /* The same step enqueued kernel by kernel (no graph): the captured body. bf16: its optimizer
  * keeps the bfloat16 weight copy current (the step's forward does not cast) and, without grad
  * hooks, reads the bfloat16 gradients, so after it the float32 gradients of the weights with
