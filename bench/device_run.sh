@@ -25,6 +25,8 @@
 #           224 bf16 batch 256 from NVJPEG_IMAGES (10240) generated 500x375 JPEGs in the page cache,
 #           --decode cpu and --decode gpu (16 workers) against synthetic data through the loader
 #           and bench_step: images/s, the share of synthetic's, CPU cores used, images left to the host
+#   nvjpeg-mps  4 ResNet-50 224 bf16 jobs (batch 256) under MPS fed from those JPEGs by the GPU
+#           decoder, against 4 fed synthetic data: aggregate images/s, CPU cores (after nvjpeg)
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
 #           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (bench/sharing_table.py)
 #   sharing2 green against mig-emulate (MPS) with the same SM counts for S+M+M; the MIG layout
@@ -301,6 +303,41 @@ for name in ("synthetic", "cpu", "gpu"):
 PY
         echo "--- data already on the GPU (bench_step):"
         "$build/bench_step" --model resnet50 --image-size 224 --batch 256 --classes 1000 --precision bf16 || status=1
+        ;;
+    nvjpeg-mps)
+        dir=/tmp/jpegs-nvjpeg
+        [ -d $dir/train ] || { echo "run the nvjpeg stage first"; status=1; continue; }
+        export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+        mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+        nvidia-cuda-mps-control -d || { echo "MPS did not start"; status=1; continue; }
+        for run in "synthetic synthetic --steps-per-epoch 40" "gpu imagenet --data-root $dir --decode gpu"; do
+            read -r name data <<<"$run"
+            for k in 1 2 3 4; do
+                # shellcheck disable=SC2086
+                "$build/train" --model resnet50 --batch 256 --image-size 224 --classes 1000 --precision bf16 \
+                    --epochs 4 --workers 4 --seed $k --data $data --json >"$out/mps4_${name}_$k.jsonl" \
+                    2>"$out/mps4_${name}_$k.err" &
+            done
+            wait
+        done
+        echo quit | nvidia-cuda-mps-control
+        sleep 1; ps -eo comm= | grep -c '^nvidia-cuda-mps' | sed 's/^/MPS processes left: /'
+        python3 - "$out" <<'PY'
+import json, sys
+for name in ("synthetic", "gpu"):
+    rates, cores, host = [], 0.0, 0
+    for k in range(1, 5):
+        events = [json.loads(l) for l in open(f"{sys.argv[1]}/mps4_{name}_{k}.jsonl") if l.startswith("{")]
+        epochs = [e for e in events if e.get("event") == "epoch" and not e.get("warmup")]
+        if not epochs:
+            print(f"{name} job {k}: no timed epoch"); continue
+        seconds = sum(e["seconds"] for e in epochs)
+        rates.append(sum(e["samples"] for e in epochs) / seconds)
+        cores += sum(e["cpu_cores"] * e["seconds"] for e in epochs) / seconds
+        host += max(0, epochs[-1].get("host_decoded", 0))
+    print(f"4 x resnet50 224 bf16 under MPS, {name:>9}: {sum(rates):7.0f} images/s in all "
+          f"(jobs {', '.join(f'{r:.0f}' for r in rates)}), {cores:.1f} CPU cores, {host} decoded on the host")
+PY
         ;;
     sharing)
         steps=${SHARING_STEPS:-500}
