@@ -75,6 +75,15 @@ if [ -z "${NVJPEG_ROOT:-}" ] && [ -f .whl/nvjpeg/nvidia/cu13/include/nvjpeg.h ];
     NVJPEG_ROOT=$PWD/.whl/nvjpeg
     export NVJPEG_ROOT
 fi
+# The nvjpeg stages' data: NVJPEG_IMAGES (10240) generated 500x375 JPEGs, read once into the page cache
+jpeg_folder() {
+    local dir=/tmp/jpegs-nvjpeg
+    [ -d $dir/train ] || "$build/bench_jpeg" --write $dir --images "${NVJPEG_IMAGES:-10240}" --classes 8 \
+        --width 500 --height 375 >&2
+    echo "$(find $dir/train -name '*.JPEG' | wc -l) JPEGs, $(( $(du -sk $dir/train | cut -f1) / 1024 )) MB" >&2
+    find $dir/train -name '*.JPEG' -exec cat {} + >/dev/null
+    echo $dir
+}
 status=0
 for stage in "$@"; do
     echo "=== $stage $(date -u +%H:%M:%S)"
@@ -271,11 +280,7 @@ PY
         ldd "$build/train" | grep -i nvjpeg || { echo "train does not load libnvjpeg"; status=1; continue; }
         timeout 600 "$build/gpu_nvjpeg" >"$out/gpu_nvjpeg.log" 2>&1; echo "gpu_nvjpeg: exit $?"
         grep -vE "^\[ +(RUN|OK) +\]" "$out/gpu_nvjpeg.log" | head -40
-        dir=/tmp/jpegs-nvjpeg
-        [ -d $dir/train ] || "$build/bench_jpeg" --write $dir --images "${NVJPEG_IMAGES:-10240}" --classes 8 \
-            --width 500 --height 375
-        echo "$(find $dir/train -name '*.JPEG' | wc -l) JPEGs, $(( $(du -sk $dir/train | cut -f1) / 1024 )) MB"
-        find $dir/train -name '*.JPEG' -exec cat {} + >/dev/null # in the page cache
+        dir=$(jpeg_folder)
         for run in "synthetic synthetic" "cpu imagenet --data-root $dir --decode cpu" "gpu imagenet --data-root $dir --decode gpu"; do
             read -r name data <<<"$run"
             echo "--- resnet50 224 bf16 batch 256, $name"
@@ -305,8 +310,7 @@ PY
         "$build/bench_step" --model resnet50 --image-size 224 --batch 256 --classes 1000 --precision bf16 || status=1
         ;;
     nvjpeg-mps)
-        dir=/tmp/jpegs-nvjpeg
-        [ -d $dir/train ] || { echo "run the nvjpeg stage first"; status=1; continue; }
+        dir=$(jpeg_folder)
         export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
         mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
         nvidia-cuda-mps-control -d || { echo "MPS did not start"; status=1; continue; }
@@ -321,7 +325,11 @@ PY
             wait
         done
         echo quit | nvidia-cuda-mps-control
-        sleep 1; ps -eo comm= | grep -c '^nvidia-cuda-mps' | sed 's/^/MPS processes left: /'
+        for _ in $(seq 20); do ps -eo comm= | grep -q '^nvidia-cuda-mps' || break; sleep 0.5; done
+        ps -eo comm= | grep -c '^nvidia-cuda-mps' | sed 's/^/MPS processes left: /'
+        for f in "$out"/mps4_*.jsonl; do
+            grep -q '"event":"done"' "$f" || { echo "--- ${f##*/} did not finish:"; tail -4 "${f%.jsonl}.err"; }
+        done
         python3 - "$out" <<'PY'
 import json, sys
 for name in ("synthetic", "gpu"):
