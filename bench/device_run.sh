@@ -281,7 +281,10 @@ PY
         timeout 600 "$build/gpu_nvjpeg" >"$out/gpu_nvjpeg.log" 2>&1; echo "gpu_nvjpeg: exit $?"
         grep -vE "^\[ +(RUN|OK) +\]" "$out/gpu_nvjpeg.log" | head -40
         dir=$(jpeg_folder)
-        for run in "synthetic synthetic" "cpu imagenet --data-root $dir --decode cpu" "gpu imagenet --data-root $dir --decode gpu"; do
+        # synthetic epochs as long as the folder's (the same steps)
+        steps=$(( ${NVJPEG_IMAGES:-10240} / 256 ))
+        for run in "synthetic synthetic --steps-per-epoch $steps" "cpu imagenet --data-root $dir --decode cpu" \
+            "gpu imagenet --data-root $dir --decode gpu"; do
             read -r name data <<<"$run"
             echo "--- resnet50 224 bf16 batch 256, $name"
             # shellcheck disable=SC2086
@@ -308,13 +311,15 @@ for name in ("synthetic", "cpu", "gpu"):
 PY
         echo "--- data already on the GPU (bench_step):"
         "$build/bench_step" --model resnet50 --image-size 224 --batch 256 --classes 1000 --precision bf16 || status=1
+        (cd "$out" && tar czf nvjpeg-events.tgz nvjpeg_*.jsonl nvjpeg_*.err gpu_nvjpeg.log && rm nvjpeg_*.jsonl nvjpeg_*.err)
         ;;
     nvjpeg-mps)
         dir=$(jpeg_folder)
         export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
         mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
         nvidia-cuda-mps-control -d || { echo "MPS did not start"; status=1; continue; }
-        for run in "synthetic synthetic --steps-per-epoch 40" "gpu imagenet --data-root $dir --decode gpu"; do
+        steps=$(( ${NVJPEG_IMAGES:-10240} / 256 ))
+        for run in "synthetic synthetic --steps-per-epoch $steps" "gpu imagenet --data-root $dir --decode gpu"; do
             read -r name data <<<"$run"
             for k in 1 2 3 4; do
                 # shellcheck disable=SC2086
@@ -346,6 +351,7 @@ for name in ("synthetic", "gpu"):
     print(f"4 x resnet50 224 bf16 under MPS, {name:>9}: {sum(rates):7.0f} images/s in all "
           f"(jobs {', '.join(f'{r:.0f}' for r in rates)}), {cores:.1f} CPU cores, {host} decoded on the host")
 PY
+        (cd "$out" && tar czf mps4-events.tgz mps4_*.jsonl mps4_*.err && rm mps4_*.jsonl mps4_*.err)
         ;;
     sharing)
         steps=${SHARING_STEPS:-500}
