@@ -27,18 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#if __has_include(<stb_image_write.h>)
-#include <stb_image_write.h>
-#else
-#include <stb/stb_image_write.h>
-#endif
-#pragma GCC diagnostic pop
+#include "tests/stb_image_write_impl.h"
 
 #include "data/dataset.h"
 #include "data/image_transform.h"

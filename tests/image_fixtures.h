@@ -16,18 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#if __has_include(<stb_image_write.h>)
-#include <stb_image_write.h>
-#else
-#include <stb/stb_image_write.h>
-#endif
-#pragma GCC diagnostic pop
+#include "tests/stb_image_write_impl.h"
 
 /* The constant colour of write_constant_png's pictures. */
 static const uint8_t constant[3] __attribute__((unused)) = {200, 100, 50};
