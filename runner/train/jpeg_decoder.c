@@ -303,7 +303,10 @@ const float *jpeg_decoder_run(jpeg_decoder *d, const loader_batch *b, size_t pay
         snprintf(err, err_size, "a batch of %d for a decoder of %d", n, d->batch);
         return NULL;
     }
-    CHECK_CUDA(cudaEventSynchronize(slot->decoded)); /* its descriptors and pictures are free */
+    /* Its descriptors and pictures are free. A wait on the host, not the decoder stream's: the
+     * engines' nvjpegDecodeBatched writes its pictures when called, whatever the stream has queued
+     * before it (torchcodec found the same, meta-pytorch/torchcodec#1634). */
+    CHECK_CUDA(cudaEventSynchronize(slot->decoded));
     CHECK_CUDA(cudaStreamWaitEvent(d->stream, slot->taken, 0));
     const uint8_t *payloads = b->fields[IMAGENET_ENCODED_PAYLOAD];
     int32_t *labels = b->fields[IMAGENET_ENCODED_LABEL];
