@@ -4,21 +4,12 @@ spreads (the paper's MIG is our mig-emulate where no real MIG ran: a page once s
 naive holds" while mig-emulate was the fastest, because mig-emulate matched no name of the claim),
 and the memory claim over the whole GPU's memory above its idle reading (each job's own memory
 adds up by construction). Exit 0 passed, 1 failed."""
-import os
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "results"))
+from report_testlib import Checks
 import report_html  # noqa: E402
 from report_data import Spread  # noqa: E402
 
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAILED: " + what)
+check = Checks("test_report_findings")
 
 
 def spreads(**modes):
@@ -58,5 +49,4 @@ check(report_html.memory_used_by_run(FakeRun(1.43e9, None)) != report_html.memor
 check(report_html.memory_used_by_run(FakeRun(0, 0.5e9)) != report_html.memory_used_by_run(FakeRun(0, 0.5e9)),
       "no peak: not measured (NaN)")
 
-print(f"test_report_findings: {len(failures)} failed" if failures else "test_report_findings: all passed")
-sys.exit(1 if failures else 0)
+check.finish()

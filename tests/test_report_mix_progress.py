@@ -9,27 +9,15 @@ import csv
 import io
 import json
 import os
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "results"))
-try:
-    import matplotlib  # noqa: F401
-except ImportError:
-    print("test_report_mix_progress: matplotlib is missing: skipped")
-    sys.exit(77)
+from report_testlib import HERE, Checks, require_matplotlib
+require_matplotlib("test_report_mix_progress")
 import report_figures  # noqa: E402
 from report_data import load  # noqa: E402
 
 MIX = os.path.join(HERE, "fixtures", "report", "20261125T201949Z-all-S+M+M")
 UNIFORM = os.path.join(HERE, "fixtures", "report_window_alone")
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAILED:", what)
+check = Checks("test_report_mix_progress")
 
 
 plt = report_figures.plt_module()
@@ -53,6 +41,4 @@ check(not any(r["x_label"] == "serial" for r in bars), "serial drawn: it is the 
 check(any(r["series"] == "alone" and float(r["value"]) == 1.0 for r in rows), "no line at 1 (alone)")
 runs, _, _, _ = load([UNIFORM])
 check(report_figures.figure_mix_progress(plt, runs) is None, "a uniform run got a per-mix figure")
-if failures:
-    sys.exit(1)
-print("test_report_mix_progress: passed")
+check.finish()

@@ -12,29 +12,17 @@ import csv
 import io
 import os
 import shutil
-import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "results"))
-try:
-    import matplotlib  # noqa: F401
-except ImportError:
-    print("test_report_step_cdf: matplotlib is missing: skipped")
-    sys.exit(77)
+from report_testlib import HERE, Checks, require_matplotlib
+require_matplotlib("test_report_step_cdf")
 import report  # noqa: E402
 import report_figures  # noqa: E402
 import report_steps  # noqa: E402
 from report_data import load  # noqa: E402
 
 MIX = os.path.join(HERE, "fixtures", "report", "20261125T201949Z-all-S+M+M")
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAILED:", what)
+check = Checks("test_report_step_cdf")
 
 
 def steps_of(folder):
@@ -124,6 +112,4 @@ with tempfile.TemporaryDirectory() as tmp:
             rc = report.main([run, "-o", os.path.join(tmp, "page.html")])
         want = f"{path}: row 3, column 'ms'"
         check(rc == 2 and want in err.getvalue(), f"ms = {value!r}: exit {rc}, {err.getvalue().strip()!r}")
-if failures:
-    sys.exit(1)
-print("test_report_step_cdf: passed")
+check.finish()

@@ -6,27 +6,16 @@ the timed epoch) takes most of the width; where set-up is short the axis stays l
 tests/fixtures/report_alone (3 s of set-up before about 1 s of training) and the short set-up of
 tests/fixtures/report. Exit 0 passed, 1 failed (each failure printed), 77 without matplotlib."""
 import os
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "results"))
-try:
-    import matplotlib  # noqa: F401
-except ImportError:
-    print("test_report_timeline: matplotlib is missing: skipped")
-    sys.exit(77)
+from report_testlib import HERE, Checks, require_matplotlib
+require_matplotlib("test_report_timeline")
 import report_figures  # noqa: E402
 from report_data import Run  # noqa: E402
 
 ALONE = os.path.join(HERE, "fixtures", "report_alone")
 STUDY_RUN = os.path.join(HERE, "fixtures", "report", "20261124T152934Z-study-small", "S-x2-mps",
                          "20261124T152943Z-mps-2xS")
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
+check = Checks("test_report_timeline")
 
 
 def drawn(folder):
@@ -80,6 +69,4 @@ run, fig = drawn(STUDY_RUN)
 check(fig.axes[0].get_xscale() == "linear", f"a short set-up compressed: {fig.axes[0].get_xscale()} scale")
 check(not any(p.get_hatch() for p in fig.axes[0].patches), "a short set-up hatched")
 
-for f in failures:
-    print(f"test_report_timeline: {f}")
-sys.exit(1 if failures else 0)
+check.finish()

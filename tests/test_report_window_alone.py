@@ -9,22 +9,14 @@ Checks STP, ANTT and fairness against the rates in summary.json, the findings' r
 page's own cells, and the headings' words. Exit 0 passed, 1 failed (each failure printed)."""
 import os
 import re
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "results"))
+from report_testlib import HERE, Checks
 from report_data import group_repeats, load, solo_makespans, solo_times  # noqa: E402
 from report_data import mix_title, read_json, run_kind  # noqa: E402
 from report_html import comparison_table, epoch_ratio, findings_section  # noqa: E402
 
 FIXTURE = os.path.join(HERE, "fixtures", "report_window_alone")
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAILED:", what)
+check = Checks("test_report_window_alone")
 
 
 def close(a, b, rel=1e-9):
@@ -87,6 +79,4 @@ check(mix_title("S[steps=50]+M[steps=30]+M[steps=30]") == "mix S+M+M (S: steps=5
       f"mix_title: {mix_title('S[steps=50]+M[steps=30]+M[steps=30]')}")
 check(mix_title("S+M+M") == "mix S+M+M", "a mix without overrides keeps its name")
 
-if failures:
-    sys.exit(1)
-print("test_report_window_alone: passed")
+check.finish()
