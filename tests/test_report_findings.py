@@ -5,7 +5,7 @@ naive holds" while mig-emulate was the fastest, because mig-emulate matched no n
 and the memory claim over the whole GPU's memory above its idle reading (each job's own memory
 adds up by construction). Exit 0 passed, 1 failed."""
 
-from report_testlib import Checks
+from testlib import Checks
 import report_html  # noqa: E402
 from report_data import Spread  # noqa: E402
 

@@ -10,7 +10,7 @@ import io
 import json
 import os
 
-from report_testlib import HERE, Checks, require_matplotlib
+from testlib import HERE, Checks, require_matplotlib
 require_matplotlib("test_report_mix_progress")
 import report_figures  # noqa: E402
 from report_data import load  # noqa: E402

@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 
-from report_testlib import HERE, Checks, require_matplotlib
+from testlib import HERE, Checks, require_matplotlib
 require_matplotlib("test_report_step_cdf")
 import report  # noqa: E402
 import report_figures  # noqa: E402

@@ -7,7 +7,7 @@ tests/fixtures/report_alone (3 s of set-up before about 1 s of training) and the
 tests/fixtures/report. Exit 0 passed, 1 failed (each failure printed), 77 without matplotlib."""
 import os
 
-from report_testlib import HERE, Checks, require_matplotlib
+from testlib import HERE, Checks, require_matplotlib
 require_matplotlib("test_report_timeline")
 import report_figures  # noqa: E402
 from report_data import Run  # noqa: E402

@@ -10,7 +10,7 @@ page's own cells, and the headings' words. Exit 0 passed, 1 failed (each failure
 import os
 import re
 
-from report_testlib import HERE, Checks
+from testlib import HERE, Checks
 from report_data import group_repeats, load, solo_makespans, solo_times  # noqa: E402
 from report_data import mix_title, read_json, run_kind  # noqa: E402
 from report_html import comparison_table, epoch_ratio, findings_section  # noqa: E402

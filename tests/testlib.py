@@ -1,6 +1,6 @@
-"""What the report's Python tests share: results/ on the import path, the skip where matplotlib is
-missing (exit 77, ctest's SKIP_RETURN_CODE), and a check that prints each failure and ends the
-test with its status (0 passed, 1 failed)."""
+"""What the Python tests share: results/ on the import path (the report's modules), the skip where
+matplotlib is missing (exit 77, ctest's SKIP_RETURN_CODE), and a check that prints each failure and
+ends the test with its status (0 passed, 1 failed)."""
 import os
 import sys
 
