@@ -234,6 +234,28 @@ static void slot_fields(const loader *l, const loader_slot *slot, void *fields[L
         fields[f] = f < l->source.fields ? (char *)slot->block + l->field_offset[f] : NULL;
 }
 
+static void batch_view(const loader *l, const loader_slot *slot, loader_batch *b) {
+    slot_fields(l, slot, b->fields);
+    b->block = slot->block;
+    b->images = l->data ? (float *)b->fields[0] : NULL;
+    b->labels = l->data ? (int32_t *)b->fields[1] : NULL;
+    b->n = slot->n;
+    b->index = slot->index;
+    b->slot = (int)(slot - l->slots);
+}
+
+/* Runs the configuration's finish on a filled batch, with the mutex released (called holding it;
+ * the worker still counts as filling, so an epoch's restart waits for it). */
+static int finish_batch(loader *l, loader_slot *slot, char *err, size_t err_size) {
+    loader_batch b;
+    batch_view(l, slot, &b);
+    pthread_mutex_unlock(&l->mutex);
+    err[0] = '\0';
+    int status = l->config.finish(&b, l->config.finish_user, err, err_size);
+    pthread_mutex_lock(&l->mutex);
+    return status;
+}
+
 static void *worker_main(void *arg) {
     loader *l = arg;
     char err[LOADER_READ_ERR_BYTES];
@@ -276,7 +298,16 @@ static void *worker_main(void *arg) {
             slot->state = SLOT_FAILED;
             l->failed = 1;
         }
-        if (--slot->chunks_left == 0 && slot->state == SLOT_FILLING) slot->state = SLOT_READY;
+        if (--slot->chunks_left == 0 && slot->state == SLOT_FILLING) {
+            if (l->config.finish && finish_batch(l, slot, err, sizeof err) != 0) {
+                snprintf(slot->err, sizeof slot->err, "%s: finishing batch %lld failed: %s", l->source.name,
+                         (long long)b, err[0] ? err : "(no message)");
+                slot->state = SLOT_FAILED;
+                l->failed = 1;
+            } else if (slot->state == SLOT_FILLING) {
+                slot->state = SLOT_READY;
+            }
+        }
         if (--l->filling == 0) l->busy_seconds += now_seconds() - l->busy_since;
         pthread_cond_broadcast(&l->done);
     }
@@ -526,12 +557,7 @@ int loader_next(loader *l, loader_batch *b, char *err, size_t err_size) {
         pthread_mutex_unlock(&l->mutex);
         return -1;
     }
-    slot_fields(l, slot, b->fields);
-    b->block = slot->block;
-    b->images = l->data ? (float *)b->fields[0] : NULL;
-    b->labels = l->data ? (int32_t *)b->fields[1] : NULL;
-    b->n = slot->n;
-    b->index = slot->index;
+    batch_view(l, slot, b);
     l->next_deliver++;
     l->holding = 1;
     pthread_mutex_unlock(&l->mutex);

@@ -54,6 +54,7 @@ struct loader_source {
 /* Frees what the source's constructor allocated (after every loader over it is closed). */
 void loader_source_close(loader_source *s);
 
+typedef struct loader_batch loader_batch;
 typedef struct loader_config {
     int batch;
     int workers;            /* threads filling batches; 0 = chosen from the CPU count */
@@ -69,17 +70,25 @@ typedef struct loader_config {
     int64_t shuffle_window; /* with shuffle: 0 = whole-epoch permutation up to
                                LOADER_MAX_PERMUTATION samples, else windows of
                                LOADER_DEFAULT_WINDOW; > 0 = windows of this many samples */
+    /* NULL, or called once for each batch, on the worker that filled its last chunk, before the
+     * batch can be delivered: work that needs the whole batch (a GPU decoder's) then runs ahead
+     * of the consumer, up to `depth` batches at once. b->slot is the batch's place in the ring:
+     * batch b + depth takes it only after the consumer has released batch b. 0, or -1 with the
+     * reason (the batch fails as a read error would). */
+    int (*finish)(const loader_batch *b, void *user, char *err, size_t err_size);
+    void *finish_user;
 } loader_config;
 
-typedef struct loader_batch {
+struct loader_batch {
     float *images;          /* image sources: [n, H, W, C] (= fields[0]) */
     int32_t *labels;        /* image sources: [n] (= fields[1]) */
     int n;                  /* samples in this batch (config.batch except a short last one) */
     int64_t index;          /* batch number within the epoch */
+    int slot;               /* index % depth: its place in the ring of buffers */
     void *fields[LOADER_MAX_FIELDS]; /* each [n, field_bytes], inside block */
     void *block;            /* the whole batch buffer, loader_block_bytes long */
     /* all of it is owned by the loader until the next loader_next */
-} loader_batch;
+};
 
 typedef struct loader_stats {
     double wait_seconds;    /* consumer time spent waiting for a batch this epoch */

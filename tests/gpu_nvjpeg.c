@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 #include "tests/testutil.h"
 
 #define SIZE 224
+#define SLOTS 3 /* the decoder's slots, the loaders' depth */
 
 enum kind { CHROMA_420, CHROMA_444, GREY, ON_HOST };
 static const struct { double max_levels, mean_levels; } tolerance[] = {
@@ -84,7 +86,7 @@ static void write_pictures(void) {
 static jpeg_decoder *open_decoder(int batch) {
     char why[256];
     jpeg_decoder *decoder =
-        jpeg_decoder_open(&ctx, batch, SIZE, dataset_imagenet_mean, dataset_imagenet_std, why, sizeof why);
+        jpeg_decoder_open(&ctx, batch, SIZE, SLOTS, dataset_imagenet_mean, dataset_imagenet_std, why, sizeof why);
     if (!decoder) {
         printf("no GPU decoder here (%s): skipped\n", why);
         exit(77);
@@ -107,16 +109,14 @@ static void difference(const float *gpu, const float *host, double *max, double 
 static void compare_batch(jpeg_decoder *decoder, const loader_source *source, const loader_batch *b,
                           const dataset *d, const char *what) {
     char err[1024] = "";
-    const float *images = jpeg_decoder_run(decoder, b, source->field_bytes[IMAGENET_ENCODED_PAYLOAD], d,
-                                           ctx.stream, err, sizeof err);
-    if (!images) fail_msg("%s", err);
+    if (jpeg_decoder_decode(decoder, b, source->field_bytes[IMAGENET_ENCODED_PAYLOAD], d, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    const float *images = jpeg_decoder_images(decoder, b, ctx.stream);
     size_t floats = (size_t)SIZE * SIZE * 3;
     float *gpu = malloc((size_t)b->n * floats * sizeof(float)), *host = malloc(floats * sizeof(float));
     CHECK_CUDA(cudaMemcpyAsync(gpu, images, (size_t)b->n * floats * sizeof(float), cudaMemcpyDeviceToHost,
                                ctx.stream));
-    jpeg_decoder_taken(decoder, ctx.stream);
     CHECK_CUDA(cudaStreamSynchronize(ctx.stream));
-    jpeg_decoder_wait_inputs(decoder);
     const imagenet_encoded *records = b->fields[IMAGENET_ENCODED_RECORD];
     const int32_t *labels = b->fields[IMAGENET_ENCODED_LABEL];
     for (int k = 0; k < b->n; k++) {
@@ -144,7 +144,8 @@ static void open_set(dataset *d, loader_source *source, loader **l) {
     if (dataset_open_imagenet(d, &o, err, sizeof err) != 0) fail_msg("%s", err);
     assert_int_equal(d->count, PICTURES);
     assert_int_equal(loader_source_imagenet_encoded(source, d, err, sizeof err), 0);
-    loader_config lc = {.batch = PICTURES, .workers = 2, .alloc_host = pinned_alloc, .free_host = pinned_free};
+    loader_config lc = {.batch = PICTURES, .workers = 2, .depth = SLOTS, .alloc_host = pinned_alloc,
+                        .free_host = pinned_free};
     *l = loader_open_source(source, &lc, err, sizeof err);
     if (!*l) fail_msg("%s", err);
 }
@@ -183,6 +184,32 @@ static void test_gpu_matches_host(void **state) {
 
 /* How fast the decoder turns ImageNet-sized JPEGs into a batch (informational: the training
  * throughput is bench/device_run.sh's nvjpeg stage). */
+typedef struct rate_run {
+    jpeg_decoder *decoder;
+    loader_batch batch;
+    size_t payload_bytes;
+    const dataset *data;
+    int rounds;
+} rate_run;
+
+/* A thread's share of the rate: the same batch decoded again and again in its own slot. */
+static void *decode_rounds(void *arg) {
+    rate_run *r = arg;
+    char err[1024] = "";
+    for (int i = 0; i < r->rounds; i++)
+        if (jpeg_decoder_decode(r->decoder, &r->batch, r->payload_bytes, r->data, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            exit(1);
+        }
+    return NULL;
+}
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
 static void test_decode_rate(void **state) {
     enum { BATCH = 128, ROUNDS = 8 };
     char folder[600];
@@ -201,7 +228,8 @@ static void test_decode_rate(void **state) {
     char err[1024] = "";
     if (dataset_open_imagenet(&d, &o, err, sizeof err) != 0) fail_msg("%s", err);
     assert_int_equal(loader_source_imagenet_encoded(&source, &d, err, sizeof err), 0);
-    loader_config lc = {.batch = BATCH, .workers = 4, .alloc_host = pinned_alloc, .free_host = pinned_free};
+    loader_config lc = {.batch = BATCH, .workers = 4, .depth = SLOTS, .alloc_host = pinned_alloc,
+                        .free_host = pinned_free};
     loader *l = loader_open_source(&source, &lc, err, sizeof err);
     if (!l) fail_msg("%s", err);
     loader_start_epoch(l, 0);
@@ -211,26 +239,24 @@ static void test_decode_rate(void **state) {
     double bytes = 0;
     for (int k = 0; k < BATCH; k++) bytes += records[k].bytes;
     jpeg_decoder *decoder = open_decoder(BATCH);
-    double start = 0;
-    for (int round = -1; round < ROUNDS; round++) { /* the first round warms up */
-        if (round == 0) {
-            CHECK_CUDA(cudaStreamSynchronize(ctx.stream));
-            struct timespec t;
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            start = t.tv_sec + t.tv_nsec * 1e-9;
+    /* one thread, then one per slot at once (as the loader's workers decode) */
+    for (int threads = 1; threads <= SLOTS; threads += SLOTS - 1) {
+        rate_run runs[SLOTS];
+        pthread_t ids[SLOTS];
+        for (int t = 0; t < threads; t++) {
+            runs[t] = (rate_run){decoder, b, source.field_bytes[IMAGENET_ENCODED_PAYLOAD], &d, 1};
+            runs[t].batch.slot = t;
+            decode_rounds(&runs[t]); /* warm-up */
+            runs[t].rounds = ROUNDS;
         }
-        if (!jpeg_decoder_run(decoder, &b, source.field_bytes[IMAGENET_ENCODED_PAYLOAD], &d, ctx.stream, err,
-                              sizeof err))
-            fail_msg("%s", err);
-        jpeg_decoder_taken(decoder, ctx.stream);
-        jpeg_decoder_wait_inputs(decoder);
+        double start = now_seconds();
+        for (int t = 0; t < threads; t++) assert_int_equal(pthread_create(&ids[t], NULL, decode_rounds, &runs[t]), 0);
+        for (int t = 0; t < threads; t++) pthread_join(ids[t], NULL);
+        double seconds = now_seconds() - start;
+        printf("GPU decode + crop of 500x375 JPEGs (4:2:0, %.0f KB on average), batches of %d, %d thread(s): "
+               "%.0f images/s (%s)\n", bytes / BATCH / 1000, BATCH, threads, threads * ROUNDS * BATCH / seconds,
+               jpeg_decoder_backend(decoder));
     }
-    CHECK_CUDA(cudaStreamSynchronize(ctx.stream));
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    double seconds = t.tv_sec + t.tv_nsec * 1e-9 - start;
-    printf("GPU decode + crop of 500x375 JPEGs (4:2:0, %.0f KB on average), batches of %d: %.0f images/s (%s)\n",
-           bytes / BATCH / 1000, BATCH, ROUNDS * BATCH / seconds, jpeg_decoder_backend(decoder));
     jpeg_decoder_close(decoder);
     loader_close(l);
     dataset_close(&d);

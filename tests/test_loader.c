@@ -221,6 +221,86 @@ static void test_error_propagation(void **state) {
     alarm(0);
 }
 
+/* What the finish hook saw: per batch of an epoch, how often it ran and on which slot. */
+typedef struct finish_log {
+    atomic_int calls[64];
+    atomic_int slot[64];
+    atomic_int concurrent, most_concurrent;
+    int64_t fail_batch;   /* its finish fails; -1: none */
+} finish_log;
+
+/* Marks every label of the batch (+1000), as a decoder would rewrite a batch, slowly enough that
+ * several batches finish at once. */
+static int finish_marking(const loader_batch *b, void *user, char *err, size_t err_size) {
+    finish_log *log = user;
+    int now = atomic_fetch_add(&log->concurrent, 1) + 1;
+    for (int seen = atomic_load(&log->most_concurrent); now > seen &&
+         !atomic_compare_exchange_weak(&log->most_concurrent, &seen, now);) {}
+    atomic_fetch_add(&log->calls[b->index], 1);
+    atomic_store(&log->slot[b->index], b->slot);
+    usleep(2000);
+    atomic_fetch_sub(&log->concurrent, 1);
+    if (b->index == log->fail_batch) {
+        snprintf(err, err_size, "no decoder for batch %lld", (long long)b->index);
+        return -1;
+    }
+    for (int k = 0; k < b->n; k++) b->labels[k] += 1000;
+    return 0;
+}
+
+static void test_finish_hook(void **state) {
+    alarm(60);
+    enum { COUNT = 200, BATCH = 8, DEPTH = 4 };
+    for (int epoch = 0; epoch < 2; epoch++) {
+        fake f;
+        dataset d = fake_dataset(&f, COUNT, -1, 0);
+        static finish_log log;
+        memset(&log, 0, sizeof log);
+        log.fail_batch = -1;
+        loader *l = open_ok(&d, (loader_config){.batch = BATCH, .workers = 4, .depth = DEPTH, .shuffle = 1,
+                                                 .seed = 5, .finish = finish_marking, .finish_user = &log});
+        loader_start_epoch(l, epoch);
+        loader_batch b;
+        char err[512] = "";
+        int64_t n = 0;
+        while (loader_next(l, &b, err, sizeof err) == 1) {
+            /* finished before delivery, once, in its ring slot */
+            assert_int_equal(atomic_load(&log.calls[b.index]), 1);
+            assert_int_equal(b.slot, b.index % DEPTH);
+            assert_int_equal(atomic_load(&log.slot[b.index]), b.slot);
+            for (int k = 0; k < b.n; k++)
+                assert_int_equal(b.labels[k], 1000 + (int64_t)b.images[2 * k] % 7);
+            n += b.n;
+        }
+        assert_int_equal(n, COUNT);
+        /* batches finish side by side, never more than the ring holds */
+        assert_in_range(atomic_load(&log.most_concurrent), 1, DEPTH);
+        loader_close(l);
+    }
+    /* a finish that fails fails its batch as a read would, with the hook's reason */
+    fake f;
+    dataset d = fake_dataset(&f, COUNT, -1, 0);
+    static finish_log log;
+    memset(&log, 0, sizeof log);
+    log.fail_batch = 3;
+    loader *l = open_ok(&d, (loader_config){.batch = BATCH, .workers = 2, .depth = DEPTH,
+                                             .finish = finish_marking, .finish_user = &log});
+    loader_start_epoch(l, 0);
+    loader_batch b;
+    char err[512] = "";
+    int status, delivered = 0;
+    while ((status = loader_next(l, &b, err, sizeof err)) == 1) delivered++;
+    assert_int_equal(status, -1);
+    assert_int_equal(delivered, 3);
+    if (!strstr(err, "finishing batch 3 failed: no decoder for batch 3")) fail_msg("unexpected message: %s", err);
+    log.fail_batch = -1;
+    loader_start_epoch(l, 1); /* a new epoch starts clean, waiting for finishes in progress */
+    while ((status = loader_next(l, &b, err, sizeof err)) == 1) delivered++;
+    assert_int_equal(status, 0);
+    loader_close(l);
+    alarm(0);
+}
+
 static void test_close_and_restart_mid_epoch(void **state) {
     alarm(60);
     enum { COUNT = 500, BATCH = 10 };
@@ -561,6 +641,7 @@ int main(void) {
         cmocka_unit_test(test_seeded_order),
         cmocka_unit_test(test_no_shuffle),
         cmocka_unit_test(test_error_propagation),
+        cmocka_unit_test(test_finish_hook),
         cmocka_unit_test(test_close_and_restart_mid_epoch),
         cmocka_unit_test(test_allocator_and_stats),
         cmocka_unit_test(test_open_errors),

@@ -71,6 +71,15 @@ cudaStream_t context_stream_create(const job_context *ctx, int first) {
     return stream;
 }
 
+void context_bind_thread(const job_context *ctx) {
+    CHECK_CUDA(cudaSetDevice(ctx->device));
+    if (!ctx->green) return;
+    const driver_api *d = driver();
+    CUcontext as_context;
+    CHECK_CU(d->CtxFromGreenCtx(&as_context, ctx->green));
+    CHECK_CU(d->CtxSetCurrent(as_context));
+}
+
 context_status context_init(job_context *ctx, int device, size_t workspace_limit, int allow_tf32) {
     context_place whole = {.device = device};
     return context_init_at(ctx, &whole, workspace_limit, allow_tf32);
@@ -104,12 +113,9 @@ context_status context_init_at(job_context *ctx, const context_place *place, siz
     if (place->green) {
         /* The runtime follows the thread's current driver context: from here on this thread's
          * allocations, handles and launches are the green context's. */
-        const driver_api *d = driver();
-        CUcontext as_context;
-        CHECK_CU(d->CtxFromGreenCtx(&as_context, place->green));
-        CHECK_CU(d->CtxSetCurrent(as_context));
         ctx->green = place->green;
         ctx->sm_count = place->sm_count;
+        context_bind_thread(ctx);
     }
     ctx->stream = context_stream_create(ctx, 1);
     CHECK_CUDNN(cudnnCreate(&ctx->cudnn));

@@ -120,6 +120,9 @@ void context_set_workspace(job_context *ctx, size_t bytes);
  * (a captured step keeps them: models/core/trainer.c); every job's stream has the same one, so they
  * do not favour one job over another. */
 cudaStream_t context_stream_create(const job_context *ctx, int first);
+/* Makes the calling thread's CUDA calls the job's: its device and, in a green context, that
+ * context (another thread's, e.g. a data loader worker's, work on the job's buffers). */
+void context_bind_thread(const job_context *ctx);
 void context_free(job_context *ctx);
 
 #endif

@@ -1,4 +1,5 @@
-/* nvJPEG behind jpeg_decoder.h. Per batch, on the calling (the job's) thread:
+/* nvJPEG behind jpeg_decoder.h. Per batch, on the thread that calls jpeg_decoder_decode (a loader
+ * worker, which finishes the batch before the job sees it), all in the batch's slot:
  *   1. each JPEG's header is parsed (nvjpegJpegStreamParseHeader) and its frame checked against
  *      what the loader's worker read; the engines' backend is asked whether it takes the picture
  *      (nvjpegDecodeBatchedSupported), so the batch splits into the engines' group and the CUDA
@@ -7,12 +8,16 @@
  *      a group that fails is retried picture by picture (nvjpegDecode), and what fails again
  *      goes to the host with the samples the workers already decoded there;
  *   3. one crop_resize_normalize over the batch; host-decoded samples are copied in beside it.
+ * Each slot has its own nvJPEG states, stream and buffers, so the loader's workers decode up to
+ * `slots` batches at once: the engines' decode holds its calling thread about as long as a
+ * ResNet-50 step (bench/NOTES.md, session 16), so one thread could not keep up. The handles are
+ * shared (nvJPEG's handles may be used from several threads; its states may not).
  * Set-up and bookkeeping calls are CHECK_NVJPEG'd (kernels/check.h: fatal, like every library
  * error); per-picture calls go through TRY_NVJPEG, whose failure only sends the picture to the
- * host, reported (call, file:line, status name) for the first few. Each slot has its own nvJPEG
- * states, so submitting batch k + 1 never waits on buffers batch k still uses. */
+ * host, reported (call, file:line, status name) for the first few. */
 #include "runner/train/jpeg_decoder.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,23 +27,10 @@
 
 #if SUITE_HAVE_NVJPEG
 
-#define DECODER_SLOTS 2
 #define PICTURE_ALIGN 256
 #define FAILURES_SHOWN 5
 
 enum picture_place { ON_HOST, DECODED_ON_HOST, ON_ENGINES, ON_CUDA };
-
-typedef struct decoder_slot {
-    float *images;                 /* device [batch, size, size, 3]: what the job's stream takes */
-    uint8_t *pictures;             /* device: the batch's decoded pictures, one after another */
-    size_t picture_bytes;          /* allocated (grown as batches need) */
-    crop_resize_source *sources;   /* device [batch] */
-    crop_resize_source *staged;    /* pinned [batch]: the descriptors on their way */
-    nvjpegJpegState_t engine_state, cuda_state;
-    int engine_batch, cuda_batch;  /* the batch size each state is initialised for (0: none) */
-    cudaEvent_t decoded;           /* decoder's stream: images written, inputs read */
-    cudaEvent_t taken;             /* consumer's stream: images read */
-} decoder_slot;
 
 /* One nvJPEG handle's share of a batch. */
 typedef struct picture_group {
@@ -49,25 +41,35 @@ typedef struct picture_group {
     nvjpegImage_t *outputs;        /* [batch] */
 } picture_group;
 
-struct jpeg_decoder {
-    int batch, size;
-    float mean[3], std[3];
-    size_t image_floats;
+typedef struct decoder_slot {
     cudaStream_t stream;
-    nvjpegHandle_t engines;        /* NULL: no JPEG engines here, or nvJPEG refused them */
-    nvjpegHandle_t cuda;           /* the CUDA backend */
-    nvjpegJpegState_t single_state;/* one picture at a time, after a group failed */
-    nvjpegHandle_t parser;         /* the engines' handle where they are (their support is asked) */
-    nvjpegJpegStream_t header;     /* one picture's parsed header, of the parser's handle */
-    int interpolates;
-    decoder_slot slots[DECODER_SLOTS];
-    long batches;                  /* run so far: batch k uses slot k % DECODER_SLOTS */
-    int64_t host_fallbacks;
-    int failures_shown;
+    float *images;                 /* device [batch, size, size, 3]: what the job's stream takes */
+    uint8_t *pictures;             /* device: the batch's decoded pictures, one after another */
+    size_t picture_bytes;          /* allocated (grown as batches need) */
+    crop_resize_source *sources;   /* device [batch] */
+    crop_resize_source *staged;    /* pinned [batch]: the descriptors on their way */
     float *host_image;             /* pinned: one sample decoded on the host */
+    nvjpegJpegState_t engine_state, cuda_state, single_state;
+    int engine_batch, cuda_batch;  /* the batch size each state is initialised for (0: none) */
+    nvjpegJpegStream_t header;     /* one picture's parsed header, of the parser's handle */
     enum picture_place *place;     /* [batch] */
     size_t *offset;                /* [batch] in the slot's pictures */
     picture_group on_engines, on_cuda;
+    cudaEvent_t decoded;           /* the slot's stream: images written, pictures free */
+} decoder_slot;
+
+struct jpeg_decoder {
+    int batch, size, slot_count;
+    float mean[3], std[3];
+    size_t image_floats;
+    const job_context *ctx;        /* the job's place, taken by each decoding thread */
+    nvjpegHandle_t engines;        /* NULL: no JPEG engines here, or nvJPEG refused them */
+    nvjpegHandle_t cuda;           /* the CUDA backend */
+    nvjpegHandle_t parser;         /* the engines' handle where they are (their support is asked) */
+    int interpolates;
+    decoder_slot *slots;           /* [slot_count] */
+    atomic_llong host_fallbacks;
+    atomic_int failures_shown;
 };
 
 /* A per-picture call: its failure sends the picture to the host, reported for the first few. */
@@ -75,12 +77,12 @@ struct jpeg_decoder {
 
 static nvjpegStatus_t try_nvjpeg(jpeg_decoder *d, nvjpegStatus_t status, const char *call,
                                  const char *file, int line) {
-    if (status != NVJPEG_STATUS_SUCCESS && d->failures_shown < FAILURES_SHOWN) {
-        d->failures_shown++;
+    if (status == NVJPEG_STATUS_SUCCESS) return status;
+    int shown = atomic_fetch_add(&d->failures_shown, 1);
+    if (shown < FAILURES_SHOWN)
         fprintf(stderr, "nvJPEG error %d (%s) in %s at %s:%d; decoding on the host instead%s\n",
                 (int)status, suite_nvjpeg_message(status), call, file, line,
-                d->failures_shown == FAILURES_SHOWN ? " (further failures are only counted)" : "");
-    }
+                shown == FAILURES_SHOWN - 1 ? " (further failures are only counted)" : "");
     return status;
 }
 
@@ -114,11 +116,50 @@ static nvjpegStatus_t create_handle(nvjpegBackend_t backend, int interpolate, nv
     return status;
 }
 
-jpeg_decoder *jpeg_decoder_open(const job_context *ctx, int batch, int size, const float mean[3],
-                                const float std[3], char *why, size_t why_size) {
+static int slot_open(jpeg_decoder *d, decoder_slot *slot) {
+    slot->stream = context_stream_create(d->ctx, 1);
+    CHECK_CUDA(cudaMalloc((void **)&slot->images, (size_t)d->batch * d->image_floats * sizeof(float)));
+    CHECK_CUDA(cudaMalloc((void **)&slot->sources, (size_t)d->batch * sizeof *slot->sources));
+    CHECK_CUDA(cudaMallocHost((void **)&slot->staged, (size_t)d->batch * sizeof *slot->staged));
+    CHECK_CUDA(cudaMallocHost((void **)&slot->host_image, d->image_floats * sizeof(float)));
+    if (d->engines) CHECK_NVJPEG(nvjpegJpegStateCreate(d->engines, &slot->engine_state));
+    CHECK_NVJPEG(nvjpegJpegStateCreate(d->cuda, &slot->cuda_state));
+    CHECK_NVJPEG(nvjpegJpegStateCreate(d->cuda, &slot->single_state));
+    CHECK_NVJPEG(nvjpegJpegStreamCreate(d->parser, &slot->header));
+    CHECK_CUDA(cudaEventCreateWithFlags(&slot->decoded, cudaEventDisableTiming));
+    slot->place = calloc((size_t)d->batch, sizeof *slot->place);
+    slot->offset = calloc((size_t)d->batch, sizeof *slot->offset);
+    return slot->place && slot->offset && group_alloc(&slot->on_engines, d->batch) == 0 &&
+                   group_alloc(&slot->on_cuda, d->batch) == 0
+               ? 0
+               : -1;
+}
+
+static void slot_close(decoder_slot *slot) {
+    if (slot->stream) CHECK_CUDA(cudaStreamSynchronize(slot->stream));
+    if (slot->images) CHECK_CUDA(cudaFree(slot->images));
+    if (slot->pictures) CHECK_CUDA(cudaFree(slot->pictures));
+    if (slot->sources) CHECK_CUDA(cudaFree(slot->sources));
+    if (slot->staged) CHECK_CUDA(cudaFreeHost(slot->staged));
+    if (slot->host_image) CHECK_CUDA(cudaFreeHost(slot->host_image));
+    if (slot->engine_state) CHECK_NVJPEG(nvjpegJpegStateDestroy(slot->engine_state));
+    if (slot->cuda_state) CHECK_NVJPEG(nvjpegJpegStateDestroy(slot->cuda_state));
+    if (slot->single_state) CHECK_NVJPEG(nvjpegJpegStateDestroy(slot->single_state));
+    if (slot->header) CHECK_NVJPEG(nvjpegJpegStreamDestroy(slot->header));
+    if (slot->decoded) CHECK_CUDA(cudaEventDestroy(slot->decoded));
+    if (slot->stream) CHECK_CUDA(cudaStreamDestroy(slot->stream));
+    group_free(&slot->on_engines);
+    group_free(&slot->on_cuda);
+    free(slot->place);
+    free(slot->offset);
+}
+
+jpeg_decoder *jpeg_decoder_open(const job_context *ctx, int batch, int size, int slots,
+                                const float mean[3], const float std[3], char *why, size_t why_size) {
     jpeg_decoder *d = calloc(1, sizeof *d);
-    if (!d) {
-        snprintf(why, why_size, "out of memory");
+    if (!d || slots < 1 || !(d->slots = calloc((size_t)slots, sizeof *d->slots))) {
+        snprintf(why, why_size, slots < 1 ? "%d decoder slots (at least 1)" : "out of memory", slots);
+        free(d);
         return NULL;
     }
     int interpolates = 0;
@@ -128,6 +169,7 @@ jpeg_decoder *jpeg_decoder_open(const job_context *ctx, int batch, int size, con
     if (status != NVJPEG_STATUS_SUCCESS) {
         snprintf(why, why_size, "nvJPEG did not start: nvjpegCreateEx gave %s",
                  suite_nvjpeg_message(status));
+        free(d->slots);
         free(d);
         return NULL;
     }
@@ -144,70 +186,38 @@ jpeg_decoder *jpeg_decoder_open(const job_context *ctx, int batch, int size, con
             d->interpolates = interpolates;
         }
     }
-    d->batch = batch, d->size = size;
+    d->batch = batch, d->size = size, d->slot_count = slots, d->ctx = ctx;
     memcpy(d->mean, mean, sizeof d->mean);
     memcpy(d->std, std, sizeof d->std);
     d->image_floats = (size_t)size * size * 3;
-    d->stream = context_stream_create(ctx, 1);
-    CHECK_NVJPEG(nvjpegJpegStateCreate(d->cuda, &d->single_state));
     d->parser = d->engines ? d->engines : d->cuda;
-    CHECK_NVJPEG(nvjpegJpegStreamCreate(d->parser, &d->header));
-    for (int s = 0; s < DECODER_SLOTS; s++) {
-        decoder_slot *slot = &d->slots[s];
-        CHECK_CUDA(cudaMalloc((void **)&slot->images, (size_t)batch * d->image_floats * sizeof(float)));
-        CHECK_CUDA(cudaMalloc((void **)&slot->sources, (size_t)batch * sizeof *slot->sources));
-        CHECK_CUDA(cudaMallocHost((void **)&slot->staged, (size_t)batch * sizeof *slot->staged));
-        if (d->engines) CHECK_NVJPEG(nvjpegJpegStateCreate(d->engines, &slot->engine_state));
-        CHECK_NVJPEG(nvjpegJpegStateCreate(d->cuda, &slot->cuda_state));
-        CHECK_CUDA(cudaEventCreateWithFlags(&slot->decoded, cudaEventDisableTiming));
-        CHECK_CUDA(cudaEventCreateWithFlags(&slot->taken, cudaEventDisableTiming));
-    }
-    CHECK_CUDA(cudaMallocHost((void **)&d->host_image, d->image_floats * sizeof(float)));
-    d->place = calloc((size_t)batch, sizeof *d->place);
-    d->offset = calloc((size_t)batch, sizeof *d->offset);
-    if (!d->place || !d->offset || group_alloc(&d->on_engines, batch) ||
-        group_alloc(&d->on_cuda, batch)) {
-        snprintf(why, why_size, "out of memory for a batch of %d", batch);
-        jpeg_decoder_close(d);
-        return NULL;
-    }
+    for (int s = 0; s < slots; s++)
+        if (slot_open(d, &d->slots[s]) != 0) {
+            snprintf(why, why_size, "out of memory for a batch of %d", batch);
+            jpeg_decoder_close(d);
+            return NULL;
+        }
     return d;
 }
 
 void jpeg_decoder_close(jpeg_decoder *d) {
     if (!d) return;
-    if (d->stream) CHECK_CUDA(cudaStreamSynchronize(d->stream));
-    for (int s = 0; s < DECODER_SLOTS; s++) {
-        decoder_slot *slot = &d->slots[s];
-        if (slot->images) CHECK_CUDA(cudaFree(slot->images));
-        if (slot->pictures) CHECK_CUDA(cudaFree(slot->pictures));
-        if (slot->sources) CHECK_CUDA(cudaFree(slot->sources));
-        if (slot->staged) CHECK_CUDA(cudaFreeHost(slot->staged));
-        if (slot->engine_state) CHECK_NVJPEG(nvjpegJpegStateDestroy(slot->engine_state));
-        if (slot->cuda_state) CHECK_NVJPEG(nvjpegJpegStateDestroy(slot->cuda_state));
-        if (slot->decoded) CHECK_CUDA(cudaEventDestroy(slot->decoded));
-        if (slot->taken) CHECK_CUDA(cudaEventDestroy(slot->taken));
-    }
-    if (d->host_image) CHECK_CUDA(cudaFreeHost(d->host_image));
-    if (d->header) CHECK_NVJPEG(nvjpegJpegStreamDestroy(d->header));
-    if (d->single_state) CHECK_NVJPEG(nvjpegJpegStateDestroy(d->single_state));
+    for (int s = 0; s < d->slot_count && d->slots; s++) slot_close(&d->slots[s]);
+    free(d->slots);
     if (d->engines) CHECK_NVJPEG(nvjpegDestroy(d->engines));
     if (d->cuda) CHECK_NVJPEG(nvjpegDestroy(d->cuda));
-    if (d->stream) CHECK_CUDA(cudaStreamDestroy(d->stream));
-    group_free(&d->on_engines);
-    group_free(&d->on_cuda);
-    free(d->place);
-    free(d->offset);
     free(d);
 }
 
 const char *jpeg_decoder_backend(const jpeg_decoder *d) { return d->engines ? "hardware" : "cuda"; }
 int jpeg_decoder_interpolates(const jpeg_decoder *d) { return d->interpolates; }
-int64_t jpeg_decoder_host_fallbacks(const jpeg_decoder *d) { return d->host_fallbacks; }
+int64_t jpeg_decoder_host_fallbacks(const jpeg_decoder *d) {
+    return (int64_t)atomic_load(&((jpeg_decoder *)d)->host_fallbacks);
+}
 
 size_t jpeg_decoder_gpu_bytes(const jpeg_decoder *d) {
     size_t bytes = 0;
-    for (int s = 0; s < DECODER_SLOTS; s++)
+    for (int s = 0; s < d->slot_count; s++)
         bytes += (size_t)d->batch * (d->image_floats * sizeof(float) + sizeof(crop_resize_source)) +
                  d->slots[s].picture_bytes;
     return bytes;
@@ -225,27 +235,27 @@ static int crop_fits(const imagenet_encoded *r, int size) {
 }
 
 /* Step 1 for sample k: where its picture decodes, and its place in the slot's pictures. */
-static void classify(jpeg_decoder *d, int k, const imagenet_encoded *r, const uint8_t *bytes,
-                     size_t *pictures_needed) {
-    d->place[k] = ON_HOST;
+static void classify(jpeg_decoder *d, decoder_slot *slot, int k, const imagenet_encoded *r,
+                     const uint8_t *bytes, size_t *pictures_needed) {
+    slot->place[k] = ON_HOST;
     if (r->kind == IMAGENET_ENCODED_PIXELS) {
-        d->place[k] = DECODED_ON_HOST;
+        slot->place[k] = DECODED_ON_HOST;
         return;
     }
     unsigned width = 0, height = 0;
     if (r->kind != IMAGENET_ENCODED_JPEG || !crop_fits(r, d->size) ||
-        TRY_NVJPEG(d, nvjpegJpegStreamParseHeader(d->parser, bytes, r->bytes, d->header)) !=
+        TRY_NVJPEG(d, nvjpegJpegStreamParseHeader(d->parser, bytes, r->bytes, slot->header)) !=
             NVJPEG_STATUS_SUCCESS)
         return;
-    CHECK_NVJPEG(nvjpegJpegStreamGetFrameDimensions(d->header, &width, &height));
+    CHECK_NVJPEG(nvjpegJpegStreamGetFrameDimensions(slot->header, &width, &height));
     if ((int)width != r->width || (int)height != r->height) return;
     int unsupported = 1;
-    if (d->engines && nvjpegDecodeBatchedSupported(d->engines, d->header, &unsupported) !=
+    if (d->engines && nvjpegDecodeBatchedSupported(d->engines, slot->header, &unsupported) !=
                           NVJPEG_STATUS_SUCCESS)
         unsupported = 1;
-    picture_group *g = d->engines && unsupported == 0 ? &d->on_engines : &d->on_cuda;
-    d->place[k] = g == &d->on_engines ? ON_ENGINES : ON_CUDA;
-    d->offset[k] = *pictures_needed;
+    picture_group *g = d->engines && unsupported == 0 ? &slot->on_engines : &slot->on_cuda;
+    slot->place[k] = g == &slot->on_engines ? ON_ENGINES : ON_CUDA;
+    slot->offset[k] = *pictures_needed;
     *pictures_needed += ((size_t)width * height * 3 + PICTURE_ALIGN - 1) / PICTURE_ALIGN * PICTURE_ALIGN;
     g->members[g->count] = k;
     g->data[g->count] = bytes;
@@ -254,7 +264,7 @@ static void classify(jpeg_decoder *d, int k, const imagenet_encoded *r, const ui
 }
 
 /* Step 2: one group's batched decode; a failed batch is retried picture by picture. */
-static void decode_group(jpeg_decoder *d, picture_group *g, nvjpegHandle_t handle,
+static void decode_group(jpeg_decoder *d, decoder_slot *slot, picture_group *g, nvjpegHandle_t handle,
                          nvjpegJpegState_t state, int *initialised_for) {
     if (g->count == 0) return;
     if (*initialised_for != g->count) {
@@ -262,14 +272,14 @@ static void decode_group(jpeg_decoder *d, picture_group *g, nvjpegHandle_t handl
         *initialised_for = g->count;
     }
     if (TRY_NVJPEG(d, nvjpegDecodeBatched(handle, state, g->data, g->lengths, g->outputs,
-                                          d->stream)) == NVJPEG_STATUS_SUCCESS)
+                                          slot->stream)) == NVJPEG_STATUS_SUCCESS)
         return;
     *initialised_for = 0; /* nvJPEG: a failed batch is reset by initialising again */
     for (int i = 0; i < g->count; i++)
-        if (TRY_NVJPEG(d, nvjpegDecode(d->cuda, d->single_state, g->data[i], g->lengths[i],
-                                       NVJPEG_OUTPUT_RGBI, &g->outputs[i], d->stream)) !=
+        if (TRY_NVJPEG(d, nvjpegDecode(d->cuda, slot->single_state, g->data[i], g->lengths[i],
+                                       NVJPEG_OUTPUT_RGBI, &g->outputs[i], slot->stream)) !=
             NVJPEG_STATUS_SUCCESS)
-            d->place[g->members[i]] = ON_HOST;
+            slot->place[g->members[i]] = ON_HOST;
 }
 
 /* The slot's picture memory holds at least `bytes` (its earlier batch is done with it). */
@@ -286,60 +296,61 @@ static int decode_on_host(jpeg_decoder *d, decoder_slot *slot, const dataset *da
                           const imagenet_encoded *r, int32_t *label, int k, char *err,
                           size_t err_size) {
     int64_t index = r->index;
-    if (data->read(data, d->host_image, label, &index, 1, err, err_size) != 0) return -1;
-    CHECK_CUDA(cudaMemcpyAsync(slot->images + (size_t)k * d->image_floats, d->host_image,
-                               d->image_floats * sizeof(float), cudaMemcpyHostToDevice, d->stream));
-    CHECK_CUDA(cudaStreamSynchronize(d->stream)); /* host_image is needed again; this is rare */
-    d->host_fallbacks++;
+    if (data->read(data, slot->host_image, label, &index, 1, err, err_size) != 0) return -1;
+    CHECK_CUDA(cudaMemcpyAsync(slot->images + (size_t)k * d->image_floats, slot->host_image,
+                               d->image_floats * sizeof(float), cudaMemcpyHostToDevice, slot->stream));
+    CHECK_CUDA(cudaStreamSynchronize(slot->stream)); /* host_image is needed again; this is rare */
+    atomic_fetch_add(&d->host_fallbacks, 1);
     return 0;
 }
 
-const float *jpeg_decoder_run(jpeg_decoder *d, const loader_batch *b, size_t payload_bytes,
-                              const dataset *data, cudaStream_t consumer, char *err,
-                              size_t err_size) {
-    decoder_slot *slot = &d->slots[d->batches % DECODER_SLOTS];
+int jpeg_decoder_decode(jpeg_decoder *d, const loader_batch *b, size_t payload_bytes, const dataset *data,
+                        char *err, size_t err_size) {
     int n = b->n;
-    if (n > d->batch) {
-        snprintf(err, err_size, "a batch of %d for a decoder of %d", n, d->batch);
-        return NULL;
+    if (n > d->batch || b->slot < 0 || b->slot >= d->slot_count) {
+        snprintf(err, err_size, "a batch of %d in slot %d for a decoder of %d in %d slots", n, b->slot,
+                 d->batch, d->slot_count);
+        return -1;
     }
-    /* Its descriptors and pictures are free. A wait on the host, not the decoder stream's: the
-     * engines' nvjpegDecodeBatched writes its pictures when called, whatever the stream has queued
-     * before it (torchcodec found the same, meta-pytorch/torchcodec#1634). */
+    decoder_slot *slot = &d->slots[b->slot];
+    context_bind_thread(d->ctx);
+    /* The slot's last batch is decoded and was taken: the loader gives a slot to a new batch only
+     * after the job released the old one, which it does once the step copied it. The engines'
+     * nvjpegDecodeBatched writes its pictures when called, whatever its stream has queued (as
+     * torchcodec found, meta-pytorch/torchcodec#1634), so this wait is the host's. */
     CHECK_CUDA(cudaEventSynchronize(slot->decoded));
-    CHECK_CUDA(cudaStreamWaitEvent(d->stream, slot->taken, 0));
     const uint8_t *payloads = b->fields[IMAGENET_ENCODED_PAYLOAD];
     int32_t *labels = b->fields[IMAGENET_ENCODED_LABEL];
     const imagenet_encoded *records = b->fields[IMAGENET_ENCODED_RECORD];
     size_t pictures_needed = 0;
-    d->on_engines.count = d->on_cuda.count = 0;
+    slot->on_engines.count = slot->on_cuda.count = 0;
     for (int k = 0; k < n; k++)
-        classify(d, k, &records[k], payloads + (size_t)k * payload_bytes, &pictures_needed);
+        classify(d, slot, k, &records[k], payloads + (size_t)k * payload_bytes, &pictures_needed);
     reserve_pictures(slot, pictures_needed);
-    picture_group *groups[2] = {&d->on_engines, &d->on_cuda};
+    picture_group *groups[2] = {&slot->on_engines, &slot->on_cuda};
     for (int g = 0; g < 2; g++)
         for (int i = 0; i < groups[g]->count; i++) {
             int k = groups[g]->members[i];
             nvjpegImage_t *o = &groups[g]->outputs[i];
             memset(o, 0, sizeof *o);
-            o->channel[0] = slot->pictures + d->offset[k];
+            o->channel[0] = slot->pictures + slot->offset[k];
             o->pitch[0] = (size_t)records[k].width * 3;
         }
-    decode_group(d, &d->on_engines, d->engines, slot->engine_state, &slot->engine_batch);
-    decode_group(d, &d->on_cuda, d->cuda, slot->cuda_state, &slot->cuda_batch);
+    decode_group(d, slot, &slot->on_engines, d->engines, slot->engine_state, &slot->engine_batch);
+    decode_group(d, slot, &slot->on_cuda, d->cuda, slot->cuda_state, &slot->cuda_batch);
     for (int k = 0; k < n; k++) {
         const imagenet_encoded *r = &records[k];
         crop_resize_source *s = &slot->staged[k];
         memset(s, 0, sizeof *s);
-        if (d->place[k] == DECODED_ON_HOST) {
+        if (slot->place[k] == DECODED_ON_HOST) {
             CHECK_CUDA(cudaMemcpyAsync(slot->images + (size_t)k * d->image_floats,
                                        payloads + (size_t)k * payload_bytes,
                                        d->image_floats * sizeof(float), cudaMemcpyHostToDevice,
-                                       d->stream));
-        } else if (d->place[k] == ON_HOST) {
-            if (decode_on_host(d, slot, data, r, &labels[k], k, err, err_size) != 0) return NULL;
+                                       slot->stream));
+        } else if (slot->place[k] == ON_HOST) {
+            if (decode_on_host(d, slot, data, r, &labels[k], k, err, err_size) != 0) return -1;
         } else {
-            *s = (crop_resize_source){slot->pictures + d->offset[k], (size_t)r->width * 3, r->width,
+            *s = (crop_resize_source){slot->pictures + slot->offset[k], (size_t)r->width * 3, r->width,
                                       r->height, r->crop.region.x, r->crop.region.y,
                                       r->crop.region.width, r->crop.region.height,
                                       r->crop.scaled_width, r->crop.scaled_height,
@@ -347,20 +358,19 @@ const float *jpeg_decoder_run(jpeg_decoder *d, const loader_batch *b, size_t pay
         }
     }
     CHECK_CUDA(cudaMemcpyAsync(slot->sources, slot->staged, (size_t)n * sizeof *slot->staged,
-                               cudaMemcpyHostToDevice, d->stream));
-    crop_resize_normalize(slot->images, slot->sources, n, d->size, d->mean, d->std, d->stream);
-    CHECK_CUDA(cudaEventRecord(slot->decoded, d->stream));
+                               cudaMemcpyHostToDevice, slot->stream));
+    crop_resize_normalize(slot->images, slot->sources, n, d->size, d->mean, d->std, slot->stream);
+    CHECK_CUDA(cudaEventRecord(slot->decoded, slot->stream));
+    /* The GPU has read the batch's host buffers (the files, samples decoded on the host) before the
+     * loader may refill them, even for a batch the job never takes (an epoch cut short). */
+    CHECK_CUDA(cudaEventSynchronize(slot->decoded));
+    return 0;
+}
+
+const float *jpeg_decoder_images(jpeg_decoder *d, const loader_batch *b, cudaStream_t consumer) {
+    decoder_slot *slot = &d->slots[b->slot];
     CHECK_CUDA(cudaStreamWaitEvent(consumer, slot->decoded, 0));
-    d->batches++;
     return slot->images;
-}
-
-void jpeg_decoder_taken(jpeg_decoder *d, cudaStream_t consumer) {
-    CHECK_CUDA(cudaEventRecord(d->slots[(d->batches - 1) % DECODER_SLOTS].taken, consumer));
-}
-
-void jpeg_decoder_wait_inputs(jpeg_decoder *d) {
-    CHECK_CUDA(cudaEventSynchronize(d->slots[(d->batches - 1) % DECODER_SLOTS].decoded));
 }
 
 #else /* built without nvJPEG: no decoder can be opened, so the rest is never reached */
@@ -369,8 +379,8 @@ struct jpeg_decoder {
     int batch;
 };
 
-jpeg_decoder *jpeg_decoder_open(const job_context *ctx, int batch, int size, const float mean[3],
-                                const float std[3], char *why, size_t why_size) {
+jpeg_decoder *jpeg_decoder_open(const job_context *ctx, int batch, int size, int slots,
+                                const float mean[3], const float std[3], char *why, size_t why_size) {
     snprintf(why, why_size, "this build has no nvJPEG (SUITE_HAVE_NVJPEG 0: pip install "
              "nvidia-nvjpeg, then configure and build again)");
     return NULL;
@@ -380,13 +390,11 @@ const char *jpeg_decoder_backend(const jpeg_decoder *d) { return "none"; }
 int jpeg_decoder_interpolates(const jpeg_decoder *d) { return 0; }
 size_t jpeg_decoder_gpu_bytes(const jpeg_decoder *d) { return 0; }
 int64_t jpeg_decoder_host_fallbacks(const jpeg_decoder *d) { return 0; }
-const float *jpeg_decoder_run(jpeg_decoder *d, const loader_batch *b, size_t payload_bytes,
-                              const dataset *data, cudaStream_t consumer, char *err,
-                              size_t err_size) {
+int jpeg_decoder_decode(jpeg_decoder *d, const loader_batch *b, size_t payload_bytes, const dataset *data,
+                        char *err, size_t err_size) {
     snprintf(err, err_size, "this build has no nvJPEG");
-    return NULL;
+    return -1;
 }
-void jpeg_decoder_taken(jpeg_decoder *d, cudaStream_t consumer) {}
-void jpeg_decoder_wait_inputs(jpeg_decoder *d) {}
+const float *jpeg_decoder_images(jpeg_decoder *d, const loader_batch *b, cudaStream_t consumer) { return NULL; }
 
 #endif

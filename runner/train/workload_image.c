@@ -182,12 +182,16 @@ static int open_data(workload *w, char *err, size_t err_size) {
     return 0;
 }
 
+/* Batches the GPU decoder's loader holds, each decoded in a slot of its own: the engines' decode holds
+ * its thread about a ResNet-50 step long (bench/NOTES.md, session 16), so three can keep ahead. */
+#define DECODE_DEPTH 3
+
 /* The GPU decoder, in the job's place, where the plan has one: without it, --decode auto decodes
  * on the CPU and says why; --decode gpu fails (exit 1). */
 static int start_decoder(image_job *j, char *err, size_t err_size) {
     if (j->decode != DECODE_GPU) return 0;
     char why[200];
-    j->decoder = jpeg_decoder_open(&j->s.ctx, j->opt->batch, j->opt->image_size, dataset_imagenet_mean,
+    j->decoder = jpeg_decoder_open(&j->s.ctx, j->opt->batch, j->opt->image_size, DECODE_DEPTH, dataset_imagenet_mean,
                                    dataset_imagenet_std, why, sizeof why);
     if (j->decoder) return 0;
     if (j->opt->decode == DECODE_GPU) {
@@ -286,13 +290,23 @@ static void print_setup(const workload *w, const char *device, int sms, int mps,
                 j->decoder ? jpeg_decoder_backend(j->decoder) : "", j->decoder ? " backend" : "", j->decode_why);
 }
 
+/* The loader's finish hook: a filled batch of files decoded on its worker's thread. */
+static int decode_batch(const loader_batch *b, void *user, char *err, size_t err_size) {
+    image_job *j = user;
+    return jpeg_decoder_decode(j->decoder, b, j->encoded.field_bytes[IMAGENET_ENCODED_PAYLOAD], &j->train_set,
+                               err, err_size);
+}
+
 static loader *open_loader(workload *w, char *err, size_t err_size) {
     const train_options *o = w->o;
     loader_config lc = {.batch = o->batch, .workers = train_loader_workers(o), .shuffle = 1, .drop_last = 1,
                         .shards = o->ddp_world, .shard = o->ddp_rank, .seed = o->seed,
                         .alloc_host = train_pinned_alloc, .free_host = train_pinned_free};
     image_job *j = impl(w);
-    if (j->decoder) return loader_open_source(&j->encoded, &lc, err, err_size);
+    if (j->decoder) {
+        lc.depth = DECODE_DEPTH, lc.finish = decode_batch, lc.finish_user = j;
+        return loader_open_source(&j->encoded, &lc, err, err_size);
+    }
     return loader_open(&j->train_set, &lc, err, err_size);
 }
 
@@ -313,28 +327,20 @@ static void step(workload *w, const loader_batch *b, long index) {
         CHECK_CUDA(cudaStreamWaitEvent(stream, u->done, 0));
         images = u->images, labels = u->labels;
     } else {
-        char err[512];
-        images = jpeg_decoder_run(j->decoder, b, j->encoded.field_bytes[IMAGENET_ENCODED_PAYLOAD], &j->train_set,
-                                  stream, err, sizeof err);
-        if (!images) suite_check_exit(train_fail(w->ev, 1, err), err); /* as a loader's read error would */
+        images = jpeg_decoder_images(j->decoder, b, stream);
         labels = b->fields[IMAGENET_ENCODED_LABEL];
     }
     trainer_take_batch(&j->s.trainer, images, labels);
     CHECK_CUDA(cudaEventRecord(j->copied, stream));
-    if (j->decoder) jpeg_decoder_taken(j->decoder, stream);
     trainer_run_step(&j->s.trainer);
 }
 
 /* The loader may refill b's buffers once they have been read: uploaded, or (GPU decoding) the
- * labels copied and the files decoded. The host then runs a step or two ahead of the GPU. */
+ * labels and the decoded images copied, which also frees the decoder's slot. The host then runs
+ * a step or two ahead of the GPU. */
 static void batch_done(workload *w, long index) {
     image_job *j = impl(w);
-    if (!j->decoder) {
-        CHECK_CUDA(cudaEventSynchronize(j->upload.done));
-        return;
-    }
-    CHECK_CUDA(cudaEventSynchronize(j->copied));
-    jpeg_decoder_wait_inputs(j->decoder);
+    CHECK_CUDA(cudaEventSynchronize(j->decoder ? j->copied : j->upload.done));
 }
 
 /* A NaN fault writes the float32 weights, but a bf16 step's forward reads the bfloat16 copy that
