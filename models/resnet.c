@@ -281,7 +281,19 @@ static void resnet_setup(model *m, job_context *ctx) {
     context_set_workspace(ctx, workspace);
     m->wgrad_lane = wgrad_lane_choose(ctx);
     r->use_lane = m->side_workspaces = m->wgrad_lane.in_effect;
-    if (r->use_lane) wgrad_lane_init(&r->lane, ctx, workspace, RESNET_LANE_LAG);
+    if (r->use_lane) {
+        /* the lane runs weight gradients only: its workspace holds the largest of those alone */
+        size_t lane_workspace = r->conv1.wgrad_workspace_bytes;
+        for (int b = 0; b < r->block_count; b++) {
+            const bottleneck *blk = &r->blocks[b];
+            lane_workspace = max_z(lane_workspace, max_z(blk->conv1.wgrad_workspace_bytes,
+                                                         blk->conv2.wgrad_workspace_bytes));
+            lane_workspace = max_z(lane_workspace, blk->conv3.wgrad_workspace_bytes);
+            if (blk->has_downsample) lane_workspace = max_z(lane_workspace, blk->ds_conv.wgrad_workspace_bytes);
+        }
+        wgrad_lane_init(&r->lane, ctx, lane_workspace, RESNET_LANE_LAG);
+        m->side_workspace_bytes = lane_workspace;
+    }
     linear_setup(&r->fc, ctx);
 
     model_init_params(m, ctx);

@@ -51,8 +51,7 @@ int session_start_at(session *s, const context_place *place, size_t workspace_li
 }
 
 size_t session_gpu_bytes(const session *s) {
-    size_t workspaces = 1 + (size_t)(s->model ? s->model->side_workspaces : 0);
-    return s->ctx.arena.allocated + s->ctx.workspace_bytes * workspaces;
+    return s->ctx.arena.allocated + s->ctx.workspace_bytes + (s->model ? s->model->side_workspace_bytes : 0);
 }
 
 void session_end(session *s) {

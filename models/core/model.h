@@ -75,8 +75,9 @@ struct model {
     int32_t *labels;               /* [batch] */
     float *logits, *dlogits;       /* [batch, classes] */
     double flops_per_step_forward; /* multiply-adds x 2 for one forward of a whole batch */
-    int side_workspaces;           /* library workspaces of the context's size it holds beside it (a
-                                    * lane's): asked for when built, in effect after setup */
+    int side_workspaces;           /* library workspaces it may hold beside the context's (a lane's),
+                                    * each at most the context's: what the plan bounds */
+    size_t side_workspace_bytes;   /* what they hold once set up */
     wgrad_lane_choice wgrad_lane;  /* set up by a family with a lane (ResNet); zero: none */
     void (*setup)(model *m, job_context *ctx);
     void (*forward)(model *m, int training, job_context *ctx);

@@ -329,6 +329,16 @@ static int cache_lookup(const conv_algo_cache *cache, const conv_shape *s, int a
     return -1;
 }
 
+/* The weight gradient's own workspace (conv_algos keeps the largest of the three directions'). */
+static size_t weight_grad_workspace(const conv_layer *c, cudnnHandle_t cudnn) {
+    const conv_algos *al = &c->algos;
+    if (al->use_engine[CONV_BACKWARD_FILTER]) return al->engine[CONV_BACKWARD_FILTER].workspace_bytes;
+    size_t bytes = 0;
+    CHECK_CUDNN(cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn, c->x_desc, c->y_desc, c->bwd_filter_desc,
+                                                               c->w_desc, al->bwd_filter, &bytes));
+    return bytes;
+}
+
 void conv_setup(conv_layer *c, void *y, const void *x, void *dx, int accumulate_dx,
                 conv_algo_cache *cache, job_context *ctx) {
     const conv_shape *s = &c->shape;
@@ -368,6 +378,7 @@ void conv_setup(conv_layer *c, void *y, const void *x, void *dx, int accumulate_
         }
     }
     use_math_types(c);
+    c->wgrad_workspace_bytes = weight_grad_workspace(c, ctx->cudnn);
 }
 
 void conv_algo_cache_free(conv_algo_cache *cache) {
@@ -392,9 +403,9 @@ void conv_backward_lane(conv_layer *c, void *dx, const void *dy, const void *x, 
         fprintf(stderr, "conv_backward_lane: gradient hooks need every gradient on the job's stream (no lane)\n");
         exit(1);
     }
-    if (c->algos.workspace_bytes > lane->workspace_bytes) {
-        fprintf(stderr, "conv_backward_lane: the layer's algorithms need a %zu-byte workspace, the lane has %zu\n",
-                c->algos.workspace_bytes, lane->workspace_bytes);
+    if (c->wgrad_workspace_bytes > lane->workspace_bytes) {
+        fprintf(stderr, "conv_backward_lane: the layer's weight gradient needs a %zu-byte workspace, the lane has %zu\n",
+                c->wgrad_workspace_bytes, lane->workspace_bytes);
         exit(1);
     }
     cudnnHandle_t on_lane = wgrad_lane_job_begin(lane, ctx->stream);

@@ -37,6 +37,7 @@ typedef struct conv_layer {
     conv_shape shape;
     int accumulate_dx;  /* backward-data adds into dx (the residual branch joins there) */
     int owns_engine;    /* the plans are this layer's (no cache) and conv_destroy frees them */
+    size_t wgrad_workspace_bytes; /* the weight gradient's alone: what a wgrad lane must hold */
     float *weight, *weight_grad;
     void *run_weight, *run_weight_grad; /* what cuDNN reads and writes: the bfloat16 copies, or these */
     cudnnTensorDescriptor_t x_desc, y_desc;
