@@ -16,6 +16,7 @@
 #include "kernels/check.h"
 #include "models/core/checkpoint.h"
 #include "models/session.h"
+#include "runner/mps_probe.h"
 #include "runner/train/jpeg_decoder.h"
 #include "runner/train/train_host.h"
 #include "runner/train/train_rank.h"
@@ -172,12 +173,14 @@ static int open_data(workload *w, char *err, size_t err_size) {
     if (j->decode == DECODE_GPU &&
         loader_source_imagenet_encoded(&j->encoded, &j->train_set, err, err_size) != 0)
         return -1;
-    /* nvJPEG's engine decode holds the job's thread until the engines are done, and its streams
-     * shared the device's 8 hardware queues with the step's: a decode then waited behind the
-     * step it should overlap (ResNet-50 224/256 bf16: 47.8 ms a step with 8 queues, 41.8 with 32,
-     * 65 with 2). More queues, unless the user chose; read when the CUDA context is made, which
-     * comes after this (start). */
-    if (j->decode == DECODE_GPU) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+    /* The decode's streams shared the device's 8 hardware queues with the step's: a decode then
+     * waited behind the step it should overlap (ResNet-50 224/256 bf16: 47.8 ms a step with 8
+     * queues, 41.8 with 32, 65 with 2). More queues, unless the user chose; read when the CUDA
+     * context is made, which comes after this (start). But an MPS server shares about 120
+     * connections among its clients (60 at its default of 2 each): at 32, a fourth JPEG-fed job
+     * failed to make its context (out of memory), so an MPS client asks for 8 (15 such jobs fit). */
+    if (j->decode == DECODE_GPU)
+        setenv("CUDA_DEVICE_MAX_CONNECTIONS", mps_daemon_running(mps_default_pipe_dir()) ? "8" : "32", 0);
     j->data_open_s = train_wall_seconds() - t_data;
     return 0;
 }

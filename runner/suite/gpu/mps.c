@@ -136,53 +136,6 @@ int mps_parse_mem_list(const char *text, int job_count, long long *out, char *er
     return 0;
 }
 
-static int is_socket(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
-}
-
-static long read_pid_file(const char *pipe_dir) {
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/nvidia-cuda-mps-control.pid", pipe_dir);
-    FILE *f = fopen(path, "r");
-    long pid = 0;
-    if (f) {
-        if (fscanf(f, "%ld", &pid) != 1) pid = 0;
-        fclose(f);
-    }
-    return pid;
-}
-
-/* Alive and not a zombie: a daemon that exited stays a zombie until whoever adopted it reaps it. */
-static int pid_alive(long pid) {
-    if (pid <= 0) return 0;
-    /* run_suite is a subreaper: the daemon, orphaned by its own fork, is our child; reap it */
-    if (waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid) return 0;
-    if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return 0;
-    char path[64], stat_line[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 1;
-    size_t n = fread(stat_line, 1, sizeof stat_line - 1, f);
-    fclose(f);
-    stat_line[n] = 0;
-    const char *after_name = strrchr(stat_line, ')'); /* "pid (comm) S ..." */
-    return !(after_name && after_name[1] == ' ' && after_name[2] == 'Z');
-}
-
-int mps_daemon_running(const char *pipe_dir) {
-    char control[PATH_MAX + 16];
-    snprintf(control, sizeof control, "%s/control", pipe_dir);
-    if (!is_socket(control)) return 0;
-    long pid = read_pid_file(pipe_dir);
-    return pid == 0 || pid_alive(pid); /* no pid file: trust the socket */
-}
-
-const char *mps_default_pipe_dir(void) {
-    const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
-    return dir && *dir ? dir : MPS_DEFAULT_PIPE_DIR;
-}
-
 static int make_private_dir(const char *path, char *err, size_t err_size) {
     if (mkdir(path, 0700) != 0 && errno != EEXIST) {
         snprintf(err, err_size, "cannot create %s: %s", path, strerror(errno));
@@ -325,7 +278,7 @@ int mps_stop_stale(FILE *msg) {
         d.log_dir[strcspn(d.log_dir, "\n")] = 0;
         if (read_ok && owner_alive(d.pipe_dir)) continue; /* another run's, still running */
         if (read_ok && mps_daemon_running(d.pipe_dir)) {
-            long pid = read_pid_file(d.pipe_dir);
+            long pid = mps_daemon_pid(d.pipe_dir);
             snprintf(d.program, sizeof d.program, "%s", MPS_CONTROL_PROGRAM);
             d.owned = d.pipe_dir_made = 1;
             int rc = mps_stop(&d, err, sizeof err);
@@ -459,7 +412,7 @@ int mps_stop(mps_daemon *d, char *err, size_t err_size) {
     mps_fault_evidence(d, fault, sizeof fault);
     if (fault[0]) /* a fatal fault may leave the server unusable: the next mode starts its own */
         fprintf(stderr, "note: %s; this MPS daemon is stopped, a later mode starts a fresh one\n", fault);
-    long pid = read_pid_file(d->pipe_dir);
+    long pid = mps_daemon_pid(d->pipe_dir);
     char out[1024];
     int st = run_control(d, "quit\n", out, sizeof out);
     int rc = 0;
@@ -469,11 +422,11 @@ int mps_stop(mps_daemon *d, char *err, size_t err_size) {
         rc = -1;
     }
     /* "quit" returns at once; the daemon and its server leave shortly after. */
-    for (int i = 0; i < 150 && pid_alive(pid); i++) usleep(100000);
-    if (pid_alive(pid)) {
+    for (int i = 0; i < 150 && mps_pid_alive(pid); i++) usleep(100000);
+    if (mps_pid_alive(pid)) {
         kill((pid_t)pid, SIGTERM);
-        for (int i = 0; i < 50 && pid_alive(pid); i++) usleep(100000);
-        if (pid_alive(pid)) kill((pid_t)pid, SIGKILL);
+        for (int i = 0; i < 50 && mps_pid_alive(pid); i++) usleep(100000);
+        if (mps_pid_alive(pid)) kill((pid_t)pid, SIGKILL);
         snprintf(err, err_size, "the MPS control daemon (pid %ld) ignored quit and was killed", pid);
         rc = -1;
     }

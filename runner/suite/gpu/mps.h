@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "runner/mps_probe.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/jobs/spawn.h"
 
-#define MPS_DEFAULT_PIPE_DIR "/tmp/nvidia-mps"
 #define MPS_CONTROL_PROGRAM "nvidia-cuda-mps-control"
 
 typedef struct mps_daemon {
@@ -46,14 +46,10 @@ long long mps_parse_bytes(const char *text);
 int mps_parse_sm_list(const char *text, int job_count, int *out, char *err, size_t err_size);
 int mps_parse_mem_list(const char *text, int job_count, long long *out, char *err, size_t err_size);
 
-/* 1 when a control daemon answers in pipe_dir (its socket exists and its pid is alive). */
-int mps_daemon_running(const char *pipe_dir);
 /* 1 when MPS's sockets in pipe_dir fit a socket address (sun_path). A CUDA client given a longer
  * folder does not just fail to connect: on driver 580 it lost its stdin (the start barrier read
  * EOF), so even the empty folder that keeps plain processes off MPS must fit. */
 int mps_pipe_dir_fits(const char *pipe_dir);
-/* The pipe folder that a plain CUDA program would use ($CUDA_MPS_PIPE_DIRECTORY or the default). */
-const char *mps_default_pipe_dir(void);
 
 /* Starts a private daemon: folders under run_dir (the pipe folder moves to /tmp when the run
  * folder's path is too long for a socket name). visible: the daemon's CUDA_VISIBLE_DEVICES or

@@ -1,0 +1,17 @@
+/* Is an MPS control daemon there? Asked by run_suite (runner/suite/gpu/mps.h) and by a training
+ * job before its CUDA context exists (runner/train/workload_image.c). Host only, no CUDA. */
+#ifndef SUITE_MPS_PROBE_H
+#define SUITE_MPS_PROBE_H
+
+#define MPS_DEFAULT_PIPE_DIR "/tmp/nvidia-mps"
+
+/* 1 when a control daemon answers in pipe_dir (its socket exists and its pid is alive). */
+int mps_daemon_running(const char *pipe_dir);
+/* The pipe folder that a plain CUDA program would use ($CUDA_MPS_PIPE_DIRECTORY or the default). */
+const char *mps_default_pipe_dir(void);
+/* The control daemon's pid from its pid file in pipe_dir, 0 when there is none. */
+long mps_daemon_pid(const char *pipe_dir);
+/* Alive and not a zombie: a daemon that exited stays a zombie until whoever adopted it reaps it. */
+int mps_pid_alive(long pid);
+
+#endif
