@@ -398,3 +398,11 @@ int jpeg_decoder_decode(jpeg_decoder *d, const loader_batch *b, size_t payload_b
 const float *jpeg_decoder_images(jpeg_decoder *d, const loader_batch *b, cudaStream_t consumer) { return NULL; }
 
 #endif
+
+size_t jpeg_decoder_planned_bytes(int batch, int size, int slots) {
+    /* pictures grow with the files (reserve_pictures, with its quarter of room): ImageNet's are
+     * about 500x375 */
+    size_t picture = (size_t)500 * 375 * 3;
+    size_t sample = (size_t)size * size * 3 * sizeof(float) + sizeof(crop_resize_source) + picture + picture / 4;
+    return (size_t)slots * (size_t)batch * sample;
+}

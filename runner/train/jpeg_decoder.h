@@ -41,6 +41,10 @@ const char *jpeg_decoder_backend(const jpeg_decoder *d);
 int jpeg_decoder_interpolates(const jpeg_decoder *d);
 /* Device bytes the decoder holds (its slots: images, decoded pictures, descriptors). */
 size_t jpeg_decoder_gpu_bytes(const jpeg_decoder *d);
+/* What a decoder of `slots` slots for batches of `batch` images will hold, planned before any file
+ * is read (train --dry-run): its pictures counted at ImageNet's typical 500x375, so larger files
+ * take more. nvJPEG's own state buffers are not in it. */
+size_t jpeg_decoder_planned_bytes(int batch, int size, int slots);
 /* Pictures of the batches so far that nvJPEG failed on, decoded on the host instead. */
 int64_t jpeg_decoder_host_fallbacks(const jpeg_decoder *d);
 
