@@ -79,10 +79,6 @@ static size_t workspace_bound(const image_job *j) {
     return j->opt->workspace_limit * (size_t)(1 + j->s.model->side_workspaces) + ((size_t)32 << 20);
 }
 
-/* Batches the GPU decoder's loader holds, each decoded in a slot of its own: the engines' decode holds
- * its thread about a ResNet-50 step long (bench/NOTES.md, session 16), so three can keep ahead;
- * four or six did no better (session 17). */
-#define DECODE_DEPTH 3
 
 static train_footprint footprint(const workload *w) {
     const image_job *j = impl(w);
@@ -94,7 +90,7 @@ static train_footprint footprint(const workload *w) {
     char why[160];
     int jpeg_files = !strcmp(o->data, "imagenet") && o->data_root[0];
     size_t upload = train_decode_plan(o, jpeg_files, SUITE_HAVE_NVJPEG, why, sizeof why) == DECODE_GPU
-                        ? jpeg_decoder_planned_bytes(o->batch, o->image_size, DECODE_DEPTH)
+                        ? jpeg_decoder_planned_bytes(o->batch, o->image_size, JPEG_DECODER_TRAIN_SLOTS)
                         : upload_bytes(o);
     size_t workspace = workspace_bound(j);
     return (train_footprint){(double)f.parameters, (double)f.gradients, (double)f.optimizer, (double)f.buffers,
@@ -205,8 +201,8 @@ static int open_data(workload *w, char *err, size_t err_size) {
 static int start_decoder(image_job *j, char *err, size_t err_size) {
     if (j->decode != DECODE_GPU) return 0;
     char why[200];
-    j->decoder = jpeg_decoder_open(&j->s.ctx, j->opt->batch, j->opt->image_size, DECODE_DEPTH, dataset_imagenet_mean,
-                                   dataset_imagenet_std, why, sizeof why);
+    j->decoder = jpeg_decoder_open(&j->s.ctx, j->opt->batch, j->opt->image_size, JPEG_DECODER_TRAIN_SLOTS,
+                                   dataset_imagenet_mean, dataset_imagenet_std, why, sizeof why);
     if (j->decoder) return 0;
     if (j->opt->decode == DECODE_GPU) {
         snprintf(err, err_size, "--decode gpu: %s", why);
@@ -318,7 +314,7 @@ static loader *open_loader(workload *w, char *err, size_t err_size) {
                         .alloc_host = train_pinned_alloc, .free_host = train_pinned_free};
     image_job *j = impl(w);
     if (j->decoder) {
-        lc.depth = DECODE_DEPTH, lc.finish = decode_batch, lc.finish_user = j;
+        lc.depth = JPEG_DECODER_TRAIN_SLOTS, lc.finish = decode_batch, lc.finish_user = j;
         return loader_open_source(&j->encoded, &lc, err, err_size);
     }
     return loader_open(&j->train_set, &lc, err, err_size);
