@@ -26,6 +26,8 @@
 #           --decode cpu and --decode gpu (16 workers) against synthetic data through the loader
 #           and bench_step: images/s, the share of synthetic's, CPU cores used, images left to the host
 #   nvjpeg-mps  4 ResNet-50 224 bf16 jobs (batch 256) under MPS fed from those JPEGs by the GPU
+#   jpeg-mix  those 4 JPEG-fed jobs through run_suite --mode mps (decode=gpu in the mix), measured in
+#           its common windows, against the same mix on synthetic data (after nvjpeg)
 #           decoder, against 4 fed synthetic data: aggregate images/s, CPU cores (after nvjpeg)
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
 #           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (bench/sharing_table.py)
@@ -352,6 +354,22 @@ for name in ("synthetic", "gpu"):
           f"(jobs {', '.join(f'{r:.0f}' for r in rates)}), {cores:.1f} CPU cores, {host} decoded on the host")
 PY
         (cd "$out" && tar czf mps4-events.tgz mps4_*.jsonl mps4_*.err && rm mps4_*.jsonl mps4_*.err)
+        ;;
+    jpeg-mix)
+        # the same 4 jobs under MPS in run_suite's common windows (their rates over one interval, not
+        # each job's own epochs): fed from the folder by the GPU decoder, then on synthetic data of
+        # the same shape (the mix without the folder)
+        dir=$(jpeg_folder)
+        for name in jpeg synthetic; do
+            mix="4*resnet50:imagenet@256[precision=bf16]" root=()
+            [ $name = jpeg ] && mix="4*resnet50:imagenet@256[precision=bf16,decode=gpu]" root=(--data-root "$dir")
+            echo "--- $name: $mix"
+            rm -rf "/tmp/jpeg-mix/$name"
+            "$build/run_suite" --mode mps --mix "$mix" "${root[@]}" --window "${JPEG_MIX_WINDOW:-3}" --windows 3 \
+                --warmup-steps 20 --results "/tmp/jpeg-mix/$name" >"$out/jpeg_mix_$name.txt" 2>&1 || status=1
+            tail -25 "$out/jpeg_mix_$name.txt"
+        done
+        (cd /tmp && tar czf "$out/jpeg-mix-runs.tgz" jpeg-mix)
         ;;
     sharing)
         steps=${SHARING_STEPS:-500}

@@ -67,6 +67,7 @@ typedef struct job_spec {
     train_fault fault;   /* injected fault (kind FAULT_NONE: none) */
     int gpus;            /* data-parallel over this many GPUs (train --gpus); 0: one */
     char precision[8];   /* tf32, fp32, bf16; empty: train's default (tf32) */
+    char decode[8];      /* imagenet: where its JPEGs decode (cpu, gpu, auto); empty: train's default */
 } job_spec;
 
 /* --- what was measured ------------------------------------------------------------------- */

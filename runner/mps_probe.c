@@ -30,20 +30,26 @@ long mps_daemon_pid(const char *pipe_dir) {
     return pid;
 }
 
+const char *mps_proc_stat(long pid, char *line, size_t size) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    size_t n = fread(line, 1, size - 1, f);
+    fclose(f);
+    line[n] = 0;
+    return strrchr(line, ')'); /* "pid (comm) S ...": the name may hold spaces and parentheses */
+}
+
 int mps_pid_alive(long pid) {
     if (pid <= 0) return 0;
     /* run_suite is a subreaper: the daemon, orphaned by its own fork, is our child; reap it */
     if (waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid) return 0;
     if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return 0;
-    char path[64], stat_line[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 1;
-    size_t n = fread(stat_line, 1, sizeof stat_line - 1, f);
-    fclose(f);
-    stat_line[n] = 0;
-    const char *after_name = strrchr(stat_line, ')'); /* "pid (comm) S ..." */
-    return !(after_name && after_name[1] == ' ' && after_name[2] == 'Z');
+    char stat_line[512];
+    const char *after_name = mps_proc_stat(pid, stat_line, sizeof stat_line);
+    if (!after_name) return 1; /* no /proc to ask: kill said it is there */
+    return !(after_name[0] == ')' && after_name[1] == ' ' && after_name[2] == 'Z');
 }
 
 int mps_daemon_running(const char *pipe_dir) {

@@ -3,6 +3,8 @@
 #ifndef SUITE_MPS_PROBE_H
 #define SUITE_MPS_PROBE_H
 
+#include <stddef.h>
+
 #define MPS_DEFAULT_PIPE_DIR "/tmp/nvidia-mps"
 
 /* 1 when a control daemon answers in pipe_dir (its socket exists and its pid is alive). */
@@ -13,5 +15,8 @@ const char *mps_default_pipe_dir(void);
 long mps_daemon_pid(const char *pipe_dir);
 /* Alive and not a zombie: a daemon that exited stays a zombie until whoever adopted it reaps it. */
 int mps_pid_alive(long pid);
+/* Reads /proc/<pid>/stat into line and returns where its fields after the name start (at the
+ * name's closing ')'), or NULL when it cannot be read. */
+const char *mps_proc_stat(long pid, char *line, size_t size);
 
 #endif

@@ -1,7 +1,7 @@
 /* Bad input found before any job or GPU: a present but malformed data set (also under
  * --data-if-present, which means absent only), a corrupt --load checkpoint, a --save path that
  * cannot be written, --mode all with every mode skipped, shares over 100%, a layout no GPU has,
- * empty --mig-layouts entries, and report -o naming a folder. Each is exit 2 and writes nothing. */
+ * empty --mig-layouts entries, decode=gpu without --data-root, and report -o naming a folder. Each is exit 2 and writes nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -123,6 +123,9 @@ static void test_run_suite_refusals(void **state) {
           "--dry-run", NULL}, "an empty layout"},
         {{"--mode", "mig-emulate", "--mix", "S", "--mig-gpu", "H100-80GB", "--mig-layouts", "1g.10gb;", "--dry-run",
           NULL}, "an empty layout"},
+        /* nothing to decode without the folder: refused, not synthetic data behind the user's back */
+        {{"--mode", "mps", "--mix", "2*resnet50:imagenet@32[decode=gpu]", "--dry-run", NULL},
+         "job 0 (resnet50:imagenet@32[decode=gpu]): decode=gpu decodes ImageNet's JPEG files: give --data-root"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *argv[24];

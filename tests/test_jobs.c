@@ -90,6 +90,17 @@ static void test_argv(void **state) {
     argv = job_build_argv("/x/train", &spec, 2, 50, 50, NULL, JOB_ARGV_WINDOW);
     for (n = 0; argv[n]; n++) assert_string_not_equal(argv[n], "--warmup-steps");
     job_free_strv(argv);
+    /* decode=: in the run and in the footprint query (the decoder's buffers are the job's) */
+    snprintf(spec.decode, sizeof spec.decode, "gpu");
+    for (int form = 0; form < 2; form++) {
+        argv = job_build_argv("/x/train", &spec, 2, 50, 0, "/data", form);
+        int at = -1;
+        for (n = 0; argv[n]; n++)
+            if (!strcmp(argv[n], "--decode")) at = n;
+        assert_true(at > 0);
+        assert_string_equal(argv[at + 1], "gpu");
+        job_free_strv(argv);
+    }
 }
 
 static int has_entry(char **env, const char *entry) {

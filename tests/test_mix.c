@@ -112,6 +112,24 @@ static void test_overrides(void **state) {
     expect_job(0, "resnet50", "synthetic", 128, 100, 64, 1, 0);
 }
 
+/* decode= reaches train as --decode, in the canonical name whatever the case, and only for the
+ * set whose files are JPEGs. */
+static void test_decode_override(void **state) {
+    parse_ok("4*resnet50:imagenet@256[precision=bf16,decode=GPU]");
+    assert_int_equal(parsed.count, 4);
+    assert_string_equal(parsed.jobs[3].decode, "gpu");
+    char text[256];
+    assert_true(mix_job_format(&parsed.jobs[0], text, sizeof text) > 0);
+    assert_string_equal(text, "resnet50:imagenet@256[precision=bf16,decode=gpu]");
+    parse_ok("L[decode=cpu]+L");
+    assert_string_equal(parsed.jobs[0].decode, "cpu");
+    assert_string_equal(parsed.jobs[1].decode, "");
+    parse_fails("L[decode=dali]", "decode=\"dali\" must be cpu, gpu or auto", NULL);
+    parse_fails("M[decode=gpu]", "decode= chooses where ImageNet's JPEG files decode; resnet50 reads imagenet64",
+                NULL);
+    parse_fails("M[foo=1]", "decode=cpu|gpu|auto", NULL);
+}
+
 static void test_whitespace_rules(void **state) {
     parse_ok("  7 * S  ");
     assert_int_equal(parsed.count, 7);
@@ -247,6 +265,7 @@ int main(void) {
         cmocka_unit_test(test_repetition),
         cmocka_unit_test(test_explicit_jobs),
         cmocka_unit_test(test_overrides),
+        cmocka_unit_test(test_decode_override),
         cmocka_unit_test(test_whitespace_rules),
         cmocka_unit_test(test_unknown_names_list_the_valid_ones),
         cmocka_unit_test(test_empty_parts_and_trailing_plus),

@@ -1,5 +1,6 @@
 /* train's command line on the CPU: parameter counts against timm through --dry-run, the planned
  * footprint, and every kind of bad input rejected with exit code 2 and a message naming it. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include "runner/train/jpeg_decoder.h"
 #include "runner/train/train_options.h"
 #include "tests/testutil.h"
 
@@ -172,6 +174,33 @@ static void test_decode_option(void **state) {
     }
 }
 
+static double planned_scratch(const char *decode) {
+    if (run_train("--model", "resnet50", "--data", "imagenet", "--data-root", "/tmp", "--data-if-present", "--batch", "32",
+                  "--precision", "bf16", "--decode", decode, "--dry-run", "--json", NULL) != 0)
+        fail_msg("train --dry-run --decode %s: %s", decode, err);
+    cJSON *e = cJSON_Parse(out);
+    assert_non_null(e);
+    double scratch = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "footprint"), "scratch")->valuedouble;
+    cJSON_Delete(e);
+    return scratch;
+}
+
+/* The plan counts what the images take on the device: the upload of host batches, or where the GPU
+ * decodes the decoder's slots instead (ImageNet's files, planned without reading them). */
+static void test_decode_in_the_plan(void **state) {
+    double upload = 32.0 * 224 * 224 * 3 * sizeof(float) + 32.0 * sizeof(int32_t);
+    double host = planned_scratch("cpu");
+    if (!SUITE_HAVE_NVJPEG) {
+        assert_true(planned_scratch("auto") == host); /* no decoder to plan */
+        return;
+    }
+    double gpu = planned_scratch("gpu");
+    double decoder = (double)jpeg_decoder_planned_bytes(32, 224, JPEG_DECODER_TRAIN_SLOTS);
+    assert_true(decoder > JPEG_DECODER_TRAIN_SLOTS * 32 * (224.0 * 224 * 3 * sizeof(float) + 500.0 * 375 * 3));
+    assert_true(fabs((gpu - host) - (decoder - upload)) < 1.0);
+    assert_true(planned_scratch("auto") == gpu); /* auto decodes on the GPU where it can */
+}
+
 static void test_json_error_event(void **state) {
     assert_int_equal(run_train("--model", "vgg16", "--json", NULL), 2);
     cJSON *e = cJSON_Parse(out);
@@ -199,7 +228,8 @@ int main(void) {
         cmocka_unit_test(test_parameter_counts_match_timm), cmocka_unit_test(test_dry_run_human_readable),
         cmocka_unit_test(test_dry_run_workspace_counts_the_lane),
         cmocka_unit_test(test_bad_input_exits_2), cmocka_unit_test(test_data_if_present),
-        cmocka_unit_test(test_decode_option), cmocka_unit_test(test_json_error_event),
+        cmocka_unit_test(test_decode_option),
+        cmocka_unit_test(test_decode_in_the_plan), cmocka_unit_test(test_json_error_event),
         cmocka_unit_test(test_without_gpu_says_so), cmocka_unit_test(test_help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,10 +8,11 @@
  *      a group that fails is retried picture by picture (nvjpegDecode), and what fails again
  *      goes to the host with the samples the workers already decoded there;
  *   3. one crop_resize_normalize over the batch; host-decoded samples are copied in beside it.
- * Each slot has its own nvJPEG states, stream and buffers, so the loader's workers decode up to
- * `slots` batches at once: the engines' decode holds its calling thread about as long as a
- * ResNet-50 step (bench/NOTES.md, session 16), so one thread could not keep up. The handles are
- * shared (nvJPEG's handles may be used from several threads; its states may not).
+ * Each slot has its own nvJPEG states, stream and buffers, so the loader's workers may decode up to
+ * `slots` batches at once. The engines' call holds its thread until the pictures are written, about
+ * a ResNet-50 step under training; decodes at once did not overlap but slowed each other, so
+ * training opens one slot (runner/train/workload_image.c). The handles are shared (nvJPEG's handles
+ * may be used from several threads; its states may not).
  * Set-up and bookkeeping calls are CHECK_NVJPEG'd (kernels/check.h: fatal, like every library
  * error); per-picture calls go through TRY_NVJPEG, whose failure only sends the picture to the
  * host, reported (call, file:line, status name) for the first few. */
@@ -398,3 +399,11 @@ int jpeg_decoder_decode(jpeg_decoder *d, const loader_batch *b, size_t payload_b
 const float *jpeg_decoder_images(jpeg_decoder *d, const loader_batch *b, cudaStream_t consumer) { return NULL; }
 
 #endif
+
+size_t jpeg_decoder_planned_bytes(int batch, int size, int slots) {
+    /* pictures grow with the files (reserve_pictures, with its quarter of room): ImageNet's are
+     * about 500x375 */
+    size_t picture = (size_t)500 * 375 * 3;
+    size_t sample = (size_t)size * size * 3 * sizeof(float) + sizeof(crop_resize_source) + picture + picture / 4;
+    return (size_t)slots * (size_t)batch * sample;
+}

@@ -79,10 +79,20 @@ static size_t workspace_bound(const image_job *j) {
     return j->opt->workspace_limit * (size_t)(1 + j->s.model->side_workspaces) + ((size_t)32 << 20);
 }
 
+
 static train_footprint footprint(const workload *w) {
     const image_job *j = impl(w);
-    arena_footprint f = arena_footprint_of(&j->s.plan, optimizer_slots(j->opt->optimizer));
-    size_t workspace = workspace_bound(j), upload = upload_bytes(j->opt); /* counted as scratch */
+    const train_options *o = j->opt;
+    arena_footprint f = arena_footprint_of(&j->s.plan, optimizer_slots(o->optimizer));
+    /* counted as scratch: the upload of host batches, or the GPU decoder's slots instead where the
+     * job will decode ImageNet's files on the GPU (planned as if the folder holds them: the plan
+     * reads no files) */
+    char why[160];
+    int jpeg_files = !strcmp(o->data, "imagenet") && o->data_root[0];
+    size_t upload = train_decode_plan(o, jpeg_files, SUITE_HAVE_NVJPEG, why, sizeof why) == DECODE_GPU
+                        ? jpeg_decoder_planned_bytes(o->batch, o->image_size, JPEG_DECODER_TRAIN_SLOTS)
+                        : upload_bytes(o);
+    size_t workspace = workspace_bound(j);
     return (train_footprint){(double)f.parameters, (double)f.gradients, (double)f.optimizer, (double)f.buffers,
                              (double)f.activations, (double)(f.scratch + upload), (double)workspace,
                              (double)(f.total + upload + workspace), -1};
@@ -185,17 +195,14 @@ static int open_data(workload *w, char *err, size_t err_size) {
     return 0;
 }
 
-/* Batches the GPU decoder's loader holds, each decoded in a slot of its own: the engines' decode holds
- * its thread about a ResNet-50 step long (bench/NOTES.md, session 16), so three can keep ahead. */
-#define DECODE_DEPTH 3
 
 /* The GPU decoder, in the job's place, where the plan has one: without it, --decode auto decodes
  * on the CPU and says why; --decode gpu fails (exit 1). */
 static int start_decoder(image_job *j, char *err, size_t err_size) {
     if (j->decode != DECODE_GPU) return 0;
     char why[200];
-    j->decoder = jpeg_decoder_open(&j->s.ctx, j->opt->batch, j->opt->image_size, DECODE_DEPTH, dataset_imagenet_mean,
-                                   dataset_imagenet_std, why, sizeof why);
+    j->decoder = jpeg_decoder_open(&j->s.ctx, j->opt->batch, j->opt->image_size, JPEG_DECODER_TRAIN_SLOTS,
+                                   dataset_imagenet_mean, dataset_imagenet_std, why, sizeof why);
     if (j->decoder) return 0;
     if (j->opt->decode == DECODE_GPU) {
         snprintf(err, err_size, "--decode gpu: %s", why);
@@ -307,7 +314,7 @@ static loader *open_loader(workload *w, char *err, size_t err_size) {
                         .alloc_host = train_pinned_alloc, .free_host = train_pinned_free};
     image_job *j = impl(w);
     if (j->decoder) {
-        lc.depth = DECODE_DEPTH, lc.finish = decode_batch, lc.finish_user = j;
+        lc.depth = JPEG_DECODER_TRAIN_SLOTS, lc.finish = decode_batch, lc.finish_user = j;
         return loader_open_source(&j->encoded, &lc, err, err_size);
     }
     return loader_open(&j->train_set, &lc, err, err_size);

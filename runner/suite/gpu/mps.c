@@ -196,14 +196,8 @@ static void log_tail(const mps_daemon *d, char *out, size_t size) {
 
 /* Field 22 of /proc/<pid>/stat: with the pid, it names one process for the machine's uptime. */
 static unsigned long long process_start(long pid) {
-    char path[64], line[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(line, 1, sizeof line - 1, f);
-    fclose(f);
-    line[n] = 0;
-    const char *p = strrchr(line, ')'); /* the name may hold spaces */
+    char line[1024];
+    const char *p = mps_proc_stat(pid, line, sizeof line);
     unsigned long long start = 0;
     for (int field = 2; p && *p && field < 22; p++)
         if (*p == ' ') field++;

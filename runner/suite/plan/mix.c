@@ -52,6 +52,7 @@ static const data_set data_sets[] = {
     "epochs=1..100000, steps=1..1000000000 (steps per epoch), classes=2..100000 (synthetic only), " \
     "rows=1..2147483647 (dlrm only: rows per embedding table at most), "                           \
     "precision=tf32|fp32|bf16, gpus=1..64 (data-parallel, one rank per GPU), "                     \
+    "decode=cpu|gpu|auto (imagenet only: where its JPEGs decode), "                                 \
     "fault=KIND@STEP (KIND: " FAULT_KINDS ")"
 
 const mix_preset *mix_presets(int *count) {
@@ -287,6 +288,16 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
                 return fail(c, part, where, "precision=\"%.*s\" must be tf32, fp32 or bf16", (int)value.n,
                             value.p);
             snprintf(job->precision, sizeof job->precision, "%s", precision_name((precision_kind)precision));
+        } else if (span_is(key, "decode")) {
+            static const char *const places[] = {"cpu", "gpu", "auto"}; /* train --decode */
+            const char *place = NULL;
+            for (int i = 0; i < 3 && !place; i++) place = span_is(value, places[i]) ? places[i] : NULL;
+            if (!place)
+                return fail(c, part, where, "decode=\"%.*s\" must be cpu, gpu or auto", (int)value.n, value.p);
+            if (strcmp(job->data, "imagenet") != 0)
+                return fail(c, part, where, "decode= chooses where ImageNet's JPEG files decode; %s reads %s",
+                            job->model, job->data);
+            snprintf(job->decode, sizeof job->decode, "%s", place);
         } else if (span_is(key, "gpus")) {
             if (!number_ok || v < 1 || v > 64)
                 return fail(c, part, where, "gpus=\"%.*s\" must be a whole number in 1..64", (int)value.n, value.p);
@@ -462,6 +473,7 @@ int mix_job_format(const job_spec *job, char *out, size_t size) {
     if (job->max_rows > 0) ADD_OVERRIDE("rows=%lld", job->max_rows);
     if (job->gpus > 1) ADD_OVERRIDE("gpus=%d", job->gpus);
     if (job->precision[0]) ADD_OVERRIDE("precision=%s", job->precision);
+    if (job->decode[0]) ADD_OVERRIDE("decode=%s", job->decode);
     if (job->fault.kind != FAULT_NONE && fault_format(&job->fault, fault, sizeof fault) > 0)
         ADD_OVERRIDE("fault=%s", fault);
 #undef ADD_OVERRIDE

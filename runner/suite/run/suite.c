@@ -405,12 +405,18 @@ static int load_baseline(suite_ctx *c) {
 
 /* Every data set of the mix, once, before anything runs (data/data_check.h): a set that is present
  * but malformed is bad input here, not synthetic data in the job (--data-if-present means absent
- * only). Without --data-root only fashion-mnist reads files (its installed copy), which must be there. */
+ * only). Without --data-root only fashion-mnist reads files (its installed copy), which must be there,
+ * and a job that asks for decode=gpu has nothing to decode. */
 static int check_inputs(const suite_options *o) {
     const char *root = o->data_root ? o->data_root : "";
     char err[2048];
     for (int i = 0; i < o->mix.count; i++) {
         const char *data = o->mix.jobs[i].data;
+        if (!strcmp(o->mix.jobs[i].decode, "gpu") && !*root) {
+            fprintf(stderr, "error: job %d (%s): decode=gpu decodes ImageNet's JPEG files: give --data-root DIR "
+                    "(the folder holding train/ and val/)\n", i, o->mix.jobs[i].label);
+            return -1;
+        }
         int seen = 0;
         for (int k = 0; k < i && !seen; k++) seen = !strcmp(o->mix.jobs[k].data, data);
         if (seen || (!*root && strcmp(data, "fashion-mnist") != 0)) continue;
