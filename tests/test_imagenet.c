@@ -360,6 +360,20 @@ static void test_bad_images(void **state) {
     test_rmtree(root);
 }
 
+/* An encoded PNG in memory (stbi_write_png_to_func's sink). */
+typedef struct png_buffer {
+    uint8_t *bytes;
+    size_t size;
+} png_buffer;
+
+static void png_append(void *context, void *data, int size) {
+    png_buffer *b = context;
+    b->bytes = realloc(b->bytes, b->size + (size_t)size);
+    assert_non_null(b->bytes);
+    memcpy(b->bytes + b->size, data, (size_t)size);
+    b->size += (size_t)size;
+}
+
 static void test_decode(void **state) {
     image_rgb image;
     char why[256];
@@ -393,6 +407,24 @@ static void test_decode(void **state) {
     dht[4 + 1 + 15] = 200;
     assert_int_equal(image_decode(&image, padded, sizeof padded, 1 << 20, why, sizeof why), -1);
     assert_non_null(strstr(why, "Huffman table (DHT) declares more codes"));
+
+    /* a PNG whose chunk claims more bytes than the file holds never reaches stb_image, which would
+     * allocate what the chunk claims (here 1 GiB) */
+    uint8_t pixels[4 * 3 * 3];
+    memset(pixels, 90, sizeof pixels);
+    png_buffer png = {0};
+    assert_true(stbi_write_png_to_func(png_append, &png, 4, 3, 3, pixels, 4 * 3));
+    assert_int_equal(image_decode(&image, png.bytes, png.size, 1 << 20, why, sizeof why), 0);
+    assert_int_equal(image.width, 4);
+    assert_int_equal(image.pixels[0], 90);
+    image_free(&image);
+    uint8_t *idat = memmem(png.bytes, png.size, "IDAT", 4);
+    assert_non_null(idat);
+    memcpy(idat - 4, "\x40\x00\x00\x00", 4);
+    assert_int_equal(image_decode(&image, png.bytes, png.size, 1 << 20, why, sizeof why), -1);
+    if (!strstr(why, "corrupt PNG: chunk 'IDAT'") || !strstr(why, "declares 1073741824 bytes"))
+        fail_msg("unexpected message: %s", why);
+    free(png.bytes);
 }
 
 /* Constant colour through the evaluation transform (odd and tall sizes): exact. */
