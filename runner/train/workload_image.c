@@ -79,7 +79,6 @@ static size_t workspace_bound(const image_job *j) {
     return j->opt->workspace_limit * (size_t)(1 + j->s.model->side_workspaces) + ((size_t)32 << 20);
 }
 
-
 static train_footprint footprint(const workload *w) {
     const image_job *j = impl(w);
     const train_options *o = j->opt;
@@ -194,7 +193,6 @@ static int open_data(workload *w, char *err, size_t err_size) {
     j->data_open_s = train_wall_seconds() - t_data;
     return 0;
 }
-
 
 /* The GPU decoder, in the job's place, where the plan has one: without it, --decode auto decodes
  * on the CPU and says why; --decode gpu fails (exit 1). */
