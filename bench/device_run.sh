@@ -26,9 +26,10 @@
 #           --decode cpu and --decode gpu (16 workers) against synthetic data through the loader
 #           and bench_step: images/s, the share of synthetic's, CPU cores used, images left to the host
 #   nvjpeg-mps  4 ResNet-50 224 bf16 jobs (batch 256) under MPS fed from those JPEGs by the GPU
-#   jpeg-mix  those 4 JPEG-fed jobs through run_suite --mode mps (decode=gpu in the mix), measured in
-#           its common windows, against the same mix on synthetic data (after nvjpeg)
 #           decoder, against 4 fed synthetic data: aggregate images/s, CPU cores (after nvjpeg)
+#   jpeg-mix  those 4 JPEG-fed jobs through run_suite --mode mps (decode=gpu in the mix), measured in
+#           its common windows (JPEG_MIX_WINDOW, 10 s), against the same mix on synthetic data:
+#           bench/mix_windows.py's lines (after nvjpeg)
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
 #           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (bench/sharing_table.py)
 #   sharing2 green against mig-emulate (MPS) with the same SM counts for S+M+M; the MIG layout
