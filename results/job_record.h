@@ -83,6 +83,8 @@ typedef struct job_epoch {
     double samples, seconds, samples_per_s, loss, accuracy, peak_bytes;
     double t_start, t_end;       /* unix seconds, the job's clock (same host as the runner) */
     double step_ms_median, step_ms_p90;
+    double cpu_cores;            /* the job's process: CPU seconds per second over the epoch */
+    double host_decoded;         /* GPU decoding: samples its fallback decoded on the host */
 } job_epoch;
 
 /* One "window" event (the window measurement, runner/train/step_window.h): the steps that

@@ -379,7 +379,8 @@ int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, c
     fprintf(f, ",timed_epoch,timed_s,timed_samples_per_s,timed_step_ms_median,timed_step_ms_p90,"
                "peak_bytes,footprint_bytes,final_loss,status,reason,timed_t_start,timed_t_end,"
                "go_t,end_t,mps,mig,device,solo_timed_s,slowdown,normalized_throughput,"
-               "energy_per_sample_j,solo_in_partition_samples_per_s,interference_ratio");
+               "energy_per_sample_j,solo_in_partition_samples_per_s,interference_ratio,timed_cpu_cores,"
+               "timed_host_decoded");
     if (s->window_length_s > 0) results_window_csv_header(f);
     fputc('\n', f);
     for (int i = 0; i < count; i++) {
@@ -426,9 +427,10 @@ int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, c
         fputc(',', f);
         results_csv_number(f, s->slowdown[i], 4);
         const job_metrics *m = &s->metrics.jobs[i];
-        const double more[] = {m->normalized, m->energy_per_sample, s->partition_rate[i], m->interference};
-        const int decimals[] = {4, 6, 3, 4};
-        for (int k = 0; k < 4; k++) {
+        const double more[] = {m->normalized, m->energy_per_sample, s->partition_rate[i], m->interference,
+                               te ? te->cpu_cores : NAN, te ? te->host_decoded : NAN};
+        const int decimals[] = {4, 6, 3, 4, 2, 0};
+        for (int k = 0; k < 6; k++) {
             fputc(',', f);
             results_csv_number(f, more[k], decimals[k]);
         }
@@ -498,6 +500,8 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
     cJSON_AddStringToObject(defs, "fairness", "min / max normalized throughput");
     cJSON_AddStringToObject(defs, "energy_per_sample_j", "run energy split by solo-equivalent seconds of each job's samples");
     cJSON_AddStringToObject(defs, "interference_ratio", "samples/s here / the same job's alone in a partition of its own size");
+    cJSON_AddStringToObject(defs, "timed_cpu_cores", "the job's process: CPU seconds per second over its timed epoch "
+                            "(its loader's threads, decoding, the step's host work)");
     cJSON *list = cJSON_AddArrayToObject(root, "jobs");
     for (int i = 0; i < count; i++) {
         const job_record *j = &jobs[i];
@@ -521,6 +525,9 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
         results_json_number(o, "solo_in_partition_samples_per_s", s->partition_rate[i]);
         if (s->partition_from[i] >= 0) cJSON_AddNumberToObject(o, "solo_in_partition_from_job", s->partition_from[i]);
         results_json_number(o, "interference_ratio", m->jobs[i].interference);
+        int timed = results_timed_epoch(j);
+        results_json_number(o, "timed_cpu_cores", timed >= 0 ? j->epochs[timed].cpu_cores : NAN);
+        results_json_number(o, "timed_host_decoded", timed >= 0 ? j->epochs[timed].host_decoded : NAN);
         results_json_number(o, "samples", s->samples[i]);
         results_json_number(o, "go_t", s->window_start[i]);
         results_json_number(o, "end_t", s->window_end[i]);

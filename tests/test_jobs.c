@@ -212,11 +212,14 @@ static void test_events(void **state) {
     assert_true(job->t_ready == 5.5 && job->proc->phase == JOB_READY);
     assert_string_equal(job_handle_line(job, "{\"event\":\"epoch\",\"epoch\":1,\"warmup\":true,\"samples\":64,"
         "\"seconds\":2,\"samples_per_s\":32,\"loss\":2.3,\"accuracy\":null,\"peak_bytes\":99,"
-        "\"t_start\":6,\"t_end\":8,\"step_ms_median\":3,\"step_ms_p90\":4}", 1.0), "epoch");
+        "\"t_start\":6,\"t_end\":8,\"step_ms_median\":3,\"step_ms_p90\":4,\"cpu_cores\":1.5,"
+        "\"host_decoded\":2}", 1.0), "epoch");
     assert_true(job->epochs[0].warmup && isnan(job->epochs[0].accuracy) && !job->epochs[0].diverged);
+    assert_true(job->epochs[0].cpu_cores == 1.5 && job->epochs[0].host_decoded == 2);
     assert_string_equal(job_handle_line(job, "{\"event\":\"epoch\",\"epoch\":2,\"warmup\":false,"
         "\"loss\":null,\"diverged\":true}", 1.0), "epoch");
     assert_true(job->epochs[1].diverged && isnan(job->epochs[1].loss));
+    assert_true(isnan(job->epochs[1].cpu_cores) && isnan(job->epochs[1].host_decoded)); /* not reported */
     /* step times: appended in order, numbered from the event's first; a malformed event adds none */
     assert_null(job_handle_line(job, "{\"event\":\"steps\",\"window\":1,\"first\":512,\"ms\":[3.5,4.25]}", 1.0));
     assert_null(job_handle_line(job, "{\"event\":\"steps\",\"epoch\":2,\"first\":0,\"ms\":[-1,\"x\",7.125]}", 1.0));

@@ -93,7 +93,8 @@ static job_record *fake_jobs(double go, double timed0, double timed1, double off
                                    .t_end = j->t_go + 5, .loss = 2, .accuracy = NAN};
         j->epochs[1] = (job_epoch){.epoch = 2, .samples = 1000, .seconds = timed,
                                    .samples_per_s = 1000 / timed, .peak_bytes = 2e9,
-                                   .t_start = j->t_go + 5, .t_end = j->t_go + 5 + timed, .loss = 1};
+                                   .t_start = j->t_go + 5, .t_end = j->t_go + 5 + timed, .loss = 1,
+                                   .cpu_cores = i ? 2.25 : NAN, .host_decoded = i ? 3 : NAN};
         j->epoch_count = 2;
         j->t_done = j->t_go + 5 + timed;
         j->t_exit = j->t_done + 0.1;
@@ -184,8 +185,10 @@ static void test_files_parse(void **state) {
     char *line2 = strchr(csv, '\n') + 1, *line3 = strchr(line2, '\n') + 1;
     int columns = csv_split(csv, header, 64);
     assert_int_equal(csv_split(line3, row, 64), columns);
-    int status = -1, reason = -1, label = -1, epoch2 = -1;
+    int status = -1, reason = -1, label = -1, epoch2 = -1, cores = -1, host = -1;
     for (int i = 0; i < columns; i++) {
+        if (!strcmp(header[i], "timed_cpu_cores")) cores = i;
+        if (!strcmp(header[i], "timed_host_decoded")) host = i;
         if (!strcmp(header[i], "status")) status = i;
         if (!strcmp(header[i], "reason")) reason = i;
         if (!strcmp(header[i], "label")) label = i;
@@ -196,6 +199,12 @@ static void test_files_parse(void **state) {
     assert_string_equal(row[reason], "exit 1: out of memory, \"cudaMalloc\"");
     assert_string_equal(row[label], "M,\"x\"");
     assert_true(fabs(atof(row[epoch2]) - 20) < 1e-6);
+    assert_true(cores >= 0 && host >= 0);
+    assert_true(fabs(atof(row[cores]) - 2.25) < 1e-9 && atof(row[host]) == 3);
+    static char first[64][256]; /* job 0 did not report them: empty cells */
+    assert_int_equal(csv_split(line2, first, 64), columns);
+    assert_string_equal(first[cores], "");
+    assert_string_equal(first[host], "");
     free(csv);
     snprintf(path, sizeof path, "%s/summary.json", dir);
     char *text = read_text(path);
@@ -208,6 +217,9 @@ static void test_files_parse(void **state) {
     assert_int_equal(cJSON_GetArraySize(list), 2);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 0), "job")->valuestring,
                         "resnet26:cifar10@128");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 0), "timed_cpu_cores")));
+    assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 1), "timed_cpu_cores")->valuedouble == 2.25);
+    assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 1), "timed_host_decoded")->valuedouble == 3);
     cJSON_Delete(root);
     free(text);
     free(jobs);

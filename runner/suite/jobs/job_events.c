@@ -95,7 +95,9 @@ const char *job_handle_line(job_record *job, const char *line, double now) {
                 {"accuracy", offsetof(job_epoch, accuracy)}, {"peak_bytes", offsetof(job_epoch, peak_bytes)},
                 {"t_start", offsetof(job_epoch, t_start)}, {"t_end", offsetof(job_epoch, t_end)},
                 {"step_ms_median", offsetof(job_epoch, step_ms_median)},
-                {"step_ms_p90", offsetof(job_epoch, step_ms_p90)}};
+                {"step_ms_p90", offsetof(job_epoch, step_ms_p90)},
+                {"cpu_cores", offsetof(job_epoch, cpu_cores)},
+                {"host_decoded", offsetof(job_epoch, host_decoded)}};
             for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
                 *(double *)((char *)e + fields[f].offset) = json_number(root, fields[f].key);
             const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
