@@ -17,7 +17,8 @@ typedef struct bottleneck {
     int has_downsample;
     const void *x;            /* block input: the previous block's output */
     void *z1, *a1, *z2, *a2;  /* conv outputs and their BN+ReLU outputs */
-    void *z3, *out;           /* conv3 output; relu(bn3(z3) + shortcut) */
+    void *z3, *out;           /* conv3 output; relu(bn3(z3) + shortcut) (the last block's: forward
+                                 only, in grad_boundary[1]) */
     void *zd, *ad;            /* downsample conv output and its BN output (forward only: in grad_zd) */
 } bottleneck;
 
@@ -37,10 +38,11 @@ typedef struct resnet {
     void *features;           /* [batch, 2048] */
     linear_layer fc;
     /* gradients: block boundaries ping-pong; the rest are per-role buffers sized for the largest use:
-     * of a block's activations a1, a2 (what a data gradient writes) and of its convolution outputs
-     * z1..z3, zd (what batch norm's backward writes and a weight gradient reads); some share
-     * memory (resnet_build) */
-    void *grad_boundary[2], *grad_shortcut, *grad_a1, *grad_a2, *grad_z1, *grad_z2, *grad_z3, *grad_zd;
+     * of a block's activations a1, a2 (what a data gradient writes, then batch norm's backward
+     * turns into grad_z1, grad_z2 in place, which a weight gradient reads) and of the shortcut
+     * (grad_zd in place); conv3's output gradient goes over the block's output gradient (see
+     * resnet_build) */
+    void *grad_boundary[2], *grad_shortcut, *grad_a1, *grad_a2, *grad_z1, *grad_z2, *grad_zd;
     void *grad_a0, *grad_z0, *grad_features;
     void *bn_scratch;
     conv_algo_cache cache;
@@ -83,11 +85,12 @@ static void add_linear_params(model *m, const char *prefix, const linear_layer *
 static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
 
 typedef struct grad_sizes {
-    size_t boundary, z3, shortcut, mid2, mid1;
+    size_t boundary, shortcut, mid2, mid1;
 } grad_sizes;
 
+/* last: the model's last block, whose output only the forward reads (resnet_build places it) */
 static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix, int batch, int in_c,
-                        int planes, int stride, int size_in, elem_type type, grad_sizes *gs) {
+                        int planes, int stride, int size_in, int last, elem_type type, grad_sizes *gs) {
     int out_c = planes * 4, size_out = conv_out_size(size_in, 3, stride, 1);
     size_t rows_in = (size_t)batch * size_in * size_in, rows_out = (size_t)batch * size_out * size_out;
     char name[PARAM_NAME_MAX];
@@ -119,13 +122,12 @@ static void build_block(bottleneck *blk, model *m, arena *a, const char *prefix,
     blk->z2 = model_take_activations(a, type, rows_out * planes);
     blk->a2 = model_take_activations(a, type, rows_out * planes);
     blk->z3 = model_take_activations(a, type, rows_out * out_c);
-    blk->out = model_take_activations(a, type, rows_out * out_c);
+    if (!last) blk->out = model_take_activations(a, type, rows_out * out_c);
     if (blk->has_downsample) {
         blk->zd = model_take_activations(a, type, rows_out * out_c);
         gs->shortcut = max_z(gs->shortcut, rows_out * out_c);
     }
     gs->boundary = max_z(gs->boundary, max_z(rows_in * in_c, rows_out * out_c));
-    gs->z3 = max_z(gs->z3, rows_out * out_c);
     gs->mid2 = max_z(gs->mid2, rows_out * planes);
     gs->mid1 = max_z(gs->mid1, rows_in * planes);
 }
@@ -182,7 +184,7 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
 
     for (int i = 0; i < 4; i++) r->block_count += stage_blocks[i];
     r->blocks = calloc((size_t)r->block_count, sizeof *r->blocks);
-    grad_sizes gs = {(size_t)n * r->pool_size * r->pool_size * 64, 0, 0, 0, 0};
+    grad_sizes gs = {(size_t)n * r->pool_size * r->pool_size * 64, 0, 0, 0};
     int in_c = 64, size = r->pool_size, b = 0;
     for (int stage = 0; stage < 4; stage++) {
         int planes = 64 << stage;
@@ -190,7 +192,8 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
             char prefix[64];
             snprintf(prefix, sizeof prefix, "layer%d.%d.", stage + 1, i);
             int stride = (i == 0 && stage > 0) ? 2 : 1;
-            build_block(&r->blocks[b], m, a, prefix, n, in_c, planes, stride, size, type, &gs);
+            build_block(&r->blocks[b], m, a, prefix, n, in_c, planes, stride, size, b == r->block_count - 1, type,
+                        &gs);
             r->blocks[b].x = b == 0 ? r->pooled : r->blocks[b - 1].out;
             size = r->blocks[b].conv2.shape.h_out;
             in_c = planes * 4;
@@ -207,22 +210,27 @@ model *resnet_build(const model_config *config, arena *a, char *err, size_t err_
 
     /* The gradient buffers are dead during the forward pass, so they also hold what only the
      * forward reads: the stem's BN output (maxpool's backward reads its argmax; BN's backward
-     * recomputes the ReLU's mask from z0) and the downsample BN outputs (the shortcut's BN has no
-     * activation to mask). Batch norm's backward may write its input gradient over its output
-     * gradient (each element is read, then written, by one thread): the shortcut's goes over
-     * grad_shortcut, which a downsample's weight gradient then reads as grad_zd until the next
-     * downsample block (as before); the stem's, last in the backward pass, over the boundary
-     * buffer the first block did not read its output gradient from. */
+     * recomputes the ReLU's mask from z0), the downsample BN outputs (the shortcut's BN has no
+     * activation to mask) and the last block's output (the pooling reads it; its BN's backward
+     * reads the ReLU's mask bits instead).
+     * Batch norm's backward writes its input gradient over its output gradient (each element is
+     * read, then written, by one thread), and a weight gradient on the lane reads it there until
+     * the chain next writes that buffer, at least RESNET_LANE_LAG jobs later: bn1 and bn2 turn
+     * grad_a1, grad_a2 into grad_z1, grad_z2 (the next writers: the next block's conv2 and conv3
+     * data gradients); bn3 turns the block's output gradient into grad_z3 (the next writer: the
+     * next block's bn3 or downsample data gradient, after this block's conv1 job), the
+     * shortcut's BN grad_shortcut into grad_zd (until the next downsample block) and the stem's
+     * the boundary buffer the first block did not read its output gradient from. */
     size_t stem_floats = stem_rows * 64;
     gs.boundary = max_z(gs.boundary, stem_floats);
     for (int i = 0; i < 2; i++) r->grad_boundary[i] = model_take_activations(a, type, gs.boundary);
     r->grad_a2 = model_take_activations(a, type, gs.mid2);
     r->grad_a1 = model_take_activations(a, type, gs.mid1);
-    r->grad_z3 = model_take_activations(a, type, gs.z3);
-    r->grad_z2 = model_take_activations(a, type, gs.mid2);
-    r->grad_z1 = model_take_activations(a, type, gs.mid1);
+    r->grad_z2 = r->grad_a2;
+    r->grad_z1 = r->grad_a1;
     r->grad_shortcut = r->grad_zd = model_take_activations(a, type, gs.shortcut);
     r->a0 = r->grad_boundary[0];
+    r->blocks[r->block_count - 1].out = r->grad_boundary[1];
     for (b = 0; b < r->block_count; b++)
         if (r->blocks[b].has_downsample) r->blocks[b].ad = r->grad_zd;
     /* resnet_backward's boundaries alternate, one per block: the stem's output gradient arrives in
@@ -345,16 +353,17 @@ static void resnet_forward(model *m, int training, job_context *ctx) {
     linear_forward(&r->fc, m->logits, r->features, ctx);
 }
 
-static void block_backward(resnet *r, bottleneck *blk, void *dx, const void *dout, wgrad_lane *lane,
-                           job_context *ctx) {
+/* dout: the block's output gradient, which becomes conv3's (grad_z3) in place */
+static void block_backward(resnet *r, bottleneck *blk, void *dx, void *dout, wgrad_lane *lane, job_context *ctx) {
+    void *grad_z3 = dout;
     if (blk->has_downsample) {
-        batchnorm_backward(&blk->bn3, r->grad_z3, r->grad_shortcut, dout, blk->z3, blk->out, ctx);
+        batchnorm_backward(&blk->bn3, grad_z3, r->grad_shortcut, dout, blk->z3, blk->out, ctx);
         batchnorm_backward(&blk->ds_bn, r->grad_zd, NULL, r->grad_shortcut, blk->zd, blk->ad, ctx);
         conv_backward_lane(&blk->ds_conv, dx, r->grad_zd, blk->x, lane, ctx);
     } else {
-        batchnorm_backward(&blk->bn3, r->grad_z3, dx, dout, blk->z3, blk->out, ctx);
+        batchnorm_backward(&blk->bn3, grad_z3, dx, dout, blk->z3, blk->out, ctx);
     }
-    conv_backward_lane(&blk->conv3, r->grad_a2, r->grad_z3, blk->a2, lane, ctx);
+    conv_backward_lane(&blk->conv3, r->grad_a2, grad_z3, blk->a2, lane, ctx);
     batchnorm_backward(&blk->bn2, r->grad_z2, NULL, r->grad_a2, blk->z2, blk->a2, ctx);
     conv_backward_lane(&blk->conv2, r->grad_a1, r->grad_z2, blk->a1, lane, ctx);
     batchnorm_backward(&blk->bn1, r->grad_z1, NULL, r->grad_a1, blk->z1, blk->a1, ctx);
