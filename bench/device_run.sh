@@ -27,9 +27,9 @@
 #           and bench_step: images/s, the share of synthetic's, CPU cores used, images left to the host
 #   nvjpeg-mps  4 ResNet-50 224 bf16 jobs (batch 256) under MPS fed from those JPEGs by the GPU
 #           decoder, against 4 fed synthetic data: aggregate images/s, CPU cores (after nvjpeg)
-#   jpeg-mix  those 4 JPEG-fed jobs through run_suite --mode mps (decode=gpu in the mix), measured in
-#           its common windows (JPEG_MIX_WINDOW, 10 s), against the same mix on synthetic data:
-#           bench/mix_windows.py's lines (after nvjpeg)
+#   jpeg-mix  those 4 JPEG-fed jobs through run_suite --mode mps (decode=gpu in the mix) with each of
+#           JPEG_MIX_SLOTS (1 3) decoder slots, measured in its common windows (JPEG_MIX_WINDOW, 10 s),
+#           against the same mix on synthetic data: bench/mix_windows.py's lines (after nvjpeg)
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
 #           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (bench/sharing_table.py)
 #   sharing2 green against mig-emulate (MPS) with the same SM counts for S+M+M; the MIG layout
@@ -358,20 +358,24 @@ PY
         ;;
     jpeg-mix)
         # the same 4 jobs under MPS in run_suite's common windows (their rates over one interval, not
-        # each job's own epochs): fed from the folder by the GPU decoder, then on synthetic data of
-        # the same shape (the mix without the folder)
+        # each job's own epochs): fed from the folder by the GPU decoder with each of JPEG_MIX_SLOTS
+        # (1 3) decoder slots, then on synthetic data of the same shape (the mix without the folder)
         dir=$(jpeg_folder)
-        for name in jpeg synthetic; do
+        names=()
+        for slots in ${JPEG_MIX_SLOTS:-1 3}; do names+=("jpeg$slots"); done
+        for name in "${names[@]}" synthetic; do
             # 10 s windows: a job's rate then moves in steps of 26 samples/s (3 s: 85, 1.3% of a job)
             mix="4*resnet50:imagenet@256[precision=bf16]" root=()
-            [ $name = jpeg ] && mix="4*resnet50:imagenet@256[precision=bf16,decode=gpu]" root=(--data-root "$dir")
+            [ $name != synthetic ] && mix="4*resnet50:imagenet@256[precision=bf16,decode=gpu,decode_slots=${name#jpeg}]" \
+                root=(--data-root "$dir")
             echo "--- $name: $mix"
             rm -rf "/tmp/jpeg-mix/$name"
             "$build/run_suite" --mode mps --mix "$mix" "${root[@]}" --window "${JPEG_MIX_WINDOW:-10}" --windows 3 \
                 --warmup-steps 20 --results "/tmp/jpeg-mix/$name" >"$out/jpeg_mix_$name.txt" 2>&1 || status=1
             tail -8 "$out/jpeg_mix_$name.txt"
         done
-        python3 bench/mix_windows.py /tmp/jpeg-mix/synthetic/*/ /tmp/jpeg-mix/jpeg/*/ | tee "$out/jpeg_mix.txt"
+        python3 bench/mix_windows.py /tmp/jpeg-mix/synthetic/*/ $(for n in "${names[@]}"; do echo /tmp/jpeg-mix/$n/*/; done) |
+            tee "$out/jpeg_mix.txt"
         (cd /tmp && tar czf "$out/jpeg-mix-runs.tgz" jpeg-mix)
         ;;
     sharing)

@@ -68,6 +68,7 @@ typedef struct job_spec {
     int gpus;            /* data-parallel over this many GPUs (train --gpus); 0: one */
     char precision[8];   /* tf32, fp32, bf16; empty: train's default (tf32) */
     char decode[8];      /* imagenet: where its JPEGs decode (cpu, gpu, auto); empty: train's default */
+    int decode_slots;    /* imagenet: the GPU decoder's batches at once (train --decode-slots); 0: train's */
 } job_spec;
 
 /* --- what was measured ------------------------------------------------------------------- */

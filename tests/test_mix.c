@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runner/suite/jobs/jobs.h"
 #include "runner/suite/plan/mix.h"
 
 static mix parsed;  /* 64 jobs are ~10 KB: kept off the test stack */
@@ -128,6 +129,31 @@ static void test_decode_override(void **state) {
     parse_fails("M[decode=gpu]", "decode= chooses where ImageNet's JPEG files decode; resnet50 reads imagenet64",
                 NULL);
     parse_fails("M[foo=1]", "decode=cpu|gpu|auto", NULL);
+}
+
+/* decode_slots= reaches train as --decode-slots and the label keeps it; refused where there is no
+ * GPU decoder to size. */
+static void test_decode_slots_override(void **state) {
+    parse_ok("4*resnet50:imagenet@256[precision=bf16,decode=gpu,decode_slots=3]");
+    assert_int_equal(parsed.jobs[2].decode_slots, 3);
+    char text[256];
+    assert_true(mix_job_format(&parsed.jobs[0], text, sizeof text) > 0);
+    assert_string_equal(text, "resnet50:imagenet@256[precision=bf16,decode=gpu,decode_slots=3]");
+    char **argv = job_build_argv("train", &parsed.jobs[0], 2, 0, 0, "/data", JOB_ARGV_RUN);
+    int found = 0;
+    for (int i = 0; argv[i]; i++) found += !strcmp(argv[i], "--decode-slots") && argv[i + 1] && !strcmp(argv[i + 1], "3");
+    assert_int_equal(found, 1);
+    job_free_strv(argv);
+    parse_ok("L+L[decode_slots=2]");
+    assert_int_equal(parsed.jobs[0].decode_slots, 0); /* train's default */
+    assert_int_equal(parsed.jobs[1].decode_slots, 2);
+    parse_fails("L[decode_slots=0]", "decode_slots=\"0\" must be a whole number in 1..8", NULL);
+    parse_fails("L[decode_slots=9]", "decode_slots=\"9\" must be a whole number in 1..8", NULL);
+    parse_fails("L[decode_slots=two]", "decode_slots=\"two\" must be a whole number in 1..8", NULL);
+    parse_fails("M[decode_slots=2]", "decode_slots= sizes the GPU decoder of ImageNet's JPEG files; resnet50 reads imagenet64",
+                NULL);
+    parse_fails("L[decode=cpu,decode_slots=2]", "decode=cpu decodes on the host", NULL);
+    parse_fails("L[decode_slots=2,decode=cpu]", "decode=cpu decodes on the host", NULL);
 }
 
 static void test_whitespace_rules(void **state) {
@@ -265,7 +291,7 @@ int main(void) {
         cmocka_unit_test(test_repetition),
         cmocka_unit_test(test_explicit_jobs),
         cmocka_unit_test(test_overrides),
-        cmocka_unit_test(test_decode_override),
+        cmocka_unit_test(test_decode_override), cmocka_unit_test(test_decode_slots_override),
         cmocka_unit_test(test_whitespace_rules),
         cmocka_unit_test(test_unknown_names_list_the_valid_ones),
         cmocka_unit_test(test_empty_parts_and_trailing_plus),

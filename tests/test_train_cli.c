@@ -174,16 +174,20 @@ static void test_decode_option(void **state) {
     }
 }
 
-static double planned_scratch(const char *decode) {
+/* slots NULL: train's default */
+static double planned_scratch_slots(const char *decode, const char *slots) {
     if (run_train("--model", "resnet50", "--data", "imagenet", "--data-root", "/tmp", "--data-if-present", "--batch", "32",
-                  "--precision", "bf16", "--decode", decode, "--dry-run", "--json", NULL) != 0)
-        fail_msg("train --dry-run --decode %s: %s", decode, err);
+                  "--precision", "bf16", "--decode", decode, "--dry-run", "--json", slots ? "--decode-slots" : NULL,
+                  slots, NULL) != 0)
+        fail_msg("train --dry-run --decode %s --decode-slots %s: %s", decode, slots ? slots : "(default)", err);
     cJSON *e = cJSON_Parse(out);
     assert_non_null(e);
     double scratch = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "footprint"), "scratch")->valuedouble;
     cJSON_Delete(e);
     return scratch;
 }
+
+static double planned_scratch(const char *decode) { return planned_scratch_slots(decode, NULL); }
 
 /* The plan counts what the images take on the device: the upload of host batches, or where the GPU
  * decodes the decoder's slots instead (ImageNet's files, planned without reading them). */
@@ -195,10 +199,29 @@ static void test_decode_in_the_plan(void **state) {
         return;
     }
     double gpu = planned_scratch("gpu");
-    double decoder = (double)jpeg_decoder_planned_bytes(32, 224, JPEG_DECODER_TRAIN_SLOTS);
-    assert_true(decoder > JPEG_DECODER_TRAIN_SLOTS * 32 * (224.0 * 224 * 3 * sizeof(float) + 500.0 * 375 * 3));
+    double decoder = (double)jpeg_decoder_planned_bytes(32, 224, 1); /* one slot by default */
+    assert_true(decoder > 32 * (224.0 * 224 * 3 * sizeof(float) + 500.0 * 375 * 3));
     assert_true(fabs((gpu - host) - (decoder - upload)) < 1.0);
     assert_true(planned_scratch("auto") == gpu); /* auto decodes on the GPU where it can */
+    /* each slot holds a batch */
+    double three = planned_scratch_slots("gpu", "3");
+    assert_true(fabs((three - gpu) - 2 * decoder) < 1.0);
+}
+
+/* --decode-slots: 1..8, and only where a GPU decoder may exist. */
+static void test_decode_slots_option(void **state) {
+    EXPECT_USAGE("--decode-slots: expected", "--model", "resnet50", "--decode-slots", "0");
+    EXPECT_USAGE("--decode-slots: expected", "--model", "resnet50", "--decode-slots", "9");
+    EXPECT_USAGE("--decode-slots 2 sizes the GPU decoder; --decode cpu decodes on the loader's threads", "--model",
+                 "resnet50", "--data", "imagenet", "--decode", "cpu", "--decode-slots", "2");
+    char *argv[] = {"train", "--model", "resnet50", "--decode-slots", "3", NULL};
+    train_options o;
+    char message[512] = "";
+    if (train_options_parse(&o, 5, argv, message, sizeof message) != 0) fail_msg("%s", message);
+    assert_int_equal(o.decode_slots, 3);
+    char *plain[] = {"train", "--model", "resnet50", NULL};
+    if (train_options_parse(&o, 3, plain, message, sizeof message) != 0) fail_msg("%s", message);
+    assert_int_equal(o.decode_slots, 1);
 }
 
 static void test_json_error_event(void **state) {
@@ -228,7 +251,7 @@ int main(void) {
         cmocka_unit_test(test_parameter_counts_match_timm), cmocka_unit_test(test_dry_run_human_readable),
         cmocka_unit_test(test_dry_run_workspace_counts_the_lane),
         cmocka_unit_test(test_bad_input_exits_2), cmocka_unit_test(test_data_if_present),
-        cmocka_unit_test(test_decode_option),
+        cmocka_unit_test(test_decode_option), cmocka_unit_test(test_decode_slots_option),
         cmocka_unit_test(test_decode_in_the_plan), cmocka_unit_test(test_json_error_event),
         cmocka_unit_test(test_without_gpu_says_so), cmocka_unit_test(test_help),
     };

@@ -45,12 +45,6 @@ size_t jpeg_decoder_gpu_bytes(const jpeg_decoder *d);
  * is read (train --dry-run): its pictures counted at ImageNet's typical 500x375, so larger files
  * take more. nvJPEG's own state buffers are not in it. */
 size_t jpeg_decoder_planned_bytes(int batch, int size, int slots);
-/* The slots training opens (batches its loader holds, each decoding in a slot of its own): one.
- * Under a training step, decodes at once slowed each other more than they overlapped (ResNet-50
- * 224 bf16 on the H100, bench/NOTES.md session 18: the engines' call took 37 ms alone, 75 ms two
- * at a time, 105 ms three at a time; 6,000 images/s against 5,740 and 5,620), and each slot holds a
- * batch of pictures. */
-#define JPEG_DECODER_TRAIN_SLOTS 1
 /* Pictures of the batches so far that nvJPEG failed on, decoded on the host instead. */
 int64_t jpeg_decoder_host_fallbacks(const jpeg_decoder *d);
 

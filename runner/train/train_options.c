@@ -56,6 +56,10 @@ static const cli_option OPTIONS[] = {
     {"--decode", NULL, "imagenet JPEG folders: decode on the loader's CPU threads, or on the GPU with nvJPEG "
      "(its JPEG engines where it has them); auto: the GPU where the build has nvJPEG", CLI_CHOICE(T, decode, DECODES),
      .fallback = "auto"},
+    {"--decode-slots", "N", "with the GPU decoder: batches decoding at once, each in a slot of its own (a batch of "
+     "pictures in memory each); alone on a GPU one is fastest, four jobs under MPS were fastest with three "
+     "(bench/NOTES.md)", CLI_INT(T, decode_slots, 1, TRAIN_DECODE_SLOTS_MAX), .fallback = "1",
+     CLI_MARK(T, decode_slots_set)},
     {"--batch", "N", "samples per step", CLI_INT(T, batch, 1, 65536), .fallback = "128"},
     {"--epochs", "N", "epochs; the first warms up", CLI_INT(T, epochs, 1, 100000), .fallback = "2"},
     {"--steps-per-epoch", "N", "steps per epoch (default: whole epochs)", CLI_INT(T, steps_per_epoch, 1, 1LL << 40)},
@@ -273,6 +277,11 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
     if (o->decode == DECODE_GPU && (strcmp(o->data, "imagenet") != 0 || !o->data_root[0])) {
         snprintf(err, err_size, "--decode gpu decodes ImageNet's JPEG files: --data imagenet --data-root DIR "
                  "(got --data %s%s)", o->data, o->data_root[0] ? "" : " without --data-root");
+        return -1;
+    }
+    if (o->decode_slots_set && o->decode == DECODE_CPU) {
+        snprintf(err, err_size, "--decode-slots %d sizes the GPU decoder; --decode cpu decodes on the loader's threads",
+                 o->decode_slots);
         return -1;
     }
     if (o->decode == DECODE_GPU && !SUITE_HAVE_NVJPEG) {

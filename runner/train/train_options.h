@@ -14,6 +14,12 @@
 /* Where the training JPEGs decode (--decode): on the host's loader threads, or on the GPU
  * (runner/train/jpeg_decoder.h); auto: the GPU where it can. */
 typedef enum decode_kind { DECODE_AUTO, DECODE_CPU, DECODE_GPU } decode_kind;
+/* The GPU decoder's slots (--decode-slots; each holds a batch of pictures): one by default. Alone on
+ * the GPU, decodes at once slowed each other more than they overlapped (ResNet-50 224 bf16 on the
+ * H100, bench/NOTES.md session 18: the engines' call took 37 ms alone, 75 ms two at a time, 105 ms
+ * three at a time; 6,000 images/s against 5,740 and 5,620); four such jobs under MPS were fastest
+ * with three (session 19: 86% of synthetic data's rate with one slot each, 95% with three). */
+#define TRAIN_DECODE_SLOTS_MAX 8
 
 typedef struct train_options {
     char model[32];
@@ -46,6 +52,8 @@ typedef struct train_options {
     int data_if_present;      /* with --data-root: synthetic data where the set's files are absent */
     int skip_bad;             /* undecodable images are skipped and counted instead of failing */
     decode_kind decode;       /* --decode: asked for (train_decode_plan says what holds) */
+    int decode_slots;         /* --decode-slots: batches the GPU decoder decodes at once (see below) */
+    int decode_slots_set;
     int workspace_mb;         /* --workspace-mb; workspace_limit in bytes */
     size_t workspace_limit;
     char inject_fault[48];    /* --inject-fault KIND@STEP as given; parsed into fault */

@@ -89,7 +89,7 @@ static train_footprint footprint(const workload *w) {
     char why[160];
     int jpeg_files = !strcmp(o->data, "imagenet") && o->data_root[0];
     size_t upload = train_decode_plan(o, jpeg_files, SUITE_HAVE_NVJPEG, why, sizeof why) == DECODE_GPU
-                        ? jpeg_decoder_planned_bytes(o->batch, o->image_size, JPEG_DECODER_TRAIN_SLOTS)
+                        ? jpeg_decoder_planned_bytes(o->batch, o->image_size, o->decode_slots)
                         : upload_bytes(o);
     size_t workspace = workspace_bound(j);
     return (train_footprint){(double)f.parameters, (double)f.gradients, (double)f.optimizer, (double)f.buffers,
@@ -199,7 +199,7 @@ static int open_data(workload *w, char *err, size_t err_size) {
 static int start_decoder(image_job *j, char *err, size_t err_size) {
     if (j->decode != DECODE_GPU) return 0;
     char why[200];
-    j->decoder = jpeg_decoder_open(&j->s.ctx, j->opt->batch, j->opt->image_size, JPEG_DECODER_TRAIN_SLOTS,
+    j->decoder = jpeg_decoder_open(&j->s.ctx, j->opt->batch, j->opt->image_size, j->opt->decode_slots,
                                    dataset_imagenet_mean, dataset_imagenet_std, why, sizeof why);
     if (j->decoder) return 0;
     if (j->opt->decode == DECODE_GPU) {
@@ -276,6 +276,7 @@ static void add_setup_fields(const workload *w, cJSON *e) {
     if (j->decoder) {
         cJSON_AddStringToObject(e, "decode_backend", jpeg_decoder_backend(j->decoder));
         cJSON_AddBoolToObject(e, "decode_chroma_interpolated", jpeg_decoder_interpolates(j->decoder));
+        cJSON_AddNumberToObject(e, "decode_slots", j->opt->decode_slots);
     }
     /* whether the weight-gradient lane was asked for, is in effect, and why not (wgrad_lane.h) */
     const wgrad_lane_choice *lane = &j->s.model->wgrad_lane;
@@ -293,9 +294,12 @@ static void print_setup(const workload *w, const char *device, int sms, int mps,
     fprintf(out, "%s on %s (%d SMs%s%s): %lld parameters, %.1f MiB on the GPU, %ld steps of %d per epoch\n",
             w->o->model, device, sms, mps ? ", MPS" : "", w->ctx->green ? ", green context" : "",
             (long long)param_count(w), gpu_bytes(w) / 1048576.0, w->steps_per_epoch, w->o->batch);
-    if (!strcmp(w->o->data, "imagenet") && !strcmp(w->data_source, "real"))
-        fprintf(out, "JPEG decoding on the %s%s%s (%s)\n", j->decoder ? "GPU, nvJPEG " : "CPU",
-                j->decoder ? jpeg_decoder_backend(j->decoder) : "", j->decoder ? " backend" : "", j->decode_why);
+    if (!strcmp(w->o->data, "imagenet") && !strcmp(w->data_source, "real") && !j->decoder)
+        fprintf(out, "JPEG decoding on the CPU (%s)\n", j->decode_why);
+    else if (!strcmp(w->o->data, "imagenet") && !strcmp(w->data_source, "real"))
+        fprintf(out, "JPEG decoding on the GPU, nvJPEG %s backend, %d batch%s at once (%s)\n",
+                jpeg_decoder_backend(j->decoder), w->o->decode_slots, w->o->decode_slots == 1 ? "" : "es",
+                j->decode_why);
 }
 
 /* The loader's finish hook: a filled batch of files decoded on its worker's thread. */
@@ -312,7 +316,7 @@ static loader *open_loader(workload *w, char *err, size_t err_size) {
                         .alloc_host = train_pinned_alloc, .free_host = train_pinned_free};
     image_job *j = impl(w);
     if (j->decoder) {
-        lc.depth = JPEG_DECODER_TRAIN_SLOTS, lc.finish = decode_batch, lc.finish_user = j;
+        lc.depth = o->decode_slots, lc.finish = decode_batch, lc.finish_user = j;
         return loader_open_source(&j->encoded, &lc, err, err_size);
     }
     return loader_open(&j->train_set, &lc, err, err_size);

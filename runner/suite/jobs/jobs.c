@@ -175,6 +175,7 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     if (spec->precision[0]) ARG("--precision", spec->precision); /* also for the footprint */
     if (spec->gpus > 1) NUM("--gpus", "%d", spec->gpus);
     if (spec->decode[0]) ARG("--decode", spec->decode); /* the GPU decoder's buffers are the job's too */
+    if (spec->decode_slots > 0) NUM("--decode-slots", "%d", spec->decode_slots);
     if (!dry_run) {
         NUM("--epochs", "%d", epochs);
         if (steps_per_epoch > 0) NUM("--steps-per-epoch", "%ld", steps_per_epoch);

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "models/catalog.h"
+#include "runner/train/train_options.h"
 
 #define MIX_MAX_BATCH 65536
 #define MIX_MAX_EPOCHS 100000
@@ -53,6 +54,7 @@ static const data_set data_sets[] = {
     "rows=1..2147483647 (dlrm only: rows per embedding table at most), "                           \
     "precision=tf32|fp32|bf16, gpus=1..64 (data-parallel, one rank per GPU), "                     \
     "decode=cpu|gpu|auto (imagenet only: where its JPEGs decode), "                                 \
+    "decode_slots=1..8 (imagenet only: batches the GPU decoder decodes at once), "                   \
     "fault=KIND@STEP (KIND: " FAULT_KINDS ")"
 
 const mix_preset *mix_presets(int *count) {
@@ -298,6 +300,18 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
                 return fail(c, part, where, "decode= chooses where ImageNet's JPEG files decode; %s reads %s",
                             job->model, job->data);
             snprintf(job->decode, sizeof job->decode, "%s", place);
+            if (job->decode_slots > 0 && !strcmp(place, "cpu"))
+                return fail(c, part, where, "decode_slots= sizes the GPU decoder; decode=cpu decodes on the host");
+        } else if (span_is(key, "decode_slots")) {
+            if (strcmp(job->data, "imagenet") != 0)
+                return fail(c, part, where, "decode_slots= sizes the GPU decoder of ImageNet's JPEG files; %s reads %s",
+                            job->model, job->data);
+            if (!number_ok || v < 1 || v > TRAIN_DECODE_SLOTS_MAX)
+                return fail(c, part, where, "decode_slots=\"%.*s\" must be a whole number in 1..%d", (int)value.n,
+                            value.p, TRAIN_DECODE_SLOTS_MAX);
+            if (!strcmp(job->decode, "cpu"))
+                return fail(c, part, where, "decode_slots= sizes the GPU decoder; decode=cpu decodes on the host");
+            job->decode_slots = (int)v;
         } else if (span_is(key, "gpus")) {
             if (!number_ok || v < 1 || v > 64)
                 return fail(c, part, where, "gpus=\"%.*s\" must be a whole number in 1..64", (int)value.n, value.p);
@@ -474,6 +488,7 @@ int mix_job_format(const job_spec *job, char *out, size_t size) {
     if (job->gpus > 1) ADD_OVERRIDE("gpus=%d", job->gpus);
     if (job->precision[0]) ADD_OVERRIDE("precision=%s", job->precision);
     if (job->decode[0]) ADD_OVERRIDE("decode=%s", job->decode);
+    if (job->decode_slots > 0) ADD_OVERRIDE("decode_slots=%d", job->decode_slots);
     if (job->fault.kind != FAULT_NONE && fault_format(&job->fault, fault, sizeof fault) > 0)
         ADD_OVERRIDE("fault=%s", fault);
 #undef ADD_OVERRIDE
