@@ -141,7 +141,8 @@ static void test_decode_slots_override(void **state) {
     assert_string_equal(text, "resnet50:imagenet@256[precision=bf16,decode=gpu,decode_slots=3]");
     char **argv = job_build_argv("train", &parsed.jobs[0], 2, 0, 0, "/data", JOB_ARGV_RUN);
     int found = 0;
-    for (int i = 0; argv[i]; i++) found += !strcmp(argv[i], "--decode-slots") && argv[i + 1] && !strcmp(argv[i + 1], "3");
+    for (int i = 0; argv[i]; i++)
+        found += !strcmp(argv[i], "--decode-slots") && argv[i + 1] && !strcmp(argv[i + 1], "3");
     assert_int_equal(found, 1);
     job_free_strv(argv);
     parse_ok("L+L[decode_slots=2]");
@@ -150,8 +151,8 @@ static void test_decode_slots_override(void **state) {
     parse_fails("L[decode_slots=0]", "decode_slots=\"0\" must be a whole number in 1..8", NULL);
     parse_fails("L[decode_slots=9]", "decode_slots=\"9\" must be a whole number in 1..8", NULL);
     parse_fails("L[decode_slots=two]", "decode_slots=\"two\" must be a whole number in 1..8", NULL);
-    parse_fails("M[decode_slots=2]", "decode_slots= sizes the GPU decoder of ImageNet's JPEG files; resnet50 reads imagenet64",
-                NULL);
+    parse_fails("M[decode_slots=2]",
+                "decode_slots= sizes the GPU decoder of ImageNet's JPEG files; resnet50 reads imagenet64", NULL);
     parse_fails("L[decode=cpu,decode_slots=2]", "decode=cpu decodes on the host", NULL);
     parse_fails("L[decode_slots=2,decode=cpu]", "decode=cpu decodes on the host", NULL);
 }
