@@ -17,9 +17,10 @@ typedef enum decode_kind { DECODE_AUTO, DECODE_CPU, DECODE_GPU } decode_kind;
 /* The GPU decoder's slots (--decode-slots; each holds a batch of pictures): one by default. Alone on
  * the GPU, decodes at once slowed each other more than they overlapped (ResNet-50 224 bf16 on the
  * H100, bench/NOTES.md session 18: the engines' call took 37 ms alone, 75 ms two at a time, 105 ms
- * three at a time; 6,000 images/s against 5,740 and 5,620). Four such jobs under MPS read 86-89%
- * of synthetic data's rate with one slot each and 91-95% with three, at 0.6 GiB and 1.5 CPU cores
- * more a job (sessions 18 and 19, not one call: not ranked). */
+ * three at a time; 6,000 images/s against 5,740 and 5,620). Four such jobs under MPS read 86-90%
+ * of synthetic data's rate with one slot each and 91-95% with three, three ahead in each of the
+ * three calls that ran both (by 2-5 points), at 0.6 GiB and 1.5 CPU cores more a job (bench/NOTES.md,
+ * session 19). The default stays what is fastest alone: a job is the same in every mode. */
 #define TRAIN_DECODE_SLOTS_MAX 8
 
 typedef struct train_options {
