@@ -16,14 +16,16 @@
 
 #define JOB_LINE_MAX 16384       /* longest event line kept; longer lines are logged, not parsed */
 #define JOB_ENV_MAX 16           /* environment entries a mode may set or remove per job */
-#define JOB_ENV_ENTRY 4352       /* "NAME=" plus a path */
+#define JOB_ENV_ENTRY 4352       /* "NAME=" plus a path, or a list of GPU_LIST_MAX characters */
 
 typedef enum { JOB_NEW, JOB_STARTED, JOB_READY, JOB_TRAINING, JOB_FINISHED } job_phase;
 
-/* Environment changes a mode makes for one job: "NAME=value" sets, a bare "NAME" removes. */
+/* Environment changes a mode makes for one job: "NAME=value" sets, a bare "NAME" removes. An entry
+ * that does not fit is never cut: it is named in refused, and job_build_env then builds nothing. */
 typedef struct job_env {
     int count;
     char entries[JOB_ENV_MAX][JOB_ENV_ENTRY];
+    char refused[160];
 } job_env;
 
 /* A job's process while its group runs (job->proc of its record): owned by jobs_run_group and
@@ -132,10 +134,12 @@ void job_release(job_record *job);
 enum { JOB_ARGV_RUN = 0, JOB_ARGV_DRY_RUN = 1, JOB_ARGV_WINDOW = 2 };
 char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
                       long steps_per_epoch, long warmup_steps, const char *data_root, int form);
-/* base (e.g. environ) with env applied; malloc'd, NULL-terminated. */
+/* base (e.g. environ) with env applied; malloc'd, NULL-terminated. NULL when out of memory or when
+ * env refused an entry (env->refused says which and why). */
 char **job_build_env(char *const *base, const job_env *env);
 void job_free_strv(char **v);
-/* Appends "NAME=value" (value printf-formatted) or, with fmt NULL, a removal of NAME. */
+/* Appends "NAME=value" (value printf-formatted) or, with fmt NULL, a removal of NAME. -1 when it does
+ * not fit (too many entries, or too long): recorded in env->refused. */
 int job_env_set(job_env *env, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -69,6 +69,8 @@ enum {
     MODE_FAULTS_SPREAD = 1u << 5,/* one job's fatal fault can end the others (MPS clients of one
                                     server, jobs of one process): their failures are recorded as
                                     its collateral (jobs_classify_collateral) */
+    MODE_MPS_CLIENTS = 1u << 7,  /* its jobs are clients of an MPS daemon of the run's: beside them a
+                                    data-parallel job can be one too (run_suite --gpus --ddp-under) */
 };
 
 #define SUITE_FIT_OWN 1
@@ -109,6 +111,10 @@ struct suite_mode {
     const char *name;            /* "mps", as --mode spells it */
     const char *help;            /* one line: --help, --list and the README's table */
     unsigned flags;
+    /* why a data-parallel job over several cards cannot run under this mode beside the cards' runs
+     * (run_suite --gpus); NULL: it can (each card's run is one group of job processes, and the go
+     * relay joins the groups under one start barrier and one window) */
+    const char *no_data_parallel;
     size_t state_size;           /* bytes of private state: suite_mode_state(c, m), mode_run_state(r) */
     int (*plan)(suite_ctx *c, char *err, size_t err_size);
     int (*fit)(const suite_ctx *c, char *err, size_t err_size);
