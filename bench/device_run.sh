@@ -98,8 +98,9 @@ for stage in "$@"; do
         # warnings are errors here as on the development machine: the device's compilers are newer
         cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSUITE_FUZZ=OFF \
             -DCMAKE_COMPILE_WARNING_AS_ERROR=ON >"$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
-        cmake --build "$build" -j16 >"$out/build.log" 2>&1 || {
-            grep -E -A3 "error|Error|warning" "$out/build.log" | head -60; exit 1; }
+        # -k: every file that fails shows its warnings, not only the first
+        cmake --build "$build" -j16 -- -k >"$out/build.log" 2>&1 || {
+            grep -E -A3 "error:|warning:" "$out/build.log" | head -80; exit 1; }
         echo "build: $(cmake --version | head -1), $(gcc --version | head -1), $(nvcc --version | tail -1)"
         grep -c warning "$out/build.log" | sed 's/^/build warnings: /'
         ;;
