@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "models/catalog.h"
 #include "models/core/ddp.h"
 #include "kernels/knobs.h"
@@ -157,12 +158,6 @@ typedef struct launcher {
 
 static volatile sig_atomic_t stop_signal;
 static void on_stop(int signo) { stop_signal = signo; }
-
-static double now_mono(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void fail_once(launcher *l, int rank, int code, const char *message) {
     if (l->failed_rank >= 0 || stop_signal) return;
@@ -359,9 +354,9 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
         if ((l.failed_rank >= 0 || stop_signal) && !stopping) { /* one rank's end is everyone's */
             stopping = 1;
             stop_ranks(&l, SIGTERM);
-            kill_at = now_mono() + STOP_GRACE_S;
+            kill_at = clock_monotonic() + STOP_GRACE_S;
         }
-        if (stopping && now_mono() > kill_at) stop_ranks(&l, SIGKILL);
+        if (stopping && clock_monotonic() > kill_at) stop_ranks(&l, SIGKILL);
         struct pollfd fds[65];
         int map[65], nf = 0;
         for (int r = 0; r < l.n && nf < 64; r++)
@@ -401,7 +396,7 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
     }
     cJSON *done = cJSON_CreateObject();
     cJSON_AddStringToObject(done, "event", "done");
-    cJSON_AddNumberToObject(done, "t", train_wall_seconds());
+    cJSON_AddNumberToObject(done, "t", clock_unix());
     cJSON_AddNumberToObject(done, "gpus", l.n);
     train_emit(ev, done);
     return 0;

@@ -8,7 +8,7 @@
 
 #include "kernels/schedule.h"
 #include "models/core/optimizer_kind.h"
-#include "models/core/precision.h"
+#include "base/precision.h"
 #include "runner/train/fault.h"
 
 /* Where the training JPEGs decode (--decode): on the host's loader threads, or on the GPU

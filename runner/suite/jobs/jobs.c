@@ -4,6 +4,8 @@
  * dies: a `kill -9` of run_suite leaves no job behind. */
 #define _GNU_SOURCE
 #include "runner/suite/jobs/jobs.h"
+#include "base/clock.h"
+#include "base/line_reader.h"
 #include "runner/suite/jobs/progress.h"
 #include "runner/suite/jobs/spawn.h"
 #include "runner/suite/plan/mix.h"
@@ -32,18 +34,6 @@ extern char **environ;
 static int stop_pipe[2] = {-1, -1};
 static volatile sig_atomic_t stop_signo = 0;
 static volatile sig_atomic_t stop_count = 0;
-
-double jobs_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double jobs_monotonic(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void wake_loop(void) {
     int saved = errno;
@@ -172,7 +162,7 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     if (spec->image_size > 0) NUM("--image-size", "%d", spec->image_size); /* 0: criteo */
     if (spec->classes > 0) NUM("--classes", "%d", spec->classes);
     if (spec->max_rows > 0) NUM("--max-rows", "%lld", spec->max_rows);
-    if (spec->precision[0]) ARG("--precision", spec->precision); /* also for the footprint */
+    if (spec->precision_given) ARG("--precision", precision_name(spec->precision)); /* also for the footprint */
     if (spec->gpus > 1) NUM("--gpus", "%d", spec->gpus);
     if (spec->decode[0]) ARG("--decode", spec->decode); /* the GPU decoder's buffers are the job's too */
     if (spec->decode_slots > 0) NUM("--decode-slots", "%d", spec->decode_slots);
@@ -273,7 +263,7 @@ static void notify(const jobs_settings *s, const job_record *job, const char *ph
 static int start_job(job_record *job, const jobs_settings *s) {
     job_process *p = job->proc;
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
-    job->t_spawn = jobs_now();
+    job->t_spawn = clock_unix();
     p->phase = JOB_STARTED;
     p->log_fd = open(job->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (p->log_fd < 0)
@@ -309,7 +299,7 @@ static void terminate_job(job_record *job, double grace_s, const char *why) {
     if (p->pid > 0 && !p->reaped && !p->term_sent) {
         if (kill(-p->pid, SIGTERM) != 0) kill(p->pid, SIGTERM);
         p->term_sent = 1;
-        p->kill_at = jobs_monotonic() + grace_s;
+        p->kill_at = clock_monotonic() + grace_s;
     }
 }
 
@@ -327,8 +317,8 @@ static void log_bytes(job_record *job, const char *data, size_t n) {
 static void take_stdout_line(job_record *job, const jobs_settings *s) {
     job_process *p = job->proc;
     p->out_line[p->out_len] = 0;
-    const char *phase = p->out_overflow ? NULL : job_handle_line(job, p->out_line, jobs_now());
-    if (!p->out_overflow && s->board) progress_line(s->board, job, p->out_line, jobs_monotonic());
+    const char *phase = p->out_overflow ? NULL : job_handle_line(job, p->out_line, clock_unix());
+    if (!p->out_overflow && s->board) progress_line(s->board, job, p->out_line, clock_monotonic());
     p->out_len = 0;
     p->out_overflow = 0;
     if (!phase) return;
@@ -342,7 +332,7 @@ static void take_stdout_line(job_record *job, const jobs_settings *s) {
         const job_epoch *e = &job->epochs[job->epoch_count - 1];
         progress(s, job, "epoch %d: %.2f s, %.1f samples/s%s", e->epoch, e->seconds,
                  e->samples_per_s, e->diverged ? " (loss is NaN)" : "");
-        notify(s, job, phase, isnan(e->t_end) ? jobs_now() : e->t_end);
+        notify(s, job, phase, isnan(e->t_end) ? clock_unix() : e->t_end);
     }
 }
 
@@ -392,8 +382,8 @@ static void reap(job_record *job) {
     if (r == p->pid || (r < 0 && errno == ECHILD)) {
         p->reaped = 1;
         p->wait_status = r == p->pid ? st : 0;
-        job->t_exit = jobs_now();
-        p->close_at = jobs_monotonic() + 2.0; /* a grandchild may still hold the pipes */
+        job->t_exit = clock_unix();
+        p->close_at = clock_monotonic() + 2.0; /* a grandchild may still hold the pipes */
         close_fd(&p->stdin_fd);
     }
 }
@@ -401,7 +391,7 @@ static void reap(job_record *job) {
 static void release_barrier(job_record *jobs, int count, const jobs_settings *s) {
     /* Everything before the writes is done first, so "go" reaches all jobs back to back. */
     static const char go[] = "go\n";
-    double t = jobs_now();
+    double t = clock_unix();
     for (int i = 0; i < count; i++) {
         job_record *job = &jobs[i];
         job_process *p = job->proc;
@@ -412,7 +402,7 @@ static void release_barrier(job_record *jobs, int count, const jobs_settings *s)
         /* completion: "go" is the only line, EOF tells train nothing more comes; windows: more follow */
         if (s->window_s <= 0) close_fd(&p->stdin_fd);
         job->t_go = t;
-        p->last_event_mono = jobs_monotonic();
+        p->last_event_mono = clock_monotonic();
         p->phase = JOB_TRAINING;
     }
     for (int i = 0; i < count; i++)
@@ -429,14 +419,14 @@ static void finish_job(job_record *job, const jobs_settings *s) {
     close_fd(&p->log_fd);
     static const char *names[] = {"ok", "failed", "diverged"};
     progress(s, job, "%s%s%s", names[job->status], job->reason[0] ? ": " : "", job->reason);
-    notify(s, job, "end", isnan(job->t_exit) ? jobs_now() : job->t_exit);
+    notify(s, job, "end", isnan(job->t_exit) ? clock_unix() : job->t_exit);
 }
 
 /* The window measurement's lines to every training job ("window T0 T1", then "stop", after which
  * stdin closes). */
 static void announce_windows(job_window_clock *clock, job_record *jobs, int count, const jobs_settings *s) {
     char line[96];
-    if (!job_window_due(clock, jobs, count, jobs_now(), line, sizeof line)) return;
+    if (!job_window_due(clock, jobs, count, clock_unix(), line, sizeof line)) return;
     for (int i = 0; i < count; i++) {
         job_process *p = jobs[i].proc;
         if (p->phase != JOB_TRAINING || p->stdin_fd < 0) continue;
@@ -467,7 +457,7 @@ int jobs_relay_from_env(jobs_relay *r, char *err, size_t err_size) {
 /* The run's end of the go relay (jobs.h): what it has said on it and heard from it so far. */
 typedef struct relay_end {
     const jobs_relay *fds;       /* NULL: no relay */
-    step_line_reader heard;      /* go_fd's lines */
+    line_reader heard;      /* go_fd's lines */
     int said_ready, said_warm;
     int go;                      /* "go" came, or the end of file */
     int gone;                    /* the end of file (or a failed read or write): nothing more comes */
@@ -489,7 +479,7 @@ static void relay_say(relay_end *r, const char *line) {
 static void relay_listen(relay_end *r) {
     char line[128];
     int got;
-    while (!r->gone && (got = step_read_line(&r->heard, 0, line, sizeof line)) != 0) {
+    while (!r->gone && (got = line_reader_next(&r->heard, 0, line, sizeof line)) != 0) {
         if (got < 0) {
             r->gone = r->go = 1;
             break;
@@ -523,7 +513,7 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
     jobs_install_stop_signals();
     int stopping = 0, released = 0, any_bad = 0;
     relay_end relay = {.fds = s->relay, .heard = {.fd = s->relay ? s->relay->go_fd : -1}, .window_start = NAN};
-    double ready_deadline = jobs_monotonic() + s->ready_timeout_s;
+    double ready_deadline = clock_monotonic() + s->ready_timeout_s;
     for (int i = 0; i < count; i++) {
         if (stop_signo) {
             snprintf(jobs[i].reason, sizeof jobs[i].reason, "not started: the run was stopped");
@@ -544,7 +534,7 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
     job_window_clock_init(&clock, s);
     clock.from_relay = s->relay && clock.length_s > 0;
     for (;;) {
-        double mono = jobs_monotonic();
+        double mono = clock_monotonic();
         if (stop_signo && stop_count != seen_stop_count) {
             char why[96];
             snprintf(why, sizeof why, "stopped by run_suite (%s)", strsignal(stop_signo));
@@ -674,7 +664,7 @@ int jobs_run_capture(char *const argv[], char *const envp[], const char *stdin_t
     /* Non-blocking reads: a daemon forked by the command may keep the pipe open after it exits. */
     fcntl(pipe_out[0], F_SETFL, O_NONBLOCK);
     size_t len = 0;
-    double deadline = jobs_monotonic() + timeout_s;
+    double deadline = clock_monotonic() + timeout_s;
     int status = 0, reaped = 0, timed_out = 0;
     for (;;) {
         if (pipe_out[0] >= 0) {
@@ -689,7 +679,7 @@ int jobs_run_capture(char *const argv[], char *const envp[], const char *stdin_t
             if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) close_fd(&pipe_out[0]);
         }
         if (reaped) break;
-        if (!timed_out && jobs_monotonic() >= deadline) {
+        if (!timed_out && clock_monotonic() >= deadline) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             timed_out = 1;

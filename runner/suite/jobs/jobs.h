@@ -197,8 +197,6 @@ int jobs_install_stop_signals(void);
 int jobs_stop_signal(void);          /* the signal that asked to stop, 0 if none */
 void jobs_request_stop(int signo);   /* the same from code (tests, a failed set-up) */
 
-double jobs_now(void);               /* unix seconds (CLOCK_REALTIME) */
-double jobs_monotonic(void);
 
 /* The program `name` as a shell would find it: as given when it holds a '/', else the first
  * executable in $PATH. 0 with its path in out, or -1 (errno ENOENT) when there is none. */

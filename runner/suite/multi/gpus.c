@@ -18,6 +18,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
+#include "base/line_reader.h"
 #include "results/results.h"
 #include "kernels/knobs.h"
 #include "runner/cli.h"
@@ -383,7 +385,7 @@ static void pass_on(int signo) {
  * or closed (the run ended, or the relay is done). */
 typedef struct run_relay {
     int go, ready;
-    step_line_reader said;
+    line_reader said;
 } run_relay;
 
 static void close_relay(run_relay *r) {
@@ -454,7 +456,7 @@ static int hear_from_all(run_relay *r, int n, const char *word) {
             run_relay *one = &r[at[k]];
             char line[64];
             int got;
-            while (!heard[at[k]] && (got = step_read_line(&one->said, 0, line, sizeof line)) != 0) {
+            while (!heard[at[k]] && (got = line_reader_next(&one->said, 0, line, sizeof line)) != 0) {
                 if (got < 0) close_relay(one); /* it ended */
                 if (got < 0 || strcmp(line, word) == 0) heard[at[k]] = 1;
             }
@@ -484,7 +486,7 @@ static void relay_runs(run_relay *r, int n, int window) {
         say_to_all(r, n, "go\n");
         if (window && hear_from_all(r, n, "warm") == 0) {
             char line[64];
-            snprintf(line, sizeof line, "window-start %.6f\n", jobs_now());
+            snprintf(line, sizeof line, "window-start %.6f\n", clock_unix());
             say_to_all(r, n, line);
         }
     }

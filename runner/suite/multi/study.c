@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
 #include "results/results.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
@@ -381,7 +382,7 @@ typedef struct study_run {
     const char *self, *dir;
     study_cell *cells;
     int count, next, worst, stopped;
-    double t0;                                   /* the study's start, jobs_monotonic */
+    double t0;                                   /* the study's start, clock_monotonic */
     cJSON *root, *list;
     pthread_mutex_t lock;
 } study_run;
@@ -424,13 +425,13 @@ static void study_cell_on(study_run *r, int i, int gpu) {
                 c->workload, c->degree, c->mode, gpu, c->mode, c->mix);
         argv_list a;
         cell_argv(&a, r->self, o, c, base, 0, gpu);
-        double t0 = jobs_monotonic();
+        double t0 = clock_monotonic();
         int st = run_child(a.v);
         pthread_mutex_lock(&r->lock);
         const char *status = status_of(st);
         set_text(cj, "status", status);
         cJSON_AddNumberToObject(cj, "start_s", t0 - r->t0); /* since the study's start: overlaps show */
-        cJSON_AddNumberToObject(cj, "wall_s", jobs_monotonic() - t0); /* set-up included */
+        cJSON_AddNumberToObject(cj, "wall_s", clock_monotonic() - t0); /* set-up included */
         cJSON_AddNumberToObject(cj, "exit_status", st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
         if (find_run_dir(base, run, sizeof run) == 0) {
             char rel[PATH_MAX];
@@ -577,7 +578,7 @@ int study_main(int argc, char **argv) {
     study_run run = {.o = &o, .self = self, .dir = dir, .cells = cells, .count = count, .root = root, .list = list,
                      .worst = RUN_OK};
     pthread_mutex_init(&run.lock, NULL);
-    double t_study = run.t0 = jobs_monotonic();
+    double t_study = run.t0 = clock_monotonic();
     if (o.dry_run && o.gpu_count > 1)
         printf("cells at once: %d, one per GPU (%s), each GPU taking the next cell when its last ends; they share "
                "the host's CPU, PCIe and memory\n", o.gpu_count, o.gpus_text);
@@ -603,7 +604,7 @@ int study_main(int argc, char **argv) {
     }
     char finished[32];
     iso_now(finished, sizeof finished);
-    fprintf(stderr, "[study] %d runs in %.0f s\n", count, jobs_monotonic() - t_study);
+    fprintf(stderr, "[study] %d runs in %.0f s\n", count, clock_monotonic() - t_study);
     cJSON_AddStringToObject(root, "finished", finished);
     cJSON_AddStringToObject(root, "status", stopped ? "interrupted" : worst == RUN_OK ? "complete" : "partial");
     if (results_write_json(dir, "study.json", root, err, sizeof err) != 0)

@@ -57,7 +57,7 @@ static void measure_energy(mode_run *r) {
     /* one after another: the sum over each job's own window; collocated: first go to last end */
     double total = NAN;
     int ok = r->mode->flags & MODE_SEQUENTIAL
-                 ? monitor_energy_windows(&r->mon, s->window_start, s->window_end, s->job_count, &total)
+                 ? monitor_energy_windows(&r->mon, s->go_t, s->end_t, s->job_count, &total)
                  : monitor_energy_between(&r->mon, s->first_go, s->last_end, &total);
     s->energy_j = ok == 0 && !isnan(s->first_go) ? total : NAN;
 }
