@@ -270,8 +270,8 @@ static double get_number(const cJSON *o, const char *key) {
     return cJSON_IsNumber(item) ? item->valuedouble : NAN;
 }
 
-int results_load_baseline(const char *dir, const job_record *jobs, int count, serial_baseline *b,
-                          char *err, size_t err_size) {
+int results_load_baseline(const char *dir, const char *baseline_mode, const job_record *jobs, int count,
+                          serial_baseline *b, char *err, size_t err_size) {
     memset(b, 0, sizeof *b);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/summary.json", dir);
@@ -288,9 +288,9 @@ int results_load_baseline(const char *dir, const job_record *jobs, int count, se
     int rc = -1;
     if (!cJSON_IsObject(root) || !cJSON_IsArray(list)) {
         snprintf(err, err_size, "--baseline %s: %s is not a run_suite summary", dir, path);
-    } else if (!cJSON_IsString(mode) || strcmp(mode->valuestring, "serial") != 0) {
-        snprintf(err, err_size, "--baseline %s: that run's mode is %s; a serial run is needed",
-                 dir, cJSON_IsString(mode) ? mode->valuestring : "unknown");
+    } else if (!cJSON_IsString(mode) || strcmp(mode->valuestring, baseline_mode) != 0) {
+        snprintf(err, err_size, "--baseline %s: that run's mode is %s; a %s run is needed",
+                 dir, cJSON_IsString(mode) ? mode->valuestring : "unknown", baseline_mode);
     } else if (cJSON_GetArraySize(list) != count) {
         snprintf(err, err_size, "--baseline %s: that run had %d jobs, this mix has %d", dir,
                  cJSON_GetArraySize(list), count);
@@ -423,7 +423,7 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
     cJSON_AddNumberToObject(root, "jobs_diverged", s->diverged);
     results_json_number(root, "makespan_s", s->makespan_s);
     cJSON_AddStringToObject(root, "makespan_definition",
-                            strcmp(s->mode, "serial") == 0
+                            s->sequential
                                 ? "sum over jobs of go-to-end (each job alone; setup excluded)"
                                 : "first go to last end (setup and warm-up before go excluded)");
     results_json_number(root, "total_samples", s->total_samples);

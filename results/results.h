@@ -54,10 +54,11 @@ void results_summarize(const job_record *jobs, int count, const char *mode, int 
 void results_compare(run_summary *s, const serial_baseline *baseline);
 /* The baseline a serial run provides. */
 void results_baseline_from(const run_summary *serial, const char *source, serial_baseline *b);
-/* Reads <dir>/summary.json of an earlier serial run and checks it ran this mix
- * (same jobs in the same order, same epochs and steps). 0, or -1 with a message. */
-int results_load_baseline(const char *dir, const job_record *jobs, int count, serial_baseline *b,
-                          char *err, size_t err_size);
+/* Reads <dir>/summary.json of an earlier run of baseline_mode (the runner names the table's
+ * sequential mode) and checks it ran this mix (same jobs in the same order, same epochs and
+ * steps). 0, or -1 with a message. */
+int results_load_baseline(const char *dir, const char *baseline_mode, const job_record *jobs, int count,
+                          serial_baseline *b, char *err, size_t err_size);
 
 int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, const run_summary *s,
                            char *err, size_t err_size);

@@ -17,7 +17,6 @@
 #include "kernels/check.h"
 #include "models/core/checkpoint.h"
 #include "models/session.h"
-#include "runner/mps_probe.h"
 #include "runner/train/jpeg_decoder.h"
 #include "runner/train/train_host.h"
 #include "runner/train/train_rank.h"
@@ -188,9 +187,10 @@ static int open_data(workload *w, char *err, size_t err_size) {
      * queues, 41.8 with 32, 65 with 2). More queues, unless the user chose; read when the CUDA
      * context is made, which comes after this (start). But an MPS server shares about 120
      * connections among its clients (60 at its default of 2 each): at 32, a fourth JPEG-fed job
-     * failed to make its context (out of memory), so an MPS client asks for 8 (15 such jobs fit). */
-    if (j->decode == DECODE_GPU)
-        setenv("CUDA_DEVICE_MAX_CONNECTIONS", mps_daemon_running(mps_default_pipe_dir()) ? "8" : "32", 0);
+     * failed to make its context (out of memory), so an MPS client asks for 8 (15 such jobs fit):
+     * the mode that makes the job a client says so in its environment (runner/suite/gpu/mps.c),
+     * and train under a person's own daemon sets it at its start (train.c). */
+    if (j->decode == DECODE_GPU) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
     j->data_open_s = clock_unix() - t_data;
     return 0;
 }

@@ -1,7 +1,8 @@
 /* A job's event protocol (see jobs.h): train's JSON lines turned into the job's record, and
  * what the record says once the job has ended. */
 #define _GNU_SOURCE
-#include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/job_events.h"
+#include "runner/suite/jobs/watchdog.h"
 #include "base/clock.h"
 
 #include <math.h>

@@ -4,6 +4,7 @@
  * dies: a `kill -9` of run_suite leaves no job behind. */
 #define _GNU_SOURCE
 #include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/start_barrier.h"
 #include "base/clock.h"
 #include "base/line_reader.h"
 #include "runner/suite/jobs/progress.h"
@@ -292,17 +293,6 @@ static int start_job(job_record *job, const jobs_settings *s) {
     return 0;
 }
 
-static void terminate_job(job_record *job, double grace_s, const char *why) {
-    job_process *p = job->proc;
-    if (!job->reason[0] && why) snprintf(job->reason, sizeof job->reason, "%s", why);
-    close_fd(&p->stdin_fd);
-    if (p->pid > 0 && !p->reaped && !p->term_sent) {
-        if (kill(-p->pid, SIGTERM) != 0) kill(p->pid, SIGTERM);
-        p->term_sent = 1;
-        p->kill_at = clock_monotonic() + grace_s;
-    }
-}
-
 static void log_bytes(job_record *job, const char *data, size_t n) {
     job_process *p = job->proc;
     while (p->log_fd >= 0 && n > 0) {
@@ -389,22 +379,7 @@ static void reap(job_record *job) {
 }
 
 static void release_barrier(job_record *jobs, int count, const jobs_settings *s) {
-    /* Everything before the writes is done first, so "go" reaches all jobs back to back. */
-    static const char go[] = "go\n";
-    double t = clock_unix();
-    for (int i = 0; i < count; i++) {
-        job_record *job = &jobs[i];
-        job_process *p = job->proc;
-        if (p->phase != JOB_READY) continue;
-        ssize_t w;
-        do w = write(p->stdin_fd, go, sizeof go - 1);
-        while (w < 0 && errno == EINTR);
-        /* completion: "go" is the only line, EOF tells train nothing more comes; windows: more follow */
-        if (s->window_s <= 0) close_fd(&p->stdin_fd);
-        job->t_go = t;
-        p->last_event_mono = clock_monotonic();
-        p->phase = JOB_TRAINING;
-    }
+    double t = barrier_release(jobs, count, s->window_s > 0);
     for (int i = 0; i < count; i++)
         if (jobs[i].proc->phase == JOB_TRAINING) {
             progress(s, &jobs[i], "go");
@@ -438,72 +413,6 @@ static void announce_windows(job_window_clock *clock, job_record *jobs, int coun
     if (s->tag && !s->board) fprintf(stderr, "[%s] %.*s\n", s->tag, (int)strlen(line) - 1, line);
 }
 
-int jobs_relay_from_env(jobs_relay *r, char *err, size_t err_size) {
-    const char *text = knob_text(KNOB_GO_RELAY);
-    if (!text || !*text) return 0;
-    char *end;
-    long go = strtol(text, &end, 10), ready = *end == ',' ? strtol(end + 1, &end, 10) : -1;
-    if (*end || go < 0 || ready < 0 || fcntl((int)go, F_GETFD) < 0 || fcntl((int)ready, F_GETFD) < 0) {
-        snprintf(err, err_size, "%s=%s: expected two open file descriptors G,R (run_suite --gpus sets it)",
-                 knob_name(KNOB_GO_RELAY), text);
-        return -1;
-    }
-    r->go_fd = (int)go, r->ready_fd = (int)ready;
-    fcntl(r->go_fd, F_SETFD, FD_CLOEXEC), fcntl(r->ready_fd, F_SETFD, FD_CLOEXEC);
-    fcntl(r->go_fd, F_SETFL, fcntl(r->go_fd, F_GETFL) | O_NONBLOCK);
-    return 1;
-}
-
-/* The run's end of the go relay (jobs.h): what it has said on it and heard from it so far. */
-typedef struct relay_end {
-    const jobs_relay *fds;       /* NULL: no relay */
-    line_reader heard;      /* go_fd's lines */
-    int said_ready, said_warm;
-    int go;                      /* "go" came, or the end of file */
-    int gone;                    /* the end of file (or a failed read or write): nothing more comes */
-    double window_start;         /* "window-start T0": T0; NaN before it came */
-} relay_end;
-
-/* Writes one line to the --gpus process; one it cannot take (it closed its end) means it is gone. */
-static void relay_say(relay_end *r, const char *line) {
-    ssize_t w;
-    do w = write(r->fds->ready_fd, line, strlen(line));
-    while (w < 0 && errno == EINTR);
-    if (w == (ssize_t)strlen(line)) return;
-    fprintf(stderr, "warning: the go relay did not take \"%.*s\" (%s): this run goes on by itself\n",
-            (int)strlen(line) - 1, line, w < 0 ? strerror(errno) : "a short write");
-    r->gone = r->go = 1;
-}
-
-/* Reads what the relay has said, never waiting. */
-static void relay_listen(relay_end *r) {
-    char line[128];
-    int got;
-    while (!r->gone && (got = line_reader_next(&r->heard, 0, line, sizeof line)) != 0) {
-        if (got < 0) {
-            r->gone = r->go = 1;
-            break;
-        }
-        char *end = line;
-        double t0 = strncmp(line, "window-start ", 13) == 0 ? strtod(line + 13, &end) : NAN;
-        if (strcmp(line, "go") == 0) r->go = 1;
-        else if (!isnan(t0) && *end == 0) r->window_start = t0;
-    }
-}
-
-/* A relayed window measurement before the window opened: "warm" once every job training here has
- * warmed up, then the common T0 when "window-start" comes; a relay gone leaves the window to this
- * run alone (job_window_due opens it when its jobs have warmed up). */
-static void relay_window(relay_end *r, job_window_clock *clock, const job_record *jobs, int count) {
-    if (!r->said_warm && !r->gone && job_window_warm(jobs, count)) {
-        relay_say(r, "warm\n");
-        r->said_warm = 1;
-    }
-    relay_listen(r);
-    if (!isnan(r->window_start)) clock->t0 = r->window_start;
-    if (!isnan(r->window_start) || r->gone) clock->from_relay = 0;
-}
-
 group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s) {
     progress_board board;
     jobs_settings shown = *s;
@@ -512,7 +421,8 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
     s = &shown;
     jobs_install_stop_signals();
     int stopping = 0, released = 0, any_bad = 0;
-    relay_end relay = {.fds = s->relay, .heard = {.fd = s->relay ? s->relay->go_fd : -1}, .window_start = NAN};
+    go_relay relay;
+    go_relay_init(&relay, s->relay);
     double ready_deadline = clock_monotonic() + s->ready_timeout_s;
     for (int i = 0; i < count; i++) {
         if (stop_signo) {
@@ -540,44 +450,37 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
             snprintf(why, sizeof why, "stopped by run_suite (%s)", strsignal(stop_signo));
             for (int i = 0; i < count; i++) {
                 if (jobs[i].proc->phase == JOB_FINISHED) continue;
-                terminate_job(&jobs[i], s->grace_s, why);
+                watchdog_terminate(&jobs[i], s->grace_s, why);
                 if (stopping) jobs[i].proc->kill_at = mono; /* a second Ctrl-C: no more grace */
             }
             stopping = 1;
             seen_stop_count = stop_count;
         }
         if (!released) {
-            int waiting = 0;
-            for (int i = 0; i < count; i++) waiting += jobs[i].proc->phase == JOB_STARTED;
             if (stopping) {
                 released = 1;
-            } else if (waiting == 0 || mono >= ready_deadline) {
+            } else if (!barrier_waiting(jobs, count) || mono >= ready_deadline) {
                 char why[96];
                 snprintf(why, sizeof why, "not ready within %.0f s", s->ready_timeout_s);
                 for (int i = 0; i < count; i++)
                     if (jobs[i].proc->phase == JOB_STARTED && !jobs[i].proc->term_sent)
-                        terminate_job(&jobs[i], s->grace_s, why);
-                if (relay.fds && !relay.said_ready) { /* the other cards' runs wait too: one barrier for all */
-                    relay_say(&relay, "ready\n");
-                    relay.said_ready = 1;
-                }
-                if (relay.fds) relay_listen(&relay);
-                if (!relay.fds || relay.go) {
+                        watchdog_terminate(&jobs[i], s->grace_s, why);
+                if (go_relay_ready(&relay)) {
                     release_barrier(jobs, count, s);
                     released = 1;
                 }
             }
         }
-        if (released && !stopping && clock.from_relay) relay_window(&relay, &clock, jobs, count);
+        if (released && !stopping && clock.from_relay) go_relay_window(&relay, &clock, jobs, count);
         if (released && !stopping) announce_windows(&clock, jobs, count, s);
         int alive = 0, nfds = 0;
         if (fds) {
             fds[nfds].fd = stop_pipe[0];
             fds[nfds].events = POLLIN;
             owner[nfds++] = -1;
-            /* woken by the relay's go, or its window-start */
-            if (!relay.gone && ((relay.said_ready && !released) || (relay.said_warm && clock.from_relay))) {
-                fds[nfds] = (struct pollfd){relay.fds->go_fd, POLLIN, 0};
+            int relay_fd = go_relay_fd(&relay, released, &clock);
+            if (relay_fd >= 0) {
+                fds[nfds] = (struct pollfd){relay_fd, POLLIN, 0};
                 owner[nfds++] = -1;
             }
         }
@@ -585,19 +488,13 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
             job_record *job = &jobs[i];
             job_process *p = job->proc;
             if (p->phase == JOB_FINISHED) continue;
-            if (p->phase == JOB_TRAINING && !p->term_sent && !p->reaped &&
-                mono - p->last_event_mono > jobs_stall_limit(job, s)) {
-                char why[160];
-                snprintf(why, sizeof why, "stopped by the watchdog: no event for %.0f s (--stall-timeout)",
-                         mono - p->last_event_mono);
+            char why[160];
+            if (watchdog_stalled(job, s, mono, why, sizeof why)) {
                 job->stalled = 1;
                 progress(s, job, "%s", why);
-                terminate_job(job, s->grace_s, why);
+                watchdog_terminate(job, s->grace_s, why);
             }
-            if (p->term_sent && !p->kill_sent && !p->reaped && mono >= p->kill_at) {
-                if (kill(-p->pid, SIGKILL) != 0) kill(p->pid, SIGKILL);
-                p->kill_sent = 1;
-            }
+            watchdog_escalate(job, mono);
             if (p->reaped && mono >= p->close_at) {
                 close_fd(&p->out_fd);
                 close_fd(&p->err_fd);

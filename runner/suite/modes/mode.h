@@ -69,6 +69,15 @@ enum {
     MODE_FAULTS_SPREAD = 1u << 5,/* one job's fatal fault can end the others (MPS clients of one
                                     server, jobs of one process): their failures are recorded as
                                     its collateral (jobs_classify_collateral) */
+    MODE_HOLDS_DDP = 1u << 7,    /* its jobs are one group of train processes that the start barrier
+                                    and the go relay can join: a data-parallel job (train --gpus)
+                                    can run in it under run_suite --gpus */
+    MODE_PLAIN = 1u << 8,        /* plain processes on the whole GPU: what a data-parallel job
+                                    beside the cards runs under with --ddp-under none */
+    MODE_DDP_HOST = 1u << 9,     /* --ddp-under NAME: a data-parallel job beside the cards' jobs runs
+                                    as a client of this mode's daemon over its cards */
+    MODE_IN_STUDY = 1u << 10,    /* one of the study's collocated modes (run_suite --study) */
+    MODE_STUDY_ALONE = 1u << 11, /* the study measures it at degree 1 too (its cost to one job) */
 };
 
 #define SUITE_FIT_OWN 1
@@ -132,6 +141,8 @@ const suite_mode *const *suite_modes(int *count);
 const suite_mode *suite_mode_find(const char *name);   /* NULL when unknown */
 /* The first mode with the flag, NULL when none has it. */
 const suite_mode *suite_mode_with(unsigned flag);
+/* 1 when name is a mode of the table with every bit of flags, else 0 (--mode all's name too). */
+int suite_mode_is(const char *name, unsigned flags);
 /* "serial, naive, mps, ..., all" for messages and --help. */
 const char *suite_mode_names(void);
 /* The mode that runs for m under o: m's runs_as followed to the end. */

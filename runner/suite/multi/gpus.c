@@ -117,8 +117,8 @@ static int parse(int argc, char *const argv[], gpus_args *a, const char **rest) 
     if (!a->gpus[0]) return usage("--gpus is required: GPU indices, e.g. 0,1,2,3%s%s", "", "");
     if (!a->mix) return usage("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
     if (!a->mode) return usage("--mode is required: one of %s%s", suite_mode_names(), "");
-    if (strcmp(a->ddp_under, "none") && strcmp(a->ddp_under, "mps"))
-        return usage("--ddp-under %s: expected none or mps%s", a->ddp_under, "");
+    if (strcmp(a->ddp_under, "none") && !suite_mode_is(a->ddp_under, MODE_DDP_HOST))
+        return usage("--ddp-under %s: expected none or %s", a->ddp_under, suite_mode_with(MODE_DDP_HOST)->name);
     return 0;
 }
 
@@ -205,12 +205,12 @@ static void ddp_run(const mix *m, const placement *p, const int *index, char vis
 
 /* How a data-parallel job's run goes: under --ddp-under beside the cards, or alone (serial). */
 static const char *ddp_mode(const gpus_args *a) {
-    if (!strcmp(a->mode, "serial")) return "serial";
-    return !strcmp(a->ddp_under, "mps") ? "mps" : "naive";
+    if (suite_mode_is(a->mode, MODE_SEQUENTIAL)) return a->mode;
+    return strcmp(a->ddp_under, "none") ? a->ddp_under : suite_mode_with(MODE_PLAIN)->name;
 }
 static const char *ddp_how(const gpus_args *a) {
-    if (!strcmp(a->mode, "serial")) return "alone, before the cards' runs (serial)";
-    return !strcmp(a->ddp_under, "mps") ? "beside the cards' jobs, as the client of an MPS daemon over its cards "
+    if (suite_mode_is(a->mode, MODE_SEQUENTIAL)) return "alone, before the cards' runs (serial)";
+    return strcmp(a->ddp_under, "none") ? "beside the cards' jobs, as the client of an MPS daemon over its cards "
                                           "(--ddp-under mps), one start barrier (and one window, "
                                           "under the window measurement) with them"
                                         : "beside the cards' jobs, outside MPS (--ddp-under none), one start barrier "
@@ -259,9 +259,9 @@ static int find_references(const gpus_args *a, const mix *m, gpus_card *cards, i
                              "placement gives that GPU: expected an earlier run_suite --gpus LIST --mode serial of "
                              "this mix", a->baseline, name);
         }
-    } else if (!strcmp(a->mode, "all")) {
+    } else if (!strcmp(a->mode, SUITE_ALL)) {
         snprintf(source, source_size, "the serial part of --mode all on each GPU");
-    } else if (!strcmp(a->mode, "serial")) {
+    } else if (suite_mode_is(a->mode, MODE_SEQUENTIAL)) {
         snprintf(source, source_size, "the run itself (serial: each job alone on its GPU)");
     } else {
         snprintf(source, source_size, "none: STP and ANTT will be null (give --baseline DIR or --mode all)");
@@ -335,9 +335,9 @@ static void print_plan(const gpus_args *a, const mix *m, const placement *p, con
 static void summarize(const char *run_dir, const mix *m, gpus_card *cards, int count, const char *mode,
                       const char *no_reference) {
     cJSON *root;
-    if (!strcmp(mode, "serial")) /* each job alone on its GPU: its own reference */
+    if (suite_mode_is(mode, MODE_SEQUENTIAL)) /* each job alone on its GPU: its own reference */
         for (int g = 0; g < count; g++) snprintf(cards[g].reference, sizeof cards[g].reference, "%s", cards[g].run_folder);
-    if (strcmp(mode, "all") != 0) {
+    if (strcmp(mode, SUITE_ALL) != 0) {
         const suite_mode *sm = suite_mode_find(mode);
         root = gpus_summary_mode(m, cards, count, NULL, sm && (sm->flags & MODE_SEQUENTIAL), no_reference, stdout);
         cJSON_AddStringToObject(root, "mode", mode);
@@ -504,8 +504,8 @@ int gpus_main(int argc, char *const argv[]) {
     if (count < 0) return usage("%s%s", err, "");
     static mix m;
     if (mix_parse(&m, a.mix, err, sizeof err) != 0) return usage("--mix: %s%s", err, "");
-    const suite_mode *mode = strcmp(a.mode, "all") == 0 ? NULL : suite_mode_find(a.mode);
-    if (!mode && strcmp(a.mode, "all") != 0) return usage("--mode %s: expected one of %s", a.mode, suite_mode_names());
+    const suite_mode *mode = strcmp(a.mode, SUITE_ALL) == 0 ? NULL : suite_mode_find(a.mode);
+    if (!mode && strcmp(a.mode, SUITE_ALL) != 0) return usage("--mode %s: expected one of %s", a.mode, suite_mode_names());
 
     char self[PATH_MAX], train[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -547,7 +547,7 @@ int gpus_main(int argc, char *const argv[]) {
         char which[16];
         snprintf(which, sizeof which, "%d", j);
         ddp_jobs++;
-        if (strcmp(a.mode, "naive") && strcmp(a.mode, "mps") && strcmp(a.mode, "serial"))
+        if (!suite_mode_is(a.mode, MODE_HOLDS_DDP))
             return usage("job %s is data-parallel: a mix with one runs under --mode naive, mps or serial (each GPU's "
                          "run has one group of job processes that the start barrier can join), not %s", which, a.mode);
     }
@@ -599,7 +599,7 @@ int gpus_main(int argc, char *const argv[]) {
      * beside the cards, under one start barrier and one window (relay_runs). Each run stops its own jobs
      * and daemon on the signal passed on (pass_on), or on the SIGTERM it gets when this one dies. */
     int status[GPUS_MAX_RUNS] = {0}, worst = 0;
-    int relayed = ddp_jobs > 0 && strcmp(a.mode, "serial") != 0;
+    int relayed = ddp_jobs > 0 && !suite_mode_is(a.mode, MODE_SEQUENTIAL);
     struct sigaction sa = {.sa_handler = pass_on};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL), sigaction(SIGTERM, &sa, NULL), sigaction(SIGHUP, &sa, NULL);

@@ -64,7 +64,6 @@ static const struct {
 };
 
 static const int DEFAULT_DEGREES[] = {1, 2, 3, 7, 0};
-static const char *const COLLOCATED[] = {"naive", "mps", "mig-emulate"};
 #define STUDY_SETS "small, medium, large, mixed, all"
 #define STUDY_MAX_CELLS 256
 
@@ -95,21 +94,23 @@ static int add_cell(study_cell *out, int n, int max, const char *workload, const
 
 int study_cells(const char *set, int quick, const int *degrees, int with_mig, study_cell *out, int max) {
     if (!degrees) degrees = DEFAULT_DEGREES;
-    int n = 0;
+    int n = 0, mode_count;
     char mix[160];
+    const suite_mode *const *modes = suite_modes(&mode_count);
+    const char *serial = suite_mode_with(MODE_SEQUENTIAL)->name, *mig = suite_mode_with(MODE_NEEDS_MIG)->name;
     for (size_t w = 0; w < sizeof UNIFORM / sizeof UNIFORM[0]; w++) {
         const workload *u = &UNIFORM[w];
         if (!in_set(set, u->set)) continue;
         long steps = quick ? u->quick_steps : 0;
         snprintf(mix, sizeof mix, "1*%s", u->job);
-        n = add_cell(out, n, max, u->name, "serial", mix, 1, steps);
+        n = add_cell(out, n, max, u->name, serial, mix, 1, steps);
         for (const int *d = degrees; *d; d++) {
             snprintf(mix, sizeof mix, "%d*%s", *d, u->job);
-            for (size_t m = 0; m < sizeof COLLOCATED / sizeof COLLOCATED[0]; m++)
+            for (int m = 0; m < mode_count; m++)
                 /* one job: naive is serial, mig-emulate's 7g is mps; --quick keeps serial alone */
-                if (*d > 1 || (!quick && !strcmp(COLLOCATED[m], "mps")))
-                    n = add_cell(out, n, max, u->name, COLLOCATED[m], mix, *d, steps);
-            if (with_mig) n = add_cell(out, n, max, u->name, "mig", mix, *d, steps);
+                if ((modes[m]->flags & MODE_IN_STUDY) && (*d > 1 || (!quick && (modes[m]->flags & MODE_STUDY_ALONE))))
+                    n = add_cell(out, n, max, u->name, modes[m]->name, mix, *d, steps);
+            if (with_mig) n = add_cell(out, n, max, u->name, mig, mix, *d, steps);
         }
     }
     if (in_set(set, "mixed")) {
@@ -118,8 +119,8 @@ int study_cells(const char *set, int quick, const int *degrees, int with_mig, st
             int degree = 1;
             for (const char *p = MIXED[k].mix; *p; p++) degree += *p == '+';
             int first = n;
-            n = add_cell(out, n, max, MIXED[k].name, "all", m, degree, 0);
-            if (with_mig) n = add_cell(out, n, max, MIXED[k].name, "mig", m, degree, 0);
+            n = add_cell(out, n, max, MIXED[k].name, SUITE_ALL, m, degree, 0);
+            if (with_mig) n = add_cell(out, n, max, MIXED[k].name, mig, m, degree, 0);
             for (int i = first; out && i < n && i < max; i++) out[i].share_memory = MIXED[k].share_memory;
         }
     }
@@ -254,9 +255,9 @@ static void cell_argv(argv_list *a, const char *self, const study_options *o, co
     push(a, c->mode);
     push(a, "--mix");
     push(a, c->mix);
-    if (!strcmp(c->mode, "all")) /* the paper's modes; streams and green are ours (run_suite --mode all) */
+    if (!strcmp(c->mode, SUITE_ALL)) /* the paper's modes; streams and green are ours (run_suite --mode all) */
         push(a, "--mig-emulate"), push(a, "--skip"), push(a, "streams,green");
-    if (!strcmp(c->mode, "mig") && !dry) push(a, "--mig-create");
+    if (suite_mode_is(c->mode, MODE_NEEDS_MIG) && !dry) push(a, "--mig-create");
     if (c->share_memory) push(a, "--mig-share-memory");
     if (o->train) push(a, "--train"), push(a, o->train);
     if (o->data_root) push(a, "--data-root"), push(a, o->data_root);
@@ -309,7 +310,7 @@ static int cell_fits(const char *self, const study_options *o, const study_cell 
     const cJSON *fits = cJSON_GetObjectItemCaseSensitive(root, "fits");
     const cJSON *fit_error = cJSON_GetObjectItemCaseSensitive(root, "fit_error");
     const cJSON *plan_error = cJSON_GetObjectItemCaseSensitive(root, "plan_error");
-    int planned = !strcmp(c->mode, "mig-emulate") || !strcmp(c->mode, "all");
+    int planned = suite_mode_is(c->mode, MODE_MIG_EMULATION) || !strcmp(c->mode, SUITE_ALL);
     if (!cJSON_IsBool(fits)) {
         snprintf(reason, size, "the fit check (run_suite --dry-run) failed: %s",
                  st < 0 ? "could not run it" : WIFEXITED(st) ? "see its message above" : "it was killed");
@@ -520,7 +521,7 @@ static cJSON *cell_json(const study_cell *c) {
     char err[256], canonical[256];
     if (mix_parse(&m, c->mix, err, sizeof err) == 0 && m.count > 0 &&
         mix_job_format(&m.jobs[0], canonical, sizeof canonical) >= 0 && c->degree == m.count &&
-        strcmp(c->mode, "all") != 0 && strchr(c->mix, '+') == NULL)
+        strcmp(c->mode, SUITE_ALL) != 0 && strchr(c->mix, '+') == NULL)
         cJSON_AddStringToObject(j, "job", canonical);
     cJSON_AddStringToObject(j, "status", "planned");
     return j;

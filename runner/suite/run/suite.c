@@ -397,7 +397,7 @@ static int load_baseline(suite_ctx *c) {
         probe[i].epochs_planned = o->mix.jobs[i].epochs ? o->mix.jobs[i].epochs : c->epochs;
         probe[i].steps_per_epoch = o->mix.jobs[i].steps_per_epoch ? o->mix.jobs[i].steps_per_epoch : c->steps;
     }
-    int rc = probe ? results_load_baseline(o->baseline_dir, probe, c->count, &c->baseline, err, sizeof err) : -1;
+    int rc = probe ? results_load_baseline(o->baseline_dir, suite_mode_with(MODE_SEQUENTIAL)->name, probe, c->count, &c->baseline, err, sizeof err) : -1;
     free(probe);
     if (rc != 0) fprintf(stderr, "error: %s\n", probe ? err : "out of memory");
     return rc;
