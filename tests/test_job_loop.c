@@ -130,13 +130,20 @@ static void test_watchdog_stops_the_silent_and_escalates(void **state) {
     assert_int_equal(watchdog_stalled(&job, &s, 1e9, why, sizeof why), 0);
 
     /* a real child that ignores SIGTERM: SIGKILL once its grace has passed */
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
         signal(SIGTERM, SIG_IGN);
+        if (write(ready[1], "r", 1) != 1) _exit(1);
         for (;;) pause();
     }
     setpgid(pid, pid);
+    char r;
+    assert_int_equal(read(ready[0], &r, 1), 1); /* it ignores SIGTERM from here on */
+    close(ready[0]);
+    close(ready[1]);
     p.pid = pid;
     watchdog_terminate(&job, 30, "asked to stop");
     assert_true(p.term_sent);
