@@ -130,6 +130,29 @@ static void test_env(void **state) {
     assert_false(has_name(out, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     assert_true(has_entry(out, "NEW=7"));
     job_free_strv(out);
+    /* a list of sixteen full-length UUIDs is carried whole; a value that cannot be is never cut:
+     * the environment is refused, naming it */
+    job_env list = {0};
+    char uuids[16 * 41] = "";
+    for (int g = 0; g < 16; g++)
+        snprintf(uuids + strlen(uuids), sizeof uuids - strlen(uuids), "%sGPU-5a1e0000-0000-4000-8000-%012x",
+                 g ? "," : "", g);
+    assert_int_equal(job_env_set(&list, "CUDA_VISIBLE_DEVICES", "%s", uuids), 0);
+    out = job_build_env(base, &list);
+    char whole[16 * 41 + 32];
+    snprintf(whole, sizeof whole, "CUDA_VISIBLE_DEVICES=%s", uuids);
+    assert_true(has_entry(out, whole));
+    job_free_strv(out);
+    static char huge[JOB_ENV_ENTRY + 1];
+    memset(huge, 'x', JOB_ENV_ENTRY);
+    assert_int_equal(job_env_set(&list, "SUITE_JOB_DEVICES", "%s", huge), -1);
+    assert_non_null(strstr(list.refused, "SUITE_JOB_DEVICES: a value of"));
+    assert_null(job_build_env(base, &list));
+    job_env many = {0};
+    for (int k = 0; k < JOB_ENV_MAX; k++) assert_int_equal(job_env_set(&many, "A", "%d", k), 0);
+    assert_int_equal(job_env_set(&many, "B", "1"), -1);
+    assert_non_null(strstr(many.refused, "B: more than"));
+    assert_null(job_build_env(base, &many));
     char name[64];
     job_safe_name(name, sizeof name, "resnet50:imagenet64@128/96");
     assert_string_equal(name, "resnet50_imagenet64_128_96");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/line_reader.h"
 #include "models/catalog.h"
 #include "models/core/ddp.h"
 #include "kernels/knobs.h"
@@ -147,8 +148,7 @@ typedef struct launcher {
     cJSON **setup;          /* [n] */
     cJSON **epochs;         /* [(epochs + 1) * n] */
     cJSON **windows;        /* [STEP_WINDOW_MAX * n] */
-    char command[512];      /* the runner's line being read from stdin (the window protocol) */
-    size_t command_len;
+    line_reader commands; /* the runner's lines on stdin (the window protocol) */
     int stdin_open;
     int setups, readies, released;
     int failed_rank;
@@ -259,26 +259,20 @@ static void read_rank(launcher *l, int r) {
  * the end of the runner's input is every rank's (their stdin closed: they stop). The ranks agree on
  * the step they stop at among themselves (ddp_agree_stop). */
 static void forward_commands(launcher *l) {
-    ssize_t got = read(0, l->command + l->command_len, sizeof l->command - 1 - l->command_len);
-    if (got < 0 && errno == EINTR) return;
-    if (got <= 0) {
+    char line[sizeof l->commands.buf + 1];
+    int got;
+    while ((got = line_reader_next(&l->commands, 0, line, sizeof line - 1)) == 1) {
+        size_t len = strlen(line);
+        line[len++] = '\n';
+        for (int r = 0; r < l->n; r++)
+            if (l->ranks[r].in_fd >= 0 && write(l->ranks[r].in_fd, line, len) != (ssize_t)len)
+                fail_once(l, r, 1, "cannot pass it the runner's window line (its stdin is closed)");
+    }
+    if (got < 0) {
         l->stdin_open = 0;
         for (int r = 0; r < l->n; r++)
             if (l->ranks[r].in_fd >= 0) close(l->ranks[r].in_fd), l->ranks[r].in_fd = -1;
-        return;
     }
-    l->command_len += (size_t)got;
-    char *start = l->command, *nl;
-    while ((nl = memchr(start, '\n', l->command_len - (size_t)(start - l->command)))) {
-        size_t len = (size_t)(nl - start) + 1;
-        for (int r = 0; r < l->n; r++)
-            if (l->ranks[r].in_fd >= 0 && write(l->ranks[r].in_fd, start, len) != (ssize_t)len)
-                fail_once(l, r, 1, "cannot pass it the runner's window line (its stdin is closed)");
-        start = nl + 1;
-    }
-    l->command_len -= (size_t)(start - l->command);
-    memmove(l->command, start, l->command_len);
-    if (l->command_len == sizeof l->command - 1) l->command_len = 0; /* no command is that long */
 }
 
 static void stop_ranks(launcher *l, int signo) {
@@ -328,6 +322,7 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
     l.epochs = calloc((size_t)(o->epochs + 1) * (size_t)l.n, sizeof *l.epochs);
     l.windows = calloc((size_t)STEP_WINDOW_MAX * (size_t)l.n, sizeof *l.windows);
     l.stdin_open = o->window_protocol;
+    l.commands.fd = 0;
     char **child = calloc((size_t)argc + 3, sizeof *child);
     if (!l.ranks || !l.setup || !l.epochs || !l.windows || !child) return train_fail(ev, 1, "out of memory for the ranks");
     int has_json = 0, has_wait = 0, c = 0;

@@ -11,14 +11,16 @@
 
 #define JOB_LINE_MAX 16384       /* longest event line kept; longer lines are logged, not parsed */
 #define JOB_ENV_MAX 16           /* environment entries a mode may set or remove per job */
-#define JOB_ENV_ENTRY 4352       /* "NAME=" plus a path */
+#define JOB_ENV_ENTRY 4352       /* "NAME=" plus a path, or a list of GPU_LIST_MAX characters */
 
 typedef enum { JOB_NEW, JOB_STARTED, JOB_READY, JOB_TRAINING, JOB_FINISHED } job_phase;
 
-/* Environment changes a mode makes for one job: "NAME=value" sets, a bare "NAME" removes. */
+/* Environment changes a mode makes for one job: "NAME=value" sets, a bare "NAME" removes. An entry
+ * that does not fit is never cut: it is named in refused, and job_build_env then builds nothing. */
 typedef struct job_env {
     int count;
     char entries[JOB_ENV_MAX][JOB_ENV_ENTRY];
+    char refused[160];
 } job_env;
 
 /* A job's process while its group runs (job->proc of its record): owned by jobs_run_group and

@@ -112,18 +112,29 @@ void job_free_strv(char **v) {
     free(v);
 }
 
+static int env_refuse(job_env *env, const char *name, const char *why) {
+    if (!env->refused[0]) snprintf(env->refused, sizeof env->refused, "%.64s: %s", name, why);
+    return -1;
+}
+
 int job_env_set(job_env *env, const char *name, const char *fmt, ...) {
-    if (env->count >= JOB_ENV_MAX) return -1;
+    char why[96];
+    if (env->count >= JOB_ENV_MAX) {
+        snprintf(why, sizeof why, "more than %d variables set for one job", JOB_ENV_MAX);
+        return env_refuse(env, name, why);
+    }
     char *entry = env->entries[env->count];
-    if (!fmt) {
-        snprintf(entry, JOB_ENV_ENTRY, "%s", name);
-    } else {
-        int used = snprintf(entry, JOB_ENV_ENTRY, "%s=", name);
+    int used = snprintf(entry, JOB_ENV_ENTRY, "%s%s", name, fmt ? "=" : "");
+    if (used < 0 || used >= JOB_ENV_ENTRY) return env_refuse(env, name, "its name is too long");
+    if (fmt) {
         va_list ap;
         va_start(ap, fmt);
         int more = vsnprintf(entry + used, JOB_ENV_ENTRY - (size_t)used, fmt, ap);
         va_end(ap);
-        if (used + more >= JOB_ENV_ENTRY) return -1;
+        if (more < 0 || used + more >= JOB_ENV_ENTRY) {
+            snprintf(why, sizeof why, "a value of %d characters (at most %d fit)", more, JOB_ENV_ENTRY - 1 - used);
+            return env_refuse(env, name, why);
+        }
     }
     env->count++;
     return 0;
@@ -135,6 +146,7 @@ static size_t env_name_len(const char *entry) {
 }
 
 char **job_build_env(char *const *base, const job_env *env) {
+    if (env && env->refused[0]) return NULL;
     strv s = {0};
     for (char *const *p = base; p && *p; p++) {
         int replaced = 0;
@@ -211,6 +223,11 @@ int job_prepare(job_record *job, int index, const job_spec *spec, const char *tr
     if (job->proc) {
         job->proc->pid = -1;
         job->proc->stdin_fd = job->proc->out_fd = job->proc->err_fd = job->proc->log_fd = -1;
+    }
+    if (env && env->refused[0]) {
+        snprintf(err, err_size, "job %d: its environment cannot be carried: %s", index, env->refused);
+        job_release(job);
+        return -1;
     }
     if (!job->argv || !job->envp || !job->proc) {
         snprintf(err, err_size, "out of memory building the command of job %d", index);

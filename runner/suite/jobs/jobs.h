@@ -38,10 +38,12 @@ void job_release(job_record *job);
 enum { JOB_ARGV_RUN = 0, JOB_ARGV_DRY_RUN = 1, JOB_ARGV_WINDOW = 2 };
 char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
                       long steps_per_epoch, long warmup_steps, const char *data_root, int form);
-/* base (e.g. environ) with env applied; malloc'd, NULL-terminated. */
+/* base (e.g. environ) with env applied; malloc'd, NULL-terminated. NULL when out of memory or when
+ * env refused an entry (env->refused says which and why). */
 char **job_build_env(char *const *base, const job_env *env);
 void job_free_strv(char **v);
-/* Appends "NAME=value" (value printf-formatted) or, with fmt NULL, a removal of NAME. */
+/* Appends "NAME=value" (value printf-formatted) or, with fmt NULL, a removal of NAME. -1 when it does
+ * not fit (too many entries, or too long): recorded in env->refused. */
 int job_env_set(job_env *env, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -111,6 +111,7 @@ const suite_mode mode_mig_emulate = {
     .name = "mig-emulate",
     .help = "the planned MIG layout realised through MPS SM shares and memory limits, labelled as emulation",
     .flags = MODE_PARTITIONED | MODE_MIG_EMULATION | MODE_FAULTS_SPREAD | MODE_IN_STUDY, /* MPS or one process */
+    .no_data_parallel = "each job runs in a partition of one card; a data-parallel job spans several cards",
     .state_size = sizeof(emulate_state),
     .plan = plan,
     .fit = fit,

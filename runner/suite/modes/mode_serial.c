@@ -12,7 +12,7 @@ static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
 const suite_mode mode_serial = {
     .name = "serial",
     .help = "the jobs one after another (the baseline, and each job's solo time)",
-    .flags = MODE_SEQUENTIAL | MODE_IN_ALL | MODE_HOLDS_DDP,
+    .flags = MODE_SEQUENTIAL | MODE_IN_ALL,
     .describe = describe,
     .start = mode_plain_start,
     .job_env = mode_plain_job_env,

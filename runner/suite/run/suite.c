@@ -441,7 +441,14 @@ static int prepare(suite_ctx *c, const suite_pass *pass) {
     if (check_inputs(o) != 0 || footprints(c) != 0) return EXIT_USAGE;
     monitor_probe_gpu(o->gpu, &c->gpu);
     const char *devices = knob_text(KNOB_JOB_DEVICES); /* run_suite --gpus: a data-parallel job's cards */
-    if (devices && *devices) snprintf(c->gpu.visible, sizeof c->gpu.visible, "%s", devices);
+    if (devices && *devices) {
+        if (strlen(devices) >= sizeof c->gpu.visible) {
+            fprintf(stderr, "error: %s: a device list of %zu characters; at most %zu fit\n", knob_name(KNOB_JOB_DEVICES),
+                    strlen(devices), sizeof c->gpu.visible - 1);
+            return EXIT_USAGE;
+        }
+        snprintf(c->gpu.visible, sizeof c->gpu.visible, "%s", devices);
+    }
     const char *plan_error = NULL;
     int dry_status, status = plan_modes(c, &plan_error, &dry_status);
     if (status >= 0) return status;
