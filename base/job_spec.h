@@ -9,6 +9,9 @@
 #include "base/fault_spec.h"
 #include "base/precision.h"
 
+/* The most GPU decoder slots a job may ask for (train --decode-slots, the mix's decode_slots=). */
+#define JOB_DECODE_SLOTS_MAX 8
+
 /* The most jobs one run holds (a mix, runner/suite/plan/mix.h, is parsed up to this bound). */
 #define MIX_MAX_JOBS 64
 

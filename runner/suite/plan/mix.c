@@ -11,7 +11,6 @@
 #include <strings.h>
 
 #include "models/catalog.h"
-#include "runner/train/train_options.h"
 
 #define MIX_MAX_BATCH 65536
 #define MIX_MAX_EPOCHS 100000
@@ -307,9 +306,9 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
             if (strcmp(job->data, "imagenet") != 0)
                 return fail(c, part, where, "decode_slots= sizes the GPU decoder of ImageNet's JPEG files; %s reads %s",
                             job->model, job->data);
-            if (!number_ok || v < 1 || v > TRAIN_DECODE_SLOTS_MAX)
+            if (!number_ok || v < 1 || v > JOB_DECODE_SLOTS_MAX)
                 return fail(c, part, where, "decode_slots=\"%.*s\" must be a whole number in 1..%d", (int)value.n,
-                            value.p, TRAIN_DECODE_SLOTS_MAX);
+                            value.p, JOB_DECODE_SLOTS_MAX);
             if (!strcmp(job->decode, "cpu"))
                 return fail(c, part, where, "decode_slots= sizes the GPU decoder; decode=cpu decodes on the host");
             job->decode_slots = (int)v;
