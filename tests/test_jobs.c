@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "runner/suite/jobs/jobs.h"
+#include "base/clock.h"
 #include "runner/suite/gpu/mps.h"
 #include "tests/testutil.h"
 
@@ -385,9 +386,9 @@ static void test_not_ready_and_early_death(void **state) {
     setenv("FAKE_TRAIN", "resnet26:never_ready;resnet152:fail=0", 1);
     job_record *jobs = prepare_jobs(3, dir, 2);
     jobs_settings s = quiet_settings(1.0);
-    double t0 = jobs_monotonic();
+    double t0 = clock_monotonic();
     assert_int_equal(jobs_run_group(jobs, 3, &s), GROUP_PARTIAL);
-    assert_true(jobs_monotonic() - t0 < 10);
+    assert_true(clock_monotonic() - t0 < 10);
     assert_int_equal(jobs[0].status, JOB_FAILED);
     assert_non_null(strstr(jobs[0].reason, "not ready within 1 s"));
     assert_int_equal(jobs[1].status, JOB_OK);
@@ -398,9 +399,9 @@ static void test_not_ready_and_early_death(void **state) {
     setenv("FAKE_TRAIN", "resnet26:fail=0", 1);
     jobs = prepare_jobs(2, dir, 2);
     s = quiet_settings(20.0);
-    t0 = jobs_monotonic();
+    t0 = clock_monotonic();
     assert_int_equal(jobs_run_group(jobs, 2, &s), GROUP_PARTIAL);
-    assert_true(jobs_monotonic() - t0 < 5);
+    assert_true(clock_monotonic() - t0 < 5);
     assert_int_equal(jobs[1].status, JOB_OK);
     free_jobs(jobs, 2);
     unsetenv("FAKE_TRAIN");
@@ -436,9 +437,9 @@ static void test_stop_escalates_to_kill(void **state) {
         setenv("FAKE_TRAIN", "*:epoch_ms=20000;resnet50:ignore_term", 1);
         job_record *jobs = prepare_jobs(2, dir, 2);
         jobs_settings s = {.ready_timeout_s = 30, .grace_s = 0.5, .observer = {NULL, stop_on_start}};
-        double t0 = jobs_monotonic();
+        double t0 = clock_monotonic();
         int rc = jobs_run_group(jobs, 2, &s);
-        int ok = rc == GROUP_STOPPED && jobs_monotonic() - t0 < 10 && jobs[0].status == JOB_FAILED &&
+        int ok = rc == GROUP_STOPPED && clock_monotonic() - t0 < 10 && jobs[0].status == JOB_FAILED &&
                  strstr(jobs[0].reason, "stopped by run_suite") && WIFSIGNALED(jobs[1].proc->wait_status) &&
                  WTERMSIG(jobs[1].proc->wait_status) == SIGKILL && jobs_stop_signal() == SIGTERM;
         for (int i = 0; i < 2; i++) ok = ok && kill(jobs[i].proc->pid, 0) != 0; /* reaped: gone */
@@ -464,9 +465,9 @@ static void test_footprint_and_capture(void **state) {
     assert_int_equal(job_query_footprint("/nonexistent/train", &spec, NULL, &fp, err, sizeof err), -1);
     char out[64];
     char *sleeper[] = {"/bin/sleep", "5", NULL};
-    double t0 = jobs_monotonic();
+    double t0 = clock_monotonic();
     assert_int_equal(jobs_run_capture(sleeper, NULL, NULL, out, sizeof out, 0.3), -2);
-    assert_true(jobs_monotonic() - t0 < 3);
+    assert_true(clock_monotonic() - t0 < 3);
     char *cat[] = {"/bin/cat", NULL};
     int st = jobs_run_capture(cat, NULL, "quit\n", out, sizeof out, 5);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);

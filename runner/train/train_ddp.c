@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/line_reader.h"
 #include "models/catalog.h"
 #include "models/core/ddp.h"
 #include "kernels/knobs.h"
@@ -146,7 +148,7 @@ typedef struct launcher {
     cJSON **setup;          /* [n] */
     cJSON **epochs;         /* [(epochs + 1) * n] */
     cJSON **windows;        /* [STEP_WINDOW_MAX * n] */
-    step_line_reader commands; /* the runner's lines on stdin (the window protocol) */
+    line_reader commands; /* the runner's lines on stdin (the window protocol) */
     int stdin_open;
     int setups, readies, released;
     int failed_rank;
@@ -156,12 +158,6 @@ typedef struct launcher {
 
 static volatile sig_atomic_t stop_signal;
 static void on_stop(int signo) { stop_signal = signo; }
-
-static double now_mono(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void fail_once(launcher *l, int rank, int code, const char *message) {
     if (l->failed_rank >= 0 || stop_signal) return;
@@ -265,7 +261,7 @@ static void read_rank(launcher *l, int r) {
 static void forward_commands(launcher *l) {
     char line[sizeof l->commands.buf + 1];
     int got;
-    while ((got = step_read_line(&l->commands, 0, line, sizeof line - 1)) == 1) {
+    while ((got = line_reader_next(&l->commands, 0, line, sizeof line - 1)) == 1) {
         size_t len = strlen(line);
         line[len++] = '\n';
         for (int r = 0; r < l->n; r++)
@@ -353,9 +349,9 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
         if ((l.failed_rank >= 0 || stop_signal) && !stopping) { /* one rank's end is everyone's */
             stopping = 1;
             stop_ranks(&l, SIGTERM);
-            kill_at = now_mono() + STOP_GRACE_S;
+            kill_at = clock_monotonic() + STOP_GRACE_S;
         }
-        if (stopping && now_mono() > kill_at) stop_ranks(&l, SIGKILL);
+        if (stopping && clock_monotonic() > kill_at) stop_ranks(&l, SIGKILL);
         struct pollfd fds[65];
         int map[65], nf = 0;
         for (int r = 0; r < l.n && nf < 64; r++)
@@ -395,7 +391,7 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
     }
     cJSON *done = cJSON_CreateObject();
     cJSON_AddStringToObject(done, "event", "done");
-    cJSON_AddNumberToObject(done, "t", train_wall_seconds());
+    cJSON_AddNumberToObject(done, "t", clock_unix());
     cJSON_AddNumberToObject(done, "gpus", l.n);
     train_emit(ev, done);
     return 0;

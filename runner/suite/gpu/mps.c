@@ -57,6 +57,10 @@ int mps_client_env(const mps_daemon *d, int sm_percent, long long mem_limit_byte
     } else {
         rc |= job_env_set(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", NULL);
     }
+    /* The server shares about 120 hardware work queues among its clients: a client asks for CUDA's
+     * default of 8 (a GPU-decoding job alone asks for 32, runner/train/workload_image.c; at 32 a
+     * fourth JPEG-fed client failed to make its context). */
+    rc |= job_env_set(env, "CUDA_DEVICE_MAX_CONNECTIONS", "%d", MPS_CLIENT_CONNECTIONS);
     return rc ? -1 : 0;
 }
 

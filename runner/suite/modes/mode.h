@@ -71,6 +71,10 @@ enum {
                                     its collateral (jobs_classify_collateral) */
     MODE_MPS_CLIENTS = 1u << 7,  /* its jobs are clients of an MPS daemon of the run's: beside them a
                                     data-parallel job can be one too (run_suite --gpus --ddp-under) */
+    MODE_PLAIN = 1u << 8,        /* plain processes on the whole GPU: what a data-parallel job
+                                    beside the cards runs under outside MPS */
+    MODE_IN_STUDY = 1u << 9,     /* one of the study's collocated modes (run_suite --study) */
+    MODE_STUDY_ALONE = 1u << 10, /* the study measures it at degree 1 too (its cost to one job) */
 };
 
 #define SUITE_FIT_OWN 1
@@ -138,6 +142,8 @@ const suite_mode *const *suite_modes(int *count);
 const suite_mode *suite_mode_find(const char *name);   /* NULL when unknown */
 /* The first mode with the flag, NULL when none has it. */
 const suite_mode *suite_mode_with(unsigned flag);
+/* 1 when name is a mode of the table with every bit of flags, else 0 (--mode all's name too). */
+int suite_mode_is(const char *name, unsigned flags);
 /* "serial, naive, mps, ..., all" for messages and --help. */
 const char *suite_mode_names(void);
 /* The mode that runs for m under o: m's runs_as followed to the end. */

@@ -18,6 +18,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
+#include "base/line_reader.h"
 #include "results/results.h"
 #include "kernels/knobs.h"
 #include "runner/cli.h"
@@ -237,7 +239,7 @@ static int ddp_as_client(const gpus_args *a, const char *mode) {
 }
 static const char *ddp_mode(const gpus_args *a, const char *mode) {
     if (sequential(mode)) return mode;
-    return ddp_as_client(a, mode) ? "mps" : "naive";
+    return suite_mode_with(ddp_as_client(a, mode) ? MODE_MPS_CLIENTS : MODE_PLAIN)->name;
 }
 static const char *ddp_how(const gpus_args *a, const char *mode) {
     if (sequential(mode)) return "alone, before the cards' runs (serial)";
@@ -505,7 +507,7 @@ static void pass_on(int signo) {
  * or closed (the run ended, or the relay is done). */
 typedef struct run_relay {
     int go, ready;
-    step_line_reader said;
+    line_reader said;
 } run_relay;
 
 static void close_relay(run_relay *r) {
@@ -583,7 +585,7 @@ static int hear_from_all(run_relay *r, int n, const char *word) {
             run_relay *one = &r[at[k]];
             char line[64];
             int got;
-            while (!heard[at[k]] && (got = step_read_line(&one->said, 0, line, sizeof line)) != 0) {
+            while (!heard[at[k]] && (got = line_reader_next(&one->said, 0, line, sizeof line)) != 0) {
                 if (got < 0) close_relay(one); /* it ended */
                 if (got < 0 || strcmp(line, word) == 0) heard[at[k]] = 1;
             }
@@ -613,7 +615,7 @@ static void relay_runs(run_relay *r, int n, int window) {
         say_to_all(r, n, "go\n");
         if (window && hear_from_all(r, n, "warm") == 0) {
             char line[64];
-            snprintf(line, sizeof line, "window-start %.6f\n", jobs_now());
+            snprintf(line, sizeof line, "window-start %.6f\n", clock_unix());
             say_to_all(r, n, line);
         }
     }
@@ -692,8 +694,8 @@ int gpus_main(int argc, char *const argv[]) {
     if (count < 0) return usage("%s%s", err, "");
     static mix m;
     if (mix_parse(&m, a.mix, err, sizeof err) != 0) return usage("--mix: %s%s", err, "");
-    const suite_mode *mode = strcmp(a.mode, "all") == 0 ? NULL : suite_mode_find(a.mode);
-    if (!mode && strcmp(a.mode, "all") != 0) return usage("--mode %s: expected one of %s", a.mode, suite_mode_names());
+    const suite_mode *mode = strcmp(a.mode, SUITE_ALL) == 0 ? NULL : suite_mode_find(a.mode);
+    if (!mode && strcmp(a.mode, SUITE_ALL) != 0) return usage("--mode %s: expected one of %s", a.mode, suite_mode_names());
 
     char self[PATH_MAX], train[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -32,7 +32,8 @@ static void put(cJSON *o, const char *key, double v, const char *why) {
 }
 
 static void workload_name(const job_spec *s, char *out, size_t size) {
-    snprintf(out, size, "%s %s batch %d%s%s", s->model, s->data, s->batch, s->precision[0] ? " " : "", s->precision);
+    snprintf(out, size, "%s %s batch %d%s%s", s->model, s->data, s->batch, s->precision_given ? " " : "",
+             s->precision_given ? precision_name(s->precision) : "");
 }
 
 /* Samples per workload of the jobs listed (samples[k]: job jobs[k]'s, NaN unknown); *total: their
