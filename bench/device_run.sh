@@ -59,6 +59,8 @@
 #   bf16-profile one step's kernels by kind under ncu (bench/kernel_breakdown.py), PROFILE_CONFIGS
 #           (model:size:batch:precision, default resnet26 and resnet50 in bf16)
 #   bf16-colloc 7*S and 3*M under MPS in tf32 and bf16, and the report that sets them side by side
+#   sanitize  compute-sanitizer memcheck and racecheck over the kernels' GPU tests (SANITIZE_TESTS)
+#   parity-committed  gpu_model_parity and gpu_dlrm_parity on tests/parity/reference/ (no env vars)
 #   ab      bench_step for BENCH_CONFIGS (model:size:batch[:optimizer]) in AB_PRECISION (bf16), with
 #           AB_ENV (default SUITE_PDL=0) and without, alternating, AB_ROUNDS (2) rounds
 # Logs go to $OUT (or runs/device). On the device machine, first: . .devroot/env.sh
@@ -622,6 +624,33 @@ PY
                         --precision "${AB_PRECISION:-bf16}" || status=1
                 done
             done
+        done
+        ;;
+    sanitize)
+        # compute-sanitizer's memcheck (out-of-bounds and misaligned accesses, leaks of device memory)
+        # and racecheck (shared-memory hazards) over the kernels' own GPU tests (SANITIZE_TESTS);
+        # each run's whole output in $out/sanitize-<tool>-<test>.log, its summary line here.
+        sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+        for t in ${SANITIZE_TESTS:-gpu_layers gpu_pool gpu_loss gpu_optim gpu_batchnorm gpu_dlrm gpu_cait gpu_bf16 gpu_bf16_cait gpu_bf16_efficientnet gpu_conv_engine}; do
+            [ -x "$build/$t" ] || { echo "$t: not built"; status=1; continue; }
+            for tool in memcheck racecheck; do
+                extra=$([ $tool = memcheck ] && echo "--leak-check full")
+                log="$out/sanitize-$tool-$t.log"
+                # shellcheck disable=SC2086
+                timeout "${SANITIZE_TIMEOUT:-1800}" "$sanitizer" --tool $tool $extra --error-exitcode 99 \
+                    "$build/$t" >"$log" 2>&1
+                rc=$?
+                echo "$t $tool: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+                [ $rc = 0 ] || { status=1; grep -E "^=+ +(Invalid|Race|Error|Leaked|Program hit)" "$log" | sort | uniq -c | head -10; }
+            done
+        done
+        ;;
+    parity-committed)
+        # the parity tests on the references committed in tests/parity/reference/ (what ctest -L gpu
+        # runs by default): float32 and bf16 for the vision models, float32 for the recommender
+        for t in gpu_model_parity gpu_dlrm_parity; do
+            "$build/$t" >"$out/$t.log" 2>&1 || status=1
+            grep -vE "^\[ +(RUN|OK) +\]" "$out/$t.log" | head -60
         done
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;

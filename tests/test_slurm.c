@@ -29,7 +29,7 @@ static void test_header(void **state) {
     char out[8192], err[512];
     const char *args[] = {"--mode", "mps", "--quick", NULL};
     slurm_options o = {.partition = "gpu", .gres = "gpu:4", .max_nodes = 2, .time_limit = "1:00:00"};
-    assert_true(script_of(&o, args, out, sizeof out, err) > 0);
+    expect_gt(script_of(&o, args, out, sizeof out, err), 0);
     assert_non_null(strstr(out, "#!/bin/bash\n#SBATCH --job-name=run_suite\n#SBATCH --array=0-2%2\n"));
     assert_non_null(strstr(out, "#SBATCH --nodes=1\n#SBATCH --ntasks=1\n#SBATCH --exclusive\n"));
     assert_non_null(strstr(out, "#SBATCH --partition=gpu\n#SBATCH --gres=gpu:4\n#SBATCH --time=1:00:00\n"));
@@ -40,7 +40,7 @@ static void test_header(void **state) {
     assert_non_null(strstr(out, "exec '/opt/suite/run_suite' '--mode' 'mps' '--quick' \"$@\" --results \"$results\"\n"));
 
     slurm_options plain = {0};
-    assert_true(script_of(&plain, args, out, sizeof out, err) > 0);
+    expect_gt(script_of(&plain, args, out, sizeof out, err), 0);
     assert_non_null(strstr(out, "#SBATCH --array=0-2\n"));
     assert_null(strstr(out, "--partition"));
     assert_null(strstr(out, "--gres"));
@@ -70,7 +70,7 @@ static void test_quoting_under_bash(void **state) {
     slurm_sweep s = {"/bin/echo", args, tasks, 2, dir, dir};
     slurm_options o = {0};
     int len = slurm_script(&o, &s, out, sizeof out, err, sizeof err);
-    assert_true(len > 0);
+    expect_gt(len, 0);
     snprintf(script, sizeof script, "%s/sweep.sbatch", dir);
     FILE *f = fopen(script, "w");
     assert_non_null(f);

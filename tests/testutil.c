@@ -23,6 +23,28 @@
 #include "models/core/context.h"
 #include "base/rng.h"
 
+/* cmocka's failure entry points (cmocka.h needs setjmp.h and stdarg.h first): inside a test they
+ * end the test as failed; outside one, the program. */
+void _fail(const char *const file, const int line);
+void print_error(const char *const format, ...);
+
+void test_expect_cmp(test_cmp_op op, double a, double b, const char *text_a, const char *text_b, const char *file,
+                     int line) {
+    static const char *const names[] = {"<", "<=", ">", ">=", "==", "!="};
+    int ok = op == TEST_LT ? a < b : op == TEST_LE ? a <= b : op == TEST_GT ? a > b : op == TEST_GE ? a >= b
+           : op == TEST_EQ ? a == b : a != b;
+    if (ok) return;
+    print_error("expected %s (= %.9g) %s %s (= %.9g)\n", text_a, a, names[op], text_b, b);
+    _fail(file, line);
+}
+
+void test_expect_near(double a, double b, double tol, const char *text_a, const char *text_b, const char *file, int line) {
+    if (fabs(a - b) <= tol) return;
+    print_error("expected %s (= %.9g) within %.3g of %s (= %.9g): they differ by %.3g\n", text_a, a, tol, text_b, b,
+                fabs(a - b));
+    _fail(file, line);
+}
+
 char *test_read_text(const char *path, char *err, size_t err_size) {
     uint8_t *bytes = NULL;
     size_t size = 0;
