@@ -8,13 +8,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,16 +35,6 @@ static pid_t daemons[2];
 static void fail(const char *what, const char *detail) {
     fprintf(stderr, "test_slurm_cluster: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
     exit(1);
-}
-
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        fail("no free TCP port", strerror(errno));
-    close(fd);
-    return ntohs(a.sin_port);
 }
 
 static pid_t start(const char *program, const char *log) {
@@ -108,7 +96,7 @@ static void write_conf(void) {
             "SelectTypeParameters=CR_Core\nMpiDefault=none\nReturnToService=2\n"
             "SlurmdParameters=config_overrides\n"
             "NodeName=%s CPUs=%ld State=UNKNOWN\nPartitionName=suite Nodes=%s Default=YES MaxTime=INFINITE State=UP\n",
-            host, free_port(), free_port(), dir, dir, dir, dir, dir, dir, host, cpus < 1 ? 1 : cpus, host);
+            host, test_free_port(), test_free_port(), dir, dir, dir, dir, dir, dir, host, cpus < 1 ? 1 : cpus, host);
     fclose(f);
 }
 
