@@ -42,6 +42,10 @@
 #   ddp2    (2+ GPUs) gpu_ddp, bench/ddp_seeds.sh, and M[gpus=2]+4*S across the cards in one
 #           window: serial references, then mps (the ranks as MPS clients: --ddp-under mps) and naive
 #   ddp-scaling  bench/ddp_scaling.sh (ResNet-50 224, tf32/bf16, 128/256 per GPU)
+#   ddp-launched (4 GPUs) bench/ddp_launched.sh: train --gpus 4 against four ranks started by hand
+#           (train --launcher env: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT),
+#           ResNet-50 224 with one seed: loss by epoch, replica hash, images/s side by side; then the
+#           four again with rank 3 killed after step 20: each other rank's exit, time and message
 #   bf16-tests  the bf16 GPU tests and the float tests of the kernels they share
 #   bf16-learn  Fashion-MNIST in bf16: resnet26 3 epochs (the float32 recipe), EfficientNetV2-S
 #           (AdamW 3e-3) and CaiT (patch 4) 5 epochs
@@ -489,6 +493,12 @@ PY
         ;;
     ddp-scaling)
         bash bench/ddp_scaling.sh "$build" /tmp/ddp-scaling "${DDP_STEPS:-30}" | tee "$out/ddp_scaling.md" || status=1
+        ;;
+    ddp-launched)
+        timeout -s TERM 540 bash bench/ddp_launched.sh "$build" /tmp/ddp-launched "${DDP_LAUNCHED_STEPS:-60}" |
+            tee "$out/ddp_launched.md"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        tar czf "$out/ddp_launched.tgz" -C /tmp ddp-launched 2>/dev/null
         ;;
     bf16-tests)
         for t in gpu_bf16 gpu_bf16_efficientnet gpu_bf16_cait gpu_efficientnet gpu_cait gpu_cait_model; do

@@ -22,9 +22,11 @@
 #define WATCH_TICK_MS 200           /* the watcher looks at its stop flag this often */
 #define RETRY_MS 200                /* between connection attempts */
 #define SEND_TIMEOUT_S 10           /* a rank that takes no bytes for this long is stuck: the write fails */
-#define KEEPALIVE_IDLE_S 5          /* with 2 s between probes and 3 probes: a host gone is found in ~11 s */
+#define KEEPALIVE_IDLE_S 5          /* an idle link is probed after 5 s, then every 2 s */
 #define KEEPALIVE_INTERVAL_S 2
 #define KEEPALIVE_PROBES 3
+#define UNACKED_LIMIT_MS 15000      /* data or probes unanswered this long: the peer's host is gone (without
+                                       it, data in flight to a dead host is retried for many minutes) */
 
 typedef struct inbox {
     char *buf;
@@ -114,12 +116,14 @@ static void one_line(char *text) {
 
 static void set_channel_options(int fd) {
     int on = 1, idle = KEEPALIVE_IDLE_S, interval = KEEPALIVE_INTERVAL_S, probes = KEEPALIVE_PROBES;
+    unsigned unacked = UNACKED_LIMIT_MS;
     struct timeval send_timeout = {SEND_TIMEOUT_S, 0};
     /* failures here leave the defaults: a slower discovery of a lost host, never a wrong one */
     (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked, sizeof unacked);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
 }

@@ -9,7 +9,8 @@
  * The connections then stay open for the whole job, as its liveness channel and its event channel:
  * the other ranks send rank 0 their lines (the job's events), rank 0 releases them all at once
  * ("go": the start barrier) and ends the job; a rank that dies closes its connection (the kernel
- * does it for a killed process; TCP keepalive finds a host that is gone within about 15 s).
+ * does it for a killed process; TCP keepalive and an unacknowledged-data limit find a host that is
+ * gone within about 20 s).
  * Rank 0 learns a rank's death or failure from its connection and tells every other rank; the
  * others learn rank 0's from theirs. The rank that learns it ends its own process from the
  * channel's watcher thread (after the on_failure hook), whatever its main thread is doing: a rank

@@ -193,6 +193,7 @@ int train_launched_main(train_options *o, const train_events *ev) {
     double timeout_s = rendezvous_timeout(err, sizeof err);
     if (timeout_s < 0) return train_fail(ev, 2, err);
     if (rank_env_read(o->launcher, rank_env_getenv, NULL, &env, err, sizeof err) != 0) return train_fail(ev, 2, err);
+    setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast stays off wherever this runs, as for --gpus */
     char id[RENDEZVOUS_ID_MAX] = "";
     if (env.rank == 0 && ddp_make_id(id, sizeof id, err, sizeof err) != 0) return train_fail(ev, 1, err);
     char where[200];
@@ -205,7 +206,6 @@ int train_launched_main(train_options *o, const train_events *ev) {
                  rank_env_launcher_name(o->launcher), err);
         return train_fail(ev, code, message);
     }
-    setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast stays off wherever this runs, as for --gpus */
     static launched l; /* the watcher may end the process while it is in use */
     l = (launched){.job = ev, .r = r, .rank = env.rank, .world = env.world};
     pthread_mutex_init(&l.lock, NULL);
