@@ -1,17 +1,23 @@
 /* train --launcher on the host, before any GPU work: the options it is refused with (exit 2), the
  * environment refused by variable (exit 2), the dry run (one rank's footprint, no environment), and
  * the rendezvous' failures as train reports them: a port in use and a rank that never arrives
- * (exit 1, after SUITE_RENDEZVOUS_TIMEOUT), a master address that does not resolve (exit 2). The
- * rendezvous itself, with processes dying midway, is tests/test_rendezvous.c. */
+ * (exit 1, after SUITE_RENDEZVOUS_TIMEOUT), a master address that does not resolve (exit 2). Then
+ * two ranks that join and fail on a device that does not exist, wherever this runs: their errors
+ * travel to rank 0, which ends the job naming a rank, and both exit 1. The rendezvous itself, with
+ * processes dying midway, is tests/test_rendezvous.c. */
+#define _GNU_SOURCE
 #include <netdb.h>
 #include <netinet/in.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -144,10 +150,63 @@ static void test_master_does_not_resolve(void **state) {
     environment(NULL);
 }
 
+/* Two ranks on device 900: rank 1 in the background (its stderr in a file), rank 0 here. */
+static void test_ranks_that_fail(void **state) {
+    (void)state;
+    char port[32], dir[512], log[600];
+    snprintf(port, sizeof port, "MASTER_PORT=%d", test_free_port());
+    test_tmpdir(dir, sizeof dir);
+    snprintf(log, sizeof log, "%s/rank1.log", dir);
+    environment((const char *const[]){"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=127.0.0.1", port,
+                                      "SUITE_RENDEZVOUS_TIMEOUT=20", NULL});
+    pid_t rank1 = fork();
+    assert_true(rank1 >= 0);
+    if (rank1 == 0) {
+        FILE *f = freopen(log, "w", stderr);
+        if (!f || !freopen("/dev/null", "w", stdout)) _exit(99);
+        execl(test_binary("train"), "train", "--launcher", "env", "--model", "resnet26", "--data", "synthetic",
+              "--device", "900", "--epochs", "1", "--steps-per-epoch", "2", (char *)NULL);
+        _exit(98);
+    }
+    setenv("RANK", "0", 1);
+    setenv("LOCAL_RANK", "0", 1);
+    int rc = test_run_binary("train", out, sizeof out, err, sizeof err, "--launcher", "env", "--model", "resnet26",
+                             "--data", "synthetic", "--device", "900", "--epochs", "1", "--steps-per-epoch", "2", "--json",
+                             NULL);
+    int status = 0;
+    struct timespec pause = {0, 50000000L};
+    for (int waited = 0; waited < 600 && waitpid(rank1, &status, WNOHANG) != rank1; waited++) nanosleep(&pause, NULL);
+    if (waitpid(rank1, &status, WNOHANG) == 0) { /* still running after 30 s: the job did not end it */
+        kill(rank1, SIGKILL);
+        waitpid(rank1, &status, 0);
+        fail_msg("rank 1 still ran 30 s after rank 0 ended (rank 0: %d)\n%s", rc, err);
+    }
+    environment(NULL);
+    char why[512];
+    char *rank1_err = test_read_text(log, why, sizeof why);
+    test_rmtree(dir);
+    if (rc == 1 && without_nccl()) {
+        free(rank1_err);
+        skip();
+    }
+    /* rank 0 speaks for the job: both ranks' errors as rank_error, the job's error naming one */
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "{\"event\":\"rank_error\""));
+    const char *job = strstr(out, "{\"event\":\"error\"");
+    assert_non_null(job);
+    assert_true(strstr(job, "\"message\":\"rank 0 of 2: ") || strstr(job, "\"message\":\"rank 1 of 2: "));
+    assert_non_null(strstr(job, "; the other ranks were told to stop"));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    assert_non_null(rank1_err);
+    assert_non_null(strstr(rank1_err, "train: "));
+    free(rank1_err);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options), cmocka_unit_test(test_environment_refused), cmocka_unit_test(test_port_in_use),
         cmocka_unit_test(test_rank_never_arrives), cmocka_unit_test(test_master_does_not_resolve),
+        cmocka_unit_test(test_ranks_that_fail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
