@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "models/core/precision.h"
+#include "base/precision.h"
 #include "results/results.h"
 #include "runner/cli.h"
 #include "results/repeats.h"
@@ -180,9 +180,10 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
     if (!o->mix_text) return fail("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
     if (mix_parse(&o->mix, o->mix_text, err, sizeof err) != 0) return fail("--mix: %s%s", err, "");
     for (int i = 0; args->precision && i < o->mix.count; i++)
-        if (!o->mix.jobs[i].precision[0])
-            snprintf(o->mix.jobs[i].precision, sizeof o->mix.jobs[i].precision, "%s",
-                     precision_name((precision_kind)(args->precision - 1)));
+        if (!o->mix.jobs[i].precision_given) {
+            o->mix.jobs[i].precision = (precision_kind)(args->precision - 1);
+            o->mix.jobs[i].precision_given = 1;
+        }
     if (suite_mode_check_options(table, o, mode, err, sizeof err) != 0) return fail("%s%s", err, "");
     if (o->json && !o->dry_run) return fail("--json goes with --dry-run or --list%s%s", "", "");
     if (suite_repeat_requested(o) && suite_sweep_requested(o))

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 #define HELLO_MAX 128               /* a hello line, at most */
 #define LINE_MAX_BYTES (1 << 20)    /* a rank's line, at most; a longer one is dropped */
 #define WATCH_TICK_MS 200           /* the watcher looks at its stop flag this often */
@@ -51,19 +53,13 @@ struct rendezvous {
     int done_count;
 };
 
-static double now_mono(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
 static int ms_until(double deadline) {
-    double left = deadline - now_mono();
+    double left = deadline - clock_monotonic();
     return left <= 0 ? 0 : left > 1e6 ? 1000000000 : (int)(left * 1000) + 1;
 }
 
@@ -319,7 +315,7 @@ static rendezvous *join_as_rank0(const rendezvous_config *c, const char *id, int
         return NULL;
     }
     int np = 0, arrived = 1, cap = c->world * 2 + 8;
-    double deadline = now_mono() + c->timeout_s;
+    double deadline = clock_monotonic() + c->timeout_s;
     char why[1024];
     int why_code = 1;
     struct pollfd *fds = calloc((size_t)cap + 1, sizeof *fds);
@@ -441,14 +437,14 @@ static int read_reply(int fd, char *line, size_t size, double deadline) {
 
 static rendezvous *join_as_peer(const rendezvous_config *c, char *id_out, size_t id_size, int *code, char *err,
                                 size_t err_size) {
-    double deadline = now_mono() + c->timeout_s;
+    double deadline = clock_monotonic() + c->timeout_s;
     struct addrinfo *found = NULL;
     while (!(found = resolve(c, code, err, err_size))) { /* a temporary failure of the resolver is retried */
-        if (*code == 2 || now_mono() > deadline) return NULL;
+        if (*code == 2 || clock_monotonic() > deadline) return NULL;
         sleep_ms(RETRY_MS);
     }
     int fd = -1;
-    while (fd < 0 && now_mono() < deadline) {
+    while (fd < 0 && clock_monotonic() < deadline) {
         for (const struct addrinfo *a = found; a && fd < 0; a = a->ai_next) fd = try_connect(a, deadline);
         if (fd < 0) sleep_ms(RETRY_MS);
     }
@@ -472,7 +468,7 @@ static rendezvous *join_as_peer(const rendezvous_config *c, char *id_out, size_t
     char line[RENDEZVOUS_ID_MAX + 1100];
     /* rank 0 answers when every rank has arrived, within its own timeout */
     int got = send_line(r, 0, "hello %d %d", c->rank, c->world) == 0
-                  ? read_reply(fd, line, sizeof line, now_mono() + c->timeout_s + 10) : 0;
+                  ? read_reply(fd, line, sizeof line, clock_monotonic() + c->timeout_s + 10) : 0;
     int refused_code = 0, used = 0;
     if (got == 1 && !strncmp(line, "id ", 3) && strlen(line + 3) < id_size) {
         snprintf(id_out, id_size, "%s", line + 3);
@@ -673,7 +669,7 @@ void rendezvous_abort(rendezvous *r, int rank, int code, const char *why) {
 static int wait_until(rendezvous *r, double deadline, int (*pred)(const rendezvous *)) {
     pthread_mutex_lock(&r->lock);
     while (!pred(r)) {
-        double left = deadline - now_mono();
+        double left = deadline - clock_monotonic();
         if (left <= 0) break;
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -692,7 +688,7 @@ static int all_done(const rendezvous *r) { return r->done_count == r->world - 1;
 static int ended(const rendezvous *r) { return r->ended; }
 
 int rendezvous_finish(rendezvous *r, char *err, size_t err_size) {
-    double deadline = now_mono() + r->timeout_s;
+    double deadline = clock_monotonic() + r->timeout_s;
     if (r->rank != 0) {
         if (send_line(r, 0, "done") != 0 || !wait_until(r, deadline, ended)) {
             snprintf(err, err_size, "rank 0 did not end the job within %.0f s after rank %d finished", r->timeout_s,

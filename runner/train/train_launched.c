@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
 #include "kernels/knobs.h"
 #include "models/core/ddp.h"
 #include "runner/cli.h"
@@ -16,7 +17,7 @@
 #include "runner/train/rank_env.h"
 #include "runner/train/rank_events.h"
 #include "runner/train/rendezvous.h"
-#include "runner/train/train_rank.h"
+#include "runner/train/train_ddp.h"
 
 #define MESSAGE_MAX 1024
 
@@ -175,7 +176,7 @@ static int finish(launched *l, int rc) {
     if (l->rank == 0) { /* every rank is done: the job is */
         cJSON *done = cJSON_CreateObject();
         cJSON_AddStringToObject(done, "event", "done");
-        cJSON_AddNumberToObject(done, "t", train_wall_seconds());
+        cJSON_AddNumberToObject(done, "t", clock_unix());
         cJSON_AddNumberToObject(done, "gpus", l->world);
         train_emit(l->job, done);
     }
@@ -232,7 +233,7 @@ int train_launched_main(train_options *o, const train_events *ev) {
         return train_fail(ev, 1, err);
     }
     o->wait_go = 1; /* behind the ranks' own start barrier */
-    int rc = train_rank_run(o, &rank_ev, env.rank, env.world, id, o->device + env.local_rank);
+    int rc = train_ddp_rank(o, &rank_ev, env.rank, env.world, id, o->device + env.local_rank);
     rc = finish(&l, rc);
     if (env.rank == 0) {
         pthread_mutex_lock(&l.lock);

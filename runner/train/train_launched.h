@@ -2,7 +2,7 @@
  * program started (srun, torchrun, a script: one process per GPU), each with its rank in the
  * environment (runner/train/rank_env.h). Rank 0 makes NCCL's id and hands it to the others over TCP
  * (runner/train/rendezvous.h); past the id every rank is what a rank of `train --gpus N` is
- * (train_rank_run, runner/train/train_rank.h): rank 0's initial weights, the rank-th local batch of
+ * (train_ddp_rank, runner/train/train_ddp.h): rank 0's initial weights, the rank-th local batch of
  * every global batch, the replica check at the end, the NCCL watchdog.
  *
  * What --gpus' launcher does for its ranks, rank 0 does here over the rendezvous' connections: the

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/job_spec.h"
 #include "models/catalog.h"
 #include "models/core/safetensors.h"
 #include "runner/cli.h"
@@ -59,7 +60,7 @@ static const cli_option OPTIONS[] = {
      .fallback = "auto"},
     {"--decode-slots", "N", "with the GPU decoder: batches decoding at once, each in a slot of its own (a batch of "
      "pictures in memory each); alone on a GPU one is fastest; four jobs under MPS read 86-90% of synthetic data's "
-     "rate with one, 91-95% with three (bench/NOTES.md)", CLI_INT(T, decode_slots, 1, TRAIN_DECODE_SLOTS_MAX),
+     "rate with one, 91-95% with three (bench/NOTES.md)", CLI_INT(T, decode_slots, 1, JOB_DECODE_SLOTS_MAX),
      .fallback = "1", CLI_MARK(T, decode_slots_set)},
     {"--batch", "N", "samples per step", CLI_INT(T, batch, 1, 65536), .fallback = "128"},
     {"--epochs", "N", "epochs; the first warms up", CLI_INT(T, epochs, 1, 100000), .fallback = "2"},

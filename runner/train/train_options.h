@@ -8,7 +8,7 @@
 
 #include "kernels/schedule.h"
 #include "models/core/optimizer_kind.h"
-#include "models/core/precision.h"
+#include "base/precision.h"
 #include "runner/train/fault.h"
 #include "runner/train/rank_env.h"
 
@@ -21,8 +21,8 @@ typedef enum decode_kind { DECODE_AUTO, DECODE_CPU, DECODE_GPU } decode_kind;
  * three at a time; 6,000 images/s against 5,740 and 5,620). Four such jobs under MPS read 86-90%
  * of synthetic data's rate with one slot each and 91-95% with three, three ahead in each of the
  * three calls that ran both (by 2-5 points), at 0.6 GiB and 1.5 CPU cores more a job (bench/NOTES.md,
- * session 19). The default stays what is fastest alone: a job is the same in every mode. */
-#define TRAIN_DECODE_SLOTS_MAX 8
+ * session 19). The default stays what is fastest alone: a job is the same in every mode. The most
+ * a job may ask for is the job spec's (JOB_DECODE_SLOTS_MAX, base/job_spec.h). */
 
 typedef struct train_options {
     char model[32];
@@ -51,7 +51,7 @@ typedef struct train_options {
     long warmup_steps;        /* window protocol: the warm-up epoch's steps (0: a whole epoch) */
     int gpus;                 /* --gpus N: data-parallel ranks (runner/train/train_ddp.c); 0: plain */
     rank_launcher launcher;   /* --launcher: one rank of ranks another program started (train_launched.h) */
-    int ddp_rank, ddp_world;  /* in a rank (set by train_rank_run, not options); world 0: not a rank */
+    int ddp_rank, ddp_world;  /* in a rank (set by train_ddp_rank, not options); world 0: not a rank */
     char ddp_id[264];         /* the NCCL id, hex */
     int data_if_present;      /* with --data-root: synthetic data where the set's files are absent */
     int skip_bad;             /* undecodable images are skipped and counted instead of failing */

@@ -1,4 +1,4 @@
-/* A data-parallel rank past the id (runner/train/train_rank.h). */
+/* A data-parallel rank in its job: the communicator and its watchdog (runner/train/train_rank.h). */
 #include "runner/train/train_rank.h"
 
 #include <math.h>
@@ -8,8 +8,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runner/train/job.h"
-
 /* One rank per process: its watchdog is the process's. */
 static struct {
     ddp *d;
@@ -18,16 +16,6 @@ static struct {
     int running;
     volatile int stop;
 } watchdog;
-
-int train_rank_run(train_options *o, const train_events *ev, int rank, int world, const char *id, int device) {
-    o->ddp_rank = rank, o->ddp_world = world;
-    snprintf(o->ddp_id, sizeof o->ddp_id, "%s", id);
-    /* an injected fault hits the last rank only: its peers are the ones that must not hang */
-    if (rank != world - 1) o->fault.kind = FAULT_NONE;
-    o->device = device;
-    context_place place = {.device = device};
-    return train_job_run(o, ev, &place);
-}
 
 static void *watch(void *arg) {
     (void)arg;

@@ -1,7 +1,7 @@
-/* A data-parallel rank once it holds the job's NCCL id, however it was started (train --gpus N's
- * launcher: runner/train/train_ddp.h; another launcher: runner/train/train_launched.h): its job,
- * joining the communicator, and the watchdog that aborts it when a peer fails, so no rank waits in
- * a collective forever. One rank per process: the watchdog is the process's. */
+/* A data-parallel rank in its job, however it was started (train --gpus N's launcher:
+ * runner/train/train_ddp.h; another launcher: runner/train/train_launched.h): joining the job's NCCL
+ * communicator, and the watchdog that aborts it when a peer fails, so no rank waits in a collective
+ * forever. One rank per process: the watchdog is the process's. */
 #ifndef SUITE_TRAIN_RANK_H
 #define SUITE_TRAIN_RANK_H
 
@@ -11,12 +11,6 @@
 #include "models/session.h"
 #include "runner/train/train_events.h"
 #include "runner/train/train_options.h"
-
-/* The rank's whole job: rank `rank` of `world` joining by id (hex), on `device`. Every rank gets
- * rank 0's initial weights and buffers, the rank-th local batch of every global batch, and checks
- * at the end that the replicas are the same bytes; an injected fault (--inject-fault) hits the last
- * rank only. Its events go to ev. Returns train's exit code. */
-int train_rank_run(train_options *o, const train_events *ev, int rank, int world, const char *id, int device);
 
 /* In a rank, after the session's set-up and before trainer_init (which captures the step with
  * the all-reduces): joins the communicator, times the all-reduce of the whole gradient alone
