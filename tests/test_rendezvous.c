@@ -19,11 +19,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "runner/train/rendezvous.h"
 #include "tests/testutil.h"
 
@@ -38,12 +38,6 @@ typedef struct child {
     int status, ended;
     double ended_at;
 } child;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* What a forked rank does: its config and what it does once joined. */
 typedef enum behaviour { FINISH, DIE_MIDWAY, SLEEP, FAIL_MIDWAY } behaviour;
@@ -123,7 +117,7 @@ static void spawn(child *c, const rank_plan *p) {
 /* Waits for every child, reading their stderr, at most bound_s; a child still running then is
  * killed and the test fails. */
 static void wait_all(child *c, int n, double bound_s) {
-    double deadline = now() + bound_s;
+    double deadline = clock_monotonic() + bound_s;
     int left = n;
     while (left > 0) {
         struct pollfd fds[MAX_CHILDREN];
@@ -137,8 +131,8 @@ static void wait_all(child *c, int n, double bound_s) {
         }
         for (int i = 0; i < n; i++)
             if (!c[i].ended && waitpid(c[i].pid, &c[i].status, WNOHANG) == c[i].pid)
-                c[i].ended = 1, c[i].ended_at = now(), left--;
-        if (now() > deadline) {
+                c[i].ended = 1, c[i].ended_at = clock_monotonic(), left--;
+        if (clock_monotonic() > deadline) {
             for (int i = 0; i < n; i++)
                 if (!c[i].ended) kill(c[i].pid, SIGKILL), waitpid(c[i].pid, &c[i].status, 0);
             for (int i = 0; i < n; i++) fprintf(stderr, "child %d: %s\n", i, c[i].err);
