@@ -266,8 +266,8 @@ static rendezvous *refuse(rendezvous *r, pending *p, int np, int listen_fd, int 
 
 /* A hello line from a connection: its rank taken (0), a line that is no hello (1: the connection is
  * dropped), or the job refused (-1, why and code set). */
-static int take_hello(rendezvous *r, pending *p, unsigned char *seen, char **from_of, char *why, size_t why_size,
-                      int *code) {
+static int take_hello(rendezvous *r, pending *p, unsigned char *seen, char (*from_of)[64], char *why,
+                      size_t why_size, int *code) {
     int rank, world, used = 0;
     if (sscanf(p->line, "hello %d %d%n", &rank, &world, &used) != 2 || p->line[used]) return 1;
     *code = 2;
@@ -292,7 +292,7 @@ static int take_hello(rendezvous *r, pending *p, unsigned char *seen, char **fro
     }
     seen[rank] = 1;
     r->fds[rank] = p->fd;
-    from_of[rank] = p->from;
+    snprintf(from_of[rank], sizeof from_of[rank], "%s", p->from); /* the pending entry moves on */
     p->fd = -1;
     return 0;
 }
@@ -305,7 +305,7 @@ static rendezvous *join_as_rank0(const rendezvous_config *c, const char *id, int
     if (listen_fd < 0) return NULL;
     rendezvous *r = make(c);
     pending *p = calloc((size_t)c->world * 2 + 8, sizeof *p);
-    char **from_of = calloc((size_t)c->world, sizeof *from_of);
+    char (*from_of)[64] = calloc((size_t)c->world, sizeof *from_of);
     if (!r || !p || !from_of) {
         if (r) drop(r);
         free(p), free(from_of);
