@@ -42,6 +42,10 @@
 #   ddp2    (2+ GPUs) gpu_ddp, bench/ddp_seeds.sh, and M[gpus=2]+4*S across the cards in one
 #           window: serial references, then mps (the ranks as MPS clients: --ddp-under mps) and naive
 #   ddp-scaling  bench/ddp_scaling.sh (ResNet-50 224, tf32/bf16, 128/256 per GPU)
+#   ddp-launched (4 GPUs) bench/ddp_launched.sh: train --gpus 4 against four ranks started by hand
+#           (train --launcher env: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT),
+#           ResNet-50 224 with one seed: loss by epoch, replica hash, images/s side by side; then the
+#           four again with rank 3 killed after step 20: each other rank's exit, time and message
 #   ddp-mix  (2+ GPUs) bench/ddp_mix.sh: M[gpus=4]+8*S and 2*M[gpus=2]+8*S (DDP_MIXES) over every card,
 #           --mode all (serial, naive, mps --ddp-under mps), DDP_MIX_REPEATS launches, the table
 #   study-cards  run_suite --study small --quick --gpus <every card>, and its report
@@ -498,6 +502,12 @@ PY
         ;;
     ddp-scaling)
         bash bench/ddp_scaling.sh "$build" /tmp/ddp-scaling "${DDP_STEPS:-30}" | tee "$out/ddp_scaling.md" || status=1
+        ;;
+    ddp-launched)
+        timeout -s TERM 540 bash bench/ddp_launched.sh "$build" /tmp/ddp-launched "${DDP_LAUNCHED_STEPS:-60}" |
+            tee "$out/ddp_launched.md"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        tar czf "$out/ddp_launched.tgz" -C /tmp ddp-launched 2>/dev/null
         ;;
     ddp-mix)
         # data-parallel jobs beside small jobs over every card, serial/naive/mps, DDP_MIX_REPEATS launches

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cuda_runtime.h>
@@ -181,6 +183,18 @@ int test_process_alive(long pid, const char *comm, long *ppid) {
 }
 
 extern char **environ;
+
+int test_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        fprintf(stderr, "no free TCP port on 127.0.0.1\n");
+        exit(1);
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
 
 int test_run(char *const argv[], char *out, size_t out_size, char *err, size_t err_size) {
     int out_pipe[2], err_pipe[2];

@@ -61,6 +61,10 @@ int test_process_alive(long pid, const char *comm, long *ppid);
 /* Runs a program (argv[0] is its path; no shell) and collects its stdout and stderr (truncated to
  * the buffers). Returns its exit status, 128+signal when killed, or -1 when it could not start. */
 int test_run(char *const argv[], char *out, size_t out_size, char *err, size_t err_size);
+/* A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick; free until someone
+ * binds it). */
+int test_free_port(void);
+
 /* Path of a program built next to the tests (SUITE_BINARY_DIR). */
 const char *test_binary(const char *name);
 /* test_run of the program `name` built next to the tests, with the NULL-terminated arguments
