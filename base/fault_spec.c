@@ -5,6 +5,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/number.h"
+
 static const char *const kind_names[] = {"", "oom", "illegal-address", "nan", "exit", "hang", "sigkill"};
 #define KIND_COUNT (sizeof kind_names / sizeof kind_names[0])
 
@@ -32,18 +34,14 @@ int fault_parse(const char *text, size_t len, train_fault *f, char *err, size_t 
                  " and STEP a training step from 1, e.g. illegal-address@50", shown, text);
         return -1;
     }
-    long step = 0;
-    size_t digits = len - name_len - 1;
-    for (size_t i = name_len + 1; i < len && step <= FAULT_MAX_STEP; i++) {
-        if (text[i] < '0' || text[i] > '9') { step = -1; break; }
-        step = step * 10 + (text[i] - '0');
-    }
-    if (digits == 0 || digits > 10 || step < 1 || step > FAULT_MAX_STEP) {
-        snprintf(err, err_size, "fault \"%.*s\": the step after '@' must be a whole number in 1..%ld",
-                 shown, text, FAULT_MAX_STEP);
+    long long step = 0;
+    char why[256];
+    if (number_parse(NUMBER_WHOLE, 1, FAULT_MAX_STEP, "the step after '@'", text + name_len + 1, len - name_len - 1,
+                     &step, NULL, why, sizeof why) != 0) {
+        snprintf(err, err_size, "fault \"%.*s\": %s", shown, text, why);
         return -1;
     }
     f->kind = kind;
-    f->step = step;
+    f->step = (long)step;
     return 0;
 }

@@ -38,14 +38,29 @@ typedef enum knob_id {
     KNOB_COUNT
 } knob_id;
 
+/* What a knob's value may be: every program checks every knob that is set, against its row, when it
+ * starts (base/knob_value.h), so a value no reader takes is refused there, never read as unset. */
+typedef enum knob_kind {
+    KNOB_KIND_FLAG = 1, /* `0` or `1` */
+    KNOB_KIND_CHOICE,   /* one of the row's choices ("legacy|engine") */
+    KNOB_KIND_WHOLE,    /* a whole number from lo to hi (base/number.h's rule) */
+    KNOB_KIND_REAL,     /* a number from lo to hi */
+    KNOB_KIND_SIZE,     /* a size (80G, 512M) from lo to hi bytes */
+    KNOB_KIND_PATH,     /* a path or a program's name: one line, shorter than PATH_MAX */
+    KNOB_KIND_TEXT,     /* one line that the reader parses (the suite's own protocol values) */
+} knob_kind;
+
 /* One row of the table; the texts are README.md's cells (Markdown). */
 typedef struct knob {
     const char *name;     /* the environment variable */
-    const char *values;   /* what it accepts */
+    const char *values;   /* what it accepts (README's words; the range below is what is checked) */
     const char *fallback; /* what holds when it is unset or empty; for a flag "on" or "off" */
     const char *meaning;  /* what it does */
     const char *readers;  /* the programs that read it */
     int internal;         /* passed between the suite's own processes: a protocol, not a setting */
+    knob_kind kind;
+    double lo, hi;        /* KNOB_KIND_WHOLE, _REAL, _SIZE */
+    const char *choices;  /* KNOB_KIND_CHOICE: the values joined by '|' */
 } knob;
 
 /* The row of a knob; NULL for an id out of range. */
@@ -54,7 +69,8 @@ const char *knob_name(knob_id id);
 /* The knob's value as set (getenv), NULL when unset. Empty values are the reader's to treat: every
  * knob but the ranks' reads "" as unset. */
 const char *knob_text(knob_id id);
-/* An on/off knob: "0" is off, "1" is on, anything else (unset included) is the knob's fallback. */
+/* An on/off knob: "0" is off, "1" is on, unset or empty is the knob's fallback (any other value is
+ * refused when the program starts, base/knob_value.h; read here, it is the fallback too). */
 int knob_flag(knob_id id);
 
 #ifdef __cplusplus

@@ -1,10 +1,12 @@
 #include "runner/cli.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/number.h"
+#include "base/quote.h"
 
 enum { HELP_COLUMN = 26, HELP_WIDTH = 100 };
 
@@ -20,10 +22,8 @@ static void join_choices(const cli_choice *c, const char *sep, const char *last,
 /* "a whole number from 1 to 65536": what a row accepts, for its errors. */
 static void expects(const cli_option *r, char *buf, size_t size) {
     switch (r->kind) {
-    case CLI_KIND_INT:
-        snprintf(buf, size, "a whole number from %lld to %lld", (long long)r->lo, (long long)r->hi);
-        break;
-    case CLI_KIND_REAL: snprintf(buf, size, "a number from %g to %g", r->lo, r->hi); break;
+    case CLI_KIND_INT: number_expects(NUMBER_WHOLE, r->lo, r->hi, buf, size); break;
+    case CLI_KIND_REAL: number_expects(NUMBER_REAL, r->lo, r->hi, buf, size); break;
     case CLI_KIND_TEXT: snprintf(buf, size, "a value of 1 to %zu characters", r->size - 1); break;
     case CLI_KIND_CHOICE: join_choices(r->choices, ", ", " or ", buf, size); break;
     default: snprintf(buf, size, "a value (not empty)"); break;
@@ -31,9 +31,9 @@ static void expects(const cli_option *r, char *buf, size_t size) {
 }
 
 static int bad_value(const cli_option *r, const char *text, char *err, size_t err_size) {
-    char what[512];
+    char what[512], shown[QUOTE_SHOWN * 4 + 48];
     expects(r, what, sizeof what);
-    snprintf(err, err_size, "%s: expected %s, got '%s'", r->name, what, text);
+    snprintf(err, err_size, "%s: expected %s, got %s", r->name, what, quote_text(shown, sizeof shown, '\'', text, strlen(text)));
     return -1;
 }
 
@@ -45,18 +45,16 @@ static void store_int(void *field, size_t size, long long v) {
 /* Checks `text` against the row and stores it in the row's field of dst. */
 static int take_value(const cli_option *r, const char *text, void *dst, char *err, size_t err_size) {
     void *field = (char *)dst + r->offset;
-    char *end = NULL;
-    errno = 0;
-    switch (r->kind) {
+    switch (r->kind) { /* numbers by the one rule of every grammar (base/number.h) */
     case CLI_KIND_INT: {
-        long long v = strtoll(text, &end, 10);
-        if (!*text || *end || errno || (double)v < r->lo || (double)v > r->hi) return bad_value(r, text, err, err_size);
+        long long v;
+        if (number_whole(r->name, text, r->lo, r->hi, &v, err, err_size) != 0) return -1;
         store_int(field, r->size, v);
         return 0;
     }
     case CLI_KIND_REAL: {
-        double v = strtod(text, &end);
-        if (!*text || *end || errno || !isfinite(v) || v < r->lo || v > r->hi) return bad_value(r, text, err, err_size);
+        double v;
+        if (number_real(r->name, text, r->lo, r->hi, &v, err, err_size) != 0) return -1;
         if (r->size == sizeof(float)) *(float *)field = (float)v;
         else *(double *)field = v;
         return 0;
@@ -178,7 +176,9 @@ static int parse_words(const cli_program *p, void *dst, int argc, char *const ar
         const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
         const cli_option *r = row_of(p, a);
         if (!r && !rest) {
-            snprintf(err, err_size, "unknown option '%s' (%s --help lists them)", a, p->name);
+            char shown[QUOTE_SHOWN * 4 + 48];
+            snprintf(err, err_size, "unknown option %s (%s --help lists them)",
+                     quote_text(shown, sizeof shown, '\'', a, strlen(a)), p->name);
             return -1;
         }
         if (rest && (!r || r->forward)) {

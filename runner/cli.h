@@ -25,7 +25,9 @@
  * The tables write `#define T <struct>` before the rows and `#undef T` after them.
  *
  * Bad values fail with one message shape per kind, naming the option and what it expects:
- * "--batch: expected a whole number from 1 to 65536, got '0'". An empty value is bad for every
+ * "--batch: expected a whole number from 1 to 65536, got '0' (less than 1)". Numbers follow the
+ * rule every grammar of the suite follows (base/number.h: decimal only, no '+', no blanks, a value
+ * out of range said to be). An empty value is bad for every
  * kind, and an option with a value given twice is refused ("--batch given twice"), not overwritten;
  * a flag may repeat. --help and -h are built in and win
  * wherever they stand on the line: the help is printed and nothing else is read.
@@ -94,8 +96,8 @@ int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err,
 int cli_parse_forward(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
                       int rest_max, char *err, size_t err_size);
 
-/* One value checked and stored as cli_parse does it for `row` (its kind, its range, the same message
- * shape), for a value that comes from elsewhere than a command line: an environment variable's,
+/* One value checked and stored as cli_parse does it for `row` (its kind, its range, the same rule
+ * and message shape), for a value that comes from elsewhere than a command line: an environment variable's,
  * with the row named after the variable ("RANK: expected a whole number from 0 to 3, got '4'").
  * 0, or -1 with the message. */
 int cli_parse_value(const cli_option *row, const char *text, void *dst, char *err, size_t err_size);

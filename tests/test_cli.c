@@ -97,15 +97,24 @@ static void expect_error(const char *message, const char *const *argv) {
 #define EXPECT_ERROR(message, ...) expect_error(message, (const char *const[]){"prog", __VA_ARGS__, NULL})
 
 static void test_errors(void **state) {
-    EXPECT_ERROR("--count: expected a whole number from 1 to 10, got '0'", "--count", "0");
-    EXPECT_ERROR("--count: expected a whole number from 1 to 10, got '2.5'", "--count", "2.5");
+    EXPECT_ERROR("--count: expected a whole number from 1 to 10, got '0' (less than 1)", "--count", "0");
+    EXPECT_ERROR("--count: expected a whole number from 1 to 10, got '2.5' (not a whole number)", "--count", "2.5");
     EXPECT_ERROR("--count: expected a whole number from 1 to 10, got ''", "--count=");
     EXPECT_ERROR("--count: expected a whole number from 1 to 10; missing its value", "--count");
     EXPECT_ERROR("--count: expected a whole number from 1 to 10; missing its value", "--count", "--flag");
-    EXPECT_ERROR("--big: expected a whole number from 0 to 1099511627776, got '99999999999999999999'", "--big",
+    EXPECT_ERROR("--big: expected a whole number from 0 to 1099511627776, got '99999999999999999999' (more than "
+                 "1099511627776)", "--big",
                  "99999999999999999999");
-    EXPECT_ERROR("--rate: expected a number from 0 to 1, got 'nan'", "--rate", "nan");
-    EXPECT_ERROR("--rate: expected a number from 0 to 1, got '1.5'", "--rate", "1.5");
+    EXPECT_ERROR("--rate: expected a number from 0 to 1, got 'nan' (not a finite number)", "--rate", "nan");
+    EXPECT_ERROR("--rate: expected a number from 0 to 1, got '1.5' (more than 1)", "--rate", "1.5");
+    /* the number rule of every grammar (base/number.h): decimal only, no sign '+', no blanks */
+    EXPECT_ERROR("--seconds: expected a number from 0 to 1e+06, got '0x10' (hexadecimal is not read: decimal only)",
+                 "--seconds", "0x10");
+    EXPECT_ERROR("--count: expected a whole number from 1 to 10, got ' 3' (blanks are not read)", "--count", " 3");
+    EXPECT_ERROR("--count: expected a whole number from 1 to 10, got '+3' (no sign '+')", "--count", "+3");
+    EXPECT_ERROR("--count: expected a whole number from 1 to 10, got '03' (a leading zero: decimal digits from the "
+                 "first nonzero one)", "--count", "03");
+    EXPECT_ERROR("--name: expected a value of 1 to 7 characters, got 'a\\x1b[31mbcdefgh'", "--name", "a\x1b[31mbcdefgh");
     EXPECT_ERROR("--name: expected a value of 1 to 7 characters, got 'abcdefgh'", "--name", "abcdefgh");
     EXPECT_ERROR("--color: expected red, green or blue, got 'pink'", "--color", "pink");
     EXPECT_ERROR("unknown option '--colour' (prog --help lists them)", "--colour", "red");
@@ -169,7 +178,7 @@ static void test_forward(void **state) {
     /* a bad value of a row passed on is still this program's to refuse */
     char *bad[] = {"pass", "--other", "--count=0", NULL};
     assert_int_equal(cli_parse_forward(&PASSER, &a, 3, bad, rest, 16, err, sizeof err), -1);
-    assert_string_equal(err, "--count: expected a whole number from 1 to 10, got '0'");
+    assert_string_equal(err, "--count: expected a whole number from 1 to 10, got '0' (less than 1)");
     /* a row passed on is still given once */
     char *twice[] = {"pass", "--count=4", "--count", "4", NULL};
     assert_int_equal(cli_parse_forward(&PASSER, &a, 4, twice, rest, 16, err, sizeof err), -1);

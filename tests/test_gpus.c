@@ -71,7 +71,7 @@ static void test_refusals(void **state) {
     struct { const char *args[12]; const char *message; } bad[] = {
         {{"--gpus", "0,1", "--mode", "naive", "--mix", "L+L+S+S+S", NULL}, "does not fit beside the others"},
         {{"--gpus", "0,0", "--mode", "naive", "--mix", "S", NULL}, "GPU 0 is named twice"},
-        {{"--gpus", "0,x", "--mode", "naive", "--mix", "S", NULL}, "expected GPU indices"},
+        {{"--gpus", "0,x", "--mode", "naive", "--mix", "S", NULL}, "--gpus: entry 2 of '0,x': expected a whole number from 0 to 1023, got 'x'"},
         {{"--gpus", "0,1", "--gpu", "1", "--mode", "naive", "--mix", "S", NULL}, "exclude each other"},
         {{"--gpus", "0,1", "--mode", "warp", "--mix", "S", NULL}, "--mode warp: expected one of"},
         {{"--gpus", "0,1", "--mode", "naive", "--mix", "Q", NULL}, "--mix: "},

@@ -116,14 +116,21 @@ static void test_parse_lists(void **state) {
     assert_int_equal(green_parse_sms("64,32,32", 3, sm, err, sizeof err), 0);
     assert_int_equal(sm[1], 32);
     assert_int_equal(green_parse_sms("64,32", 3, sm, err, sizeof err), -1);
-    assert_non_null(strstr(err, "2 value(s) for 3 job(s)"));
+    assert_non_null(strstr(err, "2 entries for 3 job(s)"));
     assert_int_equal(green_parse_sms("64,x", 2, sm, err, sizeof err), -1);
-    assert_non_null(strstr(err, "--green-sm 64,x"));
+    assert_string_equal(err, "--green-sm: entry 2 of '64,x': expected a whole number from 1 to 100000, got 'x'");
     assert_int_equal(green_parse_sms("6.5", 1, sm, err, sizeof err), -1);
+    assert_non_null(strstr(err, "(not a whole number)"));
+    assert_int_equal(green_parse_sms("64,,64", 3, sm, err, sizeof err), -1);
+    assert_non_null(strstr(err, "entry 2 is empty"));
+    assert_int_equal(green_parse_sms("0x40", 1, sm, err, sizeof err), -1);
+    assert_non_null(strstr(err, "hexadecimal"));
     assert_int_equal(green_parse_shares("50%,25%,25%", 3, share, err, sizeof err), 0);
     assert_float_equal(share[0], 50, 1e-9);
     assert_int_equal(green_parse_shares("0,100", 2, share, err, sizeof err), -1);
     assert_int_equal(green_parse_shares("50,50,1", 2, share, err, sizeof err), -1);
+    assert_int_equal(green_parse_shares("50%%,50", 2, share, err, sizeof err), -1);
+    assert_int_equal(green_parse_shares("%", 1, share, err, sizeof err), -1);
 }
 
 static void test_probe_and_print(void **state) {

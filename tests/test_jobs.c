@@ -213,13 +213,20 @@ static void test_mps_lists(void **state) {
     assert_int_equal(mps_parse_sm_list("40", 3, sm, err, sizeof err), 0);
     assert_int_equal(sm[1], 40);
     assert_int_equal(mps_parse_sm_list("25,25", 3, sm, err, sizeof err), -1);
-    assert_non_null(strstr(err, "one per job (3)"));
+    assert_non_null(strstr(err, "2 entries for 3 job(s); give one for all or one per job"));
     assert_int_equal(mps_parse_sm_list("0,50,101", 3, sm, err, sizeof err), -1);
     assert_int_equal(mps_parse_mem_list("4G,512M,1.5GiB", 3, mem, err, sizeof err), 0);
     expect_eq(mem[0], 4LL << 30); expect_eq(mem[1], 512LL << 20); expect_eq(mem[2], 1536LL << 20);
     assert_int_equal(mps_parse_mem_list("4X", 3, mem, err, sizeof err), -1);
-    assert_int_equal(mps_parse_bytes("12"), 12);
-    assert_int_equal(mps_parse_bytes("-1G"), -1);
+    assert_int_equal(mps_parse_mem_list("99999999T", 3, mem, err, sizeof err), -1);
+    assert_string_equal(err, "--mps-mem: entry 1 of '99999999T': expected a size from 1M to 1024T, got '99999999T' "
+                        "(more than 1024T)");
+    assert_int_equal(mps_parse_mem_list("4G,-1G,1G", 3, mem, err, sizeof err), -1);
+    assert_non_null(strstr(err, "entry 2 of '4G,-1G,1G'"));
+    assert_int_equal(mps_parse_sm_list("25,,50", 3, sm, err, sizeof err), -1);
+    assert_non_null(strstr(err, "entry 2 is empty"));
+    assert_int_equal(mps_parse_sm_list("+25,25,50", 3, sm, err, sizeof err), -1);
+    assert_non_null(strstr(err, "(no sign '+')"));
 }
 
 static void test_events(void **state) {

@@ -1,8 +1,10 @@
 /* The environment knobs (kernels/knobs.h): README.md's "## Environment knobs" section holds the
  * code's table row for row (its first table the users' knobs, its second the variables the
  * suite's processes pass each other), and on a difference this test prints the rows the README
- * must have; no source file reads a SUITE_ variable but through the table; flags keep their
- * meaning ("0" off, "1" on, anything else the fallback). */
+ * must have; each users' knob's words name the range its kind is checked against; every knob's
+ * value is checked by its kind (base/knob_value.h: flags, choices, numbers and sizes by the number
+ * rule, paths); no source file reads a SUITE_ variable but through the table; flags keep their
+ * meaning ("0" off, "1" on, unset the fallback). */
 #define _GNU_SOURCE
 #include <ftw.h>
 #include <setjmp.h>
@@ -15,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "base/knob_value.h"
+#include "base/number.h"
 #include "kernels/knobs.h"
 #include "tests/testutil.h"
 
@@ -92,7 +96,7 @@ static void test_readme_table_is_the_code_table(void **state) {
 
 /* The renderer itself: an escaped bar. */
 static void test_render_escapes_bars(void **state) {
-    knob k = {"SUITE_X", "`a` | `b`", "on", "m", "`train`", 0};
+    knob k = {"SUITE_X", "`a` | `b`", "on", "m", "`train`", 0, KNOB_KIND_TEXT, 0, 0, NULL};
     char row[256];
     render_row(&k, row, sizeof row);
     assert_string_equal(row, "| `SUITE_X` | `a` \\| `b` | on | m | `train` |");
@@ -151,12 +155,94 @@ static void test_flags(void **state) {
     assert_null(knob_info(KNOB_COUNT));
 }
 
+/* The README's words for a users' knob name what its kind accepts: the range's ends, each choice. */
+static void test_values_name_the_range(void **state) {
+    for (int id = 0; id < KNOB_COUNT; id++) {
+        const knob *k = knob_info(id);
+        char lo[48], hi[48];
+        if (!k->kind) fail_msg("%s has no kind", k->name);
+        if (k->internal) continue;
+        switch (k->kind) {
+        case KNOB_KIND_FLAG:
+            if (strcmp(k->values, "`0` or `1`")) fail_msg("%s: a flag's values are `0` or `1`, not %s", k->name, k->values);
+            break;
+        case KNOB_KIND_CHOICE:
+            for (const char *c = k->choices; c && *c;) {
+                size_t n = strcspn(c, "|");
+                char word[64];
+                snprintf(word, sizeof word, "`%.*s`", (int)n, c);
+                if (!strstr(k->values, word)) fail_msg("%s: its values (%s) do not name %s", k->name, k->values, word);
+                c += n + (c[n] == '|');
+            }
+            break;
+        case KNOB_KIND_SIZE:
+            number_format_size(k->lo, lo, sizeof lo);
+            number_format_size(k->hi, hi, sizeof hi);
+            goto ends;
+        case KNOB_KIND_WHOLE:
+        case KNOB_KIND_REAL:
+            snprintf(lo, sizeof lo, "%g", k->lo);
+            snprintf(hi, sizeof hi, "%g", k->hi);
+        ends:
+            if (!strstr(k->values, lo) || !strstr(k->values, hi))
+                fail_msg("%s: its values (%s) do not name its range %s to %s", k->name, k->values, lo, hi);
+            break;
+        default: break;
+        }
+    }
+}
+
+/* Each kind's check: what it takes, what it refuses and the message naming the variable. */
+static void test_values_checked(void **state) {
+    struct { knob_id id; const char *text, *error; } cases[] = {
+        {KNOB_PDL, "1", NULL},
+        {KNOB_PDL, "yes", "SUITE_PDL: expected 0 or 1, got 'yes'"},
+        {KNOB_WGRAD_LANE, "force", NULL},
+        {KNOB_WGRAD_LANE, "on", "SUITE_WGRAD_LANE: expected 0, 1 or force, got 'on'"},
+        {KNOB_CONV_PATH, "fast", "SUITE_CONV_PATH: expected legacy or engine, got 'fast'"},
+        {KNOB_GPU_MEMORY, "80G", NULL},
+        {KNOB_GPU_MEMORY, "abc", "SUITE_GPU_MEMORY: expected a size from 1M to 1024T, got 'abc'"},
+        {KNOB_GPU_MEMORY, "0", "SUITE_GPU_MEMORY: expected a size from 1M to 1024T, got '0' (less than 1M)"},
+        {KNOB_GPU_MEMORY, "-5G", "SUITE_GPU_MEMORY: expected a size from 1M to 1024T, got '-5G' (less than 1M)"},
+        {KNOB_GPU_MEMORY, "99999999999999999999T",
+         "SUITE_GPU_MEMORY: expected a size from 1M to 1024T, got '99999999999999999999T' (more than 1024T)"},
+        {KNOB_CONCURRENT_JOBS, "0x10", "SUITE_CONCURRENT_JOBS: expected a whole number from 1 to 4096, got '0x10' "
+                                       "(hexadecimal is not read: decimal only)"},
+        {KNOB_RENDEZVOUS_TIMEOUT, "soon", "SUITE_RENDEZVOUS_TIMEOUT: expected a number from 0.1 to 86400, got 'soon'"},
+        {KNOB_STATE_DIR, "/tmp/state dir", NULL},
+        {KNOB_STATE_DIR, "/tmp/a\nb", "SUITE_STATE_DIR: expected a path (one line of at most 4095 characters), got "
+                                      "'/tmp/a\\nb'"},
+    };
+    char err[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = knob_value_check(cases[i].id, cases[i].text, err, sizeof err);
+        if (!cases[i].error && rc != 0) fail_msg("%s=%s refused: %s", knob_name(cases[i].id), cases[i].text, err);
+        if (cases[i].error && (rc == 0 || strcmp(err, cases[i].error)))
+            fail_msg("%s=%s: rc %d, '%s' (expected '%s')", knob_name(cases[i].id), cases[i].text, rc, err, cases[i].error);
+    }
+    /* every knob that is set, at once; empty is unset */
+    setenv("SUITE_GPU_MEMORY", "", 1);
+    assert_int_equal(knob_value_check_all(err, sizeof err), 0);
+    setenv("SUITE_CONV_LOG", "yes", 1);
+    assert_int_equal(knob_value_check_all(err, sizeof err), -1);
+    assert_string_equal(err, "SUITE_CONV_LOG: expected 0 or 1, got 'yes'");
+    unsetenv("SUITE_CONV_LOG");
+    long long bytes = 0;
+    setenv("SUITE_GPU_MEMORY", "80G", 1);
+    assert_int_equal(knob_value_size(KNOB_GPU_MEMORY, &bytes, err, sizeof err), 1);
+    assert_true(bytes == 80LL << 30);
+    unsetenv("SUITE_GPU_MEMORY");
+    assert_int_equal(knob_value_size(KNOB_GPU_MEMORY, &bytes, err, sizeof err), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_render_escapes_bars),
         cmocka_unit_test(test_readme_table_is_the_code_table),
         cmocka_unit_test(test_no_getenv_outside_the_table),
         cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_values_name_the_range),
+        cmocka_unit_test(test_values_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -110,6 +110,31 @@ static void test_check_options(void **state) {
         assert_non_null(strstr(err, names[i]));
         assert_non_null(strstr(err, "expected"));
     }
+    /* Slurm's time grammar, each field by the number rule (zero padding allowed, as clocks are written) */
+    const char *times_ok[] = {"30", "90:00", "1:00:00", "01:30:00", "2-0", "2-12:30", "1-00:00:00", "7-23:59:59"};
+    for (size_t i = 0; i < sizeof times_ok / sizeof times_ok[0]; i++) {
+        slurm_options t = {.time_limit = times_ok[i]};
+        if (slurm_check_options(&t, err, sizeof err) != 0) fail_msg("--time %s refused: %s", times_ok[i], err);
+    }
+    struct { const char *text, *why; } times_bad[] = {
+        {"-5", "days: expected a whole number from 0 to 365, got ''"},
+        {"99999999999999999999", "minutes: expected a whole number from 0 to 5256000, got '99999999999999999999' (more "
+                                 "than 5256000)"},
+        {"0", "of more than nothing"},
+        {"1:60:00", "minutes: expected a whole number from 0 to 59, got '60' (more than 59)"},
+        {"1-24", "hours: expected a whole number from 0 to 23, got '24' (more than 23)"},
+        {"1::00", "entry 2 is empty"},
+        {"1:00:00:00", "more than 3 entries"},
+        {"+30", "(no sign '+')"},
+        {"1h", "got '1h'"},
+        {"0x10", "(hexadecimal is not read"},
+    };
+    for (size_t i = 0; i < sizeof times_bad / sizeof times_bad[0]; i++) {
+        slurm_options t = {.time_limit = times_bad[i].text};
+        assert_int_equal(slurm_check_options(&t, err, sizeof err), -1);
+        if (!strstr(err, "--time") || !strstr(err, times_bad[i].why))
+            fail_msg("--time %s: '%s' lacks '%s'", times_bad[i].text, err, times_bad[i].why);
+    }
 }
 
 static void test_task_args(void **state) {
@@ -228,6 +253,11 @@ static void test_cli(void **state) {
         {{"--mode", "naive", "--mix", "S+M", "--gpus-per-node", "4", NULL},
          "--gpus-per-node shapes a data-parallel job's nodes: give a mix that is one data-parallel job alone"},
         {{"--mode", "naive", "--mixes", "S;M[gpus=8]", "--nodes", "3", NULL}, "its 8 ranks (gpus=8) do not divide evenly"},
+        /* the list rule of every grammar: an empty mix is refused, never dropped */
+        {{"--mode", "naive", "--mixes", "S;;M", NULL}, "--mixes 'S;;M': entry 2 is empty (between two ';')"},
+        {{"--mode", "naive", "--mixes", "S;", NULL}, "--mixes 'S;': entry 2 is empty (after the last ';')"},
+        {{"--mode", "naive", "--mixes", "S; ;M", NULL}, "entry 2 is empty"},
+        {{"--mode", "naive", "--mix", "S", "--time", "-5", NULL}, "--time '-5': expected Slurm's time limit"},
         {{"--mode", "naive", "--mix", "M[gpus=2]", "--window", "5", "--results", dir, NULL},
          "the data-parallel job M[gpus=2] is refused (run_suite's dry run of it to completion"},
     };

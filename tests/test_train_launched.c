@@ -79,11 +79,11 @@ static void test_environment_refused(void **state) {
     } cases[] = {
         {"env", {NULL}, "RANK is not set: --launcher env reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT"},
         {"env", {"RANK=2", "WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", NULL},
-         "RANK: expected a whole number from 0 to 1, got '2' (WORLD_SIZE is 2: ranks 0 to 1)"},
+         "RANK: expected a whole number from 0 to 1, got '2' (more than 1); WORLD_SIZE is 2: ranks 0 to 1"},
         {"env", {"RANK=0", "WORLD_SIZE=two", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", NULL},
          "WORLD_SIZE: expected a whole number from 1 to 4096, got 'two'"},
         {"env", {"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=80000", NULL},
-         "MASTER_PORT: expected a whole number from 1 to 65535, got '80000'"},
+         "MASTER_PORT: expected a whole number from 1 to 65535, got '80000' (more than 65535)"},
         {"slurm", {"SLURM_NTASKS=2", NULL}, "SLURM_PROCID is not set: --launcher slurm runs under srun"},
         {"slurm", {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0", "SLURM_NODELIST=n[1-", "SLURM_JOB_ID=9", NULL},
          "SLURM_NODELIST 'n[1-': 'n[1-': a '[' is not closed by ']'"},

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/knob_value.h"
 #include "base/precision.h"
 #include "results/results.h"
 #include "runner/cli.h"
@@ -206,6 +207,11 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
 }
 
 int main(int argc, char **argv) {
+    char knob_error[1024];
+    if (knob_value_check_all(knob_error, sizeof knob_error) != 0) { /* every form's environment, first */
+        fprintf(stderr, "run_suite: %s\n", knob_error);
+        return EXIT_USAGE;
+    }
     if (argc > 1 && strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
     if (slurm_requested(argc, argv)) return slurm_main(argc, argv); /* before --study: it sweeps one */
     if (study_requested(argc, argv)) return study_main(argc, argv); /* before --gpus: it spreads over them */

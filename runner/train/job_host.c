@@ -22,7 +22,10 @@
 
 #include "kernels/check.h"
 #include "base/clock.h"
+#include "base/knob_value.h"
 #include "base/line_reader.h"
+#include "base/list.h"
+#include "base/number.h"
 #include "models/core/context.h"
 #include "runner/train/job.h"
 #include "runner/train/step_window.h"
@@ -180,14 +183,16 @@ static void emit_collateral(host *h, host_job *hj) {
     train_emit(&hj->ev, e);
 }
 
-static int parse_list(const char *text, int *out, int max) {
-    int n = 0;
-    for (const char *p = text; *p;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 100000 || n == max || (*end && *end != ',')) return -1;
-        out[n++] = (int)v;
-        p = *end ? end + 1 : end;
+/* --green's SM counts, one per job: by the list and number rules every grammar follows. */
+static int parse_green(const char *text, int *out, char *err, size_t err_size) {
+    list_entry e[HOST_MAX_JOBS];
+    int n = list_split("--green", text, ',', e, HOST_MAX_JOBS, err, err_size);
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        long long v;
+        list_entry_name("--green", text, i, name, sizeof name);
+        if (number_parse(NUMBER_WHOLE, 1, 100000, name, e[i].at, e[i].len, &v, NULL, err, err_size) != 0) return -1;
+        out[i] = (int)v;
     }
     return n;
 }
@@ -213,13 +218,17 @@ int main(int argc, char **argv) {
     static host h;
     int device = 0, green_count = 0, want_probe = 0, green[HOST_MAX_JOBS];
     char err[1024];
+    if (knob_value_check_all(err, sizeof err) != 0) return usage_error(err); /* the environment's values */
     int a = 1;
     for (; a < argc && strcmp(argv[a], "--job") != 0; a++) {
+        long long v;
         if (!strcmp(argv[a], "--probe")) want_probe = 1;
-        else if (!strcmp(argv[a], "--device") && a + 1 < argc) device = atoi(argv[++a]);
-        else if (!strcmp(argv[a], "--green") && a + 1 < argc) {
-            green_count = parse_list(argv[++a], green, HOST_MAX_JOBS);
-            if (green_count < 0) return usage_error("--green: expected SM counts like 64,64 (one per job)");
+        else if (!strcmp(argv[a], "--device") && a + 1 < argc) {
+            if (number_whole("--device", argv[++a], 0, 1023, &v, err, sizeof err) != 0) return usage_error(err);
+            device = (int)v;
+        } else if (!strcmp(argv[a], "--green") && a + 1 < argc) {
+            green_count = parse_green(argv[++a], green, err, sizeof err);
+            if (green_count < 0) return usage_error(err);
         } else {
             snprintf(err, sizeof err, "unknown option %s", argv[a]);
             return usage_error(err);

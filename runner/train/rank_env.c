@@ -264,7 +264,7 @@ static int read_ranks(rank_launcher from, rank_env_lookup lookup, void *user, co
     char why[512];
     if (read_whole(names[0], text[0], 0, world - 1, &rank, why, sizeof why) != 0 ||
         read_whole(names[2], text[2], 0, world - 1, &local, why, sizeof why) != 0) {
-        snprintf(err, err_size, "%s (%s is %lld: ranks 0 to %lld)", why, names[1], (long long)world,
+        snprintf(err, err_size, "%s; %s is %lld: ranks 0 to %lld", why, names[1], (long long)world,
                  (long long)world - 1);
         return -1;
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/knob_value.h"
 #include "runner/mps_probe.h"
 #include "runner/train/job.h"
 #include "runner/train/train_ddp.h"
@@ -30,6 +31,7 @@ int main(int argc, char **argv) {
     ev.json = opt.json;
     if (opt.json) ev.human = stderr;
     if (parsed != 0) return train_fail(&ev, 2, err);
+    if (knob_value_check_all(err, sizeof err) != 0) return train_fail(&ev, 2, err); /* the environment's values */
     if (opt.launcher) return train_launched_main(&opt, &ev);
     if (opt.gpus) return train_ddp_main(&opt, &ev, argc, argv);
     context_place whole = {.device = opt.device};

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/knob_value.h"
 #include "base/line_reader.h"
 #include "models/core/ddp.h"
 #include "kernels/knobs.h"
@@ -37,7 +38,7 @@ typedef struct rank_numbers {
 } rank_numbers;
 
 static int run_rank(train_options *o, const train_events *ev, const char *rank_text) {
-    const char *world = knob_text(KNOB_DDP_WORLD), *id = knob_text(KNOB_DDP_ID), *parent = knob_text(KNOB_DDP_PARENT);
+    const char *world = knob_text(KNOB_DDP_WORLD), *id = knob_text(KNOB_DDP_ID);
     const cli_option rows[] = {
         {knob_name(KNOB_DDP_WORLD), NULL, "", CLI_INT(rank_numbers, world, o->gpus, o->gpus)},
         {knob_name(KNOB_DDP_RANK), NULL, "", CLI_INT(rank_numbers, rank, 0, o->gpus - 1)}};
@@ -51,7 +52,9 @@ static int run_rank(train_options *o, const train_events *ev, const char *rank_t
     }
     /* the launcher's death is this rank's: no orphan left waiting in a collective */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (parent && getppid() != (pid_t)atol(parent)) return train_fail(ev, 1, "the launcher is gone");
+    long long parent_pid = 0;
+    if (knob_value_whole(KNOB_DDP_PARENT, &parent_pid, err, sizeof err) < 0) return train_fail(ev, 2, err);
+    if (parent_pid && getppid() != (pid_t)parent_pid) return train_fail(ev, 1, "the launcher is gone");
     return train_ddp_rank(o, ev, n.rank, n.world, id, o->device + n.rank);
 }
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/knob_value.h"
 #include "kernels/knobs.h"
 #include "runner/suite/gpu/mps.h"
 #include "runner/suite/gpu/nvml.h"
@@ -288,9 +289,10 @@ void monitor_probe_gpu(int gpu_index, monitor_gpu *g) {
         snprintf(g->why, sizeof g->why, "NVML has no GPU %d (%.400s)", gpu_index, nv->last_error);
     }
     nvml_close(nv);
-    const char *fake = knob_text(KNOB_GPU_MEMORY);
-    if (fake && *fake && mps_parse_bytes(fake) > 0) {
-        g->memory_bytes = (double)mps_parse_bytes(fake);
+    long long fake = 0; /* a bad value was refused when run_suite started (knob_value_check_all) */
+    char err[256];
+    if (knob_value_size(KNOB_GPU_MEMORY, &fake, err, sizeof err) > 0) {
+        g->memory_bytes = (double)fake;
         g->memory_source = knob_name(KNOB_GPU_MEMORY);
     }
 }

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/list.h"
+#include "base/number.h"
 #include "kernels/knobs.h"
 
 extern char **environ;
@@ -64,78 +66,29 @@ int mps_client_env(const mps_daemon *d, int sm_percent, long long mem_limit_byte
     return rc ? -1 : 0;
 }
 
-long long mps_parse_bytes(const char *text) {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || errno || !(v >= 0) || isinf(v)) return -1;
-    double scale = 1;
-    switch (*end) {
-    case 'k': case 'K': scale = 1024.0; end++; break;
-    case 'm': case 'M': scale = 1048576.0; end++; break;
-    case 'g': case 'G': scale = 1073741824.0; end++; break;
-    case 't': case 'T': scale = 1099511627776.0; end++; break;
-    default: break;
-    }
-    if (scale > 1 && *end == 'i') end++;
-    if (*end == 'b' || *end == 'B') end++;
-    if (*end) return -1;
-    double bytes = v * scale;
-    return bytes < 9e18 ? (long long)llround(bytes) : -1;
-}
-
-/* Splits a comma list into at most max items; returns the count or -1. */
-static int split_list(const char *text, char items[][64], int max) {
-    int n = 0;
-    const char *p = text;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (n >= max || len == 0 || len >= 64) return -1;
-        memcpy(items[n], p, len);
-        items[n++][len] = 0;
-        if (!comma) return n;
-        p = comma + 1;
-    }
-}
-
+/* Both lists by the list and number rules of every grammar (base/list.h, base/number.h). */
 int mps_parse_sm_list(const char *text, int job_count, int *out, char *err, size_t err_size) {
-    char items[MIX_MAX_JOBS][64];
-    int n = split_list(text, items, MIX_MAX_JOBS);
-    if (n < 0 || (n != 1 && n != job_count)) {
-        snprintf(err, err_size, "--mps-sm '%s': expected one percentage, or one per job (%d), "
-                 "separated by commas, e.g. 25,25,50", text, job_count);
-        return -1;
-    }
+    list_entry e[MIX_MAX_JOBS];
+    if (list_per_job("--mps-sm", text, ',', job_count, e, err, err_size) != 0) return -1;
     for (int i = 0; i < job_count; i++) {
-        const char *item = items[n == 1 ? 0 : i];
-        char *end;
-        long v = strtol(item, &end, 10);
-        if (*end || v < 1 || v > 100) {
-            snprintf(err, err_size, "--mps-sm: '%s' is not a percentage from 1 to 100", item);
-            return -1;
-        }
+        char name[256];
+        long long v;
+        list_entry_name("--mps-sm", text, e[i].at == e[0].at && i ? 0 : i, name, sizeof name);
+        if (number_parse(NUMBER_WHOLE, 1, 100, name, e[i].at, e[i].len, &v, NULL, err, err_size) != 0) return -1;
         out[i] = (int)v;
     }
     return 0;
 }
 
 int mps_parse_mem_list(const char *text, int job_count, long long *out, char *err, size_t err_size) {
-    char items[MIX_MAX_JOBS][64];
-    int n = split_list(text, items, MIX_MAX_JOBS);
-    if (n < 0 || (n != 1 && n != job_count)) {
-        snprintf(err, err_size, "--mps-mem '%s': expected one size, or one per job (%d), separated "
-                 "by commas, e.g. 4G,4G,8G", text, job_count);
-        return -1;
-    }
+    list_entry e[MIX_MAX_JOBS];
+    if (list_per_job("--mps-mem", text, ',', job_count, e, err, err_size) != 0) return -1;
     for (int i = 0; i < job_count; i++) {
-        const char *item = items[n == 1 ? 0 : i];
-        long long v = mps_parse_bytes(item);
-        if (v < (1LL << 20)) {
-            snprintf(err, err_size, "--mps-mem: '%s' is not a size of at least 1M (use K, M, G, T)", item);
+        char name[256];
+        list_entry_name("--mps-mem", text, e[i].at == e[0].at && i ? 0 : i, name, sizeof name);
+        if (number_parse(NUMBER_SIZE, MPS_MEM_LIMIT_MIN, MPS_MEM_LIMIT_MAX, name, e[i].at, e[i].len, &out[i], NULL, err,
+                         err_size) != 0)
             return -1;
-        }
-        out[i] = v;
     }
     return 0;
 }

@@ -40,10 +40,11 @@ int mps_client_env(const mps_daemon *d, int sm_percent, long long mem_limit_byte
 /* "0=4G" for whole GiB, else "0=<MiB>M" (device 0 as the client sees it). */
 void mps_format_mem_limit(char *out, size_t size, long long bytes);
 
-/* "4G", "512M", "1.5GiB", "8000000000": bytes (binary units); -1 when not a size. */
-long long mps_parse_bytes(const char *text);
-/* Comma lists for --mps-sm (1..100 each) and --mps-mem (sizes). One value applies to every
- * job; otherwise there must be one per job. Returns 0, or -1 with a message. */
+/* Comma lists for --mps-sm (1..100 each) and --mps-mem (sizes from MPS_MEM_LIMIT_MIN to _MAX:
+ * "4G", "512M", "1.5GiB", base/number.h's rule). One value applies to every job; otherwise there
+ * must be one per job. Returns 0, or -1 with a message. */
+#define MPS_MEM_LIMIT_MIN (1 << 20)
+#define MPS_MEM_LIMIT_MAX 1125899906842624.0 /* 1024T: beyond any GPU's memory */
 int mps_parse_sm_list(const char *text, int job_count, int *out, char *err, size_t err_size);
 int mps_parse_mem_list(const char *text, int job_count, long long *out, char *err, size_t err_size);
 

@@ -10,14 +10,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/list.h"
+#include "base/number.h"
 #include "kernels/knobs.h"
 
 int jobs_relay_from_env(jobs_relay *r, char *err, size_t err_size) {
     const char *text = knob_text(KNOB_GO_RELAY);
     if (!text || !*text) return 0;
-    char *end;
-    long go = strtol(text, &end, 10), ready = *end == ',' ? strtol(end + 1, &end, 10) : -1;
-    if (*end || go < 0 || ready < 0 || fcntl((int)go, F_GETFD) < 0 || fcntl((int)ready, F_GETFD) < 0) {
+    list_entry e[2];
+    long long go = -1, ready = -1;
+    char why[256];
+    int ok = list_split(knob_name(KNOB_GO_RELAY), text, ',', e, 2, why, sizeof why) == 2 &&
+             number_parse(NUMBER_WHOLE, 0, 1 << 20, "G", e[0].at, e[0].len, &go, NULL, why, sizeof why) == 0 &&
+             number_parse(NUMBER_WHOLE, 0, 1 << 20, "R", e[1].at, e[1].len, &ready, NULL, why, sizeof why) == 0;
+    if (!ok || fcntl((int)go, F_GETFD) < 0 || fcntl((int)ready, F_GETFD) < 0) {
         snprintf(err, err_size, "%s=%s: expected two open file descriptors G,R (run_suite --gpus sets it)",
                  knob_name(KNOB_GO_RELAY), text);
         return -1;

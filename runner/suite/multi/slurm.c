@@ -15,6 +15,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/list.h"
+#include "base/number.h"
+#include "base/quote.h"
 #include "results/results.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
@@ -65,6 +68,41 @@ static int all_of(const char *text, const char *extra) {
     return 1;
 }
 
+/* One field of Slurm's time grammar: digits (zero-padded or not, as clocks are written), read by the
+ * number rule once the padding is off, from lo to hi. */
+static int time_field(const char *name, const char *p, size_t n, double lo, double hi, long long *out, char *why,
+                      size_t why_size) {
+    while (n > 1 && *p == '0' && p[1] >= '0' && p[1] <= '9') p++, n--;
+    return number_parse(NUMBER_WHOLE, lo, hi, name, p, n, out, NULL, why, why_size);
+}
+
+/* --time: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, DAYS-HOURS, DAYS-HOURS:MINUTES or
+ * DAYS-HOURS:MINUTES:SECONDS (sbatch(1)), each field in its range and the whole more than nothing
+ * (Slurm reads 0 as no limit: leave --time out for that). */
+static int time_limit_check(const char *text, char *err, size_t err_size) {
+    char shown[QUOTE_SHOWN * 4 + 48], why[512] = "";
+    const char *dash = strchr(text, '-'), *clock = dash ? dash + 1 : text;
+    list_entry f[3];
+    long long days = 0, v[3] = {0, 0, 0};
+    int n = -1, ok = 1;
+    if (dash) ok = time_field("days", text, (size_t)(dash - text), 0, 365, &days, why, sizeof why) == 0;
+    if (ok) n = list_split("fields", clock, ':', f, 3, why, sizeof why);
+    ok = ok && n > 0;
+    /* without days: M, M:S or H:M:S; with them: H, H:M or H:M:S */
+    static const char *const names[2][3][3] = {{{"minutes"}, {"minutes", "seconds"}, {"hours", "minutes", "seconds"}},
+                                               {{"hours"}, {"hours", "minutes"}, {"hours", "minutes", "seconds"}}};
+    for (int i = 0; ok && i < n; i++) {
+        const char *name = names[dash != NULL][n - 1][i];
+        double hi = i == 0 && !dash ? (n == 3 ? 87600 : 5256000) : name[0] == 'h' ? 23 : 59;
+        ok = time_field(name, f[i].at, f[i].len, 0, hi, &v[i], why, sizeof why) == 0;
+    }
+    if (ok && days + v[0] + v[1] + v[2] > 0) return 0;
+    snprintf(err, err_size, "--time %s: expected Slurm's time limit (MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, "
+             "DAYS-HOURS[:MINUTES[:SECONDS]]) of more than nothing%s%s",
+             quote_text(shown, sizeof shown, '\'', text, strlen(text)), why[0] ? "; " : "", why);
+    return -1;
+}
+
 int slurm_check_options(const slurm_options *o, char *err, size_t err_size) {
     if (o->partition && !all_of(o->partition, "_-.,")) {
         snprintf(err, err_size, "--partition %s: expected partition names (letters, digits, _-. and commas)", o->partition);
@@ -76,8 +114,8 @@ int slurm_check_options(const slurm_options *o, char *err, size_t err_size) {
         char *copy = strdup(o->gres), *save = NULL;
         for (char *g = copy ? strtok_r(copy, ",", &save) : NULL; ok && g; g = strtok_r(NULL, ",", &save)) {
             char *count = strrchr(g, ':');
-            char *end;
-            ok = count && count != g && strtol(count + 1, &end, 10) > 0 && !*end;
+            long long n;
+            ok = count && count != g && number_whole("count", count + 1, 1, 4096, &n, NULL, 0) == 0;
         }
         free(copy);
         if (!ok) {
@@ -95,12 +133,7 @@ int slurm_check_options(const slurm_options *o, char *err, size_t err_size) {
                  o->ntasks_per_node < 0 ? o->ntasks_per_node : o->gpus_per_node);
         return -1;
     }
-    int time_ok = o->time_limit && all_of(o->time_limit, ":-");
-    for (const char *p = o->time_limit; time_ok && *p; p++) time_ok = !isalpha((unsigned char)*p);
-    if (o->time_limit && !time_ok) {
-        snprintf(err, err_size, "--time %s: expected Slurm's time syntax (MINUTES, H:MM:SS, D-HH:MM:SS)", o->time_limit);
-        return -1;
-    }
+    if (o->time_limit && time_limit_check(o->time_limit, err, err_size) != 0) return -1;
     if (o->job_name && !all_of(o->job_name, "_-.+")) {
         snprintf(err, err_size, "--job-name %s: expected letters, digits and _-.+", o->job_name);
         return -1;
@@ -433,12 +466,17 @@ int slurm_main(int argc, char *const argv[]) {
         }
     } else {
         snprintf(mixes_copy, sizeof mixes_copy, "%s", mixes_text ? mixes_text : mix_text);
-        char *save = NULL;
-        for (char *m = strtok_r(mixes_copy, mixes_text ? ";" : "", &save); m; m = strtok_r(NULL, ";", &save)) {
-            while (*m == ' ' || *m == '\t') m++;
-            if (!*m) continue;
+        /* the list rule of every grammar (base/list.h): an empty mix is refused, never dropped */
+        static list_entry entries[SLURM_MAX_TASKS];
+        int listed = mixes_text ? list_split("--mixes", mixes_copy, ';', entries, SLURM_MAX_TASKS, err, sizeof err)
+                                : (entries[0] = (list_entry){mixes_copy, strlen(mixes_copy)}, 1);
+        if (listed < 0) return usage_error("%s%s", err, "");
+        for (int e = 0; e < listed; e++) {
+            char *m = (char *)entries[e].at;
+            m[entries[e].len] = 0; /* the entries lie in mixes_copy, which outlives the tasks */
+            while (*m == ' ' || *m == '\t') m++; /* the task's --mix as the mix reads it */
+            for (char *end = m + strlen(m); end > m && (end[-1] == ' ' || end[-1] == '\t');) *--end = 0;
             static mix parsed;
-            if (count + ddp_count == SLURM_MAX_TASKS) return usage_error("--mixes: at most %d mixes%s", "1000", "");
             if (mix_parse(&parsed, m, err, sizeof err) != 0) return usage_error("--mix %s: %s", m, err);
             if (parsed.count == 1 && parsed.jobs[0].gpus > 1) { /* a data-parallel job alone: over nodes */
                 ddp_job *j = &ddp[ddp_count++];
@@ -450,8 +488,7 @@ int slurm_main(int argc, char *const argv[]) {
             tasks[count].args[0] = "--mix", tasks[count].args[1] = m;
             count++;
         }
-        if (count + ddp_count == 0)
-            return usage_error("--mixes '%s': expected mixes separated by ';', e.g. 'S+M;7*S'%s", mixes_text, "");
+
     }
     if (!ddp_count && (o.ntasks_per_node || o.gpus_per_node))
         return usage_error("%s shapes a data-parallel job's nodes: give a mix that is one data-parallel job alone, "

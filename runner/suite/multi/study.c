@@ -18,6 +18,8 @@
 #include <cjson/cJSON.h>
 
 #include "base/clock.h"
+#include "base/list.h"
+#include "base/number.h"
 #include "results/results.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
@@ -181,26 +183,20 @@ static int usage_error(const char *what, const char *value) {
     return RUN_USAGE;
 }
 
-static int whole(const char *text, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = text ? strtol(text, &end, 10) : 0;
-    if (!text || end == text || *end || errno || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_degrees(const char *text, int *out, int max) {
-    int n = 0;
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", text);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        long v;
-        if (n + 1 >= max || whole(tok, 1, MIX_MAX_JOBS, &v) != 0) return -1;
-        out[n++] = (int)v;
+/* --degrees by the list and number rules of every grammar (base/list.h, base/number.h). */
+static int parse_degrees(const char *text, int *out, int max, char *err, size_t err_size) {
+    list_entry e[16];
+    int n = list_split("--degrees", text, ',', e, max - 1 < 16 ? max - 1 : 16, err, err_size);
+    if (n < 0) return -1;
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        long long v;
+        list_entry_name("--degrees", text, i, name, sizeof name);
+        if (number_parse(NUMBER_WHOLE, 1, MIX_MAX_JOBS, name, e[i].at, e[i].len, &v, NULL, err, err_size) != 0) return -1;
+        out[i] = (int)v;
     }
     out[n] = 0;
-    return n ? 0 : -1;
+    return 0;
 }
 
 /* -1 to go on, else the exit status (--help: 0, bad input: 2). */
@@ -217,8 +213,8 @@ static int parse_options(int argc, char **argv, study_options *o) {
     if (rc == 1) return RUN_OK;
     if (rc != 0) return usage_error(err, NULL);
     if (stray) return usage_error("this option does not go with --study: ", stray);
-    if (o->degrees_text && parse_degrees(o->degrees_text, o->degrees, 16) != 0)
-        return usage_error("--degrees: expected whole numbers 1..64 separated by commas, got ", o->degrees_text);
+    if (o->degrees_text && parse_degrees(o->degrees_text, o->degrees, 16, err, sizeof err) != 0)
+        return usage_error(err, NULL);
     if (!o->set) return usage_error("--study needs a set: " STUDY_SETS, NULL);
     if (o->gpus_text && o->have_gpu) return usage_error("--gpu and --gpus exclude each other: --gpus names every GPU", NULL);
     if (o->gpus_text) {

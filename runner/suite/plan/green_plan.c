@@ -8,47 +8,30 @@
 
 #include <cjson/cJSON.h>
 
-/* Comma-separated numbers, one per job or one for all; each parsed by `one`. */
-static int parse_list(const char *option, const char *text, int count, double *out, double lo, double hi,
-                      int percent, char *err, size_t err_size) {
-    int n = 0;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        double v = strtod(p, &end);
-        if (percent && end != p && *end == '%') end++;
-        if (end == p || !(v >= lo && v <= hi) || (*end && *end != ',')) {
-            snprintf(err, err_size, "%s %s: expected %s from %g to %g, one per job or one for all", option,
-                     text, percent ? "percentages" : "SM counts", lo, hi);
-            return -1;
-        }
-        if (n == GREEN_MAX_PARTITIONS || n == count) {
-            snprintf(err, err_size, "%s %s: %s values for %d job(s)", option, text, "more", count);
-            return -1;
-        }
-        out[n++] = v;
-        p = *end ? end + 1 : end;
-    }
-    if (n == 1)
-        for (int i = 1; i < count; i++) out[i] = out[0];
-    else if (n != count) {
-        snprintf(err, err_size, "%s %s: %d value(s) for %d job(s); give one per job or one for all", option, text,
-                 n, count);
-        return -1;
+#include "base/list.h"
+#include "base/number.h"
+
+/* Comma-separated numbers, one per job or one for all, by the list and number rules of every
+ * grammar (base/list.h, base/number.h); a percentage may end in '%'. */
+static int parse_list(const char *option, const char *text, int count, double *out, number_kind kind, double lo,
+                      double hi, int percent, char *err, size_t err_size) {
+    list_entry e[GREEN_MAX_PARTITIONS];
+    if (count > GREEN_MAX_PARTITIONS)
+        return snprintf(err, err_size, "%s: %d jobs; at most %d partitions", option, count, GREEN_MAX_PARTITIONS), -1;
+    if (list_per_job(option, text, ',', count, e, err, err_size) != 0) return -1;
+    for (int i = 0; i < count; i++) {
+        char name[256];
+        size_t len = e[i].len - (percent && e[i].len > 1 && e[i].at[e[i].len - 1] == '%');
+        list_entry_name(option, text, e[i].at == e[0].at && i ? 0 : i, name, sizeof name);
+        if (number_parse(kind, lo, hi, name, e[i].at, len, NULL, &out[i], err, err_size) != 0) return -1;
     }
     return 0;
 }
 
 int green_parse_sms(const char *text, int count, int *sm, char *err, size_t err_size) {
     double v[GREEN_MAX_PARTITIONS];
-    if (parse_list("--green-sm", text, count, v, 1, 100000, 0, err, err_size) != 0) return -1;
-    for (int i = 0; i < count; i++) {
-        if (v[i] != floor(v[i])) {
-            snprintf(err, err_size, "--green-sm %s: SM counts are whole numbers", text);
-            return -1;
-        }
-        sm[i] = (int)v[i];
-    }
+    if (parse_list("--green-sm", text, count, v, NUMBER_WHOLE, 1, 100000, 0, err, err_size) != 0) return -1;
+    for (int i = 0; i < count; i++) sm[i] = (int)v[i];
     return 0;
 }
 
@@ -62,7 +45,7 @@ static int shares_fit(const double *share, int count, char *err, size_t err_size
 }
 
 int green_parse_shares(const char *text, int count, double *share, char *err, size_t err_size) {
-    if (parse_list("--green-share", text, count, share, 0.001, 100, 1, err, err_size) != 0) return -1;
+    if (parse_list("--green-share", text, count, share, NUMBER_REAL, 0.001, 100, 1, err, err_size) != 0) return -1;
     return shares_fit(share, count, err, err_size);
 }
 

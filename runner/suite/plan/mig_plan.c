@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "runner/suite/plan/mig_plan.h"
 #include "base/error.h"
+#include "base/number.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -147,10 +148,13 @@ static int parse_compute_instances(const mig_gpu *gpu, const char *layout, const
     int total = 0;
     for (int more = 1; more;) {  /* one compute instance after the ':' and after every '+' */
         while (p < end && (*p == ' ' || *p == '\t')) p++;
-        char *after;
-        long slices = strtol(p, &after, 10);
-        while (after < end && (*after == ' ' || *after == '\t')) after++;
-        int ok = after > p && after < end && *after == 'c' && slices >= 1;
+        const char *after = p; /* the count before 'c', by the number rule of every grammar (base/number.h) */
+        while (after < end && *after != 'c' && *after != '+') after++;
+        const char *digits_end = after;
+        while (digits_end > p && (digits_end[-1] == ' ' || digits_end[-1] == '\t')) digits_end--;
+        long long slices = 0;
+        int ok = after < end && *after == 'c' &&
+                 number_parse(NUMBER_WHOLE, 1, 64, "", p, (size_t)(digits_end - p), &slices, NULL, NULL, 0) == 0;
         const char *next = ok ? after + 1 : p;
         while (next < end && (*next == ' ' || *next == '\t')) next++;
         ok = ok && (next == end || *next == '+');

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/number.h"
+#include "base/quote.h"
 #include "models/catalog.h"
 
 #define MIX_MAX_BATCH 65536
@@ -95,18 +97,6 @@ static long find_top(span s, char c) {
     return -1;
 }
 
-/* Strict unsigned decimal: digits only, no sign, no overflow. 0 on success. */
-static int parse_count(span s, long long *value) {
-    if (s.n == 0 || s.n > 12) return -1;
-    long long v = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        if (s.p[i] < '0' || s.p[i] > '9') return -1;
-        v = v * 10 + (s.p[i] - '0');
-    }
-    *value = v;
-    return 0;
-}
-
 /* The error context: the whole mix and the part at fault, then the problem. */
 typedef struct parse_ctx {
     const char *text;
@@ -114,23 +104,14 @@ typedef struct parse_ctx {
     size_t err_size;
 } parse_ctx;
 
-/* The echoed input is cut (a mix can be any length), never the reason after it. */
-#define MIX_ECHO_MAX 120
-
-/* "text" whole, or its first MIX_ECHO_MAX characters and its length. */
-static void echo(char *out, size_t size, const char *text, size_t len) {
-    if (len <= MIX_ECHO_MAX) snprintf(out, size, "\"%.*s\"", (int)len, text);
-    else snprintf(out, size, "\"%.*s...\" (%zu characters)", MIX_ECHO_MAX, text, len);
-}
-
 __attribute__((format(printf, 4, 5))) static int fail(const parse_ctx *c, int part, span where,
                                                      const char *fmt, ...) {
     if (!c->err || !c->err_size) return -1;
-    char mix[MIX_ECHO_MAX + 48], at[MIX_ECHO_MAX + 48];
-    echo(mix, sizeof mix, c->text, strlen(c->text));
+    char mix[QUOTE_SHOWN * 4 + 48], at[QUOTE_SHOWN * 4 + 48]; /* escaped and cut: base/quote.h */
+    quote_text(mix, sizeof mix, '"', c->text, strlen(c->text));
     int n;
     if (part > 0) {
-        echo(at, sizeof at, where.p, where.n);
+        quote_text(at, sizeof at, '"', where.p, where.n);
         n = snprintf(c->err, c->err_size, "mix %s, part %d %s: ", mix, part, at);
     } else {
         n = snprintf(c->err, c->err_size, "mix %s: ", mix);
@@ -141,6 +122,17 @@ __attribute__((format(printf, 4, 5))) static int fail(const parse_ctx *c, int pa
     vsnprintf(c->err + n, c->err_size - (size_t)n, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+/* A whole number of the mix by the rule every grammar follows (base/number.h), its refusal in the
+ * mix's context: "mix "S[epochs=0]", part 1 "S[epochs=0]": epochs: expected a whole number from 1
+ * to 100000, got '0' (less than 1)". */
+static int whole_in(const parse_ctx *c, int part, span where, const char *name, span value, long long lo,
+                    long long hi, long long *out) {
+    char why[512];
+    if (number_parse(NUMBER_WHOLE, (double)lo, (double)hi, name, value.p, value.n, out, NULL, why, sizeof why) == 0)
+        return 0;
+    return fail(c, part, where, "%s", why);
 }
 
 static const data_set *find_data(span s) {
@@ -218,9 +210,7 @@ static int parse_explicit(const parse_ctx *c, int part, span where, span core, j
     long slash = find_top(after, '/');
     span batch_s = slash < 0 ? after : (span){after.p, (size_t)slash};
     long long batch = 0;
-    if (parse_count(batch_s, &batch) != 0 || batch < 1 || batch > MIX_MAX_BATCH)
-        return fail(c, part, where, "batch \"%.*s\" is not a whole number in 1..%d",
-                    (int)batch_s.n, batch_s.p, MIX_MAX_BATCH);
+    if (whole_in(c, part, where, "batch", batch_s, 1, MIX_MAX_BATCH, &batch) != 0) return -1;
     int size = data->image_size;
     if (slash >= 0) {
         span size_s = {after.p + slash + 1, after.n - (size_t)slash - 1};
@@ -229,11 +219,9 @@ static int parse_explicit(const parse_ctx *c, int part, span where, span core, j
         if (is_criteo)
             return fail(c, part, where, "criteo has no images, so no \"/size\"; drop \"/%.*s\"",
                         (int)size_s.n, size_s.p);
-        if (parse_count(size_s, &v) != 0 || v < MIX_MIN_SIZE || v > MIX_MAX_SIZE || v % multiple)
-            return fail(c, part, where,
-                        "image size \"%.*s\" must be a whole number in %d..%d and a multiple of "
-                        "%d for %s",
-                        (int)size_s.n, size_s.p, MIX_MIN_SIZE, MIX_MAX_SIZE, multiple, model);
+        if (whole_in(c, part, where, "image size", size_s, MIX_MIN_SIZE, MIX_MAX_SIZE, &v) != 0) return -1;
+        if (v % multiple)
+            return fail(c, part, where, "image size %lld: expected a multiple of %d for %s", v, multiple, model);
         size = (int)v;
     }
     snprintf(job->model, sizeof job->model, "%s", model);
@@ -247,6 +235,8 @@ static int parse_explicit(const parse_ctx *c, int part, span where, span core, j
 static int parse_overrides(const parse_ctx *c, int part, span where, span list, job_spec *job) {
     if (trim(list).n == 0)
         return fail(c, part, where, "empty brackets; overrides: " VALID_OVERRIDES);
+    span seen[16];
+    int keys_seen = 0;
     while (list.n) {
         long comma = find_top(list, ',');
         span item = trim(comma < 0 ? list : (span){list.p, (size_t)comma});
@@ -263,25 +253,23 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
         span key = trim((span){item.p, (size_t)eq});
         span value = trim((span){item.p + eq + 1, item.n - (size_t)eq - 1});
         long long v = 0;
-        int number_ok = parse_count(value, &v) == 0;
+        /* a key once per job, as an option once per command line */
+        for (int k = 0; k < keys_seen; k++)
+            if (seen[k].n == key.n && !strncasecmp(seen[k].p, key.p, key.n))
+                return fail(c, part, where, "override %.*s= given twice; give it once", (int)key.n, key.p);
+        if (keys_seen < (int)(sizeof seen / sizeof seen[0])) seen[keys_seen++] = key;
         if (span_is(key, "epochs")) {
-            if (!number_ok || v < 1 || v > MIX_MAX_EPOCHS)
-                return fail(c, part, where, "epochs=\"%.*s\" must be a whole number in 1..%d",
-                            (int)value.n, value.p, MIX_MAX_EPOCHS);
+            if (whole_in(c, part, where, "epochs", value, 1, MIX_MAX_EPOCHS, &v) != 0) return -1;
             job->epochs = (int)v;
         } else if (span_is(key, "steps")) {
-            if (!number_ok || v < 1 || v > MIX_MAX_STEPS)
-                return fail(c, part, where, "steps=\"%.*s\" must be a whole number in 1..%ld",
-                            (int)value.n, value.p, MIX_MAX_STEPS);
+            if (whole_in(c, part, where, "steps", value, 1, MIX_MAX_STEPS, &v) != 0) return -1;
             job->steps_per_epoch = (long)v;
         } else if (span_is(key, "rows")) {
             const model_spec *spec = catalog_find(job->model);
             if (!spec || spec->input != MODEL_INPUT_CLICK_LOGS)
                 return fail(c, part, where, "rows= caps a recommender's embedding tables; %s has none",
                             job->model);
-            if (!number_ok || v < 1 || v > MIX_MAX_ROWS)
-                return fail(c, part, where, "rows=\"%.*s\" must be a whole number in 1..%lld",
-                            (int)value.n, value.p, (long long)MIX_MAX_ROWS);
+            if (whole_in(c, part, where, "rows", value, 1, MIX_MAX_ROWS, &v) != 0) return -1;
             job->max_rows = v;
         } else if (span_is(key, "precision")) {
             int precision = precision_find(value.p, value.n);
@@ -306,15 +294,12 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
             if (strcmp(job->data, "imagenet") != 0)
                 return fail(c, part, where, "decode_slots= sizes the GPU decoder of ImageNet's JPEG files; %s reads %s",
                             job->model, job->data);
-            if (!number_ok || v < 1 || v > JOB_DECODE_SLOTS_MAX)
-                return fail(c, part, where, "decode_slots=\"%.*s\" must be a whole number in 1..%d", (int)value.n,
-                            value.p, JOB_DECODE_SLOTS_MAX);
+            if (whole_in(c, part, where, "decode_slots", value, 1, JOB_DECODE_SLOTS_MAX, &v) != 0) return -1;
             if (!strcmp(job->decode, "cpu"))
                 return fail(c, part, where, "decode_slots= sizes the GPU decoder; decode=cpu decodes on the host");
             job->decode_slots = (int)v;
         } else if (span_is(key, "gpus")) {
-            if (!number_ok || v < 1 || v > 64)
-                return fail(c, part, where, "gpus=\"%.*s\" must be a whole number in 1..64", (int)value.n, value.p);
+            if (whole_in(c, part, where, "gpus", value, 1, 64, &v) != 0) return -1;
             job->gpus = v > 1 ? (int)v : 0;
         } else if (span_is(key, "fault")) {
             char why[256];
@@ -325,9 +310,7 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
                 return fail(c, part, where,
                             "classes= is for synthetic data only; %s has %d classes",
                             job->data, job->classes);
-            if (!number_ok || v < 2 || v > MIX_MAX_CLASSES)
-                return fail(c, part, where, "classes=\"%.*s\" must be a whole number in 2..%d",
-                            (int)value.n, value.p, MIX_MAX_CLASSES);
+            if (whole_in(c, part, where, "classes", value, 2, MIX_MAX_CLASSES, &v) != 0) return -1;
             job->classes = (int)v;
         } else {
             return fail(c, part, where, "unknown override \"%.*s\"; overrides: " VALID_OVERRIDES,
@@ -421,10 +404,9 @@ int mix_parse(mix *m, const char *text, char *err, size_t err_size) {
         if (star >= 0) {
             span count_s = trim((span){item.p, (size_t)star});
             job_text = trim((span){item.p + star + 1, item.n - (size_t)star - 1});
-            if (parse_count(count_s, &count) != 0 || count < 1 || count > MIX_MAX_JOBS) {
+            if (whole_in(&c, part, item, "count before '*'", count_s, 1, MIX_MAX_JOBS, &count) != 0) {
                 m->count = 0;
-                return fail(&c, part, item, "repetition \"%.*s\" must be a whole number in 1..%d "
-                            "(written 7*S)", (int)count_s.n, count_s.p, MIX_MAX_JOBS);
+                return -1;
             }
             if (job_text.n == 0) {
                 m->count = 0;
@@ -444,7 +426,8 @@ int mix_parse(mix *m, const char *text, char *err, size_t err_size) {
                 span it = trim(next < 0 ? r : (span){r.p, (size_t)next});
                 long s = find_top(it, '*');
                 long long k = 1;
-                if (s >= 0 && parse_count(trim((span){it.p, (size_t)s}), &k) != 0) k = 1;
+                span ks = trim((span){it.p, (size_t)(s >= 0 ? s : 0)});
+                if (s >= 0 && number_parse(NUMBER_WHOLE, 1, 1e12, "", ks.p, ks.n, &k, NULL, NULL, 0) != 0) k = 1;
                 total += k;
                 r = next < 0 ? (span){r.p + r.n, 0} : (span){r.p + next + 1, r.n - (size_t)next - 1};
             }

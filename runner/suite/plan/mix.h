@@ -23,6 +23,8 @@
  *             | precision=tf32|fp32|bf16 (the job's numerics, train --precision)
  *             | fault=KIND@STEP  (a fault injected at that training step, base/fault_spec.h:
  *               oom, illegal-address, nan, exit, hang, sigkill; e.g. S[fault=illegal-address@50])
+ * Every number is read by the rule of every grammar (base/number.h: decimal digits, no sign '+',
+ * no leading zero; one out of range is said to be), and an override is given once per job.
  * Whitespace (spaces, tabs) may stand at either end, around '+' and '*', and inside brackets
  * around ',' and '='; it may not split a job ("resnet50 :imagenet64@128" is an error), a name
  * or a number. Examples: "S+M+M", "7*S", " 2 * S + M ", "M[epochs=3, steps=100]",

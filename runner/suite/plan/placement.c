@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/list.h"
+#include "base/number.h"
 #include "results/results.h"
 
 static int span_of(const placement_job *j) { return j->gpus > 1 ? j->gpus : 1; }
@@ -121,32 +123,20 @@ int placement_uses(const placement *p, int job, int slot) {
 }
 
 int placement_parse_gpus(const char *text, int *out, int max, char *err, size_t err_size) {
-    int n = 0;
-    const char *p = text;
-    while (p && *p) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v > 1023 || (*end && *end != ',')) {
-            snprintf(err, err_size, "--gpus %s: expected GPU indices 0..1023 separated by commas, e.g. 0,1,2,3", text);
-            return -1;
-        }
-        for (int i = 0; i < n; i++)
-            if (out[i] == (int)v) {
-                snprintf(err, err_size, "--gpus %s: GPU %ld is named twice", text, v);
+    list_entry e[PLACEMENT_MAX_GPUS + 1];
+    int n = list_split("--gpus", text ? text : "", ',', e, max < PLACEMENT_MAX_GPUS ? max : PLACEMENT_MAX_GPUS, err,
+                       err_size);
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        long long v;
+        list_entry_name("--gpus", text, i, name, sizeof name);
+        if (number_parse(NUMBER_WHOLE, 0, 1023, name, e[i].at, e[i].len, &v, NULL, err, err_size) != 0) return -1;
+        for (int k = 0; k < i; k++)
+            if (out[k] == (int)v) {
+                snprintf(err, err_size, "--gpus %s: GPU %lld is named twice", text, v);
                 return -1;
             }
-        if (n == max) {
-            snprintf(err, err_size, "--gpus %s: at most %d GPUs", text, max);
-            return -1;
-        }
-        out[n++] = (int)v;
-        p = *end ? end + 1 : end;
-        if (*end && !*p) break;
-    }
-    if (n == 0 || !text || !*text || text[strlen(text) - 1] == ',') {
-        snprintf(err, err_size, "--gpus '%s': expected GPU indices 0..1023 separated by commas, e.g. 0,1,2,3", text);
-        return -1;
+        out[i] = (int)v;
     }
     return n;
 }
