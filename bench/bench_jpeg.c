@@ -30,6 +30,8 @@
 #include "tests/stb_image_write_impl.h"
 
 #include "base/clock.h"
+#include "base/list.h"
+#include "base/number.h"
 #include "base/rng.h"
 #include "data/dataset.h"
 #include "data/image_transform.h"
@@ -178,21 +180,20 @@ static const cli_program PROGRAM = {
                 "       bench_jpeg --write DIR [--images N] [--classes K] [--width 500 --height 375]\n",
     .options = OPTIONS};
 
-/* "1,8,16" into counts[] (each 1 to 256); the number of counts, or -1 with a message. */
+/* "1,8,16" into counts[] (each 1 to 256), by the list and number rules of every grammar
+ * (base/list.h, base/number.h); the number of counts, or -1 with a message. */
 static int parse_thread_counts(const char *text, int *counts, int max) {
-    int n = 0;
-    const char *p = text;
-    do {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (n == max || end == p || v < 1 || v > 256 || (*end && (*end != ',' || !end[1]))) {
-            fprintf(stderr, "bench_jpeg: --threads: expected 1 to %d counts from 1 to 256 separated by commas, "
-                    "got '%s'\n", max, text);
-            return -1;
-        }
-        counts[n++] = (int)v;
-        p = *end ? end + 1 : end;
-    } while (*p);
+    list_entry e[16];
+    char err[512];
+    int n = list_split("--threads", text, ',', e, max < 16 ? max : 16, err, sizeof err);
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        long long v;
+        list_entry_name("--threads", text, i, name, sizeof name);
+        if (number_parse(NUMBER_WHOLE, 1, 256, name, e[i].at, e[i].len, &v, NULL, err, sizeof err) != 0) n = -1;
+        else counts[i] = (int)v;
+    }
+    if (n < 0) fprintf(stderr, "bench_jpeg: %s\n", err);
     return n;
 }
 
