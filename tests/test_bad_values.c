@@ -1,6 +1,10 @@
 /* Every option of both programs against bad values: empty, below its range (negative, zero),
  * above it (huge), not a number, not one of its choices, given twice, and each in the "--opt=value"
  * form. Each must be exit 2 with the option named, and nothing written (no run folder, no file).
+ * The other grammars by the same rules (base/number.h, base/list.h): every numeric override of the
+ * mix, every list option (an empty entry anywhere, an entry that breaks the number rule), and every
+ * environment knob of the table (kernels/knobs.h) set to a value its kind refuses, in each program
+ * (run_suite, train, job_host): exit 2 naming it, nothing written.
  *
  * The options come from the programs' own tables, through what the table generates: every name
  * in each form's --help (train; run_suite with each mode's rows; its --study, --gpus and --slurm
@@ -17,6 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "kernels/knobs.h"
 #include "tests/testutil.h"
 
 #define MAX_ARGS 40
@@ -227,11 +232,143 @@ static void test_run_suite_forms(void **state) {
     check_form(&slurm, slurm_skip);
 }
 
+/* A number that breaks the rule in each way it can, for a whole number from lo to hi. */
+static int bad_numbers(double lo, double hi, char below[64], char above[64], const char *bad[16]) {
+    snprintf(below, 64, "%.17g", lo - 1);
+    snprintf(above, 64, "%.17g", hi + 1);
+    const char *list[] = {"", below, above, "99999999999999999999999", "abc", "+1", "0x10", "01", "2.5", "1e3", "nan",
+                          NULL};
+    int n = 0;
+    for (; list[n]; n++) bad[n] = list[n];
+    bad[n] = NULL;
+    return n;
+}
+
+/* Every numeric override of the mix: each bad number, and the key given twice. */
+static void test_mix_overrides(void **state) {
+    static const struct { const char *job, *key; double lo, hi; } keys[] = {
+        {"S", "epochs", 1, 100000},      {"S", "steps", 1, 1000000000},
+        {"XL", "rows", 1, 2147483647},   {"resnet26:synthetic@8", "classes", 2, 100000},
+        {"S", "gpus", 1, 64},            {"L", "decode_slots", 1, 8},
+    };
+    form f = {"run_suite", {NULL}, {"--mode", "serial", NULL},
+              {"--dry-run", "--results", dir, "--train", FAKE_TRAIN_PATH, NULL}, 0};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        char below[64], above[64], mix[256], ok[256];
+        const char *bad[16];
+        int n = bad_numbers(keys[k].lo, keys[k].hi, below, above, bad);
+        for (int i = 0; i < n; i++) {
+            snprintf(mix, sizeof mix, "%s[%s=%s]", keys[k].job, keys[k].key, bad[i]);
+            const char *words[] = {"--mix", mix, NULL};
+            expect_refused(&f, keys[k].key, words);
+        }
+        snprintf(ok, sizeof ok, "%s[%s=%.17g,%s=%.17g]", keys[k].job, keys[k].key, keys[k].lo, keys[k].key, keys[k].lo);
+        const char *twice[] = {"--mix", ok, NULL};
+        expect_refused(&f, "given twice", twice);
+    }
+    const char *counts[] = {"0*S", "65*S", "02*S", "0x2*S", "99999999999999999999*S", NULL};
+    for (int i = 0; counts[i]; i++) {
+        const char *words[] = {"--mix", counts[i], NULL};
+        expect_refused(&f, "count before '*'", words);
+    }
+    const char *fault[] = {"--mix", "S[fault=nan@0x10]", NULL};
+    expect_refused(&f, "the step after '@'", fault);
+}
+
+/* Every list option: empty entries anywhere, and entries that break the number rule. */
+static void test_lists(void **state) {
+    const char *fake = FAKE_TRAIN_PATH;
+    static const struct {
+        const char *option;
+        form f;
+        const char *bad[12];
+    } lists[] = {
+        {"--gpus", {"run_suite", {NULL}, {NULL}, {"--mode", "serial", "--mix", "S+S", "--dry-run", "--results", "D",
+                                                    "--train", FAKE_TRAIN_PATH, NULL}, 0},
+         {"", ",", "0,,1", "0,", ",0", "0,x", "0,+1", "0,0x1", "0,01", "0,1024", "0,99999999999999999999", NULL}},
+        {"--degrees", {"run_suite", {NULL}, {"--study", "small", NULL}, {"--dry-run", "--results", "D", "--train",
+                                                                         FAKE_TRAIN_PATH, NULL}, 0},
+         {"", "2,,3", "2,", ",2", "2,x", "+2", "0x2", "0", "65", "02", NULL}},
+        {"--mps-sm", {"run_suite", {NULL}, {"--mode", "mps", "--mix", "S+S", NULL}, {"--dry-run", "--results", "D",
+                                                                                      "--train", FAKE_TRAIN_PATH, NULL}, 0},
+         {"", "50,,50", "50,", ",50", "50,x", "+50", "0x32", "0", "101", "050", "50,50,50", NULL}},
+        {"--mps-mem", {"run_suite", {NULL}, {"--mode", "mps", "--mix", "S+S", NULL}, {"--dry-run", "--results", "D",
+                                                                                       "--train", FAKE_TRAIN_PATH, NULL}, 0},
+         {"", "4G,,4G", "4G,", "4X", "+4G", "0x4G", "0", "-5G", "99999999T", "1.0000001M", "04G", NULL}},
+        {"--green-sm", {"run_suite", {NULL}, {"--mode", "green", "--mix", "S+S", "--mig-gpu", "H100-80GB", NULL},
+                        {"--dry-run", "--results", "D", "--train", FAKE_TRAIN_PATH, NULL}, 0},
+         {"", "64,,64", "64,", ",64", "64,x", "+64", "0x40", "0", "6.5", "064", NULL}},
+        {"--green-share", {"run_suite", {NULL}, {"--mode", "green", "--mix", "S+S", "--mig-gpu", "H100-80GB", NULL},
+                           {"--dry-run", "--results", "D", "--train", FAKE_TRAIN_PATH, NULL}, 0},
+         {"", "50,,50", "50%,", ",50", "50%%", "+50", "0x32", "0", "101", "nan", NULL}},
+        {"--mixes", {"run_suite", {NULL}, {"--slurm", "--mode", "serial", NULL}, {"--dry-run", "--results", "D",
+                                                                                   "--train", FAKE_TRAIN_PATH, NULL}, 0},
+         {"", "S;;M", "S;", ";S", "S; ;M", NULL}},
+        {"--skip", {"run_suite", {NULL}, {"--mode", "all", "--mix", "S", NULL}, {"--dry-run", "--results", "D",
+                                                                                  "--train", FAKE_TRAIN_PATH, NULL}, 0},
+         {"", "streams,,green", "streams,", ",green", "naive,naive", "bogus", NULL}},
+    };
+    (void)fake;
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+        form f = lists[l].f;
+        for (int i = 0; f.after[i]; i++)
+            if (!strcmp(f.after[i], "D")) f.after[i] = dir;
+        for (int i = 0; lists[l].bad[i]; i++) {
+            const char *words[] = {lists[l].option, lists[l].bad[i], NULL};
+            expect_refused(&f, lists[l].option, words);
+        }
+    }
+}
+
+/* A value each kind of knob refuses. */
+static int bad_knob_values(const knob *k, const char *bad[8]) {
+    int n = 0;
+    switch (k->kind) {
+    case KNOB_KIND_FLAG: bad[n++] = "yes", bad[n++] = "2", bad[n++] = "00"; break;
+    case KNOB_KIND_CHOICE: bad[n++] = "no-such-choice"; break;
+    case KNOB_KIND_WHOLE:
+    case KNOB_KIND_REAL: bad[n++] = "abc", bad[n++] = "0x10", bad[n++] = "+1", bad[n++] = "99999999999999999999999"; break;
+    case KNOB_KIND_SIZE: bad[n++] = "abc", bad[n++] = "0", bad[n++] = "-5G", bad[n++] = "99999999999999999999T"; break;
+    default: bad[n++] = "a\nb"; break;
+    }
+    return n;
+}
+
+/* Every knob of the table, set to what its kind refuses, in every program: exit 2 naming it. */
+static void test_knobs(void **state) {
+    form programs[] = {
+        {"run_suite", {NULL}, {NULL}, {"--mode", "serial", "--mix", "S", "--dry-run", "--results", dir, "--train",
+                                        FAKE_TRAIN_PATH, NULL}, 0},
+        {"run_suite", {NULL}, {"--study", "small", NULL}, {"--dry-run", "--results", dir, "--train", FAKE_TRAIN_PATH,
+                                                           NULL}, 0},
+        {"train", {NULL}, {NULL}, {"--model", "resnet26", "--dry-run", NULL}, 0},
+        {"job_host", {NULL}, {NULL}, {"--probe", NULL}, 0},
+    };
+    const char *none[] = {NULL};
+    for (int id = 0; id < KNOB_COUNT; id++) {
+        const knob *k = knob_info((knob_id)id);
+        const char *bad[8];
+        int n = bad_knob_values(k, bad);
+        const char *before = getenv(k->name);
+        char *saved = before ? strdup(before) : NULL;
+        for (int i = 0; i < n; i++) {
+            setenv(k->name, bad[i], 1);
+            for (size_t p = 0; p < sizeof programs / sizeof programs[0]; p++) expect_refused(&programs[p], k->name, none);
+        }
+        if (saved) setenv(k->name, saved, 1);
+        else unsetenv(k->name);
+        free(saved);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_run_suite),
         cmocka_unit_test(test_run_suite_forms),
+        cmocka_unit_test(test_mix_overrides),
+        cmocka_unit_test(test_lists),
+        cmocka_unit_test(test_knobs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

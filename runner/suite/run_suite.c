@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/knob_value.h"
+#include "base/list.h"
 #include "base/precision.h"
 #include "results/results.h"
 #include "runner/cli.h"
@@ -168,15 +169,19 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
     o->mode = suite_mode_find(mode);
     if (!all && !o->mode) return fail("--mode %s: expected one of %s", mode, suite_mode_names());
     if (o->skip_modes && !all) return fail("--skip goes with --mode all, not %s%s", mode, "");
-    if (o->skip_modes && !*o->skip_modes) return fail("--skip: expected modes, e.g. streams,green%s%s", "", "");
-    for (const char *p = o->skip_modes; p && *p;) {
-        size_t n = strcspn(p, ",");
+    /* the list rule of every grammar (base/list.h); a mode named twice is refused as an option given twice is */
+    list_entry skip[SUITE_MODES_MAX + 1];
+    int skips = o->skip_modes ? list_split("--skip", o->skip_modes, ',', skip, SUITE_MODES_MAX, err, sizeof err) : 0;
+    if (skips < 0) return fail("%s%s", err, "");
+    for (int k = 0; k < skips; k++) {
         char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+        snprintf(name, sizeof name, "%.*s", (int)(skip[k].len < sizeof name ? skip[k].len : sizeof name - 1), skip[k].at);
         const suite_mode *m = suite_mode_find(name);
         if (!m || !strcmp(name, SUITE_ALL))
             return fail("--skip %s: expected modes of --mode all, one of %s", o->skip_modes, suite_mode_names());
-        p += n + (p[n] == ',');
+        for (int j = 0; j < k; j++)
+            if (skip[j].len == skip[k].len && !strncmp(skip[j].at, skip[k].at, skip[k].len))
+                return fail("--skip %s: %s named twice; name each mode once", o->skip_modes, name);
     }
     if (!o->mix_text) return fail("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
     if (mix_parse(&o->mix, o->mix_text, err, sizeof err) != 0) return fail("--mix: %s%s", err, "");
