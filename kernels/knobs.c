@@ -97,6 +97,11 @@ static const knob table[KNOB_COUNT] = {
     [KNOB_JOB_DEVICES] = {"SUITE_JOB_DEVICES", "a `CUDA_VISIBLE_DEVICES` list", "the `--gpu`'s",
                           "the jobs' `CUDA_VISIBLE_DEVICES` (and an MPS daemon's): a data-parallel job's cards in "
                           "`run_suite --gpus`", "`run_suite`", 1, TEXT},
+    [KNOB_NODE_CHECKS] = {"SUITE_NODE_CHECKS", "`later`", "every check here",
+                          "a dry run on a login node (`run_suite --slurm`'s check of its tasks): the checks that need "
+                          "the compute node (that the GPUs exist, that an `--mps-pipe` daemon answers) are left to it, "
+                          "and the dry run names them",
+                          "`run_suite`", 1, CHOICE("later")},
 };
 
 #undef FLAG

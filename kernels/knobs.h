@@ -35,6 +35,8 @@ typedef enum knob_id {
     /* set by `run_suite --gpus` for each run it starts (runner/suite/multi/gpus.h), not by users */
     KNOB_GO_RELAY,
     KNOB_JOB_DEVICES,
+    /* set by `run_suite --slurm` for its check of a task on the login node (runner/suite/multi/slurm.c) */
+    KNOB_NODE_CHECKS,
     KNOB_COUNT
 } knob_id;
 

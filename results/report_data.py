@@ -133,7 +133,8 @@ def read_steps(path, degree):
     for n, row in enumerate(rows, start=2):  # the header is row 1
         job, ms = row.get("job"), row.get("ms")
         if not isinstance(job, str) or not job.strip().isdigit() or int(job) >= degree:
-            raise ReportError(f"{path}: row {n}, column 'job': {job!r} is not a job of this run (0 to {degree - 1})")
+            jobs = f"0 to {degree - 1}" if degree > 0 else "it has none"
+            raise ReportError(f"{path}: row {n}, column 'job': {job!r} is not a job of this run ({jobs})")
         v = fnum(ms)
         if not v >= 0:  # NaN (empty, text) fails this too
             raise ReportError(f"{path}: row {n}, column 'ms': {ms!r} is not a step time (milliseconds, 0 or more)")
@@ -298,6 +299,8 @@ class Run:
         where = os.path.join(path, "summary.json")
         if not isinstance(s.get("mode"), str) or not isinstance(s.get("jobs"), list):
             raise ReportError(f"{where}: expected run_suite's summary (a 'mode' string and a 'jobs' list)")
+        if not s["jobs"]:  # run_suite never writes a run without jobs: (0 to -1) would be shown
+            raise ReportError(f"{where}: 'jobs' is empty; a run has at least one job")
         for i, j in enumerate(s["jobs"]):
             if not isinstance(j, dict):
                 raise ReportError(f"{where}: jobs[{i}] is not an object")

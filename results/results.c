@@ -37,7 +37,11 @@ int results_make_dirs(const char *path, char *err, size_t err_size) {
         if (!saved) break;
     }
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (stat(path, &st) != 0) { /* the true reason: a link loop, a link to nothing, no permission */
+        snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
         snprintf(err, err_size, "%s is not a folder", path);
         return -1;
     }

@@ -186,6 +186,14 @@ static void test_bad_files(void **state) {
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
     assert_non_null(strstr(err, "expected run_suite's summary"));
 
+    /* a run without jobs: refused as such, never "(0 to -1)" */
+    f = fopen(path, "w");
+    fputs("{\"mode\": \"mps\", \"jobs\": []}", f);
+    fclose(f);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "report", run, "-o", page, NULL), 2);
+    assert_non_null(strstr(err, "'jobs' is empty; a run has at least one job"));
+    assert_null(strstr(err, "-1)"));
+
     snprintf(path, sizeof path, "%s/timeline.csv", run);
     f = fopen(path, "w");
     fputs("when,unit\nyesterday,gpu0\n", f);

@@ -101,9 +101,11 @@ static pid_t start(fixture *f, const char *fake, const char *const *args) {
                           !strcmp(argv[n], "--completion") || !strcmp(argv[n], "--dry-run") ||
                           !strcmp(argv[n], "--help") || !strcmp(argv[n], "--list");
         }
-        if (!own_length) argv[n++] = "--window", argv[n++] = "1";
-        if (!own_train) argv[n++] = "--train", argv[n++] = FAKE_TRAIN_PATH;
-        if (!own_results) argv[n++] = "--results", argv[n++] = f->results;
+        int list = 0; /* --list takes no other option */
+        for (int k = 1; k < n; k++) list |= !strcmp(argv[k], "--list");
+        if (!own_length && !list) argv[n++] = "--window", argv[n++] = "1";
+        if (!own_train && !list) argv[n++] = "--train", argv[n++] = FAKE_TRAIN_PATH;
+        if (!own_results && !list) argv[n++] = "--results", argv[n++] = f->results;
         argv[n] = NULL;
         execv(RUN_SUITE_PATH, (char *const *)argv);
         _exit(127);
@@ -177,6 +179,27 @@ static void test_usage_errors(void **state) {
         {{"--mode", "naive", "--mix", "S", "--skip", "green", NULL}, "--skip goes with --mode all"},
         {{"--mode", "all", "--mix", "S", "--skip", "streams,gren", NULL}, "--skip streams,gren: expected modes"},
         {{"--mode", "all", "--mix", "S", "--skip", "", NULL}, "--skip: expected a value (not empty), got ''"},
+        /* options that repeat, contradict each other or apply to nothing: refused, both named (issue 46) */
+        {{"--mode", "all", "--mix", "S", "--skip", "naive,naive", NULL}, "--skip naive,naive: naive named twice"},
+        {{"--mode", "all", "--mix", "S", "--skip", "naive,,green", NULL}, "--skip 'naive,,green': entry 2 is empty"},
+        {{"--mode", "naive", "--mix", "S", "--sample-ms", "50", "--no-monitor", NULL},
+         "--sample-ms sets the GPU sampler's period; --no-monitor turns the sampler off"},
+        {{"--list", "--mode", "mps", "--mix", "S", NULL}, "--mode does not go with --list"},
+        {{"--list", "--json", "--mix=S", NULL}, "--mix does not go with --list"},
+        {{"--mode", "naive", "--mix", "S", "--completion", "--epochs", "1", NULL},
+         "--completion times each job's second epoch (its first warms up): --epochs 1 runs one epoch"},
+        {{"--mode", "naive", "--mix", "S+S[epochs=1]", "--completion", NULL}, "S[epochs=1] runs one epoch"},
+        {{"--mode", "mps", "--mix", "S", "--mps-mem", "1M", NULL},
+         "--mps-mem 1M: job 0 (S) needs 1.00 GiB (its footprint) but its limit is 1 MiB"},
+        {{"--mode", "mps", "--mix", "S", "--mps-mem", "1M", "--force", NULL}, "its limit is 1 MiB"},
+        {{"--mode", "mps", "--mix", "S", "--mps-mem", "99999999T", NULL},
+         "--mps-mem: entry 1 of '99999999T': expected a size from 1M to 1024T, got '99999999T' (more than 1024T)"},
+        {{"--mode", "mps", "--mix", "S", "--mps-pipe", "/", NULL}, "--mps-pipe /: no MPS control daemon answers there"},
+        {{"--mode", "naive", "--mix", "S", "--window", "0x10", NULL}, "(hexadecimal is not read: decimal only)"},
+        {{"--mode", "naive", "--mix", "S", "--windows", " 3", NULL}, "(blanks are not read)"},
+        {{"--mode", "naive", "--mix", "S", "--windows", "+3", NULL}, "(no sign '+')"},
+        {{"--mode", "naive", "--mix", "S", "--windows", "2 ", NULL}, "(blanks are not read)"},
+        {{"--mode", "naive", "--mix", "S+\x01M", NULL}, "mix \"S+\\x01M\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = run(f, NULL, cases[i].args);
@@ -190,6 +213,15 @@ static void test_usage_errors(void **state) {
     assert_non_null(strstr(f->err, "cannot run the train program at /nonexistent/train"));
     struct stat st;
     assert_int_equal(stat(f->results, &st), -1); /* nothing was written */
+    /* a symbolic link loop as --results: its true reason, not "is not a folder" */
+    char loop[600];
+    snprintf(loop, sizeof loop, "%s/loop", f->dir);
+    assert_int_equal(symlink(loop, loop), 0);
+    const char *looped[] = {"--mode", "naive", "--mix", "S", "--results", loop, NULL};
+    assert_int_equal(run(f, NULL, looped), 2);
+    assert_non_null(strstr(f->err, "symbolic link"));
+    assert_null(strstr(f->err, "is not a folder"));
+    unlink(loop);
 }
 
 static void test_list(void **state) {
@@ -211,7 +243,7 @@ static void test_dry_run_json(void **state) {
     const char *args[] = {"--mode", "naive", "--mix", "S+M+S", "--dry-run", "--json", "--quick", NULL};
     int rc = run(f, "resnet26:footprint=1000000;resnet50:footprint=2000000000", args);
     unsetenv("SUITE_GPU_MEMORY");
-    assert_int_equal(rc, 0);
+    assert_int_equal(rc, 2); /* the dry run refuses what the run would (the mix does not fit), with its JSON */
     cJSON *root = cJSON_Parse(f->out);
     assert_non_null(root);
     cJSON *jobs = cJSON_GetObjectItem(root, "jobs");

@@ -109,7 +109,7 @@ static void test_refused(void **state) {
         {{"--mode", "naive", "--mix", "S", "--repeat", "three", NULL}, "--repeat: expected a whole number"},
         {{"--mode", "naive", "--mix", "S", "--repeat=", NULL}, "--repeat: expected a whole number"},
         {{"--mode", "naive", "--mix", "S", "--repeat", NULL}, "--repeat: expected"},
-        {{"--list", "--repeat", "2", NULL}, "--repeat repeats a run; it does not go with --list"},
+        {{"--list", "--repeat", "2", NULL}, "--repeat does not go with --list"},
         {{"--study", "small", "--repeat", "0", NULL}, "--repeat: expected a whole number from 1 to 100"},
         {{"--gpus", "0,1", "--mode", "naive", "--mix", "S+S", "--repeat", "2", NULL}, "--repeat does not go with --gpus"},
         {{"--mode", "mig-emulate", "--mix", "S+S", "--mig-layouts", "all", "--repeat", "2", NULL},

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -209,10 +210,38 @@ static void test_study_window_and_repeats(void **state) {
     test_rmtree(dir);
 }
 
+/* The revision study.json records, from a tree that is no git checkout: git is not asked (its "fatal: not a
+ * git repository" never shows), the build's revision stands, and without one "unknown", said so. */
+static void test_revision_outside_a_checkout(void **state) {
+    char dir[512], log[600], text[4096] = "", rev[64];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(log, sizeof log, "%s/stderr", dir);
+    int saved = dup(2), file = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(file, 2);
+    study_revision(dir, "", rev, sizeof rev);
+    char built[64];
+    study_revision(dir, "0123abcd", built, sizeof built);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved), close(file);
+    FILE *f = fopen(log, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = 0;
+    if (f) fclose(f);
+    assert_string_equal(rev, "unknown");
+    assert_string_equal(built, "0123abcd");
+    assert_non_null(strstr(text, "note: the suite's revision is unknown"));
+    assert_null(strstr(text, "fatal"));
+    study_revision(SUITE_SOURCE_DIR, "", rev, sizeof rev); /* the checkout itself: git's answer, or what stands */
+    expect_gt(strlen(rev), 0);
+    test_rmtree(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_study_window_and_repeats),
         cmocka_unit_test(test_cells),
+        cmocka_unit_test(test_revision_outside_a_checkout),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_equals_form),
         cmocka_unit_test(test_small_study),

@@ -96,7 +96,11 @@ static void expect_usage_error(const char *needle, const char *const *args) {
 #define EXPECT_USAGE(needle, ...) expect_usage_error(needle, (const char *const[]){__VA_ARGS__, NULL})
 
 static void test_bad_input_exits_2(void **state) {
-    EXPECT_USAGE("unknown model 'resnet18'", "--model", "resnet18", "--dry-run");
+    /* every model of the catalog is named, the recommender too */
+    EXPECT_USAGE("--model: expected one of resnet26, resnet50, resnet152", "--model", "resnet18", "--dry-run");
+    EXPECT_USAGE("dlrm", "--model", "resnet1000");
+    EXPECT_USAGE("--model: expected one of", "--model", "resnet1000", "--dry-run");
+    EXPECT_USAGE("--data-if-present goes with --data-root", "--model", "resnet26", "--data-if-present", "--dry-run");
     EXPECT_USAGE("--model is required", "--batch", "8");
     EXPECT_USAGE("--batch: expected a whole number", "--model", "resnet26", "--batch", "0");
     EXPECT_USAGE("--batch: expected a whole number", "--model", "resnet26", "--batch", "12x");

@@ -136,6 +136,17 @@ static int fail(const char *fmt, const char *a, const char *b) {
     return EXIT_USAGE;
 }
 
+/* --list shows the presets and modes (--json: as JSON): any other option applies to nothing there. */
+static int list_alone(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(argv[i], "="), argv[i]);
+        if (!strncmp(argv[i], "--", 2) && strcmp(name, "--list") && strcmp(name, "--json"))
+            return fail("%s does not go with --list, which shows the presets and modes (with --json: as JSON)%s", name, "");
+    }
+    return EXIT_OK;
+}
+
 static int is_dir(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -205,6 +216,18 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
         return fail("--completion times whole epochs: --window, --windows and --warmup-steps are the window "
                     "measurement's%s%s", "", "");
     if (o->completion) o->window_s = 0, o->windows = 1;
+    /* the completion measurement times each job's second epoch (the first warms up): a job of one epoch
+       would time its warm-up */
+    for (int i = 0; o->completion && i < o->mix.count; i++) {
+        int epochs = o->mix.jobs[i].epochs ? o->mix.jobs[i].epochs : o->epochs ? o->epochs : 2;
+        if (epochs < 2)
+            return fail("--completion times each job's second epoch (its first warms up): %s runs one epoch; give it 2 "
+                        "or more%s", o->mix.jobs[i].epochs ? o->mix.jobs[i].label : "--epochs 1", "");
+    }
+    /* an option that applies to nothing here is refused, both named, not ignored */
+    if (o->no_monitor && cli_given(argc, argv, "--sample-ms"))
+        return fail("--sample-ms sets the GPU sampler's period; --no-monitor turns the sampler off: give one of them%s%s",
+                    "", "");
     if (find_train(args->train, train_path, train_size) != 0)
         return fail("cannot run the train program at %s (build it, or give --train PATH)%s", train_path, "");
     o->train_path = train_path;
@@ -233,8 +256,7 @@ int main(int argc, char **argv) {
     int status = parsed == 1 ? EXIT_OK : EXIT_USAGE;
     if (parsed != 0) {
         if (parsed != 1) fprintf(stderr, "run_suite: %s\n", err);
-    } else if (args->list && args->have_repeat) {
-        status = fail("--repeat repeats a run; it does not go with --list%s%s", "", "");
+    } else if (args->list && (status = list_alone(argc, argv)) != EXIT_OK) {
     } else if (args->list) {
         print_list(args->o.json);
         status = EXIT_OK;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/job_spec.h"
+#include "base/quote.h"
 #include "models/catalog.h"
 #include "models/core/safetensors.h"
 #include "runner/cli.h"
@@ -236,8 +237,19 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
         snprintf(err, err_size, "--model is required: one of %s", lists.all);
         return -1;
     }
-    /* an unknown name is refused where the model is built, with the names that build */
+    /* every model the catalog holds, whichever workload trains it (the recommender too) */
     const model_spec *spec = catalog_find(o->model);
+    if (!spec) {
+        char shown[QUOTE_SHOWN * 4 + 48];
+        snprintf(err, err_size, "--model: expected one of %s, got %s", lists.all,
+                 quote_text(shown, sizeof shown, '\'', o->model, strlen(o->model)));
+        return -1;
+    }
+    if (o->data_if_present && !o->data_root[0]) { /* an option that applies to nothing is refused, not ignored */
+        snprintf(err, err_size, "--data-if-present goes with --data-root (it says what a job trains on where that "
+                 "folder lacks its set's files); without --data-root every set but fashion-mnist is synthetic");
+        return -1;
+    }
     int click_logs = spec && spec->input == MODEL_INPUT_CLICK_LOGS;
     if (!click_logs && (o->max_rows || o->lr_warmup_steps || o->lr_decay_start || o->lr_decay_steps)) {
         snprintf(err, err_size, "--max-rows and --lr-warmup-steps/--lr-decay-start/--lr-decay-steps are the "

@@ -44,6 +44,7 @@ int monitor_nvml_source(monitor_source *src, int gpu_index, const unsigned *gi_i
 /* The GPU's identity and size, read once through NVML for run.json and the footprint check. */
 typedef struct monitor_gpu {
     int nvml_ok;
+    int nvml_count;                /* the GPUs NVML counts on this machine; -1 when NVML cannot tell */
     char why[512];                 /* why NVML could not tell */
     char name[96], uuid[96], driver[80];
     char visible[GPU_LIST_MAX];    /* CUDA_VISIBLE_DEVICES for it: its UUID, else its index; under

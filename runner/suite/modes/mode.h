@@ -7,7 +7,8 @@
  *             run shows the message and goes on), or EXIT_USAGE when the input is at fault.
  *   fit       can the jobs' footprints share the GPU's memory this way? NULL: the largest job
  *             must fit with MODE_SEQUENTIAL, else their sum (suite_fit). 0 fits, -1 does not
- *             (the numbers in err; refused without --force), SUITE_FIT_OWN when the mode checks
+ *             (the numbers in err; refused without --force), SUITE_FIT_REFUSED when a setting of
+ *             the mode cannot hold a job (refused, --force or not), SUITE_FIT_OWN when the mode checks
  *             each partition itself (MIG's planner).
  *   describe  the dry run's lines (json NULL: printed to out) or keys (added to json).
  *   start     after the run folder exists: daemons, instances, partitions.
@@ -78,6 +79,7 @@ enum {
 };
 
 #define SUITE_FIT_OWN 1
+#define SUITE_FIT_REFUSED 2 /* a mode's setting contradicts a job (a limit below its footprint): exit 2, --force or not */
 
 /* What an options check knows: the mode as given (--mode's text; "all"), and the modes it runs
  * as, the given one first (none for --mode all), under the options as parsed. */

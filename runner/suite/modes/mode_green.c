@@ -125,7 +125,8 @@ static int plan(suite_ctx *c, char *err, size_t err_size) {
     if (g->share_text) req.share = share;
     st->from_mig = g->via == VIA_GREEN;
     if (st->from_mig) {
-        if (mode_mig_plan(c, &st->mig, err, err_size) != 0) return -1;
+        int rc = mode_mig_plan(c, &st->mig, err, err_size); /* its refusal keeps its kind: bad input is exit 2 */
+        if (rc != 0) return rc;
         for (int k = 0; k < st->mig.count; k++)
             if (st->mig.instances[k].job >= 0 && st->mig.instances[k].job < c->count)
                 sm[st->mig.instances[k].job] = st->mig.instances[k].sm_count;

@@ -158,8 +158,11 @@ int mode_mig_plan(const suite_ctx *c, mig_plan *plan, char *err, size_t err_size
     mig_gpu gpu;
     mig_job jobs[MIX_MAX_JOBS];
     const mode_mig_options *m = mode_mig_options_of(c->o);
-    if (mode_mig_table(c, &gpu, err, err_size) != 0) /* no table: a layout no GPU has is still bad input */
-        return m->layout && mig_layout_of_some_gpu(m->layout, c->count, err, err_size) != 0 ? EXIT_USAGE : -1;
+    if (mode_mig_table(c, &gpu, err, err_size) != 0) /* no table: a layout or a job count no GPU has is still bad input */
+        return (m->layout && mig_layout_of_some_gpu(m->layout, c->count, err, err_size) != 0) ||
+                       mig_jobs_fit_some_gpu(c->count, err, err_size) != 0
+                   ? EXIT_USAGE
+                   : -1;
     mode_mig_jobs(c, NULL, c->count, jobs);
     return mig_plan_objective(plan, &gpu, jobs, c->count, m->layout, (mig_objective)m->objective, m->share_memory,
                               0, 0, err, err_size) == 0 ? 0 : EXIT_USAGE;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "results/results.h"
+#include "runner/mps_probe.h"
 #include "runner/suite/gpu/mps.h"
 #include "runner/suite/modes/mode_run.h"
 
@@ -41,6 +42,13 @@ static int check(const mode_check *ck, void *options, char *err, size_t err_size
     m->have_mem = m->mem_text != NULL;
     if (m->pipe && !(stat(m->pipe, &st) == 0 && S_ISDIR(st.st_mode))) {
         snprintf(err, err_size, "--mps-pipe %s: not a folder", m->pipe);
+        return -1;
+    }
+    /* the daemon it names must answer before anything is made, in the dry run too (a compute node's
+       daemon is left to the node: run_suite --slurm checks on the login node) */
+    if (m->pipe && !suite_node_checks_later() && !mps_daemon_running(m->pipe)) {
+        snprintf(err, err_size, "--mps-pipe %s: no MPS control daemon answers there (no %s/control socket with a live "
+                 "pid)", m->pipe, m->pipe);
         return -1;
     }
     return 0;
@@ -88,9 +96,19 @@ static void environment(const mode_run *r, int job, job_env *env) {
     mps_client_env(mode_run_state(r), m->have_sm ? m->sm[i] : 0, m->have_mem ? m->mem[i] : 0, env);
 }
 
+/* A limit below a job's footprint fails that job whatever the GPU holds: refused, --force or not. */
 static int fit(const suite_ctx *c, char *err, size_t err_size) {
     const mps_options *m = options_of(c->o);
-    return suite_fit(c, 0, m->have_mem ? m->mem : NULL, err, err_size);
+    for (int i = 0; m->have_mem && i < c->count; i++)
+        if (c->fp[i].total > (double)m->mem[i]) {
+            char need[32], limit[32];
+            results_format_bytes(need, sizeof need, c->fp[i].total);
+            results_format_bytes(limit, sizeof limit, (double)m->mem[i]);
+            snprintf(err, err_size, "--mps-mem %s: job %d (%s) needs %s (its footprint) but its limit is %s", m->mem_text,
+                     i, c->o->mix.jobs[i].label, need, limit);
+            return SUITE_FIT_REFUSED;
+        }
+    return suite_fit(c, 0, NULL, err, err_size);
 }
 
 static void describe(const suite_ctx *c, FILE *out, cJSON *json) {

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/knobs.h"
+
 const suite_planned *suite_mode_planned(const suite_ctx *c, const suite_mode *mode) {
     for (int k = 0; k < c->mode_count; k++)
         if (c->modes[k].mode == mode) return &c->modes[k];
@@ -43,6 +45,11 @@ int suite_check_fit(unsigned mode_flags, const double *footprints, const long lo
         n += snprintf(err + n, err_size - (size_t)n, " job %d %s;", i, one);
     }
     return -1;
+}
+
+int suite_node_checks_later(void) {
+    const char *v = knob_text(KNOB_NODE_CHECKS);
+    return v && !strcmp(v, "later");
 }
 
 int suite_fit(const suite_ctx *c, unsigned mode_flags, const long long *limits, char *err,

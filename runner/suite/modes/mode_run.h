@@ -102,6 +102,9 @@ static inline void *mode_run_state(const mode_run *r) { return r->state; }
  * numbers. Unknown memory (NaN) checks the limits only. */
 int suite_check_fit(unsigned mode_flags, const double *footprints, const long long *limits,
                     int count, double memory_bytes, char *err, size_t err_size);
+/* 1 in a dry run on a login node (run_suite --slurm's check of a task, SUITE_NODE_CHECKS=later):
+ * what needs the compute node (its GPUs, a running MPS daemon) is left to it, and said so. */
+int suite_node_checks_later(void);
 /* The same for the run's mix and GPU (limits NULL: none); a mode's fit calls it. */
 int suite_fit(const suite_ctx *c, unsigned mode_flags, const long long *limits, char *err,
               size_t err_size);

@@ -494,16 +494,22 @@ static void iso_now(char *out, size_t size) {
     strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &utc);
 }
 
-/* The suite's git revision: git (found on PATH: the spawn does not search it) reading the
- * checkout run_suite was built from, else the revision at build time. */
-static void suite_revision(char *out, size_t size) {
-    char git[PATH_MAX], text[128] = "";
-    snprintf(out, size, "%s", SUITE_BUILD_REVISION);
-    if (jobs_find_program("git", git, sizeof git) != 0) return;
-    char *argv[] = {git, "-C", SUITE_SOURCE_DIR, "rev-parse", "HEAD", NULL};
-    int st = jobs_run_capture(argv, environ, NULL, text, sizeof text, 10);
-    text[strcspn(text, "\r\n")] = 0;
-    if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && text[0]) snprintf(out, size, "%s", text);
+void study_revision(const char *source_dir, const char *built, char *out, size_t size) {
+    char git[PATH_MAX], text[128] = "", dot_git[PATH_MAX];
+    struct stat st_git;
+    snprintf(out, size, "%s", built);
+    snprintf(dot_git, sizeof dot_git, "%s/.git", source_dir);
+    if (stat(dot_git, &st_git) == 0 && jobs_find_program("git", git, sizeof git) == 0) {
+        char *argv[] = {git, "-C", (char *)source_dir, "rev-parse", "HEAD", NULL};
+        int st = jobs_run_capture(argv, environ, NULL, text, sizeof text, 10);
+        text[strcspn(text, "\r\n")] = 0;
+        if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && text[0]) snprintf(out, size, "%s", text);
+    }
+    if (!out[0]) {
+        snprintf(out, size, "unknown");
+        fprintf(stderr, "note: the suite's revision is unknown (%s is not a git checkout and the build recorded none): "
+                "study.json says \"unknown\"\n", source_dir);
+    }
 }
 
 static cJSON *cell_json(const study_cell *c) {
@@ -556,7 +562,7 @@ int study_main(int argc, char **argv) {
     cJSON_AddBoolToObject(root, "quick", o.quick);
     cJSON_AddStringToObject(root, "started", started);
     char rev[64];
-    suite_revision(rev, sizeof rev);
+    study_revision(SUITE_SOURCE_DIR, SUITE_BUILD_REVISION, rev, sizeof rev);
     cJSON_AddStringToObject(root, "suite_revision", rev);
     cJSON_AddBoolToObject(root, "real_mig", with_mig);
     cJSON *used = cJSON_AddArrayToObject(root, "gpus");

@@ -35,4 +35,9 @@ typedef struct study_cell {
 } study_cell;
 int study_cells(const char *set, int quick, const int *degrees, int with_mig, study_cell *out, int max);
 
+/* The suite's revision as study.json records it: git (found on PATH) reading source_dir where that
+ * is a checkout (git is never asked of a tree without .git, so its "not a git repository" is not
+ * shown), else `built` (the revision at build time), else "unknown", said so on stderr. */
+void study_revision(const char *source_dir, const char *built, char *out, size_t size);
+
 #endif

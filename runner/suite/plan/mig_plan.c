@@ -485,6 +485,16 @@ int mig_plan_layout_text(const mig_plan *plan, char *out, size_t size) {
     return mig_plan_layout_for(plan, NULL, plan->count, out, size);
 }
 
+int mig_jobs_fit_some_gpu(int job_count, char *err, size_t err_size) {
+    int most = 0;
+    const mig_gpu *widest = NULL;
+    for (int i = 0; mig_known_gpu_at(i); i++)
+        if (mig_known_gpu_at(i)->compute_slices > most) widest = mig_known_gpu_at(i), most = widest->compute_slices;
+    if (job_count <= most) return 0;
+    return error_set(err, err_size, "%d jobs need a MIG instance each and every instance needs a compute slice: "
+                     "no GPU this suite knows has more than %d (%s)", job_count, most, widest ? widest->name : "none");
+}
+
 int mig_layout_of_some_gpu(const char *layout, int job_count, char *err, size_t err_size) {
     int profiles[MIG_MAX_INSTANCES], i = 0;
     char why[1024] = "";

@@ -133,6 +133,9 @@ int mig_parse_slots(const mig_gpu *gpu, const char *layout, int job_count, mig_s
 /* The same, profile indices only (profiles holds MIG_MAX_INSTANCES), one per job. */
 int mig_parse_layout(const mig_gpu *gpu, const char *layout, int job_count, int *profiles,
                      char *err, size_t err_size);
+/* Without the GPU's own table: 0 when some known GPU has a compute slice for each of job_count jobs,
+ * else -1 with the most any has. */
+int mig_jobs_fit_some_gpu(int job_count, char *err, size_t err_size);
 /* Without the GPU's own table: 0 when the layout parses for at least one known GPU (its profile
  * names, one per job), else -1 with why it fails (on the first known GPU). */
 int mig_layout_of_some_gpu(const char *layout, int job_count, char *err, size_t err_size);

@@ -371,20 +371,54 @@ static int plan_modes(suite_ctx *c, const char **plan_error, int *dry_status) {
     return -1;
 }
 
-/* Every mode's fit; the first refusal in fit. Returns how many modes checked memory. */
-static int fit_modes(const suite_ctx *c, char *fit, size_t fit_size, int *fits) {
+/* Every mode's fit; the first refusal in fit (*refused: one --force does not lift, SUITE_FIT_REFUSED).
+ * Returns how many modes checked memory. */
+static int fit_modes(const suite_ctx *c, char *fit, size_t fit_size, int *fits, int *refused) {
     int checked = 0;
     char err[2048];
-    *fits = 1;
+    *fits = 1, *refused = 0;
     for (int k = 0; k < c->mode_count; k++) {
         const suite_planned *p = &c->modes[k];
         if (p->skipped) continue;
         int rc = p->mode->fit ? p->mode->fit(c, err, sizeof err) : suite_fit(c, p->mode->flags, NULL, err, sizeof err);
         checked += rc != SUITE_FIT_OWN;
+        if (rc == SUITE_FIT_REFUSED && !*refused) snprintf(fit, fit_size, "%s", err), *refused = 1, *fits = 0;
         if (rc < 0 && *fits) snprintf(fit, fit_size, "%s", err);
         if (rc < 0) *fits = 0;
     }
     return checked;
+}
+
+/* The run's cards against what NVML counts, before anything runs (the dry run too): an index NVML
+ * says does not exist is bad input, and so is a data-parallel job wider than the run's cards (the
+ * --gpu card, or SUITE_JOB_DEVICES' under run_suite --gpus). Where NVML cannot tell, or on a login
+ * node (suite_node_checks_later), it says what is not checked. -1 to go on, else the exit status. */
+static int check_devices(const suite_ctx *c) {
+    const suite_options *o = c->o;
+    const char *devices = knob_text(KNOB_JOB_DEVICES);
+    int cards = 1, widest = 1, wide = -1;
+    for (const char *p = devices; p && *p; p++) cards += *p == ',';
+    for (int i = 0; i < o->mix.count; i++)
+        if (o->mix.jobs[i].gpus > widest) widest = o->mix.jobs[i].gpus, wide = i;
+    char what[256];
+    snprintf(what, sizeof what, "that GPU %d exists%s", o->gpu,
+             widest > 1 ? " and that the run's cards hold the data-parallel job's ranks" : "");
+    if (suite_node_checks_later() || c->gpu.nvml_count < 0) {
+        if (suite_node_checks_later()) fprintf(stderr, "note: left to the compute node: %s\n", what);
+        else if (o->gpu > 0 || widest > 1) fprintf(stderr, "warning: not checked: %s (%s)\n", what, c->gpu.why);
+        return -1;
+    }
+    if (o->gpu >= c->gpu.nvml_count) {
+        fprintf(stderr, "error: --gpu %d: %s\n", o->gpu, c->gpu.why);
+        return EXIT_USAGE;
+    }
+    if (widest > cards) {
+        fprintf(stderr, "error: job %d (%s) trains on %d GPUs (gpus=%d), but this run has %d card(s) (--gpu %d); "
+                "run_suite --gpus LIST runs a mix over several\n", wide, o->mix.jobs[wide].label, widest, widest, cards,
+                o->gpu);
+        return EXIT_USAGE;
+    }
+    return -1;
 }
 
 static int load_baseline(suite_ctx *c) {
@@ -449,29 +483,37 @@ static int prepare(suite_ctx *c, const suite_pass *pass) {
         }
         snprintf(c->gpu.visible, sizeof c->gpu.visible, "%s", devices);
     }
+    int status = check_devices(c);
+    if (status >= 0) return status;
     const char *plan_error = NULL;
-    int dry_status, status = plan_modes(c, &plan_error, &dry_status);
+    int dry_status;
+    status = plan_modes(c, &plan_error, &dry_status);
     if (status >= 0) return status;
     char fit[2048];
-    int fits, checked = fit_modes(c, fit, sizeof fit, &fits);
+    int fits, refused, checked = fit_modes(c, fit, sizeof fit, &fits, &refused);
+    /* From here the dry run refuses what the run refuses, in the same order and words (exit 2): the
+       plans, the pass's check, the fit, the baseline; it only lists the run first. */
+    int checked_pass = -1;
     if (o->dry_run) {
-        int checked_pass;
         print_dry_run(c, fits ? NULL : fit, plan_error, pass, &checked_pass);
         if (dry_status >= 0) {
             if (!o->json) fprintf(stderr, "error: %s\n", plan_error);
             return dry_status;
         }
-        return checked_pass >= 0 ? checked_pass : EXIT_OK;
+    } else if (pass) {
+        checked_pass = pass->check(c, NULL, NULL);
     }
-    if (pass && (status = pass->check(c, NULL, NULL)) >= 0) return status;
-    if (!fits && !o->force) {
-        fprintf(stderr, "error: refused: %s\n(--force runs it anyway)\n", fit);
+    if (checked_pass > 0 || (checked_pass == 0 && !o->dry_run)) return checked_pass;
+    if (!fits && (refused || !o->force)) {
+        if (!o->json || !o->dry_run)
+            fprintf(stderr, "error: refused: %s\n%s", fit, refused ? "" : "(--force runs it anyway)\n");
         return EXIT_USAGE;
     }
     if (!fits) fprintf(stderr, "warning: %s; running anyway (--force)\n", fit);
-    if (isnan(c->gpu.memory_bytes) && checked)
+    if (isnan(c->gpu.memory_bytes) && checked && !o->dry_run)
         fprintf(stderr, "warning: GPU memory unknown (%s): the footprint check is skipped\n", c->gpu.why);
     if (o->baseline_dir && load_baseline(c) != 0) return EXIT_USAGE;
+    if (o->dry_run) return checked_pass >= 0 ? checked_pass : EXIT_OK;
     return -1;
 }
 
