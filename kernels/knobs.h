@@ -24,6 +24,7 @@ typedef enum knob_id {
     KNOB_STATE_DIR,
     KNOB_PYTHON,
     KNOB_REPORT_SCRIPT,
+    KNOB_WRITE_FAULT,
     KNOB_DDP_OVERLAP,
     KNOB_DDP_BROADCAST_BUFFERS,
     /* set by `train --gpus` for its ranks (runner/train/train_ddp.h), not by users */

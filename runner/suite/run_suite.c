@@ -5,6 +5,7 @@
  * which declares and checks its own options (runner/suite/modes/mode.h). */
 #define _GNU_SOURCE
 #include <libgen.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,11 +205,31 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
     return EXIT_OK;
 }
 
+/* A results file that could not be written (results_write_failures: a full disk, a short write, a
+ * failed rename; each said with its reason as it happened) makes the run's status 1 whatever its
+ * jobs did: what was measured is not all on disk. Bad usage (2) and a stop (128+N) keep theirs. */
+static int with_writes(int status) {
+    int failed = results_write_failures();
+    if (!failed || status == EXIT_USAGE || status > 128 || status == EXIT_RUNTIME) return status;
+    fprintf(stderr, "run_suite: %d results file(s) could not be written (the errors above): exit %d\n", failed,
+            EXIT_RUNTIME);
+    return EXIT_RUNTIME;
+}
+
+static int run_main(int argc, char **argv);
+
 int main(int argc, char **argv) {
+    /* a file-size limit (ulimit -f) makes a write fail with EFBIG, reported as any full disk is,
+     * rather than killing run_suite before it has said what was lost */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc > 1 && strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
-    if (slurm_requested(argc, argv)) return slurm_main(argc, argv); /* before --study: it sweeps one */
-    if (study_requested(argc, argv)) return study_main(argc, argv); /* before --gpus: it spreads over them */
-    if (gpus_requested(argc, argv)) return gpus_main(argc, argv);
+    if (slurm_requested(argc, argv)) return with_writes(slurm_main(argc, argv)); /* before --study: it sweeps one */
+    if (study_requested(argc, argv)) return with_writes(study_main(argc, argv)); /* before --gpus: it spreads over them */
+    if (gpus_requested(argc, argv)) return with_writes(gpus_main(argc, argv));
+    return with_writes(run_main(argc, argv));
+}
+
+static int run_main(int argc, char **argv) {
     mode_option_table table;
     char err[2048];
     if (suite_mode_option_table(&table, RUN_OPTIONS, RUN_CONTROL, sizeof(run_args), err, sizeof err) != 0) {

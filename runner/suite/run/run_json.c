@@ -96,6 +96,8 @@ void run_json_write(const suite_ctx *c, const mode_run *r, const char *dir, cons
     char finished[32] = "";
     if (strcmp(status, "running") != 0) run_json_time(finished, sizeof finished);
     cJSON_AddStringToObject(root, "finished", finished);
+    /* who writes it: "running" whose process is gone reads as failed (results.h) */
+    cJSON_AddItemToObject(root, "process", results_process_json());
     if (r && r->error[0]) cJSON_AddStringToObject(root, "error", r->error);
     cJSON_AddItemToObject(root, "command", strv_json(o->argv));
     cJSON_AddItemToObject(root, "gpu", run_json_gpu(&c->gpu, o->gpu));

@@ -123,9 +123,12 @@ static void write_results(mode_run *r, const serial_baseline *base) {
         base = &own;
     }
     results_compare(&r->summary, base);
-    if (results_write_jobs_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0 ||
-        results_write_steps_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0 ||
-        results_write_summary(r->dir, c->o->mix_text, r->jobs, r->count, &r->summary, base, err, sizeof err) != 0)
+    /* each file on its own: one that cannot be written takes none of the others with it */
+    if (results_write_jobs_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0)
+        fprintf(stderr, "error: %s\n", err);
+    if (results_write_steps_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0)
+        fprintf(stderr, "error: %s\n", err);
+    if (results_write_summary(r->dir, c->o->mix_text, r->jobs, r->count, &r->summary, base, err, sizeof err) != 0)
         fprintf(stderr, "error: %s\n", err);
     results_print_table(stdout, r->jobs, r->count, &r->summary);
     results_print_faults(stdout, r->jobs, r->count, r->mode->name);
