@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "models/core/precision.h"
+#include "results/output_path.h"
 #include "results/results.h"
 #include "runner/cli.h"
 #include "results/repeats.h"
@@ -189,6 +190,10 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
     if (suite_repeat_requested(o) && suite_sweep_requested(o))
         return fail("--repeat goes with a run of the mix, not the layout sweep (--mig-layouts)%s%s", "", "");
     if (o->baseline_dir && !is_dir(o->baseline_dir)) return fail("--baseline %s: not a folder%s", o->baseline_dir, "");
+    /* the rule of every output (results/output_path.h), in the dry run too */
+    const char *inputs[] = {o->data_root ? o->data_root : "", o->baseline_dir ? o->baseline_dir : "", NULL};
+    const output_path_rule results = {"--results", OUTPUT_PATH_FOLDER, inputs, NULL};
+    if (output_path_check(&results, o->results_dir, err, sizeof err) != 0) return fail("%s%s", err, "");
     if (o->quick) { /* the window measurement's epochs after the warm-up stay whole: few epoch events */
         if (!args->have_epochs) o->epochs = 2;
         if (!args->have_steps && o->completion) o->steps_per_epoch = 10;

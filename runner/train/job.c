@@ -311,6 +311,7 @@ int train_job_run(const train_options *options, const train_events *events, cons
                      .spec = spec};
     int rc;
     if (j.w.ops->plan(&j.w, err, sizeof err) != 0) rc = fail(&j, 2, err);
+    else if (options->dry_run && train_options_check_files(options, err, sizeof err) != 0) rc = fail(&j, 2, err);
     else if (options->dry_run) rc = dry_run(&j);
     else rc = train_workload(&j, place, err, sizeof err);
     j.w.ops->end(&j.w);

@@ -6,6 +6,7 @@
 
 #include "models/catalog.h"
 #include "models/core/safetensors.h"
+#include "results/output_path.h"
 #include "runner/cli.h"
 
 #define DATA_SETS "synthetic, fashion-mnist, cifar10, imagenet64, imagenet, criteo-kaggle, criteo-terabyte"
@@ -302,9 +303,9 @@ int train_options_check_files(const train_options *o, char *err, size_t err_size
         snprintf(err, err_size, "--load %s", why);
         return -1;
     }
-    if (o->save[0] && st_writer_check_path(o->save, why, sizeof why) != 0) {
-        snprintf(err, err_size, "--save %s", why);
-        return -1;
-    }
+    /* the one rule of outputs (results/output_path.h): never onto what the job reads */
+    const char *inputs[] = {o->load, o->data_root, NULL};
+    const output_path_rule save = {"--save", OUTPUT_PATH_FILE, inputs, ".safetensors"};
+    if (o->save[0] && output_path_check(&save, o->save, err, err_size) != 0) return -1;
     return 0;
 }
