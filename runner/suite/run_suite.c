@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "models/catalog.h"
 #include "models/core/precision.h"
 #include "results/output_path.h"
 #include "results/results.h"
@@ -28,6 +29,7 @@
 #include "runner/suite/run/report_cmd.h"
 #include "runner/suite/multi/slurm.h"
 #include "runner/suite/multi/study.h"
+#include "runner/train/train_rules.h"
 
 /* What the command line fills besides the modes' options: the run's options and the values
  * checked once the mix is known. */
@@ -181,10 +183,15 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
     }
     if (!o->mix_text) return fail("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
     if (mix_parse(&o->mix, o->mix_text, err, sizeof err) != 0) return fail("--mix: %s%s", err, "");
-    for (int i = 0; args->precision && i < o->mix.count; i++)
-        if (!o->mix.jobs[i].precision[0])
-            snprintf(o->mix.jobs[i].precision, sizeof o->mix.jobs[i].precision, "%s",
-                     precision_name((precision_kind)(args->precision - 1)));
+    for (int i = 0; args->precision && i < o->mix.count; i++) {
+        job_spec *job = &o->mix.jobs[i];
+        if (job->precision[0]) continue;
+        /* the rule train applies to the job (runner/train/train_rules.h), before any job starts */
+        if (train_rule_precision(catalog_find(job->model), job->model, (precision_kind)(args->precision - 1), err,
+                                 sizeof err) != 0)
+            return fail("job %s: %s", job->label, err);
+        snprintf(job->precision, sizeof job->precision, "%s", precision_name((precision_kind)(args->precision - 1)));
+    }
     if (suite_mode_check_options(table, o, mode, err, sizeof err) != 0) return fail("%s%s", err, "");
     if (o->json && !o->dry_run) return fail("--json goes with --dry-run or --list%s%s", "", "");
     if (suite_repeat_requested(o) && suite_sweep_requested(o))
