@@ -375,7 +375,8 @@ static void test_results_folder_refused(void **state) {
 
 /* --- item 13: run_suite report stopped --------------------------------------------------------- */
 
-/* The report's reading made slow (a minute), so that the stop comes while report.py runs. */
+/* The report's reading made slow (a minute, after it marks `started`), so that the stop comes while
+ * report.py runs its own code. */
 static void slow_report_script(const char *dir, char *path, size_t size) {
     snprintf(path, size, "%s/slow_report.py", dir);
     FILE *f = fopen(path, "w");
@@ -383,8 +384,11 @@ static void slow_report_script(const char *dir, char *path, size_t size) {
     fprintf(f, "import runpy, sys, time\n"
                "sys.path.insert(0, '%s/results')\n"
                "import report_data\n"
-               "report_data.load = lambda paths: time.sleep(60)\n"
-               "runpy.run_path('%s/results/report.py', run_name='__main__')\n", SUITE_SOURCE_DIR, SUITE_SOURCE_DIR);
+               "def slow(paths):\n"
+               "    open('%s/started', 'w').close()\n"
+               "    time.sleep(60)\n"
+               "report_data.load = slow\n"
+               "runpy.run_path('%s/results/report.py', run_name='__main__')\n", SUITE_SOURCE_DIR, dir, SUITE_SOURCE_DIR);
     fclose(f);
 }
 
@@ -410,7 +414,12 @@ static void test_report_stopped(void **state) {
             _exit(127);
         }
         setpgid(pid, pid); /* as the child does: whichever runs first */
-        usleep(1500000);   /* python started and sleeping in its reading */
+        char started[700];
+        struct stat mark;
+        snprintf(started, sizeof started, "%s/started", dir);
+        for (int i = 0; i < 600 && stat(started, &mark) != 0; i++) usleep(50000); /* report.py reading */
+        assert_int_equal(stat(started, &mark), 0);
+        unlink(started);
         kill(group ? -pid : pid, signals[k]);
         int st;
         assert_int_equal(waitpid(pid, &st, 0), pid);

@@ -71,6 +71,10 @@ int report_run(char *const *args, int count) {
     char **argv = calloc((size_t)count + 3, sizeof *argv);
     if (!argv) return 1;
     const char *python = report_python();
+    if (jobs_stop_signal()) { /* stopped while the interpreters were asked: nothing to start */
+        free(argv);
+        return 128 + jobs_stop_signal();
+    }
     argv[0] = (char *)python;
     argv[1] = (char *)script;
     for (int i = 0; i < count; i++) argv[i + 2] = args[i];
