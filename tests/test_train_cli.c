@@ -167,19 +167,26 @@ static void test_options_that_do_not_apply(void **state) {
 }
 
 static void test_data_if_present(void **state) {
-    /* run_suite passes one data root to every job: sets without files there fall back to synthetic */
-    assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", "/nonexistent-dir",
+    /* run_suite passes one data root to every job: sets without files under it fall back to
+       synthetic data; a root that cannot be used is bad input, with --data-if-present too */
+    char empty[512];
+    test_tmpdir(empty, sizeof empty);
+    assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", empty,
                                "--data-if-present", "--dry-run", NULL), 0);
-    EXPECT_USAGE("/nonexistent-dir", "--model", "resnet50", "--data", "imagenet64", "--data-root", "/nonexistent-dir");
+    EXPECT_USAGE("train_data_batch_1.npz not found", "--model", "resnet50", "--data", "imagenet64", "--data-root", empty,
+                 "--epochs", "1");
+    EXPECT_USAGE("--data-root /nonexistent-dir: does not exist", "--model", "resnet50", "--data", "imagenet64",
+                 "--data-root", "/nonexistent-dir", "--data-if-present", "--dry-run");
     EXPECT_USAGE("/nonexistent-dir", "--model", "resnet50", "--data", "imagenet", "--data-root", "/nonexistent-dir");
     EXPECT_USAGE("synthetic data has no files", "--model", "resnet50", "--data-root", "/tmp");
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         /* the files are absent, so it falls back to synthetic data and only then needs the GPU */
-        assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", "/nonexistent-dir",
+        assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", empty,
                                    "--data-if-present", "--epochs", "1", NULL), 1);
         assert_non_null(strstr(err, "synthetic imagenet64-shaped data instead"));
     }
+    test_rmtree(empty);
 }
 
 /* --decode: refused where there are no JPEG files to decode or no nvJPEG in the build; the plan

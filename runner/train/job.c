@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "data/data_check.h"
 #include "kernels/check.h"
 #include "runner/train/step_window.h"
 #include "runner/train/workload.h"
@@ -273,9 +274,14 @@ static void emit_setup(job *j) {
     cJSON *e = train_setup_event(j->o->model, (double)w->ops->param_count(w), (double)w->ops->gpu_bytes(w),
                                  w->ops->flops_per_step(w), w->ctx, w->steps_per_epoch, j->o->data, w->data_source,
                                  device, sizeof device, &sms, &mps);
+    /* which data it trains on, named: real (where) or synthetic (why), as data/data_check.h names it */
+    char data[1200];
+    data_describe(j->o->data, j->o->data_root, j->o->data_if_present, data, sizeof data);
+    cJSON_AddStringToObject(e, "data_detail", data);
     w->ops->add_setup_fields(w, e);
     train_emit(j->ev, e);
     w->ops->print_setup(w, device, sms, mps, j->ev->human);
+    fprintf(j->ev->human, "data: %s, %s\n", j->o->data, data);
 }
 
 /* Everything after the plan: data, GPU, barrier, epochs, checkpoint. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "data/data_check.h"
 #include "models/catalog.h"
 #include "models/core/safetensors.h"
 #include "results/output_path.h"
@@ -287,6 +288,8 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
 
 int train_options_check_files(const train_options *o, char *err, size_t err_size) {
     char why[1024];
+    /* a root given that cannot be used is bad input, never a reason for synthetic data */
+    if (data_root_check(o->data, o->data_root, err, err_size) != 0) return -1;
     if (o->load[0] && st_check_file(o->load, why, sizeof why) != 0) {
         snprintf(err, err_size, "--load %s", why);
         return -1;

@@ -74,7 +74,9 @@ const char *decode_kind_name(decode_kind kind);
 decode_kind train_decode_plan(const train_options *o, int jpeg_files, int nvjpeg_built, char *why,
                               size_t why_size);
 /* The files the options name, checked on the host before the GPU is touched, in the dry run too
- * (bad input, exit 2): the --load checkpoint's whole header against its size (a FIFO or a device
+ * (bad input, exit 2): a --data-root that cannot be used (data/data_check.h: missing, not a folder,
+ * unreadable, a link loop or to nothing; --data-if-present covers only a set absent under a usable
+ * one), the --load checkpoint's whole header against its size (a FIFO or a device
  * is refused without waiting on it), and that --save may be written where it points by the rule of
  * every output (results/output_path.h: a regular file or a new name in a folder it can write, never
  * the --load file nor inside --data-root), so trained weights are never lost to a bad path. 0, or
