@@ -22,7 +22,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, run_kind, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
+from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, run_kind, short_workload, solo_makespans, solo_times, unfinished_runs, workload_title  # noqa: E402
 from report_figures import figure_energy, figure_mix_progress, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
 from report_steps import CDF_POINTS, STEP_P99_MIN, figure_step_cdf  # noqa: E402
 from report_html import CSS, comparison_table, esc, findings_section, glossary, precision_table, provenance  # noqa: E402
@@ -151,7 +151,7 @@ def build(paths, reference_path):
         body.append(findings_section(ref, groups, cells, solo, gpu_names))
 
     body.append("<h2 id=provenance>Provenance</h2>")
-    body.append(provenance(runs, studies))
+    body.append(provenance(runs, studies, unfinished_runs(paths)))
 
     title = "Collocation report"
     if studies:

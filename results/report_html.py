@@ -404,8 +404,12 @@ def data_named(run_json):
     return "; ".join(said) or "not recorded"
 
 
-def provenance(runs, studies):
+def provenance(runs, studies, unfinished=()):
+    """Each study, each run's origin and data; and the runs that never wrote their summary, with
+    what became of them (run.json's status, "running" resolved by its process)."""
     out = []
+    for path, status in unfinished:
+        out.append(f"<p class=bad>Run <code>{esc(path)}</code> wrote no summary: {esc(status)}</p>")
     for base, st in studies:
         out.append(f"<p>Study <b>{esc(st.get('study', '?'))}</b> in <code>{esc(base)}</code>: {esc(st.get('status', '?'))}, "
                    f"started {esc(st.get('started', '?'))}, finished {esc(st.get('finished', '') or '–')}, "
