@@ -10,14 +10,10 @@
 #include <string.h>
 
 #include "data/criteo.h"
+#include "base/spread.h"
 #include "runner/cli.h"
 #include "kernels/check.h"
 #include "models/dlrm.h"
-
-static int compare_floats(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
 
 /* Input the options passed but the model refuses: exit 2, as for a bad option. */
 static int refuse(const char *why) {
@@ -112,7 +108,7 @@ int main(int argc, char **argv) {
     }
     CHECK_CUDA(cudaStreamSynchronize(stream));
     for (long i = 0; i < steps; i++) CHECK_CUDA(cudaEventElapsedTime(&ms[i], marks[i], marks[i + 1]));
-    qsort(ms, (size_t)steps, sizeof *ms, compare_floats);
+    spread_sort_floats(ms, (size_t)steps);
     double loss_sum, correct;
     dlrm_take_sums(&m, &loss_sum, &correct);
     dlrm_footprint f = dlrm_footprint_of(&m);

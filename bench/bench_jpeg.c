@@ -29,6 +29,8 @@
 
 #include "tests/stb_image_write_impl.h"
 
+#include "base/clock.h"
+#include "base/rng.h"
 #include "data/dataset.h"
 #include "data/image_transform.h"
 #include "data/loader.h"
@@ -37,36 +39,23 @@
 #define BENCH_CLASSES 4
 #define BENCH_MAX_THREAD_COUNTS 8
 
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static uint64_t splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Smooth colour fields with edges and noise, so the JPEGs compress like photographs do. */
 static void make_picture(uint8_t *rgb, int index, int width, int height) {
     uint64_t state = (uint64_t)index * 7919 + 1;
     double fx[3], fy[3], phase[3];
     for (int c = 0; c < 3; c++) {
-        fx[c] = 0.005 + (splitmix64(&state) % 1000) * 4e-5;
-        fy[c] = 0.005 + (splitmix64(&state) % 1000) * 4e-5;
-        phase[c] = (splitmix64(&state) % 628) / 100.0;
+        fx[c] = 0.005 + (rng_next(&state) % 1000) * 4e-5;
+        fy[c] = 0.005 + (rng_next(&state) % 1000) * 4e-5;
+        phase[c] = (rng_next(&state) % 628) / 100.0;
     }
-    int edge = (int)(splitmix64(&state) % (uint64_t)width);
+    int edge = (int)(rng_next(&state) % (uint64_t)width);
     for (int y = 0; y < height; y++)
         for (int x = 0; x < width; x++)
             for (int c = 0; c < 3; c++) {
                 double v = 128 + 90 * __builtin_sin(fx[c] * x * 6.283 + fy[c] * y * 6.283 +
                                                     phase[c]);
                 if (x > edge) v = 255 - v;
-                v += (double)(splitmix64(&state) % 41) - 20.0;
+                v += (double)(rng_next(&state) % 41) - 20.0;
                 rgb[((size_t)y * width + x) * 3 + c] =
                     (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
             }
@@ -147,13 +136,13 @@ static double read_all(const dataset *d, int batch, int repeat, char *err, size_
     double best = 0.0;
     int ok = 1;
     for (int run = 0; run < repeat && ok; run++) {
-        double start = now_seconds();
+        double start = clock_monotonic();
         for (int64_t first = 0; first < d->count && ok; first += batch) {
             int n = (int)(d->count - first < batch ? d->count - first : batch);
             for (int k = 0; k < n; k++) indices[k] = first + k;
             ok = d->read(d, images, labels, indices, n, err, err_size) == 0;
         }
-        double rate = d->count / (now_seconds() - start);
+        double rate = d->count / (clock_monotonic() - start);
         if (rate > best) best = rate;
     }
     free(images);
@@ -254,7 +243,7 @@ int main(int argc, char **argv) {
     /* decode only, from memory; the first pass warms caches and the allocator */
     double start = 0.0, decode_rate = 0.0;
     for (int pass = 0; pass <= repeat; pass++) {
-        start = now_seconds();
+        start = clock_monotonic();
         for (int i = 0; i < images; i++) {
             image_rgb image;
             char why[256];
@@ -265,7 +254,7 @@ int main(int argc, char **argv) {
             }
             image_free(&image);
         }
-        double rate = images / (now_seconds() - start);
+        double rate = images / (clock_monotonic() - start);
         if (pass > 0 && rate > decode_rate) decode_rate = rate;
     }
 
@@ -317,10 +306,10 @@ int main(int argc, char **argv) {
         double rate = 0.0;
         for (int epoch = 0; epoch < repeat && got >= 0; epoch++) {
             int64_t seen = 0;
-            start = now_seconds();
+            start = clock_monotonic();
             loader_start_epoch(l, epoch);
             while ((got = loader_next(l, &b, err, sizeof err)) == 1) seen += b.n;
-            double epoch_rate = seen / (now_seconds() - start);
+            double epoch_rate = seen / (clock_monotonic() - start);
             if (epoch_rate > rate) rate = epoch_rate;
         }
         loader_close(l);

@@ -9,14 +9,10 @@
 #include <cuda_profiler_api.h>
 
 #include "kernels/check.h"
-#include "models/core/rng.h"
+#include "base/rng.h"
+#include "base/spread.h"
 #include "models/session.h"
 #include "runner/cli.h"
-
-static int compare_floats(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
 
 /* Input the options passed but the model refuses: exit 2, as for a bad option. */
 static int refuse(const char *why) {
@@ -112,7 +108,7 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaMemGetInfo(&free_after, &total));
     size_t device_bytes = free_before > free_after ? free_before - free_after : 0;
     for (int i = 0; i < steps; i++) CHECK_CUDA(cudaEventElapsedTime(&ms[i], marks[i], marks[i + 1]));
-    qsort(ms, (size_t)steps, sizeof *ms, compare_floats);
+    spread_sort_floats(ms, (size_t)steps);
     double loss_sum, correct;
     trainer_take_sums(&s.trainer, &loss_sum, &correct);
     if (args.profile) {

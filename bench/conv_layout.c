@@ -8,17 +8,13 @@
 #include <string.h>
 
 #include "kernels/check.h"
+#include "base/spread.h"
 #include "models/model_build.h"
 #include "models/resnet.h"
 #include "runner/cli.h"
 
 #define MAX_CONVS 256
 #define REPEATS 15
-
-static int compare_floats(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct bench_args {
     int verbose;
@@ -33,7 +29,7 @@ static const cli_program PROGRAM = {.name = "conv_layout", .synopsis = "usage: c
                                     .options = OPTIONS};
 
 static float median_of(float *ms, int n) {
-    qsort(ms, (size_t)n, sizeof *ms, compare_floats);
+    spread_sort_floats(ms, (size_t)n);
     return ms[n / 2];
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the GPU machine has to show, in stages, so one remote call can run several:
 #   bench/device_run.sh build tests parity layout bench learn
-#   build   configure and build in build-dev (sm_90 only: it is an H100/H200)
+#   build   configure and build in build-dev (sm_90 only: it is an H100/H200), warnings as errors
 #   tests   the ctest label gpu
 #   parity  timm reference files (FP32 and TF32), the parity test on both, a suite checkpoint
 #           loaded strictly by timm
@@ -42,6 +42,9 @@
 #   ddp2    (2+ GPUs) gpu_ddp, bench/ddp_seeds.sh, and M[gpus=2]+4*S across the cards in one
 #           window: serial references, then mps (the ranks as MPS clients: --ddp-under mps) and naive
 #   ddp-scaling  bench/ddp_scaling.sh (ResNet-50 224, tf32/bf16, 128/256 per GPU)
+#   ddp-mix  (2+ GPUs) bench/ddp_mix.sh: M[gpus=4]+8*S and 2*M[gpus=2]+8*S (DDP_MIXES) over every card,
+#           --mode all (serial, naive, mps --ddp-under mps), DDP_MIX_REPEATS launches, the table
+#   study-cards  run_suite --study small --quick --gpus <every card>, and its report
 #   bf16-tests  the bf16 GPU tests and the float tests of the kernels they share
 #   bf16-learn  Fashion-MNIST in bf16: resnet26 3 epochs (the float32 recipe), EfficientNetV2-S
 #           (AdamW 3e-3) and CaiT (patch 4) 5 epochs
@@ -92,9 +95,13 @@ for stage in "$@"; do
     echo "=== $stage $(date -u +%H:%M:%S)"
     case $stage in
     build)
+        # warnings are errors here as on the development machine: the device's compilers are newer
         cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSUITE_FUZZ=OFF \
-            >"$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
-        cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+            -DCMAKE_COMPILE_WARNING_AS_ERROR=ON >"$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
+        # -k: every file that fails shows its warnings, not only the first
+        cmake --build "$build" -j16 -- -k >"$out/build.log" 2>&1 || {
+            grep -E -A3 "error:|warning:" "$out/build.log" | head -80; exit 1; }
+        echo "build: $(cmake --version | head -1), $(gcc --version | head -1), $(nvcc --version | tail -1)"
         grep -c warning "$out/build.log" | sed 's/^/build warnings: /'
         ;;
     tests)
@@ -489,6 +496,23 @@ PY
         ;;
     ddp-scaling)
         bash bench/ddp_scaling.sh "$build" /tmp/ddp-scaling "${DDP_STEPS:-30}" | tee "$out/ddp_scaling.md" || status=1
+        ;;
+    ddp-mix)
+        # data-parallel jobs beside small jobs over every card, serial/naive/mps, DDP_MIX_REPEATS launches
+        bash bench/ddp_mix.sh "$build" /tmp/ddp-mix "${DDP_MIX_REPEATS:-3}" | tee "$out/ddp_mix.md" || status=1
+        tar czf "$out/ddp_mix-runs.tgz" -C /tmp ddp-mix 2>/dev/null
+        ;;
+    study-cards)
+        # the small study spread over every card, and its report
+        rm -rf /tmp/study-cards; start=$(date +%s)
+        cards=$(seq -s, 0 $(( $(nvidia-smi -L | wc -l) - 1 )))
+        timeout -s INT 400 "$build/run_suite" --study small --quick --gpus "$cards" --results /tmp/study-cards \
+            >"$out/study_cards.log" 2>&1
+        echo "--- study small --quick --gpus $cards: exit $?, $(( $(date +%s) - start )) s"
+        grep -E "^\[study\] (report|[0-9]+ runs)|does not fit|failed|error" "$out/study_cards.log" | head -20
+        r=$(find /tmp/study-cards -maxdepth 2 -name report.html | head -1)
+        [ -n "$r" ] && cp "$r" "$out/report_study_cards.html"
+        tar czf "$out/study_cards-runs.tgz" -C /tmp study-cards 2>/dev/null
         ;;
     bf16-tests)
         for t in gpu_bf16 gpu_bf16_efficientnet gpu_bf16_cait gpu_efficientnet gpu_cait gpu_cait_model; do

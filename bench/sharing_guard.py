@@ -3,7 +3,7 @@
 measurements; README.md, "The sharing guard", says what it is for).
 
 A record is one guard run on one GPU: for each cell (a mix in a precision) and each mode, the spread
-over the repeats (median, min, max, n; results/spread.h) of STP, ANTT, fairness and of each job's
+over the repeats (median, min, max, n; base/spread.h) of STP, ANTT, fairness and of each job's
 absolute samples/s, the ranking lines run_suite wrote by results' rule (results/repeats.h), the
 suite revision measured and the date. bench/expected/<GPU>.json is the record a GPU is held to.
 
@@ -100,7 +100,7 @@ def need(obj, key, kind, where):
 
 
 def check_spread(s, where):
-    """A spread as results/spread.h writes it: {"median", "min", "max", "n"}, null numbers when n is 0."""
+    """A spread as base/spread.h writes it: {"median", "min", "max", "n"}, null numbers when n is 0."""
     n = need(s, "n", "int", where)
     if n < 0:
         raise GuardError(f"{where}.n: expected a count of 0 or more, found {n}")
@@ -296,7 +296,7 @@ def band(s):
 
 
 def fmt_spread(s, fmt):
-    """results/spread.h's "median [min-max]"; one value alone; "-" for none."""
+    """base/spread.h's "median [min-max]"; one value alone; "-" for none."""
     if not s or s["n"] == 0:
         return "-"
     if s["n"] == 1:

@@ -6,6 +6,7 @@
  * into a stack buffer and parses it: no file position, lock or buffer is shared between threads.
  * Line numbers in messages are 1-based within their file. */
 #include "data/criteo.h"
+#include "base/rng.h"
 #include "data/dataset.h"
 
 #include <errno.h>
@@ -133,17 +134,6 @@ int criteo_parse_line(float dense[CRITEO_DENSE], int32_t sparse[CRITEO_SPARSE], 
 
 /* --- synthetic rows ------------------------------------------------------------------------ */
 
-static uint64_t splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double uniform01(uint64_t *state) {
-    return (splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
-}
-
 static double parity_sign(int32_t v) { return (v & 1) ? 1.0 : -1.0; }
 
 double criteo_synthetic_logit(const float dense[CRITEO_DENSE],
@@ -156,20 +146,20 @@ double criteo_synthetic_logit(const float dense[CRITEO_DENSE],
 static void synthetic_row(const criteo *r, int64_t row, float *dense, int32_t *sparse,
                           float *label) {
     uint64_t state = r->seed ^ 0x3C6EF372FE94F82Bull;
-    state = splitmix64(&state) ^ (uint64_t)row * 0xD6E8FEB86659FD93ull;
-    splitmix64(&state);
+    state = rng_next(&state) ^ (uint64_t)row * 0xD6E8FEB86659FD93ull;
+    rng_next(&state);
     for (int j = 0; j < CRITEO_DENSE; j++) {
-        double missing = uniform01(&state), u = uniform01(&state);
+        double missing = rng_uniform_double(&state), u = rng_uniform_double(&state);
         double count = missing < 0.1 ? 0.0 : floor(expm1(6.0 * u));
         dense[j] = (float)log1p(count);
     }
     for (int j = 0; j < CRITEO_SPARSE; j++) {
-        double u = uniform01(&state);
+        double u = rng_uniform_double(&state);
         int64_t index = (int64_t)(r->table_sizes[j] * (u * u * u * u));
         sparse[j] = (int32_t)(index < r->table_sizes[j] ? index : r->table_sizes[j] - 1);
     }
     double p = 1.0 / (1.0 + exp(-criteo_synthetic_logit(dense, sparse)));
-    *label = uniform01(&state) < p ? 1.0f : 0.0f;
+    *label = rng_uniform_double(&state) < p ? 1.0f : 0.0f;
 }
 
 /* --- files --------------------------------------------------------------------------------- */

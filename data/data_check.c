@@ -2,6 +2,7 @@
  * own file names, then the reader's open (or its header pass, for the sets too large to decode
  * twice), and nothing kept. */
 #include "data/data_check.h"
+#include "base/file_kind.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -94,8 +95,7 @@ int data_root_check(const char *data, const char *root, char *err, size_t err_si
         return -1;
     }
     snprintf(err, err_size, "--data-root %s: is %s; expected the data sets' folder%s", root,
-             S_ISREG(st.st_mode) ? "a file" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
-             : "not a folder", is_criteo(data) ? " or a Criteo TSV file" : "");
+             S_ISREG(st.st_mode) ? "a file" : file_kind_name(st.st_mode), is_criteo(data) ? " or a Criteo TSV file" : "");
     return -1;
 }
 

@@ -1,6 +1,7 @@
 /* What every data set shares: closing, image size, and reading a whole (possibly gzipped) file
  * for the readers, with size limits and messages that name the file. */
 #include "data/dataset.h"
+#include "base/file_kind.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -25,15 +26,6 @@ size_t dataset_image_floats(const dataset *d) {
     return (size_t)d->height * d->width * d->channels;
 }
 
-static const char *kind_name(mode_t m) {
-    if (S_ISDIR(m)) return "a folder";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
-
 dataset_file dataset_file_status(const char *path, char *err, size_t err_size) {
     char ignored[8];
     if (!err) err = ignored, err_size = sizeof ignored;
@@ -46,7 +38,7 @@ dataset_file dataset_file_status(const char *path, char *err, size_t err_size) {
         return DATASET_FILE_BAD;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(err, err_size, "%s: is %s; expected a regular file of the data set", path, kind_name(st.st_mode));
+        snprintf(err, err_size, "%s: is %s; expected a regular file of the data set", path, file_kind_name(st.st_mode));
         return DATASET_FILE_BAD;
     }
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);

@@ -6,6 +6,7 @@
  * float scratch [rows, out_width, 3], then a vertical pass into the normalised output. Filter taps
  * are computed per call (they depend on the crop), as PIL's precompute_coeffs does. */
 #include "data/image_transform.h"
+#include "base/rng.h"
 
 #include <limits.h>
 #include <math.h>
@@ -248,20 +249,13 @@ int image_jpeg_is_plain(const image_jpeg_header *h, int64_t max_pixels) {
 /* ---------------------------------------------------------------------------------------------
  * random crop parameters */
 
-uint64_t image_rng_next(uint64_t *rng) {
-    uint64_t z = (*rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double rng_uniform(uint64_t *rng, double lo, double hi) {
-    return lo + (hi - lo) * ((image_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0));
+static double uniform_between(uint64_t *rng, double lo, double hi) {
+    return lo + (hi - lo) * rng_uniform_double(rng);
 }
 
 /* Uniform in [0, range); the bias (range / 2^64) is far below anything measurable here. */
-static int rng_below(uint64_t *rng, int range) {
-    return (int)(((__uint128_t)image_rng_next(rng) * (uint64_t)range) >> 64);
+static int uniform_index(uint64_t *rng, int range) {
+    return (int)(((__uint128_t)rng_next(rng) * (uint64_t)range) >> 64);
 }
 
 /* Python's round(): to nearest, ties to even (the default rounding mode). */
@@ -272,13 +266,13 @@ image_box image_random_resized_crop_box(int width, int height, double scale_min,
     double area = (double)width * height;
     double log_min = log(ratio_min), log_max = log(ratio_max);
     for (int attempt = 0; attempt < 10; attempt++) {
-        double target_area = area * rng_uniform(rng, scale_min, scale_max);
-        double aspect = exp(rng_uniform(rng, log_min, log_max));
+        double target_area = area * uniform_between(rng, scale_min, scale_max);
+        double aspect = exp(uniform_between(rng, log_min, log_max));
         int w = round_half_even(sqrt(target_area * aspect));
         int h = round_half_even(sqrt(target_area / aspect));
         if (w > 0 && w <= width && h > 0 && h <= height) {
-            int y = rng_below(rng, height - h + 1);
-            int x = rng_below(rng, width - w + 1);
+            int y = uniform_index(rng, height - h + 1);
+            int x = uniform_index(rng, width - w + 1);
             return (image_box){x, y, w, h};
         }
     }
@@ -431,7 +425,7 @@ image_crop image_train_crop(int width, int height, int size, uint64_t *rng) {
     image_crop crop = {0};
     crop.region = image_random_resized_crop_box(width, height, 0.08, 1.0, 3.0 / 4.0, 4.0 / 3.0, rng);
     crop.scaled_width = crop.scaled_height = size;
-    crop.flip = (int)(image_rng_next(rng) >> 63);
+    crop.flip = (int)(rng_next(rng) >> 63);
     return crop;
 }
 

@@ -56,10 +56,9 @@ typedef struct image_box {
 /* torchvision's RandomResizedCrop.get_params: up to 10 draws of an area fraction in
  * [scale_min, scale_max] and a log-uniform aspect ratio in [ratio_min, ratio_max]; the first whose
  * rounded size fits is placed uniformly; otherwise the centre crop clamped to the ratio range.
- * Draws come from *rng (splitmix64). */
+ * Draws come from *rng (base/rng.h). */
 image_box image_random_resized_crop_box(int width, int height, double scale_min, double scale_max,
                                         double ratio_min, double ratio_max, uint64_t *rng);
-uint64_t image_rng_next(uint64_t *rng);
 
 /* Resamples `region` of the source as if it were first scaled to scaled_width x scaled_height,
  * then writes the out_width x out_height window of the scaled image starting at (offset_x,

@@ -26,6 +26,8 @@
  *
  * loader_open, loader_start_epoch, loader_next and loader_close are called from one thread. */
 #include "data/loader.h"
+#include "base/clock.h"
+#include "base/rng.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -89,38 +91,11 @@ struct loader {
     double busy_since;
 };
 
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static uint64_t splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, range) without modulo bias (Lemire's multiply-and-reject). */
-static uint64_t uniform_below(uint64_t *state, uint64_t range) {
-    __uint128_t product = (__uint128_t)splitmix64(state) * range;
-    uint64_t low = (uint64_t)product;
-    if (low < range) {
-        uint64_t threshold = -range % range;
-        while (low < threshold) {
-            product = (__uint128_t)splitmix64(state) * range;
-            low = (uint64_t)product;
-        }
-    }
-    return (uint64_t)(product >> 64);
-}
-
 /* The generator state of (seed, epoch): the same pair gives the same order. */
 static uint64_t epoch_state(uint64_t seed, int epoch) {
     uint64_t state = seed ^ 0x6A09E667F3BCC909ull;
-    state = splitmix64(&state) ^ ((uint64_t)(uint32_t)epoch * 0x9FB21C651E98DF25ull);
-    splitmix64(&state);
+    state = rng_next(&state) ^ ((uint64_t)(uint32_t)epoch * 0x9FB21C651E98DF25ull);
+    rng_next(&state);
     return state;
 }
 
@@ -129,7 +104,7 @@ static void make_permutation(int64_t *permutation, int64_t count, uint64_t seed,
     for (int64_t i = 0; i < count; i++) permutation[i] = i;
     uint64_t state = epoch_state(seed, epoch);
     for (int64_t i = count - 1; i > 0; i--) {
-        int64_t j = (int64_t)uniform_below(&state, (uint64_t)i + 1);
+        int64_t j = (int64_t)rng_below(&state, (uint64_t)i + 1);
         int64_t t = permutation[i];
         permutation[i] = permutation[j];
         permutation[j] = t;
@@ -150,7 +125,7 @@ static void feistel_init(feistel *f, uint64_t n, uint64_t key) {
     f->n = n;
     f->half = (bits + 1) / 2;
     f->mask = ((uint64_t)1 << f->half) - 1;
-    for (int r = 0; r < FEISTEL_ROUNDS; r++) f->keys[r] = splitmix64(&key);
+    for (int r = 0; r < FEISTEL_ROUNDS; r++) f->keys[r] = rng_next(&key);
 }
 
 /* A permutation of [0, 2^(2 half)); walking its cycle until the value is below n restricts it
@@ -161,7 +136,7 @@ static uint64_t feistel_apply(const feistel *f, uint64_t x) {
         uint64_t left = x >> f->half, right = x & f->mask;
         for (int r = 0; r < FEISTEL_ROUNDS; r++) {
             uint64_t mixed = right ^ f->keys[r];
-            uint64_t next = left ^ (splitmix64(&mixed) & f->mask);
+            uint64_t next = left ^ (rng_next(&mixed) & f->mask);
             left = right;
             right = next;
         }
@@ -273,7 +248,7 @@ static void *worker_main(void *arg) {
             slot->state = SLOT_FILLING;
         }
         int offset = c * l->chunk, n = slot->n - offset < l->chunk ? slot->n - offset : l->chunk;
-        if (l->filling++ == 0) l->busy_since = now_seconds();
+        if (l->filling++ == 0) l->busy_since = clock_monotonic();
         pthread_mutex_unlock(&l->mutex);
 
         err[0] = '\0';
@@ -308,7 +283,7 @@ static void *worker_main(void *arg) {
                 slot->state = SLOT_READY;
             }
         }
-        if (--l->filling == 0) l->busy_seconds += now_seconds() - l->busy_since;
+        if (--l->filling == 0) l->busy_seconds += clock_monotonic() - l->busy_since;
         pthread_cond_broadcast(&l->done);
     }
     pthread_mutex_unlock(&l->mutex);
@@ -545,11 +520,11 @@ int loader_next(loader *l, loader_batch *b, char *err, size_t err_size) {
         return 0;
     }
     loader_slot *slot = &l->slots[l->next_deliver % l->config.depth];
-    double start = now_seconds();
+    double start = clock_monotonic();
     while (!(slot->index == l->next_deliver &&
              (slot->state == SLOT_READY || slot->state == SLOT_FAILED)))
         pthread_cond_wait(&l->done, &l->mutex);
-    l->wait_seconds += now_seconds() - start;
+    l->wait_seconds += clock_monotonic() - start;
     if (slot->state == SLOT_FAILED) {
         snprintf(l->error, sizeof l->error, "%s", slot->err);
         l->error_delivered = 1;
@@ -567,7 +542,7 @@ int loader_next(loader *l, loader_batch *b, char *err, size_t err_size) {
 loader_stats loader_epoch_stats(const loader *l) {
     loader *m = (loader *)l; /* the mutex guards the counters; reading them does not change l */
     pthread_mutex_lock(&m->mutex);
-    double busy = m->busy_seconds + (m->filling > 0 ? now_seconds() - m->busy_since : 0.0);
+    double busy = m->busy_seconds + (m->filling > 0 ? clock_monotonic() - m->busy_since : 0.0);
     loader_stats s = {
         .wait_seconds = m->wait_seconds,
         .samples_per_s = busy > 0 ? (double)m->samples_filled / busy : 0.0,

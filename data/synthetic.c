@@ -14,6 +14,7 @@
  * streaming copy-and-add over a window of the pool, as fast as memcpy; its content depends only
  * on (seed, i), so any subset is produced in any order by any thread with the same result. */
 #include "data/dataset.h"
+#include "base/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,17 +32,10 @@ typedef struct synthetic {
     uint64_t seed;
 } synthetic;
 
-static uint64_t splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static uint64_t hash2(uint64_t a, uint64_t b) {
     uint64_t state = a ^ (b * 0xD6E8FEB86659FD93ull);
-    splitmix64(&state);
-    return splitmix64(&state);
+    rng_next(&state);
+    return rng_next(&state);
 }
 
 static int syn_read(const dataset *d, float *images, int32_t *labels, const int64_t *indices,
@@ -103,8 +97,8 @@ int dataset_open_synthetic(dataset *d, const synthetic_spec *spec, char *err, si
     uint64_t state = spec->seed ^ 0x243F6A8885A308D3ull;
     size_t total = pool_floats + image_floats;
     for (size_t j = 0; j < total; j += 2) {
-        double u1 = ((splitmix64(&state) >> 11) + 1.0) * (1.0 / 9007199254740993.0);
-        double u2 = (splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0);
+        double u1 = ((rng_next(&state) >> 11) + 1.0) * (1.0 / 9007199254740993.0);
+        double u2 = (rng_next(&state) >> 11) * (1.0 / 9007199254740992.0);
         double radius = sqrt(-2.0 * log(u1)), angle = 6.283185307179586 * u2;
         pool[j] = (float)(radius * cos(angle));
         if (j + 1 < total) pool[j + 1] = (float)(radius * sin(angle));

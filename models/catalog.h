@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "models/core/optimizer_kind.h"
-#include "models/core/precision.h"
+#include "base/precision.h"
 
 /* Which code builds it: the image families through the model interface (models/core/model.h),
  * the recommender through models/dlrm.h. */

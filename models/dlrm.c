@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "kernels/check.h"
-#include "models/core/rng.h"
+#include "base/rng.h"
 
 /* Kaggle Display Advertising Challenge: the categories the reference's preprocessing counts
  * (the table sizes torchrec and MLPerf list for it). */

@@ -6,7 +6,7 @@
  * onto its output gradient in place (the first conv's backward-data adds into it), so the
  * shortcut costs no copy. Every layer takes the block's element type (float32 or bfloat16), so
  * the bf16 path is the same sequence of calls on tensors of half the size. */
-#include "models/efficientnet.h"
+#include "models/efficientnet_blocks.h"
 #include "models/layers/layer_params.h"
 
 #include <math.h>

@@ -4,13 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "models/model_build.h"
-
-static double session_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int session_plan(session *s, const model_config *config, char *err, size_t err_size) {
     memset(s, 0, sizeof *s);
@@ -30,7 +25,7 @@ int session_start(session *s, int device, size_t workspace_limit, int allow_tf32
 
 int session_start_at(session *s, const context_place *place, size_t workspace_limit, int allow_tf32,
                      int optimizer_slots, char *err, size_t err_size) {
-    double t0 = session_seconds();
+    double t0 = clock_monotonic();
     if (context_init_at(&s->ctx, place, workspace_limit, allow_tf32) != CONTEXT_OK) {
         snprintf(err, err_size, "no usable GPU: training needs a CUDA device");
         return 1;
@@ -39,14 +34,14 @@ int session_start_at(session *s, const context_place *place, size_t workspace_li
         snprintf(err, err_size, "out of GPU memory allocating %s at batch %d", s->config.name, s->config.batch);
         return 1;
     }
-    double t1 = session_seconds();
+    double t1 = clock_monotonic();
     model_free(s->model);
     s->model = model_build(&s->config, &s->ctx.arena, err, err_size);
     if (!s->model) return 1;
     trainer_build(&s->trainer, &s->ctx.arena);
-    double t2 = session_seconds();
+    double t2 = clock_monotonic();
     s->model->setup(s->model, &s->ctx);
-    s->setup_context_s = t1 - t0, s->setup_build_s = t2 - t1, s->setup_model_s = session_seconds() - t2;
+    s->setup_context_s = t1 - t0, s->setup_build_s = t2 - t1, s->setup_model_s = clock_monotonic() - t2;
     return 0;
 }
 

@@ -1,62 +1,10 @@
-/* The pure parts of the job record (see job_record.h): the KIND@STEP grammar of injected faults,
- * shared by train's option and run_suite's mix override, and the file-safe form of a label. */
 #include "results/job_record.h"
 
-#include <stdio.h>
-#include <string.h>
-#include <strings.h>
+#include <math.h>
 
-static const char *const kind_names[] = {"", "oom", "illegal-address", "nan", "exit", "hang", "sigkill"};
-#define KIND_COUNT (sizeof kind_names / sizeof kind_names[0])
-
-const char *fault_kind_name(fault_kind kind) {
-    return (unsigned)kind < KIND_COUNT ? kind_names[kind] : "";
-}
-
-int fault_format(const train_fault *f, char *out, size_t size) {
-    if (f->kind == FAULT_NONE) return snprintf(out, size, "%s", "");
-    return snprintf(out, size, "%s@%ld", fault_kind_name(f->kind), f->step);
-}
-
-int fault_parse(const char *text, size_t len, train_fault *f, char *err, size_t err_size) {
-    f->kind = FAULT_NONE;
-    f->step = 0;
-    const char *at = memchr(text, '@', len);
-    size_t name_len = at ? (size_t)(at - text) : len;
-    fault_kind kind = FAULT_NONE;
-    for (size_t k = 1; k < KIND_COUNT; k++)
-        if (strlen(kind_names[k]) == name_len && strncasecmp(text, kind_names[k], name_len) == 0)
-            kind = (fault_kind)k;
-    int shown = len > 64 ? 64 : (int)len;
-    if (kind == FAULT_NONE || !at) {
-        snprintf(err, err_size, "fault \"%.*s\": expected KIND@STEP with KIND one of " FAULT_KINDS
-                 " and STEP a training step from 1, e.g. illegal-address@50", shown, text);
-        return -1;
-    }
-    long step = 0;
-    size_t digits = len - name_len - 1;
-    for (size_t i = name_len + 1; i < len && step <= FAULT_MAX_STEP; i++) {
-        if (text[i] < '0' || text[i] > '9') { step = -1; break; }
-        step = step * 10 + (text[i] - '0');
-    }
-    if (digits == 0 || digits > 10 || step < 1 || step > FAULT_MAX_STEP) {
-        snprintf(err, err_size, "fault \"%.*s\": the step after '@' must be a whole number in 1..%ld",
-                 shown, text, FAULT_MAX_STEP);
-        return -1;
-    }
-    f->kind = kind;
-    f->step = step;
-    return 0;
-}
-
-void job_safe_name(char *out, size_t size, const char *text) {
-    size_t n = 0;
-    for (const char *p = text; *p && n + 1 < size; p++) {
-        char c = *p;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '+' || c == '.' || c == '_' || c == '-';
-        out[n++] = ok ? c : '_';
-    }
-    if (n > 0 && out[0] == '.') out[0] = '_'; /* never a hidden file or ".." */
-    out[n] = 0;
+double job_end_time(const job_record *job) {
+    if (!isnan(job->t_done)) return job->t_done;
+    if (job->epoch_count > 0 && !isnan(job->epochs[job->epoch_count - 1].t_end))
+        return job->epochs[job->epoch_count - 1].t_end;
+    return job->t_exit;
 }

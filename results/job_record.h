@@ -5,71 +5,14 @@
  * and the tables. The process behind a record (pid, pipes, deadlines, the watchdog's clock) is
  * runner/suite/jobs' struct job_process: a record only points to it, so this layer knows nothing
  * of processes.
- *
- * Injected faults (train --inject-fault KIND@STEP, mix override fault=KIND@STEP): a job that
- * fails on purpose at a known step, so the runner's handling of each sharing mode under a failing
- * job is measured rather than assumed. The kinds imitate what real jobs do:
- *   oom              allocate until cudaMalloc fails, then fail as a job out of memory does (exit 1)
- *   illegal-address  a kernel writes out of bounds: a sticky CUDA error, the context is lost (exit 1)
- *   nan              poison the first parameter tensor: the loss becomes NaN (the job diverges)
- *   exit             exit 1 at once, without an error event
- *   hang             stop making progress (sleep until signalled)
- *   sigkill          kill itself with SIGKILL
- * The grammar here is pure (train's option and run_suite's mix both read it); the GPU side that
- * does the fault is runner/train/fault.h. */
+ */
 #ifndef SUITE_RESULTS_JOB_RECORD_H
 #define SUITE_RESULTS_JOB_RECORD_H
 
 #include <limits.h>
 #include <stddef.h>
 
-/* --- what a job was asked to do ---------------------------------------------------------- */
-
-typedef enum {
-    FAULT_NONE = 0,
-    FAULT_OOM,
-    FAULT_ILLEGAL_ADDRESS,
-    FAULT_NAN,
-    FAULT_EXIT,
-    FAULT_HANG,
-    FAULT_SIGKILL,
-} fault_kind;
-
-#define FAULT_KINDS "oom, illegal-address, nan, exit, hang, sigkill"
-#define FAULT_MAX_STEP 1000000000L
-
-typedef struct train_fault {
-    fault_kind kind;
-    long step;                 /* 1-based, counted over the whole run (epochs included) */
-} train_fault;
-
-/* "illegal-address@50" -> {FAULT_ILLEGAL_ADDRESS, 50}. 0, or -1 with a message naming the text
- * and listing the kinds (text need not be NUL-terminated: len bytes are read). */
-int fault_parse(const char *text, size_t len, train_fault *f, char *err, size_t err_size);
-const char *fault_kind_name(fault_kind kind);
-/* "kind@step" (what fault_parse reads back); "" for FAULT_NONE. Returns what snprintf returns. */
-int fault_format(const train_fault *f, char *out, size_t size);
-
-/* The most jobs one run holds (a mix, runner/suite/plan/mix.h, is parsed up to this bound). */
-#define MIX_MAX_JOBS 64
-
-typedef struct job_spec {
-    char label[64];      /* as written in the mix, e.g. "S" or "resnet50:imagenet64@128" */
-    char model[32];      /* resnet26, resnet50, resnet152, efficientnetv2_s, cait_xxs24, dlrm */
-    char data[32];       /* cifar10, imagenet64, imagenet, criteo-kaggle, criteo-terabyte,
-                            fashion-mnist, synthetic */
-    int image_size;      /* input height = width (0 for criteo) */
-    int classes;
-    int batch;
-    int epochs;          /* 0: the run's default */
-    long steps_per_epoch;/* 0: the run's default (a whole epoch unless --quick/--steps-per-epoch) */
-    long long max_rows;  /* dlrm: rows per embedding table at most (0: uncapped) */
-    train_fault fault;   /* injected fault (kind FAULT_NONE: none) */
-    int gpus;            /* data-parallel over this many GPUs (train --gpus); 0: one */
-    char precision[8];   /* tf32, fp32, bf16; empty: train's default (tf32) */
-    char decode[8];      /* imagenet: where its JPEGs decode (cpu, gpu, auto); empty: train's default */
-    int decode_slots;    /* imagenet: the GPU decoder's batches at once (train --decode-slots); 0: train's */
-} job_spec;
+#include "base/job_spec.h"
 
 /* --- what was measured ------------------------------------------------------------------- */
 
@@ -157,8 +100,7 @@ typedef struct job_record {
     long steps_lost;             /* beyond JOB_MAX_STEP_TIMES, or out of memory */
 } job_record;
 
-/* label -> characters safe in a file name ([A-Za-z0-9+._-], others '_'): job and run folder
- * names. */
-void job_safe_name(char *out, size_t size, const char *text);
+/* When the job's training ended: its done event, else its last epoch's end, else its exit. */
+double job_end_time(const job_record *job);
 
 #endif

@@ -11,7 +11,7 @@
  *               interference). Overlap_i = the share of the window during which every other job
  *               was training; below 0.95 the job's numbers are flagged (they do not describe
  *               collocation). With K windows each window's STP, ANTT and fairness are computed
- *               from the jobs' rates in it and summarised by results/spread.h; the run's headline
+ *               from the jobs' rates in it and summarised by base/spread.h; the run's headline
  *               numbers are their medians, each job's rate the median of its windows'.
  *   completion  each job's second epoch timed, every job run to completion (--completion):
  *               rate_i = the timed epoch's samples/s; turnaround, makespan and energy to complete.

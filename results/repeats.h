@@ -2,7 +2,7 @@
  * folder of its own, summarised across them. Every value is read back from the repeats' summary.json
  * files by field name (and SM activity from their timeline.csv), so fields added to summary.json
  * later leave this reader as it is. Per mode (and per job for the metrics of one job) it keeps every
- * repeat's value and its spread (results/spread.h); repeats.json and repeats.csv hold both, the
+ * repeat's value and its spread (base/spread.h); repeats.json and repeats.csv hold both, the
  * printed table shows "median [min-max]", and one ranking line per metric says which differences
  * the repeats support: "STP: green > mps ~ streams > naive". */
 #ifndef SUITE_REPEATS_H
@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "results/job_record.h"
-#include "results/spread.h"
+#include "base/spread.h"
 
 #define REPEATS_MAX 100        /* --repeat's bound */
 #define REPEATS_MAX_MODES 16

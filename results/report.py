@@ -25,7 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, run_kind, short_workload, solo_makespans, solo_times, unfinished_runs, workload_title  # noqa: E402
 from report_figures import figure_energy, figure_mix_progress, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
 from report_steps import CDF_POINTS, STEP_P99_MIN, figure_step_cdf  # noqa: E402
-from report_html import CSS, comparison_table, esc, findings_section, glossary, precision_table, provenance  # noqa: E402
+from report_html import (CSS, comparison_table, esc, findings_section, glossary, precision_table,  # noqa: E402
+                         provenance, study_cards_note)
 
 
 STEP_CDF_CAPTION = (
@@ -153,13 +154,14 @@ def build(paths, reference_path):
     body.append("<h2 id=provenance>Provenance</h2>")
     body.append(provenance(runs, studies, unfinished_runs(paths)))
 
+    cards = study_cards_note(studies)
     title = "Collocation report"
     if studies:
         title = f"Collocation study: {', '.join(str(st.get('study', '?')) for _, st in studies)}"
     head = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
             f"<style>{CSS}</style></head><body><h1>{esc(title)}</h1>"
-            f"<p class=sub>{len(runs)} run(s) from {esc(', '.join(paths))}; GPU: {esc(', '.join(sorted(gpu_names)) or 'not recorded')}; "
-            f"{len(figures)} figure(s)</p><nav><a href='#metrics'>metrics</a><a href='#modes'>modes and degrees</a>"
+            f"<p class=sub>{len(runs)} run(s) from {esc(', '.join(paths))}; GPU: {esc(', '.join(sorted(gpu_names)) or 'not recorded')}"
+            f"{esc('; ' + cards if cards else '')}; {len(figures)} figure(s)</p><nav><a href='#metrics'>metrics</a><a href='#modes'>modes and degrees</a>"
             f"{'<a href=#precision>bf16 against tf32</a>' if pairs else ''}<a href='#timelines'>timelines</a>"
             f"<a href='#energy'>energy</a>{'<a href=#paper>the paper</a>' if ref else ''}<a href='#provenance'>provenance</a></nav>")
     page = head + "\n".join(body) + f"\n<!-- figures: {' '.join(f[0] for f in figures)} -->\n</body></html>\n"
@@ -175,7 +177,7 @@ def main(argv):
                    help="the paper's findings (default: study_reference.json beside this script; '' for none)")
     a = p.parse_args(argv)
     # where the page may go was decided by run_suite report (runner/suite/run/report_cmd.c), by the
-    # rule of every output of the suite (results/output_path.h), before this started
+    # rule of every output of the suite (base/output_path.h), before this started
     out = a.output or (os.path.join(a.run_dirs[0], "report.html") if len(a.run_dirs) == 1 else "report.html")
     try:
         page, figures = build(a.run_dirs, a.reference)

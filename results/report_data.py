@@ -77,14 +77,14 @@ def read_steps(path, degree):
     return out
 
 
-# --- the spread over repeats: results/spread.h's rule, once in Python ----------------------
+# --- the spread over repeats: base/spread.h's rule, once in Python ----------------------
 
-SPREAD_MIN_RANKED = 2  # results/spread.h: one run ranks nothing
+SPREAD_MIN_RANKED = 2  # base/spread.h: one run ranks nothing
 
 
 class Spread:
     """Median, minimum and maximum of the finite values (NaN and infinities left out), as
-    results/spread.c's spread_of: the median of an even count is the mean of the middle two."""
+    base/spread.c's spread_of: the median of an even count is the mean of the middle two."""
 
     def __init__(self, values):
         v = sorted(x for x in values if is_num(x))

@@ -390,6 +390,18 @@ def precision_table(pairs):
     return "\n".join(out)
 
 
+def study_cards_note(studies):
+    """What the page's heading says of a study spread over several cards (run_suite --study --gpus): its
+    cells ran beside each other, so they shared the host. "" for studies on one card."""
+    for _, st in studies:
+        gpus, at_once = st.get("gpus"), st.get("cells_at_once")
+        if isinstance(gpus, list) and len(gpus) > 1 and all(type(g) is int for g in gpus):
+            return (f"cells over GPUs {','.join(map(str, gpus))}"
+                    + (f", up to {at_once} at once" if type(at_once) is int else "")
+                    + " (cells beside each other share the host's CPU, PCIe and memory)")
+    return ""
+
+
 def data_named(run_json):
     """What each job of a run trained on, as run.json names it (run_suite: real files and where, or
     synthetic data and why); 'not recorded' for runs from before it did."""

@@ -212,13 +212,6 @@ int results_timed_epoch(const job_record *job) {
     return job->epoch_count > 0 && job->epochs_planned <= 1 ? job->epoch_count - 1 : -1;
 }
 
-double results_job_end(const job_record *job) {
-    if (!isnan(job->t_done)) return job->t_done;
-    if (job->epoch_count > 0 && !isnan(job->epochs[job->epoch_count - 1].t_end))
-        return job->epochs[job->epoch_count - 1].t_end;
-    return job->t_exit;
-}
-
 void results_compare(run_summary *s, const serial_baseline *b) {
     int known = b && b->known;
     metrics_input in;
@@ -299,16 +292,16 @@ void results_summarize(const job_record *jobs, int count, const char *mode, int 
             double p = j->epochs[e].peak_bytes;
             if (!isnan(p) && (isnan(s->peak_bytes[i]) || p > s->peak_bytes[i])) s->peak_bytes[i] = p;
         }
-        double end = results_job_end(j);
-        s->window_start[i] = j->t_go;
-        s->window_end[i] = end;
+        double end = job_end_time(j);
+        s->go_t[i] = j->t_go;
+        s->end_t[i] = end;
         if (isnan(j->t_go) || isnan(end)) continue;
         serial_sum += end - j->t_go;
         if (serial) s->turnaround_s[i] = serial_sum;  /* its wait for the jobs before it, then its own */
         if (isnan(s->first_go) || j->t_go < s->first_go) s->first_go = j->t_go;
         if (isnan(s->last_end) || end > s->last_end) s->last_end = end;
     }
-    for (int i = 0; !serial && i < count; i++) s->turnaround_s[i] = s->window_end[i] - s->first_go;
+    for (int i = 0; !serial && i < count; i++) s->turnaround_s[i] = s->end_t[i] - s->first_go;
     s->makespan_s = serial ? serial_sum : s->last_end - s->first_go;
     if (isnan(s->first_go)) s->makespan_s = NAN;
     s->aggregate_samples_per_s = s->makespan_s > 0 ? s->total_samples / s->makespan_s : NAN;
@@ -329,13 +322,8 @@ void results_baseline_from(const run_summary *serial, const char *source, serial
     for (int i = 0; i < serial->job_count; i++) {
         b->solo_timed_s[i] = serial->timed_s[i];
         b->solo_rate[i] = serial->window_length_s > 0 ? serial->window_rate[i] : serial->timed_rate[i];
-        b->solo_window_s[i] = serial->window_end[i] - serial->window_start[i];
+        b->solo_window_s[i] = serial->end_t[i] - serial->go_t[i];
     }
-}
-
-void results_json_number(cJSON *o, const char *key, double v) {
-    if (isnan(v) || isinf(v)) cJSON_AddNullToObject(o, key);
-    else cJSON_AddNumberToObject(o, key, v);
 }
 
 static double get_number(const cJSON *o, const char *key) {
@@ -343,8 +331,8 @@ static double get_number(const cJSON *o, const char *key) {
     return cJSON_IsNumber(item) ? item->valuedouble : NAN;
 }
 
-int results_load_baseline(const char *dir, const job_record *jobs, int count, serial_baseline *b,
-                          char *err, size_t err_size) {
+int results_load_baseline(const char *dir, const char *baseline_mode, const job_record *jobs, int count,
+                          serial_baseline *b, char *err, size_t err_size) {
     memset(b, 0, sizeof *b);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/summary.json", dir);
@@ -365,9 +353,9 @@ int results_load_baseline(const char *dir, const job_record *jobs, int count, se
     int rc = -1;
     if (!cJSON_IsObject(root) || !cJSON_IsArray(list)) {
         snprintf(err, err_size, "--baseline %s: %s is not a run_suite summary", dir, path);
-    } else if (!cJSON_IsString(mode) || strcmp(mode->valuestring, "serial") != 0) {
-        snprintf(err, err_size, "--baseline %s: that run's mode is %s; a serial run is needed",
-                 dir, cJSON_IsString(mode) ? mode->valuestring : "unknown");
+    } else if (!cJSON_IsString(mode) || strcmp(mode->valuestring, baseline_mode) != 0) {
+        snprintf(err, err_size, "--baseline %s: that run's mode is %s; a %s run is needed",
+                 dir, cJSON_IsString(mode) ? mode->valuestring : "unknown", baseline_mode);
     } else if (cJSON_GetArraySize(list) != count) {
         snprintf(err, err_size, "--baseline %s: that run had %d jobs, this mix has %d", dir,
                  cJSON_GetArraySize(list), count);
@@ -404,23 +392,6 @@ int results_load_baseline(const char *dir, const job_record *jobs, int count, se
 }
 
 /* --- files --------------------------------------------------------------------------------- */
-
-void results_csv_field(FILE *f, const char *text) {
-    if (!strpbrk(text, ",\"\r\n")) {
-        fputs(text, f);
-        return;
-    }
-    fputc('"', f);
-    for (const char *p = text; *p; p++) {
-        if (*p == '"') fputc('"', f);
-        fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-void results_csv_number(FILE *f, double v, int decimals) {
-    if (!isnan(v)) fprintf(f, "%.*f", decimals, v);
-}
 
 int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, const run_summary *s,
                            char *err, size_t err_size) {
@@ -484,7 +455,7 @@ int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, c
         fputc(',', f);
         results_csv_number(f, j->t_go, 6);
         fputc(',', f);
-        results_csv_number(f, results_job_end(j), 6);
+        results_csv_number(f, job_end_time(j), 6);
         fprintf(f, ",%s,%s,", j->mps < 0 ? "" : j->mps ? "1" : "0", j->mig < 0 ? "" : j->mig ? "1" : "0");
         results_csv_field(f, j->device);
         fputc(',', f);
@@ -517,7 +488,7 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
     cJSON_AddNumberToObject(root, "jobs_diverged", s->diverged);
     results_json_number(root, "makespan_s", s->makespan_s);
     cJSON_AddStringToObject(root, "makespan_definition",
-                            strcmp(s->mode, "serial") == 0
+                            s->sequential
                                 ? "sum over jobs of go-to-end (each job alone; setup excluded)"
                                 : "first go to last end (setup and warm-up before go excluded)");
     results_json_number(root, "total_samples", s->total_samples);
@@ -594,8 +565,8 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
         results_json_number(o, "timed_cpu_cores", timed >= 0 ? j->epochs[timed].cpu_cores : NAN);
         results_json_number(o, "timed_host_decoded", timed >= 0 ? j->epochs[timed].host_decoded : NAN);
         results_json_number(o, "samples", s->samples[i]);
-        results_json_number(o, "go_t", s->window_start[i]);
-        results_json_number(o, "end_t", s->window_end[i]);
+        results_json_number(o, "go_t", s->go_t[i]);
+        results_json_number(o, "end_t", s->end_t[i]);
         if (j->mps >= 0) cJSON_AddBoolToObject(o, "mps", j->mps);
         else cJSON_AddNullToObject(o, "mps");
         if (j->mig >= 0) cJSON_AddBoolToObject(o, "mig", j->mig);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "results/repeats.h"
-#include "results/spread.h"
+#include "base/spread.h"
 
 void results_format_bytes(char *out, size_t size, double bytes) {
     if (isnan(bytes)) snprintf(out, size, "-");

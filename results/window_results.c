@@ -1,13 +1,12 @@
-/* The window measurement's results (see results.h and metrics.h): each job's rate over the common
- * windows, how much of each window the other jobs were training too, the per-window metrics and
- * their spread, and the columns and fields they add to jobs.csv and summary.json. */
-#include "results/results.h"
+/* The window measurement's results (see window_results.h and metrics.h). */
+#include "results/window_results.h"
+#include "results/fields.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "results/spread.h"
+#include "base/spread.h"
 
 static const job_window *window_of(const job_record *job, int w) {
     for (int k = 0; k < job->window_count; k++)
@@ -23,7 +22,7 @@ static int training_interval(const job_record *j, double *start, double *end) {
         if (!isnan(w->train_start) && (isnan(*start) || w->train_start < *start)) *start = w->train_start;
         if (!isnan(w->train_end) && (isnan(*end) || w->train_end > *end)) *end = w->train_end;
     }
-    if (isnan(*start) || isnan(*end)) *start = j->t_go, *end = results_job_end(j);
+    if (isnan(*start) || isnan(*end)) *start = j->t_go, *end = job_end_time(j);
     return !isnan(*start) && !isnan(*end) && *end > *start;
 }
 

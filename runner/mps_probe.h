@@ -6,6 +6,9 @@
 #include <stddef.h>
 
 #define MPS_DEFAULT_PIPE_DIR "/tmp/nvidia-mps"
+/* The hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS) an MPS client asks for: the server shares
+ * about 120 among its clients. */
+#define MPS_CLIENT_CONNECTIONS 8
 
 /* 1 when a control daemon answers in pipe_dir (its socket exists and its pid is alive). */
 int mps_daemon_running(const char *pipe_dir);

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "runner/train/step_window.h"
+#include "base/line_reader.h"
 
 extern char **environ;
 
@@ -179,9 +180,9 @@ static void record(int argc, char **argv) {
     fclose(f);
 }
 
-static void wait_for_go(step_line_reader *in) {
+static void wait_for_go(line_reader *in) {
     char line[64];
-    while (step_read_line(in, -1, line, sizeof line) == 1) {
+    while (line_reader_next(in, -1, line, sizeof line) == 1) {
         if (strncmp(line, "go", 2) == 0) return;
     }
     printf("{\"event\":\"error\",\"message\":\"stdin closed before go\"}\n");
@@ -317,11 +318,11 @@ static void emit(cJSON *e) {
 
 /* The window protocol after a step that ended at t after ms: the runner's lines are read without
  * waiting; each window whose figures are final is reported. */
-static void window_step(step_windows *win, step_line_reader *in, double t, double ms) {
+static void window_step(step_windows *win, line_reader *in, double t, double ms) {
     step_windows_add(win, t, ms);
     char line[256];
     int got;
-    while ((got = step_read_line(in, 0, line, sizeof line)) == 1) step_windows_command(win, line);
+    while ((got = line_reader_next(in, 0, line, sizeof line)) == 1) step_windows_command(win, line);
     if (got < 0) win->stopped = 1; /* the runner closed stdin: nothing more will come */
     for (cJSON *e; (e = step_windows_next_event(win, 0));) emit(e);
 }
@@ -353,7 +354,7 @@ int main(int argc, char **argv) {
     if (b.never_ready)
         for (;;) pause();
     printf("{\"event\":\"ready\",\"t\":%.6f}\n", now());
-    step_line_reader in = {.fd = 0};
+    line_reader in = {.fd = 0};
     wait_for_go(&in);
     step_windows win;
     step_windows_init(&win, (int)o.batch);

@@ -34,7 +34,7 @@
 #include "kernels/kernels.h"
 #include "kernels/check.h"
 #include "models/efficientnet.h"
-#include "models/core/rng.h"
+#include "base/rng.h"
 #include "models/session.h"
 #include "tests/efficientnet_reference.h"
 #include "tests/testutil.h"

@@ -27,7 +27,7 @@
 #include <cuda_runtime.h>
 
 #include "models/core/ddp.h"
-#include "models/core/rng.h"
+#include "base/rng.h"
 #include "models/session.h"
 #include "tests/testutil.h"
 

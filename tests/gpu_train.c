@@ -17,7 +17,7 @@
 
 #include "data/dataset.h"
 #include "kernels/check.h"
-#include "models/core/rng.h"
+#include "base/rng.h"
 #include "models/session.h"
 #include "tests/testutil.h"
 

@@ -78,7 +78,7 @@ static void expect_refused(const form *f, const char *option, const char *const 
         n += snprintf(line + n, sizeof line - n, " '%.60s'", words[i]);
     if (rc != 2 || !strstr(err, option))
         fail_msg("%s%s:%s: exit %d, expected 2 naming %s; stderr: %.400s", f->program, f->before[0] ? " (form)" : "",
-                 line, rc, option, option, err);
+                 line, rc, option, err);
     if (!folder_empty(dir)) fail_msg("%s:%s: wrote into %s", f->program, line, dir);
 }
 

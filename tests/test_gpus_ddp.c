@@ -91,6 +91,9 @@ static void test_refusals(void **state) {
         {{"--gpus", "0,1", "--mode", "streams", "--mix", MIX, "--completion", NULL}, "naive, mps or serial"},
         {{"--gpus", "0,1", "--mode", "naive", "--mix", MIX, "--completion", "--ddp-under", "mig", NULL},
          "--ddp-under mig: expected none or mps"},
+        {{"--gpus", "0,1", "--mode", "naive", "--mix", MIX, "--completion", "--ddp-under", "mps", NULL},
+         "--ddp-under mps goes with the modes whose jobs are MPS clients"},
+        {{"--gpus", "0,1", "--mode", "green", "--mix", MIX, "--completion", NULL}, "SM partition of that card"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(run(bad[i].args), 2);
@@ -350,6 +353,142 @@ static void test_failure_hangs_nothing(void **state) {
     cJSON_Delete(run_failing_ddp("failing", "*:setup_ms=5,epoch_ms=20;resnet50:never_ready", args));
 }
 
+/* Eight cards of the NVML stand-in, each with its full-length UUID, and a data-parallel job over all
+ * of them beside sixteen small jobs: every device list is carried whole. The data-parallel job's run
+ * gets the eight UUIDs in placement order, each card's jobs their card's own, and every job trains;
+ * under --mode all the modes that can hold the job run one pass each, the others named with why. */
+#ifdef NVML_STANDIN_PATH
+static void eight_cards(const char *records) {
+    setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
+    setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
+    setenv("SUITE_NVML_STANDIN_GPUS", "8", 1);
+    setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
+    unsetenv("SUITE_GPU_MEMORY");
+    setenv("FAKE_TRAIN_RECORD", records, 1);
+}
+
+static void back_to_two_cards(void) {
+    unsetenv("FAKE_TRAIN_RECORD");
+    unsetenv("SUITE_NVML_STANDIN_GPUS");
+    unsetenv("SUITE_NVML_STANDIN_GPU");
+    unsetenv("SUITE_NVML_STANDIN_MIG");
+    setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    setenv("SUITE_GPU_MEMORY", "3G", 1);
+}
+
+/* Every training process fake_train recorded in records (not the footprint queries): the
+ * data-parallel one (--gpus 8) must have seen all_cards, every other one exactly one of them. */
+static void check_records(const char *records, const char *all_cards, int expected_small, int expected_ddp) {
+    DIR *d = opendir(records);
+    assert_non_null(d);
+    struct dirent *e;
+    int small = 0, ddp = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[1400], msg[256], value[4096];
+        snprintf(path, sizeof path, "%s/%s", records, e->d_name);
+        char *text = test_read_text(path, msg, sizeof msg);
+        if (!text) fail_msg("%s", msg);
+        if (strstr(text, "argv --dry-run")) {
+            free(text);
+            continue;
+        }
+        const char *at = strstr(text, "env CUDA_VISIBLE_DEVICES=");
+        if (!at) fail_msg("%s: no CUDA_VISIBLE_DEVICES:\n%s", path, text);
+        at += strlen("env CUDA_VISIBLE_DEVICES=");
+        snprintf(value, sizeof value, "%.*s", (int)strcspn(at, "\n"), at);
+        if (strstr(text, "argv --gpus\nargv 8\n")) {
+            if (strcmp(value, all_cards) != 0)
+                fail_msg("the data-parallel job saw CUDA_VISIBLE_DEVICES=%s\nexpected %s", value, all_cards);
+            ddp++;
+        } else {
+            if (strlen(value) != 40 || !strstr(all_cards, value))
+                fail_msg("a card's job saw CUDA_VISIBLE_DEVICES=%s, not one of %s", value, all_cards);
+            small++;
+        }
+        free(text);
+    }
+    closedir(d);
+    if (small != expected_small || ddp != expected_ddp)
+        fail_msg("%d small and %d data-parallel jobs trained; expected %d and %d", small, ddp, expected_small,
+                 expected_ddp);
+}
+
+static void test_eight_cards_carried_whole(void **state) {
+    (void)state;
+    char results[600], records[600], all_cards[1024] = "", run_dir[1200], path[1400];
+    snprintf(results, sizeof results, "%s/eight", dir);
+    snprintf(records, sizeof records, "%s/eight-records", dir);
+    assert_int_equal(mkdir(records, 0700), 0);
+    for (int g = 0; g < 8; g++)
+        snprintf(all_cards + strlen(all_cards), sizeof all_cards - strlen(all_cards),
+                 "%sGPU-5a1e0000-0000-4000-8000-%012x", g ? "," : "", g);
+    eight_cards(records);
+    const char *args[] = {"--gpus", "0,1,2,3,4,5,6,7", "--mode", "naive", "--mix", "M[gpus=8]+16*S", "--quick",
+                          "--completion", "--results", results, NULL};
+    int rc = run(args);
+    if (rc != 0) {
+        back_to_two_cards();
+        fail_msg("run_suite --gpus over eight cards: %d\n%s\n%s", rc, out, err);
+    }
+    check_records(records, all_cards, 16, 1);
+    cJSON *s = summary_of(results, run_dir, sizeof run_dir);
+    const cJSON *total = cJSON_GetObjectItemCaseSensitive(s, "total");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(total, "status")->valuestring, "complete");
+    cJSON_Delete(s);
+    snprintf(path, sizeof path, "%s/placement.json", run_dir);
+    char msg[256];
+    cJSON *plan = test_read_json(path, msg, sizeof msg);
+    if (!plan) fail_msg("%s", msg);
+    const cJSON *ddp = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(plan, "data_parallel"), 0);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(ddp, "cuda_visible_devices")->valuestring, all_cards);
+    cJSON_Delete(plan);
+
+    /* --mode all: serial, naive and mps hold the job, one pass each; the others are named */
+    char all[600], bin[700], all_records[600];
+    snprintf(all, sizeof all, "%s/eight-all", dir);
+    snprintf(all_records, sizeof all_records, "%s/eight-all-records", dir);
+    assert_int_equal(mkdir(all_records, 0700), 0);
+    setenv("FAKE_TRAIN_RECORD", all_records, 1);
+    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
+    const char *dry[] = {"--gpus", "0,1,2,3,4,5,6,7", "--mode", "all", "--mix", "M[gpus=8]+16*S", "--quick",
+                         "--completion", "--dry-run", NULL};
+    rc = run(dry);
+    if (rc != 0) {
+        back_to_two_cards();
+        fail_msg("the dry run of --mode all: %d\n%s\n%s", rc, out, err);
+    }
+    const char *said[] = {"left out: mig (", "left out: streams (", "left out: green (",
+                          "  serial: the data-parallel job alone", "  mps: the data-parallel job beside", NULL};
+    for (const char **l = said; *l; l++)
+        if (!strstr(out, *l)) {
+            back_to_two_cards();
+            fail_msg("the dry run does not say '%s':\n%s", *l, out);
+        }
+    const char *modes[] = {"--gpus", "0,1,2,3,4,5,6,7", "--mode", "all", "--mix", "M[gpus=8]+16*S", "--quick",
+                           "--completion", "--results", all, NULL};
+    rc = run(modes);
+    back_to_two_cards();
+    if (rc != 0) fail_msg("run_suite --gpus --mode all with a data-parallel job: %d\n%s\n%s", rc, out, err);
+    check_records(all_records, all_cards, 3 * 16, 3);
+    s = summary_of(all, run_dir, sizeof run_dir);
+    const cJSON *ran = cJSON_GetObjectItemCaseSensitive(s, "modes");
+    assert_int_equal(cJSON_GetArraySize(ran), 3);
+    const char *names[] = {"serial", "naive", "mps"};
+    for (int k = 0; k < 3; k++) {
+        const cJSON *one = cJSON_GetArrayItem(ran, k);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(one, "mode")->valuestring, names[k]);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(one, "total");
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(t, "status")->valuestring, "complete");
+        if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(t, "stp")))
+            fail_msg("%s: no STP against the serial pass:\n%s", names[k], out);
+    }
+    /* mig, streams and green (mig-emulate is not one of --mode all's) */
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s, "modes_left_out")), 3);
+    cJSON_Delete(s);
+}
+#endif
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dry_run),
@@ -360,6 +499,9 @@ int main(void) {
         cmocka_unit_test(test_serial_reference),
         cmocka_unit_test(test_serial_reference_window),
         cmocka_unit_test(test_failure_hangs_nothing),
+#ifdef NVML_STANDIN_PATH
+        cmocka_unit_test(test_eight_cards_carried_whole),
+#endif
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

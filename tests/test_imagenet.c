@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "data/dataset.h"
+#include "base/rng.h"
 #include "data/image_transform.h"
 #include "data/loader.h"
 #include "tests/image_fixtures.h"
@@ -448,7 +449,7 @@ static void test_flip_is_mirror(void **state) {
     int w = 120, h = 90;
     image_rgb image = {malloc((size_t)w * h * 3), w, h, 3};
     uint64_t rng = 5;
-    for (int i = 0; i < w * h * 3; i++) image.pixels[i] = (uint8_t)image_rng_next(&rng);
+    for (int i = 0; i < w * h * 3; i++) image.pixels[i] = (uint8_t)rng_next(&rng);
     float plain[40 * 30 * 3], flipped[40 * 30 * 3];
     image_box box = {13, 7, 77, 61};
     assert_int_equal(image_resample(plain, 40, 30, &image, box, 40, 30, 0, 0, 0, mean, stdev), 0);

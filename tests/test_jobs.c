@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "runner/suite/jobs/jobs.h"
+#include "base/clock.h"
 #include "runner/suite/gpu/mps.h"
 #include "tests/testutil.h"
 
@@ -129,6 +130,29 @@ static void test_env(void **state) {
     assert_false(has_name(out, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     assert_true(has_entry(out, "NEW=7"));
     job_free_strv(out);
+    /* a list of sixteen full-length UUIDs is carried whole; a value that cannot be is never cut:
+     * the environment is refused, naming it */
+    job_env list = {0};
+    char uuids[16 * 41] = "";
+    for (int g = 0; g < 16; g++)
+        snprintf(uuids + strlen(uuids), sizeof uuids - strlen(uuids), "%sGPU-5a1e0000-0000-4000-8000-%012x",
+                 g ? "," : "", g);
+    assert_int_equal(job_env_set(&list, "CUDA_VISIBLE_DEVICES", "%s", uuids), 0);
+    out = job_build_env(base, &list);
+    char whole[16 * 41 + 32];
+    snprintf(whole, sizeof whole, "CUDA_VISIBLE_DEVICES=%s", uuids);
+    assert_true(has_entry(out, whole));
+    job_free_strv(out);
+    static char huge[JOB_ENV_ENTRY + 1];
+    memset(huge, 'x', JOB_ENV_ENTRY);
+    assert_int_equal(job_env_set(&list, "SUITE_JOB_DEVICES", "%s", huge), -1);
+    assert_non_null(strstr(list.refused, "SUITE_JOB_DEVICES: a value of"));
+    assert_null(job_build_env(base, &list));
+    job_env many = {0};
+    for (int k = 0; k < JOB_ENV_MAX; k++) assert_int_equal(job_env_set(&many, "A", "%d", k), 0);
+    assert_int_equal(job_env_set(&many, "B", "1"), -1);
+    assert_non_null(strstr(many.refused, "B: more than"));
+    assert_null(job_build_env(base, &many));
     char name[64];
     job_safe_name(name, sizeof name, "resnet50:imagenet64@128/96");
     assert_string_equal(name, "resnet50_imagenet64_128_96");
@@ -362,9 +386,9 @@ static void test_not_ready_and_early_death(void **state) {
     setenv("FAKE_TRAIN", "resnet26:never_ready;resnet152:fail=0", 1);
     job_record *jobs = prepare_jobs(3, dir, 2);
     jobs_settings s = quiet_settings(1.0);
-    double t0 = jobs_monotonic();
+    double t0 = clock_monotonic();
     assert_int_equal(jobs_run_group(jobs, 3, &s), GROUP_PARTIAL);
-    assert_true(jobs_monotonic() - t0 < 10);
+    assert_true(clock_monotonic() - t0 < 10);
     assert_int_equal(jobs[0].status, JOB_FAILED);
     assert_non_null(strstr(jobs[0].reason, "not ready within 1 s"));
     assert_int_equal(jobs[1].status, JOB_OK);
@@ -375,9 +399,9 @@ static void test_not_ready_and_early_death(void **state) {
     setenv("FAKE_TRAIN", "resnet26:fail=0", 1);
     jobs = prepare_jobs(2, dir, 2);
     s = quiet_settings(20.0);
-    t0 = jobs_monotonic();
+    t0 = clock_monotonic();
     assert_int_equal(jobs_run_group(jobs, 2, &s), GROUP_PARTIAL);
-    assert_true(jobs_monotonic() - t0 < 5);
+    assert_true(clock_monotonic() - t0 < 5);
     assert_int_equal(jobs[1].status, JOB_OK);
     free_jobs(jobs, 2);
     unsetenv("FAKE_TRAIN");
@@ -413,9 +437,9 @@ static void test_stop_escalates_to_kill(void **state) {
         setenv("FAKE_TRAIN", "*:epoch_ms=20000;resnet50:ignore_term", 1);
         job_record *jobs = prepare_jobs(2, dir, 2);
         jobs_settings s = {.ready_timeout_s = 30, .grace_s = 0.5, .observer = {NULL, stop_on_start}};
-        double t0 = jobs_monotonic();
+        double t0 = clock_monotonic();
         int rc = jobs_run_group(jobs, 2, &s);
-        int ok = rc == GROUP_STOPPED && jobs_monotonic() - t0 < 10 && jobs[0].status == JOB_FAILED &&
+        int ok = rc == GROUP_STOPPED && clock_monotonic() - t0 < 10 && jobs[0].status == JOB_FAILED &&
                  strstr(jobs[0].reason, "stopped by run_suite") && WIFSIGNALED(jobs[1].proc->wait_status) &&
                  WTERMSIG(jobs[1].proc->wait_status) == SIGKILL && jobs_stop_signal() == SIGTERM;
         for (int i = 0; i < 2; i++) ok = ok && kill(jobs[i].proc->pid, 0) != 0; /* reaped: gone */
@@ -441,9 +465,9 @@ static void test_footprint_and_capture(void **state) {
     assert_int_equal(job_query_footprint("/nonexistent/train", &spec, NULL, &fp, err, sizeof err), -1);
     char out[64];
     char *sleeper[] = {"/bin/sleep", "5", NULL};
-    double t0 = jobs_monotonic();
+    double t0 = clock_monotonic();
     assert_int_equal(jobs_run_capture(sleeper, NULL, NULL, out, sizeof out, 0.3), -2);
-    assert_true(jobs_monotonic() - t0 < 3);
+    assert_true(clock_monotonic() - t0 < 3);
     char *cat[] = {"/bin/cat", NULL};
     int st = jobs_run_capture(cat, NULL, "quit\n", out, sizeof out, 5);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);

@@ -124,13 +124,14 @@ static void test_mix_override(void **state) {
     mix m;
     char err[512], text[256];
     assert_int_equal(mix_parse(&m, "S+M[precision=BF16, steps=5]", err, sizeof err), 0);
-    assert_string_equal(m.jobs[0].precision, "");
-    assert_string_equal(m.jobs[1].precision, "bf16");
+    assert_false(m.jobs[0].precision_given);
+    assert_true(m.jobs[1].precision_given);
+    assert_int_equal(m.jobs[1].precision, PRECISION_BF16);
     mix_job_format(&m.jobs[1], text, sizeof text);
     assert_non_null(strstr(text, "precision=bf16"));
     mix again;
     assert_int_equal(mix_parse(&again, text, err, sizeof err), 0);
-    assert_string_equal(again.jobs[0].precision, "bf16");
+    assert_int_equal(again.jobs[0].precision, PRECISION_BF16);
     char **argv = job_build_argv("train", &m.jobs[1], 2, 0, 0, NULL, 1);
     assert_true(has_pair(argv, "--precision", "bf16")); /* the footprint query sees it too */
     job_free_strv(argv);

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "results/spread.h"
+#include "base/spread.h"
 #include "tests/testutil.h"
 
 #define FIXTURE SUITE_SOURCE_DIR "/tests/fixtures/report"
@@ -127,7 +127,7 @@ static char *section_table(const char *html, const char *heading) {
 /* A heterogeneous mix measured over the common window (S+M+M, fake train): no table sums the
  * jobs' unlike samples/s, every job is named by its label with its window samples/s, the lowest overlap below;
  * and a --repeat 3 run (2*M): one row per cell with n = 3, "median [min-max]" and the ranking by
- * results/spread.h's rule. */
+ * base/spread.h's rule. */
 static void test_mixed_window_and_repeats(void **state) {
     char dir[512], page[600], out[4096], err[8192];
     test_tmpdir(dir, sizeof dir);
@@ -360,7 +360,7 @@ static void test_alone_reference_per_job(void **state) {
     test_rmtree(dir);
 }
 
-/* The report's Python spread (report_data.Spread, spread_rank) is results/spread.h's rule: on the
+/* The report's Python spread (report_data.Spread, spread_rank) is base/spread.h's rule: on the
  * same numbers both print the same "median [min-max]" and the same ranking sign. */
 static void test_spread_agrees_with_c(void **state) {
     enum { SETS = 8, MAX = 4 };

@@ -49,4 +49,10 @@ check(report_html.memory_used_by_run(FakeRun(1.43e9, None)) != report_html.memor
 check(report_html.memory_used_by_run(FakeRun(0, 0.5e9)) != report_html.memory_used_by_run(FakeRun(0, 0.5e9)),
       "no peak: not measured (NaN)")
 
+# a study spread over several cards says so in the page's heading; one on a single card does not
+note = report_html.study_cards_note([("s", {"gpus": [0, 1, 2, 3], "cells_at_once": 4})])
+check(note.startswith("cells over GPUs 0,1,2,3, up to 4 at once"), f"several cards: {note!r}")
+check(report_html.study_cards_note([("s", {"gpus": [0], "cells_at_once": 1})]) == "", "one card: no note")
+check(report_html.study_cards_note([("s", {"gpus": "0,1"})]) == "", "a malformed gpus list: no note")
+
 check.finish()

@@ -235,23 +235,23 @@ static void test_baseline(void **state) {
     s.energy_j = 123;
     assert_int_equal(results_write_summary(dir, "S+M", jobs, 2, &s, NULL, err, sizeof err), 0);
     serial_baseline b;
-    assert_int_equal(results_load_baseline(dir, jobs, 2, &b, err, sizeof err), 0);
+    assert_int_equal(results_load_baseline(dir, "serial", jobs, 2, &b, err, sizeof err), 0);
     assert_true(b.known && fabs(b.makespan_s - 40) < 1e-9 && fabs(b.energy_j - 123) < 1e-9);
     assert_true(fabs(b.solo_timed_s[1] - 20) < 1e-9);
     snprintf(jobs[1].canonical, sizeof jobs[1].canonical, "resnet50:imagenet64@64"); /* another mix */
-    assert_int_equal(results_load_baseline(dir, jobs, 2, &b, err, sizeof err), -1);
+    assert_int_equal(results_load_baseline(dir, "serial", jobs, 2, &b, err, sizeof err), -1);
     assert_non_null(strstr(err, "not the same mix"));
     snprintf(jobs[1].canonical, sizeof jobs[1].canonical, "resnet50:imagenet64@128");
     jobs[1].epochs_planned = 3;
-    assert_int_equal(results_load_baseline(dir, jobs, 2, &b, err, sizeof err), -1);
+    assert_int_equal(results_load_baseline(dir, "serial", jobs, 2, &b, err, sizeof err), -1);
     jobs[1].epochs_planned = 2;
-    assert_int_equal(results_load_baseline(dir, jobs, 1, &b, err, sizeof err), -1);
+    assert_int_equal(results_load_baseline(dir, "serial", jobs, 1, &b, err, sizeof err), -1);
     assert_non_null(strstr(err, "had 2 jobs"));
     snprintf(s.mode, sizeof s.mode, "naive");
     assert_int_equal(results_write_summary(dir, "S+M", jobs, 2, &s, NULL, err, sizeof err), 0);
-    assert_int_equal(results_load_baseline(dir, jobs, 2, &b, err, sizeof err), -1);
+    assert_int_equal(results_load_baseline(dir, "serial", jobs, 2, &b, err, sizeof err), -1);
     assert_non_null(strstr(err, "a serial run is needed"));
-    assert_int_equal(results_load_baseline("/nonexistent", jobs, 2, &b, err, sizeof err), -1);
+    assert_int_equal(results_load_baseline("/nonexistent", "serial", jobs, 2, &b, err, sizeof err), -1);
     free(jobs);
     test_rmtree(dir);
 }

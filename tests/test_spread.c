@@ -1,4 +1,4 @@
-/* The spread over repeats (results/spread.h): median, min and max with NaNs left out, the
+/* The spread over repeats (base/spread.h): median, min and max with NaNs left out, the
  * "median [min-max]" form, and the ranking rule (ranges that do not overlap, two repeats at least). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "results/spread.h"
+#include "base/spread.h"
 
 static void test_median_min_max(void **state) {
     double odd[] = {1.5, 1.2, 1.9};

@@ -21,7 +21,7 @@
 #include "data/dataset.h"
 #include "kernels/check.h"
 #include "models/core/context.h"
-#include "models/core/rng.h"
+#include "base/rng.h"
 
 char *test_read_text(const char *path, char *err, size_t err_size) {
     uint8_t *bytes = NULL;

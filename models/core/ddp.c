@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/spread.h"
 #include "kernels/check.h"
 #include "kernels/kernels.h"
 #include "kernels/knobs.h"
@@ -54,18 +55,6 @@ static int param_index(const ddp *d, const float *p) {
         else hi = mid - 1;
     }
     return -1;
-}
-
-static int compare_floats(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of v[0..n) (sorted in place); NaN when n is 0. */
-static double median_sorting(float *v, int n) {
-    if (n == 0) return NAN;
-    qsort(v, (size_t)n, sizeof *v, compare_floats);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static void launch(ddp *d, ddp_bucket *b) {
@@ -165,7 +154,7 @@ int ddp_agree_stop(ddp *d, int told, long step) {
 double ddp_exposed_ms(const ddp *d) {
     float sorted[DDP_EXPOSED_SAMPLES];
     memcpy(sorted, d->exposed_ms, (size_t)d->exposed_count * sizeof *sorted);
-    return median_sorting(sorted, d->exposed_count);
+    return spread_median_floats(sorted, (size_t)(d->exposed_count));
 }
 
 /* Buckets over the flat buffer, cut at parameter boundaries, about DDP_BUCKET_BYTES each. */
@@ -317,7 +306,7 @@ double ddp_time_allreduce(ddp *d) {
         CHECK_CUDA(cudaEventDestroy(stop[i]));
     }
     CHECK_CUDA(cudaFree(copy));
-    d->allreduce_alone_ms = median_sorting(ms, TIMED);
+    d->allreduce_alone_ms = spread_median_floats(ms, (size_t)(TIMED));
     return d->allreduce_alone_ms;
 }
 

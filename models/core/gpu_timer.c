@@ -3,16 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/spread.h"
 #include "kernels/kernels.h"
 #include "kernels/check.h"
 
 enum { MAX_RUNS = 64, MAX_TRIES = 6 };
 static const long long FIRST_HOLD_NS = 200000; /* cuDNN launches cost the host 5-20 us each */
-
-static int compare_floats(const void *a, const void *b) {
-    float fa = *(const float *)a, fb = *(const float *)b;
-    return (fa > fb) - (fa < fb);
-}
 
 float gpu_timer_median_ms(cudaStream_t stream, gpu_timed_fn run, void *arg, int runs) {
     if (runs < 1 || runs > MAX_RUNS) {
@@ -39,6 +35,6 @@ float gpu_timer_median_ms(cudaStream_t stream, gpu_timed_fn run, void *arg, int 
     float ms[MAX_RUNS];
     for (int r = 0; r < runs; r++) CHECK_CUDA(cudaEventElapsedTime(&ms[r], marks[r], marks[r + 1]));
     for (int i = 0; i <= runs; i++) CHECK_CUDA(cudaEventDestroy(marks[i]));
-    qsort(ms, (size_t)runs, sizeof ms[0], compare_floats);
+    spread_sort_floats(ms, (size_t)runs);
     return ms[runs / 2];
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kernels/check.h"
-#include "models/core/rng.h"
+#include "base/rng.h"
 
 void param_table_add(param_table *t, const param_entry *e) {
     if (t->count == t->capacity) {

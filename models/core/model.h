@@ -12,7 +12,7 @@
 #include "kernels/kernels.h"
 #include "models/core/arena.h"
 #include "models/core/context.h"
-#include "models/core/precision.h"
+#include "base/precision.h"
 #include "models/core/wgrad_lane.h"
 
 typedef struct model_config {

@@ -7,6 +7,7 @@
  * sees a partial checkpoint under the final name. */
 #define _POSIX_C_SOURCE 200809L
 #include "models/core/safetensors.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,17 +38,6 @@ size_t st_dtype_size(st_dtype dtype) {
 
 const char *st_dtype_name(st_dtype dtype) {
     return (int)dtype >= 0 && (int)dtype < ST_DTYPE_COUNT ? dtype_names[dtype] : "invalid";
-}
-
-static int fail(char *err, size_t err_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t err_size, const char *fmt, ...) {
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
 }
 
 /* Strict UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF), as Rust's from_utf8
@@ -113,7 +103,7 @@ static int parse_dtype(const char *s, st_dtype *out) {
 /* Fills t from one header entry; `name` is already checked for length. */
 static int parse_entry(st_tensor *t, const cJSON *entry, size_t data_size, char *err, size_t n) {
     const char *name = t->name;
-    if (!cJSON_IsObject(entry)) return fail(err, n, "tensor '%s': entry is not a JSON object", name);
+    if (!cJSON_IsObject(entry)) return error_set(err, n, "tensor '%s': entry is not a JSON object", name);
     const cJSON *dtype = NULL, *shape = NULL, *offsets = NULL, *field;
     cJSON_ArrayForEach(field, entry) {
         const cJSON **slot = NULL;
@@ -121,24 +111,24 @@ static int parse_entry(st_tensor *t, const cJSON *entry, size_t data_size, char 
         else if (strcmp(field->string, "shape") == 0) slot = &shape;
         else if (strcmp(field->string, "data_offsets") == 0) slot = &offsets;
         if (!slot) continue; /* unknown fields are ignored, as the Python library does */
-        if (*slot) return fail(err, n, "tensor '%s': field \"%s\" appears twice", name, field->string);
+        if (*slot) return error_set(err, n, "tensor '%s': field \"%s\" appears twice", name, field->string);
         *slot = field;
     }
-    if (!dtype) return fail(err, n, "tensor '%s': missing \"dtype\"", name);
-    if (!shape) return fail(err, n, "tensor '%s': missing \"shape\"", name);
-    if (!offsets) return fail(err, n, "tensor '%s': missing \"data_offsets\"", name);
+    if (!dtype) return error_set(err, n, "tensor '%s': missing \"dtype\"", name);
+    if (!shape) return error_set(err, n, "tensor '%s': missing \"shape\"", name);
+    if (!offsets) return error_set(err, n, "tensor '%s': missing \"data_offsets\"", name);
 
-    if (!cJSON_IsString(dtype)) return fail(err, n, "tensor '%s': \"dtype\" is not a string", name);
+    if (!cJSON_IsString(dtype)) return error_set(err, n, "tensor '%s': \"dtype\" is not a string", name);
     if (parse_dtype(dtype->valuestring, &t->dtype) != 0)
-        return fail(err, n,
+        return error_set(err, n,
                     "tensor '%s': unsupported dtype '%.32s' (expected F64, F32, F16, BF16, I64, I32, "
                     "I16, I8, U8 or BOOL)",
                     name, dtype->valuestring);
 
-    if (!cJSON_IsArray(shape)) return fail(err, n, "tensor '%s': \"shape\" is not an array", name);
+    if (!cJSON_IsArray(shape)) return error_set(err, n, "tensor '%s': \"shape\" is not an array", name);
     int ndim = cJSON_GetArraySize(shape);
     if (ndim > ST_MAX_DIMS)
-        return fail(err, n, "tensor '%s': shape has %d dims, at most %d are supported", name, ndim,
+        return error_set(err, n, "tensor '%s': shape has %d dims, at most %d are supported", name, ndim,
                     ST_MAX_DIMS);
     t->ndim = ndim;
     int has_zero = 0;
@@ -148,24 +138,24 @@ static int parse_entry(st_tensor *t, const cJSON *entry, size_t data_size, char 
         uint64_t v;
         if (json_uint(dim, &v) != 0) {
             if (cJSON_IsNumber(dim))
-                return fail(err, n, "tensor '%s': shape[%d] is %.17g, expected an integer in [0, 2^53]",
+                return error_set(err, n, "tensor '%s': shape[%d] is %.17g, expected an integer in [0, 2^53]",
                             name, d, dim->valuedouble);
-            return fail(err, n, "tensor '%s': shape[%d] is not a number", name, d);
+            return error_set(err, n, "tensor '%s': shape[%d] is not a number", name, d);
         }
         t->shape[d++] = (int64_t)v;
         has_zero |= v == 0;
     }
 
     if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2)
-        return fail(err, n, "tensor '%s': \"data_offsets\" is not an array [begin, end]", name);
+        return error_set(err, n, "tensor '%s': \"data_offsets\" is not an array [begin, end]", name);
     uint64_t begin, end;
     if (json_uint(offsets->child, &begin) != 0 || json_uint(offsets->child->next, &end) != 0)
-        return fail(err, n, "tensor '%s': \"data_offsets\" must hold integers in [0, 2^53]", name);
+        return error_set(err, n, "tensor '%s': \"data_offsets\" must hold integers in [0, 2^53]", name);
     if (begin > end)
-        return fail(err, n, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] have begin > end",
+        return error_set(err, n, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] have begin > end",
                     name, begin, end);
     if (end > data_size)
-        return fail(err, n,
+        return error_set(err, n,
                     "tensor '%s': data_offsets end %" PRIu64 " is beyond the data section (%zu bytes)",
                     name, end, data_size);
 
@@ -174,10 +164,10 @@ static int parse_entry(st_tensor *t, const cJSON *entry, size_t data_size, char 
     uint64_t bytes = has_zero ? 0 : st_dtype_size(t->dtype);
     for (int k = 0; k < ndim && bytes; k++)
         if (__builtin_mul_overflow(bytes, (uint64_t)t->shape[k], &bytes))
-            return fail(err, n, "tensor '%s': shape %s of %s overflows a 64-bit byte count", name,
+            return error_set(err, n, "tensor '%s': shape %s of %s overflows a 64-bit byte count", name,
                         shape_text, dtype_names[t->dtype]);
     if (end - begin != bytes)
-        return fail(err, n,
+        return error_set(err, n,
                     "tensor '%s': data_offsets span %" PRIu64 " bytes but shape %s of %s needs %" PRIu64,
                     name, end - begin, shape_text, dtype_names[t->dtype], bytes);
     t->offset = (size_t)begin;
@@ -186,11 +176,11 @@ static int parse_entry(st_tensor *t, const cJSON *entry, size_t data_size, char 
 }
 
 static int parse_metadata(const cJSON *meta, char *err, size_t n) {
-    if (!cJSON_IsObject(meta)) return fail(err, n, "\"__metadata__\" is not a JSON object");
+    if (!cJSON_IsObject(meta)) return error_set(err, n, "\"__metadata__\" is not a JSON object");
     const cJSON *item;
     cJSON_ArrayForEach(item, meta) {
         if (!cJSON_IsString(item))
-            return fail(err, n, "\"__metadata__\" value of '%.64s' is not a string", item->string);
+            return error_set(err, n, "\"__metadata__\" value of '%.64s' is not a string", item->string);
     }
     return 0;
 }
@@ -204,13 +194,13 @@ static int compare_names(const void *a, const void *b) {
 static int check_duplicates(const st_file *f, char *err, size_t n) {
     if (f->count < 2) return 0;
     const st_tensor **order = malloc((size_t)f->count * sizeof *order);
-    if (!order) return fail(err, n, "out of memory checking %d tensor names", f->count);
+    if (!order) return error_set(err, n, "out of memory checking %d tensor names", f->count);
     for (int i = 0; i < f->count; i++) order[i] = &f->tensors[i];
     qsort(order, (size_t)f->count, sizeof *order, compare_names);
     int status = 0;
     for (int i = 1; i < f->count && status == 0; i++)
         if (strcmp(order[i - 1]->name, order[i]->name) == 0)
-            status = fail(err, n, "duplicate tensor name '%s'", order[i]->name);
+            status = error_set(err, n, "duplicate tensor name '%s'", order[i]->name);
     free(order);
     return status;
 }
@@ -225,7 +215,7 @@ static int compare_offsets(const void *a, const void *b) {
  * lie end to end from byte 0 and cover the data section exactly: no overlap, no gap, nothing after. */
 static int check_layout(const st_file *f, char *err, size_t n) {
     const st_tensor **order = malloc((size_t)(f->count ? f->count : 1) * sizeof *order);
-    if (!order) return fail(err, n, "out of memory checking %d tensors' offsets", f->count);
+    if (!order) return error_set(err, n, "out of memory checking %d tensors' offsets", f->count);
     for (int i = 0; i < f->count; i++) order[i] = &f->tensors[i];
     qsort(order, (size_t)f->count, sizeof *order, compare_offsets);
     size_t at = 0;
@@ -233,15 +223,15 @@ static int check_layout(const st_file *f, char *err, size_t n) {
     for (int i = 0; i < f->count && status == 0; i++) {
         const st_tensor *t = order[i];
         if (t->offset < at)
-            status = fail(err, n, "tensor '%s': data_offsets [%zu, %zu] overlap tensor '%s' (which ends at %zu)",
+            status = error_set(err, n, "tensor '%s': data_offsets [%zu, %zu] overlap tensor '%s' (which ends at %zu)",
                           t->name, t->offset, t->offset + t->nbytes, order[i - 1]->name, at);
         else if (t->offset > at)
-            status = fail(err, n, "tensor '%s': data_offsets begin at %zu, leaving bytes %zu..%zu of the data "
+            status = error_set(err, n, "tensor '%s': data_offsets begin at %zu, leaving bytes %zu..%zu of the data "
                           "section to no tensor", t->name, t->offset, at, t->offset);
         at = t->offset + t->nbytes;
     }
     if (status == 0 && at != f->data_size)
-        status = fail(err, n, "the tensors cover %zu bytes but the data section holds %zu", at, f->data_size);
+        status = error_set(err, n, "the tensors cover %zu bytes but the data section holds %zu", at, f->data_size);
     free(order);
     return status;
 }
@@ -250,11 +240,11 @@ static int check_layout(const st_file *f, char *err, size_t n) {
  * (not built with sanitizers) never reads past what the file gave. */
 static int parse_header(st_file *f, const uint8_t *text, size_t len, char *err, size_t n) {
     size_t bad = utf8_valid_prefix(text, len);
-    if (bad != len) return fail(err, n, "header is not valid UTF-8 (byte %zu of the JSON)", bad);
+    if (bad != len) return error_set(err, n, "header is not valid UTF-8 (byte %zu of the JSON)", bad);
     const uint8_t *nul = memchr(text, 0, len);
-    if (nul) return fail(err, n, "header holds a NUL byte (byte %zu of the JSON)", (size_t)(nul - text));
+    if (nul) return error_set(err, n, "header holds a NUL byte (byte %zu of the JSON)", (size_t)(nul - text));
     char *json = malloc(len + 1);
-    if (!json) return fail(err, n, "out of memory for a %zu-byte header", len);
+    if (!json) return error_set(err, n, "out of memory for a %zu-byte header", len);
     memcpy(json, text, len);
     json[len] = '\0';
     const char *end = NULL;
@@ -262,16 +252,16 @@ static int parse_header(st_file *f, const uint8_t *text, size_t len, char *err, 
     int status = 0;
     if (!root) {
         size_t at = end && end >= json ? (size_t)(end - json) : 0;
-        status = fail(err, n, "header is not valid JSON (error near byte %zu of the JSON)", at);
+        status = error_set(err, n, "header is not valid JSON (error near byte %zu of the JSON)", at);
         goto done;
     }
     for (const char *p = end; p < json + len; p++)
         if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
-            status = fail(err, n, "header has trailing bytes after the JSON (byte %zu)", (size_t)(p - json));
+            status = error_set(err, n, "header has trailing bytes after the JSON (byte %zu)", (size_t)(p - json));
             goto done;
         }
     if (!cJSON_IsObject(root)) {
-        status = fail(err, n, "header is not a JSON object");
+        status = error_set(err, n, "header is not a JSON object");
         goto done;
     }
 
@@ -283,21 +273,21 @@ static int parse_header(st_file *f, const uint8_t *text, size_t len, char *err, 
             continue;
         }
         if (have_metadata++) {
-            status = fail(err, n, "\"__metadata__\" appears twice");
+            status = error_set(err, n, "\"__metadata__\" appears twice");
             goto done;
         }
         if ((status = parse_metadata(item, err, n)) != 0) goto done;
     }
     f->tensors = calloc(entries ? (size_t)entries : 1, sizeof *f->tensors);
     if (!f->tensors) {
-        status = fail(err, n, "out of memory for %d tensors", entries);
+        status = error_set(err, n, "out of memory for %d tensors", entries);
         goto done;
     }
     cJSON_ArrayForEach(item, root) {
         if (strcmp(item->string, "__metadata__") == 0) continue;
         size_t name_len = strlen(item->string);
         if (name_len >= ST_MAX_NAME) {
-            status = fail(err, n, "tensor '%.40s...': name is %zu bytes, at most %d are supported",
+            status = error_set(err, n, "tensor '%.40s...': name is %zu bytes, at most %d are supported",
                           item->string, name_len, ST_MAX_NAME - 1);
             goto done;
         }
@@ -319,11 +309,11 @@ done:
 static int header_length(const uint8_t *prefix, size_t size, uint64_t *header_len, char *err, size_t n) {
     *header_len = 0;
     for (int i = 7; i >= 0 && size >= 8; i--) *header_len = *header_len << 8 | prefix[i];
-    if (size < 8) return fail(err, n, "file is %zu bytes, shorter than the 8-byte header length", size);
+    if (size < 8) return error_set(err, n, "file is %zu bytes, shorter than the 8-byte header length", size);
     if (*header_len > ST_MAX_HEADER)
-        return fail(err, n, "header length %" PRIu64 " exceeds the %u-byte limit", *header_len, ST_MAX_HEADER);
+        return error_set(err, n, "header length %" PRIu64 " exceeds the %u-byte limit", *header_len, ST_MAX_HEADER);
     if (*header_len > size - 8)
-        return fail(err, n, "header length %" PRIu64 " is beyond the end of the file (%zu bytes after "
+        return error_set(err, n, "header length %" PRIu64 " is beyond the end of the file (%zu bytes after "
                     "the length)", *header_len, size - 8);
     return 0;
 }
@@ -349,9 +339,9 @@ static int parse_owned(st_file *f, uint8_t *bytes, size_t size, char *err, size_
 
 int st_parse(st_file *f, const uint8_t *bytes, size_t size, char *err, size_t err_size) {
     memset(f, 0, sizeof *f);
-    if (!bytes && size) return fail(err, err_size, "no bytes given for a %zu-byte file", size);
+    if (!bytes && size) return error_set(err, err_size, "no bytes given for a %zu-byte file", size);
     uint8_t *copy = malloc(size ? size : 1);
-    if (!copy) return fail(err, err_size, "out of memory copying a %zu-byte file", size);
+    if (!copy) return error_set(err, err_size, "out of memory copying a %zu-byte file", size);
     if (size) memcpy(copy, bytes, size);
     return parse_owned(f, copy, size, err, err_size);
 }
@@ -359,16 +349,16 @@ int st_parse(st_file *f, const uint8_t *bytes, size_t size, char *err, size_t er
 int st_open(st_file *f, const char *path, char *err, size_t err_size) {
     memset(f, 0, sizeof *f);
     FILE *fp = fopen(path, "rb");
-    if (!fp) return fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    if (!fp) return error_set(err, err_size, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(fp), &st) != 0) {
         int e = errno;
         fclose(fp);
-        return fail(err, err_size, "%s: cannot stat: %s", path, strerror(e));
+        return error_set(err, err_size, "%s: cannot stat: %s", path, strerror(e));
     }
     if (S_ISDIR(st.st_mode)) {
         fclose(fp);
-        return fail(err, err_size, "%s: cannot read: %s", path, strerror(EISDIR));
+        return error_set(err, err_size, "%s: cannot read: %s", path, strerror(EISDIR));
     }
     /* Read to end of file rather than trusting st_size: pipes report 0 and a file may change. */
     size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 65536, size = 0;
@@ -387,18 +377,18 @@ int st_open(st_file *f, const char *path, char *err, size_t err_size) {
     }
     if (!bytes) {
         fclose(fp);
-        return fail(err, err_size, "%s: out of memory reading the file", path);
+        return error_set(err, err_size, "%s: out of memory reading the file", path);
     }
     if (ferror(fp)) {
         int e = errno;
         free(bytes);
         fclose(fp);
-        return fail(err, err_size, "%s: read error: %s", path, strerror(e));
+        return error_set(err, err_size, "%s: read error: %s", path, strerror(e));
     }
     fclose(fp);
     char why[ST_ERR_LEN];
     if (parse_owned(f, bytes, size, why, sizeof why) != 0)
-        return fail(err, err_size, "%s: %s", path, why);
+        return error_set(err, err_size, "%s: %s", path, why);
     return 0;
 }
 
@@ -406,33 +396,33 @@ int st_check_file(const char *path, char *err, size_t err_size) {
     /* without blocking: a FIFO opened for reading waits for a writer that may never come; fstat
        then refuses it (and a device) before anything is read */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return error_set(err, err_size, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     uint8_t prefix[8] = {0};
     char why[ST_ERR_LEN];
     int status = 0;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        status = fail(err, err_size, "%s: not a regular file", path);
+        status = error_set(err, err_size, "%s: not a regular file", path);
         goto done;
     }
     size_t size = (size_t)st.st_size;
     uint64_t header_len;
     if (pread(fd, prefix, 8, 0) != (ssize_t)(size < 8 ? size : 8) ||
         header_length(prefix, size, &header_len, why, sizeof why) != 0) {
-        status = fail(err, err_size, "%s: %s", path, size >= 8 ? why : "shorter than the 8-byte header length");
+        status = error_set(err, err_size, "%s: %s", path, size >= 8 ? why : "shorter than the 8-byte header length");
         goto done;
     }
     uint8_t *text = malloc(header_len ? (size_t)header_len : 1);
     if (!text) {
-        status = fail(err, err_size, "%s: out of memory for a %" PRIu64 "-byte header", path, header_len);
+        status = error_set(err, err_size, "%s: out of memory for a %" PRIu64 "-byte header", path, header_len);
         goto done;
     }
     st_file f = {0};
     f.data_size = size - 8 - (size_t)header_len;
     if (pread(fd, text, (size_t)header_len, 8) != (ssize_t)header_len)
-        status = fail(err, err_size, "%s: cannot read its %" PRIu64 "-byte header", path, header_len);
+        status = error_set(err, err_size, "%s: cannot read its %" PRIu64 "-byte header", path, header_len);
     else if (parse_header(&f, text, (size_t)header_len, why, sizeof why) != 0)
-        status = fail(err, err_size, "%s: %s", path, why);
+        status = error_set(err, err_size, "%s: %s", path, why);
     free(f.tensors);
     free(text);
 done:
@@ -727,20 +717,20 @@ static int write_file(st_writer *w, char *err, size_t n) {
     text_buf header = {0};
     if (build_header(w, &header) != 0 || header.len > ST_MAX_HEADER) {
         free(header.s);
-        return fail(err, n, "%s: header too large (out of memory, over 100 MB, or data past 2^53 bytes)",
+        return error_set(err, n, "%s: header too large (out of memory, over 100 MB, or data past 2^53 bytes)",
                     w->path);
     }
     size_t tmp_size = strlen(w->path) + 32;
     char *tmp = malloc(tmp_size);
     if (!tmp) {
         free(header.s);
-        return fail(err, n, "%s: out of memory", w->path);
+        return error_set(err, n, "%s: out of memory", w->path);
     }
     snprintf(tmp, tmp_size, "%s.tmp.%ld", w->path, (long)getpid());
     int status = 0;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        status = fail(err, n, "%s: cannot create %s: %s", w->path, tmp, strerror(errno));
+        status = error_set(err, n, "%s: cannot create %s: %s", w->path, tmp, strerror(errno));
         goto done;
     }
     uint8_t len_bytes[8];
@@ -748,15 +738,15 @@ static int write_file(st_writer *w, char *err, size_t n) {
     int ok = write_all(fd, len_bytes, 8) == 0 && write_all(fd, header.s, header.len) == 0;
     for (int i = 0; ok && i < w->count; i++) ok = write_all(fd, w->entries[i].data, w->entries[i].nbytes) == 0;
     if (!ok) {
-        status = fail(err, n, "%s: writing %s: %s", w->path, tmp, strerror(errno));
+        status = error_set(err, n, "%s: writing %s: %s", w->path, tmp, strerror(errno));
         close(fd);
     } else if (fsync(fd) != 0) {
-        status = fail(err, n, "%s: fsync of %s: %s", w->path, tmp, strerror(errno));
+        status = error_set(err, n, "%s: fsync of %s: %s", w->path, tmp, strerror(errno));
         close(fd);
     } else if (close(fd) != 0) { /* network file systems report write errors here */
-        status = fail(err, n, "%s: closing %s: %s", w->path, tmp, strerror(errno));
+        status = error_set(err, n, "%s: closing %s: %s", w->path, tmp, strerror(errno));
     } else if (rename(tmp, w->path) != 0) {
-        status = fail(err, n, "%s: cannot rename %s into place: %s", w->path, tmp, strerror(errno));
+        status = error_set(err, n, "%s: cannot rename %s into place: %s", w->path, tmp, strerror(errno));
     } else {
         sync_parent_dir(w->path);
     }
@@ -768,9 +758,9 @@ done:
 }
 
 int st_writer_close(st_writer *w, char *err, size_t err_size) {
-    if (!w) return fail(err, err_size, "safetensors writer could not be created (out of memory)");
+    if (!w) return error_set(err, err_size, "safetensors writer could not be created (out of memory)");
     int status;
-    if (w->failed) status = fail(err, err_size, "%s", w->error);
+    if (w->failed) status = error_set(err, err_size, "%s", w->error);
     else status = write_file(w, err, err_size);
     for (int i = 0; i < w->count; i++) free(w->entries[i].data);
     for (int i = 0; i < w->meta_count; i++) {

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "kernels/check.h"
 #include "models/core/gpu_timer.h"
 
@@ -54,16 +55,6 @@ const char *conv_direction_name(conv_direction dir) {
     case CONV_BACKWARD_FILTER: return "backward-filter";
     }
     return "unknown direction";
-}
-
-static int fail(char *err, size_t err_size, const char *fmt, ...) {
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
 }
 
 static int does_not_apply(cudnnStatus_t status) {
@@ -300,28 +291,28 @@ static float time_plan(cudnnHandle_t cudnn, cudaStream_t stream, cudnnBackendDes
 static int check_inputs(conv_direction dir, const conv_shape *s, cudnnHandle_t cudnn, const void *x, const void *w,
                         const void *y, const void *workspace, size_t workspace_limit, char *err, size_t err_size) {
     if ((unsigned)dir > CONV_BACKWARD_FILTER)
-        return fail(err, err_size, "conv_engine: direction %d is not forward, backward-data or backward-filter",
+        return error_set(err, err_size, "conv_engine: direction %d is not forward, backward-data or backward-filter",
                     (int)dir);
-    if (!s) return fail(err, err_size, "conv_engine: shape is NULL");
+    if (!s) return error_set(err, err_size, "conv_engine: shape is NULL");
     if (s->data_type != CUDNN_DATA_FLOAT && s->data_type != CUDNN_DATA_BFLOAT16)
-        return fail(err, err_size, "conv_engine: shape.data_type is %d, expected CUDNN_DATA_FLOAT or "
+        return error_set(err, err_size, "conv_engine: shape.data_type is %d, expected CUDNN_DATA_FLOAT or "
                     "CUDNN_DATA_BFLOAT16", (int)s->data_type);
     if (s->format != CUDNN_TENSOR_NHWC && s->format != CUDNN_TENSOR_NCHW)
-        return fail(err, err_size, "conv_engine: shape.format is %d, expected CUDNN_TENSOR_NHWC or CUDNN_TENSOR_NCHW",
+        return error_set(err, err_size, "conv_engine: shape.format is %d, expected CUDNN_TENSOR_NHWC or CUDNN_TENSOR_NCHW",
                     (int)s->format);
     if (s->batch < 1 || s->in_c < 1 || s->out_c < 1 || s->kernel < 1 || s->stride < 1 || s->pad < 0 ||
         s->h_in + 2 * s->pad < s->kernel || s->w_in + 2 * s->pad < s->kernel)
-        return fail(err, err_size,
+        return error_set(err, err_size,
                     "conv_engine: shape batch %d in_c %d out_c %d kernel %d stride %d pad %d input %dx%d: expected "
                     "sizes, kernel and stride >= 1, pad >= 0 and the padded input at least the kernel",
                     s->batch, s->in_c, s->out_c, s->kernel, s->stride, s->pad, s->h_in, s->w_in);
     int h_out = conv_out_size(s->h_in, s->kernel, s->stride, s->pad);
     int w_out = conv_out_size(s->w_in, s->kernel, s->stride, s->pad);
     if (h_out < 1 || w_out < 1 || s->h_out != h_out || s->w_out != w_out)
-        return fail(err, err_size,
+        return error_set(err, err_size,
                     "conv_engine: shape output %dx%d, expected %dx%d (input %dx%d, kernel %d, stride %d, pad %d)",
                     s->h_out, s->w_out, h_out, w_out, s->h_in, s->w_in, s->kernel, s->stride, s->pad);
-    if (!cudnn) return fail(err, err_size, "conv_engine: the cuDNN handle is NULL");
+    if (!cudnn) return error_set(err, err_size, "conv_engine: the cuDNN handle is NULL");
     const void *buffers[3] = {x, w, y};
     const char *names[3][3] = {{"x (input)", "w (filter)", "y (output)"},
                                {"x (dx, written)", "w (filter)", "y (dy)"},
@@ -329,11 +320,11 @@ static int check_inputs(conv_direction dir, const conv_shape *s, cudnnHandle_t c
     size_t element = conv_element_bytes(s);
     for (int i = 0; i < 3; i++)
         if (!buffers[i] || (uintptr_t)buffers[i] % element)
-            return fail(err, err_size,
+            return error_set(err, err_size,
                         "conv_engine %s: buffer %s is %p, expected a device pointer aligned to %zu bytes",
                         conv_direction_name(dir), names[dir][i], buffers[i], element);
     if (workspace_limit > 0 && !workspace)
-        return fail(err, err_size, "conv_engine: workspace is NULL but workspace_limit is %zu bytes", workspace_limit);
+        return error_set(err, err_size, "conv_engine: workspace is NULL but workspace_limit is %zu bytes", workspace_limit);
     return 0;
 }
 
@@ -417,7 +408,7 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
     for (int i = 0; i < n_configs; i++) destroy_descriptor(configs[i]);
     free(keys);
     if (kept >= 0) return 0;
-    return fail(err, err_size,
+    return error_set(err, err_size,
                 "conv_engine %s: no engine works: %d configurations proposed, %d repeated, %d excluded as "
                 "TF32/down-converting, %d over the %zu-byte workspace limit, %d refused%s",
                 conv_direction_name(plan->direction), n_configs, duplicates, excluded, too_big, workspace_limit,
@@ -460,7 +451,7 @@ int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shap
                      cudnnHandle_t cudnn, cudaStream_t stream, void *x, void *w, void *y, void *workspace,
                      size_t workspace_limit, char *err, size_t err_size) {
     if (err && err_size) err[0] = '\0';
-    if (!plan) return fail(err, err_size, "conv_engine: plan is NULL");
+    if (!plan) return error_set(err, err_size, "conv_engine: plan is NULL");
     memset(plan, 0, sizeof *plan);
     plan->direction = dir;
     plan->beta = beta;
@@ -480,7 +471,7 @@ int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shap
         result = search_engines(plan, g.graph, allow_tensor_core, max_timed, cudnn, stream, x, w, y, workspace,
                                 workspace_limit, err, err_size);
     } else {
-        result = fail(err, err_size, "conv_engine %s: cuDNN supports no graph for this convolution: %s",
+        result = error_set(err, err_size, "conv_engine %s: cuDNN supports no graph for this convolution: %s",
                       conv_direction_name(dir), suite_cudnn_message(status));
     }
     /* The finalized plan keeps what it needs; the descriptors it was built from can go. */
@@ -509,7 +500,7 @@ int conv_engine_rebuild(conv_engine_plan *plan, conv_direction dir, const conv_s
                         const char *name, float ms, cudnnHandle_t cudnn, void *x, void *w, void *y, char *err,
                         size_t err_size) {
     if (err && err_size) err[0] = '\0';
-    if (!plan) return fail(err, err_size, "conv_engine: plan is NULL");
+    if (!plan) return error_set(err, err_size, "conv_engine: plan is NULL");
     memset(plan, 0, sizeof *plan);
     plan->direction = dir, plan->beta = beta, plan->engine_id = -1;
     if (check_inputs(dir, shape, cudnn, x, w, y, NULL, 0, err, err_size)) return -1;
@@ -517,14 +508,14 @@ int conv_engine_rebuild(conv_engine_plan *plan, conv_direction dir, const conv_s
     int64_t knob_values[CUDNN_KNOB_TYPE_COUNTS], engine_id;
     int knobs = parse_name(name, &engine_id, knob_types, knob_values, CUDNN_KNOB_TYPE_COUNTS);
     if (knobs < 0)
-        return fail(err, err_size, "conv_engine %s: \"%s\" is not an engine's name (eng<id>_k<knob>=<value>...)",
+        return error_set(err, err_size, "conv_engine %s: \"%s\" is not an engine's name (eng<id>_k<knob>=<value>...)",
                     conv_direction_name(dir), name);
     void *buffers[3] = {x, w, y};
     for (int i = 0; i < 3; i++) plan->alignment[i] = pointer_alignment(buffers[i]);
     conv_graph g = {0};
     cudnnStatus_t status = make_graph(&g, dir, shape, plan->alignment, beta, cudnn);
     if (status != CUDNN_STATUS_SUCCESS)
-        return fail(err, err_size, "conv_engine %s: cuDNN supports no graph for this convolution: %s",
+        return error_set(err, err_size, "conv_engine %s: cuDNN supports no graph for this convolution: %s",
                     conv_direction_name(dir), suite_cudnn_message(status));
     cudnnBackendDescriptor_t engine = create_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
     SET_ATTR(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g.graph);
@@ -561,7 +552,7 @@ int conv_engine_rebuild(conv_engine_plan *plan, conv_direction dir, const conv_s
     if (status == CUDNN_STATUS_SUCCESS) return 0;
     conv_engine_destroy(plan);
     plan->direction = dir, plan->beta = beta, plan->engine_id = -1;
-    return fail(err, err_size, "conv_engine %s: %s cannot be built here: %s", conv_direction_name(dir), name,
+    return error_set(err, err_size, "conv_engine %s: %s cannot be built here: %s", conv_direction_name(dir), name,
                 suite_cudnn_message(status));
 }
 

@@ -15,9 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/output_path.h"
+#include "base/precision.h"
 #include "models/catalog.h"
-#include "models/core/precision.h"
-#include "results/output_path.h"
 #include "results/results.h"
 #include "runner/cli.h"
 #include "results/repeats.h"
@@ -185,19 +185,20 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
     if (mix_parse(&o->mix, o->mix_text, err, sizeof err) != 0) return fail("--mix: %s%s", err, "");
     for (int i = 0; args->precision && i < o->mix.count; i++) {
         job_spec *job = &o->mix.jobs[i];
-        if (job->precision[0]) continue;
+        if (job->precision_given) continue;
         /* the rule train applies to the job (runner/train/train_rules.h), before any job starts */
         if (train_rule_precision(catalog_find(job->model), job->model, (precision_kind)(args->precision - 1), err,
                                  sizeof err) != 0)
             return fail("job %s: %s", job->label, err);
-        snprintf(job->precision, sizeof job->precision, "%s", precision_name((precision_kind)(args->precision - 1)));
+        job->precision = (precision_kind)(args->precision - 1);
+        job->precision_given = 1;
     }
     if (suite_mode_check_options(table, o, mode, err, sizeof err) != 0) return fail("%s%s", err, "");
     if (o->json && !o->dry_run) return fail("--json goes with --dry-run or --list%s%s", "", "");
     if (suite_repeat_requested(o) && suite_sweep_requested(o))
         return fail("--repeat goes with a run of the mix, not the layout sweep (--mig-layouts)%s%s", "", "");
     if (o->baseline_dir && !is_dir(o->baseline_dir)) return fail("--baseline %s: not a folder%s", o->baseline_dir, "");
-    /* the rule of every output (results/output_path.h), in the dry run too */
+    /* the rule of every output (base/output_path.h), in the dry run too */
     const char *inputs[] = {o->data_root ? o->data_root : "", o->baseline_dir ? o->baseline_dir : "", NULL};
     const output_path_rule results = {"--results", OUTPUT_PATH_FOLDER, inputs, NULL};
     if (output_path_check(&results, o->results_dir, err, sizeof err) != 0) return fail("%s%s", err, "");

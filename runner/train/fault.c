@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
 #include "kernels/fault.h"
 #include "kernels/kernels.h"
 #include "kernels/check.h"
@@ -25,7 +26,7 @@ static void announce(const train_fault *f, const train_events *ev) {
     cJSON_AddStringToObject(e, "event", "fault");
     cJSON_AddStringToObject(e, "kind", fault_kind_name(f->kind));
     cJSON_AddNumberToObject(e, "step", (double)f->step);
-    cJSON_AddNumberToObject(e, "t", train_wall_seconds());
+    cJSON_AddNumberToObject(e, "t", clock_unix());
     train_emit(ev, e);
     fprintf(stderr, "train: injecting fault %s at step %ld\n", fault_kind_name(f->kind), f->step);
     fflush(stderr);

@@ -13,6 +13,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
+#include "base/line_reader.h"
+#include "base/spread.h"
 #include "data/data_check.h"
 #include "kernels/check.h"
 #include "runner/train/step_window.h"
@@ -34,7 +37,7 @@ typedef struct job {
     const train_events *ev;
     long blocks;              /* block events so far */
     step_windows win;         /* --window-protocol: the runner's windows (step_window.h) */
-    step_line_reader commands;/* ... and its commands on stdin (a process of its own) */
+    line_reader commands;/* ... and its commands on stdin (a process of its own) */
     int stop;                 /* the window protocol: leave after this step (agreed among ranks) */
 } job;
 
@@ -71,11 +74,6 @@ static int dry_run(job *j) {
     return 0;
 }
 
-static int compare_floats(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct block_clock {
     double start;
     long steps;
@@ -87,7 +85,7 @@ static int end_block(job *j, int epoch, block_clock *block, double *epoch_loss, 
     workload *w = &j->w;
     double loss_sum, correct;
     w->ops->take_sums(w, &loss_sum, &correct);
-    double now = train_wall_seconds();
+    double now = clock_unix();
     *epoch_loss += loss_sum;
     *epoch_correct += correct;
     train_block_record r = {epoch, ++j->blocks, block->steps, j->o->batch, now - block->start, loss_sum, correct,
@@ -144,7 +142,7 @@ static void window_between_steps(job *j, int final) {
     int got;
     for (;;) {
         got = j->ev->next_command ? j->ev->next_command(j->ev->user, line, sizeof line)
-                                  : step_read_line(&j->commands, 0, line, sizeof line);
+                                  : line_reader_next(&j->commands, 0, line, sizeof line);
         if (got != 1) break;
         step_windows_command(&j->win, line);
     }
@@ -176,10 +174,10 @@ static int run_epochs(job *j) {
     for (int epoch = 1; (window ? epoch == 1 || !j->stop : epoch <= o->epochs) && status == 0; epoch++) {
         loader_start_epoch(l, epoch - 1);
         CHECK_CUDA(cudaStreamSynchronize(stream));
-        double t_start = train_wall_seconds(), cpu_start = process_cpu_seconds();
+        double t_start = clock_unix(), cpu_start = process_cpu_seconds();
         CHECK_CUDA(cudaEventRecord(ring.anchor, stream));
         CHECK_CUDA(cudaEventSynchronize(ring.anchor));
-        ring.anchor_wall = train_wall_seconds();
+        ring.anchor_wall = clock_unix();
         ring.recorded = ring.resolved = 0;
         long steps = 0;
         loader_batch b;
@@ -217,7 +215,7 @@ static int run_epochs(job *j) {
         }
         if (ops->timed_blocks && block.steps > 0) diverged |= end_block(j, epoch, &block, &loss_sum, &correct);
         CHECK_CUDA(cudaStreamSynchronize(stream));
-        double t_end = train_wall_seconds(), cpu_end = process_cpu_seconds();
+        double t_end = clock_unix(), cpu_end = process_cpu_seconds();
         while (ring.resolved < ring.recorded) ring_resolve_next(j, &ring);
         if (window) window_between_steps(j, 0);
         long timed = steps;
@@ -226,7 +224,7 @@ static int run_epochs(job *j) {
         size_t sent = 0;
         for (cJSON *e; !window && (e = step_times_event("epoch", epoch, step_ms, (size_t)timed, &sent));)
             train_emit(j->ev, e);
-        if (timed) qsort(step_ms, (size_t)timed, sizeof *step_ms, compare_floats);
+        if (timed) spread_sort_floats(step_ms, (size_t)timed);
         if (!ops->timed_blocks) {
             ops->take_sums(w, &loss_sum, &correct);
             diverged = !isfinite(loss_sum / ((double)steps * o->batch));
@@ -302,7 +300,7 @@ static int train_workload(job *j, const context_place *place, char *err, size_t 
     if (rc == 0) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "event", "done");
-        cJSON_AddNumberToObject(e, "t", train_wall_seconds());
+        cJSON_AddNumberToObject(e, "t", clock_unix());
         train_emit(j->ev, e);
     }
     return rc;

@@ -21,6 +21,8 @@
 #include <cjson/cJSON.h>
 
 #include "kernels/check.h"
+#include "base/clock.h"
+#include "base/line_reader.h"
 #include "models/core/context.h"
 #include "runner/train/job.h"
 #include "runner/train/step_window.h"
@@ -90,14 +92,14 @@ static int next_command(void *user, char *line, size_t size) {
 }
 
 /* After "go": the runner's lines go to every job until stdin ends or every job has ended. */
-static void read_commands(host *h, step_line_reader *in) {
+static void read_commands(host *h, line_reader *in) {
     for (;;) {
         int running = 0;
         pthread_mutex_lock(&h->lock);
         for (int i = 0; i < h->count; i++) running += !h->jobs[i].ended;
         pthread_mutex_unlock(&h->lock);
         char line[128];
-        int got = running ? step_read_line(in, 100, line, sizeof line) : -1;
+        int got = running ? line_reader_next(in, 100, line, sizeof line) : -1;
         pthread_mutex_lock(&h->lock);
         if (got == 1 && h->command_count < HOST_MAX_COMMANDS) snprintf(h->commands[h->command_count++], sizeof h->commands[0], "%s", line);
         if (got < 0) h->commands_ended = 1;
@@ -118,7 +120,7 @@ static void emit_exit(host_job *hj) {
     cJSON_AddNumberToObject(e, "code", hj->code);
     if (hj->faulted) cJSON_AddStringToObject(e, "fault", hj->fault);
     cJSON_AddBoolToObject(e, "poisoned", hj->poisoned);
-    cJSON_AddNumberToObject(e, "t", train_wall_seconds());
+    cJSON_AddNumberToObject(e, "t", clock_unix());
     train_emit(&hj->ev, e);
 }
 
@@ -275,10 +277,10 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    step_line_reader in = {.fd = 0};
+    line_reader in = {.fd = 0};
     if (!bad && wait_go) {
         char line[64];
-        int go = step_read_line(&in, -1, line, sizeof line) == 1 && !strncmp(line, "go", 2) ? 1 : -1;
+        int go = line_reader_next(&in, -1, line, sizeof line) == 1 && !strncmp(line, "go", 2) ? 1 : -1;
         pthread_mutex_lock(&h.lock);
         h.go = go;
         pthread_cond_broadcast(&h.changed);

@@ -1,5 +1,6 @@
 /* The window measurement's arithmetic on a job's step completion times (see step_window.h). */
 #include "runner/train/step_window.h"
+#include "base/spread.h"
 
 #include <errno.h>
 #include <math.h>
@@ -65,11 +66,6 @@ int step_windows_command(step_windows *w, const char *line) {
     return 0;
 }
 
-static int compare_floats(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
 /* Window `index`'s event; its steps' times, in completion order, in *ordered (malloc'd; NULL when
  * out of memory, and then the event has no quantiles). */
 static cJSON *window_event(const step_windows *w, int index, float **ordered, size_t *count) {
@@ -89,7 +85,7 @@ static cJSON *window_event(const step_windows *w, int index, float **ordered, si
             n++;
         }
     }
-    if (ms) qsort(ms, n, sizeof *ms, compare_floats);
+    if (ms) spread_sort_floats(ms, n);
     double samples = (double)n * w->batch;
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "window");
@@ -148,28 +144,4 @@ cJSON *step_times_event(const char *key, int index, const float *ms, size_t coun
         cJSON_AddItemToArray(list, cJSON_CreateNumber(round(ms[*first + i] * 1000.0) / 1000.0));
     *first += n;
     return e;
-}
-
-int step_read_line(step_line_reader *r, int timeout_ms, char *line, size_t size) {
-    for (;;) {
-        char *nl = memchr(r->buf, '\n', r->len);
-        if (nl) {
-            size_t n = (size_t)(nl - r->buf), keep = n < size ? n : size - 1;
-            memcpy(line, r->buf, keep);
-            line[keep] = 0;
-            r->len -= n + 1;
-            memmove(r->buf, nl + 1, r->len);
-            return 1;
-        }
-        if (r->eof) return -1;
-        if (r->len == sizeof r->buf) r->len = 0; /* an over-long line: not a command */
-        struct pollfd p = {r->fd, POLLIN, 0};
-        int ready = poll(&p, 1, timeout_ms);
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready <= 0) return 0;
-        ssize_t got = read(r->fd, r->buf + r->len, sizeof r->buf - r->len);
-        if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (got <= 0) r->eof = 1;
-        else r->len += (size_t)got;
-    }
 }

@@ -69,15 +69,4 @@ cJSON *step_windows_next_event(step_windows *w, int final);
  * NULL when none are left. */
 cJSON *step_times_event(const char *key, int index, const float *ms, size_t count, size_t *first);
 
-/* Lines from a file descriptor without blocking the caller longer than timeout_ms (0: never):
- * the runner's commands on stdin, read between steps. */
-typedef struct step_line_reader {
-    int fd;
-    char buf[512];
-    size_t len;
-    int eof;
-} step_line_reader;
-/* 1 with a line (its '\n' removed) in line, 0 when none is complete yet, -1 at end of input. */
-int step_read_line(step_line_reader *r, int timeout_ms, char *line, size_t size);
-
 #endif

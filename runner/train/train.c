@@ -3,7 +3,9 @@
  * error); human-readable lines go to stderr then. Exit codes: 0 done, 1 runtime error (no GPU, out
  * of memory, diverged), 2 bad input. */
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "runner/mps_probe.h"
 #include "runner/train/job.h"
 #include "runner/train/train_ddp.h"
 #include "runner/train/train_events.h"
@@ -11,6 +13,14 @@
 
 int main(int argc, char **argv) {
     static train_options opt; /* large (paths); zeroed */
+    /* Started by a person under their own MPS daemon, no mode set the job's work queues: it asks
+     * for an MPS client's (run_suite's modes set the variable in each job's environment, and a
+     * plain job's private pipe folder has no daemon). */
+    if (!getenv("CUDA_DEVICE_MAX_CONNECTIONS") && mps_daemon_running(mps_default_pipe_dir())) {
+        char queues[16];
+        snprintf(queues, sizeof queues, "%d", MPS_CLIENT_CONNECTIONS);
+        setenv("CUDA_DEVICE_MAX_CONNECTIONS", queues, 1);
+    }
     train_events ev = {0};
     char err[1024];
     ev.human = stdout;

@@ -8,13 +8,8 @@
 
 #include <cudnn.h>
 
+#include "base/clock.h"
 #include "kernels/check.h"
-
-double train_wall_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void train_emit(const train_events *ev, cJSON *event) {
     if (ev->json) {
@@ -43,7 +38,7 @@ int train_fail(const train_events *ev, int code, const char *message) {
 int train_wait_for_go(const train_events *ev, int wait_go) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "ready");
-    cJSON_AddNumberToObject(e, "t", train_wall_seconds());
+    cJSON_AddNumberToObject(e, "t", clock_unix());
     train_emit(ev, e);
     if (!wait_go) return 0;
     if (ev->go_barrier)
@@ -88,7 +83,7 @@ int train_add_place_fields(cJSON *event, const job_context *ctx, char *name, siz
 
 void train_progress_tick(const train_events *ev, train_progress *p, int epoch, long step, long steps,
                          int batch, double t_start) {
-    double now = train_wall_seconds();
+    double now = clock_unix();
     if (p->t_last == 0) p->t_last = t_start;
     if (now - p->t_last < TRAIN_PROGRESS_S || step >= steps) return;
     p->t_last = now;

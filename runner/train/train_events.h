@@ -25,7 +25,6 @@ typedef struct train_events {
     void *user;
 } train_events;
 
-double train_wall_seconds(void);
 /* Prints the event (when json) and deletes it. */
 void train_emit(const train_events *ev, cJSON *event);
 /* Reports an error event and a message on stderr; returns code (the process's exit code). */

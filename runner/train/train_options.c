@@ -4,10 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/job_spec.h"
 #include "data/data_check.h"
 #include "models/catalog.h"
 #include "models/core/safetensors.h"
-#include "results/output_path.h"
+#include "base/output_path.h"
 #include "runner/cli.h"
 #include "runner/train/train_rules.h"
 
@@ -52,7 +53,7 @@ static const cli_option OPTIONS[] = {
      .fallback = "auto"},
     {"--decode-slots", "N", "with the GPU decoder: batches decoding at once, each in a slot of its own (a batch of "
      "pictures in memory each); alone on a GPU one is fastest; four jobs under MPS read 86-90% of synthetic data's "
-     "rate with one, 91-95% with three (bench/NOTES.md)", CLI_INT(T, decode_slots, 1, TRAIN_DECODE_SLOTS_MAX),
+     "rate with one, 91-95% with three (bench/NOTES.md)", CLI_INT(T, decode_slots, 1, JOB_DECODE_SLOTS_MAX),
      .fallback = "1", CLI_MARK(T, decode_slots_set)},
     {"--batch", "N", "samples per step", CLI_INT(T, batch, 1, 65536), .fallback = "128"},
     {"--epochs", "N", "epochs; the first warms up", CLI_INT(T, epochs, 1, 100000), .fallback = "2"},
@@ -294,7 +295,7 @@ int train_options_check_files(const train_options *o, char *err, size_t err_size
         snprintf(err, err_size, "--load %s", why);
         return -1;
     }
-    /* the one rule of outputs (results/output_path.h): never onto what the job reads */
+    /* the one rule of outputs (base/output_path.h): never onto what the job reads */
     const char *inputs[] = {o->load, o->data_root, NULL};
     const output_path_rule save = {"--save", OUTPUT_PATH_FILE, inputs, ".safetensors"};
     if (o->save[0] && output_path_check(&save, o->save, err, err_size) != 0) return -1;

@@ -8,7 +8,7 @@
 
 #include "kernels/schedule.h"
 #include "models/core/optimizer_kind.h"
-#include "models/core/precision.h"
+#include "base/precision.h"
 #include "runner/train/fault.h"
 
 /* Where the training JPEGs decode (--decode): on the host's loader threads, or on the GPU
@@ -20,8 +20,8 @@ typedef enum decode_kind { DECODE_AUTO, DECODE_CPU, DECODE_GPU } decode_kind;
  * three at a time; 6,000 images/s against 5,740 and 5,620). Four such jobs under MPS read 86-90%
  * of synthetic data's rate with one slot each and 91-95% with three, three ahead in each of the
  * three calls that ran both (by 2-5 points), at 0.6 GiB and 1.5 CPU cores more a job (bench/NOTES.md,
- * session 19). The default stays what is fastest alone: a job is the same in every mode. */
-#define TRAIN_DECODE_SLOTS_MAX 8
+ * session 19). The default stays what is fastest alone: a job is the same in every mode. The most
+ * a job may ask for is the job spec's (JOB_DECODE_SLOTS_MAX, base/job_spec.h). */
 
 typedef struct train_options {
     char model[32];
@@ -78,7 +78,7 @@ decode_kind train_decode_plan(const train_options *o, int jpeg_files, int nvjpeg
  * unreadable, a link loop or to nothing; --data-if-present covers only a set absent under a usable
  * one), the --load checkpoint's whole header against its size (a FIFO or a device
  * is refused without waiting on it), and that --save may be written where it points by the rule of
- * every output (results/output_path.h: a regular file or a new name in a folder it can write, never
+ * every output (base/output_path.h: a regular file or a new name in a folder it can write, never
  * the --load file nor inside --data-root), so trained weights are never lost to a bad path. 0, or
  * -1 naming the option. */
 int train_options_check_files(const train_options *o, char *err, size_t err_size);

@@ -18,7 +18,7 @@
 #include "kernels/schedule.h"
 #include "models/catalog.h"
 #include "models/core/optimizer_kind.h"
-#include "models/core/precision.h"
+#include "base/precision.h"
 #include "runner/cli.h"
 
 /* The names train takes and prints: --schedule's and --optimizer's choices. */

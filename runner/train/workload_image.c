@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "data/data_check.h"
 #include "data/dataset.h"
 #include "kernels/check.h"
 #include "models/core/checkpoint.h"
 #include "models/session.h"
-#include "runner/mps_probe.h"
 #include "runner/train/jpeg_decoder.h"
 #include "runner/train/train_host.h"
 #include "runner/train/train_rank.h"
@@ -154,7 +154,7 @@ static int open_real(image_job *j, char *err, size_t err_size) {
 static int open_data(workload *w, char *err, size_t err_size) {
     image_job *j = impl(w);
     const train_options *o = j->opt;
-    double t_data = train_wall_seconds();
+    double t_data = clock_unix();
     int real = open_real(j, err, err_size);
     w->data_source = "real";
     /* absent files only: a set that is there but malformed is bad input, not a reason for synthetic data */
@@ -187,10 +187,11 @@ static int open_data(workload *w, char *err, size_t err_size) {
      * queues, 41.8 with 32, 65 with 2). More queues, unless the user chose; read when the CUDA
      * context is made, which comes after this (start). But an MPS server shares about 120
      * connections among its clients (60 at its default of 2 each): at 32, a fourth JPEG-fed job
-     * failed to make its context (out of memory), so an MPS client asks for 8 (15 such jobs fit). */
-    if (j->decode == DECODE_GPU)
-        setenv("CUDA_DEVICE_MAX_CONNECTIONS", mps_daemon_running(mps_default_pipe_dir()) ? "8" : "32", 0);
-    j->data_open_s = train_wall_seconds() - t_data;
+     * failed to make its context (out of memory), so an MPS client asks for 8 (15 such jobs fit):
+     * the mode that makes the job a client says so in its environment (runner/suite/gpu/mps.c),
+     * and train under a person's own daemon sets it at its start (train.c). */
+    if (j->decode == DECODE_GPU) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+    j->data_open_s = clock_unix() - t_data;
     return 0;
 }
 
@@ -241,9 +242,9 @@ static int prepare(workload *w, char *err, size_t err_size) {
     const train_options *o = w->o;
     if (o->ddp_world && train_rank_join(&j->ddp, &j->s, o, err, err_size) != 0) return 1;
     optimizer_config opt = {o->optimizer, o->momentum, o->weight_decay, o->nesterov, o->decay_all, 0, 0, 0};
-    double t0 = train_wall_seconds();
+    double t0 = clock_unix();
     trainer_init(&j->s.trainer, j->s.model, &j->s.ctx, opt, schedule_of(w), o->label_smoothing, o->use_graph);
-    j->capture_s = train_wall_seconds() - t0;
+    j->capture_s = clock_unix() - t0;
     CHECK_CUDA(cudaEventCreateWithFlags(&j->copied, cudaEventDisableTiming));
     if (!j->decoder) {
         batch_upload *u = &j->upload;

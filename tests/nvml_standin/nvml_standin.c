@@ -17,6 +17,8 @@
  *   SUITE_NVML_STANDIN_EXISTING  instances made by "someone else" before the test, as
  *                                <profile id>@<start>[:busy|:noci], comma separated
  *   SUITE_NVML_STANDIN_SKEW      1: report 16 SMs for the 1-slice profile (a driver that disagrees)
+ *   SUITE_NVML_STANDIN_GPUS      how many GPUs of that model (1 by default, at most 64), each with its
+ *                                own full-length UUID; MIG instances live on the first
  * The test reads the state through the nvml_standin_* functions at the end of this file. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include "runner/suite/gpu/nvml.h"
 
 #define SLOTS 8
+#define CARDS 64
 
 typedef struct standin_profile {
     unsigned int index, id, compute_slices, memory_slices, max_instances, sms;
@@ -80,7 +83,8 @@ static struct {
     unsigned int mig_current, mig_pending;
     char fail_kind[32];
     int fail_at, gi_creations, ci_creations;
-    struct nvmlDevice_st gpu, mig_handles[SLOTS][SLOTS];
+    int card_count;
+    struct nvmlDevice_st cards[CARDS], mig_handles[SLOTS][SLOTS];
     struct nvmlGpuInstance_st gi[SLOTS];
 } state;
 
@@ -171,7 +175,9 @@ static void configure(void) {
     memset(&state.gi, 0, sizeof state.gi);
     const char *gpu = getenv("SUITE_NVML_STANDIN_GPU"), *mig = getenv("SUITE_NVML_STANDIN_MIG");
     const char *fail = getenv("SUITE_NVML_STANDIN_FAIL"), *existing = getenv("SUITE_NVML_STANDIN_EXISTING");
-    const char *skew = getenv("SUITE_NVML_STANDIN_SKEW");
+    const char *skew = getenv("SUITE_NVML_STANDIN_SKEW"), *cards = getenv("SUITE_NVML_STANDIN_GPUS");
+    state.card_count = cards ? atoi(cards) : 1;
+    if (state.card_count < 1 || state.card_count > CARDS) state.card_count = 1;
     int h100 = gpu && strcmp(gpu, "H100-80GB") == 0;
     state.profiles = h100 ? h100_80gb : a100_40gb;
     state.profile_count = 7;
@@ -236,20 +242,27 @@ const char *nvmlErrorString(nvmlReturn_t result) {
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
     NEED_INIT();
-    *count = 1;
+    *count = (unsigned int)state.card_count;
     return NVML_SUCCESS;
+}
+
+/* Which GPU device is (0..card_count-1), -1 when it is none of them (a MIG device, or garbage). */
+static int card_of(nvmlDevice_t device) {
+    for (int i = 0; i < state.card_count; i++)
+        if (device == &state.cards[i]) return i;
+    return -1;
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device) {
     NEED_INIT();
-    if (index != 0 || !device) return NVML_ERROR_INVALID_ARGUMENT;
-    *device = &state.gpu;
+    if (index >= (unsigned int)state.card_count || !device) return NVML_ERROR_INVALID_ARGUMENT;
+    *device = &state.cards[index];
     return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length) {
     NEED_INIT();
-    if (device != &state.gpu) return NVML_ERROR_INVALID_ARGUMENT;
+    if (card_of(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
     snprintf(name, length, "%s", state.name);
     return NVML_SUCCESS;
 }
@@ -315,7 +328,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id, 
 nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t *info) {
     NEED_MIG();
     if (!gi || !gi->live) return NVML_ERROR_INVALID_ARGUMENT;
-    *info = (nvmlGpuInstanceInfo_t){&state.gpu, gi->id, gi->profile->id, {gi->start, gi->profile->memory_slices}};
+    *info = (nvmlGpuInstanceInfo_t){&state.cards[0], gi->id, gi->profile->id, {gi->start, gi->profile->memory_slices}};
     return NVML_SUCCESS;
 }
 
@@ -381,7 +394,7 @@ nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t ci, nvmlCompute
     if (!ci || !ci->live) return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int profile = 0;  /* the compute instance profile id: its index, see above */
     while (profile < 6 && ci_slices_by_index[profile] != ci->slices) profile++;
-    *info = (nvmlComputeInstanceInfo_t){&state.gpu, &state.gi[ci->gi_slot], ci->id, profile, {0, ci->slices}};
+    *info = (nvmlComputeInstanceInfo_t){&state.cards[0], &state.gi[ci->gi_slot], ci->id, profile, {0, ci->slices}};
     return NVML_SUCCESS;
 }
 
@@ -443,7 +456,8 @@ nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *i
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length) {
     NEED_INIT();
-    if (device == &state.gpu) return snprintf(uuid, length, "GPU-5a1e0000-0000-4000-8000-000000000000"), NVML_SUCCESS;
+    int card = card_of(device);
+    if (card >= 0) return snprintf(uuid, length, "GPU-5a1e0000-0000-4000-8000-%012x", card), NVML_SUCCESS;
     struct nvmlComputeInstance_st *ci = mig_of(device);
     if (!ci) return NVML_ERROR_INVALID_ARGUMENT;
     snprintf(uuid, length, "MIG-5a1e%04x-%04x-4000-8000-%012x", state.gi[device->gi].id, ci->id,
@@ -454,7 +468,7 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int len
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
     NEED_INIT();
     unsigned long long mib = state.memory_mib;
-    if (device != &state.gpu) {
+    if (card_of(device) < 0) {
         if (!mig_of(device)) return NVML_ERROR_INVALID_ARGUMENT;
         mib = state.gi[device->gi].profile->memory_mib;
     }

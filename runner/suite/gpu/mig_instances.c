@@ -3,6 +3,7 @@
  * Planning itself is mig_plan.c's; this file only calls it. */
 #define _GNU_SOURCE
 #include "runner/suite/gpu/mig.h"
+#include "base/error.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -94,11 +95,11 @@ int mig_query_gpu(nvml *nv, nvmlDevice_t device, mig_gpu *out) {
 
 int mig_require_enabled(const mig_session *s, char *err, size_t err_size) {
     if (!s->mig_supported)
-        return mig_fail(err, err_size, "GPU %u (%s) does not support MIG; MIG needs an A100, A30, "
+        return error_set(err, err_size, "GPU %u (%s) does not support MIG; MIG needs an A100, A30, "
                     "H100, H200 or a newer data-centre GPU. Use --mode mps or naive on this GPU.",
                     s->gpu_index, s->device_name);
     if (s->mig_current != NVML_DEVICE_MIG_ENABLE)
-        return mig_fail(err, err_size, "MIG mode is off on GPU %u (%s)%s. MIG mode is the "
+        return error_set(err, err_size, "MIG mode is off on GPU %u (%s)%s. MIG mode is the "
                     "administrator's setting and run_suite never changes it. To enable it, stop "
                     "every process on that GPU (nvidia-persistenced and DCGM clients included if "
                     "they hold it), then run: sudo nvidia-smi -i %u -mig 1 ; if the driver asks for "
@@ -115,11 +116,11 @@ int mig_open(mig_session *s, nvml *nv, unsigned int gpu_index, char *err, size_t
     s->nv = nv, s->gpu_index = gpu_index;
     unsigned int count = 0;
     if (NVML_CALL(nv, nvmlDeviceGetCount_v2, (&count)) != NVML_SUCCESS)
-        return mig_fail(err, err_size, "cannot count GPUs: %s", nv->last_error);
+        return error_set(err, err_size, "cannot count GPUs: %s", nv->last_error);
     if (gpu_index >= count)
-        return mig_fail(err, err_size, "GPU %u does not exist: NVML sees %u GPU(s)", gpu_index, count);
+        return error_set(err, err_size, "GPU %u does not exist: NVML sees %u GPU(s)", gpu_index, count);
     if (NVML_CALL(nv, nvmlDeviceGetHandleByIndex_v2, (gpu_index, &s->device)) != NVML_SUCCESS)
-        return mig_fail(err, err_size, "cannot open GPU %u: %s", gpu_index, nv->last_error);
+        return error_set(err, err_size, "cannot open GPU %u: %s", gpu_index, nv->last_error);
     if (NVML_CALL(nv, nvmlDeviceGetName, (s->device, s->device_name, sizeof s->device_name)))
         snprintf(s->device_name, sizeof s->device_name, "GPU %u", gpu_index);
     nvmlMemory_t memory;
@@ -128,13 +129,13 @@ int mig_open(mig_session *s, nvml *nv, unsigned int gpu_index, char *err, size_t
     nvmlReturn_t st = NVML_CALL_EXPECT(nv, NVML_ERROR_NOT_SUPPORTED, nvmlDeviceGetMigMode,
                                        (s->device, &s->mig_current, &s->mig_pending));
     if (st != NVML_SUCCESS && st != NVML_ERROR_NOT_SUPPORTED)
-        return mig_fail(err, err_size, "cannot read the MIG mode of GPU %u: %s", gpu_index, nv->last_error);
+        return error_set(err, err_size, "cannot read the MIG mode of GPU %u: %s", gpu_index, nv->last_error);
     s->mig_supported = st == NVML_SUCCESS;
 
     const mig_gpu *known = mig_known_gpu_for_device(s->device_name, s->memory_mib);
     int profiles = s->mig_supported ? mig_query_gpu(nv, s->device, &s->gpu) : 0;
     if (profiles < 0)
-        return mig_fail(err, err_size, "cannot read the MIG profile table of GPU %u (%s): %s", gpu_index,
+        return error_set(err, err_size, "cannot read the MIG profile table of GPU %u (%s): %s", gpu_index,
                     s->device_name, nv->last_error);
     if (profiles > 0) {  /* the GPU's own table rules; the shipped one is only checked against it */
         s->table_from_nvml = 1;
@@ -164,24 +165,24 @@ int mig_discover(mig_session *s, char *err, size_t err_size) {
         nvmlGpuInstance_t instances[MIG_MAX_INSTANCES];
         unsigned int count = MIG_MAX_INSTANCES;
         if (NVML_CALL(nv, nvmlDeviceGetGpuInstances, (s->device, s->gpu.profiles[i].id, instances, &count)))
-            return mig_fail(err, err_size, "cannot list the GPU instances of GPU %u: %s", s->gpu_index, nv->last_error);
+            return error_set(err, err_size, "cannot list the GPU instances of GPU %u: %s", s->gpu_index, nv->last_error);
         for (unsigned int k = 0; k < count && k < MIG_MAX_INSTANCES; k++) {
             nvmlGpuInstanceInfo_t info;
             if (NVML_CALL(nv, nvmlGpuInstanceGetInfo, (instances[k], &info)))
-                return mig_fail(err, err_size, "cannot read a GPU instance: %s", nv->last_error);
+                return error_set(err, err_size, "cannot read a GPU instance: %s", nv->last_error);
             s->occupied |= mig_slice_mask((mig_placement){(int)info.placement.start, (int)info.placement.size});
             s->compute_used += s->gpu.profiles[i].compute_slices;
         }
     }
     unsigned int max = 0;
     if (NVML_CALL(nv, nvmlDeviceGetMaxMigDeviceCount, (s->device, &max)))
-        return mig_fail(err, err_size, "cannot count MIG devices: %s", nv->last_error);
+        return error_set(err, err_size, "cannot count MIG devices: %s", nv->last_error);
     for (unsigned int i = 0; i < max && s->device_count < MIG_MAX_INSTANCES; i++) {
         nvmlDevice_t mig;
         nvmlReturn_t st = NVML_CALL_EXPECT(nv, NVML_ERROR_NOT_FOUND, nvmlDeviceGetMigDeviceHandleByIndex,
                                            (s->device, i, &mig));
         if (st == NVML_ERROR_NOT_FOUND) continue;
-        if (st) return mig_fail(err, err_size, "cannot open MIG device %u: %s", i, nv->last_error);
+        if (st) return error_set(err, err_size, "cannot open MIG device %u: %s", i, nv->last_error);
         mig_device *d = &s->devices[s->device_count];
         memset(d, 0, sizeof *d);
         nvmlGpuInstance_t gi;
@@ -193,7 +194,7 @@ int mig_discover(mig_session *s, char *err, size_t err_size) {
             NVML_CALL(nv, nvmlDeviceGetMemoryInfo, (mig, &memory)) ||
             NVML_CALL(nv, nvmlDeviceGetGpuInstanceById, (s->device, d->gpu_instance_id, &gi)) ||
             NVML_CALL(nv, nvmlGpuInstanceGetInfo, (gi, &info)))
-            return mig_fail(err, err_size, "cannot read MIG device %u: %s", i, nv->last_error);
+            return error_set(err, err_size, "cannot read MIG device %u: %s", i, nv->last_error);
         d->profile_id = info.profileId;
         d->profile = mig_profile_by_id(&s->gpu, info.profileId);
         d->placement = (mig_placement){(int)info.placement.start, (int)info.placement.size};
@@ -268,7 +269,7 @@ static int destroy_created_from(mig_session *s, int from, char *err, size_t err_
         }
     }
     if (left)
-        return mig_fail(err, err_size, "%d MIG instance(s) created by this run could not be destroyed: %s. "
+        return error_set(err, err_size, "%d MIG instance(s) created by this run could not be destroyed: %s. "
                     "Stop the processes still on them and retry, or as administrator: "
                     "sudo nvidia-smi mig -i %u -dci -gi <id> && sudo nvidia-smi mig -i %u -dgi -gi <id>",
                     left, detail, s->gpu_index, s->gpu_index);
@@ -334,10 +335,10 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
     s->job_count = 0;
     if (mig_require_enabled(s, err, err_size)) return -1;
     if (s->gpu.profile_count == 0)
-        return mig_fail(err, err_size, "no MIG profile table for %s: NVML gave none and the suite ships "
+        return error_set(err, err_size, "no MIG profile table for %s: NVML gave none and the suite ships "
                     "tables for %s only", s->device_name, mig_known_gpu_names());
     if (job_count <= 0 || job_count > s->gpu.compute_slices)
-        return mig_fail(err, err_size, "%d jobs need a MIG instance each; %s holds at most %d", job_count,
+        return error_set(err, err_size, "%d jobs need a MIG instance each; %s holds at most %d", job_count,
                     s->gpu.name, s->gpu.compute_slices);
     if (mig_discover(s, err, err_size)) return -1;
     int live = 0;  /* forget records of instances already destroyed */
@@ -400,7 +401,7 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
         char why[1024];
         if (mig_plan_jobs(&new_plan, &s->gpu, rest, rest_count, use_layout ? rest_layout : NULL, s->occupied,
                           s->compute_used, why, sizeof why))
-            return mig_fail(err, err_size, "%d of %d jobs found no idle MIG instance that holds them (%d "
+            return error_set(err, err_size, "%d of %d jobs found no idle MIG instance that holds them (%d "
                         "exist, %d busy), and new ones cannot be placed: %s", rest_count, job_count,
                         s->device_count, busy, why);
         for (int k = 0; k < new_plan.count; k++) new_plan.instances[k].job = rest_job[new_plan.instances[k].job];
@@ -410,7 +411,7 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
             FILE *f = open_memstream(&text, &text_size);
             if (f) mig_plan_print(&new_plan, f), fclose(f);
             mig_plan_admin_command(&new_plan, s->gpu_index, command, sizeof command);
-            mig_fail(err, err_size, "%d of %d jobs have no idle MIG instance that holds them. This plan "
+            error_set(err, err_size, "%d of %d jobs have no idle MIG instance that holds them. This plan "
                  "would create them:\n%sEnable MIG creation in run_suite (needs root), or have an "
                  "administrator run: sudo %s", rest_count, job_count, text ? text : "", command);
             free(text);
@@ -431,7 +432,7 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
                 }
             if (first < 0) continue;
             if (s->created_count == MIG_MAX_INSTANCES)  /* created earlier and never destroyed */
-                return mig_fail(err, err_size, "this session already holds %d instances; destroy them first",
+                return error_set(err, err_size, "this session already holds %d instances; destroy them first",
                             s->created_count);
             nvmlReturn_t st = create_instance(s, &new_plan.instances[first], slices, count);
             if (st == NVML_SUCCESS) continue;
@@ -439,7 +440,7 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
             char cause[sizeof s->nv->last_error], undo[512] = "";
             snprintf(cause, sizeof cause, "%s", s->nv->last_error);
             int undone = destroy_created_from(s, first_created, undo, sizeof undo) == 0;
-            return mig_fail(err, err_size, "creating MIG instance %d of %d (%s at memory slices %d..%d for job "
+            return error_set(err, err_size, "creating MIG instance %d of %d (%s at memory slices %d..%d for job "
                         "%d \"%s\"%s) failed: %s%s; %s", u + 1, instances, s->gpu.profiles[p->profile].name,
                         p->placement.start, p->placement.start + p->placement.size - 1, p->job,
                         p->label, count > 1 ? " and the jobs sharing it, on compute instances of their own" : "",
@@ -457,7 +458,7 @@ int mig_assign(mig_session *s, const mig_job *jobs, int job_count, const char *l
                     s->job_device[new_plan.instances[k].job] = d;
             if (s->job_device[new_plan.instances[k].job] < 0) {
                 missing = 1;
-                mig_fail(err, err_size, "created GPU instance %u, but NVML shows no MIG device for it",
+                error_set(err, err_size, "created GPU instance %u, but NVML shows no MIG device for it",
                      c->gpu_instance_id);
             }
         }

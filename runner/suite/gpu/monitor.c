@@ -10,20 +10,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "kernels/knobs.h"
 #include "results/results.h"
 #include "runner/suite/gpu/mps.h"
 #include "runner/suite/gpu/nvml.h"
 
-static double wall_now(void) {
+/* CPU seconds the calling thread has used: what the sampler costs */
+static double thread_cpu_seconds(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double clock_seconds(clockid_t id) {
-    struct timespec ts;
-    clock_gettime(id, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -85,8 +81,8 @@ static void tick(monitor *m) {
     m->markers[0] = 0;
     pthread_mutex_unlock(&m->lock);
 
-    double start = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
-    double t = wall_now(), energy = NAN, mem = NAN;
+    double start = thread_cpu_seconds();
+    double t = clock_unix(), energy = NAN, mem = NAN;
     for (int u = 0; u < m->source.unit_count; u++) {
         monitor_sample s;
         sample_unknown(&s);
@@ -97,7 +93,7 @@ static void tick(monitor *m) {
         fputc('\n', m->csv);
     }
     fflush(m->csv); /* a run that dies midway still leaves the rows it sampled */
-    m->busy_s += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - start;
+    m->busy_s += thread_cpu_seconds() - start;
     m->ticks++;
     add_point(m, t, energy, mem);
 }
@@ -143,7 +139,7 @@ int monitor_start(monitor *m, const monitor_source *src, const char *path, int j
     pthread_cond_init(&m->wake, &attr);
     pthread_condattr_destroy(&attr);
     pthread_mutex_init(&m->lock, NULL);
-    m->started_mono = clock_seconds(CLOCK_MONOTONIC);
+    m->started_mono = clock_monotonic();
     if (pthread_create(&m->thread, NULL, sampler, m) != 0) {
         snprintf(err, err_size, "cannot start the sampling thread");
         fclose(m->csv);
@@ -191,7 +187,7 @@ void monitor_stop(monitor *m) {
     pthread_mutex_unlock(&m->lock);
     pthread_join(m->thread, NULL);
     m->running = 0;
-    m->stopped_mono = clock_seconds(CLOCK_MONOTONIC);
+    m->stopped_mono = clock_monotonic();
     char err[PATH_MAX + 512];
     if (results_commit_stream(m->csv, m->partial_path, m->path, err, sizeof err) != 0)
         fprintf(stderr, "error: the GPU timeline: %s\n", err);
@@ -260,7 +256,7 @@ double monitor_peak_memory(const monitor *m, double t0, double t1) {
 }
 
 void monitor_cost(const monitor *m, long *ticks, double *mean_ms, double *busy_fraction) {
-    double wall = (m->running ? clock_seconds(CLOCK_MONOTONIC) : m->stopped_mono) - m->started_mono;
+    double wall = (m->running ? clock_monotonic() : m->stopped_mono) - m->started_mono;
     *ticks = m->ticks;
     *mean_ms = m->ticks ? m->busy_s * 1e3 / (double)m->ticks : NAN;
     *busy_fraction = wall > 0 ? m->busy_s / wall : NAN;
@@ -330,7 +326,7 @@ static void read_gpm(nvml_source *src, int unit, monitor_sample *s) {
     nvmlReturn_t rc = unit == 0 ? NV(src, nvmlGpmSampleGet, (src->device, now))
                                 : NV(src, nvmlGpmMigSampleGet, (src->device, src->gi_id[unit], now));
     if (rc != NVML_SUCCESS) return;
-    double t = clock_seconds(CLOCK_MONOTONIC);
+    double t = clock_monotonic();
     src->gpm_t[unit][slot] = t;
     src->gpm_next[unit] = (slot + 1) % GPM_RING;
     int base = -1; /* the newest earlier sample at least GPM_MIN_SPAN_S old */

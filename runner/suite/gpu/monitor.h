@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "runner/suite/plan/mix.h"
+#include "runner/suite/plan/placement.h"
 
 #define MONITOR_MAX_UNITS 9      /* a GPU and up to 8 of its MIG instances */
 
@@ -45,7 +46,8 @@ typedef struct monitor_gpu {
     int nvml_ok;
     char why[512];                 /* why NVML could not tell */
     char name[96], uuid[96], driver[80];
-    char visible[128];             /* CUDA_VISIBLE_DEVICES for it: its UUID, else its index */
+    char visible[GPU_LIST_MAX];    /* CUDA_VISIBLE_DEVICES for it: its UUID, else its index; under
+                                      run_suite --gpus, a data-parallel job's cards (SUITE_JOB_DEVICES) */
     int cuda_version;              /* 12040 = 12.4; 0 unknown */
     double memory_bytes;           /* NaN unknown */
     const char *memory_source;     /* "NVML", "SUITE_GPU_MEMORY" or NULL */

@@ -57,6 +57,10 @@ int mps_client_env(const mps_daemon *d, int sm_percent, long long mem_limit_byte
     } else {
         rc |= job_env_set(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", NULL);
     }
+    /* The server shares about 120 hardware work queues among its clients: a client asks for CUDA's
+     * default of 8 (a GPU-decoding job alone asks for 32, runner/train/workload_image.c; at 32 a
+     * fourth JPEG-fed client failed to make its context). */
+    rc |= job_env_set(env, "CUDA_DEVICE_MAX_CONNECTIONS", "%d", MPS_CLIENT_CONNECTIONS);
     return rc ? -1 : 0;
 }
 
@@ -153,6 +157,10 @@ static int run_control(const mps_daemon *d, const char *stdin_text, char *out, s
     job_env env = {0};
     mps_daemon_env(d, &env);
     char **envp = job_build_env(environ, &env);
+    if (!envp) { /* the output is what the callers quote */
+        snprintf(out, out_size, "its environment: %s", env.refused[0] ? env.refused : "out of memory");
+        return -1;
+    }
     const char *argv[3];
     mps_control_argv(d, stdin_text == NULL, argv);
     char program[PATH_MAX];
@@ -162,7 +170,7 @@ static int run_control(const mps_daemon *d, const char *stdin_text, char *out, s
         return -1;
     }
     argv[0] = program;
-    if (envp) status = jobs_run_capture((char *const *)argv, envp, stdin_text, out, out_size, 30.0);
+    status = jobs_run_capture((char *const *)argv, envp, stdin_text, out, out_size, 30.0);
     job_free_strv(envp);
     return status;
 }
@@ -335,7 +343,13 @@ static void quit_orphaned_daemon(void *user) {
 
 int mps_start(mps_daemon *d, const char *run_dir, const char *visible, char *err, size_t err_size) {
     if (!d->program[0]) snprintf(d->program, sizeof d->program, "%s", MPS_CONTROL_PROGRAM);
-    snprintf(d->visible, sizeof d->visible, "%s", visible ? visible : "");
+    if (!visible) visible = "";
+    if (strlen(visible) >= sizeof d->visible) {
+        snprintf(err, err_size, "the MPS daemon's CUDA_VISIBLE_DEVICES is %zu characters long: at most %zu fit",
+                 strlen(visible), sizeof d->visible - 1);
+        return -1;
+    }
+    snprintf(d->visible, sizeof d->visible, "%s", visible);
     snprintf(d->log_dir, sizeof d->log_dir, "%s/mps-log", run_dir);
     snprintf(d->pipe_dir, sizeof d->pipe_dir, "%s/mps-pipe", run_dir);
     if (make_private_dir(d->log_dir, err, err_size) != 0) return -1;

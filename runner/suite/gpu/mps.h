@@ -14,6 +14,7 @@
 #include "runner/mps_probe.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/jobs/spawn.h"
+#include "runner/suite/plan/placement.h"
 
 #define MPS_CONTROL_PROGRAM "nvidia-cuda-mps-control"
 
@@ -21,7 +22,7 @@ typedef struct mps_daemon {
     char program[PATH_MAX];    /* control program, looked up in PATH when it has no '/' */
     char pipe_dir[PATH_MAX];
     char log_dir[PATH_MAX];
-    char visible[160];         /* CUDA_VISIBLE_DEVICES of the daemon ("" = all GPUs) */
+    char visible[GPU_LIST_MAX]; /* CUDA_VISIBLE_DEVICES of the daemon ("" = all GPUs) */
     int owned;                 /* this run started it and it still runs: mps_stop quits it */
     int started;               /* this run started it (stays set after mps_stop) */
     int pipe_dir_made;         /* this run made pipe_dir: mps_stop removes it */

@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
 #include "kernels/knobs.h"
 #include "runner/suite/jobs/spawn.h"
 
@@ -150,7 +151,7 @@ static void take_line(host_run *h, double now) {
         const job_epoch *e = &job->epochs[job->epoch_count - 1];
         progress(h, job, "epoch %d: %.2f s, %.1f samples/s%s", e->epoch, e->seconds, e->samples_per_s,
                  e->diverged ? " (loss is NaN)" : "");
-        notify(h, job, phase, isnan(e->t_end) ? jobs_now() : e->t_end);
+        notify(h, job, phase, isnan(e->t_end) ? clock_unix() : e->t_end);
     }
 }
 
@@ -159,7 +160,7 @@ static void take_output(host_run *h, int is_stdout, const char *data, size_t n) 
     for (size_t k = 0; k < n; k++) {
         char c = data[k];
         if (is_stdout) {
-            if (c == '\n') take_line(h, jobs_now()), h->out_len = 0;
+            if (c == '\n') take_line(h, clock_unix()), h->out_len = 0;
             else if (h->out_len + 1 < JOB_LINE_MAX) h->out_line[h->out_len++] = c;
         } else if (c == '\n') { /* the last line the host printed belongs to every job still running */
             h->err_line[h->err_len] = 0;
@@ -195,12 +196,12 @@ static void release_barrier(host_run *h, int *stdin_fd) {
     if (any) write_all(stdin_fd, "go\n", 3);
     /* completion: "go" is the only line, EOF tells the host nothing more comes; windows: more follow */
     if (*stdin_fd >= 0 && (h->s->window_s <= 0 || !any)) close(*stdin_fd), *stdin_fd = -1;
-    double t = jobs_now();
+    double t = clock_unix();
     for (int i = 0; i < h->count; i++)
         if (h->jobs[i].proc->phase == JOB_READY) {
             h->jobs[i].proc->phase = JOB_TRAINING;
             h->jobs[i].t_go = t;
-            h->jobs[i].proc->last_event_mono = jobs_monotonic();
+            h->jobs[i].proc->last_event_mono = clock_monotonic();
             progress(h, &h->jobs[i], "go");
             notify(h, &h->jobs[i], "start", t);
         }
@@ -240,7 +241,7 @@ static group_result settle_all(host_run *h, int host_status, int stopping) {
         job_record *job = &h->jobs[i];
         if (!job->proc->reaped) { /* the host ended (crashed, was killed) before this job's thread did */
             job->proc->wait_status = host_status;
-            job->t_exit = jobs_now();
+            job->t_exit = clock_unix();
             if (!job->reason[0] && !(WIFEXITED(host_status) && WEXITSTATUS(host_status) == 0))
                 snprintf(job->reason, sizeof job->reason, "the job host ended (%s %d) before the job did",
                          WIFSIGNALED(host_status) ? "signal" : "exit",
@@ -277,7 +278,7 @@ group_result host_group_run(job_record *jobs, int count, char **argv, const char
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/job_host.log", log_dir);
     h->log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    double t = jobs_now();
+    double t = clock_unix();
     for (int i = 0; i < count; i++) {
         h->collateral_of[i] = -1;
         jobs[i].proc->phase = JOB_STARTED;
@@ -316,9 +317,9 @@ group_result host_group_run(job_record *jobs, int count, char **argv, const char
     int released = 0, stopping = 0, reaped = 0, status = 0, term_sent = 0, kill_sent = 0, stalled = 0;
     job_window_clock clock;
     job_window_clock_init(&clock, s);
-    double ready_deadline = jobs_monotonic() + s->ready_timeout_s, kill_at = 0, close_at = 0;
+    double ready_deadline = clock_monotonic() + s->ready_timeout_s, kill_at = 0, close_at = 0;
     for (;;) {
-        double mono = jobs_monotonic();
+        double mono = clock_monotonic();
         if (jobs_stop_signal() && !stopping) {
             char why[96];
             snprintf(why, sizeof why, "stopped by run_suite (%s)", strsignal(jobs_stop_signal()));
@@ -349,7 +350,7 @@ group_result host_group_run(job_record *jobs, int count, char **argv, const char
             }
         }
         char line[96]; /* the window measurement: one stdin for all jobs, which the host hands to each */
-        if (released && !stopping && stdin_fd >= 0 && job_window_due(&clock, jobs, count, jobs_now(), line, sizeof line)) {
+        if (released && !stopping && stdin_fd >= 0 && job_window_due(&clock, jobs, count, clock_unix(), line, sizeof line)) {
             write_all(&stdin_fd, line, strlen(line));
             if (clock.stop_sent && stdin_fd >= 0) close(stdin_fd), stdin_fd = -1;
         }
@@ -371,11 +372,11 @@ group_result host_group_run(job_record *jobs, int count, char **argv, const char
             if (w == pid || (w < 0 && errno == ECHILD)) {
                 reaped = 1;
                 if (w != pid) status = 0;
-                close_at = jobs_monotonic() + 2.0;
+                close_at = clock_monotonic() + 2.0;
             }
         }
     }
-    if (h->out_len) take_line(h, jobs_now()); /* a last line without '\n' */
+    if (h->out_len) take_line(h, clock_unix()); /* a last line without '\n' */
     if (stdin_fd >= 0) close(stdin_fd);
     group_result g = settle_all(h, status, stopping);
     if (h->log_fd >= 0) close(h->log_fd);

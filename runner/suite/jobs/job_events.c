@@ -1,7 +1,9 @@
 /* A job's event protocol (see jobs.h): train's JSON lines turned into the job's record, and
  * what the record says once the job has ended. */
 #define _GNU_SOURCE
-#include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/job_events.h"
+#include "runner/suite/jobs/watchdog.h"
+#include "base/clock.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -63,7 +65,7 @@ const char *job_handle_line(job_record *job, const char *line, double now) {
     }
     const cJSON *event = cJSON_GetObjectItemCaseSensitive(root, "event");
     const char *phase = NULL;
-    if (job->proc->phase == JOB_TRAINING) jobs_note_event(job, jobs_monotonic());
+    if (job->proc->phase == JOB_TRAINING) jobs_note_event(job, clock_monotonic());
     const char *name = cJSON_IsString(event) ? event->valuestring : "";
     double t = json_number(root, "t");
     if (strcmp(name, "setup") == 0) {

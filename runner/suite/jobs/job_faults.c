@@ -1,26 +1,11 @@
-/* What the runner concludes about failing jobs (see jobs.h): the watchdog's limit for a silent
- * job, and which failures were a job's own and which were the mode taking others down with it. */
+/* What the runner concludes about failing jobs (job_faults.h): which failures were a job's own and
+ * which were the mode taking others down with it. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/job_faults.h"
 #include "results/faults.h"
-
-double jobs_stall_limit(const job_record *job, const jobs_settings *settings) {
-    if (settings->stall_timeout_s > 0) return settings->stall_timeout_s;
-    if (settings->stall_timeout_s < 0) return INFINITY;
-    if (job->proc->longest_gap_s <= 0) return JOBS_STALL_FIRST_S;
-    double limit = JOBS_STALL_FACTOR * job->proc->longest_gap_s;
-    return limit < JOBS_STALL_MIN_S ? JOBS_STALL_MIN_S : limit;
-}
-
-void jobs_note_event(job_record *job, double mono) {
-    job_process *p = job->proc;
-    if (p->last_event_mono > 0 && mono - p->last_event_mono > p->longest_gap_s)
-        p->longest_gap_s = mono - p->last_event_mono;
-    p->last_event_mono = mono;
-}
 
 int jobs_classify_collateral(job_record *jobs, int count, const char *mode, int faults_spread,
                              const char *mode_evidence) {

@@ -1,5 +1,5 @@
 /* When the runner opens, announces and closes the common windows (see jobs.h, job_window_clock). */
-#include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/job_window.h"
 
 #include <math.h>
 #include <stdio.h>

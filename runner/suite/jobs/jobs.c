@@ -4,6 +4,9 @@
  * dies: a `kill -9` of run_suite leaves no job behind. */
 #define _GNU_SOURCE
 #include "runner/suite/jobs/jobs.h"
+#include "runner/suite/jobs/start_barrier.h"
+#include "base/clock.h"
+#include "base/line_reader.h"
 #include "runner/suite/jobs/progress.h"
 #include "runner/suite/jobs/spawn.h"
 #include "runner/suite/plan/mix.h"
@@ -32,18 +35,6 @@ extern char **environ;
 static int stop_pipe[2] = {-1, -1};
 static volatile sig_atomic_t stop_signo = 0;
 static volatile sig_atomic_t stop_count = 0;
-
-double jobs_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double jobs_monotonic(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void wake_loop(void) {
     int saved = errno;
@@ -121,18 +112,29 @@ void job_free_strv(char **v) {
     free(v);
 }
 
+static int env_refuse(job_env *env, const char *name, const char *why) {
+    if (!env->refused[0]) snprintf(env->refused, sizeof env->refused, "%.64s: %s", name, why);
+    return -1;
+}
+
 int job_env_set(job_env *env, const char *name, const char *fmt, ...) {
-    if (env->count >= JOB_ENV_MAX) return -1;
+    char why[96];
+    if (env->count >= JOB_ENV_MAX) {
+        snprintf(why, sizeof why, "more than %d variables set for one job", JOB_ENV_MAX);
+        return env_refuse(env, name, why);
+    }
     char *entry = env->entries[env->count];
-    if (!fmt) {
-        snprintf(entry, JOB_ENV_ENTRY, "%s", name);
-    } else {
-        int used = snprintf(entry, JOB_ENV_ENTRY, "%s=", name);
+    int used = snprintf(entry, JOB_ENV_ENTRY, "%s%s", name, fmt ? "=" : "");
+    if (used < 0 || used >= JOB_ENV_ENTRY) return env_refuse(env, name, "its name is too long");
+    if (fmt) {
         va_list ap;
         va_start(ap, fmt);
         int more = vsnprintf(entry + used, JOB_ENV_ENTRY - (size_t)used, fmt, ap);
         va_end(ap);
-        if (used + more >= JOB_ENV_ENTRY) return -1;
+        if (more < 0 || used + more >= JOB_ENV_ENTRY) {
+            snprintf(why, sizeof why, "a value of %d characters (at most %d fit)", more, JOB_ENV_ENTRY - 1 - used);
+            return env_refuse(env, name, why);
+        }
     }
     env->count++;
     return 0;
@@ -144,6 +146,7 @@ static size_t env_name_len(const char *entry) {
 }
 
 char **job_build_env(char *const *base, const job_env *env) {
+    if (env && env->refused[0]) return NULL;
     strv s = {0};
     for (char *const *p = base; p && *p; p++) {
         int replaced = 0;
@@ -172,7 +175,7 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     if (spec->image_size > 0) NUM("--image-size", "%d", spec->image_size); /* 0: criteo */
     if (spec->classes > 0) NUM("--classes", "%d", spec->classes);
     if (spec->max_rows > 0) NUM("--max-rows", "%lld", spec->max_rows);
-    if (spec->precision[0]) ARG("--precision", spec->precision); /* also for the footprint */
+    if (spec->precision_given) ARG("--precision", precision_name(spec->precision)); /* also for the footprint */
     if (spec->gpus > 1) NUM("--gpus", "%d", spec->gpus);
     if (spec->decode[0]) ARG("--decode", spec->decode); /* the GPU decoder's buffers are the job's too */
     if (spec->decode_slots > 0) NUM("--decode-slots", "%d", spec->decode_slots);
@@ -220,6 +223,11 @@ int job_prepare(job_record *job, int index, const job_spec *spec, const char *tr
     if (job->proc) {
         job->proc->pid = -1;
         job->proc->stdin_fd = job->proc->out_fd = job->proc->err_fd = job->proc->log_fd = -1;
+    }
+    if (env && env->refused[0]) {
+        snprintf(err, err_size, "job %d: its environment cannot be carried: %s", index, env->refused);
+        job_release(job);
+        return -1;
     }
     if (!job->argv || !job->envp || !job->proc) {
         snprintf(err, err_size, "out of memory building the command of job %d", index);
@@ -273,7 +281,7 @@ static void notify(const jobs_settings *s, const job_record *job, const char *ph
 static int start_job(job_record *job, const jobs_settings *s) {
     job_process *p = job->proc;
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
-    job->t_spawn = jobs_now();
+    job->t_spawn = clock_unix();
     p->phase = JOB_STARTED;
     p->log_fd = open(job->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (p->log_fd < 0)
@@ -302,17 +310,6 @@ static int start_job(job_record *job, const jobs_settings *s) {
     return 0;
 }
 
-static void terminate_job(job_record *job, double grace_s, const char *why) {
-    job_process *p = job->proc;
-    if (!job->reason[0] && why) snprintf(job->reason, sizeof job->reason, "%s", why);
-    close_fd(&p->stdin_fd);
-    if (p->pid > 0 && !p->reaped && !p->term_sent) {
-        if (kill(-p->pid, SIGTERM) != 0) kill(p->pid, SIGTERM);
-        p->term_sent = 1;
-        p->kill_at = jobs_monotonic() + grace_s;
-    }
-}
-
 static void log_bytes(job_record *job, const char *data, size_t n) {
     job_process *p = job->proc;
     while (p->log_fd >= 0 && n > 0) {
@@ -327,8 +324,8 @@ static void log_bytes(job_record *job, const char *data, size_t n) {
 static void take_stdout_line(job_record *job, const jobs_settings *s) {
     job_process *p = job->proc;
     p->out_line[p->out_len] = 0;
-    const char *phase = p->out_overflow ? NULL : job_handle_line(job, p->out_line, jobs_now());
-    if (!p->out_overflow && s->board) progress_line(s->board, job, p->out_line, jobs_monotonic());
+    const char *phase = p->out_overflow ? NULL : job_handle_line(job, p->out_line, clock_unix());
+    if (!p->out_overflow && s->board) progress_line(s->board, job, p->out_line, clock_monotonic());
     p->out_len = 0;
     p->out_overflow = 0;
     if (!phase) return;
@@ -342,7 +339,7 @@ static void take_stdout_line(job_record *job, const jobs_settings *s) {
         const job_epoch *e = &job->epochs[job->epoch_count - 1];
         progress(s, job, "epoch %d: %.2f s, %.1f samples/s%s", e->epoch, e->seconds,
                  e->samples_per_s, e->diverged ? " (loss is NaN)" : "");
-        notify(s, job, phase, isnan(e->t_end) ? jobs_now() : e->t_end);
+        notify(s, job, phase, isnan(e->t_end) ? clock_unix() : e->t_end);
     }
 }
 
@@ -392,29 +389,14 @@ static void reap(job_record *job) {
     if (r == p->pid || (r < 0 && errno == ECHILD)) {
         p->reaped = 1;
         p->wait_status = r == p->pid ? st : 0;
-        job->t_exit = jobs_now();
-        p->close_at = jobs_monotonic() + 2.0; /* a grandchild may still hold the pipes */
+        job->t_exit = clock_unix();
+        p->close_at = clock_monotonic() + 2.0; /* a grandchild may still hold the pipes */
         close_fd(&p->stdin_fd);
     }
 }
 
 static void release_barrier(job_record *jobs, int count, const jobs_settings *s) {
-    /* Everything before the writes is done first, so "go" reaches all jobs back to back. */
-    static const char go[] = "go\n";
-    double t = jobs_now();
-    for (int i = 0; i < count; i++) {
-        job_record *job = &jobs[i];
-        job_process *p = job->proc;
-        if (p->phase != JOB_READY) continue;
-        ssize_t w;
-        do w = write(p->stdin_fd, go, sizeof go - 1);
-        while (w < 0 && errno == EINTR);
-        /* completion: "go" is the only line, EOF tells train nothing more comes; windows: more follow */
-        if (s->window_s <= 0) close_fd(&p->stdin_fd);
-        job->t_go = t;
-        p->last_event_mono = jobs_monotonic();
-        p->phase = JOB_TRAINING;
-    }
+    double t = barrier_release(jobs, count, s->window_s > 0);
     for (int i = 0; i < count; i++)
         if (jobs[i].proc->phase == JOB_TRAINING) {
             progress(s, &jobs[i], "go");
@@ -429,14 +411,14 @@ static void finish_job(job_record *job, const jobs_settings *s) {
     close_fd(&p->log_fd);
     static const char *names[] = {"ok", "failed", "diverged"};
     progress(s, job, "%s%s%s", names[job->status], job->reason[0] ? ": " : "", job->reason);
-    notify(s, job, "end", isnan(job->t_exit) ? jobs_now() : job->t_exit);
+    notify(s, job, "end", isnan(job->t_exit) ? clock_unix() : job->t_exit);
 }
 
 /* The window measurement's lines to every training job ("window T0 T1", then "stop", after which
  * stdin closes). */
 static void announce_windows(job_window_clock *clock, job_record *jobs, int count, const jobs_settings *s) {
     char line[96];
-    if (!job_window_due(clock, jobs, count, jobs_now(), line, sizeof line)) return;
+    if (!job_window_due(clock, jobs, count, clock_unix(), line, sizeof line)) return;
     for (int i = 0; i < count; i++) {
         job_process *p = jobs[i].proc;
         if (p->phase != JOB_TRAINING || p->stdin_fd < 0) continue;
@@ -448,72 +430,6 @@ static void announce_windows(job_window_clock *clock, job_record *jobs, int coun
     if (s->tag && !s->board) fprintf(stderr, "[%s] %.*s\n", s->tag, (int)strlen(line) - 1, line);
 }
 
-int jobs_relay_from_env(jobs_relay *r, char *err, size_t err_size) {
-    const char *text = knob_text(KNOB_GO_RELAY);
-    if (!text || !*text) return 0;
-    char *end;
-    long go = strtol(text, &end, 10), ready = *end == ',' ? strtol(end + 1, &end, 10) : -1;
-    if (*end || go < 0 || ready < 0 || fcntl((int)go, F_GETFD) < 0 || fcntl((int)ready, F_GETFD) < 0) {
-        snprintf(err, err_size, "%s=%s: expected two open file descriptors G,R (run_suite --gpus sets it)",
-                 knob_name(KNOB_GO_RELAY), text);
-        return -1;
-    }
-    r->go_fd = (int)go, r->ready_fd = (int)ready;
-    fcntl(r->go_fd, F_SETFD, FD_CLOEXEC), fcntl(r->ready_fd, F_SETFD, FD_CLOEXEC);
-    fcntl(r->go_fd, F_SETFL, fcntl(r->go_fd, F_GETFL) | O_NONBLOCK);
-    return 1;
-}
-
-/* The run's end of the go relay (jobs.h): what it has said on it and heard from it so far. */
-typedef struct relay_end {
-    const jobs_relay *fds;       /* NULL: no relay */
-    step_line_reader heard;      /* go_fd's lines */
-    int said_ready, said_warm;
-    int go;                      /* "go" came, or the end of file */
-    int gone;                    /* the end of file (or a failed read or write): nothing more comes */
-    double window_start;         /* "window-start T0": T0; NaN before it came */
-} relay_end;
-
-/* Writes one line to the --gpus process; one it cannot take (it closed its end) means it is gone. */
-static void relay_say(relay_end *r, const char *line) {
-    ssize_t w;
-    do w = write(r->fds->ready_fd, line, strlen(line));
-    while (w < 0 && errno == EINTR);
-    if (w == (ssize_t)strlen(line)) return;
-    fprintf(stderr, "warning: the go relay did not take \"%.*s\" (%s): this run goes on by itself\n",
-            (int)strlen(line) - 1, line, w < 0 ? strerror(errno) : "a short write");
-    r->gone = r->go = 1;
-}
-
-/* Reads what the relay has said, never waiting. */
-static void relay_listen(relay_end *r) {
-    char line[128];
-    int got;
-    while (!r->gone && (got = step_read_line(&r->heard, 0, line, sizeof line)) != 0) {
-        if (got < 0) {
-            r->gone = r->go = 1;
-            break;
-        }
-        char *end = line;
-        double t0 = strncmp(line, "window-start ", 13) == 0 ? strtod(line + 13, &end) : NAN;
-        if (strcmp(line, "go") == 0) r->go = 1;
-        else if (!isnan(t0) && *end == 0) r->window_start = t0;
-    }
-}
-
-/* A relayed window measurement before the window opened: "warm" once every job training here has
- * warmed up, then the common T0 when "window-start" comes; a relay gone leaves the window to this
- * run alone (job_window_due opens it when its jobs have warmed up). */
-static void relay_window(relay_end *r, job_window_clock *clock, const job_record *jobs, int count) {
-    if (!r->said_warm && !r->gone && job_window_warm(jobs, count)) {
-        relay_say(r, "warm\n");
-        r->said_warm = 1;
-    }
-    relay_listen(r);
-    if (!isnan(r->window_start)) clock->t0 = r->window_start;
-    if (!isnan(r->window_start) || r->gone) clock->from_relay = 0;
-}
-
 group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s) {
     progress_board board;
     jobs_settings shown = *s;
@@ -522,8 +438,9 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
     s = &shown;
     jobs_install_stop_signals();
     int stopping = 0, released = 0, any_bad = 0;
-    relay_end relay = {.fds = s->relay, .heard = {.fd = s->relay ? s->relay->go_fd : -1}, .window_start = NAN};
-    double ready_deadline = jobs_monotonic() + s->ready_timeout_s;
+    go_relay relay;
+    go_relay_init(&relay, s->relay);
+    double ready_deadline = clock_monotonic() + s->ready_timeout_s;
     for (int i = 0; i < count; i++) {
         if (stop_signo) {
             snprintf(jobs[i].reason, sizeof jobs[i].reason, "not started: the run was stopped");
@@ -544,50 +461,43 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
     job_window_clock_init(&clock, s);
     clock.from_relay = s->relay && clock.length_s > 0;
     for (;;) {
-        double mono = jobs_monotonic();
+        double mono = clock_monotonic();
         if (stop_signo && stop_count != seen_stop_count) {
             char why[96];
             snprintf(why, sizeof why, "stopped by run_suite (%s)", strsignal(stop_signo));
             for (int i = 0; i < count; i++) {
                 if (jobs[i].proc->phase == JOB_FINISHED) continue;
-                terminate_job(&jobs[i], s->grace_s, why);
+                watchdog_terminate(&jobs[i], s->grace_s, why);
                 if (stopping) jobs[i].proc->kill_at = mono; /* a second Ctrl-C: no more grace */
             }
             stopping = 1;
             seen_stop_count = stop_count;
         }
         if (!released) {
-            int waiting = 0;
-            for (int i = 0; i < count; i++) waiting += jobs[i].proc->phase == JOB_STARTED;
             if (stopping) {
                 released = 1;
-            } else if (waiting == 0 || mono >= ready_deadline) {
+            } else if (!barrier_waiting(jobs, count) || mono >= ready_deadline) {
                 char why[96];
                 snprintf(why, sizeof why, "not ready within %.0f s", s->ready_timeout_s);
                 for (int i = 0; i < count; i++)
                     if (jobs[i].proc->phase == JOB_STARTED && !jobs[i].proc->term_sent)
-                        terminate_job(&jobs[i], s->grace_s, why);
-                if (relay.fds && !relay.said_ready) { /* the other cards' runs wait too: one barrier for all */
-                    relay_say(&relay, "ready\n");
-                    relay.said_ready = 1;
-                }
-                if (relay.fds) relay_listen(&relay);
-                if (!relay.fds || relay.go) {
+                        watchdog_terminate(&jobs[i], s->grace_s, why);
+                if (go_relay_ready(&relay)) {
                     release_barrier(jobs, count, s);
                     released = 1;
                 }
             }
         }
-        if (released && !stopping && clock.from_relay) relay_window(&relay, &clock, jobs, count);
+        if (released && !stopping && clock.from_relay) go_relay_window(&relay, &clock, jobs, count);
         if (released && !stopping) announce_windows(&clock, jobs, count, s);
         int alive = 0, nfds = 0;
         if (fds) {
             fds[nfds].fd = stop_pipe[0];
             fds[nfds].events = POLLIN;
             owner[nfds++] = -1;
-            /* woken by the relay's go, or its window-start */
-            if (!relay.gone && ((relay.said_ready && !released) || (relay.said_warm && clock.from_relay))) {
-                fds[nfds] = (struct pollfd){relay.fds->go_fd, POLLIN, 0};
+            int relay_fd = go_relay_fd(&relay, released, &clock);
+            if (relay_fd >= 0) {
+                fds[nfds] = (struct pollfd){relay_fd, POLLIN, 0};
                 owner[nfds++] = -1;
             }
         }
@@ -595,19 +505,13 @@ group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *s)
             job_record *job = &jobs[i];
             job_process *p = job->proc;
             if (p->phase == JOB_FINISHED) continue;
-            if (p->phase == JOB_TRAINING && !p->term_sent && !p->reaped &&
-                mono - p->last_event_mono > jobs_stall_limit(job, s)) {
-                char why[160];
-                snprintf(why, sizeof why, "stopped by the watchdog: no event for %.0f s (--stall-timeout)",
-                         mono - p->last_event_mono);
+            char why[160];
+            if (watchdog_stalled(job, s, mono, why, sizeof why)) {
                 job->stalled = 1;
                 progress(s, job, "%s", why);
-                terminate_job(job, s->grace_s, why);
+                watchdog_terminate(job, s->grace_s, why);
             }
-            if (p->term_sent && !p->kill_sent && !p->reaped && mono >= p->kill_at) {
-                if (kill(-p->pid, SIGKILL) != 0) kill(p->pid, SIGKILL);
-                p->kill_sent = 1;
-            }
+            watchdog_escalate(job, mono);
             if (p->reaped && mono >= p->close_at) {
                 close_fd(&p->out_fd);
                 close_fd(&p->err_fd);
@@ -674,7 +578,7 @@ int jobs_run_capture(char *const argv[], char *const envp[], const char *stdin_t
     /* Non-blocking reads: a daemon forked by the command may keep the pipe open after it exits. */
     fcntl(pipe_out[0], F_SETFL, O_NONBLOCK);
     size_t len = 0;
-    double deadline = jobs_monotonic() + timeout_s;
+    double deadline = clock_monotonic() + timeout_s;
     int status = 0, reaped = 0, timed_out = 0;
     for (;;) {
         if (pipe_out[0] >= 0) {
@@ -689,7 +593,7 @@ int jobs_run_capture(char *const argv[], char *const envp[], const char *stdin_t
             if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) close_fd(&pipe_out[0]);
         }
         if (reaped) break;
-        if (!timed_out && jobs_monotonic() >= deadline) {
+        if (!timed_out && clock_monotonic() >= deadline) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             timed_out = 1;

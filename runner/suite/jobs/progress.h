@@ -30,7 +30,7 @@ void progress_begin(progress_board *b, FILE *out, int tty, const job_record *job
 /* A job's news (the runner's own lines: started, ready, epoch, ok/failed). */
 void progress_show(progress_board *b, const job_record *job, const char *text);
 /* One stdout line of a job: a "progress" event updates its line; other lines are ignored.
- * now: monotonic seconds (jobs_monotonic), for the plain lines' pace. */
+ * now: monotonic seconds (clock_monotonic), for the plain lines' pace. */
 void progress_line(progress_board *b, const job_record *job, const char *line, double now);
 /* Leaves the board where it is (the cursor below it). */
 void progress_end(progress_board *b);

@@ -69,6 +69,12 @@ enum {
     MODE_FAULTS_SPREAD = 1u << 5,/* one job's fatal fault can end the others (MPS clients of one
                                     server, jobs of one process): their failures are recorded as
                                     its collateral (jobs_classify_collateral) */
+    MODE_MPS_CLIENTS = 1u << 7,  /* its jobs are clients of an MPS daemon of the run's: beside them a
+                                    data-parallel job can be one too (run_suite --gpus --ddp-under) */
+    MODE_PLAIN = 1u << 8,        /* plain processes on the whole GPU: what a data-parallel job
+                                    beside the cards runs under outside MPS */
+    MODE_IN_STUDY = 1u << 9,     /* one of the study's collocated modes (run_suite --study) */
+    MODE_STUDY_ALONE = 1u << 10, /* the study measures it at degree 1 too (its cost to one job) */
 };
 
 #define SUITE_FIT_OWN 1
@@ -109,6 +115,10 @@ struct suite_mode {
     const char *name;            /* "mps", as --mode spells it */
     const char *help;            /* one line: --help, --list and the README's table */
     unsigned flags;
+    /* why a data-parallel job over several cards cannot run under this mode beside the cards' runs
+     * (run_suite --gpus); NULL: it can (each card's run is one group of job processes, and the go
+     * relay joins the groups under one start barrier and one window) */
+    const char *no_data_parallel;
     size_t state_size;           /* bytes of private state: suite_mode_state(c, m), mode_run_state(r) */
     int (*plan)(suite_ctx *c, char *err, size_t err_size);
     int (*fit)(const suite_ctx *c, char *err, size_t err_size);
@@ -132,6 +142,8 @@ const suite_mode *const *suite_modes(int *count);
 const suite_mode *suite_mode_find(const char *name);   /* NULL when unknown */
 /* The first mode with the flag, NULL when none has it. */
 const suite_mode *suite_mode_with(unsigned flag);
+/* 1 when name is a mode of the table with every bit of flags, else 0 (--mode all's name too). */
+int suite_mode_is(const char *name, unsigned flags);
 /* "serial, naive, mps, ..., all" for messages and --help. */
 const char *suite_mode_names(void);
 /* The mode that runs for m under o: m's runs_as followed to the end. */

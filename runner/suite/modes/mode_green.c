@@ -79,7 +79,11 @@ static int probe(const suite_ctx *c, green_gpu *gpu, char *err, size_t err_size)
     job_env_set(&env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
     job_env_set(&env, "CUDA_VISIBLE_DEVICES", "%s", c->gpu.visible);
     char **envp = job_build_env(environ, &env);
-    int st = envp ? jobs_run_capture(argv, envp, NULL, out, sizeof out, 60) : -1;
+    if (!envp) {
+        snprintf(err, err_size, "%s --probe: %s", host, env.refused[0] ? env.refused : "out of memory");
+        return -1;
+    }
+    int st = jobs_run_capture(argv, envp, NULL, out, sizeof out, 60);
     job_free_strv(envp);
     if (st != 0) {
         snprintf(err, err_size, "%s --probe could not read the GPU's SM split (%s; its message is above); "
@@ -191,6 +195,8 @@ const suite_mode mode_green = {
     .name = "green",
     .help = "all jobs in one process, each in a green context with its own SMs (static partitions, no MIG, no MPS)",
     .flags = MODE_PARTITIONED | MODE_IN_ALL | MODE_FAULTS_SPREAD,
+    .no_data_parallel = "runs a card's jobs in one process, each in an SM partition of that card; a data-parallel "
+                        "job's ranks are processes of their own",
     .state_size = sizeof(green_state),
     .plan = plan,
     .describe = describe,

@@ -309,6 +309,7 @@ const suite_mode mode_mig = {
     .name = "mig",
     .help = "one job per MIG instance: existing ones matched to the jobs, or planned and created with --mig-create",
     .flags = MODE_PARTITIONED | MODE_IN_ALL | MODE_NEEDS_MIG | MODE_WHERE_POSSIBLE,
+    .no_data_parallel = "each job runs in a MIG instance of one card; a data-parallel job spans several cards",
     .state_size = sizeof(mig_state),
     .plan = plan,
     .fit = fit,

@@ -108,7 +108,7 @@ static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
 const suite_mode mode_mps = {
     .name = "mps",
     .help = "all jobs at once as clients of the run's own MPS daemon (--mps-sm shares, --mps-mem limits)",
-    .flags = MODE_IN_ALL | MODE_FAULTS_SPREAD,
+    .flags = MODE_IN_ALL | MODE_FAULTS_SPREAD | MODE_MPS_CLIENTS | MODE_IN_STUDY | MODE_STUDY_ALONE,
     .state_size = sizeof(mps_daemon),
     .fit = fit,
     .describe = describe,

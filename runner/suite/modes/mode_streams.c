@@ -47,6 +47,8 @@ const suite_mode mode_streams = {
     .name = "streams",
     .help = "all jobs in one process, a CUDA stream and host thread each; no time-slicing, no MPS",
     .flags = MODE_IN_ALL | MODE_FAULTS_SPREAD,
+    .no_data_parallel = "runs a card's jobs as threads of one process; a data-parallel job's ranks are processes "
+                        "of their own",
     .describe = describe,
     .start = mode_plain_start,
     .job_env = mode_plain_job_env,

@@ -47,6 +47,11 @@ const suite_mode *suite_mode_with(unsigned flag) {
     return NULL;
 }
 
+int suite_mode_is(const char *name, unsigned flags) {
+    const suite_mode *m = suite_mode_find(name);
+    return m && (m->flags & flags) == flags;
+}
+
 static char names[512];
 
 static void build_names(void) {

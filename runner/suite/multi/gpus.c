@@ -18,6 +18,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
+#include "base/line_reader.h"
 #include "results/results.h"
 #include "kernels/knobs.h"
 #include "runner/cli.h"
@@ -61,8 +63,9 @@ static const cli_option OPTIONS[] = {
     {"--data-root", "DIR", "data sets' folder, passed to train", CLI_STR(T, data_root), .forward = 1},
     {"--baseline", "DIR", "an earlier run_suite --gpus LIST --mode serial of this mix: each job's reference alone on "
      "its card (each GPU's run_suite is given DIR/gpu-<G>/<run>)", CLI_STR(T, baseline)},
-    {"--ddp-under", "none|mps", "a data-parallel job's own run: outside MPS (none, the default) or as the client of an "
-     "MPS daemon over its cards (mps: NCCL does not promise it; it worked on two H200s)", CLI_STR(T, ddp_under), .fallback = "none"},
+    {"--ddp-under", "none|mps", "a data-parallel job's own run beside cards whose jobs are MPS clients (--mode mps, or "
+     "its pass of --mode all): outside MPS (none, the default) or as the client of an MPS daemon over its cards (mps: "
+     "NCCL does not promise it; it worked on two H200s)", CLI_STR(T, ddp_under), .fallback = "none"},
     {"--gpu", "N", "not with --gpus: each GPU's run_suite is given its own", CLI_STR(T, gpu)},
     {0}};
 #undef T
@@ -117,28 +120,40 @@ static int parse(int argc, char *const argv[], gpus_args *a, const char **rest) 
     if (!a->mode) return usage("--mode is required: one of %s%s", suite_mode_names(), "");
     if (strcmp(a->ddp_under, "none") && strcmp(a->ddp_under, "mps"))
         return usage("--ddp-under %s: expected none or mps%s", a->ddp_under, "");
+    const suite_mode *m = suite_mode_find(a->mode);
+    if (!strcmp(a->ddp_under, "mps") && m && !(m->flags & MODE_MPS_CLIENTS))
+        return usage("--ddp-under mps goes with the modes whose jobs are MPS clients (mps, or mps's pass of --mode "
+                     "all), not --mode %s: there the data-parallel job runs %s", a->mode,
+                     m->flags & MODE_SEQUENTIAL ? "alone" : "outside MPS");
     return 0;
+}
+
+/* 1 when word is option (e.g. "--mode") or its "--mode=VALUE" form; *takes_next: the value follows. */
+static int is_option(const char *word, const char *option, int *takes_next) {
+    size_t n = strlen(option);
+    *takes_next = !strcmp(word, option);
+    return *takes_next || (!strncmp(word, option, n) && word[n] == '=');
 }
 
 /* argv for a card's run_suite: what is passed on, then --gpu, --mix, --baseline (reference: its
  * reference run, "" none) and --results, or --dry-run for the check before the run (results NULL).
- * A data-parallel job's run goes under its own mode (ddp_mode: naive or mps as --ddp-under says,
- * serial in a serial run) in place of rest's --mode, unmonitored (its cards' runs sample them);
- * NULL: a card's run. */
-static void child_argv(const char **out, const char *self, const char *const *rest, const char *ddp_mode, int gpu,
-                       char *gpu_text, size_t gpu_size, const char *mix_text, const char *reference,
-                       const char *results) {
-    int n = 0;
+ * mode: the mode this run goes under in place of rest's --mode (and its --skip, which only --mode
+ * all takes), NULL: rest's. A data-parallel job's run goes under its own mode (ddp_mode: naive or
+ * mps as --ddp-under says, serial in a serial pass), unmonitored (its cards' runs sample them). */
+static void child_argv(const char **out, const char *self, const char *const *rest, const char *mode,
+                       int unmonitored, int gpu, char *gpu_text, size_t gpu_size, const char *mix_text,
+                       const char *reference, const char *results) {
+    int n = 0, next;
     out[n++] = self;
     for (; *rest; rest++) {
-        if (ddp_mode && !strncmp(*rest, "--mode=", 7)) continue;
-        if (ddp_mode && !strcmp(*rest, "--mode")) {
-            if (rest[1]) rest++;
+        if (mode && (is_option(*rest, "--mode", &next) || is_option(*rest, "--skip", &next))) {
+            if (next && rest[1]) rest++;
             continue;
         }
         out[n++] = *rest;
     }
-    if (ddp_mode) out[n++] = "--mode", out[n++] = ddp_mode, out[n++] = "--no-monitor";
+    if (mode) out[n++] = "--mode", out[n++] = mode;
+    if (unmonitored) out[n++] = "--no-monitor";
     snprintf(gpu_text, gpu_size, "%d", gpu);
     out[n++] = "--gpu", out[n++] = gpu_text;
     out[n++] = "--mix", out[n++] = mix_text;
@@ -150,13 +165,15 @@ static void child_argv(const char **out, const char *self, const char *const *re
 
 /* The first GPU's run_suite as the run would start it, with --dry-run: its own parser judges the
  * options passed on, so one it would refuse is refused once, here, before any folder is made. */
-static int check_passed_on(const char *self, const char *const *rest, const gpus_card *cards, int count) {
+static int check_passed_on(const char *self, const char *const *rest, const char *mode, const gpus_card *cards,
+                           int count) {
     int g = 0;
     while (g < count && !cards[g].mix[0]) g++;
     if (g == count) return 0;
     const char *argv[GPUS_MAX_ARGS];
     char gpu_text[16];
-    child_argv(argv, self, rest, NULL, cards[g].gpu, gpu_text, sizeof gpu_text, cards[g].mix, cards[g].reference, NULL);
+    child_argv(argv, self, rest, mode, 0, cards[g].gpu, gpu_text, sizeof gpu_text, cards[g].mix, cards[g].reference,
+               NULL);
     static char out[1 << 16];
     int status = jobs_run_capture((char *const *)argv, NULL, NULL, out, sizeof out, 300.0);
     if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
@@ -188,31 +205,52 @@ static void run_dir_name(const gpus_card *c, char *out, size_t size) {
 
 
 /* The run of data-parallel job j, after the cards: its one job, on its first card's index, with
- * CUDA_VISIBLE_DEVICES naming its cards in placement order (rank r on the r-th). */
-static void ddp_run(const mix *m, const placement *p, const int *index, char visible[][128], int j, char *mix_text,
-                    size_t size, gpus_card *card) {
+ * CUDA_VISIBLE_DEVICES naming its cards in placement order (rank r on the r-th). 0, or 2 with the
+ * message printed when the list does not fit (never cut: a rank would find no card). */
+static int ddp_run(const mix *m, const placement *p, const int *index, const monitor_gpu *probes, int j,
+                   char *mix_text, size_t size, gpus_card *card) {
     memset(card, 0, sizeof *card);
     card->ddp = 1, card->gpu = index[p->gpus_of[j][0]], card->mix = mix_text;
     card->jobs[card->job_count++] = j;
     mix_job_format(&m->jobs[j], mix_text, size);
     size_t len = 0;
-    for (int r = 0; r < m->jobs[j].gpus && len < sizeof card->devices; r++)
-        len += (size_t)snprintf(card->devices + len, sizeof card->devices - len, "%s%s", r ? "," : "",
-                                visible[p->gpus_of[j][r]]);
+    for (int r = 0; r < m->jobs[j].gpus; r++) {
+        int n = snprintf(card->devices + len, sizeof card->devices - len, "%s%s", r ? "," : "",
+                         probes[p->gpus_of[j][r]].visible);
+        if (n < 0 || (size_t)n >= sizeof card->devices - len) {
+            fprintf(stderr, "error: job %d (%s): the CUDA_VISIBLE_DEVICES of its %d cards does not fit in %zu "
+                    "characters\n", j, m->jobs[j].label, m->jobs[j].gpus, sizeof card->devices - 1);
+            return 2;
+        }
+        len += (size_t)n;
+    }
+    return 0;
 }
 
-/* How a data-parallel job's run goes: under --ddp-under beside the cards, or alone (serial). */
-static const char *ddp_mode(const gpus_args *a) {
-    if (!strcmp(a->mode, "serial")) return "serial";
-    return !strcmp(a->ddp_under, "mps") ? "mps" : "naive";
+/* How a data-parallel job's run goes in a pass of mode: alone (serial); beside the cards as an MPS
+ * client where their jobs are and --ddp-under mps says so; else beside them outside MPS (naive). */
+static int mode_has(const char *mode, unsigned flag) {
+    const suite_mode *m = suite_mode_find(mode);
+    return m && (m->flags & flag);
 }
-static const char *ddp_how(const gpus_args *a) {
-    if (!strcmp(a->mode, "serial")) return "alone, before the cards' runs (serial)";
-    return !strcmp(a->ddp_under, "mps") ? "beside the cards' jobs, as the client of an MPS daemon over its cards "
-                                          "(--ddp-under mps), one start barrier (and one window, "
-                                          "under the window measurement) with them"
-                                        : "beside the cards' jobs, outside MPS (--ddp-under none), one start barrier "
-                                          "(and one window, under the window measurement) with them";
+static int sequential(const char *mode) { return mode_has(mode, MODE_SEQUENTIAL); }
+static int ddp_as_client(const gpus_args *a, const char *mode) {
+    return !strcmp(a->ddp_under, "mps") && mode_has(mode, MODE_MPS_CLIENTS);
+}
+static const char *ddp_mode(const gpus_args *a, const char *mode) {
+    if (sequential(mode)) return mode;
+    return suite_mode_with(ddp_as_client(a, mode) ? MODE_MPS_CLIENTS : MODE_PLAIN)->name;
+}
+static const char *ddp_how(const gpus_args *a, const char *mode) {
+    if (sequential(mode)) return "alone, before the cards' runs (serial)";
+    if (ddp_as_client(a, mode))
+        return "beside the cards' jobs, as the client of an MPS daemon over its cards (--ddp-under mps), one start "
+               "barrier (and one window, under the window measurement) with them";
+    if (!mode_has(mode, MODE_MPS_CLIENTS))
+        return "beside the cards' jobs, outside MPS as they are, one start barrier (and one window, under the window "
+               "measurement) with them";
+    return "beside the cards' jobs, outside MPS (--ddp-under none), one start barrier (and one window, under the "
+           "window measurement) with them";
 }
 
 /* The one run folder under dir (a GPU's run_suite makes exactly one), or "". */
@@ -227,11 +265,89 @@ static void only_run_folder(const char *dir, char *out, size_t size) {
     free(names);
 }
 
+/* The modes a run goes through: one pass under rest's --mode (mode NULL), unless --mode all meets a
+ * data-parallel job. Each card's run_suite would then run every mode by itself, with no go relay
+ * between the cards' groups and the job's; so this run makes one pass per mode of --mode all that can
+ * hold the job (serial first: the others' references), and names each mode it leaves out and why. */
+typedef struct gpus_passes {
+    int count;
+    const char *mode[SUITE_MODES_MAX];
+    int left_count;
+    const char *left[SUITE_MODES_MAX], *left_why[SUITE_MODES_MAX];
+} gpus_passes;
+
+/* --skip's list among the options passed on, or NULL. */
+static const char *skipped_modes(const char *const *rest) {
+    int next;
+    for (; *rest; rest++)
+        if (is_option(*rest, "--skip", &next)) return next ? rest[1] : strchr(*rest, '=') + 1;
+    return NULL;
+}
+
+static int listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0)) return 1;
+    return 0;
+}
+
+static void plan_passes(const char *mode, int ddp_jobs, const char *const *rest, gpus_passes *out) {
+    memset(out, 0, sizeof *out);
+    if (strcmp(mode, SUITE_ALL) != 0 || ddp_jobs == 0) {
+        out->count = 1;
+        return;
+    }
+    const char *skip = skipped_modes(rest);
+    int n;
+    const suite_mode *const *modes = suite_modes(&n);
+    for (int k = 0; k < n; k++) {
+        if (!(modes[k]->flags & MODE_IN_ALL)) continue;
+        const char *why = listed(skip, modes[k]->name) ? "left out by --skip" : modes[k]->no_data_parallel;
+        if (why) out->left[out->left_count] = modes[k]->name, out->left_why[out->left_count++] = why;
+        else out->mode[out->count++] = modes[k]->name;
+    }
+}
+
+/* The folder of pass k's runs: the run folder itself, or <run>/<mode>/ when there are several. */
+static void pass_dir(const gpus_passes *ps, int k, const char *run_dir, char *out, size_t size) {
+    if (ps->count > 1) snprintf(out, size, "%s/%s", run_dir, ps->mode[k]);
+    else snprintf(out, size, "%s", run_dir);
+}
+
+static void passes_json(const gpus_args *a, const gpus_passes *ps, cJSON *root) {
+    if (ps->count < 2 && !ps->left_count) return;
+    cJSON *list = cJSON_AddArrayToObject(root, "modes_run");
+    for (int k = 0; k < ps->count; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "mode", ps->mode[k]);
+        cJSON_AddStringToObject(o, "data_parallel_mode", ddp_mode(a, ps->mode[k]));
+        cJSON_AddStringToObject(o, "how", ddp_how(a, ps->mode[k]));
+        cJSON_AddItemToArray(list, o);
+    }
+    list = cJSON_AddArrayToObject(root, "modes_left_out");
+    for (int k = 0; k < ps->left_count; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "mode", ps->left[k]);
+        cJSON_AddStringToObject(o, "why", ps->left_why[k]);
+        cJSON_AddItemToArray(list, o);
+    }
+}
+
+static void print_passes(const gpus_args *a, const gpus_passes *ps) {
+    if (ps->count < 2 && !ps->left_count) return;
+    printf("--mode all with a data-parallel job: one pass per mode that can hold it, each into <run>/<mode>/:\n");
+    for (int k = 0; k < ps->count; k++)
+        printf("  %s: the data-parallel job %s\n", ps->mode[k], ddp_how(a, ps->mode[k]));
+    for (int k = 0; k < ps->left_count; k++) printf("  left out: %s (%s)\n", ps->left[k], ps->left_why[k]);
+}
+
 /* Where each job's reference (the same job alone on the same card) comes from: --baseline DIR
  * (DIR/gpu-<G>/<its one run folder>, checked here), the serial part of --mode all, the run itself
  * (serial), or nowhere (why, for the summary's null fields). 0, or 2 with the message printed. */
-static int find_references(const gpus_args *a, const mix *m, gpus_card *cards, int count, char *source, size_t source_size,
-                           char *why, size_t why_size) {
+static int find_references(const gpus_args *a, const gpus_passes *ps, const mix *m, gpus_card *cards, int count,
+                           char *source, size_t source_size, char *why, size_t why_size) {
+    int serial_pass = 0;
+    for (int k = 0; k < ps->count; k++) serial_pass |= sequential(ps->mode[k]);
     why[0] = 0;
     if (a->baseline) {
         snprintf(source, source_size, "--baseline %s: each GPU's run of it", a->baseline);
@@ -257,9 +373,9 @@ static int find_references(const gpus_args *a, const mix *m, gpus_card *cards, i
                              "placement gives that GPU: expected an earlier run_suite --gpus LIST --mode serial of "
                              "this mix", a->baseline, name);
         }
-    } else if (!strcmp(a->mode, "all")) {
+    } else if (!strcmp(a->mode, SUITE_ALL) && (ps->count == 1 || serial_pass)) {
         snprintf(source, source_size, "the serial part of --mode all on each GPU");
-    } else if (!strcmp(a->mode, "serial")) {
+    } else if (sequential(a->mode)) {
         snprintf(source, source_size, "the run itself (serial: each job alone on its GPU)");
     } else {
         snprintf(source, source_size, "none: STP and ANTT will be null (give --baseline DIR or --mode all)");
@@ -269,8 +385,8 @@ static int find_references(const gpus_args *a, const mix *m, gpus_card *cards, i
     return 0;
 }
 
-static cJSON *plan_json(const gpus_args *a, const mix *m, const placement *p, const placement_gpu *gpus,
-                        const gpus_card *cards, int runs, const char *references) {
+static cJSON *plan_json(const gpus_args *a, const gpus_passes *ps, const mix *m, const placement *p,
+                        const placement_gpu *gpus, const gpus_card *cards, int runs, const char *references) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "method", p->method);
     cJSON_AddStringToObject(root, "references", references);
@@ -289,6 +405,7 @@ static cJSON *plan_json(const gpus_args *a, const mix *m, const placement *p, co
         if (cards[g].reference[0]) cJSON_AddStringToObject(o, "reference", cards[g].reference);
         cJSON_AddItemToArray(list, o);
     }
+    passes_json(a, ps, root);
     if (runs == p->gpu_count) return root;
     cJSON_AddStringToObject(root, "ddp_under", a->ddp_under);
     list = cJSON_AddArrayToObject(root, "data_parallel");
@@ -300,8 +417,10 @@ static cJSON *plan_json(const gpus_args *a, const mix *m, const placement *p, co
             cJSON_AddItemToArray(on, cJSON_CreateNumber(gpus[p->gpus_of[c->jobs[0]][r]].index));
         cJSON_AddItemToObject(o, "gpus", on);
         cJSON_AddStringToObject(o, "cuda_visible_devices", c->devices);
-        cJSON_AddStringToObject(o, "mode", ddp_mode(a));
-        cJSON_AddStringToObject(o, "how", ddp_how(a));
+        if (ps->count == 1) { /* several passes: modes_run says each pass's */
+            cJSON_AddStringToObject(o, "mode", ddp_mode(a, a->mode));
+            cJSON_AddStringToObject(o, "how", ddp_how(a, a->mode));
+        }
         cJSON_AddStringToObject(o, "mix", c->mix);
         if (c->reference[0]) cJSON_AddStringToObject(o, "reference", c->reference);
         cJSON_AddItemToArray(list, o);
@@ -309,8 +428,8 @@ static cJSON *plan_json(const gpus_args *a, const mix *m, const placement *p, co
     return root;
 }
 
-static void print_plan(const gpus_args *a, const mix *m, const placement *p, const placement_gpu *gpus,
-                       const gpus_card *cards, int runs, const char *references) {
+static void print_plan(const gpus_args *a, const gpus_passes *ps, const mix *m, const placement *p,
+                       const placement_gpu *gpus, const gpus_card *cards, int runs, const char *references) {
     printf("placement over %d GPUs (%s):\n", p->gpu_count, p->method);
     for (int g = 0; g < p->gpu_count; g++) {
         char used[32], total[32];
@@ -321,10 +440,16 @@ static void print_plan(const gpus_args *a, const mix *m, const placement *p, con
             if (placement_uses(p, j, g)) printf(" %d:%s", j, m->jobs[j].label);
         printf("%s%s\n", cards[g].mix[0] ? "  -> --mix " : "", cards[g].mix);
     }
-    for (int g = p->gpu_count; g < runs; g++)
-        printf("  data-parallel job %d:%s: its own run, --mode %s, CUDA_VISIBLE_DEVICES=%s NCCL_NVLS_ENABLE=0, %s -> "
-               "--mix %s\n", cards[g].jobs[0], m->jobs[cards[g].jobs[0]].label,
-               ddp_mode(a), cards[g].devices, ddp_how(a), cards[g].mix);
+    for (int g = p->gpu_count; g < runs; g++) {
+        if (ps->count == 1)
+            printf("  data-parallel job %d:%s: its own run, --mode %s, CUDA_VISIBLE_DEVICES=%s NCCL_NVLS_ENABLE=0, %s -> "
+                   "--mix %s\n", cards[g].jobs[0], m->jobs[cards[g].jobs[0]].label,
+                   ddp_mode(a, a->mode), cards[g].devices, ddp_how(a, a->mode), cards[g].mix);
+        else
+            printf("  data-parallel job %d:%s: its own run in each pass, CUDA_VISIBLE_DEVICES=%s NCCL_NVLS_ENABLE=0 -> "
+                   "--mix %s\n", cards[g].jobs[0], m->jobs[cards[g].jobs[0]].label, cards[g].devices, cards[g].mix);
+    }
+    print_passes(a, ps);
     printf("references (each job alone on its GPU, for STP and ANTT): %s\n", references);
 }
 
@@ -333,11 +458,10 @@ static void print_plan(const gpus_args *a, const mix *m, const placement *p, con
 static void summarize(const char *run_dir, const mix *m, gpus_card *cards, int count, const char *mode,
                       const char *no_reference) {
     cJSON *root;
-    if (!strcmp(mode, "serial")) /* each job alone on its GPU: its own reference */
+    if (sequential(mode)) /* each job alone on its GPU: its own reference */
         for (int g = 0; g < count; g++) snprintf(cards[g].reference, sizeof cards[g].reference, "%s", cards[g].run_folder);
-    if (strcmp(mode, "all") != 0) {
-        const suite_mode *sm = suite_mode_find(mode);
-        root = gpus_summary_mode(m, cards, count, NULL, sm && (sm->flags & MODE_SEQUENTIAL), no_reference, stdout);
+    if (strcmp(mode, SUITE_ALL) != 0) {
+        root = gpus_summary_mode(m, cards, count, NULL, sequential(mode), no_reference, stdout);
         cJSON_AddStringToObject(root, "mode", mode);
     } else {
         for (int g = 0; g < count; g++)
@@ -383,7 +507,7 @@ static void pass_on(int signo) {
  * or closed (the run ended, or the relay is done). */
 typedef struct run_relay {
     int go, ready;
-    step_line_reader said;
+    line_reader said;
 } run_relay;
 
 static void close_relay(run_relay *r) {
@@ -399,7 +523,7 @@ static int start_run(const gpus_card *c, const char *self, const char *const *re
                      const char *dir, int relayed, pid_t *pid, run_relay *relay) {
     const char *child[GPUS_MAX_ARGS];
     char gpu_text[16];
-    child_argv(child, self, rest, mode, c->gpu, gpu_text, sizeof gpu_text, c->mix, c->reference, dir);
+    child_argv(child, self, rest, mode, c->ddp, c->gpu, gpu_text, sizeof gpu_text, c->mix, c->reference, dir);
     job_env env = {0};
     if (c->ddp) job_env_set(&env, knob_name(KNOB_JOB_DEVICES), "%s", c->devices);
     int go_pipe[2] = {-1, -1}, ready_pipe[2] = {-1, -1}, rc = 0;
@@ -410,7 +534,14 @@ static int start_run(const gpus_card *c, const char *self, const char *const *re
              job_env_set(&env, knob_name(KNOB_GO_RELAY), "%d,%d", go_pipe[0], ready_pipe[1]);
     }
     char **envp = job_build_env(environ, &env);
-    if (!envp && !rc) rc = ENOMEM;
+    if (!envp && !rc) {
+        if (env.refused[0]) {
+            fprintf(stderr, "error: cannot start the run_suite of %s: its environment: %s\n", dir, env.refused);
+            if (go_pipe[0] >= 0) close(go_pipe[0]), close(go_pipe[1]), close(ready_pipe[0]), close(ready_pipe[1]);
+            return 2;
+        }
+        rc = ENOMEM;
+    }
     sigset_t stops, unblocked;
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM), sigaddset(&stops, SIGHUP);
@@ -454,7 +585,7 @@ static int hear_from_all(run_relay *r, int n, const char *word) {
             run_relay *one = &r[at[k]];
             char line[64];
             int got;
-            while (!heard[at[k]] && (got = step_read_line(&one->said, 0, line, sizeof line)) != 0) {
+            while (!heard[at[k]] && (got = line_reader_next(&one->said, 0, line, sizeof line)) != 0) {
                 if (got < 0) close_relay(one); /* it ended */
                 if (got < 0 || strcmp(line, word) == 0) heard[at[k]] = 1;
             }
@@ -484,11 +615,72 @@ static void relay_runs(run_relay *r, int n, int window) {
         say_to_all(r, n, "go\n");
         if (window && hear_from_all(r, n, "warm") == 0) {
             char line[64];
-            snprintf(line, sizeof line, "window-start %.6f\n", jobs_now());
+            snprintf(line, sizeof line, "window-start %.6f\n", clock_unix());
             say_to_all(r, n, line);
         }
     }
     for (int g = 0; g < n; g++) close_relay(&r[g]);
+}
+
+/* What every pass of one --gpus run shares. */
+typedef struct pass_args {
+    const gpus_args *a;
+    const char *self;
+    const char *const *rest;
+    int window;             /* the window measurement: one window across the runs */
+    int ddp_jobs, runs, cards;
+} pass_args;
+
+/* One pass: every run at once into dir (serial: the data-parallel jobs' alone first); with a
+ * data-parallel job beside the cards, under one start barrier and one window (relay_runs). Each run
+ * stops its own jobs and daemon on the signal passed on (pass_on), or on the SIGTERM it gets when
+ * this one dies. mode: the pass's mode; override: what the cards' runs get in place of the --mode
+ * passed on (NULL: that one). Fills each card's run_folder and exit_status; the worst status. */
+static int run_pass(const pass_args *pa, gpus_card *cards, const char *mode, const char *override, const char *dir) {
+    int status[GPUS_MAX_RUNS] = {0}, worst = 0, count = pa->cards, runs = pa->runs;
+    int relayed = pa->ddp_jobs > 0 && !sequential(mode);
+    char err[512];
+    /* serial: each data-parallel job alone, one after another, then the cards' runs at once */
+    int phases = relayed ? 1 : 1 + pa->ddp_jobs;
+    for (int phase = 0; phase < phases; phase++) {
+        int last = phase == phases - 1;
+        int from = last ? 0 : count + phase, to = !last ? count + phase + 1 : relayed ? runs : count;
+        run_relay relays[GPUS_MAX_RUNS];
+        for (int g = from; g < to; g++) {
+            relays[g] = (run_relay){.go = -1, .ready = -1};
+            if (!cards[g].mix[0]) continue;
+            char name[32], one[PATH_MAX + 96];
+            run_dir_name(&cards[g], name, sizeof name);
+            snprintf(one, sizeof one, "%s/%s", dir, name);
+            if (results_make_dirs(one, err, sizeof err) != 0) {
+                fprintf(stderr, "error: %s\n", err);
+                status[g] = worst = 1;
+                continue;
+            }
+            status[g] = start_run(&cards[g], pa->self, pa->rest, cards[g].ddp ? ddp_mode(pa->a, mode) : override, one,
+                                  relayed, &running[g], &relays[g]);
+            if (status[g] > worst) worst = status[g];
+        }
+        /* every run is passed the same options: one measurement, the same --window and --windows */
+        if (relayed) relay_runs(relays + from, to - from, pa->window);
+        for (int g = from; g < to; g++) {
+            if (running[g] <= 0) continue;
+            int st;
+            while (waitpid(running[g], &st, 0) < 0 && errno == EINTR) continue;
+            status[g] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            if (status[g] > worst) worst = status[g]; /* 1 failed < 2 refused < 3 partial < 128+N stopped */
+            running[g] = 0;
+        }
+    }
+    for (int g = 0; g < runs; g++) {
+        char name[32], one[PATH_MAX + 96];
+        run_dir_name(&cards[g], name, sizeof name);
+        snprintf(one, sizeof one, "%s/%s", dir, name);
+        cards[g].exit_status = status[g];
+        cards[g].run_folder[0] = 0;
+        if (cards[g].mix[0]) only_run_folder(one, cards[g].run_folder, sizeof cards[g].run_folder);
+    }
+    return worst;
 }
 
 int gpus_main(int argc, char *const argv[]) {
@@ -502,8 +694,8 @@ int gpus_main(int argc, char *const argv[]) {
     if (count < 0) return usage("%s%s", err, "");
     static mix m;
     if (mix_parse(&m, a.mix, err, sizeof err) != 0) return usage("--mix: %s%s", err, "");
-    const suite_mode *mode = strcmp(a.mode, "all") == 0 ? NULL : suite_mode_find(a.mode);
-    if (!mode && strcmp(a.mode, "all") != 0) return usage("--mode %s: expected one of %s", a.mode, suite_mode_names());
+    const suite_mode *mode = strcmp(a.mode, SUITE_ALL) == 0 ? NULL : suite_mode_find(a.mode);
+    if (!mode && strcmp(a.mode, SUITE_ALL) != 0) return usage("--mode %s: expected one of %s", a.mode, suite_mode_names());
 
     char self[PATH_MAX], train[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -517,12 +709,10 @@ int gpus_main(int argc, char *const argv[]) {
     if (access(train, X_OK) != 0) return usage("cannot run the train program at %s (build it, or give --train PATH)%s", train, "");
 
     placement_gpu gpus[PLACEMENT_MAX_GPUS];
-    static char visible[PLACEMENT_MAX_GPUS][128];
+    static monitor_gpu probes[PLACEMENT_MAX_GPUS];
     for (int g = 0; g < count; g++) {
-        monitor_gpu probe;
-        monitor_probe_gpu(index[g], &probe);
-        gpus[g] = (placement_gpu){index[g], probe.memory_bytes};
-        snprintf(visible[g], sizeof visible[g], "%s", probe.visible);
+        monitor_probe_gpu(index[g], &probes[g]);
+        gpus[g] = (placement_gpu){index[g], probes[g].memory_bytes};
     }
     placement_job jobs[MIX_MAX_JOBS];
     job_footprint fp[MIX_MAX_JOBS];
@@ -534,8 +724,7 @@ int gpus_main(int argc, char *const argv[]) {
         jobs[j] = (placement_job){fp[j].total, job_demand(&fp[j], &m.jobs[j], a.epochs, a.steps), m.jobs[j].gpus};
     }
     static placement p;
-    int sequential = mode && (mode->flags & MODE_SEQUENTIAL);
-    if (placement_plan(gpus, count, jobs, m.count, sequential, &p, err, sizeof err) != 0) {
+    if (placement_plan(gpus, count, jobs, m.count, mode && (mode->flags & MODE_SEQUENTIAL), &p, err, sizeof err) != 0) {
         fprintf(stderr, "error: refused: %s\n", err);
         return 2;
     }
@@ -545,10 +734,17 @@ int gpus_main(int argc, char *const argv[]) {
         char which[16];
         snprintf(which, sizeof which, "%d", j);
         ddp_jobs++;
-        if (strcmp(a.mode, "naive") && strcmp(a.mode, "mps") && strcmp(a.mode, "serial"))
-            return usage("job %s is data-parallel: a mix with one runs under --mode naive, mps or serial (each GPU's "
-                         "run has one group of job processes that the start barrier can join), not %s", which, a.mode);
+        if (mode && mode->no_data_parallel) {
+            fprintf(stderr, "run_suite: job %s is data-parallel: --mode %s cannot hold it beside the cards' runs: %s "
+                    "(naive, mps or serial can; --mode " SUITE_ALL " runs every mode that can)\n"
+                    "(run_suite --help lists the options)\n", which, a.mode, mode->no_data_parallel);
+            return 2;
+        }
     }
+    gpus_passes passes;
+    plan_passes(a.mode, ddp_jobs, rest, &passes);
+    if (!passes.count) return usage("--mode %s with a data-parallel job: every mode that can hold it is left out (%s)",
+                                    a.mode, passes.left_count ? passes.left_why[0] : "");
     static char mixes[GPUS_MAX_RUNS][4096];
     static gpus_card cards[GPUS_MAX_RUNS];
     int runs = count;
@@ -559,23 +755,24 @@ int gpus_main(int argc, char *const argv[]) {
     }
     for (int j = 0; j < m.count; j++)
         if (m.jobs[j].gpus > 1) {
-            ddp_run(&m, &p, index, visible, j, mixes[runs], sizeof mixes[runs], &cards[runs]);
+            if (ddp_run(&m, &p, index, probes, j, mixes[runs], sizeof mixes[runs], &cards[runs]) != 0) return 2;
             runs++;
         }
     char references[PATH_MAX + 128], no_reference[512];
-    int bad = find_references(&a, &m, cards, runs, references, sizeof references, no_reference, sizeof no_reference);
+    int bad = find_references(&a, &passes, &m, cards, runs, references, sizeof references, no_reference,
+                              sizeof no_reference);
     if (bad) return bad;
-    int refused = check_passed_on(self, rest, cards, count);
+    int refused = check_passed_on(self, rest, passes.mode[0], cards, count);
     if (refused) return refused;
     if (a.dry_run) {
         if (a.json) {
-            cJSON *root = plan_json(&a, &m, &p, gpus, cards, runs, references);
+            cJSON *root = plan_json(&a, &passes, &m, &p, gpus, cards, runs, references);
             char *text = cJSON_Print(root);
             if (text) printf("%s\n", text);
             free(text);
             cJSON_Delete(root);
         } else {
-            print_plan(&a, &m, &p, gpus, cards, runs, references);
+            print_plan(&a, &passes, &m, &p, gpus, cards, runs, references);
         }
         return 0;
     }
@@ -586,62 +783,56 @@ int gpus_main(int argc, char *const argv[]) {
         return 1;
     }
     suite_keep_choices_in(run_dir); /* every card's run: the same choices */
-    print_plan(&a, &m, &p, gpus, cards, runs, references);
-    cJSON *plan = plan_json(&a, &m, &p, gpus, cards, runs, references);
+    print_plan(&a, &passes, &m, &p, gpus, cards, runs, references);
+    cJSON *plan = plan_json(&a, &passes, &m, &p, gpus, cards, runs, references);
     if (results_write_json(run_dir, "placement.json", plan, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
     cJSON_Delete(plan);
     /* NVLink multicast stays off in everything a run over several GPUs starts */
     setenv("NCCL_NVLS_ENABLE", "0", 1);
-
-    /* Every run at once (serial: the data-parallel jobs' alone first); with a data-parallel job
-     * beside the cards, under one start barrier and one window (relay_runs). Each run stops its own jobs
-     * and daemon on the signal passed on (pass_on), or on the SIGTERM it gets when this one dies. */
-    int status[GPUS_MAX_RUNS] = {0}, worst = 0;
-    int relayed = ddp_jobs > 0 && strcmp(a.mode, "serial") != 0;
     struct sigaction sa = {.sa_handler = pass_on};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL), sigaction(SIGTERM, &sa, NULL), sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN); /* a run that ended early must not end this one when told go */
-    /* serial: each data-parallel job alone, one after another, then the cards' runs at once */
-    int phases = relayed ? 1 : 1 + ddp_jobs;
-    for (int phase = 0; phase < phases; phase++) {
-        int last = phase == phases - 1;
-        int from = last ? 0 : count + phase, to = !last ? count + phase + 1 : relayed ? runs : count;
-        run_relay relays[GPUS_MAX_RUNS];
-        for (int g = from; g < to; g++) {
-            relays[g] = (run_relay){.go = -1, .ready = -1};
-            if (!mixes[g][0]) continue;
-            char name[32], dir[PATH_MAX + 32];
-            run_dir_name(&cards[g], name, sizeof name);
-            snprintf(dir, sizeof dir, "%s/%s", run_dir, name);
+
+    int worst = 0;
+    pass_args pa = {&a, self, rest, !cli_given(argc, argv, "--completion"), ddp_jobs, runs, count};
+    if (passes.count == 1) {
+        worst = run_pass(&pa, cards, a.mode, NULL, run_dir);
+        summarize(run_dir, &m, cards, runs, a.mode, no_reference);
+    } else {
+        /* each pass against the serial pass's runs, as --mode all's modes against its serial part */
+        static char serial_folders[GPUS_MAX_RUNS][PATH_MAX];
+        cJSON *root = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(root, "modes");
+        for (int k = 0; k < passes.count && !stop_signal; k++) {
+            char dir[PATH_MAX + 64];
+            pass_dir(&passes, k, run_dir, dir, sizeof dir);
             if (results_make_dirs(dir, err, sizeof err) != 0) {
                 fprintf(stderr, "error: %s\n", err);
-                status[g] = worst = 1;
-                continue;
+                worst = worst > 1 ? worst : 1;
+                break;
             }
-            status[g] = start_run(&cards[g], self, rest, cards[g].ddp ? ddp_mode(&a) : NULL, dir, relayed,
-                                  &running[g], &relays[g]);
-            if (status[g] > worst) worst = status[g];
+            int serial = sequential(passes.mode[k]);
+            for (int g = 0; g < runs; g++)
+                if (!serial && serial_folders[g][0])
+                    snprintf(cards[g].reference, sizeof cards[g].reference, "%s", serial_folders[g]);
+            int status = run_pass(&pa, cards, passes.mode[k], passes.mode[k], dir);
+            if (status > worst) worst = status;
+            if (serial) /* each job alone on its GPU: the reference of the passes after it */
+                for (int g = 0; g < runs; g++) {
+                    snprintf(serial_folders[g], sizeof serial_folders[g], "%s", cards[g].run_folder);
+                    snprintf(cards[g].reference, sizeof cards[g].reference, "%s", cards[g].run_folder);
+                }
+            printf("\n[%s]", passes.mode[k]);
+            cJSON *one = gpus_summary_mode(&m, cards, runs, NULL, serial, no_reference, stdout);
+            cJSON_AddStringToObject(one, "mode", passes.mode[k]);
+            cJSON_AddItemToArray(list, one);
         }
-        /* every run is passed the same options: one measurement, the same --window and --windows */
-        if (relayed) relay_runs(relays + from, to - from, !cli_given(argc, argv, "--completion"));
-        for (int g = from; g < to; g++) {
-            if (running[g] <= 0) continue;
-            int st;
-            while (waitpid(running[g], &st, 0) < 0 && errno == EINTR) continue;
-            status[g] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            if (status[g] > worst) worst = status[g]; /* 1 failed < 2 refused < 3 partial < 128+N stopped */
-            running[g] = 0;
-        }
+        passes_json(&a, &passes, root);
+        print_passes(&a, &passes);
+        if (results_write_json(run_dir, "summary.json", root, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
+        cJSON_Delete(root);
     }
-    for (int g = 0; g < runs; g++) {
-        char name[32], dir[PATH_MAX + 32];
-        run_dir_name(&cards[g], name, sizeof name);
-        snprintf(dir, sizeof dir, "%s/%s", run_dir, name);
-        cards[g].exit_status = status[g];
-        if (mixes[g][0]) only_run_folder(dir, cards[g].run_folder, sizeof cards[g].run_folder);
-    }
-    summarize(run_dir, &m, cards, runs, a.mode, no_reference);
-    printf("results: %s (per GPU under gpu-<index>/%s)\n", run_dir, ddp_jobs ? ", a data-parallel job's under ddp-<job>/" : "");
+    printf("results: %s (per GPU under %sgpu-<index>/%s)\n", run_dir, passes.count > 1 ? "<mode>/" : "",
+           ddp_jobs ? ", a data-parallel job's under ddp-<job>/" : "");
     return stop_signal && worst < 128 ? 128 + stop_signal : worst;
 }

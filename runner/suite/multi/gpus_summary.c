@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "results/metrics.h"
@@ -31,7 +32,8 @@ static void put(cJSON *o, const char *key, double v, const char *why) {
 }
 
 static void workload_name(const job_spec *s, char *out, size_t size) {
-    snprintf(out, size, "%s %s batch %d%s%s", s->model, s->data, s->batch, s->precision[0] ? " " : "", s->precision);
+    snprintf(out, size, "%s %s batch %d%s%s", s->model, s->data, s->batch, s->precision_given ? " " : "",
+             s->precision_given ? precision_name(s->precision) : "");
 }
 
 /* Samples per workload of the jobs listed (samples[k]: job jobs[k]'s, NaN unknown); *total: their
@@ -166,8 +168,12 @@ static void print_row(FILE *out, const char *name, const char *status, double ma
 cJSON *gpus_summary_mode(const mix *m, const gpus_card *cards, int count, const char *mode_dir, int sequential,
                          const char *no_reference, FILE *out) {
     cJSON *root = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(root, "gpus");
-    static card_read reads[64];
-    int n = count < 64 ? count : 64;
+    card_read *reads = calloc((size_t)(count > 0 ? count : 1), sizeof *reads);
+    if (!reads) { /* every card's figures or none: never a part of them */
+        cJSON_AddStringToObject(root, "error", "out of memory reading the cards' summaries");
+        return root;
+    }
+    int n = count;
     double first_go = NAN;
     for (int g = 0; g < n; g++) {
         read_card(&cards[g], mode_dir, no_reference, &reads[g]);
@@ -271,5 +277,6 @@ cJSON *gpus_summary_mode(const mix *m, const gpus_card *cards, int count, const 
     if (out && !isfinite(stp)) fprintf(out, "STP -: %s\n", stp_why);
     if (out && !isfinite(whole.antt) && strcmp(stp_why, antt_why)) fprintf(out, "ANTT -: %s\n", antt_why);
     for (int g = 0; g < n; g++) cJSON_Delete(reads[g].run), cJSON_Delete(reads[g].reference);
+    free(reads);
     return root;
 }

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/suite/plan/mix.h"
+#include "runner/suite/plan/placement.h"
 
 /* One card's part of the run. */
 typedef struct gpus_card {
@@ -31,7 +32,7 @@ typedef struct gpus_card {
     int exit_status;                   /* its run_suite's */
     char run_folder[PATH_MAX];         /* its run folder; "" when none was made */
     char reference[PATH_MAX];          /* the folder of its reference summary.json; "" when none */
-    char devices[256];                 /* a data-parallel job's run: its jobs' CUDA_VISIBLE_DEVICES */
+    char devices[GPU_LIST_MAX];        /* a data-parallel job's run: its jobs' CUDA_VISIBLE_DEVICES */
 } gpus_card;
 
 /* The summary of one mode over the cards: each card's <run_folder>[/<mode_dir>]/summary.json

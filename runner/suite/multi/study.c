@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
 #include "results/results.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
@@ -63,7 +64,6 @@ static const struct {
 };
 
 static const int DEFAULT_DEGREES[] = {1, 2, 3, 7, 0};
-static const char *const COLLOCATED[] = {"naive", "mps", "mig-emulate"};
 #define STUDY_SETS "small, medium, large, mixed, all"
 #define STUDY_MAX_CELLS 256
 
@@ -94,21 +94,23 @@ static int add_cell(study_cell *out, int n, int max, const char *workload, const
 
 int study_cells(const char *set, int quick, const int *degrees, int with_mig, study_cell *out, int max) {
     if (!degrees) degrees = DEFAULT_DEGREES;
-    int n = 0;
+    int n = 0, mode_count;
     char mix[160];
+    const suite_mode *const *modes = suite_modes(&mode_count);
+    const char *serial = suite_mode_with(MODE_SEQUENTIAL)->name, *mig = suite_mode_with(MODE_NEEDS_MIG)->name;
     for (size_t w = 0; w < sizeof UNIFORM / sizeof UNIFORM[0]; w++) {
         const workload *u = &UNIFORM[w];
         if (!in_set(set, u->set)) continue;
         long steps = quick ? u->quick_steps : 0;
         snprintf(mix, sizeof mix, "1*%s", u->job);
-        n = add_cell(out, n, max, u->name, "serial", mix, 1, steps);
+        n = add_cell(out, n, max, u->name, serial, mix, 1, steps);
         for (const int *d = degrees; *d; d++) {
             snprintf(mix, sizeof mix, "%d*%s", *d, u->job);
-            for (size_t m = 0; m < sizeof COLLOCATED / sizeof COLLOCATED[0]; m++)
+            for (int m = 0; m < mode_count; m++)
                 /* one job: naive is serial, mig-emulate's 7g is mps; --quick keeps serial alone */
-                if (*d > 1 || (!quick && !strcmp(COLLOCATED[m], "mps")))
-                    n = add_cell(out, n, max, u->name, COLLOCATED[m], mix, *d, steps);
-            if (with_mig) n = add_cell(out, n, max, u->name, "mig", mix, *d, steps);
+                if ((modes[m]->flags & MODE_IN_STUDY) && (*d > 1 || (!quick && (modes[m]->flags & MODE_STUDY_ALONE))))
+                    n = add_cell(out, n, max, u->name, modes[m]->name, mix, *d, steps);
+            if (with_mig) n = add_cell(out, n, max, u->name, mig, mix, *d, steps);
         }
     }
     if (in_set(set, "mixed")) {
@@ -117,8 +119,8 @@ int study_cells(const char *set, int quick, const int *degrees, int with_mig, st
             int degree = 1;
             for (const char *p = MIXED[k].mix; *p; p++) degree += *p == '+';
             int first = n;
-            n = add_cell(out, n, max, MIXED[k].name, "all", m, degree, 0);
-            if (with_mig) n = add_cell(out, n, max, MIXED[k].name, "mig", m, degree, 0);
+            n = add_cell(out, n, max, MIXED[k].name, SUITE_ALL, m, degree, 0);
+            if (with_mig) n = add_cell(out, n, max, MIXED[k].name, mig, m, degree, 0);
             for (int i = first; out && i < n && i < max; i++) out[i].share_memory = MIXED[k].share_memory;
         }
     }
@@ -253,9 +255,9 @@ static void cell_argv(argv_list *a, const char *self, const study_options *o, co
     push(a, c->mode);
     push(a, "--mix");
     push(a, c->mix);
-    if (!strcmp(c->mode, "all")) /* the paper's modes; streams and green are ours (run_suite --mode all) */
+    if (!strcmp(c->mode, SUITE_ALL)) /* the paper's modes; streams and green are ours (run_suite --mode all) */
         push(a, "--mig-emulate"), push(a, "--skip"), push(a, "streams,green");
-    if (!strcmp(c->mode, "mig") && !dry) push(a, "--mig-create");
+    if (suite_mode_is(c->mode, MODE_NEEDS_MIG) && !dry) push(a, "--mig-create");
     if (c->share_memory) push(a, "--mig-share-memory");
     if (o->train) push(a, "--train"), push(a, o->train);
     if (o->data_root) push(a, "--data-root"), push(a, o->data_root);
@@ -308,7 +310,7 @@ static int cell_fits(const char *self, const study_options *o, const study_cell 
     const cJSON *fits = cJSON_GetObjectItemCaseSensitive(root, "fits");
     const cJSON *fit_error = cJSON_GetObjectItemCaseSensitive(root, "fit_error");
     const cJSON *plan_error = cJSON_GetObjectItemCaseSensitive(root, "plan_error");
-    int planned = !strcmp(c->mode, "mig-emulate") || !strcmp(c->mode, "all");
+    int planned = suite_mode_is(c->mode, MODE_MIG_EMULATION) || !strcmp(c->mode, SUITE_ALL);
     if (!cJSON_IsBool(fits)) {
         snprintf(reason, size, "the fit check (run_suite --dry-run) failed: %s",
                  st < 0 ? "could not run it" : WIFEXITED(st) ? "see its message above" : "it was killed");
@@ -381,7 +383,7 @@ typedef struct study_run {
     const char *self, *dir;
     study_cell *cells;
     int count, next, worst, stopped;
-    double t0;                                   /* the study's start, jobs_monotonic */
+    double t0;                                   /* the study's start, clock_monotonic */
     cJSON *root, *list;
     pthread_mutex_t lock;
 } study_run;
@@ -424,13 +426,13 @@ static void study_cell_on(study_run *r, int i, int gpu) {
                 c->workload, c->degree, c->mode, gpu, c->mode, c->mix);
         argv_list a;
         cell_argv(&a, r->self, o, c, base, 0, gpu);
-        double t0 = jobs_monotonic();
+        double t0 = clock_monotonic();
         int st = run_child(a.v);
         pthread_mutex_lock(&r->lock);
         const char *status = status_of(st);
         set_text(cj, "status", status);
         cJSON_AddNumberToObject(cj, "start_s", t0 - r->t0); /* since the study's start: overlaps show */
-        cJSON_AddNumberToObject(cj, "wall_s", jobs_monotonic() - t0); /* set-up included */
+        cJSON_AddNumberToObject(cj, "wall_s", clock_monotonic() - t0); /* set-up included */
         cJSON_AddNumberToObject(cj, "exit_status", st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
         if (find_run_dir(base, run, sizeof run) == 0) {
             char rel[PATH_MAX];
@@ -519,7 +521,7 @@ static cJSON *cell_json(const study_cell *c) {
     char err[256], canonical[256];
     if (mix_parse(&m, c->mix, err, sizeof err) == 0 && m.count > 0 &&
         mix_job_format(&m.jobs[0], canonical, sizeof canonical) >= 0 && c->degree == m.count &&
-        strcmp(c->mode, "all") != 0 && strchr(c->mix, '+') == NULL)
+        strcmp(c->mode, SUITE_ALL) != 0 && strchr(c->mix, '+') == NULL)
         cJSON_AddStringToObject(j, "job", canonical);
     cJSON_AddStringToObject(j, "status", "planned");
     return j;
@@ -577,7 +579,7 @@ int study_main(int argc, char **argv) {
     study_run run = {.o = &o, .self = self, .dir = dir, .cells = cells, .count = count, .root = root, .list = list,
                      .worst = RUN_OK};
     pthread_mutex_init(&run.lock, NULL);
-    double t_study = run.t0 = jobs_monotonic();
+    double t_study = run.t0 = clock_monotonic();
     if (o.dry_run && o.gpu_count > 1)
         printf("cells at once: %d, one per GPU (%s), each GPU taking the next cell when its last ends; they share "
                "the host's CPU, PCIe and memory\n", o.gpu_count, o.gpus_text);
@@ -603,7 +605,7 @@ int study_main(int argc, char **argv) {
     }
     char finished[32];
     iso_now(finished, sizeof finished);
-    fprintf(stderr, "[study] %d runs in %.0f s\n", count, jobs_monotonic() - t_study);
+    fprintf(stderr, "[study] %d runs in %.0f s\n", count, clock_monotonic() - t_study);
     cJSON_AddStringToObject(root, "finished", finished);
     cJSON_AddStringToObject(root, "status", stopped ? "interrupted" : worst == RUN_OK ? "complete" : "partial");
     if (results_write_json(dir, "study.json", root, err, sizeof err) != 0)

@@ -4,9 +4,12 @@
  * has at most a few dozen layouts and 7! assignments, so the search is exhaustive. */
 #define _GNU_SOURCE
 #include "runner/suite/plan/mig_plan.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <string.h>
+
+static double gib(unsigned long long bytes) { return (double)bytes / 1073741824.0; }
 
 
 static const char *objective_names[] = {"fill", "compact"};
@@ -368,7 +371,7 @@ static int plan_fill(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, in
         }
     if (choice->candidate_count == 0)  /* nothing fits: the compact planner says why in numbers */
         return mig_plan_jobs(plan, gpu, jobs, count, NULL, occupied, compute_used, err, err_size) == 0
-                   ? mig_fail(err, err_size, "no layout of %d instances on %s holds every job", count, gpu->name)
+                   ? error_set(err, err_size, "no layout of %d instances on %s holds every job", count, gpu->name)
                    : -1;
     char layout[512];
     mig_candidate_text(gpu, &choice->candidates[0], count, layout, sizeof layout);
@@ -392,7 +395,7 @@ int mig_plan_objective(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, 
             return 0;
         }
         if (choice.candidate_count == 0)
-            mig_fail(err, err_size, "--mig-share-memory: no GPU instance of %s holds the %d jobs' memory together "
+            error_set(err, err_size, "--mig-share-memory: no GPU instance of %s holds the %d jobs' memory together "
                      "(each with its headroom) and a compute instance for each (compute-instance profiles: %s)",
                      gpu->name, job_count, job_count < 2 ? "two jobs at least" : "NVIDIA's MIG User Guide");
         plan->choice = choice;
@@ -484,4 +487,58 @@ void mig_choice_print(const mig_plan *plan, FILE *out) {
                 gpu->total_sms ? 100.0 * c->sms / gpu->total_sms : 0.0, 100.0 * c->met, why);
     }
     fprintf(out, "  (met: the sum over jobs of min(the job's SMs, its demand share of all SMs), of all SMs)\n");
+}
+
+void mig_plan_print(const mig_plan *plan, FILE *out) {
+    const mig_gpu *g = &plan->gpu;
+    mig_choice_print(plan, out);
+    fprintf(out, "MIG plan for %s: %d compute slices, %d memory slices, %d SMs\n", g->name,
+            g->compute_slices, g->memory_slices, g->total_sms);
+    fprintf(out, "  a job fits a profile when its memory >= footprint + %d%% + %llu MiB\n",
+            MIG_HEADROOM_PERCENT, MIG_CONTEXT_RESERVE_BYTES >> 20);
+    fprintf(out, "  %-4s %-24s %10s %10s  %-11s %4s %6s %10s  %-8s %s\n", "job", "label",
+            "footprint", "needs", "profile", "SMs", "of GPU", "memory", "slices", "instance");
+    char owner[MIG_MAX_SLICES][4];
+    for (int s = 0; s < MIG_MAX_SLICES; s++) snprintf(owner[s], sizeof owner[s], "%s", plan->occupied >> s & 1u ? "#" : ".");
+    unsigned int used = plan->occupied;
+    for (int i = 0; i < plan->count; i++) {
+        const mig_planned *p = &plan->instances[i];
+        char slices[16];
+        snprintf(slices, sizeof slices, p->placement.size > 1 ? "%d..%d" : "%d", p->placement.start,
+                 p->placement.start + p->placement.size - 1);
+        char profile[48];
+        if (p->profile >= 0) mig_ci_name(g, p->profile, p->ci_slices ? p->ci_slices : g->profiles[p->profile].compute_slices,
+                                         profile, sizeof profile);
+        else snprintf(profile, sizeof profile, "(unknown)");
+        fprintf(out, "  %-4d %-24.24s %6.2f GiB %6.2f GiB  %-11s %4d %5.1f%% %6.2f GiB  %-8s %s%s\n",
+                p->job, p->label, gib(p->footprint_bytes), gib(p->required_bytes), profile, p->sm_count,
+                100.0 * p->sm_fraction, gib(p->memory_bytes), slices, p->existing >= 0 ? "existing" : "new",
+                p->shared ? ", shared" : "");
+        for (int s = p->placement.start; s < p->placement.start + p->placement.size && s < MIG_MAX_SLICES; s++)
+            if (!p->shared || owner[s][0] == '.') snprintf(owner[s], sizeof owner[s], "%d", p->job);
+        used |= mig_slice_mask(p->placement);
+    }
+    for (int i = 0; i < plan->count; i++) {  /* each shared GPU instance once, at its first job */
+        const mig_planned *p = &plan->instances[i];
+        int first = 1;
+        for (int k = 0; k < i; k++) first &= !(plan->instances[k].shared && plan->instances[k].gpu_instance == p->gpu_instance);
+        if (!p->shared || !first) continue;
+        unsigned long long need = 0;
+        fprintf(out, "  shared GPU instance %s (memory slices %d..%d):", g->profiles[p->profile].name,
+                p->placement.start, p->placement.start + p->placement.size - 1);
+        for (int k = i; k < plan->count; k++) {
+            const mig_planned *q = &plan->instances[k];
+            if (!q->shared || q->gpu_instance != p->gpu_instance) continue;
+            fprintf(out, "%s job %d on %dc (%d SMs)", k > i ? "," : "", q->job, q->ci_slices, q->sm_count);
+            need += q->required_bytes;
+        }
+        fprintf(out, "; compute isolated, memory and its bandwidth shared: %.2f GiB needed together of %.2f GiB\n",
+                gib(need), gib(p->memory_bytes));
+    }
+    fprintf(out, "  memory slice:");
+    for (int s = 0; s < g->memory_slices; s++) fprintf(out, " %3d", s);
+    fprintf(out, "\n  job:         ");
+    for (int s = 0; s < g->memory_slices; s++) fprintf(out, " %3s", owner[s]);
+    fprintf(out, "\n  ('#' held by instances outside this plan, '.' free; largest free run: %d slices)\n",
+            mig_longest_free_run(used, g->memory_slices));
 }

@@ -4,22 +4,13 @@
  * memoised and always finds the best plan, or proves there is none. */
 #define _GNU_SOURCE
 #include "runner/suite/plan/mig_plan.h"
+#include "base/error.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-
-int mig_fail(char *err, size_t size, const char *fmt, ...) {
-    if (err && size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 
 static double gib(unsigned long long bytes) { return (double)bytes / 1073741824.0; }
@@ -30,7 +21,7 @@ static int popcount(unsigned int mask) {
     return n;
 }
 
-static int longest_free_run(unsigned int used, int slices) {
+int mig_longest_free_run(unsigned int used, int slices) {
     int best = 0, run = 0;
     for (int i = 0; i < slices; i++) {
         run = used >> i & 1u ? 0 : run + 1;
@@ -90,7 +81,7 @@ static memo_entry *solve(plan_search *s, int job, unsigned int used, int compute
     if (m->state) return m;
     m->state = 1, m->cand = m->place = -1, m->cost = NO_PLAN, m->run = -1;
     if (job == s->n) {
-        m->cost = 0, m->run = longest_free_run(used, s->gpu->memory_slices);
+        m->cost = 0, m->run = mig_longest_free_run(used, s->gpu->memory_slices);
         return m;
     }
     for (int c = 0; c < s->cand_count[job]; c++) {
@@ -164,14 +155,14 @@ static int parse_compute_instances(const mig_gpu *gpu, const char *layout, const
         while (next < end && (*next == ' ' || *next == '\t')) next++;
         ok = ok && (next == end || *next == '+');
         if (!ok || slices >= gi->compute_slices || !mig_ci_sms(gpu, profile, (int)slices))
-            return mig_fail(err, err_size, "layout \"%s\": %s %s; expected PROFILE:Nc+Nc..., one compute "
+            return error_set(err, err_size, "layout \"%s\": %s %s; expected PROFILE:Nc+Nc..., one compute "
                             "instance per job, each smaller than the GPU instance (%s offers %s, nvidia-smi's "
                             "Nc.%s; compute-instance profiles from NVIDIA's MIG User Guide)", layout, gi->name,
                             !ok ? "has a malformed compute-instance list" : "has no such compute instance",
                             gi->name, offered, gi->name);
         total += (int)slices;
         if (total > gi->compute_slices)  /* also keeps each size within g / c instances */
-            return mig_fail(err, err_size, "layout \"%s\": the compute instances of %s take %d compute slices; "
+            return error_set(err, err_size, "layout \"%s\": the compute instances of %s take %d compute slices; "
                             "it has %d (expected slices that add up to at most %d)", layout, gi->name, total,
                             gi->compute_slices, gi->compute_slices);
         if (*count < MIG_MAX_INSTANCES) slots[*count] = (mig_slot){profile, (int)slices, gpu_instance};
@@ -198,7 +189,7 @@ int mig_parse_slots(const mig_gpu *gpu, const char *layout, int job_count, mig_s
         while (last > p && (last[-1] == ' ' || last[-1] == '\t')) last--;
         char name[32];
         if (last == p || (size_t)(last - p) >= sizeof name)
-            return mig_fail(err, err_size, "layout \"%s\": entry %d is %s; write profile names joined "
+            return error_set(err, err_size, "layout \"%s\": entry %d is %s; write profile names joined "
                         "by ',' or '+', e.g. 1g.10gb,2g.20gb, or a shared GPU instance's compute instances "
                         "as 7g.40gb:3c+4c; %s has %s", layout, count + 1,
                         last == p ? "empty" : "too long", gpu->name, names);
@@ -206,7 +197,7 @@ int mig_parse_slots(const mig_gpu *gpu, const char *layout, int job_count, mig_s
         name[last - p] = '\0';
         int index = mig_find_profile(gpu, name);
         if (index < 0)
-            return mig_fail(err, err_size, "layout \"%s\": %s has no profile \"%s\"; its profiles: %s",
+            return error_set(err, err_size, "layout \"%s\": %s has no profile \"%s\"; its profiles: %s",
                         layout, gpu->name, name, names);
         if (colon) {
             if (parse_compute_instances(gpu, layout, colon + 1, end, index, gpu_instance, slots, &count, err,
@@ -220,7 +211,7 @@ int mig_parse_slots(const mig_gpu *gpu, const char *layout, int job_count, mig_s
         p = end + 1;
     }
     if (count != job_count)
-        return mig_fail(err, err_size, "layout \"%s\" names %d instance(s) for %d job(s); give one "
+        return error_set(err, err_size, "layout \"%s\" names %d instance(s) for %d job(s); give one "
                     "profile (or compute instance) per job, in the mix's order", layout, count, job_count);
     return 0;
 }
@@ -239,13 +230,13 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
     memset(plan, 0, sizeof *plan);
     plan->gpu = *gpu, plan->occupied = occupied, plan->compute_used = compute_used;
     if (gpu->profile_count == 0)
-        return mig_fail(err, err_size, "no MIG profile table for %s; plans can be made for %s", gpu->name,
+        return error_set(err, err_size, "no MIG profile table for %s; plans can be made for %s", gpu->name,
                     mig_known_gpu_names());
-    if (job_count <= 0) return mig_fail(err, err_size, "no jobs to place on %s", gpu->name);
+    if (job_count <= 0) return error_set(err, err_size, "no jobs to place on %s", gpu->name);
     int free_compute = gpu->compute_slices - compute_used;
     int free_memory = gpu->memory_slices - popcount(occupied);
     if (job_count > free_compute || job_count > MIG_MAX_INSTANCES)
-        return mig_fail(err, err_size, "%d jobs need a MIG instance each and every instance needs a "
+        return error_set(err, err_size, "%d jobs need a MIG instance each and every instance needs a "
                     "compute slice: %s has %d compute slices, %d of them free, so at most %d jobs",
                     job_count, gpu->name, gpu->compute_slices, free_compute, free_compute);
 
@@ -272,13 +263,13 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
         if (use_layout) {
             const mig_profile *p = &gpu->profiles[slots[first].profile];
             if (mig_profile_bytes(p) < need && slots[first].ci_slices)
-                return mig_fail(err, err_size, "shared GPU instance %s (%.2f GiB) is too small for jobs %d..%d: "
+                return error_set(err, err_size, "shared GPU instance %s (%.2f GiB) is too small for jobs %d..%d: "
                             "their footprints %.2f GiB need %.2f GiB together with each one's headroom (%d%% + "
                             "%llu MiB); its compute instances share its memory", p->name,
                             gib(mig_profile_bytes(p)), first, first + sharing - 1, gib(footprints), gib(need),
                             MIG_HEADROOM_PERCENT, MIG_CONTEXT_RESERVE_BYTES >> 20);
             if (mig_profile_bytes(p) < need)
-                return mig_fail(err, err_size, "layout entry %d %s (%.2f GiB) is too small for job %d "
+                return error_set(err, err_size, "layout entry %d %s (%.2f GiB) is too small for job %d "
                             "\"%s\": footprint %.2f GiB needs %.2f GiB with headroom (%d%% + %llu MiB)",
                             first + 1, p->name, gib(mig_profile_bytes(p)), first, label,
                             gib(jobs[first].footprint_bytes), gib(need), MIG_HEADROOM_PERCENT,
@@ -296,7 +287,7 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
                 int largest = 0;
                 for (int i = 1; i < gpu->profile_count; i++)
                     if (gpu->profiles[i].memory_mib > gpu->profiles[largest].memory_mib) largest = i;
-                return mig_fail(err, err_size, "job %d \"%s\": footprint %.2f GiB needs %.2f GiB with "
+                return error_set(err, err_size, "job %d \"%s\": footprint %.2f GiB needs %.2f GiB with "
                             "headroom (%d%% + %llu MiB); the largest profile on %s is %s with %.2f GiB",
                             first, label, gib(jobs[first].footprint_bytes), gib(need), MIG_HEADROOM_PERCENT,
                             MIG_CONTEXT_RESERVE_BYTES >> 20, gpu->name, gpu->profiles[largest].name,
@@ -314,13 +305,13 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
         int per_profile[MIG_MAX_PROFILES] = {0};
         for (int u = 0; u < s.n; u++)
             if (++per_profile[s.cand[u][0]] > gpu->profiles[s.cand[u][0]].max_instances)
-                return mig_fail(err, err_size, "layout \"%s\": %s allows at most %d instance(s) of %s",
+                return error_set(err, err_size, "layout \"%s\": %s allows at most %d instance(s) of %s",
                             layout, gpu->name, gpu->profiles[s.cand[u][0]].max_instances,
                             gpu->profiles[s.cand[u][0]].name);
     }
 
     s.memo = calloc((size_t)(MIG_MAX_INSTANCES + 1) << MIG_MAX_SLICES, (MIG_MAX_SLICES + 1) * sizeof *s.memo);
-    if (!s.memo) return mig_fail(err, err_size, "out of host memory while planning MIG instances");
+    if (!s.memo) return error_set(err, err_size, "out of host memory while planning MIG instances");
     memo_entry *best = solve(&s, 0, occupied, compute_used);
     if (best->cost >= NO_PLAN) {
         char rules[512] = "";
@@ -337,7 +328,7 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
         }
         free(s.memo);
         int adds_up = smallest_memory <= free_memory && smallest_compute <= free_compute;
-        return mig_fail(err, err_size, "%s does not fit %s: %d GPU instance(s) need %d memory and %d compute "
+        return error_set(err, err_size, "%s does not fit %s: %d GPU instance(s) need %d memory and %d compute "
                     "slices with their %s profiles (%s), and %d memory and %d compute slices are "
                     "free%s: %s. Allowed placements ({starts}:size): %s",
                     use_layout ? "the layout" : "the mix", gpu->name, s.n, smallest_memory,
@@ -378,59 +369,6 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
     return mig_check_placements(gpu, profiles, placements, s.n, occupied, compute_used, err, err_size);
 }
 
-void mig_plan_print(const mig_plan *plan, FILE *out) {
-    const mig_gpu *g = &plan->gpu;
-    mig_choice_print(plan, out);
-    fprintf(out, "MIG plan for %s: %d compute slices, %d memory slices, %d SMs\n", g->name,
-            g->compute_slices, g->memory_slices, g->total_sms);
-    fprintf(out, "  a job fits a profile when its memory >= footprint + %d%% + %llu MiB\n",
-            MIG_HEADROOM_PERCENT, MIG_CONTEXT_RESERVE_BYTES >> 20);
-    fprintf(out, "  %-4s %-24s %10s %10s  %-11s %4s %6s %10s  %-8s %s\n", "job", "label",
-            "footprint", "needs", "profile", "SMs", "of GPU", "memory", "slices", "instance");
-    char owner[MIG_MAX_SLICES][4];
-    for (int s = 0; s < MIG_MAX_SLICES; s++) snprintf(owner[s], sizeof owner[s], "%s", plan->occupied >> s & 1u ? "#" : ".");
-    unsigned int used = plan->occupied;
-    for (int i = 0; i < plan->count; i++) {
-        const mig_planned *p = &plan->instances[i];
-        char slices[16];
-        snprintf(slices, sizeof slices, p->placement.size > 1 ? "%d..%d" : "%d", p->placement.start,
-                 p->placement.start + p->placement.size - 1);
-        char profile[48];
-        if (p->profile >= 0) mig_ci_name(g, p->profile, p->ci_slices ? p->ci_slices : g->profiles[p->profile].compute_slices,
-                                         profile, sizeof profile);
-        else snprintf(profile, sizeof profile, "(unknown)");
-        fprintf(out, "  %-4d %-24.24s %6.2f GiB %6.2f GiB  %-11s %4d %5.1f%% %6.2f GiB  %-8s %s%s\n",
-                p->job, p->label, gib(p->footprint_bytes), gib(p->required_bytes), profile, p->sm_count,
-                100.0 * p->sm_fraction, gib(p->memory_bytes), slices, p->existing >= 0 ? "existing" : "new",
-                p->shared ? ", shared" : "");
-        for (int s = p->placement.start; s < p->placement.start + p->placement.size && s < MIG_MAX_SLICES; s++)
-            if (!p->shared || owner[s][0] == '.') snprintf(owner[s], sizeof owner[s], "%d", p->job);
-        used |= mig_slice_mask(p->placement);
-    }
-    for (int i = 0; i < plan->count; i++) {  /* each shared GPU instance once, at its first job */
-        const mig_planned *p = &plan->instances[i];
-        int first = 1;
-        for (int k = 0; k < i; k++) first &= !(plan->instances[k].shared && plan->instances[k].gpu_instance == p->gpu_instance);
-        if (!p->shared || !first) continue;
-        unsigned long long need = 0;
-        fprintf(out, "  shared GPU instance %s (memory slices %d..%d):", g->profiles[p->profile].name,
-                p->placement.start, p->placement.start + p->placement.size - 1);
-        for (int k = i; k < plan->count; k++) {
-            const mig_planned *q = &plan->instances[k];
-            if (!q->shared || q->gpu_instance != p->gpu_instance) continue;
-            fprintf(out, "%s job %d on %dc (%d SMs)", k > i ? "," : "", q->job, q->ci_slices, q->sm_count);
-            need += q->required_bytes;
-        }
-        fprintf(out, "; compute isolated, memory and its bandwidth shared: %.2f GiB needed together of %.2f GiB\n",
-                gib(need), gib(p->memory_bytes));
-    }
-    fprintf(out, "  memory slice:");
-    for (int s = 0; s < g->memory_slices; s++) fprintf(out, " %3d", s);
-    fprintf(out, "\n  job:         ");
-    for (int s = 0; s < g->memory_slices; s++) fprintf(out, " %3s", owner[s]);
-    fprintf(out, "\n  ('#' held by instances outside this plan, '.' free; largest free run: %d slices)\n",
-            longest_free_run(used, g->memory_slices));
-}
 
 int mig_plan_admin_command(const mig_plan *plan, unsigned int gpu_index, char *out, size_t size) {
     int order[MIG_MAX_INSTANCES], n = 0, shared = 0;
@@ -480,7 +418,7 @@ int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_plac
     for (int i = 0; i < MIG_MAX_SLICES; i++) owner[i] = occupied >> i & 1u ? -2 : -1;
     for (int i = 0; i < count; i++) {
         if (profiles[i] < 0 || profiles[i] >= gpu->profile_count)
-            return mig_fail(err, err_size, "instance %d: no such profile on %s", i, gpu->name);
+            return error_set(err, err_size, "instance %d: no such profile on %s", i, gpu->name);
         const mig_profile *p = &gpu->profiles[profiles[i]];
         mig_placement pl = placements[i];
         int allowed = 0;
@@ -489,7 +427,7 @@ int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_plac
         if (!allowed) {
             char starts[64];
             mig_placements_text(p, starts, sizeof starts);
-            return mig_fail(err, err_size, "instance %d (%s) at memory slices %d..%d breaks NVIDIA's "
+            return error_set(err, err_size, "instance %d (%s) at memory slices %d..%d breaks NVIDIA's "
                         "placement rules for %s: %s may start only at %s", i, p->name, pl.start,
                         pl.start + pl.size - 1, gpu->name, p->name, starts);
         }
@@ -499,19 +437,19 @@ int mig_check_placements(const mig_gpu *gpu, const int *profiles, const mig_plac
                 continue;
             }
             if (owner[s] == -2)
-                return mig_fail(err, err_size, "instance %d (%s) at memory slices %d..%d overlaps slice "
+                return error_set(err, err_size, "instance %d (%s) at memory slices %d..%d overlaps slice "
                             "%d, held by an instance that already exists", i, p->name, pl.start,
                             pl.start + pl.size - 1, s);
-            return mig_fail(err, err_size, "instance %d (%s) at memory slices %d..%d overlaps instance "
+            return error_set(err, err_size, "instance %d (%s) at memory slices %d..%d overlaps instance "
                         "%d (%s) on slice %d", i, p->name, pl.start, pl.start + pl.size - 1,
                         owner[s], gpu->profiles[profiles[owner[s]]].name, s);
         }
         compute += p->compute_slices;
         if (compute > gpu->compute_slices)
-            return mig_fail(err, err_size, "instances up to %d (%s) need %d compute slices; %s has %d",
+            return error_set(err, err_size, "instances up to %d (%s) need %d compute slices; %s has %d",
                         i, p->name, compute, gpu->name, gpu->compute_slices);
         if (++per_profile[profiles[i]] > p->max_instances)
-            return mig_fail(err, err_size, "%d instances of %s; %s allows %d", per_profile[profiles[i]],
+            return error_set(err, err_size, "%d instances of %s; %s allows %d", per_profile[profiles[i]],
                         p->name, gpu->name, p->max_instances);
     }
     return 0;
@@ -541,4 +479,16 @@ int mig_plan_layout_for(const mig_plan *plan, const int *jobs, int count, char *
 
 int mig_plan_layout_text(const mig_plan *plan, char *out, size_t size) {
     return mig_plan_layout_for(plan, NULL, plan->count, out, size);
+}
+
+int mig_layout_of_some_gpu(const char *layout, int job_count, char *err, size_t err_size) {
+    int profiles[MIG_MAX_INSTANCES], i = 0;
+    char why[1024] = "";
+    for (const mig_gpu *known; (known = mig_known_gpu_at(i)) != NULL; i++) {
+        char mine[1024];
+        if (mig_parse_layout(known, layout, job_count, profiles, mine, sizeof mine) == 0) return 0;
+        if (!why[0]) snprintf(why, sizeof why, "%s: %s", known->name, mine);
+    }
+    snprintf(err, err_size, "--mig-layout %.200s: not a layout of any GPU this suite knows (%s)", layout, why);
+    return -1;
 }

@@ -1,13 +1,14 @@
 /* MIG planning, pure (no NVML, no GPU): what a GPU can be cut into and how a mix is cut.
  *
- *  - profile tables (mig_profiles.c): shipped for A100-40GB, A100-80GB, H100-80GB, H200-141GB and
+ *  - profile tables (mig_profiles.h): shipped for A100-40GB, A100-80GB, H100-80GB, H200-141GB and
  *    A30-24GB, so that a plan can be made for a GPU that is not present; the session (mig.h)
  *    reads the GPU's own table from NVML and compares it with these.
- *  - the planner (mig_plan.c): places one instance per job on the memory slices so that the
- *    instances obey NVIDIA's placement rules and do not overlap; the placement checker; layout
- *    strings; the printed plan.
- *  - objectives and layouts (mig_layouts.c): every distinct valid layout of a GPU for a number of
- *    jobs, and the two ways of choosing profiles:
+ *  - the planner (mig_plan.c, over the tables): places one instance per job on the memory slices
+ *    so that the instances obey NVIDIA's placement rules and do not overlap; the placement
+ *    checker; layout strings.
+ *  - objectives and layouts (mig_layouts.c, over the planner): every distinct valid layout of a
+ *    GPU for a number of jobs, the printed plan and its choice, and the two ways of choosing
+ *    profiles:
  *      fill     the whole GPU is shared out by compute demand (FLOPs per step x planned steps):
  *               every job's memory held, identical jobs on identical profiles, a job with 10%
  *               more demand than another on more SMs; among those layouts the one that meets
@@ -30,81 +31,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define MIG_MAX_PROFILES 24
-#define MIG_MAX_PLACEMENTS 8
-#define MIG_MAX_SLICES 8       /* memory slices of the largest MIG GPU (A30: 4) */
-#define MIG_MAX_INSTANCES 8    /* GPU instances on one GPU: at most 7 today */
-#define MIG_NAME_MAX 96        /* NVML's device name buffer */
-#define MIG_MAX_LAYOUTS 256    /* distinct layouts of one job count: ~40 on the 8-slice GPUs */
-
-/* Headroom. A job's footprint (from `train --dry-run --json`: the arena's parameters, gradients,
- * optimizer state and activations) leaves out the CUDA context, the cuDNN/cuBLAS handles and
- * their workspaces and the allocator's slack, and inside a MIG instance nothing can be borrowed
- * from a neighbour. A profile holds a job when
- *   profile memory >= footprint + footprint * MIG_HEADROOM_PERCENT / 100 + MIG_CONTEXT_RESERVE. */
-#define MIG_HEADROOM_PERCENT 10
-#define MIG_CONTEXT_RESERVE_BYTES (768ULL << 20)
-
-typedef struct mig_placement {
-    int start, size;           /* memory slices, as NVML's nvmlGpuInstancePlacement_t */
-} mig_placement;
-
-static inline unsigned int mig_slice_mask(mig_placement p) { return ((1u << p.size) - 1u) << p.start; }
-
-typedef struct mig_profile {
-    char name[32];             /* "1g.5gb", "1g.5gb+me" */
-    unsigned int id;           /* NVML GPU instance profile id (nvidia-smi mig -lgip "ID") */
-    int compute_slices;        /* the "1" of 1g.5gb */
-    int memory_slices;         /* placement size */
-    int sm_count;
-    unsigned long long memory_mib;
-    int max_instances;
-    int plannable;             /* 0 for +me/-me/+gfx variants: chosen only by a layout string */
-    int placement_count;
-    mig_placement placements[MIG_MAX_PLACEMENTS];  /* allowed (start, size), NVIDIA's rules */
-} mig_profile;
-
-typedef struct mig_gpu {
-    char name[MIG_NAME_MAX];   /* "A100-40GB", or NVML's device name */
-    int compute_slices, memory_slices;
-    int total_sms;             /* SMs of the whole GPU without MIG: the base of sm_fraction */
-    unsigned long long total_memory_mib;
-    int profile_count;
-    mig_profile profiles[MIG_MAX_PROFILES];
-    /* Compute-instance profiles (mig_profiles.c): the SMs of a compute instance of c compute slices
-     * inside a larger GPU instance, 0 where there is no such profile (and for every c when the
-     * table is not known: then no GPU instance can be shared). A GPU instance of g slices holds at
-     * most g / c compute instances of c slices. */
-    int ci_sms[MIG_MAX_SLICES + 1];
-} mig_gpu;
-
-/* ---- profile tables (mig_profiles.c) -------------------------------------------------------- */
-
-/* Shipped table by name (A100-40GB, A100-80GB, H100-80GB, H200-141GB, A30-24GB; case ignored),
- * NULL when unknown. */
-/* The MIG files' error return: the message into err (when given), then -1. */
-int mig_fail(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-const mig_gpu *mig_known_gpu(const char *name);
-const char *mig_known_gpu_names(void);  /* "A100-40GB | A100-80GB | ..." for messages */
-/* The shipped table for an NVML device name and memory size ("NVIDIA A100-SXM4-40GB"), or NULL
- * (also for variants with other SM counts, such as H100 PCIe). */
-const mig_gpu *mig_known_gpu_for_device(const char *device_name, unsigned long long memory_mib);
-/* Compares a shipped table with NVML's: profile names, slices, SM counts, instance counts and
- * placements must agree exactly, memory within 3% (drivers reserve slightly different amounts).
- * Writes one line per difference into report and returns how many there are. */
-int mig_compare_tables(const mig_gpu *shipped, const mig_gpu *measured, char *report,
-                       size_t size);
-int mig_find_profile(const mig_gpu *gpu, const char *name);          /* index, or -1 */
-/* SMs of a compute instance of `slices` compute slices in a GPU instance of `profile`: the
- * profile's own when it spans it, else the table's; 0 when the GPU has no such compute instance. */
-int mig_ci_sms(const mig_gpu *gpu, int profile, int slices);
-/* nvidia-smi's name of that compute-instance profile: "3c.7g.40gb", or the profile's own name
- * when it spans the GPU instance. */
-void mig_ci_name(const mig_gpu *gpu, int profile, int slices, char *out, size_t size);
-int mig_profile_by_id(const mig_gpu *gpu, unsigned int profile_id);  /* index, or -1 */
-/* A profile's allowed placements as nvidia-smi mig -lgipp writes them: "{0,2,4}:2". */
-void mig_placements_text(const mig_profile *p, char *out, size_t size);
-unsigned long long mig_profile_bytes(const mig_profile *p);
+#include "runner/suite/plan/mig_profiles.h"
 
 /* ---- planner (mig_plan.c) ------------------------------------------------------------------- */
 
@@ -183,6 +110,8 @@ typedef struct mig_plan {
 } mig_plan;
 
 unsigned long long mig_required_bytes(unsigned long long footprint_bytes);
+/* The most adjacent memory slices free in `used` (bit i: slice i held) of `slices`. */
+int mig_longest_free_run(unsigned int used, int slices);
 /* Smallest plannable profile whose memory holds the footprint with headroom; -1 if none. */
 int mig_smallest_profile(const mig_gpu *gpu, unsigned long long footprint_bytes);
 /* The placement checker: every placement is one NVIDIA allows for its profile, none overlaps
@@ -217,8 +146,6 @@ int mig_plan_jobs(mig_plan *plan, const mig_gpu *gpu, const mig_job *jobs, int j
 int mig_plan_layout_text(const mig_plan *plan, char *out, size_t size);
 /* The same for some of its jobs (jobs: their indices; NULL: 0..count-1), in that order. */
 int mig_plan_layout_for(const mig_plan *plan, const int *jobs, int count, char *out, size_t size);
-/* The plan as a table with placements and a slice map. */
-void mig_plan_print(const mig_plan *plan, FILE *out);
 /* "nvidia-smi mig -i <gpu> -cgi <ids> -C" for the instances still to create (then "-cci" for the
  * compute instances of a shared one); what snprintf returns. */
 int mig_plan_admin_command(const mig_plan *plan, unsigned int gpu_index, char *out, size_t size);
@@ -251,6 +178,8 @@ int mig_assign_shared(const mig_gpu *gpu, const mig_job *jobs, int job_count, in
                       mig_candidate *out);
 /* A candidate as a layout string in job order ("3g.20gb,3g.20gb" or "7g.40gb:3c+4c"). */
 int mig_candidate_text(const mig_gpu *gpu, const mig_candidate *c, int count, char *out, size_t size);
+/* The plan as a table with placements and a slice map, after its choice (mig_choice_print). */
+void mig_plan_print(const mig_plan *plan, FILE *out);
 /* The choice as the dry run shows it (mig_plan_print starts with it): objective, demand shares,
  * the chosen layout, the runner-ups and why each lost. Nothing when plan->choice.made is 0. */
 void mig_choice_print(const mig_plan *plan, FILE *out);

@@ -24,7 +24,7 @@
  * instance profiles only inside an existing GPU instance. The session (mig_instances.c) asks
  * NVML for each compute-instance profile when it creates one, so a wrong row here fails there
  * with NVML's own answer rather than creating something else. */
-#include "runner/suite/plan/mig_plan.h"
+#include "runner/suite/plan/mig_profiles.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -103,17 +103,7 @@ const mig_gpu *mig_known_gpu(const char *name) {
     return NULL;
 }
 
-int mig_layout_of_some_gpu(const char *layout, int job_count, char *err, size_t err_size) {
-    int profiles[MIG_MAX_INSTANCES];
-    char why[1024] = "";
-    for (int i = 0; i < KNOWN_COUNT; i++) {
-        char mine[1024];
-        if (mig_parse_layout(&known_gpus[i], layout, job_count, profiles, mine, sizeof mine) == 0) return 0;
-        if (!why[0]) snprintf(why, sizeof why, "%s: %s", known_gpus[i].name, mine);
-    }
-    snprintf(err, err_size, "--mig-layout %.200s: not a layout of any GPU this suite knows (%s)", layout, why);
-    return -1;
-}
+const mig_gpu *mig_known_gpu_at(int i) { return i >= 0 && i < KNOWN_COUNT ? &known_gpus[i] : NULL; }
 
 const char *mig_known_gpu_names(void) {
     return "A100-40GB | A100-80GB | H100-80GB | H200-141GB | A30-24GB";

@@ -11,7 +11,6 @@
 #include <strings.h>
 
 #include "models/catalog.h"
-#include "runner/train/train_options.h"
 #include "runner/train/train_rules.h"
 
 #define MIX_MAX_BATCH 65536
@@ -302,7 +301,8 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
             if (train_rule_precision(catalog_find(job->model), job->model, (precision_kind)precision, why,
                                      sizeof why) != 0)
                 return fail(c, part, where, "precision= (train's --precision): %s", why);
-            snprintf(job->precision, sizeof job->precision, "%s", precision_name((precision_kind)precision));
+            job->precision = (precision_kind)precision;
+            job->precision_given = 1;
         } else if (span_is(key, "decode")) {
             static const char *const places[] = {"cpu", "gpu", "auto"}; /* train --decode */
             const char *place = NULL;
@@ -319,9 +319,9 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
             if (strcmp(job->data, "imagenet") != 0)
                 return fail(c, part, where, "decode_slots= sizes the GPU decoder of ImageNet's JPEG files; %s reads %s",
                             job->model, job->data);
-            if (!number_ok || v < 1 || v > TRAIN_DECODE_SLOTS_MAX)
+            if (!number_ok || v < 1 || v > JOB_DECODE_SLOTS_MAX)
                 return fail(c, part, where, "decode_slots=\"%.*s\" must be a whole number in 1..%d", (int)value.n,
-                            value.p, TRAIN_DECODE_SLOTS_MAX);
+                            value.p, JOB_DECODE_SLOTS_MAX);
             if (!strcmp(job->decode, "cpu"))
                 return fail(c, part, where, "decode_slots= sizes the GPU decoder; decode=cpu decodes on the host");
             job->decode_slots = (int)v;
@@ -500,7 +500,7 @@ int mix_job_format(const job_spec *job, char *out, size_t size) {
     if (job->classes != default_classes) ADD_OVERRIDE("classes=%d", job->classes);
     if (job->max_rows > 0) ADD_OVERRIDE("rows=%lld", job->max_rows);
     if (job->gpus > 1) ADD_OVERRIDE("gpus=%d", job->gpus);
-    if (job->precision[0]) ADD_OVERRIDE("precision=%s", job->precision);
+    if (job->precision_given) ADD_OVERRIDE("precision=%s", precision_name(job->precision));
     if (job->decode[0]) ADD_OVERRIDE("decode=%s", job->decode);
     if (job->decode_slots > 0) ADD_OVERRIDE("decode_slots=%d", job->decode_slots);
     if (job->fault.kind != FAULT_NONE && fault_format(&job->fault, fault, sizeof fault) > 0)

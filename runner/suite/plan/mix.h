@@ -21,7 +21,7 @@
  *             | classes=2..100000 (synthetic only: the other data sets fix their classes)
  *             | rows=1..2147483647 (dlrm only: each embedding table capped at that many rows)
  *             | precision=tf32|fp32|bf16 (the job's numerics, train --precision)
- *             | fault=KIND@STEP  (a fault injected at that training step, results/job_record.h:
+ *             | fault=KIND@STEP  (a fault injected at that training step, base/fault_spec.h:
  *               oom, illegal-address, nan, exit, hang, sigkill; e.g. S[fault=illegal-address@50])
  * Whitespace (spaces, tabs) may stand at either end, around '+' and '*', and inside brackets
  * around ',' and '='; it may not split a job ("resnet50 :imagenet64@128" is an error), a name
@@ -34,7 +34,7 @@
 
 #include <stddef.h>
 
-#include "results/job_record.h"   /* job_spec, MIX_MAX_JOBS */
+#include "base/job_spec.h"
 
 typedef struct mix {
     int count;

@@ -17,6 +17,11 @@
 #include <stddef.h>
 
 #define PLACEMENT_MAX_GPUS 64
+/* A list of cards as CUDA_VISIBLE_DEVICES takes it (UUIDs, comma separated) for up to
+ * PLACEMENT_MAX_GPUS of them: a UUID is 40 characters ("GPU-" and 36), a MIG device's older form
+ * ("MIG-GPU-<uuid>/<gi>/<ci>") under 63. A list longer than this is refused where it is made,
+ * never cut. */
+#define GPU_LIST_MAX 4096
 #define PLACEMENT_MAX_JOBS 64
 
 typedef struct placement_gpu {

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "kernels/knobs.h"
-#include "results/output_path.h"
+#include "base/output_path.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/jobs/spawn.h"
@@ -140,7 +140,7 @@ int report_main(int argc, char **argv) {
             snprintf(err, sizeof err, "%s: not a folder (expected a run folder of run_suite)", rest[i]), parsed = -1;
     }
     /* the page: a regular file or a new name in a folder it can write, never a run file it reads
-       (results/output_path.h); found before anything is rendered */
+       (base/output_path.h); found before anything is rendered */
     char page[PATH_MAX + 32];
     if (parsed == 0) {
         if (a.output) snprintf(page, sizeof page, "%s", a.output);

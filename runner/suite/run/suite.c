@@ -57,7 +57,7 @@ static void measure_energy(mode_run *r) {
     /* one after another: the sum over each job's own window; collocated: first go to last end */
     double total = NAN;
     int ok = r->mode->flags & MODE_SEQUENTIAL
-                 ? monitor_energy_windows(&r->mon, s->window_start, s->window_end, s->job_count, &total)
+                 ? monitor_energy_windows(&r->mon, s->go_t, s->end_t, s->job_count, &total)
                  : monitor_energy_between(&r->mon, s->first_go, s->last_end, &total);
     s->energy_j = ok == 0 && !isnan(s->first_go) ? total : NAN;
 }
@@ -407,7 +407,7 @@ static int load_baseline(suite_ctx *c) {
         probe[i].epochs_planned = o->mix.jobs[i].epochs ? o->mix.jobs[i].epochs : c->epochs;
         probe[i].steps_per_epoch = o->mix.jobs[i].steps_per_epoch ? o->mix.jobs[i].steps_per_epoch : c->steps;
     }
-    int rc = probe ? results_load_baseline(o->baseline_dir, probe, c->count, &c->baseline, err, sizeof err) : -1;
+    int rc = probe ? results_load_baseline(o->baseline_dir, suite_mode_with(MODE_SEQUENTIAL)->name, probe, c->count, &c->baseline, err, sizeof err) : -1;
     free(probe);
     if (rc != 0) fprintf(stderr, "error: %s\n", probe ? err : "out of memory");
     return rc;
@@ -456,7 +456,14 @@ static int prepare(suite_ctx *c, const suite_pass *pass) {
     if (check_inputs(o) != 0 || footprints(c) != 0) return EXIT_USAGE;
     monitor_probe_gpu(o->gpu, &c->gpu);
     const char *devices = knob_text(KNOB_JOB_DEVICES); /* run_suite --gpus: a data-parallel job's cards */
-    if (devices && *devices) snprintf(c->gpu.visible, sizeof c->gpu.visible, "%s", devices);
+    if (devices && *devices) {
+        if (strlen(devices) >= sizeof c->gpu.visible) {
+            fprintf(stderr, "error: %s: a device list of %zu characters; at most %zu fit\n", knob_name(KNOB_JOB_DEVICES),
+                    strlen(devices), sizeof c->gpu.visible - 1);
+            return EXIT_USAGE;
+        }
+        snprintf(c->gpu.visible, sizeof c->gpu.visible, "%s", devices);
+    }
     const char *plan_error = NULL;
     int dry_status, status = plan_modes(c, &plan_error, &dry_status);
     if (status >= 0) return status;

@@ -8,9 +8,9 @@
  * symbolic link that leads nowhere or in a circle, never onto one of the program's inputs (a file
  * it reads, or an existing file inside a folder it reads), and never into a folder it cannot write
  * (a file is created there and removed to find out: permissions, a read-only mount, /proc) or over
- * a file marked immutable or append-only. Host only; included by results/ and the runner. */
-#ifndef SUITE_OUTPUT_PATH_H
-#define SUITE_OUTPUT_PATH_H
+ * a file marked immutable or append-only. Host only, in base/: run_suite and train apply it alike. */
+#ifndef SUITE_BASE_OUTPUT_PATH_H
+#define SUITE_BASE_OUTPUT_PATH_H
 
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-#include "results/spread.h"
+#include "base/spread.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +7,21 @@
 static int compare_doubles(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+static int compare_floats(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+void spread_sort_floats(float *v, size_t n) {
+    if (n) qsort(v, n, sizeof *v, compare_floats);
+}
+
+double spread_median_floats(float *v, size_t n) {
+    if (n == 0) return NAN;
+    spread_sort_floats(v, n);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 spread spread_of(const double *values, int count) {

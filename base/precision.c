@@ -1,4 +1,4 @@
-#include "models/core/precision.h"
+#include "base/precision.h"
 
 #include <string.h>
 #include <strings.h>

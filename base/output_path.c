@@ -1,6 +1,7 @@
 /* The rule for a program's named outputs (see output_path.h). */
 #define _GNU_SOURCE
-#include "results/output_path.h"
+#include "base/output_path.h"
+#include "base/file_kind.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,15 +23,6 @@ static int refuse(const output_path_rule *r, const char *path, char *err, size_t
     vsnprintf(err + n, err_size - (size_t)n, fmt, ap);
     va_end(ap);
     return -1;
-}
-
-static const char *kind_name(mode_t m) {
-    if (S_ISDIR(m)) return "a folder";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
 }
 
 /* What stands at path, following links: 0 with *st; 1 when nothing does; -1 with the reason a link
@@ -111,7 +103,7 @@ static int check_file(const output_path_rule *r, const char *path, char *err, si
     if (!*base) return refuse(r, path, err, err_size, "names a folder (it ends with '/'); expected a file name");
     if (there == 0 && !S_ISREG(st.st_mode))
         return refuse(r, path, err, err_size, "is %s; expected a regular file or a new name (an output replaces "
-                      "what is there)", kind_name(st.st_mode));
+                      "what is there)", file_kind_name(st.st_mode));
     struct stat fs;
     const char *folder_why = NULL;
     int folder_there = look(folder, &fs, &folder_why);
@@ -142,7 +134,7 @@ static int check_folder(const output_path_rule *r, const char *path, char *err, 
     if (there < 0) return refuse(r, path, err, err_size, "%s; expected a folder", why);
     if (there == 0 && !S_ISDIR(st.st_mode))
         return refuse(r, path, err, err_size, "is %s; expected a folder (or a new name)",
-                      S_ISREG(st.st_mode) ? "a file" : kind_name(st.st_mode));
+                      S_ISREG(st.st_mode) ? "a file" : file_kind_name(st.st_mode));
     if (there == 0) {
         for (const char *const *in = r->inputs; in && *in; in++) {
             struct stat is;
@@ -169,7 +161,7 @@ static int check_folder(const output_path_rule *r, const char *path, char *err, 
     }
     if (!S_ISDIR(st.st_mode))
         return refuse(r, path, err, err_size, "%s is %s, not a folder", up,
-                      S_ISREG(st.st_mode) ? "a file" : kind_name(st.st_mode));
+                      S_ISREG(st.st_mode) ? "a file" : file_kind_name(st.st_mode));
     int e = probe(up);
     if (e) return refuse(r, path, err, err_size, "cannot be made in %s: %s", up, strerror(e));
     return 0;

@@ -27,6 +27,11 @@ int spread_format(char *out, size_t size, spread s, const char *fmt);
 int spread_rank(spread a, spread b);
 /* ">", "<" or "~" for spread_rank's answer. */
 const char *spread_rank_sign(int rank);
+/* Sorts v[0..n) ascending, in place (NaNs compare as neither less nor greater). */
+void spread_sort_floats(float *v, size_t n);
+/* The median of v[0..n) (sorted in place): the mean of the middle two for an even count; NaN when
+ * n is 0. */
+double spread_median_floats(float *v, size_t n);
 /* {"median":..,"min":..,"max":..,"n":..} (null for NaN). */
 cJSON *spread_json(spread s);
 
