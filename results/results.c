@@ -147,6 +147,33 @@ int results_write_atomic(const char *path, const char *data, size_t size, char *
     return -1;
 }
 
+int results_open_log(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "error: cannot write %s: %s\n", path, strerror(errno));
+        results_note_write_failure();
+    }
+    return fd;
+}
+
+void results_append(int *fd, const char *path, const void *data, size_t n) {
+    const char *at = data;
+    while (*fd >= 0 && n > 0) {
+        ssize_t w = write_fault(path) ? (errno = ENOSPC, -1) : write(*fd, at, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            fprintf(stderr, "error: cannot write %s: %s; the rest of it is lost (the job's events are still read)\n",
+                    path, w < 0 ? strerror(errno) : "short write");
+            results_note_write_failure();
+            close(*fd);
+            *fd = -1;
+            return;
+        }
+        at += w;
+        n -= (size_t)w;
+    }
+}
+
 int results_commit_stream(FILE *f, const char *partial, const char *path, char *err, size_t err_size) {
     int e = 0;
     const char *step = NULL;

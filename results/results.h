@@ -44,6 +44,12 @@ int results_commit_stream(FILE *f, const char *partial, const char *path, char *
  * SUITE_WRITE_FAULT names files to fail as on a full disk (the tests' full disk). */
 void results_note_write_failure(void);
 int results_write_failures(void);
+/* A file of the run written as it grows and not renamed (a job's log): opened (-1 when it cannot
+ * be), then appended to whole; the first failure of either is said on stderr with the file and its
+ * reason and counted as above, and *fd is closed to -1: the run goes on, since a job's events are
+ * read from its pipe, not from its log. */
+int results_open_log(const char *path);
+void results_append(int *fd, const char *path, const void *data, size_t n);
 int results_write_json(const char *dir, const char *name, const cJSON *json, char *err, size_t err_size);
 /* The JSON in the file at path; NULL (errno set where the file could not be read) otherwise. */
 cJSON *results_read_json(const char *path);

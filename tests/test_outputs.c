@@ -6,7 +6,8 @@
  * written, and the device, FIFO or input is left as it was; train --load of a FIFO does not wait;
  * run_suite report stopped by SIGTERM or SIGINT exits 128+N without a traceback. No privileges
  * needed: the full disk is RLIMIT_FSIZE in a child or the write-fault knob, the FIFOs are made in a
- * temporary folder, the device is /dev/null (never written), the unwritable folder is /proc's. */
+ * temporary folder, the device is /dev/null (never written), the unwritable folder is /proc's. A
+ * job's log that cannot be written is said and counted too, and the run goes on. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,8 +118,8 @@ static void test_short_write_reason(void **state) {
 static int run_suite_with(const char *fault, const char *results, const char *nvml, const char *extra) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "SUITE_NVML_LIBRARY=%s SUITE_WRITE_FAULT='%s' FAKE_TRAIN='*:setup_ms=5,epoch_ms=40' "
-             "%s --mode naive --mix S+S --quick --window 0.3 %s --train %s --results %s > %s.out 2> %s.err",
-             nvml, fault, RUN_SUITE_PATH, extra, FAKE_TRAIN_PATH, results, results, results);
+             "%s %s --mix S+S --quick --window 0.3 --train %s --results %s > %s.out 2> %s.err", nvml, fault,
+             RUN_SUITE_PATH, *extra ? extra : "--mode naive", FAKE_TRAIN_PATH, results, results, results);
     int st = system(cmd);
     char path[700], e[256];
     snprintf(path, sizeof path, "%s.err", results);
@@ -153,6 +154,20 @@ static void test_full_disk_is_exit_1(void **state) {
     only_run(results, run, sizeof run);
     assert_true(exists(run, "timeline.csv.partial"));
     assert_true(exists(run, "summary.json"));
+    /* a job's log, written as the job runs (as one process, and through the in-process host): said,
+       counted, the job's events still read and its results written */
+    const char *modes[] = {"--mode naive", "--mode streams"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(results, sizeof results, "%s/log%d", dir, k);
+        char extra[700];
+        snprintf(extra, sizeof extra, "%s", modes[k]);
+        setenv("SUITE_JOB_HOST", FAKE_JOB_HOST_PATH, 1);
+        assert_int_equal(run_suite_with("job-1-S.log", results, "/nonexistent", extra), 1);
+        unsetenv("SUITE_JOB_HOST");
+        assert_non_null(strstr(err, "job-1-S.log: No space left on device; the rest of it is lost"));
+        only_run(results, run, sizeof run);
+        assert_true(exists(run, "summary.json"));
+    }
     /* and nothing failed: exit 0 */
     snprintf(results, sizeof results, "%s/fine", dir);
     assert_int_equal(run_suite_with("", results, "/nonexistent", ""), 0);
