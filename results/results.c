@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/output_path.h"
 #include "kernels/knobs.h"
 #include "results/faults.h"
 
@@ -48,7 +49,9 @@ int results_make_dirs(const char *path, char *err, size_t err_size) {
 int results_make_run_dir(const char *base, const char *mode, const char *mix_text, char *dir,
                          size_t dir_size, char *run_id, size_t run_id_size, char *err,
                          size_t err_size) {
-    if (results_make_dirs(base, err, err_size) != 0) return -1;
+    /* the rule of every output (base/output_path.h), whichever form of run_suite asks */
+    const output_path_rule rule = {"--results", OUTPUT_PATH_FOLDER, NULL, NULL};
+    if (output_path_check(&rule, base, err, err_size) != 0 || results_make_dirs(base, err, err_size) != 0) return -1;
     char stamp[32], mix_safe[64], id[160];
     time_t now = time(NULL);
     struct tm utc;
