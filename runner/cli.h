@@ -94,6 +94,12 @@ int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err,
 int cli_parse_forward(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
                       int rest_max, char *err, size_t err_size);
 
+/* One value checked and stored as cli_parse does it for `row` (its kind, its range, the same message
+ * shape), for a value that comes from elsewhere than a command line: an environment variable's,
+ * with the row named after the variable ("RANK: expected a whole number from 0 to 3, got '4'").
+ * 0, or -1 with the message. */
+int cli_parse_value(const cli_option *row, const char *text, void *dst, char *err, size_t err_size);
+
 /* 1 when argv holds the option `name` ("--gpus") as a word of its own or as "name=value". */
 int cli_given(int argc, char *const argv[], const char *name);
 
