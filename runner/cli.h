@@ -27,9 +27,9 @@
  * Bad values fail with one message shape per kind, naming the option and what it expects:
  * "--batch: expected a whole number from 1 to 65536, got '0' (less than 1)". Numbers follow the
  * rule every grammar of the suite follows (base/number.h: decimal only, no '+', no blanks, a value
- * out of range said to be). An empty value is bad for every
- * kind, and an option with a value given twice is refused ("--batch given twice"), not overwritten;
- * a flag may repeat. --help and -h are built in and win
+ * out of range said to be). An empty value is bad for every kind, and an option given twice is
+ * refused ("--batch given twice"), not overwritten, a flag as much as an option with a value (no
+ * program has an option that gathers a list by repeating). --help and -h are built in and win
  * wherever they stand on the line: the help is printed and nothing else is read.
  * A new train or run_suite option also needs its line in that program's option table in
  * README.md: tests/test_cli_help.c compares the two. */

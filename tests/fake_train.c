@@ -147,6 +147,7 @@ static options parse_options(int argc, char **argv) {
         if (strcmp(a, "--model") == 0 && i + 1 < argc) o.model = argv[++i];
         else if (strcmp(a, "--data") == 0 && i + 1 < argc) o.data = argv[++i];
         else if (strcmp(a, "--data-root") == 0 && i + 1 < argc) o.data_root = argv[++i];
+        else if (strcmp(a, "--data-if-present") == 0) continue; /* run_suite passes it with every root */
         else if (strcmp(a, "--batch") == 0) o.batch = need_number(argc, argv, &i);
         else if (strcmp(a, "--image-size") == 0) { o.image_size = need_number(argc, argv, &i); o.have_image_size = 1; }
         else if (strcmp(a, "--classes") == 0) { o.classes = need_number(argc, argv, &i); o.have_classes = 1; }

@@ -299,8 +299,8 @@ static char *read_file(fixture *f, const char *name, char *text, size_t size) {
 }
 
 /* Serial under the window measurement runs a repeated spec once (its rate alone is the same
- * measurement); every job's record is there all the same. Every job gets the invocation's file of
- * convolution choices. */
+ * measurement); every job's record is there all the same, none flagged "not collocated". Every job
+ * gets the invocation's file of convolution choices. */
 static void test_serial_measures_a_repeated_job_once(void **state) {
     fixture *f = *state;
     char record[600], cmd[1400];
@@ -327,7 +327,12 @@ static void test_serial_measures_a_repeated_job_once(void **state) {
         cJSON *j = cJSON_GetArrayItem(jobs, i);
         assert_string_equal(cJSON_GetObjectItem(j, "status")->valuestring, "ok");
         expect_gt(num(j, "window_samples_per_s"), 0);
+        /* one job at a time is what serial means: never flagged "not collocated" */
+        assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "overlap_flag")));
     }
+    read_file(f, "serial.out", text, sizeof text);
+    assert_null(strstr(text, "not collocated"));
+    assert_null(strstr(text, ".0*"));
     assert_true(num(cJSON_GetArrayItem(jobs, 1), "window_samples_per_s") ==
                 num(cJSON_GetArrayItem(jobs, 0), "window_samples_per_s"));
     cJSON_Delete(root);

@@ -5,6 +5,7 @@
  * which declares and checks its own options (runner/suite/modes/mode.h). */
 #define _GNU_SOURCE
 #include <libgen.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,9 @@
 
 #include "base/knob_value.h"
 #include "base/list.h"
+#include "base/output_path.h"
 #include "base/precision.h"
+#include "models/catalog.h"
 #include "results/results.h"
 #include "runner/cli.h"
 #include "results/repeats.h"
@@ -28,6 +31,7 @@
 #include "runner/suite/run/report_cmd.h"
 #include "runner/suite/multi/slurm.h"
 #include "runner/suite/multi/study.h"
+#include "runner/train/train_rules.h"
 
 /* What the command line fills besides the modes' options: the run's options and the values
  * checked once the mix is known. */
@@ -196,16 +200,25 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
     }
     if (!o->mix_text) return fail("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
     if (mix_parse(&o->mix, o->mix_text, err, sizeof err) != 0) return fail("--mix: %s%s", err, "");
-    for (int i = 0; args->precision && i < o->mix.count; i++)
-        if (!o->mix.jobs[i].precision_given) {
-            o->mix.jobs[i].precision = (precision_kind)(args->precision - 1);
-            o->mix.jobs[i].precision_given = 1;
-        }
+    for (int i = 0; args->precision && i < o->mix.count; i++) {
+        job_spec *job = &o->mix.jobs[i];
+        if (job->precision_given) continue;
+        /* the rule train applies to the job (runner/train/train_rules.h), before any job starts */
+        if (train_rule_precision(catalog_find(job->model), job->model, (precision_kind)(args->precision - 1), err,
+                                 sizeof err) != 0)
+            return fail("job %s: %s", job->label, err);
+        job->precision = (precision_kind)(args->precision - 1);
+        job->precision_given = 1;
+    }
     if (suite_mode_check_options(table, o, mode, err, sizeof err) != 0) return fail("%s%s", err, "");
     if (o->json && !o->dry_run) return fail("--json goes with --dry-run or --list%s%s", "", "");
     if (suite_repeat_requested(o) && suite_sweep_requested(o))
         return fail("--repeat goes with a run of the mix, not the layout sweep (--mig-layouts)%s%s", "", "");
     if (o->baseline_dir && !is_dir(o->baseline_dir)) return fail("--baseline %s: not a folder%s", o->baseline_dir, "");
+    /* the rule of every output (base/output_path.h), in the dry run too */
+    const char *inputs[] = {o->data_root ? o->data_root : "", o->baseline_dir ? o->baseline_dir : "", NULL};
+    const output_path_rule results = {"--results", OUTPUT_PATH_FOLDER, inputs, NULL};
+    if (output_path_check(&results, o->results_dir, err, sizeof err) != 0) return fail("%s%s", err, "");
     if (o->quick) { /* the window measurement's epochs after the warm-up stay whole: few epoch events */
         if (!args->have_epochs) o->epochs = 2;
         if (!args->have_steps && o->completion) o->steps_per_epoch = 10;
@@ -234,16 +247,36 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
     return EXIT_OK;
 }
 
+/* A results file that could not be written (results_write_failures: a full disk, a short write, a
+ * failed rename; each said with its reason as it happened) makes the run's status 1 whatever its
+ * jobs did: what was measured is not all on disk. Bad usage (2) and a stop (128+N) keep theirs. */
+static int with_writes(int status) {
+    int failed = results_write_failures();
+    if (!failed || status == EXIT_USAGE || status > 128 || status == EXIT_RUNTIME) return status;
+    fprintf(stderr, "run_suite: %d results file(s) could not be written (the errors above): exit %d\n", failed,
+            EXIT_RUNTIME);
+    return EXIT_RUNTIME;
+}
+
+static int run_main(int argc, char **argv);
+
 int main(int argc, char **argv) {
+    /* a file-size limit (ulimit -f) makes a write fail with EFBIG, reported as any full disk is,
+     * rather than killing run_suite before it has said what was lost */
+    signal(SIGXFSZ, SIG_IGN);
     char knob_error[1024];
     if (knob_value_check_all(knob_error, sizeof knob_error) != 0) { /* every form's environment, first */
         fprintf(stderr, "run_suite: %s\n", knob_error);
         return EXIT_USAGE;
     }
     if (argc > 1 && strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
-    if (slurm_requested(argc, argv)) return slurm_main(argc, argv); /* before --study: it sweeps one */
-    if (study_requested(argc, argv)) return study_main(argc, argv); /* before --gpus: it spreads over them */
-    if (gpus_requested(argc, argv)) return gpus_main(argc, argv);
+    if (slurm_requested(argc, argv)) return with_writes(slurm_main(argc, argv)); /* before --study: it sweeps one */
+    if (study_requested(argc, argv)) return with_writes(study_main(argc, argv)); /* before --gpus: it spreads over them */
+    if (gpus_requested(argc, argv)) return with_writes(gpus_main(argc, argv));
+    return with_writes(run_main(argc, argv));
+}
+
+static int run_main(int argc, char **argv) {
     mode_option_table table;
     char err[2048];
     if (suite_mode_option_table(&table, RUN_OPTIONS, RUN_CONTROL, sizeof(run_args), err, sizeof err) != 0) {
