@@ -248,8 +248,12 @@ static void test_cli(void **state) {
         {{"--mode", "naive", "--mixes", "S;Q", NULL}, "--mix Q: "},
         {{"--mode", "naive", "--study", "nothing", NULL}, "--study nothing: unknown set"},
         {{"--mode", "naive", "--mix", "S", "--time", NULL}, "--time: expected a value (not empty); missing its value"},
-        {{"--mode", "warp", "--mixes", "S;M", "--results", dir, NULL}, "tasks' options are refused"},
-        {{"--mode", "naive", "--mixes", "S;M", "--bogus", "--results", dir, NULL}, "tasks' options are refused"},
+        {{"--mode", "warp", "--mixes", "S;M", "--results", dir, NULL}, "array task 0 is refused"},
+        {{"--mode", "naive", "--mixes", "S;M", "--bogus", "--results", dir, NULL}, "array task 0 is refused"},
+        /* every task is checked, not only the first: M's mix is not the baseline's */
+        {{"--mode", "naive", "--mixes", "S;M", "--baseline", "/", "--results", dir, NULL}, "array task 0 is refused"},
+        {{"--mode", "mps", "--mixes", "S+S;S", "--mps-sm", "50,50", "--results", dir, NULL}, "array task 1 is refused"},
+        {{"--mode", "naive", "--mix", "S", "--results", "/dev/null", NULL}, "--results /dev/null"},
         {{"--mode", "naive", "--mix", "S+M", "--gpus-per-node", "4", NULL},
          "--gpus-per-node shapes a data-parallel job's nodes: give a mix that is one data-parallel job alone"},
         {{"--mode", "naive", "--mixes", "S;M[gpus=8]", "--nodes", "3", NULL}, "its 8 ranks (gpus=8) do not divide evenly"},
@@ -281,6 +285,12 @@ static void test_cli(void **state) {
     assert_non_null(strstr(script, "  1) set -- '--mix' '2*S+M' ;;\n"));
     assert_non_null(strstr(script, "'--mode' 'naive' '--quick' '--train' '" FAKE_TRAIN_PATH "' \"$@\""));
     assert_null(strstr(script, "--dry-run"));
+    assert_non_null(strstr(out, "left to each node: that its GPUs exist"));
+    /* on a login node whose NVML counts one GPU, a task's --gpu 5 is the compute node's to judge */
+    setenv("SUITE_NVML_LIBRARY", SUITE_BINARY_DIR "/libnvml_standin.so", 1);
+    char *gpu5[] = {"--mode", "naive", "--mix", "S", "--gpu", "5", "--results", dir, "--dry-run", NULL};
+    assert_int_equal(run_suite(out, sizeof out, err, sizeof err, gpu5), 0);
+    setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
     /* "--opt=value" everywhere, a study's cells as the tasks */
     char results_eq[600];
     snprintf(results_eq, sizeof results_eq, "--results=%s", dir);

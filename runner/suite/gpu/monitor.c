@@ -269,11 +269,8 @@ void monitor_probe_gpu(int gpu_index, monitor_gpu *g) {
     memset(g, 0, sizeof *g);
     g->memory_bytes = NAN;
     snprintf(g->visible, sizeof g->visible, "%d", gpu_index);
-    g->nvml_count = -1;
     nvml *nv = nvml_open(NULL, g->why, sizeof g->why);
     if (nv) nv->quiet = 1; /* what a GPU cannot tell is left out, not reported */
-    unsigned count = 0;
-    if (nv && NVML_CALL(nv, nvmlDeviceGetCount_v2, (&count)) == NVML_SUCCESS) g->nvml_count = (int)count;
     nvmlDevice_t dev;
     if (nv && NVML_CALL(nv, nvmlDeviceGetHandleByIndex_v2, ((unsigned)gpu_index, &dev)) == NVML_SUCCESS) {
         g->nvml_ok = 1;
@@ -292,10 +289,7 @@ void monitor_probe_gpu(int gpu_index, monitor_gpu *g) {
         memcpy(&cuda_version, &symbol, sizeof symbol);
         if (cuda_version && cuda_version(&g->cuda_version) != NVML_SUCCESS) g->cuda_version = 0;
     } else if (nv) {
-        if (g->nvml_count >= 0 && gpu_index >= g->nvml_count)
-            snprintf(g->why, sizeof g->why, "NVML counts %d GPU(s) on this machine%s", g->nvml_count,
-                     g->nvml_count ? " (indices from 0)" : "");
-        else snprintf(g->why, sizeof g->why, "NVML has no GPU %d (%.400s)", gpu_index, nv->last_error);
+        snprintf(g->why, sizeof g->why, "NVML has no GPU %d (%.400s)", gpu_index, nv->last_error);
     }
     nvml_close(nv);
     long long fake = 0; /* a bad value was refused when run_suite started (knob_value_check_all) */
@@ -304,6 +298,23 @@ void monitor_probe_gpu(int gpu_index, monitor_gpu *g) {
         g->memory_bytes = (double)fake;
         g->memory_source = knob_name(KNOB_GPU_MEMORY);
     }
+}
+
+int monitor_gpus_exist(const int *index, int count, char *err, size_t err_size) {
+    nvml *nv = nvml_open(NULL, err, err_size);
+    if (!nv) return 1;
+    nv->quiet = 1;
+    unsigned gpus = 0;
+    int rc = NVML_CALL(nv, nvmlDeviceGetCount_v2, (&gpus)) == NVML_SUCCESS ? 0 : 1;
+    if (rc) snprintf(err, err_size, "NVML cannot count the GPUs (%.400s)", nv->last_error);
+    for (int i = 0; rc == 0 && i < count; i++)
+        if (index[i] < 0 || (unsigned)index[i] >= gpus) {
+            snprintf(err, err_size, "GPU %d: NVML counts %u GPU(s) on this machine%s", index[i], gpus,
+                     gpus ? " (indices from 0)" : "");
+            rc = -1;
+        }
+    nvml_close(nv);
+    return rc;
 }
 
 /* --- NVML source --------------------------------------------------------------------------- */

@@ -44,7 +44,6 @@ int monitor_nvml_source(monitor_source *src, int gpu_index, const unsigned *gi_i
 /* The GPU's identity and size, read once through NVML for run.json and the footprint check. */
 typedef struct monitor_gpu {
     int nvml_ok;
-    int nvml_count;                /* the GPUs NVML counts on this machine; -1 when NVML cannot tell */
     char why[512];                 /* why NVML could not tell */
     char name[96], uuid[96], driver[80];
     char visible[GPU_LIST_MAX];    /* CUDA_VISIBLE_DEVICES for it: its UUID, else its index; under
@@ -56,6 +55,11 @@ typedef struct monitor_gpu {
 
 /* $SUITE_GPU_MEMORY (e.g. "80G") replaces the memory size: planning for another GPU, tests. */
 void monitor_probe_gpu(int gpu_index, monitor_gpu *g);
+
+/* Whether the GPUs a run is given exist as NVML counts them: 0 yes; -1 no, "GPU <i>: NVML counts N
+ * GPU(s) on this machine (indices from 0)" in err (bad input: exit 2); 1 NVML cannot tell, why in err
+ * (the caller says what it did not check). */
+int monitor_gpus_exist(const int *index, int count, char *err, size_t err_size);
 
 typedef struct monitor_point { double t, energy_j, mem_used; } monitor_point;
 

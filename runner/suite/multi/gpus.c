@@ -20,6 +20,7 @@
 
 #include "base/clock.h"
 #include "base/line_reader.h"
+#include "base/output_path.h"
 #include "results/results.h"
 #include "kernels/knobs.h"
 #include "runner/cli.h"
@@ -161,25 +162,6 @@ static void child_argv(const char **out, const char *self, const char *const *re
     if (results) out[n++] = "--results", out[n++] = results;
     else out[n++] = "--dry-run";
     out[n] = NULL;
-}
-
-/* The first GPU's run_suite as the run would start it, with --dry-run: its own parser judges the
- * options passed on, so one it would refuse is refused once, here, before any folder is made. */
-static int check_passed_on(const char *self, const char *const *rest, const char *mode, const gpus_card *cards,
-                           int count) {
-    int g = 0;
-    while (g < count && !cards[g].mix[0]) g++;
-    if (g == count) return 0;
-    const char *argv[GPUS_MAX_ARGS];
-    char gpu_text[16];
-    child_argv(argv, self, rest, mode, 0, cards[g].gpu, gpu_text, sizeof gpu_text, cards[g].mix, cards[g].reference,
-               NULL);
-    static char out[1 << 16];
-    int status = jobs_run_capture((char *const *)argv, NULL, NULL, out, sizeof out, 300.0);
-    if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    fprintf(stderr, "run_suite: --gpus: the options passed on to each GPU's run_suite are refused (GPU %d's "
-            "checked with --dry-run, its message is above)\n", cards[g].gpu);
-    return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
 }
 
 /* The mix of the single-card jobs placed on slot g (a data-parallel job has a run of its own: ddp_run
@@ -683,12 +665,48 @@ static int run_pass(const pass_args *pa, gpus_card *cards, const char *mode, con
     return worst;
 }
 
+/* Every run as the run would start it (each card's and each data-parallel job's, under each pass's
+ * mode, with its environment), with --dry-run: their own checks judge the options passed on, the
+ * plans, the fit and the references, so whatever a run would refuse before its jobs start is refused
+ * once, here, before any folder is made, in the dry run as in the run (exit 2 as the run's). */
+static int check_runs(const char *self, const char *const *rest, const gpus_args *a, const gpus_passes *ps,
+                      const gpus_card *cards, int runs) {
+    for (int k = 0; k < ps->count; k++)
+        for (int g = 0; g < runs; g++) {
+            const gpus_card *c = &cards[g];
+            if (!c->mix[0]) continue;
+            const char *mode = c->ddp ? ddp_mode(a, ps->count == 1 ? a->mode : ps->mode[k])
+                                      : ps->count == 1 ? NULL : ps->mode[k];
+            const char *argv[GPUS_MAX_ARGS];
+            char gpu_text[16];
+            child_argv(argv, self, rest, mode, c->ddp, c->gpu, gpu_text, sizeof gpu_text, c->mix, c->reference, NULL);
+            job_env env = {0};
+            if (c->ddp) job_env_set(&env, knob_name(KNOB_JOB_DEVICES), "%s", c->devices);
+            char **envp = job_build_env(environ, &env);
+            static char out[1 << 16];
+            int status = envp ? jobs_run_capture((char *const *)argv, envp, NULL, out, sizeof out, 300.0) : -1;
+            job_free_strv(envp);
+            if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+            char which[96];
+            if (c->ddp) snprintf(which, sizeof which, "data-parallel job %d's run", c->jobs[0]);
+            else snprintf(which, sizeof which, "GPU %d's run", c->gpu);
+            fprintf(stderr, "run_suite: --gpus: %s%s%s is refused (checked with --dry-run before anything is written; "
+                    "its message is above)\n", which, mode ? " under --mode " : "", mode ? mode : "");
+            return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
+        }
+    return 0;
+}
+
 int gpus_main(int argc, char *const argv[]) {
     gpus_args a;
     const char *rest[GPUS_MAX_ARGS];
     int parsed = parse(argc, argv, &a, rest);
     if (parsed != 0) return parsed < 0 ? 0 : parsed;
     char err[2048];
+    /* the rule of every output (base/output_path.h), before anything, in the dry run too: exit 2 */
+    const char *inputs[] = {a.data_root ? a.data_root : "", a.baseline ? a.baseline : "", NULL};
+    const output_path_rule results = {"--results", OUTPUT_PATH_FOLDER, inputs, NULL};
+    if (output_path_check(&results, a.results, err, sizeof err) != 0) return usage("%s%s", err, "");
     int index[PLACEMENT_MAX_GPUS];
     int count = placement_parse_gpus(a.gpus, index, PLACEMENT_MAX_GPUS, err, sizeof err);
     if (count < 0) return usage("%s%s", err, "");
@@ -714,6 +732,11 @@ int gpus_main(int argc, char *const argv[]) {
         monitor_probe_gpu(index[g], &probes[g]);
         gpus[g] = (placement_gpu){index[g], probes[g].memory_bytes};
     }
+    /* every card against what NVML counts, before anything is placed or written (the dry run too); where
+       NVML cannot tell, or on a login node (run_suite --slurm's check), what is not checked is said */
+    int exist = suite_node_checks_later() ? 0 : monitor_gpus_exist(index, count, err, sizeof err);
+    if (exist < 0) return usage("--gpus %s: %s", a.gpus, err);
+    if (exist > 0) fprintf(stderr, "warning: not checked: that GPUs %s exist (%s)\n", a.gpus, err);
     placement_job jobs[MIX_MAX_JOBS];
     job_footprint fp[MIX_MAX_JOBS];
     for (int j = 0; j < m.count; j++) {
@@ -762,7 +785,7 @@ int gpus_main(int argc, char *const argv[]) {
     int bad = find_references(&a, &passes, &m, cards, runs, references, sizeof references, no_reference,
                               sizeof no_reference);
     if (bad) return bad;
-    int refused = check_passed_on(self, rest, passes.mode[0], cards, count);
+    int refused = check_runs(self, rest, &a, &passes, cards, runs);
     if (refused) return refused;
     if (a.dry_run) {
         if (a.json) {

@@ -17,12 +17,16 @@
 
 #include "base/list.h"
 #include "base/number.h"
+#include "base/output_path.h"
 #include "base/quote.h"
+#include "kernels/knobs.h"
 #include "results/results.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/multi/study.h"
+
+extern char **environ;
 
 #define T slurm_args
 static const cli_option OPTIONS[] = {
@@ -339,21 +343,45 @@ static int usage_error(const char *fmt, const char *a, const char *b) {
     return 2;
 }
 
-/* Task 0 as this run_suite would run it, with --dry-run: the real parser judges the options. */
-static int check_first_task(const char *self, const char *const *common, const slurm_task *task) {
-    const char *argv[300];
-    int n = 0;
-    argv[n++] = self;
-    for (const char *const *a = common; *a && n < 280; a++) argv[n++] = *a;
-    for (int k = 0; k < SLURM_TASK_ARGS && task->args[k]; k++) argv[n++] = task->args[k];
-    argv[n++] = "--dry-run";
-    argv[n] = NULL;
-    static char out[1 << 16];
-    int status = jobs_run_capture((char *const *)argv, NULL, NULL, out, sizeof out, 300.0);
-    if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    fprintf(stderr, "run_suite: --slurm: the tasks' options are refused (array task 0 checked with --dry-run, "
-            "its message is above)\n");
-    return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+/* What the login node checks of each task, and what it leaves to the compute node (said with every
+ * script written or submitted). */
+#define SLURM_CHECKED_HERE                                                                                   \
+    "checked here, for every task: the options, its mix, the plans, the paths, --baseline; left to each node: " \
+    "that its GPUs exist and the footprints fit their memory (unless SUITE_GPU_MEMORY says it here), MIG mode, " \
+    "an --mps-pipe daemon"
+
+/* A command of this run_suite with --dry-run on the login node: what needs the compute node is left to
+ * it (SUITE_NODE_CHECKS=later). Returns the wait status, or -1. */
+static int dry_run_here(const char *const *argv, char *out, size_t out_size) {
+    job_env env = {0};
+    job_env_set(&env, knob_name(KNOB_NODE_CHECKS), "later");
+    char **envp = job_build_env(environ, &env);
+    int status = envp ? jobs_run_capture((char *const *)argv, envp, NULL, out, out_size, 300.0) : -1;
+    job_free_strv(envp);
+    return status;
+}
+
+/* Every task as this run_suite would run it, with --dry-run: the real parser and checks judge each
+ * (its mix, plans, paths, baseline), so no script is written whose tasks would be refused. */
+static int check_tasks(const char *self, const char *const *common, const slurm_task *tasks, int count) {
+    for (int t = 0; t < count; t++) {
+        const char *argv[300];
+        int n = 0;
+        argv[n++] = self;
+        for (const char *const *a = common; *a && n < 280; a++) argv[n++] = *a;
+        for (int k = 0; k < SLURM_TASK_ARGS && tasks[t].args[k]; k++) argv[n++] = tasks[t].args[k];
+        argv[n++] = "--dry-run";
+        argv[n] = NULL;
+        static char out[1 << 16];
+        int status = dry_run_here(argv, out, sizeof out);
+        if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+        char which[16];
+        snprintf(which, sizeof which, "%d", t);
+        fprintf(stderr, "run_suite: --slurm: array task %s is refused (checked with --dry-run, its message is above)\n",
+                which);
+        return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
+    return 0;
 }
 
 /* A mix that is one data-parallel job alone, and that job's command under srun. */
@@ -382,7 +410,7 @@ static int ddp_command(const char *self, const char *const *common, ddp_job *j) 
     argv[n++] = "--mix", argv[n++] = j->mix, argv[n++] = "--completion", argv[n++] = "--dry-run", argv[n++] = "--json";
     argv[n] = NULL;
     static char out[1 << 20];
-    int status = jobs_run_capture((char *const *)argv, NULL, NULL, out, sizeof out, 300.0);
+    int status = dry_run_here(argv, out, sizeof out);
     if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "run_suite: --slurm: the data-parallel job %s is refused (run_suite's dry run of it to completion, "
                 "its message is above)\n", j->mix);
@@ -432,6 +460,9 @@ int slurm_main(int argc, char *const argv[]) {
     const char *mix_text = args.mix, *mixes_text = args.mixes, *study = args.study, *results = args.results;
     int dry_run = args.dry_run, quick = args.quick;
     if (slurm_check_options(&o, err, sizeof err) != 0) return usage_error("%s%s", err, "");
+    /* the rule of every output (base/output_path.h), before any script: bad input, exit 2 */
+    const output_path_rule rule = {"--results", OUTPUT_PATH_FOLDER, NULL, NULL};
+    if (output_path_check(&rule, results, err, sizeof err) != 0) return usage_error("%s%s", err, "");
     if (!!mix_text + !!mixes_text + !!study != 1)
         return usage_error("--slurm runs one of --mix MIX, --mixes 'MIX;MIX;...' or --study SET%s%s", "", "");
 
@@ -511,7 +542,7 @@ int slurm_main(int argc, char *const argv[]) {
     /* #SBATCH lines cannot quote: a blank in a path would cut the option */
     if (strpbrk(sweep_dir, " \t\n'\"") || strpbrk(workdir, " \t\n'\""))
         return usage_error("--slurm needs folders without blanks or quotes: %s, %s", workdir, sweep_dir);
-    int rc = count ? check_first_task(self, common, &tasks[0]) : 0;
+    int rc = check_tasks(self, common, tasks, count);
     for (int k = 0; rc == 0 && k < ddp_count; k++) rc = ddp_command(self, common, &ddp[k]);
     if (rc == 0 && count) {
         slurm_sweep s = {self, common, tasks, count, sweep_dir, workdir};
@@ -548,5 +579,6 @@ int slurm_main(int argc, char *const argv[]) {
         }
     }
     for (int k = 0; k < ddp_count; k++) free_argv(ddp[k].argv);
+    if (rc == 0) printf("%s\n", SLURM_CHECKED_HERE);
     return rc;
 }

@@ -19,6 +19,7 @@
 
 #include "base/clock.h"
 #include "base/list.h"
+#include "base/output_path.h"
 #include "base/number.h"
 #include "results/results.h"
 #include "runner/cli.h"
@@ -226,6 +227,15 @@ static int parse_options(int argc, char **argv, study_options *o) {
         o->gpus[0] = o->gpu, o->gpu_count = 1;
     }
     if (!known_set(o->set)) return usage_error("--study: expected one of " STUDY_SETS ", got ", o->set);
+    /* the rule of every output (base/output_path.h), in the dry run too: bad input, exit 2 */
+    const char *inputs[] = {o->data_root ? o->data_root : "", NULL};
+    const output_path_rule results = {"--results", OUTPUT_PATH_FOLDER, inputs, NULL};
+    if (output_path_check(&results, o->results, err, sizeof err) != 0) return usage_error(err, NULL);
+    /* its GPUs as NVML counts them (dry run too); where NVML cannot tell, said */
+    int exist = monitor_gpus_exist(o->gpus, o->gpu_count, err, sizeof err);
+    if (exist < 0) return usage_error(o->gpus_text ? "--gpus: " : "--gpu: ", err);
+    if (exist > 0 && (o->gpu_count > 1 || o->gpus[0] > 0))
+        fprintf(stderr, "warning: not checked: that the study's GPUs exist (%s)\n", err);
     return -1;
 }
 

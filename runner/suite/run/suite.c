@@ -401,8 +401,9 @@ static int fit_modes(const suite_ctx *c, char *fit, size_t fit_size, int *fits, 
 
 /* The run's cards against what NVML counts, before anything runs (the dry run too): an index NVML
  * says does not exist is bad input, and so is a data-parallel job wider than the run's cards (the
- * --gpu card, or SUITE_JOB_DEVICES' under run_suite --gpus). Where NVML cannot tell, or on a login
- * node (suite_node_checks_later), it says what is not checked. -1 to go on, else the exit status. */
+ * --gpu card, or SUITE_JOB_DEVICES' under run_suite --gpus). Where NVML cannot tell it says what is
+ * not checked; on a login node (suite_node_checks_later) run_suite --slurm says it. -1 to go on, else
+ * the exit status. */
 static int check_devices(const suite_ctx *c) {
     const suite_options *o = c->o;
     const char *devices = knob_text(KNOB_JOB_DEVICES);
@@ -410,16 +411,17 @@ static int check_devices(const suite_ctx *c) {
     for (const char *p = devices; p && *p; p++) cards += *p == ',';
     for (int i = 0; i < o->mix.count; i++)
         if (o->mix.jobs[i].gpus > widest) widest = o->mix.jobs[i].gpus, wide = i;
-    char what[256];
-    snprintf(what, sizeof what, "that GPU %d exists%s", o->gpu,
-             widest > 1 ? " and that the run's cards hold the data-parallel job's ranks" : "");
-    if (suite_node_checks_later() || c->gpu.nvml_count < 0) {
-        if (suite_node_checks_later()) fprintf(stderr, "note: left to the compute node: %s\n", what);
-        else if (o->gpu > 0 || widest > 1) fprintf(stderr, "warning: not checked: %s (%s)\n", what, c->gpu.why);
+    if (suite_node_checks_later()) return -1; /* the compute node's, said by run_suite --slurm */
+    char why[512];
+    int exist = monitor_gpus_exist(&o->gpu, 1, why, sizeof why);
+    if (exist > 0) {
+        if (o->gpu > 0 || widest > 1)
+            fprintf(stderr, "warning: not checked: that GPU %d exists%s (%s)\n", o->gpu,
+                    widest > 1 ? " and that the run's cards hold the data-parallel job's ranks" : "", why);
         return -1;
     }
-    if (o->gpu >= c->gpu.nvml_count) {
-        fprintf(stderr, "error: --gpu %d: %s\n", o->gpu, c->gpu.why);
+    if (exist < 0) {
+        fprintf(stderr, "error: --gpu %d: %s\n", o->gpu, why);
         return EXIT_USAGE;
     }
     if (widest > cards) {
@@ -489,6 +491,11 @@ static int prepare(suite_ctx *c, const suite_pass *pass) {
     }
     if (check_inputs(o) != 0 || footprints(c) != 0) return EXIT_USAGE;
     monitor_probe_gpu(o->gpu, &c->gpu);
+    if (suite_node_checks_later() && c->gpu.memory_source && !strcmp(c->gpu.memory_source, "NVML")) {
+        /* a login node's own GPU is not the compute node's: the fit is the node's to check */
+        c->gpu.memory_bytes = NAN, c->gpu.memory_source = NULL;
+        snprintf(c->gpu.why, sizeof c->gpu.why, "left to the compute node");
+    }
     const char *devices = knob_text(KNOB_JOB_DEVICES); /* run_suite --gpus: a data-parallel job's cards */
     if (devices && *devices) {
         if (strlen(devices) >= sizeof c->gpu.visible) {
