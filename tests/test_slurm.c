@@ -287,7 +287,7 @@ static void test_cli(void **state) {
     assert_null(strstr(script, "--dry-run"));
     assert_non_null(strstr(out, "left to each node: that its GPUs exist"));
     /* on a login node whose NVML counts one GPU, a task's --gpu 5 is the compute node's to judge */
-    setenv("SUITE_NVML_LIBRARY", SUITE_BINARY_DIR "/libnvml_standin.so", 1);
+    setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
     char *gpu5[] = {"--mode", "naive", "--mix", "S", "--gpu", "5", "--results", dir, "--dry-run", NULL};
     assert_int_equal(run_suite(out, sizeof out, err, sizeof err, gpu5), 0);
     setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
