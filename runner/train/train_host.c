@@ -3,8 +3,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "base/knob_value.h"
+#include "base/number.h"
 #include "kernels/check.h"
+#include "kernels/knobs.h"
 
 void *train_pinned_alloc(size_t bytes, void *user) {
     void *p = NULL;
@@ -14,12 +15,16 @@ void *train_pinned_alloc(size_t bytes, void *user) {
 
 void train_pinned_free(void *ptr, void *user) { CHECK_CUDA(cudaFreeHost(ptr)); }
 
+int train_loader_workers_for(int workers, long cpus, const char *concurrent_jobs) {
+    if (workers > 0) return workers;
+    /* by the knob's rule (base/number.h): a value it refuses was refused when the program started */
+    const knob *k = knob_info(KNOB_CONCURRENT_JOBS);
+    long long jobs = 1;
+    if (!concurrent_jobs || number_whole(k->name, concurrent_jobs, k->lo, k->hi, &jobs, NULL, 0) != 0) jobs = 1;
+    long share = (cpus < 1 ? 1 : cpus) / (long)jobs;
+    return share < 1 ? 1 : share > 16 ? 16 : (int)share;
+}
+
 int train_loader_workers(const train_options *o) {
-    if (o->workers > 0) return o->workers;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long long jobs = 1; /* checked when the program started (knob_value_check_all) */
-    char err[256];
-    if (knob_value_whole(KNOB_CONCURRENT_JOBS, &jobs, err, sizeof err) <= 0) jobs = 1;
-    long workers = (cpus < 1 ? 1 : cpus) / (jobs < 1 ? 1 : jobs);
-    return workers < 1 ? 1 : workers > 16 ? 16 : (int)workers;
+    return train_loader_workers_for(o->workers, sysconf(_SC_NPROCESSORS_ONLN), knob_text(KNOB_CONCURRENT_JOBS));
 }
