@@ -37,7 +37,7 @@ static const char *refusal(const char *s, size_t n) {
     return NULL;
 }
 
-/* ['-'] digits ['.' digits]: the digits' span; 0 when malformed. */
+/* How many decimal digits stand at p (before end). */
 static size_t scan_digits(const char *p, const char *end) {
     size_t n = 0;
     while (p + n < end && digit(p[n])) n++;
@@ -220,7 +220,7 @@ int number_parse(number_kind kind, double lo, double hi, const char *name, const
     if (!r.malformed && r.value < lo) range = "less than";
     else if (!r.malformed && r.value > hi) range = "more than";
     if (!r.malformed && !range && (kind == NUMBER_REAL || r.whole_ok)) {
-        if (whole) *whole = kind == NUMBER_REAL ? (long long)r.value : r.whole;
+        if (whole && kind != NUMBER_REAL) *whole = r.whole;
         if (real) *real = r.value;
         return 0;
     }

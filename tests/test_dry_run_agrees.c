@@ -48,6 +48,7 @@ static const refused_case CASES[] = {
     {"item 5: 8 jobs, at most 7 instances", {STANDIN, NULL},
      {"--mode", "mig-emulate", "--via", "green", "--mix", "8*S", NULL}},
     {"item 5: the same without the GPU's table", {NULL}, {"--mode", "mig-emulate", "--via", "green", "--mix", "8*S", NULL}},
+    {"item 5: the same under real MIG", {STANDIN, NULL}, {"--mode", "mig", "--mix", "8*S", NULL}},
     {"a sweep of real MIG without --mig-create", {STANDIN, NULL},
      {"--mode", "mig", "--mix", "S+S", "--mig-layouts", "all", NULL}},
     {"a mix that does not fit", {"SUITE_GPU_MEMORY=1G", NULL}, {"--mode", "naive", "--mix", "S+S", NULL}},

@@ -179,13 +179,14 @@ static int usable(const suite_ctx *c, char *err, size_t err_size) {
     return rc;
 }
 
-/* A dry run shows the layout; a run needs MIG on (the session plans on the GPU as it is). */
+/* A dry run shows the layout; a run needs MIG on (the session plans on the GPU as it is, at start).
+ * Both refuse a mix no layout of the empty GPU holds (exit 2), before the run folder exists. */
 static int plan(suite_ctx *c, char *err, size_t err_size) {
     mig_state *st = suite_mode_state(c, &mode_mig);
-    if (!c->o->dry_run) return usable(c, err, err_size);
+    if (!c->o->dry_run && usable(c, err, err_size) != 0) return -1;
     int rc = mode_mig_plan(c, &st->plan, err, err_size);
-    st->have_plan = rc == 0;
-    return rc;
+    st->have_plan = rc == 0 && c->o->dry_run;
+    return c->o->dry_run || rc == EXIT_USAGE ? rc : 0;
 }
 
 /* MIG's planner and assignment check each instance's memory themselves. */

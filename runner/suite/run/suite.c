@@ -531,7 +531,7 @@ static int prepare(suite_ctx *c, const suite_pass *pass) {
             fprintf(stderr, "error: refused: %s\n%s", fit, refused ? "" : "(--force runs it anyway)\n");
         return EXIT_USAGE;
     }
-    if (!fits) fprintf(stderr, "warning: %s; running anyway (--force)\n", fit);
+    if (!fits) fprintf(stderr, "warning: %s; %s anyway (--force)\n", fit, o->dry_run ? "the run would go on" : "running");
     if (isnan(c->gpu.memory_bytes) && checked && !o->dry_run)
         fprintf(stderr, "warning: GPU memory unknown (%s): the footprint check is skipped\n", c->gpu.why);
     if (o->baseline_dir && load_baseline(c) != 0) return EXIT_USAGE;
