@@ -245,7 +245,7 @@ static void test_cli(void **state) {
         {{"--mode", "naive", "--mix", "S", "--nodes", "0", NULL}, "--nodes: expected a whole number from 1 to 100000"},
         {{"--mode", "naive", "--mix", "S", "--mixes", "S;M", NULL}, "one of --mix MIX, --mixes"},
         {{"--mode", "naive", NULL}, "one of --mix MIX, --mixes"},
-        {{"--mode", "naive", "--mixes", "S;Q", NULL}, "--mix Q: "},
+        {{"--mode", "naive", "--mixes", "S;Q", NULL}, "mix \"Q\", part 1 \"Q\": unknown job \"Q\""},
         {{"--mode", "naive", "--study", "nothing", NULL}, "--study nothing: unknown set"},
         {{"--mode", "naive", "--mix", "S", "--time", NULL}, "--time: expected a value (not empty); missing its value"},
         {{"--mode", "warp", "--mixes", "S;M", "--results", dir, NULL}, "array task 0 is refused"},

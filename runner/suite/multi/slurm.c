@@ -508,7 +508,7 @@ int slurm_main(int argc, char *const argv[]) {
             while (*m == ' ' || *m == '\t') m++; /* the task's --mix as the mix reads it */
             for (char *end = m + strlen(m); end > m && (end[-1] == ' ' || end[-1] == '\t');) *--end = 0;
             static mix parsed;
-            if (mix_parse(&parsed, m, err, sizeof err) != 0) return usage_error("--mix %s: %s", m, err);
+            if (mix_parse(&parsed, m, err, sizeof err) != 0) return usage_error("%s%s", err, ""); /* it names the mix */
             if (parsed.count == 1 && parsed.jobs[0].gpus > 1) { /* a data-parallel job alone: over nodes */
                 ddp_job *j = &ddp[ddp_count++];
                 *j = (ddp_job){.mix = m, .ranks = parsed.jobs[0].gpus};
