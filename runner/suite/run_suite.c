@@ -30,11 +30,10 @@
 /* What the command line fills besides the modes' options: the run's options and the values
  * checked once the mix is known. */
 typedef struct run_args {
-    suite_options o;
-    const char *mode, *train;
+    run_request o;
+    const char *train;
     int list, have_epochs, have_steps, have_repeat, have_window, have_warmup;
     const char *gpus; int slurm; /* only for --help: both are run before this table (gpus.c, slurm.c) */
-    int precision; /* a precision_kind + 1; 0: none given */
 } run_args;
 
 #define PRECISION_CHOICE_(kind, name) {name, kind + 1},
@@ -46,7 +45,7 @@ static const cli_choice PRECISIONS[] = {PRECISION_TABLE(PRECISION_CHOICE_){0}};
  * rows, in the order of the table of modes), then RUN_CONTROL. Checks that need the mix or the
  * mode (--mps-sm per job, which options go with which mode) follow in check and the modes. */
 static const cli_option RUN_OPTIONS[] = {
-    {"--mode", "MODE", "collocation mode", CLI_STR(T, mode), .values = suite_mode_names},
+    {"--mode", "MODE", "collocation mode", CLI_STR(T, o.mode_name), .values = suite_mode_names},
     {"--skip", "MODE,...", "with --mode all: leave these modes out (e.g. streams,green)", CLI_STR(T, o.skip_modes)},
     {"--mix", "MIX", "jobs, e.g. S+M+M, 7*S, resnet50:imagenet64@128 (--list shows presets)", CLI_STR(T, o.mix_text)},
     {"--list", NULL, "the presets and modes (--json: as JSON)", CLI_FLAG(T, list, 1)},
@@ -67,7 +66,7 @@ static const cli_option RUN_OPTIONS[] = {
      "to completion (makespan, turnaround, energy to complete)", CLI_FLAG(T, o.completion, 1)},
     {"--data-root", "DIR", "data sets' folder, passed to train", CLI_STR(T, o.data_root)},
     {"--precision", NULL, "every job's numerics where the mix gives no precision= (train --precision)",
-     CLI_CHOICE(T, precision, PRECISIONS)},
+     CLI_CHOICE(T, o.precision, PRECISIONS)},
     {"--results", "DIR", "where run folders go", CLI_STR(T, o.results_dir), .fallback = RESULTS_DEFAULT_DIR},
     {"--baseline", "DIR", "an earlier serial run of the same mix: speed-up and slow-downs against it",
      CLI_STR(T, o.baseline_dir)},
@@ -157,11 +156,11 @@ static int find_train(const char *given, char *out, size_t size) {
  * own), the train program. 0 to run, else the exit status. */
 static int check(run_args *args, const mode_option_table *table, int argc, char **argv, char *train_path,
                  size_t train_size) {
-    suite_options *o = &args->o;
+    run_request *o = &args->o;
     char err[2048];
     o->argc = argc;
     o->argv = argv;
-    const char *mode = args->mode;
+    const char *mode = o->mode_name;
     if (!mode) return fail("--mode is required: one of %s%s", suite_mode_names(), "");
     int all = strcmp(mode, SUITE_ALL) == 0;
     o->mode = suite_mode_find(mode);
@@ -178,12 +177,7 @@ static int check(run_args *args, const mode_option_table *table, int argc, char 
         p += n + (p[n] == ',');
     }
     if (!o->mix_text) return fail("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
-    if (mix_parse(&o->mix, o->mix_text, err, sizeof err) != 0) return fail("--mix: %s%s", err, "");
-    for (int i = 0; args->precision && i < o->mix.count; i++)
-        if (!o->mix.jobs[i].precision_given) {
-            o->mix.jobs[i].precision = (precision_kind)(args->precision - 1);
-            o->mix.jobs[i].precision_given = 1;
-        }
+    if (run_request_set_mix(o, o->mix_text, err, sizeof err) != 0) return fail("--mix: %s%s", err, "");
     if (suite_mode_check_options(table, o, mode, err, sizeof err) != 0) return fail("%s%s", err, "");
     if (o->json && !o->dry_run) return fail("--json goes with --dry-run or --list%s%s", "", "");
     if (suite_repeat_requested(o) && suite_sweep_requested(o))

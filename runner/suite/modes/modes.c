@@ -69,7 +69,7 @@ const char *suite_mode_names(void) {
 
 /* m, the mode that runs in its place, and so on (a mode's runs_as may lead to one more); the
  * count. None for m NULL (--mode all). */
-static int chain_of(const suite_mode *m, const suite_options *o, const suite_mode **chain) {
+static int chain_of(const suite_mode *m, const run_request *o, const suite_mode **chain) {
     int n = 0;
     while (m && n < SUITE_MODES_MAX) {
         chain[n++] = m;
@@ -79,7 +79,7 @@ static int chain_of(const suite_mode *m, const suite_options *o, const suite_mod
     return n;
 }
 
-const suite_mode *suite_mode_resolve(const suite_mode *m, const suite_options *o) {
+const suite_mode *suite_mode_resolve(const suite_mode *m, const run_request *o) {
     const suite_mode *chain[SUITE_MODES_MAX];
     int n = chain_of(m, o, chain);
     return n ? chain[n - 1] : NULL;
@@ -101,7 +101,7 @@ static int place_of(const suite_mode *m) {
     return -1;
 }
 
-void *suite_mode_options(const suite_options *o, const suite_mode *declarer) {
+void *suite_mode_options(const run_request *o, const suite_mode *declarer) {
     int k = place_of(declarer);
     return k >= 0 ? o->mode_options[k] : NULL;
 }
@@ -230,7 +230,7 @@ static void refuse(const mode_check *ck, const char *group, char *err, size_t er
     snprintf(err, err_size, "%s %s with --mode %s, not %s", opts, words > 1 ? "go" : "goes", modes, ck->given);
 }
 
-int suite_mode_check_options(const mode_option_table *t, suite_options *o, const char *given, char *err,
+int suite_mode_check_options(const mode_option_table *t, run_request *o, const char *given, char *err,
                              size_t err_size) {
     mode_check ck = {.given = given, .o = o};
     for (int k = 0; k < TABLE_COUNT; k++)

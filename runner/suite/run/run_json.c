@@ -86,7 +86,7 @@ cJSON *run_json_jobs(const suite_ctx *c, const mode_run *r) {
 
 void run_json_write(const suite_ctx *c, const mode_run *r, const char *dir, const char *mode,
                     const char *status) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "run_id", c->run_id);
     cJSON_AddStringToObject(root, "mode", mode);

@@ -33,7 +33,7 @@ static void on_phase(void *user, const job_record *job, const char *phase, doubl
 }
 
 static void start_monitor(mode_run *r) {
-    const suite_options *o = r->ctx->o;
+    const run_request *o = r->ctx->o;
     if (o->no_monitor) return;
     monitor_source src;
     char why[512], path[PATH_MAX + 32];
@@ -146,7 +146,7 @@ static void record_collateral(mode_run *r) {
 
 int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int count,
                   const char *dir, const serial_baseline *base, run_summary *summary) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     mode_run *r = calloc(1, sizeof *r);
     if (!r) {
         failed_summary(mode, "failed", summary);
@@ -222,7 +222,7 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
  * *checked_pass (-1 to go on). */
 static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_error, const suite_pass *pass,
                           int *checked_pass) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     const monitor_gpu *g = &c->gpu;
     const char *mode = o->mode ? o->mode->name : SUITE_ALL;
     if (o->json) {
@@ -299,7 +299,7 @@ int suite_exit_for(const run_summary *s, int stopped) {
 }
 
 /* Whether --skip names the mode (a comma-separated list of checked names). */
-static int skipped(const suite_options *o, const suite_mode *m) {
+static int skipped(const run_request *o, const suite_mode *m) {
     size_t n = strlen(m->name);
     for (const char *p = o->skip_modes; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
         if (!strncmp(p, m->name, n) && (p[n] == ',' || p[n] == '\0')) return 1;
@@ -310,7 +310,7 @@ static int skipped(const suite_options *o, const suite_mode *m) {
  * names (as the table or as the mode that runs in its place: runs_as, e.g. mig-emulate for mig
  * under --mig-emulate). */
 static int select_modes(suite_ctx *c) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     int table_count;
     const suite_mode *const *table = suite_modes(&table_count);
     for (int t = 0; t < (o->mode ? 1 : table_count) && c->mode_count < SUITE_MODES_MAX; t++) {
@@ -331,7 +331,7 @@ static void free_modes(suite_ctx *c) {
 }
 
 static int footprints(suite_ctx *c) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     char err[2048];
     for (int i = 0; i < c->count; i++) {
         char mine[256], other[256];
@@ -388,7 +388,7 @@ static int fit_modes(const suite_ctx *c, char *fit, size_t fit_size, int *fits) 
 }
 
 static int load_baseline(suite_ctx *c) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     char err[2048];
     job_record *probe = calloc((size_t)c->count, sizeof *probe);
     for (int i = 0; probe && i < c->count; i++) {
@@ -407,7 +407,7 @@ static int load_baseline(suite_ctx *c) {
  * but malformed is bad input here, not synthetic data in the job (--data-if-present means absent
  * only). Without --data-root only fashion-mnist reads files (its installed copy), which must be there,
  * and a job that asks for decode=gpu has nothing to decode. */
-static int check_inputs(const suite_options *o) {
+static int check_inputs(const run_request *o) {
     const char *root = o->data_root ? o->data_root : "";
     char err[2048];
     for (int i = 0; i < o->mix.count; i++) {
@@ -432,7 +432,7 @@ static int check_inputs(const suite_options *o) {
 /* Footprints, GPU, each mode's plan, fit check, the pass's check, baseline: everything decided
  * before anything runs. Returns -1 to go on, else the exit status. */
 static int prepare(suite_ctx *c, const suite_pass *pass) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     if (select_modes(c) != 0) return EXIT_RUNTIME;
     if (c->mode_count == 0) {
         fprintf(stderr, "error: --skip %s leaves no mode of --mode all to run\n", o->skip_modes);
@@ -536,7 +536,7 @@ void suite_keep_choices_in(const char *dir) {
     setenv(knob_name(KNOB_CONV_CHOICES), path, 1);
 }
 
-int suite_run(const suite_options *o, const suite_pass *pass) {
+int suite_run(const run_request *o, const suite_pass *pass) {
     suite_ctx *c = calloc(1, sizeof *c);
     if (!c) return EXIT_RUNTIME;
     c->o = o;

@@ -1,0 +1,53 @@
+/* The run request (see run_request.h). */
+#include "runner/suite/request/run_request.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One block the request owns; they form a list, freed together. */
+struct run_request_memory {
+    run_request_memory *next;
+    max_align_t data[];
+};
+
+void *run_request_alloc(run_request *r, size_t size) {
+    run_request_memory *m = calloc(1, sizeof *m + size);
+    if (!m) return NULL;
+    m->next = r->memory;
+    r->memory = m;
+    return m->data;
+}
+
+const char *run_request_keep(run_request *r, const char *text) {
+    if (!text) return NULL;
+    char *copy = run_request_alloc(r, strlen(text) + 1);
+    if (copy) memcpy(copy, text, strlen(text) + 1);
+    return copy;
+}
+
+void run_request_free(run_request *r) {
+    for (run_request_memory *m = r->memory, *next; m; m = next) {
+        next = m->next;
+        free(m);
+    }
+    r->memory = NULL;
+}
+
+int run_request_set_mix(run_request *r, const char *text, char *err, size_t err_size) {
+    r->mix_text = text;
+    if (mix_parse(&r->mix, text, err, err_size) != 0) return -1;
+    for (int i = 0; r->precision && i < r->mix.count; i++)
+        if (!r->mix.jobs[i].precision_given) {
+            r->mix.jobs[i].precision = (precision_kind)(r->precision - 1);
+            r->mix.jobs[i].precision_given = 1;
+        }
+    return 0;
+}
+
+int run_request_job_epochs(const run_request *r, const job_spec *job) {
+    return job->epochs > 0 ? job->epochs : r->epochs;
+}
+
+long run_request_job_steps(const run_request *r, const job_spec *job) {
+    return job->steps_per_epoch > 0 ? job->steps_per_epoch : r->steps_per_epoch;
+}
