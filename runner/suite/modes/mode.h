@@ -148,22 +148,24 @@ const char *suite_mode_names(void);
 /* The mode that runs for m under o: m's runs_as followed to the end. */
 const suite_mode *suite_mode_resolve(const suite_mode *m, const run_request *o);
 
-/* run_suite's option table: `before`, each mode's rows in table order, `after`, parsed into one
- * block (storage) that holds the caller's args_size bytes first (the rows of before and after
- * point there) and each mode's options struct after them. */
-typedef struct mode_option_table {
-    cli_option *rows;
-    void *storage;
-    size_t offset[SUITE_MODES_MAX]; /* of each mode's options struct in storage, by table place */
-} mode_option_table;
-int suite_mode_option_table(mode_option_table *t, const cli_option *before, const cli_option *after,
-                            size_t args_size, char *err, size_t err_size);
-void suite_mode_option_table_free(mode_option_table *t);
-/* After the parse and the mix: hands o each mode's options, refuses options the mode given
- * (--mode's text; NULL o->mode: all) does not take, runs each mode's check and sets o->mode to
- * the mode that runs (suite_mode_resolve). 0, or -1 with the message in err (exit 2). */
-int suite_mode_check_options(const mode_option_table *t, run_request *o, const char *given, char *err,
-                             size_t err_size);
+/* The modes' rows as parts of run_suite's one option table (runner/cli.h's cli_table_join): out[i]
+ * the rows and struct size of the i-th mode, in table order, that declares options, place[i] its
+ * place in the table (the request's mode_options[place[i]] is its struct). Returns how many, or -1
+ * with a message (a mode takes a group of options no mode declares). */
+int suite_mode_option_parts(cli_part *out, int *place, int max, char *err, size_t err_size);
+/* Gives o its own copy of every mode's options (zeroed where it held none), in its memory
+ * (run_request_alloc): a request read from a file, or a hop's, which then changes its own. 0, or
+ * -1 when out of memory. */
+int suite_mode_options_own(run_request *o);
+/* The modes' options o sets, as request.json's "mode_options": an object per declaring mode, keyed
+ * by its name, of its rows that are set (cli_values_json); and back into o's own copy (its
+ * fallbacks first; an unknown mode or option is an error naming it). */
+cJSON *suite_mode_options_json(const run_request *o);
+int suite_mode_options_from_json(run_request *o, const cJSON *object, char *err, size_t err_size);
+/* After the mix: refuses options the mode given (o->mode_name; "all") does not take, runs each
+ * mode's check and sets o->mode to the mode that runs (suite_mode_resolve; NULL: all). 0, or -1
+ * with the message in err (exit 2). */
+int suite_mode_check_options(run_request *o, char *err, size_t err_size);
 /* The struct of the options `declarer` declares, for this run; NULL when it declares none. */
 void *suite_mode_options(const run_request *o, const suite_mode *declarer);
 

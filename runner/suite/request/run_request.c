@@ -33,6 +33,24 @@ void run_request_free(run_request *r) {
     r->memory = NULL;
 }
 
+const char *ddp_under_name(ddp_under d) {
+#define DDP_UNDER_NAME_(kind, name) case kind: return name;
+    switch (d) { DDP_UNDER_TABLE(DDP_UNDER_NAME_) }
+#undef DDP_UNDER_NAME_
+    return "unknown";
+}
+
+void run_request_settle(run_request *r, const run_request_given *given, int quick_sample_ms) {
+    if (r->quick) { /* the window measurement's epochs after the warm-up stay whole: few epoch events */
+        if (!given->steps && r->completion) r->steps_per_epoch = 10;
+        if (!given->warmup) r->warmup_steps = 10;
+        if (!given->sample_ms && quick_sample_ms) r->sample_ms = quick_sample_ms;
+    }
+    if (!given->epochs) r->epochs = 2;
+    if (!given->window) r->window_s = r->quick ? 2.0 : 10.0;
+    if (r->completion) r->window_s = 0, r->windows = 1;
+}
+
 int run_request_set_mix(run_request *r, const char *text, char *err, size_t err_size) {
     r->mix_text = text;
     if (mix_parse(&r->mix, text, err, err_size) != 0) return -1;

@@ -16,6 +16,15 @@
 /* The most modes the table of modes holds, and so the most whose options a request carries. */
 #define SUITE_MODES_MAX 16
 
+/* How a data-parallel job runs beside cards whose jobs are MPS clients (run_suite --gpus
+ * --ddp-under): outside MPS, or as the client of an MPS daemon of its own over its cards. X(kind,
+ * name) in the order of their values: the enum, the option's choices and the names come from it. */
+#define DDP_UNDER_TABLE(X) X(DDP_UNDER_NONE, "none") X(DDP_UNDER_MPS, "mps")
+#define DDP_UNDER_ENUM_(kind, name) kind,
+typedef enum { DDP_UNDER_TABLE(DDP_UNDER_ENUM_) } ddp_under;
+#undef DDP_UNDER_ENUM_
+const char *ddp_under_name(ddp_under d);
+
 struct suite_mode;
 typedef struct run_request_memory run_request_memory;
 
@@ -42,7 +51,7 @@ typedef struct run_request {
     /* where it runs */
     int gpu;                      /* the GPU's NVML index */
     const char *gpus_text;        /* run_suite --gpus: the cards the jobs are placed over; NULL: one GPU */
-    const char *ddp_under;        /* --gpus: a data-parallel job beside cards of MPS clients: "none" or "mps" */
+    ddp_under ddp_under;          /* --gpus: how a data-parallel job runs beside cards of MPS clients */
     int sample_ms, no_monitor;
     const char *train_path;       /* the train program, resolved */
     const char *data_root;        /* NULL: train's default */
@@ -60,6 +69,18 @@ typedef struct run_request {
     /* what the request owns (read from a file, or a hop's own copies); NULL: it owns nothing */
     run_request_memory *memory;
 } run_request;
+
+/* Which options the command line gave of those whose defaults follow from others (run_request_settle). */
+typedef struct run_request_given {
+    int epochs, steps, window, warmup, sample_ms;
+} run_request_given;
+
+/* Every default that follows from other settings, decided here once (an option's own default is its
+ * row's fallback, runner/suite/run/run_args.c): --quick's lengths (a 10-step warm-up and a 2 s
+ * window; with --completion 2 epochs of 10 steps) and sampling (quick_sample_ms where a program form
+ * has its own: the study's), the window's 10 s, the run's 2 epochs; the completion measurement has
+ * no window. */
+void run_request_settle(run_request *r, const run_request_given *given, int quick_sample_ms);
 
 /* Memory the request owns and run_request_free releases: a zeroed block, a copy of a string. NULL
  * when out of memory. */

@@ -18,6 +18,7 @@
 #include "kernels/knobs.h"
 #include "results/results.h"
 #include "results/faults.h"
+#include "runner/suite/run/request_file.h"
 #include "runner/suite/run/run_json.h"
 #include "runner/suite/modes/isolation.h"
 #include "runner/suite/gpu/mps.h"
@@ -557,6 +558,8 @@ int suite_run(const run_request *o, const suite_pass *pass) {
         fprintf(stderr, "error: %s\n", err);
         status = EXIT_USAGE; /* the user's folder to fix, found before any job ran */
     }
+    if (status < 0 && request_file_write(o, c->run_dir, err, sizeof err) != 0) /* what this run was asked */
+        fprintf(stderr, "error: %s\n", err);
     if (status < 0) suite_keep_choices_in(c->run_dir);
     if (status < 0 && pass) {
         status = pass->run(c);

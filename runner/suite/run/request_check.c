@@ -1,0 +1,76 @@
+/* The checks of a run's request (see request_check.h). */
+#include "runner/suite/run/request_check.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runner/suite/modes/mode.h"
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* --skip: a comma-separated list of the modes of --mode all. */
+static int check_skip(const run_request *r, int all, char *err, size_t err_size) {
+    if (!r->skip_modes) return 0;
+    if (!all) {
+        snprintf(err, err_size, "--skip goes with --mode all, not %s", r->mode_name);
+        return -1;
+    }
+    if (!*r->skip_modes) {
+        snprintf(err, err_size, "--skip: expected modes, e.g. streams,green");
+        return -1;
+    }
+    for (const char *p = r->skip_modes; *p;) {
+        size_t n = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+        if (!suite_mode_find(name) || !strcmp(name, SUITE_ALL)) {
+            snprintf(err, err_size, "--skip %s: expected modes of --mode all, one of %s", r->skip_modes,
+                     suite_mode_names());
+            return -1;
+        }
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+int request_check(run_request *r, char *err, size_t err_size) {
+    char why[1536];
+    if (!r->mode_name) {
+        snprintf(err, err_size, "--mode is required: one of %s", suite_mode_names());
+        return -1;
+    }
+    int all = strcmp(r->mode_name, SUITE_ALL) == 0;
+    if (!all && !suite_mode_find(r->mode_name)) {
+        snprintf(err, err_size, "--mode %s: expected one of %s", r->mode_name, suite_mode_names());
+        return -1;
+    }
+    if (check_skip(r, all, err, err_size) != 0) return -1;
+    if (!r->mix.count && !r->mix_text) {
+        snprintf(err, err_size, "--mix is required, e.g. S+M+M (run_suite --list shows the presets)");
+        return -1;
+    }
+    if (!r->mix.count && run_request_set_mix(r, r->mix_text, why, sizeof why) != 0) {
+        snprintf(err, err_size, "--mix: %s", why);
+        return -1;
+    }
+    if (suite_mode_check_options(r, err, err_size) != 0) return -1;
+    if (r->json && !r->dry_run) {
+        snprintf(err, err_size, "--json goes with --dry-run or --list");
+        return -1;
+    }
+    if (r->baseline_dir && !is_dir(r->baseline_dir)) {
+        snprintf(err, err_size, "--baseline %s: not a folder", r->baseline_dir);
+        return -1;
+    }
+    if (!r->train_path || access(r->train_path, X_OK) != 0) {
+        snprintf(err, err_size, "cannot run the train program at %s (build it, or give --train PATH)",
+                 r->train_path ? r->train_path : "(none)");
+        return -1;
+    }
+    return 0;
+}
