@@ -87,8 +87,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
     if (slurm_requested(argc, argv)) return slurm_main(argc, argv); /* before --study: it sweeps one */
     if (study_requested(argc, argv)) return study_main(argc, argv); /* before --gpus: it spreads over them */
-    if (gpus_requested(argc, argv)) return gpus_main(argc, argv);
-    static const run_form *const forms[] = {NULL};
+    static const run_form *const forms[] = {&gpus_form, NULL};
     run_args *args;
     int status = run_args_parse(&args, forms, argc, argv);
     if (status < 0 && args->request_path) status = handed_down(args, forms);
