@@ -152,8 +152,8 @@ static int parse(const cli_program *p, void *dst, int argc, char *const argv[], 
             snprintf(err, err_size, "%s's option table: %s is missing from its help text", p->name, r->name);
             return -1;
         }
-        if (r->fallback && take_value(r, r->fallback, dst, err, err_size) != 0) return -1;
     }
+    if (cli_fallbacks(p->options, dst, err, err_size) != 0) return -1;
     if (cli_help_asked(p, argc, argv)) {
         cli_usage(p, stdout);
         return 1;
@@ -219,6 +219,12 @@ static int parse_words(const cli_program *p, void *dst, int argc, char *const ar
         if (take_value(r, value, dst, err, err_size) != 0) return -1;
         if (r->marks) *(int *)((char *)dst + r->mark) = 1;
     }
+    return 0;
+}
+
+int cli_fallbacks(const cli_option *rows, void *dst, char *err, size_t err_size) {
+    for (const cli_option *r = rows; r && r->name; r++)
+        if (r->fallback && take_value(r, r->fallback, dst, err, err_size) != 0) return -1;
     return 0;
 }
 
@@ -450,8 +456,7 @@ int cli_values_from_json(const cli_option *rows, void *values, const cJSON *obje
         snprintf(err, err_size, "expected an object of options");
         return -1;
     }
-    for (const cli_option *r = rows; r && r->name; r++)
-        if (r->fallback && take_value(r, r->fallback, values, err, err_size) != 0) return -1;
+    if (cli_fallbacks(rows, values, err, err_size) != 0) return -1;
     for (const cJSON *item = object->child; item; item = item->next) {
         const cli_option *r = cli_row(rows, item->string);
         if (!r) {

@@ -96,6 +96,10 @@ int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err,
 int cli_parse_forward(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
                       int rest_max, char *err, size_t err_size);
 
+/* Each row's fallback into dst, as cli_parse does first: the defaults of rows a program form does
+ * not parse but whose fields it holds. 0, or -1 with a message (a fallback the row refuses). */
+int cli_fallbacks(const cli_option *rows, void *dst, char *err, size_t err_size);
+
 /* 1 when argv holds the option `name` ("--gpus") as a word of its own or as "name=value". */
 int cli_given(int argc, char *const argv[], const char *name);
 

@@ -226,6 +226,10 @@ int run_args_parse(run_args **out, const run_form *const *forms, int argc, char 
     }
     run_args *a = *out;
     const cli_program all = {.name = "run_suite", .options = a->table.rows};
+    if (cli_fallbacks(all.options, a, err, sizeof err) != 0) { /* a form holds the defaults of rows it does not take */
+        fprintf(stderr, "run_suite: %s\n", err);
+        return 1;
+    }
     if (cli_named(&all, argc, argv, "--request")) return request_only(a, argc, argv);
     int form_part = -1;
     for (int k = 0; forms && forms[k] && !a->form; k++)
