@@ -139,7 +139,7 @@ int cli_help_asked(const cli_program *p, int argc, char *const argv[]) {
 static int parse_words(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
                        int rest_max, unsigned char *given, char *err, size_t err_size);
 
-/* cli_parse and cli_parse_forward: with rest NULL, a word no row names is an error. */
+/* cli_parse and cli_parse_unknown: with rest NULL, a word no row names is an error. */
 static int parse(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest, int rest_max,
                  char *err, size_t err_size) {
     for (const cli_option *r = p->options; r->name; r++) {
@@ -183,18 +183,16 @@ static int parse_words(const cli_program *p, void *dst, int argc, char *const ar
             snprintf(err, err_size, "unknown option '%s' (%s --help lists them)", a, p->name);
             return -1;
         }
-        if (rest && (!r || r->forward)) {
+        if (!r) { /* rest: the words no row names */
             int words = 1 + value_follows(r, argc, argv, i);
             if (passed + words >= rest_max) {
-                snprintf(err, err_size, "more than %d arguments to pass on", rest_max - 1);
+                snprintf(err, err_size, "more than %d words no option names", rest_max - 1);
                 return -1;
             }
             for (int k = 0; k < words; k++) rest[passed++] = argv[i + k];
             rest[passed] = NULL;
-            if (!r) {
-                i += words - 1;
-                continue;
-            }
+            i += words - 1;
+            continue;
         }
         const char *value = NULL;
         if (r->kind == CLI_KIND_FLAG) {
@@ -232,16 +230,9 @@ int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err,
     return parse(p, dst, argc, argv, NULL, 0, err, err_size);
 }
 
-int cli_parse_forward(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
+int cli_parse_unknown(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
                       int rest_max, char *err, size_t err_size) {
     return parse(p, dst, argc, argv, rest, rest_max, err, err_size);
-}
-
-int cli_given(int argc, char *const argv[], const char *name) {
-    size_t n = strlen(name);
-    for (int i = 1; i < argc; i++)
-        if (!strncmp(argv[i], name, n) && (argv[i][n] == 0 || argv[i][n] == '=')) return 1;
-    return 0;
 }
 
 int cli_named(const cli_program *p, int argc, char *const argv[], const char *name) {

@@ -19,8 +19,7 @@
  * Optional parts: .fallback = "text" (the default, parsed like a given value before argv, shown in
  * --help), CLI_MARK(T, g) (sets the int g to 1 when the option is given on the command line),
  * .values = f (f() names the accepted values at run time, e.g. a table's names; --help appends
- * "one of <f()>"; checking them stays with the caller, which owns the table), .forward = 1 (the
- * option is read here and also passed on as written: see cli_parse_forward), .hidden = 1 (parsed,
+ * "one of <f()>"; checking them stays with the caller, which owns the table), .hidden = 1 (parsed,
  * never shown by --help: an option between the suite's own processes).
  *
  * The tables write `#define T <struct>` before the rows and `#undef T` after them.
@@ -57,7 +56,6 @@ typedef struct cli_option {
     const char *(*values)(void);
     int marks;                /* with CLI_MARK: */
     size_t mark;              /* offset of the int set to 1 when given */
-    int forward;              /* also passed on, as written, by cli_parse_forward */
     int hidden;               /* not in --help */
 } cli_option;
 
@@ -89,19 +87,16 @@ typedef struct cli_program {
  * starts with "--" is never taken as a value ("--epochs --quick": --epochs misses its value). */
 int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err, size_t err_size);
 
-/* cli_parse for a program that passes options on to other runs of a program (run_suite --gpus to
- * each GPU's run_suite): the words of .forward rows and of options no row names (an unknown "--opt"
- * with the word after it unless that starts with "--"; any other unknown word alone) go into rest,
- * in argv order and as written, NULL-terminated, at most rest_max - 1 of them (more is an error). */
-int cli_parse_forward(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
+/* cli_parse with the words no row names collected in rest instead of refused (an unknown "--opt"
+ * with the word after it unless that starts with "--"; any other unknown word alone), in argv order
+ * and as written, NULL-terminated, at most rest_max - 1 of them (more is an error): a program form
+ * that names what does not go with it (run_suite --study). */
+int cli_parse_unknown(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
                       int rest_max, char *err, size_t err_size);
 
 /* Each row's fallback into dst, as cli_parse does first: the defaults of rows a program form does
  * not parse but whose fields it holds. 0, or -1 with a message (a fallback the row refuses). */
 int cli_fallbacks(const cli_option *rows, void *dst, char *err, size_t err_size);
-
-/* 1 when argv holds the option `name` ("--gpus") as a word of its own or as "name=value". */
-int cli_given(int argc, char *const argv[], const char *name);
 
 /* 1 when argv names p's row `name` ("--study", or "--study=SET"), its words read as cli_parse reads
  * them: a row's value is never taken for an option. */

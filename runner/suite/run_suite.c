@@ -85,9 +85,8 @@ static int handed_down(run_args *args, const run_form *const *forms) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
-    if (slurm_requested(argc, argv)) return slurm_main(argc, argv); /* before --study: it sweeps one */
-    /* the forms in the order they are looked for: a study spreads over --gpus */
-    static const run_form *const forms[] = {&study_form, &gpus_form, NULL};
+    /* the program forms, in the order they are looked for: Slurm sweeps a study, a study spreads over --gpus */
+    static const run_form *const forms[] = {&slurm_form, &study_form, &gpus_form, NULL};
     run_args *args;
     int status = run_args_parse(&args, forms, argc, argv);
     if (status < 0 && args->request_path) status = handed_down(args, forms);

@@ -13,40 +13,48 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "results/results.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
+#include "runner/suite/modes/mode.h"
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/multi/study.h"
+#include "runner/suite/run/request_check.h"
+#include "runner/suite/run/request_file.h"
 
+/* The --slurm form's own rows: the tasks' mixes and the submission; every run option is the run's,
+ * and the tasks get the request whole (each its own mix, or its study cell, and its folder). */
 #define T slurm_args
 static const cli_option OPTIONS[] = {
-    {"--slurm", NULL, "the tasks as one Slurm job array", CLI_FLAG(T, slurm, 1)},
-    {"--mix", "MIX", "one task: this mix", CLI_STR(T, mix)},
-    {"--mixes", "'MIX;MIX;...'", "one task per mix", CLI_STR(T, mixes)},
-    {"--study", "SET", "one task per cell of the study's set (run_suite --study --help)", CLI_STR(T, study)},
+    {"--mixes", "'MIX;MIX;...'", "one task per mix (--mix MIX: one task)", CLI_STR(T, mixes)},
     {"--partition", "P", "partition(s) (default: the cluster's default)", CLI_STR(T, o.partition)},
     {"--gres", "G", "generic resources per node, e.g. gpu:4 or gpu:h100:8", CLI_STR(T, o.gres)},
     {"--nodes", "N", "at most N nodes (array tasks) at once", CLI_INT(T, o.max_nodes, 1, 100000)},
     {"--time", "T", "time limit per task (MINUTES, H:MM:SS, D-HH:MM:SS)", CLI_STR(T, o.time_limit)},
     {"--job-name", "NAME", "Slurm job name (default run_suite)", CLI_STR(T, o.job_name)},
-    {"--results", "DIR", "where the sweep folder goes", CLI_STR(T, results), .fallback = RESULTS_DEFAULT_DIR},
-    {"--dry-run", NULL, "write the batch script only; submit nothing", CLI_FLAG(T, dry_run, 1)},
-    {"--quick", NULL, "every task's run a smoke test; with --study, the quick matrix", CLI_FLAG(T, quick, 1),
-     .forward = 1},
     {0}};
 #undef T
 
-static const cli_program PROGRAM = {
-    .name = "run_suite --slurm",
-    .synopsis = "usage: run_suite --slurm (--mix MIX | --mixes 'MIX;MIX;...' | --study SET) [submission options]\n"
-                "                 [run_suite options every task repeats: --mode, --quick, --train, ...]\n\n"
-                "One Slurm array task per mix (or study cell), each alone on a whole node (--exclusive),\n"
-                "each writing its own run folder; `run_suite report` merges them.\n",
-    .epilogue = "Every other option is passed on to each task's run_suite (run_suite --help lists them); task 0's\n"
-                "are checked with --dry-run before the script is written.\n"
-                "exit status: 0 written or submitted, 1 submission failed, 2 bad input\n",
-    .options = OPTIONS,
+static const char *const ADDS[] = {"--study", "--ddp-under", NULL};
+static int slurm_main(run_args *args);
+const run_form slurm_form = {
+    .option = "--slurm",
+    .help = {.name = "run_suite --slurm",
+             .synopsis = "usage: run_suite --slurm (--mix MIX | --mixes 'MIX;MIX;...' | --study SET) [submission options]\n"
+                         "                 [run_suite options every task takes: --mode, --quick, --train, ...]\n\n"
+                         "One Slurm array task per mix (or study cell), each alone on a whole node (--exclusive),\n"
+                         "each writing its own run folder; `run_suite report` merges them.\n",
+             .epilogue = "Every other run_suite option (run_suite --help) is taken too: each task is handed the whole\n"
+                         "request (<sweep>/task-<i>/request.json), its mix or study cell and its folder its own; --results\n"
+                         "is where the sweep folder goes and --dry-run writes the script without submitting it. Task 0's\n"
+                         "request is checked with --dry-run before the script is written.\n"
+                         "exit status: 0 written or submitted, 1 submission failed, 2 bad input\n"},
+    .rows = OPTIONS,
+    .size = sizeof(slurm_args),
+    .adds = ADDS,
+    .main = slurm_main,
 };
 
 static int all_of(const char *text, const char *extra) {
@@ -139,8 +147,9 @@ int slurm_script(const slurm_options *o, const slurm_sweep *s, char *out, size_t
     if (o->time_limit) put(&t, "#SBATCH --time=%s\n", o->time_limit);
     /* #SBATCH lines are not read by a shell: paths go unquoted, so they must hold no blank */
     put(&t, "#SBATCH --chdir=%s\n#SBATCH --output=%s/task-%%a.out\n", s->workdir, s->sweep_dir);
-    put(&t, "# Written by run_suite --slurm: array task i runs its own mix alone on a whole node and\n"
-            "# writes its run folder under task-i/ next to this script; `run_suite report` merges them.\n");
+    put(&t, "# Written by run_suite --slurm: array task i runs its own mix alone on a whole node, handed its\n"
+            "# request (task-i/request.json next to this script), and writes its run folder under task-i/;\n"
+            "# `run_suite report` merges them.\n");
     put(&t, "set -euo pipefail\nexport NCCL_NVLS_ENABLE=0\n");
     put(&t, "case \"${SLURM_ARRAY_TASK_ID:?not run as a Slurm array task}\" in\n");
     for (int i = 0; i < s->task_count; i++) {
@@ -151,27 +160,18 @@ int slurm_script(const slurm_options *o, const slurm_sweep *s, char *out, size_t
         }
         put(&t, " ;;\n");
     }
-    put(&t, "  *) echo \"no task $SLURM_ARRAY_TASK_ID in this sweep\" >&2; exit 2 ;;\nesac\n");
-    put(&t, "results=");
-    put_quoted(&t, s->sweep_dir);
-    put(&t, "/task-$SLURM_ARRAY_TASK_ID\nmkdir -p \"$results\"\nexec ");
+    put(&t, "  *) echo \"no task $SLURM_ARRAY_TASK_ID in this sweep\" >&2; exit 2 ;;\nesac\nexec ");
     put_quoted(&t, s->run_suite);
     for (const char *const *a = s->common_args; a && *a; a++) {
         put(&t, " ");
         put_quoted(&t, *a);
     }
-    put(&t, " \"$@\" --results \"$results\"\n");
+    put(&t, " \"$@\"\n");
     if (t.overflow) {
         snprintf(err, err_size, "the batch script of %d tasks exceeds %zu bytes", s->task_count, size);
         return -1;
     }
     return (int)t.len;
-}
-
-int slurm_parse(int argc, char *const argv[], slurm_args *a, const char **common, int max, char *err,
-                size_t err_size) {
-    memset(a, 0, sizeof *a);
-    return cli_parse_forward(&PROGRAM, a, argc, argv, common, max, err, err_size);
 }
 
 int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char *job_id,
@@ -212,10 +212,6 @@ int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char
     return 0;
 }
 
-int slurm_requested(int argc, char *const argv[]) {
-    return cli_given(argc, argv, "--slurm");
-}
-
 static int usage_error(const char *fmt, const char *a, const char *b) {
     fprintf(stderr, "run_suite: ");
     fprintf(stderr, fmt, a, b);
@@ -223,65 +219,93 @@ static int usage_error(const char *fmt, const char *a, const char *b) {
     return 2;
 }
 
-/* Task 0 as this run_suite would run it, with --dry-run: the real parser judges the options. */
-static int check_first_task(const char *self, const char *const *common, const slurm_task *task) {
-    const char *argv[300];
-    int n = 0;
-    argv[n++] = self;
-    for (const char *const *a = common; *a && n < 280; a++) argv[n++] = *a;
-    for (int k = 0; k < SLURM_TASK_ARGS && task->args[k]; k++) argv[n++] = task->args[k];
-    argv[n++] = "--dry-run";
-    argv[n] = NULL;
+int slurm_task_request(const run_request *sweep, const char *mix_text, const char *dir, run_request *out, char *err,
+                       size_t err_size) {
+    *out = *sweep;
+    out->memory = NULL;
+    out->mix.count = 0;
+    out->results_dir = dir;
+    out->dry_run = out->json = 0; /* the sweep's --dry-run writes the script; the tasks run */
+    const char *kept = run_request_keep(out, mix_text);
+    if (!kept || suite_mode_options_own(out) != 0) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    return run_request_set_mix(out, kept, err, err_size);
+}
+
+/* Task 0's request, checked here as its run_suite will check it and then by that run_suite's dry run
+ * (--request - on stdin): what no task would accept is refused before the script is written. */
+static int check_first_task(const char *self, const run_request *task) {
+    run_request dry = *task;
+    char err[2048];
+    dry.memory = NULL;
+    if (suite_mode_options_own(&dry) != 0) return 1;
+    dry.dry_run = 1;
+    int rc = request_check(&dry, err, sizeof err);
+    cJSON *json = rc == 0 ? request_file_json(&dry) : NULL;
+    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
+    run_request_free(&dry);
+    if (rc != 0) return usage_error("%s%s", err, "");
+    char *argv[] = {(char *)self, "--request", "-", NULL};
     static char out[1 << 16];
-    int status = jobs_run_capture((char *const *)argv, NULL, NULL, out, sizeof out, 300.0);
+    int status = text ? jobs_run_capture(argv, NULL, text, out, sizeof out, 300.0) : -1;
+    free(text);
     if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    fprintf(stderr, "run_suite: --slurm: the tasks' options are refused (array task 0 checked with --dry-run, "
-            "its message is above)\n");
+    fprintf(stderr, "run_suite: --slurm: the tasks' request is refused (array task 0's checked with --dry-run, its "
+            "message is above)\n");
     return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-int slurm_main(int argc, char *const argv[]) {
-    slurm_args args;
-    static const char *common[256];
+/* Each task's request, into <sweep>/task-<i>/request.json; the task's arguments name it. */
+static int write_requests(const run_request *sweep, const study_cell *cells, char *const *mixes, int count,
+                          const char *sweep_dir, slurm_task *tasks, char paths[][PATH_MAX + 32], const char *self) {
+    char err[2048], dir[PATH_MAX + 16];
+    for (int i = 0; i < count; i++) {
+        run_request one;
+        snprintf(dir, sizeof dir, "%s/task-%d", sweep_dir, i);
+        int rc = cells ? study_cell_request(sweep, &cells[i], sweep->gpu, NULL, 0, &one, err, sizeof err)
+                       : slurm_task_request(sweep, mixes[i], NULL, &one, err, sizeof err);
+        const char *kept = rc == 0 ? run_request_keep(&one, dir) : NULL;
+        one.results_dir = kept;
+        if (rc == 0 && i == 0 && (rc = check_first_task(self, &one)) != 0) {
+            run_request_free(&one);
+            return rc;
+        }
+        if (rc == 0 && (!kept || results_make_dirs(dir, err, sizeof err) != 0 ||
+                        request_file_write(&one, dir, err, sizeof err) != 0))
+            rc = -1;
+        run_request_free(&one);
+        if (rc != 0) {
+            fprintf(stderr, "run_suite: task %d: %s\n", i, err);
+            return rc < 0 ? 1 : rc;
+        }
+        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, REQUEST_FILE_NAME);
+        memset(&tasks[i], 0, sizeof tasks[i]);
+        tasks[i].args[0] = "--request", tasks[i].args[1] = paths[i];
+    }
+    return 0;
+}
+
+static int slurm_main(run_args *args) {
+    const run_request *sweep = &args->req;
+    slurm_args *own = args->form_options;
     char err[2048];
-    int parsed = slurm_parse(argc, argv, &args, common, 256, err, sizeof err);
-    if (parsed == 1) return 0;
-    if (parsed != 0) return usage_error("%s%s", err, "");
-    slurm_options o = args.o;
-    const char *mix_text = args.mix, *mixes_text = args.mixes, *study = args.study, *results = args.results;
-    int dry_run = args.dry_run, quick = args.quick;
+    slurm_options o = own->o;
+    const char *mix_text = sweep->mix_text, *mixes_text = own->mixes, *study = args->study;
     if (slurm_check_options(&o, err, sizeof err) != 0) return usage_error("%s%s", err, "");
     if (!!mix_text + !!mixes_text + !!study != 1)
         return usage_error("--slurm runs one of --mix MIX, --mixes 'MIX;MIX;...' or --study SET%s%s", "", "");
 
     static slurm_task tasks[SLURM_MAX_TASKS];
     static study_cell cells[SLURM_MAX_TASKS];
-    static char mixes_copy[65536];
+    static char *mixes[SLURM_MAX_TASKS];
+    static char mixes_copy[65536], paths[SLURM_MAX_TASKS][PATH_MAX + 32];
     int count = 0;
-    if (study) {
-        /* each cell runs under its own mode, which a --mode passed on would contradict (given twice) */
-        int kept = 0;
-        for (int i = 0; common[i]; i++) {
-            if (!strncmp(common[i], "--mode=", 7)) continue;
-            if (!strcmp(common[i], "--mode")) {
-                i += common[i + 1] && strncmp(common[i + 1], "--", 2) != 0;
-                continue;
-            }
-            common[kept++] = common[i];
-        }
-        common[kept] = NULL;
-        count = study_cells(study, quick, NULL, 0, cells, SLURM_MAX_TASKS);
+    if (study) { /* each cell runs under its own mode */
+        count = study_cells(study, sweep->quick, NULL, 0, cells, SLURM_MAX_TASKS);
         if (count <= 0) return usage_error("--study %s: unknown set (run_suite --study --help lists them)%s", study, "");
-        for (int i = 0; i < count; i++) {
-            slurm_task *t = &tasks[i];
-            memset(t, 0, sizeof *t);
-            int k = 0;
-            t->args[k++] = "--mode", t->args[k++] = cells[i].mode, t->args[k++] = "--mix", t->args[k++] = cells[i].mix;
-            if (cells[i].steps > 0) {
-                snprintf(t->text[0], sizeof t->text[0], "%ld", cells[i].steps);
-                t->args[k++] = "--steps-per-epoch", t->args[k++] = t->text[0];
-            }
-        }
     } else {
         snprintf(mixes_copy, sizeof mixes_copy, "%s", mixes_text ? mixes_text : mix_text);
         char *save = NULL;
@@ -291,9 +315,7 @@ int slurm_main(int argc, char *const argv[]) {
             static mix parsed;
             if (count == SLURM_MAX_TASKS) return usage_error("--mixes: at most %d mixes%s", "1000", "");
             if (mix_parse(&parsed, m, err, sizeof err) != 0) return usage_error("--mix %s: %s", m, err);
-            memset(&tasks[count], 0, sizeof tasks[count]);
-            tasks[count].args[0] = "--mix", tasks[count].args[1] = m;
-            count++;
+            mixes[count++] = m;
         }
         if (count == 0) return usage_error("--mixes '%s': expected mixes separated by ';', e.g. 'S+M;7*S'%s", mixes_text, "");
     }
@@ -309,22 +331,23 @@ int slurm_main(int argc, char *const argv[]) {
         fprintf(stderr, "run_suite: cannot resolve the program's or the working folder's path: %s\n", strerror(errno));
         return 1;
     }
+    const char *results = sweep->results_dir;
     if (results[0] == '/') snprintf(base, sizeof base, "%s", results);
     else snprintf(base, sizeof base, "%s/%s", workdir, results);
     snprintf(sweep_dir, sizeof sweep_dir, "%s/slurm-%s-%d", base, stamp, (int)getpid());
     /* #SBATCH lines cannot quote: a blank in a path would cut the option */
     if (strpbrk(sweep_dir, " \t\n'\"") || strpbrk(workdir, " \t\n'\""))
         return usage_error("--slurm needs folders without blanks or quotes: %s, %s", workdir, sweep_dir);
-    int rc = check_first_task(self, common, &tasks[0]);
+    int rc = write_requests(sweep, study ? cells : NULL, mixes, count, sweep_dir, tasks, paths, self);
     if (rc != 0) return rc;
-    slurm_sweep s = {self, common, tasks, count, sweep_dir, workdir};
+    slurm_sweep s = {self, NULL, tasks, count, sweep_dir, workdir};
     char job_id[64] = "";
-    if (slurm_submit(&o, &s, dry_run, job_id, sizeof job_id, err, sizeof err) != 0) {
+    if (slurm_submit(&o, &s, sweep->dry_run, job_id, sizeof job_id, err, sizeof err) != 0) {
         fprintf(stderr, "run_suite: %s\n", err);
         return 1;
     }
-    if (dry_run) printf("wrote %s/sweep.sbatch (%d array task(s)); submit it with: sbatch %s/sweep.sbatch\n",
-                        sweep_dir, count, sweep_dir);
+    if (sweep->dry_run) printf("wrote %s/sweep.sbatch (%d array task(s)); submit it with: sbatch %s/sweep.sbatch\n",
+                               sweep_dir, count, sweep_dir);
     else printf("submitted job array %s: %d task(s), one node each; logs %s/task-<i>.out\n", job_id, count, sweep_dir);
     printf("results: %s/task-<i>/<run-id>/; merge them with: run_suite report %s/task-*/*/\n", sweep_dir, sweep_dir);
     return 0;

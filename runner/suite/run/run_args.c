@@ -248,7 +248,7 @@ int run_args_parse(run_args **out, const run_form *const *forms, int argc, char 
     }
     form_rows(a, &l, form, form_part, 0, rows);
     const char **strays = form && form->strays ? calloc((size_t)argc + 1, sizeof *strays) : NULL;
-    int rc = strays ? cli_parse_forward(&p, a, argc, argv, strays, argc + 1, err, sizeof err)
+    int rc = strays ? cli_parse_unknown(&p, a, argc, argv, strays, argc + 1, err, sizeof err)
                     : cli_parse(&p, a, argc, argv, err, sizeof err);
     free(rows);
     if (rc == 0 && strays && strays[0]) {
