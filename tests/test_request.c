@@ -15,6 +15,9 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "runner/suite/multi/gpus.h"
+#include "runner/suite/multi/slurm.h"
+#include "runner/suite/multi/study.h"
 #include "runner/suite/run/request_check.h"
 #include "runner/suite/run/request_file.h"
 #include "runner/suite/run/run_args.h"
@@ -37,8 +40,8 @@ static int teardown(void **state) {
 
 static const run_form *const NO_FORMS[] = {NULL};
 
-/* run_suite's parse of args (the train program and the program's name added), checked. */
-static run_args *parsed(const char *const *args) {
+/* run_suite's parse of args under forms (the train program and the program's name added). */
+static run_args *parsed_as(const run_form *const *forms, const char *const *args) {
     static char *argv[64];
     int n = 0;
     argv[n++] = "run_suite";
@@ -46,8 +49,14 @@ static run_args *parsed(const char *const *args) {
     argv[n++] = "--train", argv[n++] = FAKE_TRAIN_PATH;
     argv[n] = NULL;
     run_args *a;
-    int rc = run_args_parse(&a, NO_FORMS, n, argv);
+    int rc = run_args_parse(&a, forms, n, argv);
     if (rc >= 0) fail_msg("parse of %s ... gave %d", argv[1], rc);
+    return a;
+}
+
+/* One run's parse, checked. */
+static run_args *parsed(const char *const *args) {
+    run_args *a = parsed_as(NO_FORMS, args);
     char err[2048];
     if (request_check(&a->req, err, sizeof err) != 0) fail_msg("check: %s", err);
     return a;
@@ -276,12 +285,112 @@ static void test_handed_down_runs(void **state) {
     free(written);
 }
 
+/* The keys (a.b paths, jobs and mode_options whole) where two requests' files differ, joined by
+ * spaces in sorted order, the command line left out. */
+static void differences(const run_request *x, const run_request *y, char *out, size_t size) {
+    cJSON *a = request_file_json(x), *b = request_file_json(y);
+    const char *keys[64];
+    int n = 0;
+    for (int side = 0; side < 2; side++)
+        for (const cJSON *item = (side ? b : a)->child; item; item = item->next) {
+            const cJSON *other = cJSON_GetObjectItemCaseSensitive(side ? a : b, item->string);
+            if (!strcmp(item->string, "command")) continue;
+            if (cJSON_IsObject(item) && other && strcmp(item->string, "mode_options")) {
+                for (const cJSON *in = item->child; in; in = in->next) {
+                    const cJSON *there = cJSON_GetObjectItemCaseSensitive(other, in->string);
+                    static char paths[64][64];
+                    if (there && cJSON_Compare(in, there, 1)) continue;
+                    snprintf(paths[n], sizeof paths[n], "%s.%s", item->string, in->string);
+                    keys[n] = paths[n], n++;
+                }
+            } else if (!other || !cJSON_Compare(item, other, 1)) {
+                keys[n++] = item->string;
+            }
+        }
+    /* sorted, each once */
+    for (int i = 0; i < n; i++)
+        for (int k = i + 1; k < n; k++)
+            if (strcmp(keys[k], keys[i]) < 0) {
+                const char *t = keys[i];
+                keys[i] = keys[k], keys[k] = t;
+            }
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < n; i++)
+        if (!i || strcmp(keys[i], keys[i - 1]))
+            len += (size_t)snprintf(out + len, size - len, "%s%s", len ? " " : "", keys[i]);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+
+/* Each hop changes only its own part of the request it is handed. */
+static void test_each_hop_changes_its_part(void **state) {
+    (void)state;
+    char changed[1024], err[1024], ref[600];
+    snprintf(ref, sizeof ref, "%s", dir);
+    /* a card's run under --gpus: its jobs, GPU, folder and reference; no cards of its own */
+    static const run_form *const gpus_forms[] = {&gpus_form, NULL};
+    const char *over[] = {"--gpus", "0,1", "--mode", "mps", "--mix", "S+M+S", "--mps-sm", "40", "--quick", NULL};
+    run_args *a = parsed_as(gpus_forms, over);
+    assert_ptr_equal(a->form, &gpus_form);
+    assert_int_equal(run_request_set_mix(&a->req, a->req.mix_text, err, sizeof err), 0);
+    gpus_card card = {.gpu = 1, .mix = "resnet26:cifar10@128+resnet26:cifar10@128", .jobs = {0, 2}, .job_count = 2};
+    snprintf(card.reference, sizeof card.reference, "%s", ref);
+    run_request one;
+    assert_int_equal(gpus_run_request(&a->req, &card, NULL, "/runs/gpu-1", 0, &one), 0);
+    assert_int_equal(request_check(&one, err, sizeof err), 0);
+    differences(&a->req, &one, changed, sizeof changed);
+    assert_string_equal(changed, "jobs mix outputs.baseline outputs.results where.gpu where.gpus");
+    assert_string_equal(one.mix.jobs[1].label, "S"); /* the jobs as the person named them */
+    run_request_free(&one);
+    /* a data-parallel job's run in a pass of --mode all: its mode too, unmonitored */
+    card.ddp = 1, card.reference[0] = 0;
+    assert_int_equal(gpus_run_request(&a->req, &card, "naive", "/runs/naive/ddp-0", 0, &one), 0);
+    differences(&a->req, &one, changed, sizeof changed);
+    assert_string_equal(changed, "jobs mix mode outputs.results where.gpu where.gpus where.no_monitor");
+    run_request_free(&one);
+    run_args_free(a);
+
+    /* a study's cell: its mode and what the mode asks, its jobs, its warm-up, GPU and folder */
+    static const run_form *const study_forms[] = {&study_form, &gpus_form, NULL};
+    const char *study[] = {"--study", "small", "--quick", "--gpus", "0,1", NULL};
+    a = parsed_as(study_forms, study);
+    assert_ptr_equal(a->form, &study_form);
+    assert_int_equal(a->req.sample_ms, 50); /* the study's own --quick sampling, decided by the parser */
+    study_cell cells[16];
+    int count = study_cells("small", 1, NULL, 0, cells, 16);
+    assert_int_equal(study_cell_request(&a->req, &cells[count - 1], 1, "/runs/cell", 0, &one, err, sizeof err), 0);
+    assert_int_equal(request_check(&one, err, sizeof err), 0);
+    differences(&a->req, &one, changed, sizeof changed);
+    assert_string_equal(changed, "jobs measurement.warmup_steps mix mode outputs.results where.gpu where.gpus");
+    run_request_free(&one);
+    study_cell all = {.workload = "S+M+M+M", .mode = "all", .mix = "S+M+M+M", .degree = 4, .share_memory = 1};
+    assert_int_equal(study_cell_request(&a->req, &all, 0, NULL, 1, &one, err, sizeof err), 0);
+    differences(&a->req, &one, changed, sizeof changed);
+    assert_string_equal(changed, "control.dry_run control.json jobs mix mode mode_options skip where.gpus");
+    run_request_free(&one);
+    run_args_free(a);
+
+    /* a Slurm task: its jobs and folder; it runs (the sweep's --dry-run writes the script) */
+    static const run_form *const slurm_forms[] = {&slurm_form, NULL};
+    const char *sweep[] = {"--slurm", "--mode", "naive", "--mixes", "S;M", "--dry-run", "--precision", "bf16", NULL};
+    a = parsed_as(slurm_forms, sweep);
+    assert_ptr_equal(a->form, &slurm_form);
+    assert_int_equal(slurm_task_request(&a->req, "2*S", "/runs/task-0", &one, err, sizeof err), 0);
+    differences(&a->req, &one, changed, sizeof changed);
+    assert_string_equal(changed, "control.dry_run jobs mix outputs.results");
+    assert_int_equal(one.mix.jobs[1].precision, PRECISION_BF16); /* the sweep's --precision, given to each task's jobs */
+    run_request_free(&one);
+    run_args_free(a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_handed_down_runs),
+        cmocka_unit_test(test_each_hop_changes_its_part),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
