@@ -121,7 +121,7 @@ void mode_mig_jobs(const suite_ctx *c, const int *job_of, int count, mig_job *ou
         int i = job_of ? job_of[k] : k;
         out[k].label = c->o->mix.jobs[i].label;
         out[k].footprint_bytes = (unsigned long long)c->fp[i].total;
-        out[k].demand = job_demand(&c->fp[i], &c->o->mix.jobs[i], c->epochs, c->steps);
+        out[k].demand = job_demand(&c->fp[i], &c->o->mix.jobs[i], c->o);
     }
 }
 

@@ -34,8 +34,6 @@ typedef int suite_execute_fn(suite_ctx *c, const suite_mode *mode, const int *jo
 struct suite_ctx {
     const run_request *o;         /* what the run is asked to do */
     int count;                    /* jobs in the mix */
-    int epochs;
-    long steps;
     monitor_gpu gpu;
     job_footprint fp[MIX_MAX_JOBS];
     serial_baseline baseline;
@@ -79,7 +77,7 @@ int suite_check_fit(unsigned mode_flags, const double *footprints, const long lo
 int suite_fit(const suite_ctx *c, unsigned mode_flags, const long long *limits, char *err,
               size_t err_size);
 
-/* `train`'s argv for the mix's job i under the run's settings (job_free_strv). */
+/* `train`'s argv for the mix's job i under the run's request (job_build_argv; job_free_strv). */
 char **suite_job_argv(const suite_ctx *c, int i);
 
 #endif

@@ -656,11 +656,11 @@ static int gpus_main(run_args *args) {
     placement_job jobs[MIX_MAX_JOBS];
     job_footprint fp[MIX_MAX_JOBS];
     for (int j = 0; j < m->count; j++) {
-        if (job_query_footprint(a->train_path, &m->jobs[j], a->data_root, &fp[j], err, sizeof err) != 0) {
+        if (job_query_footprint(a, &m->jobs[j], &fp[j], err, sizeof err) != 0) {
             fprintf(stderr, "error: job %d (%s): %s\n", j, m->jobs[j].label, err);
             return 2;
         }
-        jobs[j] = (placement_job){fp[j].total, job_demand(&fp[j], &m->jobs[j], a->epochs, a->steps_per_epoch), m->jobs[j].gpus};
+        jobs[j] = (placement_job){fp[j].total, job_demand(&fp[j], &m->jobs[j], a), m->jobs[j].gpus};
     }
     static placement p;
     if (placement_plan(gpus, count, jobs, m->count, mode && (mode->flags & MODE_SEQUENTIAL), &p, err, sizeof err) != 0) {

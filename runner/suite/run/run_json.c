@@ -103,8 +103,8 @@ void run_json_write(const suite_ctx *c, const mode_run *r, const char *dir, cons
     gethostname(host, sizeof host - 1);
     cJSON_AddStringToObject(root, "host", host);
     cJSON *s = cJSON_AddObjectToObject(root, "settings");
-    cJSON_AddNumberToObject(s, "epochs", c->epochs);
-    cJSON_AddNumberToObject(s, "steps_per_epoch", (double)c->steps);
+    cJSON_AddNumberToObject(s, "epochs", o->epochs);
+    cJSON_AddNumberToObject(s, "steps_per_epoch", (double)o->steps_per_epoch);
     cJSON_AddBoolToObject(s, "quick", o->quick);
     cJSON_AddStringToObject(s, "train", o->train_path);
     cJSON_AddStringToObject(s, "data_root", o->data_root ? o->data_root : "");

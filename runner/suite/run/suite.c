@@ -180,13 +180,7 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
         int i = r->job_of[k];
         job_env env;
         environment(r, k, &env);
-        rc = job_prepare(&r->jobs[k], k, &o->mix.jobs[i], o->train_path, c->epochs, c->steps,
-                         o->data_root, &env, dir, r->error, sizeof r->error);
-        if (rc == 0 && o->window_s > 0) { /* the window measurement: train keeps going until "stop" */
-            job_free_strv(r->jobs[k].argv);
-            r->jobs[k].argv = suite_job_argv(c, i);
-            if (!r->jobs[k].argv) rc = -1, snprintf(r->error, sizeof r->error, "out of memory");
-        }
+        rc = job_prepare(&r->jobs[k], k, &o->mix.jobs[i], o, &env, dir, r->error, sizeof r->error);
         r->jobs[k].footprint_bytes = c->fp[i].total;
     }
     if (!r->jobs) rc = -1;
@@ -230,8 +224,8 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "mode", mode);
         cJSON_AddStringToObject(root, "mix", o->mix_text);
-        cJSON_AddNumberToObject(root, "epochs", c->epochs);
-        cJSON_AddNumberToObject(root, "steps_per_epoch", (double)c->steps);
+        cJSON_AddNumberToObject(root, "epochs", o->epochs);
+        cJSON_AddNumberToObject(root, "steps_per_epoch", (double)o->steps_per_epoch);
         if (o->window_s > 0) {
             cJSON *m = cJSON_AddObjectToObject(root, "measurement");
             cJSON_AddStringToObject(m, "name", "window");
@@ -257,11 +251,11 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
     if (o->window_s > 0)
         printf("dry run: mode %s, mix %s, a warm-up of %ld steps (or the first epoch where shorter) then %d common "
                "window(s) of %g s (the window measurement), %s\nGPU %d: %s%s%s, %s\n\n", mode, o->mix_text,
-               o->warmup_steps, o->windows, o->window_s, c->steps ? "fixed steps per epoch" : "whole epochs", o->gpu,
+               o->warmup_steps, o->windows, o->window_s, o->steps_per_epoch ? "fixed steps per epoch" : "whole epochs", o->gpu,
                g->nvml_ok ? g->name : "unknown: ", g->nvml_ok ? ", driver " : g->why, g->driver, mem);
     else
         printf("dry run: mode %s, mix %s, %d epoch(s) (the second is timed), %s\nGPU %d: %s%s%s, %s\n\n",
-               mode, o->mix_text, c->epochs, c->steps ? "fixed steps per epoch" : "whole epochs",
+               mode, o->mix_text, o->epochs, o->steps_per_epoch ? "fixed steps per epoch" : "whole epochs",
                o->gpu, g->nvml_ok ? g->name : "unknown: ", g->nvml_ok ? ", driver " : g->why, g->driver, mem);
     printf("%-4s %-24s %-16s %-11s %6s %6s %12s %12s\n", "job", "label", "model", "data", "batch",
            "size", "params", "footprint");
@@ -340,7 +334,7 @@ static int footprints(suite_ctx *c) {
         for (int k = 0; k < i && c->fp[i].total <= 0; k++) /* "7*S": ask train once */
             if (mix_job_format(&o->mix.jobs[k], other, sizeof other) >= 0 && !strcmp(mine, other)) c->fp[i] = c->fp[k];
         if (c->fp[i].total <= 0 &&
-            job_query_footprint(o->train_path, &o->mix.jobs[i], o->data_root, &c->fp[i], err, sizeof err) != 0) {
+            job_query_footprint(o, &o->mix.jobs[i], &c->fp[i], err, sizeof err) != 0) {
             fprintf(stderr, "error: job %d (%s): %s\n", i, o->mix.jobs[i].label, err);
             return -1;
         }
@@ -395,8 +389,8 @@ static int load_baseline(suite_ctx *c) {
     for (int i = 0; probe && i < c->count; i++) {
         probe[i].spec = o->mix.jobs[i];
         mix_job_format(&probe[i].spec, probe[i].canonical, sizeof probe[i].canonical);
-        probe[i].epochs_planned = o->mix.jobs[i].epochs ? o->mix.jobs[i].epochs : c->epochs;
-        probe[i].steps_per_epoch = o->mix.jobs[i].steps_per_epoch ? o->mix.jobs[i].steps_per_epoch : c->steps;
+        probe[i].epochs_planned = run_request_job_epochs(o, &o->mix.jobs[i]);
+        probe[i].steps_per_epoch = run_request_job_steps(o, &o->mix.jobs[i]);
     }
     int rc = probe ? results_load_baseline(o->baseline_dir, suite_mode_with(MODE_SEQUENTIAL)->name, probe, c->count, &c->baseline, err, sizeof err) : -1;
     free(probe);
@@ -542,8 +536,6 @@ int suite_run(const run_request *o, const suite_pass *pass) {
     if (!c) return EXIT_RUNTIME;
     c->o = o;
     c->count = o->mix.count;
-    c->epochs = o->epochs > 0 ? o->epochs : 2;
-    c->steps = o->steps_per_epoch;
     c->execute = suite_execute;
     run_json_time(c->started, sizeof c->started);
     jobs_install_stop_signals();
