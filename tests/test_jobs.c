@@ -95,7 +95,7 @@ static void test_argv(void **state) {
     for (n = 0; argv[n]; n++) assert_string_not_equal(argv[n], "--warmup-steps");
     job_free_strv(argv);
     /* decode=: in the run and in the footprint query (the decoder's buffers are the job's) */
-    snprintf(spec.decode, sizeof spec.decode, "gpu");
+    spec.decode = DECODE_GPU, spec.decode_given = 1;
     for (int form = 0; form < 2; form++) {
         run = (run_request){.train_path = "/x/train", .epochs = 2, .steps_per_epoch = 50, .data_root = "/data"};
         argv = job_build_argv(&run, &spec, form);

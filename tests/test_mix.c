@@ -118,13 +118,14 @@ static void test_overrides(void **state) {
 static void test_decode_override(void **state) {
     parse_ok("4*resnet50:imagenet@256[precision=bf16,decode=GPU]");
     assert_int_equal(parsed.count, 4);
-    assert_string_equal(parsed.jobs[3].decode, "gpu");
+    assert_int_equal(parsed.jobs[3].decode, DECODE_GPU);
+    assert_true(parsed.jobs[3].decode_given);
     char text[256];
     assert_true(mix_job_format(&parsed.jobs[0], text, sizeof text) > 0);
     assert_string_equal(text, "resnet50:imagenet@256[precision=bf16,decode=gpu]");
     parse_ok("L[decode=cpu]+L");
-    assert_string_equal(parsed.jobs[0].decode, "cpu");
-    assert_string_equal(parsed.jobs[1].decode, "");
+    assert_int_equal(parsed.jobs[0].decode, DECODE_CPU);
+    assert_false(parsed.jobs[1].decode_given); /* train's default */
     parse_fails("L[decode=dali]", "decode=\"dali\" must be cpu, gpu or auto", NULL);
     parse_fails("M[decode=gpu]", "decode= chooses where ImageNet's JPEG files decode; resnet50 reads imagenet64",
                 NULL);

@@ -79,7 +79,7 @@ static cJSON *job_json(const job_spec *j) {
     if (j->max_rows > 0) cJSON_AddNumberToObject(o, "max_rows", (double)j->max_rows);
     if (j->gpus > 1) cJSON_AddNumberToObject(o, "gpus", j->gpus);
     if (j->precision_given) cJSON_AddStringToObject(o, "precision", precision_name(j->precision));
-    if (j->decode[0]) cJSON_AddStringToObject(o, "decode", j->decode);
+    if (j->decode_given) cJSON_AddStringToObject(o, "decode", decode_kind_name(j->decode));
     if (j->decode_slots > 0) cJSON_AddNumberToObject(o, "decode_slots", j->decode_slots);
     if (j->fault.kind != FAULT_NONE && fault_format(&j->fault, fault, sizeof fault) > 0)
         cJSON_AddStringToObject(o, "fault", fault);
@@ -204,8 +204,9 @@ static int job_text(const cJSON *job, const char *key, int required, char *out, 
     return 0;
 }
 
-#define PRECISION_WORD_(kind, name) " " name
-#define PRECISION_NAMES_ PRECISION_TABLE(PRECISION_WORD_)
+#define NAME_WORD_(kind, name) " " name
+#define PRECISION_NAMES_ PRECISION_TABLE(NAME_WORD_)
+#define DECODE_NAMES_ DECODE_TABLE(NAME_WORD_)
 
 static const char *const JOB_KEYS[] = {"label", "model", "data", "batch", "image_size", "classes", "epochs",
                                        "steps_per_epoch", "max_rows", "gpus", "precision", "decode", "decode_slots",
@@ -239,7 +240,11 @@ static int read_job(const cJSON *item, int i, job_spec *j, char *err, size_t err
     j->gpus = (int)n;
     if (job_number(item, "decode_slots", 0, INT_MAX, &n, err, err_size, i) != 0) return -1;
     j->decode_slots = (int)n;
-    if (job_text(item, "decode", 0, j->decode, sizeof j->decode, err, err_size, i) != 0) return -1;
+    if (job_text(item, "decode", 0, text, sizeof text, err, err_size, i) != 0) return -1;
+    int place = text[0] ? decode_find(text, strlen(text)) : (int)DECODE_AUTO;
+    if (place < 0) return bad(err, err_size, "%s.decode: expected one of" DECODE_NAMES_ ", got '%s'", where, text);
+    j->decode = (decode_kind)place;
+    j->decode_given = text[0] != 0;
     if (job_text(item, "precision", 0, text, sizeof text, err, err_size, i) != 0) return -1;
     if (text[0] && precision_parse(text, &j->precision) != 0)
         return bad(err, err_size, "%s.precision: expected one of" PRECISION_NAMES_ ", got '%s'", where, text);

@@ -63,7 +63,7 @@ cJSON *run_json_jobs(const suite_ctx *c, const mode_run *r) {
         cJSON_AddNumberToObject(j, "batch", spec->batch);
         cJSON_AddNumberToObject(j, "image_size", spec->image_size);
         cJSON_AddNumberToObject(j, "classes", spec->classes);
-        if (spec->decode[0]) cJSON_AddStringToObject(j, "decode", spec->decode);
+        if (spec->decode_given) cJSON_AddStringToObject(j, "decode", decode_kind_name(spec->decode));
         if (spec->decode_slots > 0) cJSON_AddNumberToObject(j, "decode_slots", spec->decode_slots);
         add_num(j, "params", f->params);
         cJSON *fj = cJSON_AddObjectToObject(j, "footprint");

@@ -407,7 +407,7 @@ static int check_inputs(const run_request *o) {
     char err[2048];
     for (int i = 0; i < o->mix.count; i++) {
         const char *data = o->mix.jobs[i].data;
-        if (!strcmp(o->mix.jobs[i].decode, "gpu") && !*root) {
+        if (o->mix.jobs[i].decode_given && o->mix.jobs[i].decode == DECODE_GPU && !*root) {
             fprintf(stderr, "error: job %d (%s): decode=gpu decodes ImageNet's JPEG files: give --data-root DIR "
                     "(the folder holding train/ and val/)\n", i, o->mix.jobs[i].label);
             return -1;
