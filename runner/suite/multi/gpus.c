@@ -88,21 +88,14 @@ static int check_cards(const run_request *whole, const char *self, const char *m
     if (g == count) return 0;
     run_request one;
     char err[2048];
-    if (gpus_run_request(whole, &cards[g], mode, whole->results_dir, 1, &one) != 0) return 1;
-    int rc = request_check(&one, err, sizeof err);
-    cJSON *json = rc == 0 ? request_file_json(&one) : NULL;
-    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
-    cJSON_Delete(json);
+    if (gpus_run_request(whole, &cards[g], mode, whole->results_dir, 0, &one) != 0) return 1;
+    int rc = request_file_dry_check(self, &one, err, sizeof err);
     run_request_free(&one);
-    if (rc != 0) return run_args_usage("%s", err);
-    char *argv[] = {(char *)self, "--request", "-", NULL};
-    static char out[1 << 16];
-    int status = text ? jobs_run_capture(argv, NULL, text, out, sizeof out, 300.0) : -1;
-    free(text);
-    if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    fprintf(stderr, "run_suite: --gpus: the request handed to each GPU's run_suite is refused (GPU %d's checked with "
-            "--dry-run, its message is above)\n", cards[g].gpu);
-    return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
+    if (rc < 0) return run_args_usage("%s", err);
+    if (rc > 0)
+        fprintf(stderr, "run_suite: --gpus: the request handed to each GPU's run_suite is refused (GPU %d's checked "
+                "with --dry-run, its message is above)\n", cards[g].gpu);
+    return rc;
 }
 
 /* The mix of the single-card jobs placed on slot g (a data-parallel job has a run of its own: ddp_run
@@ -643,9 +636,7 @@ static int gpus_main(run_args *args) {
         return run_args_usage("--mode %s: expected one of %s", a->mode_name, suite_mode_names());
     if (!args->train_ok)
         return run_args_usage("cannot run the train program at %s (build it, or give --train PATH)", a->train_path);
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = 0;
+    const char *self = args->self;
 
     placement_gpu gpus[PLACEMENT_MAX_GPUS];
     static monitor_gpu probes[PLACEMENT_MAX_GPUS];

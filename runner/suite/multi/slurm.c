@@ -234,28 +234,16 @@ int slurm_task_request(const run_request *sweep, const char *mix_text, const cha
     return run_request_set_mix(out, kept, err, err_size);
 }
 
-/* Task 0's request, checked here as its run_suite will check it and then by that run_suite's dry run
- * (--request - on stdin): what no task would accept is refused before the script is written. */
+/* Task 0's request as its run_suite will judge it (request_file_dry_check): what no task would
+ * accept is refused before the script is written. */
 static int check_first_task(const char *self, const run_request *task) {
-    run_request dry = *task;
     char err[2048];
-    dry.memory = NULL;
-    if (suite_mode_options_own(&dry) != 0) return 1;
-    dry.dry_run = 1;
-    int rc = request_check(&dry, err, sizeof err);
-    cJSON *json = rc == 0 ? request_file_json(&dry) : NULL;
-    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
-    cJSON_Delete(json);
-    run_request_free(&dry);
-    if (rc != 0) return usage_error("%s%s", err, "");
-    char *argv[] = {(char *)self, "--request", "-", NULL};
-    static char out[1 << 16];
-    int status = text ? jobs_run_capture(argv, NULL, text, out, sizeof out, 300.0) : -1;
-    free(text);
-    if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    fprintf(stderr, "run_suite: --slurm: the tasks' request is refused (array task 0's checked with --dry-run, its "
-            "message is above)\n");
-    return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    int rc = request_file_dry_check(self, task, err, sizeof err);
+    if (rc < 0) return usage_error("%s%s", err, "");
+    if (rc > 0)
+        fprintf(stderr, "run_suite: --slurm: the tasks' request is refused (array task 0's checked with --dry-run, "
+                "its message is above)\n");
+    return rc;
 }
 
 /* Each task's request, into <sweep>/task-<i>/request.json; the task's arguments name it. */
@@ -320,14 +308,13 @@ static int slurm_main(run_args *args) {
         if (count == 0) return usage_error("--mixes '%s': expected mixes separated by ';', e.g. 'S+M;7*S'%s", mixes_text, "");
     }
 
-    char self[PATH_MAX], workdir[PATH_MAX], base[PATH_MAX], sweep_dir[PATH_MAX + 64], stamp[32];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = 0;
+    char workdir[PATH_MAX], base[PATH_MAX], sweep_dir[PATH_MAX + 64], stamp[32];
+    const char *self = args->self;
     time_t now = time(NULL);
     struct tm utc;
     gmtime_r(&now, &utc);
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
-    if (n <= 0 || !getcwd(workdir, sizeof workdir)) {
+    if (!self[0] || !getcwd(workdir, sizeof workdir)) {
         fprintf(stderr, "run_suite: cannot resolve the program's or the working folder's path: %s\n", strerror(errno));
         return 1;
     }

@@ -251,31 +251,17 @@ int study_cell_request(const run_request *study, const study_cell *c, int gpu, c
     return 0;
 }
 
-/* The cell's request as JSON text (malloc'd), or NULL with the message printed. */
-static char *cell_request_text(const run_request *study, const study_cell *c, int gpu, const char *dir, int dry) {
-    run_request one;
-    char err[2048];
-    char *text = NULL;
-    if (study_cell_request(study, c, gpu, dir, dry, &one, err, sizeof err) == 0) {
-        cJSON *json = request_file_json(&one);
-        text = cJSON_PrintUnformatted(json);
-        cJSON_Delete(json);
-    } else {
-        fprintf(stderr, "run_suite --study: %s x%d %s: %s\n", c->workload, c->degree, c->mode, err);
-    }
-    run_request_free(&one);
-    return text;
-}
-
 /* run_suite's own fit check for the cell. 1 fits, 0 does not (reason filled), -1 the check
  * itself failed (reason filled). */
 static int cell_fits(const char *self, const run_request *study, int gpu, const study_cell *c, char *reason,
                      size_t size) {
     size_t cap = 1 << 20;
-    char *out = malloc(cap), *request = cell_request_text(study, c, gpu, NULL, 1);
-    char *argv[] = {(char *)self, "--request", "-", NULL};
-    int st = out && request ? jobs_run_capture(argv, environ, request, out, cap, 600) : -1;
-    free(request);
+    char *out = malloc(cap), err[2048];
+    run_request one;
+    int made = study_cell_request(study, c, gpu, NULL, 1, &one, err, sizeof err) == 0;
+    if (!made) fprintf(stderr, "run_suite --study: %s x%d %s: %s\n", c->workload, c->degree, c->mode, err);
+    int st = out && made ? request_file_hand(self, &one, out, cap, 600) : -1;
+    run_request_free(&one);
     int rc = -1;
     /* exit 2 with the JSON: a plan that cannot be made (its plan_error says why) */
     int shown = st >= 0 && WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 2);
@@ -397,13 +383,14 @@ static void study_cell_on(study_run *r, int i, int gpu) {
         snprintf(base, sizeof base, "%s/%s", r->dir, safe);
         fprintf(stderr, "[study] %d/%d %s x%d %s on GPU %d: run_suite --mode %s --mix %s\n", i + 1, r->count,
                 c->workload, c->degree, c->mode, gpu, c->mode, c->mix);
-        char path[PATH_MAX + 32], *request = cell_request_text(r->study, c, gpu, base, 0);
+        char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/%s", base, REQUEST_FILE_NAME);
         char *argv[] = {(char *)r->self, "--request", path, NULL};
-        int written = request && results_make_dirs(base, err, sizeof err) == 0 &&
-                      results_write_atomic(path, request, strlen(request), err, sizeof err) == 0;
-        if (request && !written) fprintf(stderr, "run_suite --study: %s\n", err);
-        free(request);
+        run_request one;
+        int written = study_cell_request(r->study, c, gpu, base, 0, &one, err, sizeof err) == 0 &&
+                      results_make_dirs(base, err, sizeof err) == 0 && request_file_write(&one, base, err, sizeof err) == 0;
+        run_request_free(&one);
+        if (!written) fprintf(stderr, "run_suite --study: %s x%d %s: %s\n", c->workload, c->degree, c->mode, err);
         double t0 = clock_monotonic();
         int st = written ? run_child(argv) : -1;
         pthread_mutex_lock(&r->lock);
@@ -511,13 +498,11 @@ static int study_main(run_args *args) {
     study_options o;
     int rc = study_options_of(args, &o);
     if (rc >= 0) return rc;
-    char self[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) {
-        fprintf(stderr, "run_suite --study: cannot find this program's path: %s\n", strerror(errno));
+    const char *self = args->self;
+    if (!self[0]) {
+        fprintf(stderr, "run_suite --study: cannot find this program's path (/proc/self/exe)\n");
         return RUN_FAILED;
     }
-    self[len] = 0;
     int with_mig = !study->dry_run && mig_enabled(o.gpus[0]);
     study_cell *cells = calloc(STUDY_MAX_CELLS, sizeof *cells);
     if (!cells) return RUN_FAILED;

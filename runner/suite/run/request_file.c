@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "results/results.h"
+#include "runner/suite/jobs/jobs.h"
 #include "runner/suite/modes/mode.h"
 #include "runner/suite/run/request_check.h"
 #include "runner/suite/run/run_args.h"
@@ -351,4 +353,31 @@ int request_file_read(const char *path, run_request *r, char *err, size_t err_si
         return bad(err, err_size, "%s: %s", name, why);
     }
     return 0;
+}
+
+/* --- handing a request to a run_suite -------------------------------------------------------- */
+
+int request_file_hand(const char *self, const run_request *r, char *out, size_t out_size, double timeout_s) {
+    cJSON *json = request_file_json(r);
+    char *text = cJSON_PrintUnformatted(json), sink[256];
+    cJSON_Delete(json);
+    char *argv[] = {(char *)self, "--request", "-", NULL};
+    int status = text && self[0] ? jobs_run_capture(argv, NULL, text, out ? out : sink, out ? out_size : sizeof sink,
+                                                    timeout_s)
+                                 : -1;
+    free(text);
+    return status;
+}
+
+int request_file_dry_check(const char *self, const run_request *r, char *err, size_t err_size) {
+    run_request dry = *r;
+    dry.memory = NULL;
+    if (suite_mode_options_own(&dry) != 0) return bad(err, err_size, "out of memory");
+    dry.dry_run = 1;
+    dry.json = 0;
+    int status = request_check(&dry, err, err_size) == 0 ? request_file_hand(self, &dry, NULL, 0, 300.0) : -2;
+    run_request_free(&dry);
+    if (status == -2) return -1;
+    if (status >= 0 && WIFEXITED(status)) return WEXITSTATUS(status);
+    return 1;
 }

@@ -42,4 +42,14 @@ int request_file_write(const run_request *r, const char *dir, char *err, size_t 
 /* Reads a request from path ("-": stdin): 0, or -1 with "<path>: <field>: <what was expected>". */
 int request_file_read(const char *path, run_request *r, char *err, size_t err_size);
 
+/* Hands r to another run_suite (self: this program) on stdin, `run_suite --request -`, and collects
+ * what it prints into out (out_size bytes; NULL: nothing kept): its wait status (jobs_run_capture),
+ * or -1 when it could not be started or r could not be written. */
+int request_file_hand(const char *self, const run_request *r, char *out, size_t out_size, double timeout_s);
+/* What a run_suite handed r would refuse, found before anything is written: request_check here,
+ * then that run_suite's dry run of r (--dry-run: its plans and footprints). 0; -1 with
+ * request_check's message in err; else the dry run's exit status (its message printed), 1 when it
+ * could not run. */
+int request_file_dry_check(const char *self, const run_request *r, char *err, size_t err_size);
+
 #endif

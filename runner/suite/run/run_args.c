@@ -125,16 +125,15 @@ const cli_option *run_args_request_rows(void) {
     return rows;
 }
 
-/* The train program: --train PATH, else the one built next to this executable (into out). */
-static int find_train(const char *given, char *out, size_t size) {
+/* The train program: --train PATH, else the one built next to this program, self (into out). */
+static int find_train(const char *given, const char *self, char *out, size_t size) {
     if (given) {
         if (!realpath(given, out)) snprintf(out, size, "%s", given);
     } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) return -1;
-        self[n] = 0;
-        snprintf(out, size, "%s/train", dirname(self));
+        char copy[PATH_MAX];
+        if (!self[0]) return -1;
+        snprintf(copy, sizeof copy, "%s", self);
+        snprintf(out, size, "%s/train", dirname(copy));
     }
     return access(out, X_OK) == 0 ? 0 : -1;
 }
@@ -225,6 +224,8 @@ int run_args_parse(run_args **out, const run_form *const *forms, int argc, char 
         return 1;
     }
     run_args *a = *out;
+    ssize_t self = readlink("/proc/self/exe", a->self, sizeof a->self - 1);
+    a->self[self > 0 ? self : 0] = 0;
     const cli_program all = {.name = "run_suite", .options = a->table.rows};
     if (cli_fallbacks(all.options, a, err, sizeof err) != 0) { /* a form holds the defaults of rows it does not take */
         fprintf(stderr, "run_suite: %s\n", err);
@@ -268,7 +269,7 @@ int run_args_parse(run_args **out, const run_form *const *forms, int argc, char 
         return run_args_usage("--completion times whole epochs: --window, --windows and --warmup-steps are the "
                               "window measurement's");
     run_request_settle(r, &a->given, form ? form->quick_sample_ms : 0);
-    a->train_ok = find_train(r->train_path, a->train, sizeof a->train) == 0;
+    a->train_ok = find_train(r->train_path, a->self, a->train, sizeof a->train) == 0;
     r->train_path = a->train;
     r->argc = argc;
     r->argv = argv;
