@@ -42,6 +42,10 @@
 #   ddp2    (2+ GPUs) gpu_ddp, bench/ddp_seeds.sh, and M[gpus=2]+4*S across the cards in one
 #           window: serial references, then mps (the ranks as MPS clients: --ddp-under mps) and naive
 #   ddp-scaling  bench/ddp_scaling.sh (ResNet-50 224, tf32/bf16, 128/256 per GPU)
+#   ddp-launched (4 GPUs) bench/ddp_launched.sh: train --gpus 4 against four ranks started by hand
+#           (train --launcher env: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT),
+#           ResNet-50 224 with one seed: loss by epoch, replica hash, images/s side by side; then the
+#           four again with rank 3 killed after step 20: each other rank's exit, time and message
 #   ddp-mix  (2+ GPUs) bench/ddp_mix.sh: M[gpus=4]+8*S and 2*M[gpus=2]+8*S (DDP_MIXES) over every card,
 #           --mode all (serial, naive, mps --ddp-under mps), DDP_MIX_REPEATS launches, the table
 #   study-cards  run_suite --study small --quick --gpus <every card>, and its report
@@ -59,6 +63,8 @@
 #   bf16-profile one step's kernels by kind under ncu (bench/kernel_breakdown.py), PROFILE_CONFIGS
 #           (model:size:batch:precision, default resnet26 and resnet50 in bf16)
 #   bf16-colloc 7*S and 3*M under MPS in tf32 and bf16, and the report that sets them side by side
+#   sanitize  compute-sanitizer memcheck and racecheck over the kernels' GPU tests (SANITIZE_TESTS)
+#   parity-committed  gpu_model_parity and gpu_dlrm_parity on tests/parity/reference/ (no env vars)
 #   ab      bench_step for BENCH_CONFIGS (model:size:batch[:optimizer]) in AB_PRECISION (bf16), with
 #           AB_ENV (default SUITE_PDL=0) and without, alternating, AB_ROUNDS (2) rounds
 # Logs go to $OUT (or runs/device). On the device machine, first: . .devroot/env.sh
@@ -497,6 +503,12 @@ PY
     ddp-scaling)
         bash bench/ddp_scaling.sh "$build" /tmp/ddp-scaling "${DDP_STEPS:-30}" | tee "$out/ddp_scaling.md" || status=1
         ;;
+    ddp-launched)
+        timeout -s TERM 540 bash bench/ddp_launched.sh "$build" /tmp/ddp-launched "${DDP_LAUNCHED_STEPS:-60}" |
+            tee "$out/ddp_launched.md"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        tar czf "$out/ddp_launched.tgz" -C /tmp ddp-launched 2>/dev/null
+        ;;
     ddp-mix)
         # data-parallel jobs beside small jobs over every card, serial/naive/mps, DDP_MIX_REPEATS launches
         bash bench/ddp_mix.sh "$build" /tmp/ddp-mix "${DDP_MIX_REPEATS:-3}" | tee "$out/ddp_mix.md" || status=1
@@ -622,6 +634,33 @@ PY
                         --precision "${AB_PRECISION:-bf16}" || status=1
                 done
             done
+        done
+        ;;
+    sanitize)
+        # compute-sanitizer's memcheck (out-of-bounds and misaligned accesses, leaks of device memory)
+        # and racecheck (shared-memory hazards) over the kernels' own GPU tests (SANITIZE_TESTS);
+        # each run's whole output in $out/sanitize-<tool>-<test>.log, its summary line here.
+        sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+        for t in ${SANITIZE_TESTS:-gpu_layers gpu_pool gpu_loss gpu_optim gpu_batchnorm gpu_dlrm gpu_cait gpu_bf16 gpu_bf16_cait gpu_bf16_efficientnet gpu_conv_engine}; do
+            [ -x "$build/$t" ] || { echo "$t: not built"; status=1; continue; }
+            for tool in memcheck racecheck; do
+                extra=$([ $tool = memcheck ] && echo "--leak-check full")
+                log="$out/sanitize-$tool-$t.log"
+                # shellcheck disable=SC2086
+                timeout "${SANITIZE_TIMEOUT:-1800}" "$sanitizer" --tool $tool $extra --error-exitcode 99 \
+                    "$build/$t" >"$log" 2>&1
+                rc=$?
+                echo "$t $tool: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+                [ $rc = 0 ] || { status=1; grep -E "^=+ +(Invalid|Race|Error|Leaked|Program hit)" "$log" | sort | uniq -c | head -10; }
+            done
+        done
+        ;;
+    parity-committed)
+        # the parity tests on the references committed in tests/parity/reference/ (what ctest -L gpu
+        # runs by default): float32 and bf16 for the vision models, float32 for the recommender
+        for t in gpu_model_parity gpu_dlrm_parity; do
+            "$build/$t" >"$out/$t.log" 2>&1 || status=1
+            grep -vE "^\[ +(RUN|OK) +\]" "$out/$t.log" | head -60
         done
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;

@@ -253,8 +253,10 @@ static void *worker_main(void *arg) {
 
         err[0] = '\0';
         int64_t first = batch_start(l, b) + offset;
-        const int64_t *indices = l->permutation + first;
-        if (l->order != ORDER_PERMUTATION) {
+        const int64_t *indices; /* only a permutation order has l->permutation (NULL otherwise) */
+        if (l->order == ORDER_PERMUTATION) {
+            indices = l->permutation + first;
+        } else {
             fill_indices(l, slot->indices + offset, first, n);
             indices = slot->indices + offset;
         }

@@ -69,6 +69,11 @@ static const knob table[KNOB_COUNT] = {
                                     "each pass, as PyTorch DDP's `broadcast_buffers` does; `0` leaves each rank its "
                                     "own until the end",
                                     "`train`", 0},
+    [KNOB_RENDEZVOUS_TIMEOUT] = {"SUITE_RENDEZVOUS_TIMEOUT", "seconds (0.1 to 86400)", "300",
+                                 "how long the ranks of `train --launcher` wait for each other: rank 0 for every rank "
+                                 "to arrive, each other rank for rank 0 to answer, and at the end for the others to "
+                                 "finish; a rank missing then is named and the job ends (exit 1)",
+                                 "`train`", 0},
     [KNOB_DDP_RANK] = {"SUITE_DDP_RANK", "0 to N-1", "the launcher itself",
                        "makes this process that rank of a `train --gpus N` job", "`train`", 1},
     [KNOB_DDP_WORLD] = {"SUITE_DDP_WORLD", "N", "-", "the job's ranks, which must be its `--gpus`", "`train`", 1},

@@ -26,6 +26,7 @@ typedef enum knob_id {
     KNOB_REPORT_SCRIPT,
     KNOB_DDP_OVERLAP,
     KNOB_DDP_BROADCAST_BUFFERS,
+    KNOB_RENDEZVOUS_TIMEOUT,
     /* set by `train --gpus` for its ranks (runner/train/train_ddp.h), not by users */
     KNOB_DDP_RANK,
     KNOB_DDP_WORLD,

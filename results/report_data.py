@@ -89,9 +89,14 @@ def read_json(path, want):
         raise ReportError(f"{path}: cannot read: {e.strerror}")
     except (ValueError, UnicodeDecodeError) as e:
         raise ReportError(f"{path}: not valid JSON ({e})")
+    except RecursionError:
+        raise ReportError(f"{path}: JSON nested deeper than Python can read")
     if not isinstance(data, want):
         raise ReportError(f"{path}: expected a JSON {'object' if want is dict else 'array'}")
-    check_json_numbers(data, path)
+    try:
+        check_json_numbers(data, path)
+    except RecursionError:
+        raise ReportError(f"{path}: JSON nested deeper than Python can read")
     return data
 
 

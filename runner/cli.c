@@ -235,6 +235,14 @@ int cli_parse_unknown(const cli_program *p, void *dst, int argc, char *const arg
     return parse(p, dst, argc, argv, rest, rest_max, err, err_size);
 }
 
+int cli_parse_value(const cli_option *row, const char *text, void *dst, char *err, size_t err_size) {
+    if (!row_fits(row)) {
+        snprintf(err, err_size, "%s cannot be stored in a field of %zu bytes", row->name, row->size);
+        return -1;
+    }
+    return take_value(row, text, dst, err, err_size);
+}
+
 int cli_named(const cli_program *p, int argc, char *const argv[], const char *name) {
     for (int i = 1; i < argc; i++) {
         const cli_option *r = row_of(p, argv[i]);

@@ -98,6 +98,12 @@ int cli_parse_unknown(const cli_program *p, void *dst, int argc, char *const arg
  * not parse but whose fields it holds. 0, or -1 with a message (a fallback the row refuses). */
 int cli_fallbacks(const cli_option *rows, void *dst, char *err, size_t err_size);
 
+/* One value checked and stored as cli_parse does it for `row` (its kind, its range, the same message
+ * shape), for a value that comes from elsewhere than a command line: an environment variable's,
+ * with the row named after the variable ("RANK: expected a whole number from 0 to 3, got '4'").
+ * 0, or -1 with the message. */
+int cli_parse_value(const cli_option *row, const char *text, void *dst, char *err, size_t err_size);
+
 /* 1 when argv names p's row `name` ("--study", or "--study=SET"), its words read as cli_parse reads
  * them: a row's value is never taken for an option. */
 int cli_named(const cli_program *p, int argc, char *const argv[], const char *name);

@@ -28,6 +28,13 @@
  * fault: it writes a line in the server's log (server.log in $CUDA_MPS_LOG_DIRECTORY) and marks
  * the pipe folder, and every other client fails at its next step with the error MPS gives them.
  *
+ * With --launcher env|slurm it is one rank of ranks another program started (srun in
+ * tests/test_slurm_cluster.c), as train is: it reads its rank from the environment and joins the
+ * others with train's own code (runner/train/rank_env.h, runner/train/rendezvous.h), rank 0 handing
+ * out an id of its own; each rank prints "fake_train: rank R of W (local L) on HOST: id ID from
+ * ADDR:PORT (where they came from)", rank 0 also each line the others send it ("rank 0 heard rank
+ * K: ..."); then they finish together (exit 0), or a refusal exits 2 and a failure 1, as train's.
+ *
  * Run under the name nvidia-cuda-mps-control (a symlink), it imitates MPS's control program:
  * "-d" puts a daemon in the background that holds $CUDA_MPS_PIPE_DIRECTORY/control (a socket)
  * and writes nvidia-cuda-mps-control.pid there; without arguments it reads commands on stdin
@@ -46,6 +53,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "runner/train/rank_env.h"
+#include "runner/train/rendezvous.h"
 #include "runner/train/step_window.h"
 #include "base/line_reader.h"
 
@@ -58,7 +67,7 @@ typedef struct behaviour {
 } behaviour;
 
 typedef struct options {
-    const char *model, *data, *data_root, *fault;
+    const char *model, *data, *data_root, *fault, *launcher;
     long batch, image_size, classes, epochs, steps;
     int json, wait_go, dry_run, have_image_size, have_classes, window_protocol;
     long warmup_steps; /* the window protocol's first epoch, where shorter */
@@ -153,12 +162,16 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(a, "--window-protocol") == 0) o.window_protocol = 1;
         else if (strcmp(a, "--warmup-steps") == 0) o.warmup_steps = need_number(argc, argv, &i);
         else if (strcmp(a, "--dry-run") == 0) o.dry_run = 1;
+        else if (strcmp(a, "--launcher") == 0 && i + 1 < argc) o.launcher = argv[++i];
         else usage_error("unknown option ", a);
     }
     if (!o.model || !o.data) usage_error("--model and --data are required", NULL);
     if (o.batch <= 0) usage_error("--batch is required", NULL);
     if ((o.have_image_size && o.image_size < 8) || (o.have_classes && o.classes < 1))
         usage_error("--image-size must be at least 8 and --classes at least 1", NULL);
+    if (o.launcher && strcmp(o.launcher, "env") && strcmp(o.launcher, "slurm"))
+        usage_error("--launcher: expected env or slurm, got ", o.launcher);
+    if (o.launcher && !o.dry_run) return o; /* a rank: no runner's protocol */
     if (!o.json) usage_error("--json is required by this fake", NULL);
     if (!o.dry_run && (o.epochs <= 0 || !o.wait_go))
         usage_error("--epochs N and --wait-go are required when training", NULL);
@@ -326,11 +339,51 @@ static void window_step(step_windows *win, line_reader *in, double t, double ms)
     for (cJSON *e; (e = step_windows_next_event(win, 0));) emit(e);
 }
 
+static void heard(void *user, int rank, const char *line) {
+    (void)user;
+    printf("fake_train: rank 0 heard rank %d: %s\n", rank, line);
+}
+
+/* One rank of ranks a launcher started: the rendezvous, a line to rank 0, the end together. */
+static int launched_rank(const options *o) {
+    rank_env env;
+    char err[2048], id[RENDEZVOUS_ID_MAX], host[256] = "", where[200];
+    if (rank_env_read(strcmp(o->launcher, "env") ? RANK_LAUNCHER_SLURM : RANK_LAUNCHER_ENV, rank_env_getenv, NULL,
+                      &env, err, sizeof err) != 0) {
+        fprintf(stderr, "fake_train: %s\n", err);
+        return 2;
+    }
+    snprintf(id, sizeof id, "fake-id-%d", (int)getpid());
+    snprintf(where, sizeof where, "%s; port from %s", env.addr_from, env.port_from);
+    rendezvous_config c = {env.rank, env.world, env.master_addr, env.master_port, 60, where};
+    int code;
+    rendezvous *r = rendezvous_join(&c, id, id, sizeof id, &code, err, sizeof err);
+    if (!r) {
+        fprintf(stderr, "fake_train: rank %d of %d: %s\n", env.rank, env.world, err);
+        return code;
+    }
+    gethostname(host, sizeof host - 1);
+    printf("fake_train: rank %d of %d (local %d) on %s: id %s from %s:%d (%s)\n", env.rank, env.world,
+           env.local_rank, host, id, env.master_addr, env.master_port, where);
+    rendezvous_hooks hooks = {heard, NULL, NULL};
+    if (rendezvous_watch(r, &hooks, err, sizeof err) != 0) return 1;
+    if (env.rank == 0) rendezvous_release(r);
+    else rendezvous_wait_release(r);
+    char line[128];
+    snprintf(line, sizeof line, "{\"event\":\"done\",\"model\":\"%s\",\"rank\":%d}", o->model, env.rank);
+    if (env.rank) rendezvous_send(r, line);
+    int rc = rendezvous_finish(r, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "fake_train: %s\n", err);
+    rendezvous_close(r);
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(basename(argv[0]), "nvidia-cuda-mps-control") == 0) return fake_mps_control(argc, argv);
     options o = parse_options(argc, argv);
     behaviour b = read_behaviour(&o);
+    if (o.launcher && !o.dry_run) return launched_rank(&o);
     if (o.dry_run) {
         long f = b.footprint;
         printf("{\"model\":\"%s\",\"params\":%ld,\"footprint\":{\"parameters\":%ld,\"gradients\":%ld,"

@@ -174,9 +174,9 @@ static void check_bn(int rows, int C, int act, int with_res, int mask_source) {
     printf("bn bf16 rows %d C %d act %d residual %d mask %d: y %.2e mean %.2e invstd %.2e dgamma %.2e dbeta %.2e "
            "dx %.2e dres %.2e, dx masking itself %.2e\n", rows, C, act, with_res, mask_source, e_y, e_m, e_inv, e_dg,
            e_db, e_dx, e_dres, e_dx_own_mask);
-    assert_true(e_y < BF16_OUT && e_dx < BF16_OUT && e_dres < BF16_OUT);
-    assert_true(e_dx_own_mask < 1e-5); /* one element masked differently is about 1e-3 here */
-    assert_true(e_m < F32_SUMS && e_inv < F32_SUMS && e_dg < F32_SUMS && e_db < F32_SUMS);
+    expect_lt(e_y, BF16_OUT); expect_lt(e_dx, BF16_OUT); expect_lt(e_dres, BF16_OUT);
+    expect_lt(e_dx_own_mask, 1e-5); /* one element masked differently is about 1e-3 here */
+    expect_lt(e_m, F32_SUMS); expect_lt(e_inv, F32_SUMS); expect_lt(e_dg, F32_SUMS); expect_lt(e_db, F32_SUMS);
 
     void *dev[] = {d_x, d_res, d_dy, d_y, d_dx, d_dres, d_gamma, d_beta, d_mean, d_invstd, d_dgamma, d_dbeta, scratch,
                    d_bits};
@@ -237,7 +237,7 @@ static void check_maxpool(int N, int H, int C) {
     double e_dx = test_rel_err(dx, dx_ref, nx);
     printf("maxpool bf16 N %d %dx%d C %d: %zu maxima wrong, dx rel err %.2e\n", N, H, H, C, wrong, e_dx);
     assert_int_equal(wrong, 0);
-    assert_true(e_dx < BF16_OUT);
+    expect_lt(e_dx, BF16_OUT);
     CHECK_CUDA(cudaFree(d_x)); CHECK_CUDA(cudaFree(d_dy)); CHECK_CUDA(cudaFree(d_y)); CHECK_CUDA(cudaFree(d_dx));
     CHECK_CUDA(cudaFree(d_arg));
     free(x), free(dy), free(y), free(dx), free(dx_ref);
@@ -260,7 +260,7 @@ static void check_avgpool(int N, int HW, int C) {
             }
     double e_y = test_rel_err(y, y_ref, ny), e_dx = test_rel_err(dx, dx_ref, nx);
     printf("avgpool bf16 N %d HW %d C %d: y %.2e dx %.2e\n", N, HW, C, e_y, e_dx);
-    assert_true(e_y < BF16_OUT && e_dx < BF16_OUT);
+    expect_lt(e_y, BF16_OUT); expect_lt(e_dx, BF16_OUT);
     CHECK_CUDA(cudaFree(d_x)); CHECK_CUDA(cudaFree(d_dy)); CHECK_CUDA(cudaFree(d_y)); CHECK_CUDA(cudaFree(d_dx));
     free(x), free(dy), free(y), free(dx), free(y_ref), free(dx_ref);
 }
@@ -322,7 +322,7 @@ static void check_linear(int n, int in, int out) {
     double ey = test_rel_err(y, y_ref, ny), edx = test_rel_err(dx, dx_ref, nx);
     double edw = test_rel_err(dw, dw_ref, nw), edb = test_rel_err(db, db_ref, out);
     printf("linear bf16 %dx%d->%d: rel err y %.2e dx %.2e dw %.2e db %.2e\n", n, in, out, ey, edx, edw, edb);
-    assert_true(ey < F32_SUMS && edb < F32_SUMS && edx < BF16_OUT && edw < BF16_OUT);
+    expect_lt(ey, F32_SUMS); expect_lt(edb, F32_SUMS); expect_lt(edx, BF16_OUT); expect_lt(edw, BF16_OUT);
     linear_destroy(&l);
     arena_free(&ctx.arena);
     CHECK_CUDA(cudaFree(d_x)); CHECK_CUDA(cudaFree(d_dy)); CHECK_CUDA(cudaFree(d_dx)); CHECK_CUDA(cudaFree(d_y));
@@ -390,7 +390,7 @@ static void check_conv(conv_case cc) {
            layer.algos.use_engine[CONV_FORWARD] ? layer.algos.engine[CONV_FORWARD].name : "legacy",
            layer.algos.use_engine[CONV_BACKWARD_DATA] ? layer.algos.engine[CONV_BACKWARD_DATA].name : "legacy",
            layer.algos.use_engine[CONV_BACKWARD_FILTER] ? layer.algos.engine[CONV_BACKWARD_FILTER].name : "legacy");
-    assert_true(ey < BF16_OUT && edx < BF16_OUT && edw < BF16_OUT);
+    expect_lt(ey, BF16_OUT); expect_lt(edx, BF16_OUT); expect_lt(edw, BF16_OUT);
     conv_destroy(&layer);
     arena_free(&ctx.arena);
     CHECK_CUDA(cudaFree(d_x)); CHECK_CUDA(cudaFree(d_dy)); CHECK_CUDA(cudaFree(d_dx)); CHECK_CUDA(cudaFree(d_y));
@@ -443,8 +443,8 @@ static void test_resnet_step(void **state) {
     printf("resnet26 32x32/32: first-step loss fp32 %.5f bf16 %.5f; steps 20-29 fp32 %.5f bf16 %.5f\n", f32_first,
            bf_first, f32_later, bf_later);
     assert_true(isfinite(bf_first) && isfinite(bf_later));
-    assert_true(fabs(bf_first - f32_first) < 2e-2 * f32_first);
-    assert_true(bf_later < 0.5 * bf_first); /* the repeated batch is being learned */
+    expect_lt(fabs(bf_first - f32_first), 2e-2 * f32_first);
+    expect_lt(bf_later, 0.5 * bf_first); /* the repeated batch is being learned */
     free(images);
 }
 

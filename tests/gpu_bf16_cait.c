@@ -744,8 +744,8 @@ static void test_whole_model(void **state) {
     printf("  first gradients of %d tensors, bf16 against fp32: worst relative difference %.2e (%s)\n", count, worst,
            worst_name);
     assert_true(isfinite(b_first) && isfinite(b_later));
-    assert_true(fabs(b_first - f_first) < 2e-2 * f_first);
-    assert_true(b_later < 0.7 * b_first); /* the repeated batch is being learned */
+    expect_lt(fabs(b_first - f_first), 2e-2 * f_first);
+    expect_lt(b_later, 0.7 * b_first); /* the repeated batch is being learned */
     free(tensors), free(g32), free(g16), free(images);
 }
 

@@ -544,7 +544,7 @@ static void test_footprint(void **state) {
     assert_true(s16.plan.half_weights && !s32.plan.half_weights);
     assert_int_equal(f16.parameters, f32.parameters + copy);
     assert_int_equal(f16.gradients, f32.gradients + copy);
-    assert_true(f16.activations < f32.activations * 0.6);
+    expect_lt(f16.activations, f32.activations * 0.6);
     model_free(s32.model), model_free(s16.model);
 }
 
@@ -571,7 +571,7 @@ static model_run run_model(precision_kind precision, float drop_path, int steps,
     size_t image_floats = (size_t)config.batch * config.image_size * config.image_size * config.in_channels;
     float *images = malloc(image_floats * sizeof *images);
     int32_t labels[64];
-    assert_true(batch <= 64);
+    expect_le(batch, 64);
     random_batch(images, labels, &config);
     model_run out = {0, 0, NULL, 0};
     CHECK_CUDA(cudaMemcpy(m->labels, labels, (size_t)batch * sizeof *labels, cudaMemcpyHostToDevice));
@@ -649,9 +649,9 @@ static void test_model_step(void **state) {
            "bf16 %.5f\n", size, size, batch, f32.first, tf.first, bf.first, cos_tf, rel_tf, cos_bf, rel_bf,
            steps - 10, steps - 1, f32.later, tf.later, bf.later);
     assert_true(isfinite(bf.first) && isfinite(bf.later));
-    assert_true(fabs(bf.first - f32.first) < 3e-2 * f32.first);
-    assert_true(cos_bf > 0.9);
-    assert_true(bf.later < 0.7 * bf.first); /* the repeated batch is being learned */
+    expect_lt(fabs(bf.first - f32.first), 3e-2 * f32.first);
+    expect_gt(cos_bf, 0.9);
+    expect_lt(bf.later, 0.7 * bf.first); /* the repeated batch is being learned */
     free(f32.grads), free(tf.grads), free(bf.grads);
     model_run dropped = run_model(PRECISION_BF16, 0.2f, 3, size, batch); /* drop path's bf16 kernels, in the graph */
     printf("efficientnetv2_s bf16 with drop path 0.2: first-step loss %.5f\n", dropped.first);

@@ -120,7 +120,7 @@ static void check_interaction(int B, int T, int d) {
     double er = test_rel_err(r, r_ref, nr), edx = test_rel_err(dx, dx_ref, nx), ede = test_rel_err(demb, demb_ref, ne);
     printf("interaction batch %d, %d tables, dim %d (width %d): rel err r %.2e dx %.2e demb %.2e\n", B, T, d, width,
            er, edx, ede);
-    assert_true(er < 1e-5 && edx < 1e-5 && ede < 1e-5);
+    expect_lt(er, 1e-5); expect_lt(edx, 1e-5); expect_lt(ede, 1e-5);
     /* L = sum(dr * r) is quadratic in the inputs: central differences are exact up to rounding */
     const float step = 1e-2f;
     double worst = 0;
@@ -274,8 +274,8 @@ static void check_bags(const char *what, const bag_case *k) {
     printf("%s: %d tables, dim %d, batch %d, %d lookups in %d slots: forward rel err %.2e; %d rows touched, "
            "worst update error %.2e of the step, untouched rows changed %d, second run identical %s\n", what, k->T,
            k->dim, k->B, k->count, k->capacity, e_out, touched, worst, untouched_changed, same_bits ? "yes" : "NO");
-    assert_true(e_out < 1e-6);
-    assert_true(worst < 1e-4);
+    expect_lt(e_out, 1e-6);
+    expect_lt(worst, 1e-4);
     assert_int_equal(untouched_changed, 0);
     assert_true(same_bits);
     /* finite differences of L = sum(dout * out) through the GPU forward: dL/dW = G (L is linear in W) */
@@ -430,7 +430,7 @@ static void check_linear_relu(int n, int in, int out) {
     double ey = test_rel_err(y, y_ref, ny), edx = test_rel_err(dx, dx_ref, nx), edw = test_rel_err(dw, dw_ref, nw),
            edb = test_rel_err(db, db_ref, out);
     printf("linear+relu %dx%d->%d: rel err y %.2e dx %.2e dw %.2e db %.2e\n", n, in, out, ey, edx, edw, edb);
-    assert_true(ey < 1e-5 && edx < 1e-5 && edw < 1e-5 && edb < 1e-5);
+    expect_lt(ey, 1e-5); expect_lt(edx, 1e-5); expect_lt(edw, 1e-5); expect_lt(edb, 1e-5);
     /* finite differences of L = sum(dy * relu(x W^T + b)) at entries whose pre-activations all stay
      * 0.02 or more from the kink (a step of 1e-2 moves each by at most 1e-2) */
     const float h = 1e-2f;
@@ -463,7 +463,7 @@ static void check_linear_relu(int n, int in, int out) {
         checked++;
     }
     printf("  %d finite-difference checks away from the kink passed\n", checked);
-    assert_true(checked >= 6);
+    expect_ge(checked, 6);
     linear_destroy(&layer);
     arena_free(&ctx.arena);
     CHECK_CUDA(cudaFree(d_x)); CHECK_CUDA(cudaFree(d_y)); CHECK_CUDA(cudaFree(d_g)); CHECK_CUDA(cudaFree(d_dx));
@@ -522,7 +522,7 @@ static void test_bce(void **state) {
     }
     double edz = test_rel_err(dz, dz_ref, B);
     printf("bce: loss sum %.6f (reference %.6f), hits %.0f (%.0f), dz rel err %.2e\n", sums[0], loss, sums[1], hits, edz);
-    assert_true(fabs(sums[0] - loss) < 1e-5 * loss && sums[1] == hits && edz < 1e-5);
+    expect_lt(fabs(sums[0] - loss), 1e-5 * loss); expect_eq(sums[1], hits); expect_lt(edz, 1e-5);
     /* evaluation: probabilities of every row, sums of the first n_valid */
     zero_sums(d_sums);
     dlrm_bce_eval(d_p, d_sums, d_z, d_y, B, 10, ctx.stream);
@@ -530,8 +530,8 @@ static void test_bce(void **state) {
     read_sums(sums, d_sums);
     double loss10 = 0;
     for (int i = 0; i < 10; i++) loss10 += bce_reference(z[i], y[i]);
-    for (int i = 0; i < B; i++) assert_true(fabs(p[i] - 1 / (1 + exp(-(double)z[i]))) < 1e-6);
-    assert_true(fabs(sums[0] - loss10) < 1e-5 * loss10);
+    for (int i = 0; i < B; i++) expect_lt(fabs(p[i] - 1 / (1 + exp(-(double)z[i]))), 1e-6);
+    expect_lt(fabs(sums[0] - loss10), 1e-5 * loss10);
     /* finite differences of the mean loss through the GPU */
     for (int t = 0; t < 8; t++) {
         int i = 3 + (int)(test_rand_u64(&rng) % (B - 3));
@@ -613,8 +613,8 @@ static void test_graph_matches_eager(void **state) {
     double e = test_rel_err_f(graph, eager, n_graph);
     printf("4 steps, captured vs eager: %zu of %zu parameters differ in any bit, rel err %.2e; loss sums %.6f vs %.6f\n",
            differ, n_graph, e, loss_graph, loss_eager);
-    assert_true(e < 1e-6);
-    assert_true(isfinite(loss_graph) && fabs(loss_graph - loss_eager) < 1e-5 * fabs(loss_eager));
+    expect_lt(e, 1e-6);
+    assert_true(isfinite(loss_graph)); expect_lt(fabs(loss_graph - loss_eager), 1e-5 * fabs(loss_eager));
     free(graph), free(eager);
 }
 

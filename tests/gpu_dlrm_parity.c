@@ -7,7 +7,11 @@
  * not touch must keep their bits. The configuration follows from the files' shapes. Run the
  * script first and point SUITE_DLRM_PARITY_DIR at its output; without it the test is skipped.
  * SUITE_PARITY_LR gives the script's --lr when it was not 1.0; SUITE_PARITY_TF32=1 compares a
- * TF32 run of both sides. */
+ * TF32 run of both sides.
+ * Without SUITE_DLRM_PARITY_DIR the reference committed in tests/parity/reference/fp32/ is checked
+ * (tests/parity/make_reference.py: Criteo Kaggle's shape, tables capped at 8 rows, batch 16): it
+ * carries no weights file (the weights follow tests/parity_rule.h's rule) and its dense gradients
+ * and updates are compared through their count sketches; the touched rows as above. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,11 +26,13 @@
 #include "kernels/check.h"
 #include "models/dlrm.h"
 #include "models/core/safetensors.h"
+#include "tests/parity_rule.h"
 #include "tests/testutil.h"
 
 #define ERR_FACTOR 10.0
 static const char *parity_dir;
 static int tf32, failures;
+static parity_table table; /* the committed reference's sketched tensors */
 
 static const st_tensor *tensor(const st_file *f, const char *name, st_dtype dtype) {
     const st_tensor *t = st_find(f, name);
@@ -40,10 +46,18 @@ static const float *floats(const st_file *f, const char *name) { return st_data(
 /* Relative L2 error against the float64 reference, bounded by ERR_FACTOR x PyTorch's own float32
  * error plus `floor` (the precision the comparison itself can reach). */
 static double compare(const st_file *ref, const char *key, const float *ours, size_t n, double floor, double *worst) {
-    double e = test_rel_err_f(ours, floats(ref, key), n);
     char name[PARAM_NAME_MAX + 32];
-    snprintf(name, sizeof name, "torch_err.%s", key);
-    double torch_err = floats(ref, name)[0], bound = ERR_FACTOR * torch_err + floor;
+    int row = st_find(ref, key) ? -1 : parity_table_find(&table, key);
+    double e, torch_err;
+    if (row >= 0) {
+        e = parity_table_error(&table, row, ours, n);
+        torch_err = table.torch_err[row];
+    } else {
+        e = test_rel_err_f(ours, floats(ref, key), n);
+        snprintf(name, sizeof name, "torch_err.%s", key);
+        torch_err = floats(ref, name)[0];
+    }
+    double bound = ERR_FACTOR * torch_err + floor;
     if (e > *worst) *worst = e;
     if (!(e <= bound)) {
         snprintf(name, sizeof name, "torch32.%s", key);
@@ -80,17 +94,47 @@ static void test_parity(void **state) {
     char path[4096], weights[4096], err[1024];
     snprintf(path, sizeof path, "%s/dlrm_ref.safetensors", parity_dir);
     snprintf(weights, sizeof weights, "%s/dlrm_weights.safetensors", parity_dir);
-    st_file ref, w;
-    if (st_open(&ref, path, err, sizeof err) != 0 || st_open(&w, weights, err, sizeof err) != 0) fail_msg("%s", err);
+    st_file ref, w = {0};
+    if (st_open(&ref, path, err, sizeof err) != 0) fail_msg("%s", err);
+    int by_rule = st_find(&ref, "table.sketch") != NULL; /* the committed reference: weights by the rule */
+    if (!by_rule && st_open(&w, weights, err, sizeof err) != 0) fail_msg("%s", err);
     const st_tensor *dense_t = tensor(&ref, "dense", ST_F32);
     int B = (int)dense_t->shape[0];
     dlrm_config c;
-    config_from_weights(&c, &w, B);
+    if (by_rule) {
+        int64_t cap = ((const int32_t *)st_data(&ref, tensor(&ref, "max_rows", ST_I32)))[0];
+        if (dlrm_config_named(&c, "criteo-kaggle", cap, B, 0, err, sizeof err) != 0) fail_msg("%s", err);
+    } else {
+        config_from_weights(&c, &w, B);
+    }
     job_context ctx;
     if (context_init(&ctx, 0, (size_t)64 << 20, tf32) != CONTEXT_OK) fail_msg("no GPU");
     dlrm m;
     if (dlrm_plan(&m, &c, 0, err, sizeof err) != 0 || dlrm_start(&m, &ctx, err, sizeof err) != 0) fail_msg("%s", err);
-    if (dlrm_load(&m, weights, err, sizeof err) != 0) fail_msg("%s", err);
+    float **rule_weights = calloc((size_t)m.params.count, sizeof *rule_weights); /* by_rule: each table before */
+    if (by_rule) {
+        char **keys = malloc((size_t)m.params.count * 2 * sizeof *keys);
+        int count = 0;
+        for (int i = 0; i < m.params.count; i++) {
+            const param_entry *e = &m.params.entries[i];
+            rule_weights[i] = malloc((size_t)param_numel(e) * sizeof(float));
+            parity_values(e->name, e->ndim, e->shape, rule_weights[i]);
+            CHECK_CUDA(cudaMemcpy(e->data, rule_weights[i], (size_t)param_numel(e) * sizeof(float),
+                                  cudaMemcpyHostToDevice));
+            if (strncmp(e->name, "emb_l.", 6) == 0) continue;
+            for (int k = 0; k < 2; k++) {
+                keys[count] = malloc(PARAM_NAME_MAX + 16);
+                snprintf(keys[count++], PARAM_NAME_MAX + 16, "%s.%s", k ? "updated" : "grad", e->name);
+            }
+        }
+        CHECK_CUDA(cudaDeviceSynchronize());
+        int rc = parity_table_open(&table, &ref, keys, count, err, sizeof err);
+        for (int i = 0; i < count; i++) free(keys[i]);
+        free(keys);
+        if (rc != 0) fail_msg("%s: %s", path, err);
+    } else if (dlrm_load(&m, weights, err, sizeof err) != 0) {
+        fail_msg("%s", err);
+    }
 
     size_t bytes = dlrm_input_bytes(&c);
     char *block = calloc(1, bytes);
@@ -138,7 +182,7 @@ static void test_parity(void **state) {
         /* a table: touched rows against the reference, the rest against the weights file bit for bit */
         int dim = (int)e->shape[1];
         test_to_host(ours, e->data, n);
-        const float *before = floats(&w, e->name);
+        const float *before = by_rule ? rule_weights[i] : floats(&w, e->name);
         snprintf(key, sizeof key, "rows.%s", e->name);
         const st_tensor *rows_t = tensor(&ref, key, ST_I32);
         const int32_t *rows = st_data(&ref, rows_t);
@@ -166,7 +210,8 @@ static void test_parity(void **state) {
         double floor = 4 * sqrt(noise / (scale > 0 ? scale : 1)) + 1e-6;
         compare(&ref, key, grad, u * dim, floor, &worst_rows);
         snprintf(key, sizeof key, "updated_rows.%s", e->name);
-        compare(&ref, key, updated, u * dim, 1e-6, &worst_update);
+        if (st_find(&ref, key)) compare(&ref, key, updated, u * dim, 1e-6, &worst_update); /* committed: the
+                                                                 * gradient above is read off the update */
         free(hit), free(updated), free(grad), free(ours);
     }
     printf("dlrm %s max_rows %lld batch %d lr %g (%s): probs rel err %.2e, loss %.6f vs %.6f; worst dense gradient "
@@ -174,10 +219,13 @@ static void test_parity(void **state) {
            c.name, (long long)c.max_rows, B, lr, tf32 ? "TF32" : "FP32", e_probs, loss, floats(&ref, "loss")[0],
            worst_grad, worst_rows, touched, worst_update, untouched_changed);
     free(logits), free(probs);
+    for (int i = 0; i < m.params.count; i++) free(rule_weights[i]);
+    free(rule_weights);
     dlrm_free(&m);
     context_free(&ctx);
+    parity_table_free(&table);
     st_close(&ref);
-    st_close(&w);
+    if (!by_rule) st_close(&w);
     if (untouched_changed) fail_msg("%zu rows the batch did not touch changed", untouched_changed);
     if (failures) fail_msg("%d tensors outside their bounds", failures);
 }
@@ -185,10 +233,7 @@ static void test_parity(void **state) {
 int main(void) {
     test_require_gpu();
     parity_dir = getenv("SUITE_DLRM_PARITY_DIR");
-    if (!parity_dir || !*parity_dir) {
-        printf("SUITE_DLRM_PARITY_DIR is not set: run tests/parity/dlrm_reference.py first: skipped\n");
-        return 77;
-    }
+    if (!parity_dir || !*parity_dir) parity_dir = SUITE_SOURCE_DIR "/tests/parity/reference/fp32";
     tf32 = getenv("SUITE_PARITY_TF32") && atoi(getenv("SUITE_PARITY_TF32")) == 1;
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_parity)};
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -100,7 +100,7 @@ static void test_tsv_end_to_end(void **state) {
             assert_string_equal(cJSON_GetObjectItem(e, "model")->valuestring, "dlrm");
             assert_true(number(e, "train_rows") == 1200 && number(e, "held_out_rows") == 200);
             assert_true(number(e, "steps_per_epoch") == 10);
-            assert_true(number(e, "embedding_bytes") > 0 && number(e, "footprint_bytes") > number(e, "embedding_bytes"));
+            expect_gt(number(e, "embedding_bytes"), 0); expect_gt(number(e, "footprint_bytes"), number(e, "embedding_bytes"));
             printf("setup: %.0f parameters, %.0f bytes of tables, %.0f on the GPU\n", number(e, "params"),
                    number(e, "embedding_bytes"), number(e, "footprint_bytes"));
         } else if (!strcmp(name, "ready")) {
@@ -110,17 +110,17 @@ static void test_tsv_end_to_end(void **state) {
             int epoch = (int)number(e, "epoch");
             assert_true(epoch == 1 || epoch == 2);
             block_steps[epoch] += (long)number(e, "steps");
-            assert_true(number(e, "steps") <= 4 && number(e, "seconds") > 0 && isfinite(number(e, "loss")));
+            expect_le(number(e, "steps"), 4); expect_gt(number(e, "seconds"), 0); assert_true(isfinite(number(e, "loss")));
             assert_true(number(e, "block") == blocks);
         } else if (!strcmp(name, "epoch")) {
             epochs++;
             assert_true(number(e, "epoch") == epochs && number(e, "steps") == 10 && number(e, "samples") == 640);
             double loss = number(e, "loss"), auc = number(e, "auc"), acc = number(e, "accuracy");
-            assert_true(isfinite(loss) && auc >= 0 && auc <= 1 && acc >= 0 && acc <= 1);
-            assert_true(number(e, "step_ms_median") > 0 && number(e, "loader_samples_per_s") > 0);
-            assert_true(number(e, "loader_wait_s") >= 0 && number(e, "t_end") >= number(e, "t_start"));
-            assert_true(number(e, "peak_bytes") > 0 && number(e, "device_used_bytes") > 0 && number(e, "lr") == 1.0);
-            assert_true(isfinite(number(e, "test_loss")) && number(e, "train_accuracy") >= 0);
+            assert_true(isfinite(loss)); expect_ge(auc, 0); expect_le(auc, 1); expect_ge(acc, 0); expect_le(acc, 1);
+            expect_gt(number(e, "step_ms_median"), 0); expect_gt(number(e, "loader_samples_per_s"), 0);
+            expect_ge(number(e, "loader_wait_s"), 0); expect_ge(number(e, "t_end"), number(e, "t_start"));
+            expect_gt(number(e, "peak_bytes"), 0); expect_gt(number(e, "device_used_bytes"), 0); assert_true(number(e, "lr") == 1.0);
+            assert_true(isfinite(number(e, "test_loss"))); expect_ge(number(e, "train_accuracy"), 0);
             printf("epoch %d: loss %.4f, held-out accuracy %.3f, AUC %.3f, step %.3f ms, loader %.0f samples/s\n", epochs,
                    loss, acc, auc, number(e, "step_ms_median"), number(e, "loader_samples_per_s"));
         } else if (!strcmp(name, "done")) {
@@ -177,7 +177,7 @@ static void test_learns_synthetic(void **state) {
         }
     }
     cJSON_Delete(events);
-    assert_true(auc > 0.75);
+    expect_gt(auc, 0.75);
 }
 
 int main(void) {

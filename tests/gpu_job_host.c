@@ -34,7 +34,7 @@ static int sms_used(cudaStream_t stream, unsigned char *seen) {
     int distinct = 0;
     memset(seen, 0, 256);
     for (int b = 0; b < BLOCKS; b++) {
-        assert_true(h[b] >= 0 && h[b] < 256);
+        expect_ge(h[b], 0); expect_lt(h[b], 256);
         distinct += !seen[h[b]];
         seen[h[b]] = 1;
     }
@@ -52,7 +52,7 @@ static void test_partitions_hold_their_sms(void **state) {
     int all = sms_used(ctx.stream, whole);
     context_free(&ctx);
     printf("whole device: blocks ran on %d SMs\n", all);
-    assert_true(all > device_sms / 2); /* the probe itself spreads */
+    expect_gt(all, device_sms / 2); /* the probe itself spreads */
     context_partitions parts;
     int want[2] = {unit * 2, unit * 4};
     assert_int_equal(context_partitions_create(&parts, 0, want, 2, e, sizeof e), 0);
@@ -64,8 +64,8 @@ static void test_partitions_hold_their_sms(void **state) {
         int used = sms_used(ctx.stream, seen[p]);
         context_free(&ctx);
         printf("partition %d of %d SMs: blocks ran on %d SMs\n", p, want[p], used);
-        assert_true(used <= want[p]);
-        assert_true(used >= want[p] / 2);
+        expect_le(used, want[p]);
+        expect_ge(used, want[p] / 2);
     }
     for (int s = 0; s < 256; s++) assert_false(a[s] && b[s]); /* disjoint */
     context_partitions_free(&parts);
@@ -102,7 +102,7 @@ static void compare(const char *how, const double *alone, int n_alone, const dou
         double rel = fabs(in_host[k] - alone[k]) / fabs(alone[k]);
         printf("%s epoch %d: alone %.9g, in the host %.9g (relative difference %.2e%s)\n", how, k + 1, alone[k],
                in_host[k], rel, rel == 0 ? ", identical" : "");
-        assert_true(rel <= 1e-3);
+        expect_le(rel, 1e-3);
     }
 }
 

@@ -103,7 +103,7 @@ static void check_conv_case(conv_case cc) {
     double ey = test_rel_err(y, y_ref, ny), edx = test_rel_err(dx, dx_ref, nx), edw = test_rel_err(dw, dw_ref, nw);
     printf("conv n%d c%d k%d %dx%d kernel %d stride %d pad %d: rel err y %.2e dx %.2e dw %.2e\n", cc.n, cc.c,
            cc.k, cc.size, cc.size, cc.kernel, cc.stride, cc.pad, ey, edx, edw);
-    assert_true(ey < 1e-5 && edx < 1e-5 && edw < 1e-5);
+    expect_lt(ey, 1e-5); expect_lt(edx, 1e-5); expect_lt(edw, 1e-5);
 
     /* finite differences of L = sum(dy * y) through the GPU forward, at random weights and inputs */
     const float step = 1e-2f;
@@ -179,7 +179,7 @@ static void check_linear_case(int n, int in, int out) {
     double ey = test_rel_err(y, y_ref, ny), edx = test_rel_err(dx, dx_ref, nx);
     double edw = test_rel_err(dw, dw_ref, nw), edb = test_rel_err(db, db_ref, out);
     printf("linear %dx%d->%d: rel err y %.2e dx %.2e dw %.2e db %.2e\n", n, in, out, ey, edx, edw, edb);
-    assert_true(ey < 1e-5 && edx < 1e-5 && edw < 1e-5 && edb < 1e-5);
+    expect_lt(ey, 1e-5); expect_lt(edx, 1e-5); expect_lt(edw, 1e-5); expect_lt(edb, 1e-5);
     const float step = 1e-2f;
     for (int t = 0; t < 9; t++) {
         int which = t % 3; /* weight, bias, input */

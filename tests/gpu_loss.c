@@ -119,7 +119,7 @@ static void check_case(int N, int K, float smoothing, int invalid_every, int shi
             fail();
         }
         expect_close("loss_sum", N, K, read_scalar(loss_d) - loss0, call * loss_ref, 1e-5);
-        assert_true(read_scalar(correct_d) == correct0 + call * (float)correct_ref);
+        expect_eq(read_scalar(correct_d), correct0 + call * (float)correct_ref);
     }
     CHECK_CUDA(cudaFree(z_d - shift)); CHECK_CUDA(cudaFree(grad_d - shift));
     CHECK_CUDA(cudaFree(loss_d)); CHECK_CUDA(cudaFree(correct_d)); CHECK_CUDA(cudaFree(labels_d));
@@ -164,10 +164,10 @@ static void test_argmax_ties(void **state) {
     upload(loss_d, &zero, 1);
     upload(correct_d, &zero, 1);
     softmax_ce_forward_backward(grad_d, loss_d, correct_d, z_d, labels_d, N, K, 0.0f, 0);
-    assert_true(read_scalar(correct_d) == 2.0f);
+    expect_eq(read_scalar(correct_d), 2.0f);
     upload(correct_d, &zero, 1);
     softmax_ce_eval(loss_d, correct_d, z_d, labels_d, N, K, 0.0f, 0);
-    assert_true(read_scalar(correct_d) == 2.0f);
+    expect_eq(read_scalar(correct_d), 2.0f);
     CHECK_CUDA(cudaFree(z_d)); CHECK_CUDA(cudaFree(grad_d)); CHECK_CUDA(cudaFree(loss_d));
     CHECK_CUDA(cudaFree(correct_d)); CHECK_CUDA(cudaFree(labels_d));
 }
@@ -199,7 +199,7 @@ static void test_eval(void **state) {
             double loss_ref, correct_ref;
             ref_ce(NULL, &loss_ref, &correct_ref, z, labels, n_valid, N, K, smoothing);
             expect_close("eval loss_sum", n_valid, K, read_scalar(loss_d) - loss0, loss_ref, 1e-5);
-            assert_true(read_scalar(correct_d) == correct0 + (float)correct_ref);
+            expect_eq(read_scalar(correct_d), correct0 + (float)correct_ref);
             CHECK_CUDA(cudaFree(z_d)); CHECK_CUDA(cudaFree(loss_d)); CHECK_CUDA(cudaFree(correct_d));
             CHECK_CUDA(cudaFree(labels_d));
         }

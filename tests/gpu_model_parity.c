@@ -8,7 +8,12 @@
  * SUITE_PARITY_BF16=1 the suite's bf16 step against a reference written with --bf16 1, held to
  * ERR_FACTOR times PyTorch's own bf16-autocast error against float64 (torch_err.*).
  * Every model whose reference file is in the folder is checked; SUITE_PARITY_MODELS=a,b limits
- * the list. */
+ * the list.
+ * Without SUITE_PARITY_DIR the references committed in tests/parity/reference/ are checked, fp32/
+ * in float32 and bf16/ in bf16 (tests/parity/make_reference.py: ResNet-26, EfficientNetV2-S and
+ * CaiT-XXS24 at small shapes). They carry no weights: weights, images and labels follow the rule
+ * of tests/parity_rule.h, and each gradient, running statistic and update is compared through its
+ * count sketch (an estimate of the same relative error, held to the same bounds). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,10 +31,13 @@
 #include "models/core/safetensors.h"
 #include "models/catalog.h"
 #include "models/session.h"
+#include "tests/parity_rule.h"
 #include "tests/testutil.h"
 
 static const char *parity_dir;
 static int tf32, bf16;
+static parity_table table; /* a committed reference's sketched tensors (rows 0: none) */
+static int checked;         /* models compared */
 
 static const float *tensor_f32(const st_file *f, const char *name) {
     const st_tensor *t = st_find(f, name);
@@ -52,23 +60,31 @@ static char worst_ratio_key[PARAM_NAME_MAX + 32];
 
 static double compare(const st_file *ref, const char *key, const float *ours, size_t n, double fixed_bound,
                       double *worst) {
-    const float *expected = tensor_f32(ref, key);
-    double e = test_rel_err_f(ours, expected, n), bound = fixed_bound;
+    double e, bound = fixed_bound, ref_norm = 0, theirs = NAN; /* theirs: PyTorch's own error, where measured */
     char err_key[PARAM_NAME_MAX + 32];
+    int row = st_find(ref, key) ? -1 : parity_table_find(&table, key);
+    if (row >= 0) {
+        e = parity_table_error(&table, row, ours, n);
+        ref_norm = table.norm[row];
+        theirs = table.torch_err[row];
+    } else {
+        const float *expected = tensor_f32(ref, key);
+        e = test_rel_err_f(ours, expected, n);
+        for (size_t i = 0; i < n; i++) ref_norm += (double)expected[i] * expected[i];
+        ref_norm = sqrt(ref_norm);
+        snprintf(err_key, sizeof err_key, "torch_err.%s", key);
+        const st_tensor *torch_err = st_find(ref, err_key);
+        if (torch_err) theirs = ((const float *)st_data(ref, torch_err))[0];
+    }
     /* A gradient that is zero in exact arithmetic (a bias before a softmax, which a constant shift
      * of the row cancels) is float noise in every float32 computation; a relative error means
      * nothing there. Such tensors are held to an absolute bound instead (1e-7 RMS per element,
      * well below any real gradient of these tests) and left out of the worst-case statistic. */
-    double ref_norm = 0;
-    for (size_t i = 0; i < n; i++) ref_norm += (double)expected[i] * expected[i];
-    ref_norm = sqrt(ref_norm);
     double zero_floor = 1e-7 * sqrt((double)n);
     if (ref_norm <= zero_floor) {
         double abs_err = ref_norm > 0 ? e * ref_norm : e;
         /* PyTorch's own float32 noise on the same tensor, when the reference measured it */
-        snprintf(err_key, sizeof err_key, "torch_err.%s", key);
-        const st_tensor *noise = st_find(ref, err_key);
-        double torch_abs = noise && ref_norm > 0 ? ((const float *)st_data(ref, noise))[0] * ref_norm : 0.0;
+        double torch_abs = !isnan(theirs) && ref_norm > 0 ? theirs * ref_norm : 0.0;
         double bound_abs = zero_floor > ERR_FACTOR * torch_abs ? zero_floor : ERR_FACTOR * torch_abs;
         if (!(abs_err <= bound_abs) && failures++ < 200)
             printf("  %s: zero in exact arithmetic, but the suite's values reach %.3e (bound %.1e: the larger "
@@ -76,10 +92,7 @@ static double compare(const st_file *ref, const char *key, const float *ours, si
         zero_tensors++;
         return 0.0;
     }
-    snprintf(err_key, sizeof err_key, "torch_err.%s", key);
-    const st_tensor *torch_err = st_find(ref, err_key);
-    if (torch_err) {
-        double theirs = ((const float *)st_data(ref, torch_err))[0];
+    if (!isnan(theirs)) {
         /* A scalar's error is a single draw, which can come out near zero by luck (bf16 loss:
          * 3e-5 once, with the logits it is computed from 8e-2 off): the loss is held to the
          * precision of the logits it is a smooth function of, as a bound, not to that draw. */
@@ -98,8 +111,9 @@ static double compare(const st_file *ref, const char *key, const float *ours, si
         const st_tensor *torch32 = st_find(ref, err_key);
         double e32 = torch32 ? test_rel_err_f(ours, st_data(ref, torch32), n) : NAN;
         if (failures++ < 200)
-            printf("  %s: relative error %.3e exceeds %.2e%s; against PyTorch %s %.3e\n", key, e, bound,
-                   torch_err ? (bf16 ? " (4x PyTorch's own bf16 error)" : " (10x PyTorch's own error)") : "",
+            printf("  %s: relative error %.3e%s exceeds %.2e%s; against PyTorch %s %.3e\n", key, e,
+                   row >= 0 ? " (sketch estimate)" : "", bound,
+                   !isnan(theirs) ? (bf16 ? " (4x PyTorch's own bf16 error)" : " (10x PyTorch's own error)") : "",
                    bf16 ? "bf16" : "float32", e32);
     }
     return e;
@@ -141,10 +155,22 @@ static void check_model(const char *name) {
         printf("%s: no reference (%s): skipped\n", name, err);
         return;
     }
-    const st_tensor *input = st_find(&ref, "input"), *logits_t = st_find(&ref, "logits");
-    assert_non_null(input);
+    checked++;
+    /* a committed reference: no weights file; its input's shape, weights, images and labels by the rule */
+    int by_rule = st_find(&ref, "table.sketch") != NULL;
+    const st_tensor *logits_t = st_find(&ref, "logits");
     assert_non_null(logits_t);
-    model_config config = {.batch = (int)input->shape[0], .image_size = (int)input->shape[1],
+    int64_t input_shape[4];
+    if (by_rule) {
+        const st_tensor *shape = st_find(&ref, "input_shape");
+        if (!shape || shape->dtype != ST_I32 || shape->shape[0] != 4) fail_msg("%s: no input_shape (i32 [4])", path);
+        for (int d = 0; d < 4; d++) input_shape[d] = ((const int32_t *)st_data(&ref, shape))[d];
+    } else {
+        const st_tensor *input = st_find(&ref, "input");
+        assert_non_null(input);
+        for (int d = 0; d < 4; d++) input_shape[d] = input->shape[d];
+    }
+    model_config config = {.batch = (int)input_shape[0], .image_size = (int)input_shape[1],
                            .in_channels = 3, .classes = (int)logits_t->shape[1]};
     const st_tensor *patch = st_find(&ref, "patch_size");
     if (patch) config.patch_size = (int)tensor_f32(&ref, "patch_size")[0];
@@ -161,13 +187,50 @@ static void check_model(const char *name) {
     assert_int_equal(session_plan(&s, &config, err, sizeof err), 0);
     assert_int_equal(session_start(&s, 0, (size_t)256 << 20, tf32, 1, err, sizeof err), 0);
     model *m = s.model;
-    if (checkpoint_load(m, &s.ctx, weights, err, sizeof err) != 0) fail_msg("%s", err);
     size_t input_n = (size_t)config.batch * config.image_size * config.image_size * 3;
-    CHECK_CUDA(cudaMemcpy(m->input, tensor_f32(&ref, "input"), input_n * sizeof(float), cudaMemcpyHostToDevice));
-    const st_tensor *labels = st_find(&ref, "labels");
-    assert_non_null(labels);
-    CHECK_CUDA(cudaMemcpy(m->labels, st_data(&ref, labels), (size_t)config.batch * sizeof(int32_t),
-                          cudaMemcpyHostToDevice));
+    if (by_rule) {
+        for (int i = 0; i < m->params.count; i++) {
+            const param_entry *e = &m->params.entries[i];
+            if (e->kind == PARAM_COUNTER) continue;
+            float *host = malloc((size_t)param_numel(e) * sizeof *host);
+            parity_values(e->name, e->ndim, e->shape, host);
+            param_upload(e, e->data, host, &s.ctx);
+            free(host);
+        }
+        float *images = malloc(input_n * sizeof *images);
+        int32_t *labels = malloc((size_t)config.batch * sizeof *labels);
+        parity_input(images, input_n);
+        parity_labels(labels, config.batch, config.classes);
+        const st_tensor *stored = st_find(&ref, "labels"); /* the script's labels, which the rule must give */
+        if (stored) assert_memory_equal(st_data(&ref, stored), labels, (size_t)config.batch * sizeof *labels);
+        CHECK_CUDA(cudaMemcpy(m->input, images, input_n * sizeof(float), cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(m->labels, labels, (size_t)config.batch * sizeof(int32_t), cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaDeviceSynchronize());
+        free(images), free(labels);
+        /* the sketched tensors: every gradient, running statistic and update, by name */
+        char **keys = malloc((size_t)m->params.count * 2 * sizeof *keys);
+        int count = 0;
+        for (int i = 0; i < m->params.count; i++) {
+            const param_entry *e = &m->params.entries[i];
+            if (e->kind == PARAM_COUNTER) continue;
+            const char *kinds[2] = {e->kind == PARAM_BUFFER ? "running" : "grad", e->kind == PARAM_BUFFER ? NULL : "updated"};
+            for (int k = 0; k < 2 && kinds[k]; k++) {
+                keys[count] = malloc(PARAM_NAME_MAX + 16);
+                snprintf(keys[count++], PARAM_NAME_MAX + 16, "%s.%s", kinds[k], e->name);
+            }
+        }
+        int rc = parity_table_open(&table, &ref, keys, count, err, sizeof err);
+        for (int i = 0; i < count; i++) free(keys[i]);
+        free(keys);
+        if (rc != 0) fail_msg("%s: %s", path, err);
+    } else {
+        if (checkpoint_load(m, &s.ctx, weights, err, sizeof err) != 0) fail_msg("%s", err);
+        CHECK_CUDA(cudaMemcpy(m->input, tensor_f32(&ref, "input"), input_n * sizeof(float), cudaMemcpyHostToDevice));
+        const st_tensor *labels = st_find(&ref, "labels");
+        assert_non_null(labels);
+        CHECK_CUDA(cudaMemcpy(m->labels, st_data(&ref, labels), (size_t)config.batch * sizeof(int32_t),
+                              cudaMemcpyHostToDevice));
+    }
     const char *lr_text = getenv("SUITE_PARITY_LR");
     float lr = lr_text ? strtof(lr_text, NULL) : 0.1f;
     optimizer_config sgd = {.kind = OPTIMIZER_SGD, .momentum = 0.9f, .weight_decay = 5e-4f, .nesterov = 0, .decay_all = 0};
@@ -191,7 +254,7 @@ static void check_model(const char *name) {
     compare(&ref, "loss", &loss, 1, b_out, &worst_other);
     free(host);
 
-    int has_update = 0, compared = 0;
+    int has_update = by_rule, compared = 0;
     for (int i = 0; i < ref.count; i++) has_update |= !strncmp(ref.tensors[i].name, "updated.", 8);
     for (int i = 0; i < m->params.count; i++) {
         const param_entry *e = &m->params.entries[i];
@@ -225,6 +288,7 @@ static void check_model(const char *name) {
     printf("%s: largest error against float64 relative to PyTorch's own (%s): %.2fx (%s)\n", name,
            bf16 ? "bf16 autocast" : tf32 ? "TF32" : "float32", worst_ratio, worst_ratio_key);
     if (failures) report_kinks(&ref);
+    parity_table_free(&table);
     st_close(&ref);
     session_end(&s);
     if (failures) fail_msg("%s: %d tensors outside their bounds", name, failures);
@@ -232,7 +296,7 @@ static void check_model(const char *name) {
 
 static const char *const MODELS[] = {"resnet26", "resnet50", "resnet152", "efficientnetv2_s", "cait_xxs24"};
 
-static void test_models(void **state) {
+static void check_models(void) {
     const char *only = getenv("SUITE_PARITY_MODELS");
     for (size_t i = 0; i < sizeof MODELS / sizeof *MODELS; i++) {
         if (only && *only) {
@@ -244,15 +308,38 @@ static void test_models(void **state) {
     }
 }
 
+/* SUITE_PARITY_DIR's references, as its settings say */
+static void test_models(void **state) { check_models(); }
+
+/* The committed references: float32, then bf16 */
+static void test_committed_float32(void **state) {
+    parity_dir = SUITE_SOURCE_DIR "/tests/parity/reference/fp32";
+    bf16 = 0;
+    checked = 0;
+    check_models();
+    if (!getenv("SUITE_PARITY_MODELS")) expect_eq(checked, 3); /* resnet26, efficientnetv2_s, cait_xxs24 */
+}
+
+static void test_committed_bf16(void **state) {
+    parity_dir = SUITE_SOURCE_DIR "/tests/parity/reference/bf16";
+    bf16 = 1;
+    checked = 0;
+    check_models();
+    if (!getenv("SUITE_PARITY_MODELS")) expect_eq(checked, 3);
+}
+
 int main(void) {
     test_require_gpu();
     parity_dir = getenv("SUITE_PARITY_DIR");
-    if (!parity_dir || !*parity_dir) {
-        printf("SUITE_PARITY_DIR is not set: run tests/parity/timm_reference.py first: skipped\n");
-        return 77;
-    }
     tf32 = getenv("SUITE_PARITY_TF32") && atoi(getenv("SUITE_PARITY_TF32")) == 1;
     bf16 = getenv("SUITE_PARITY_BF16") && atoi(getenv("SUITE_PARITY_BF16")) == 1;
+    if (!parity_dir || !*parity_dir) {
+        if (tf32) printf("SUITE_PARITY_TF32=1 needs SUITE_PARITY_DIR (the committed references are float32 and bf16)\n");
+        const struct CMUnitTest committed[] = {cmocka_unit_test(test_committed_float32),
+                                               cmocka_unit_test(test_committed_bf16)};
+        tf32 = 0;
+        return cmocka_run_group_tests(committed, NULL, NULL);
+    }
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_models)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -339,7 +339,7 @@ static void test_lr_schedule_step(void **state) {
             test_to_host(&lr, lr_d, 1);
             CHECK_CUDA(cudaMemcpy(&next, step_d, sizeof next, cudaMemcpyDeviceToHost));
             expect_lr(step, lr, &schedules[k]);
-            assert_true(next == step + 1);
+            expect_eq(next, step + 1);
         }
     }
     CHECK_CUDA(cudaFree(lr_d));

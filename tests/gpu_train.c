@@ -66,11 +66,11 @@ static void test_protocol_and_checkpoint(void **state) {
         assert_true(cJSON_IsTrue(cJSON_GetObjectItem(e, "warmup")) == (i == 2));
         assert_int_equal(cJSON_GetObjectItem(e, "steps")->valueint, 25);
         assert_true(isfinite(cJSON_GetObjectItem(e, "loss")->valuedouble));
-        assert_true(cJSON_GetObjectItem(e, "seconds")->valuedouble > 0);
-        assert_true(cJSON_GetObjectItem(e, "step_ms_median")->valuedouble > 0);
-        assert_true(cJSON_GetObjectItem(e, "t_end")->valuedouble > cJSON_GetObjectItem(e, "t_start")->valuedouble);
+        expect_gt(cJSON_GetObjectItem(e, "seconds")->valuedouble, 0);
+        expect_gt(cJSON_GetObjectItem(e, "step_ms_median")->valuedouble, 0);
+        expect_gt(cJSON_GetObjectItem(e, "t_end")->valuedouble, cJSON_GetObjectItem(e, "t_start")->valuedouble);
         double acc = cJSON_GetObjectItem(e, "accuracy")->valuedouble;
-        assert_true(acc >= 0 && acc <= 1);
+        expect_ge(acc, 0); expect_le(acc, 1);
     }
     assert_string_equal(event_name(cJSON_GetArrayItem(list, 4)), "done");
     cJSON_Delete(list);
@@ -123,7 +123,7 @@ static void test_graph_matches_eager(void **state) {
     float *eager = step_change(&config, 3, 0, NULL, NULL, &n), *graphed = step_change(&config, 3, 1, NULL, NULL, &n);
     double e = test_rel_err_f(graphed, eager, n);
     printf("graph vs eager after 3 steps: relative error of the parameter change %.2e\n", e);
-    assert_true(e < 1e-3);
+    expect_lt(e, 1e-3);
     free(eager), free(graphed);
 }
 
@@ -152,7 +152,7 @@ static void test_pdl_matches_ordinary_launches(void **state) {
         printf("%s %s, %d step(s), relative difference of the parameter change: with against without programmatic "
                "dependent launch %.2e, two runs without it %.2e\n", configs[k].name,
                precision_name(configs[k].precision), steps[k], e, spread);
-        assert_true(e < fmax(10.0 * spread, 1e-4));
+        expect_lt(e, fmax(10.0 * spread, 1e-4));
         free(ordinary), free(again), free(pdl);
     }
 }
@@ -188,7 +188,7 @@ static void test_wgrad_lane_matches_one_stream(void **state) {
             printf("%s %s %s, 3 steps, relative difference of the parameter change: with against without the "
                    "weight-gradient lane %.2e, two runs without it %.2e\n", configs[k].name,
                    precision_name(configs[k].precision), graph ? "graphed" : "eager", e, spread);
-            assert_true(e < fmax(10.0 * spread, configs[k].precision == PRECISION_BF16 ? 5e-2 : 1e-3));
+            expect_lt(e, fmax(10.0 * spread, configs[k].precision == PRECISION_BF16 ? 5e-2 : 1e-3));
             free(one), free(again), free(lane);
         }
 }
@@ -214,7 +214,7 @@ static void test_learns_fashion_mnist(void **state) {
     double acc = cJSON_GetObjectItem(epoch, "accuracy")->valuedouble;
     printf("one epoch of resnet26 on Fashion-MNIST: test accuracy %.4f, loss %.4f\n", acc,
            cJSON_GetObjectItem(epoch, "loss")->valuedouble);
-    assert_true(acc > 0.85);
+    expect_gt(acc, 0.85);
     cJSON_Delete(list);
 }
 

@@ -178,7 +178,7 @@ static int options_of(const form *f, char names[][64], int max) {
 static void check_form(const form *f, const char *const *skip) {
     static char names[256][64];
     int count = options_of(f, names, 256);
-    assert_true(count > 3);
+    expect_gt(count, 3);
     for (int i = 0; i < count; i++) {
         int skipped = 0;
         for (int s = 0; skip && skip[s] && !skipped; s++) skipped = !strcmp(skip[s], names[i]);

@@ -14,6 +14,7 @@
 
 #include "models/core/model.h"
 #include "models/model_build.h"
+#include "tests/testutil.h"
 
 static model *build(int image, int patch, int classes, int batch, arena *plan, char *err, size_t err_size) {
     model_config config = {.name = "cait_xxs24", .batch = batch, .image_size = image, .in_channels = 3,
@@ -62,9 +63,9 @@ static void test_counts(void **state) {
             else if (e->kind == PARAM_NO_DECAY) no_decay += (size_t)param_numel(e);
             else fail_msg("%s: CaiT has no buffers or counters", e->name);
         }
-        assert_true(plan.used[ARENA_WEIGHTS] >= decay * sizeof(float));
-        assert_true(plan.used[ARENA_WEIGHTS] < decay * sizeof(float) + 256u * m->params.count);
-        assert_true(plan.used[ARENA_NO_DECAY] >= no_decay * sizeof(float));
+        expect_ge(plan.used[ARENA_WEIGHTS], decay * sizeof(float));
+        expect_lt(plan.used[ARENA_WEIGHTS], decay * sizeof(float) + 256u * m->params.count);
+        expect_ge(plan.used[ARENA_NO_DECAY], no_decay * sizeof(float));
         model_free(m);
     }
 }
@@ -119,7 +120,7 @@ static void test_names_and_shapes(void **state) {
 
     double per_image = m->flops_per_step_forward / 4;
     printf("forward FLOPs per 224x224 image: %.3g (2 x multiply-adds)\n", per_image);
-    assert_true(per_image > 4.8e9 && per_image < 5.4e9);
+    expect_gt(per_image, 4.8e9); expect_lt(per_image, 5.4e9);
     model_free(m);
 
     m = build(224, 16, 1000, 128, &plan, err, sizeof err);

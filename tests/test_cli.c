@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/cli.h"
+#include "tests/testutil.h"
 
 typedef struct args {
     int flag, off, count, count_given, color;
@@ -61,7 +62,7 @@ static void test_defaults(void **state) {
     assert_int_equal(parse(&a, (const char *const[]){"prog", NULL}), 0);
     assert_int_equal(a.count, 3);
     assert_int_equal(a.count_given, 0); /* a default is not "given" */
-    assert_true(a.rate == 0.5f);
+    expect_eq(a.rate, 0.5f);
     assert_int_equal(a.color, 8);
     assert_int_equal(a.off, 1);
     assert_null(a.path);
@@ -76,10 +77,10 @@ static void test_values(void **state) {
     assert_int_equal(a.off, 0);
     assert_int_equal(a.count, 10);
     assert_int_equal(a.count_given, 1);
-    assert_true(a.big == 1099511627776L);
-    assert_true(a.wide == -5);
-    assert_true(a.rate == 0.1f);
-    assert_true(a.seconds == 86400.5);
+    expect_eq(a.big, 1099511627776L);
+    expect_eq(a.wide, -5);
+    expect_eq(a.rate, 0.1f);
+    expect_eq(a.seconds, 86400.5);
     assert_string_equal(a.name, "abcdefg");
     assert_string_equal(a.path, "/x y");
     assert_int_equal(a.color, 9);

@@ -26,7 +26,7 @@ static void add_name(names *n, const char *start, size_t len) {
     if (len >= sizeof n->name[0]) fail_msg("option name too long: %.*s", (int)len, start);
     for (int i = 0; i < n->count; i++)
         if (strlen(n->name[i]) == len && !strncmp(n->name[i], start, len)) return;
-    assert_true(n->count < MAX_NAMES);
+    expect_lt(n->count, MAX_NAMES);
     memcpy(n->name[n->count], start, len);
     n->name[n->count++][len] = 0;
 }
@@ -63,7 +63,7 @@ static void help_options(const char *program, names *n) {
         if (!strncmp(line, "  --", 4)) add_name(n, line + 2, strcspn(line + 2, " \n"));
         line += len + (line[len] == '\n');
     }
-    assert_true(n->count > 5);
+    expect_gt(n->count, 5);
 }
 
 /* The end of the table cell that starts at `cell` (a '|' not escaped as "\|"), or NULL. */

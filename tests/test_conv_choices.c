@@ -91,7 +91,7 @@ static void test_lock(void **state) {
     }
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(WIFEXITED(status)); expect_eq(WEXITSTATUS(status), 0);
     conv_choices_close(&f);
     pid = fork();
     if (pid == 0) {
@@ -99,7 +99,7 @@ static void test_lock(void **state) {
         _exit(flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : 1);
     }
     assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0); /* released */
+    assert_true(WIFEXITED(status)); expect_eq(WEXITSTATUS(status), 0); /* released */
 }
 
 /* Readers share the file; a writer waits for them. */
@@ -118,7 +118,7 @@ static void test_shared_lock(void **state) {
     }
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(WIFEXITED(status)); expect_eq(WEXITSTATUS(status), 0);
     conv_choices_close(&f);
 }
 

@@ -41,7 +41,7 @@ static void make_line(char *line, size_t size, int r) {
 }
 
 static void expect_row(const float *dense, const int32_t *sparse, float label, int r) {
-    assert_true(label == (float)(r % 2));
+    expect_eq(label, (float)(r % 2));
     for (int j = 1; j <= CRITEO_DENSE; j++) {
         double x = j == 3 || j == 5 ? 0.0 : r * 10.0 + j;
         if (fabs(dense[j - 1] - log1p(x)) > 1e-6)
@@ -177,8 +177,8 @@ static void test_parse_line(void **state) {
     for (int f = 1; f < CRITEO_FIELDS; f++) strcat(line, "\t");
     assert_int_equal(criteo_parse_line(dense, sparse, &label, line, strlen(line), tables, why,
                                        sizeof why), 0);
-    assert_true(label == 1.0f);
-    for (int j = 0; j < CRITEO_DENSE; j++) assert_true(dense[j] == 0.0f);
+    expect_eq(label, 1.0f);
+    for (int j = 0; j < CRITEO_DENSE; j++) expect_eq(dense[j], 0.0f);
     for (int j = 0; j < CRITEO_SPARSE; j++) assert_int_equal(sparse[j], 0);
     /* values: hex ffffffff % 1000, a one-digit hex, large counts */
     snprintf(line, sizeof line, "0\t999999\t0\t-7");
@@ -188,9 +188,9 @@ static void test_parse_line(void **state) {
     strcat(line, "\n");
     assert_int_equal(criteo_parse_line(dense, sparse, &label, line, strlen(line), tables, why,
                                        sizeof why), 0);
-    assert_true(fabs(dense[0] - log1p(999999.0)) < 1e-5);
-    assert_true(dense[1] == 0.0f && dense[2] == 0.0f);
-    assert_true(fabs(dense[3] - log(2.0)) < 1e-7);
+    expect_lt(fabs(dense[0] - log1p(999999.0)), 1e-5);
+    expect_eq(dense[1], 0.0f); expect_eq(dense[2], 0.0f);
+    expect_lt(fabs(dense[3] - log(2.0)), 1e-7);
     assert_int_equal(sparse[0], (int32_t)(0xffffffffu % 1000u));
     assert_int_equal(sparse[1], 10);
     assert_int_equal(sparse[2], (int32_t)(0x68fd1e64u % (uint32_t)tables[2]));
@@ -361,7 +361,7 @@ static void test_synthetic(void **state) {
         size_t at = (size_t)(n - 1 - some[k]);
         assert_memory_equal(d + k * CRITEO_DENSE, dense + at * CRITEO_DENSE, sizeof(float) * 13);
         assert_memory_equal(s + k * CRITEO_SPARSE, sparse + at * CRITEO_SPARSE, 4 * 26);
-        assert_true(l[k] == labels[at]);
+        expect_eq(l[k], labels[at]);
     }
     assert_int_equal(criteo_read(other, d, s, l, some, 3, err, sizeof err), 0);
     assert_memory_not_equal(d, dense + (size_t)(n - 1 - 17) * CRITEO_DENSE, sizeof(float) * 13);
@@ -373,9 +373,9 @@ static void test_synthetic(void **state) {
     for (int i = 0; i < n; i++) {
         const float *di = dense + (size_t)i * CRITEO_DENSE;
         const int32_t *si = sparse + (size_t)i * CRITEO_SPARSE;
-        for (int j = 0; j < CRITEO_DENSE; j++) assert_true(di[j] >= 0.0f && di[j] <= 6.0f);
+        for (int j = 0; j < CRITEO_DENSE; j++) { expect_ge(di[j], 0.0f); expect_le(di[j], 6.0f); }
         for (int j = 0; j < CRITEO_SPARSE; j++)
-            assert_true(si[j] >= 0 && si[j] < spec.table_sizes[j]);
+            { expect_ge(si[j], 0); expect_lt(si[j], spec.table_sizes[j]); }
         assert_true(labels[i] == 0.0f || labels[i] == 1.0f);
         double p = 1.0 / (1.0 + exp(-criteo_synthetic_logit(di, si)));
         int bin = p < 0.25 ? 0 : p < 0.5 ? 1 : p < 0.75 ? 2 : 3;
@@ -386,14 +386,14 @@ static void test_synthetic(void **state) {
         positives += labels[i];
     }
     for (int bin = 0; bin < 4; bin++) {
-        assert_true(bin_count[bin] > 500);
+        expect_gt(bin_count[bin], 500);
         double got = bin_labels[bin] / bin_count[bin], want = bin_expected[bin] / bin_count[bin];
         if (fabs(got - want) > 0.03)
             fail_msg("bin %d: click rate %.3f, the logit predicts %.3f", bin, got, want);
     }
     double rate = positives / n;
     double loss_base = -n * (rate * log(rate) + (1 - rate) * log(1 - rate));
-    assert_true(loss_model < 0.85 * loss_base);
+    expect_lt(loss_model, 0.85 * loss_base);
 
     criteo_close(other);
     criteo_synthetic_spec bad = spec;

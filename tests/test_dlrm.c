@@ -93,9 +93,9 @@ static void test_xl_footprint(void **state) {
     dlrm_footprint f = dlrm_footprint_of(&m);
     printf("XL: tables %.3f GB, planned total %.3f GB (dense %.1f MiB, activations %.1f MiB, scratch %.1f MiB)\n",
            tables / 1e9, f.total / 1e9, f.parameters / 1048576.0, f.activations / 1048576.0, f.scratch / 1048576.0);
-    assert_true(fabs((double)f.embeddings - tables) < 1);
-    assert_true(f.total >= tables && f.total < tables * 1.10);
-    assert_true(tables > 27e9 && tables < 28e9);
+    expect_lt(fabs((double)f.embeddings - tables), 1);
+    expect_ge(f.total, tables); expect_lt(f.total, tables * 1.10);
+    expect_gt(tables, 27e9); expect_lt(tables, 28e9);
     dlrm_free(&m);
 }
 
@@ -196,25 +196,25 @@ static void test_lr_policy(void **state) {
         }
     }
     dlrm_lr_policy warm = {1.0f, 4, 0, 0};
-    assert_true(fabsf(dlrm_lr_at(&warm, 0) - 0.25f) < 1e-7f); /* first step: s = 1 */
-    assert_true(fabsf(dlrm_lr_at(&warm, 3) - 1.0f) < 1e-7f);
+    expect_lt(fabsf(dlrm_lr_at(&warm, 0) - 0.25f), 1e-7f); /* first step: s = 1 */
+    expect_lt(fabsf(dlrm_lr_at(&warm, 3) - 1.0f), 1e-7f);
 }
 
 static void test_auc(void **state) {
     float perfect_s[] = {0.1f, 0.2f, 0.8f, 0.9f}, perfect_l[] = {0, 0, 1, 1};
-    assert_true(fabs(dlrm_roc_auc(perfect_s, perfect_l, 4) - 1.0) < 1e-12);
+    expect_lt(fabs(dlrm_roc_auc(perfect_s, perfect_l, 4) - 1.0), 1e-12);
     float reversed_l[] = {1, 1, 0, 0};
-    assert_true(fabs(dlrm_roc_auc(perfect_s, reversed_l, 4) - 0.0) < 1e-12);
+    expect_lt(fabs(dlrm_roc_auc(perfect_s, reversed_l, 4) - 0.0), 1e-12);
     /* all tied: one half */
     float tied_s[] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f}, tied_l[] = {1, 0, 1, 0, 0};
-    assert_true(fabs(dlrm_roc_auc(tied_s, tied_l, 5) - 0.5) < 1e-12);
+    expect_lt(fabs(dlrm_roc_auc(tied_s, tied_l, 5) - 0.5), 1e-12);
     /* sklearn.metrics.roc_auc_score([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]) = 0.75 */
     float s1[] = {0.1f, 0.4f, 0.35f, 0.8f}, l1[] = {0, 0, 1, 1};
-    assert_true(fabs(dlrm_roc_auc(s1, l1, 4) - 0.75) < 1e-12);
+    expect_lt(fabs(dlrm_roc_auc(s1, l1, 4) - 0.75), 1e-12);
     /* a tie across classes counts one half: pairs (pos 0.5 vs neg 0.5) = 0.5, (pos 0.5 vs neg 0.2) = 1,
      * (pos 0.9 vs both) = 2 -> (0.5 + 1 + 2) / 4 = 0.875 */
     float s2[] = {0.5f, 0.5f, 0.2f, 0.9f}, l2[] = {1, 0, 0, 1};
-    assert_true(fabs(dlrm_roc_auc(s2, l2, 4) - 0.875) < 1e-12);
+    expect_lt(fabs(dlrm_roc_auc(s2, l2, 4) - 0.875), 1e-12);
     /* brute force over all pairs on random scores with many ties */
     uint64_t rng = 99;
     enum { N = 500 };
@@ -232,14 +232,14 @@ static void test_auc(void **state) {
             }
     double auc = dlrm_roc_auc(s, l, N);
     printf("AUC of %d tied random scores: %.6f, brute force %.6f\n", N, auc, wins / pairs);
-    assert_true(fabs(auc - wins / pairs) < 1e-12);
+    expect_lt(fabs(auc - wins / pairs), 1e-12);
     /* one class only: undefined */
     float ones[] = {1, 1, 1};
     assert_true(isnan(dlrm_roc_auc(perfect_s, ones, 3)));
     assert_true(isnan(dlrm_roc_auc(perfect_s, perfect_l, 0)));
     /* NaN scores rank lowest */
     float nan_s[] = {NAN, 0.3f, 0.6f}, nan_l[] = {1, 0, 1};
-    assert_true(fabs(dlrm_roc_auc(nan_s, nan_l, 3) - 0.5) < 1e-12);
+    expect_lt(fabs(dlrm_roc_auc(nan_s, nan_l, 3) - 0.5), 1e-12);
 }
 
 int main(void) {

@@ -45,9 +45,9 @@ static void test_parameter_counts_match_timm(void **state) {
         assert_int_equal(n, cases[i].params);
         /* float32 parameters, each tensor rounded up to 256 bytes */
         size_t bytes = a.used[ARENA_WEIGHTS] + a.used[ARENA_NO_DECAY];
-        assert_true(bytes >= (size_t)n * 4 && bytes < (size_t)n * 4 + (size_t)m->params.count * 256);
-        assert_true(m->flops_per_step_forward > 0);
-        assert_true(a.used[ARENA_ACTIVATIONS] > 0 && a.used[ARENA_BUFFERS] > 0);
+        expect_ge(bytes, (size_t)n * 4); expect_lt(bytes, (size_t)n * 4 + (size_t)m->params.count * 256);
+        expect_gt(m->flops_per_step_forward, 0);
+        expect_gt(a.used[ARENA_ACTIVATIONS], 0); expect_gt(a.used[ARENA_BUFFERS], 0);
         model_free(m);
     }
 }
@@ -136,8 +136,8 @@ static void test_drop_path_keeps_parameters(void **state) {
     assert_int_equal(model_param_count(a), model_param_count(b));
     assert_int_equal(a->params.count, b->params.count);
     /* the dropped branches keep their own buffers, and the masks take scratch */
-    assert_true(dropped.used[ARENA_ACTIVATIONS] > plain.used[ARENA_ACTIVATIONS]);
-    assert_true(dropped.used[ARENA_SCRATCH] > plain.used[ARENA_SCRATCH]);
+    expect_gt(dropped.used[ARENA_ACTIVATIONS], plain.used[ARENA_ACTIVATIONS]);
+    expect_gt(dropped.used[ARENA_SCRATCH], plain.used[ARENA_SCRATCH]);
     model_free(a);
     model_free(b);
 }
@@ -177,8 +177,8 @@ static void test_train_dry_run(void **state) {
     double params = cJSON_GetObjectItem(plan_json, "params")->valuedouble;
     double flops = cJSON_GetObjectItem(plan_json, "flops_per_step")->valuedouble;
     printf("train --dry-run: %.0f parameters, %.3g FLOPs per step at 64x64, batch 128\n", params, flops);
-    assert_true(params == 21458488.0);
-    assert_true(flops > 0);
+    expect_eq(params, 21458488.0);
+    expect_gt(flops, 0);
     cJSON_Delete(plan_json);
 }
 

@@ -62,7 +62,7 @@ static void test_dry_run_plan(void **state) {
     /* L (2 GiB) alone on one GPU with one 1 GiB job; the other two jobs on the other */
     double fp0 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(gpus, 0), "footprint_bytes")->valuedouble;
     double fp1 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(gpus, 1), "footprint_bytes")->valuedouble;
-    assert_true(fp0 == 3.0 * (1 << 30) && fp1 == 2.0 * (1 << 30));
+    expect_eq(fp0, 3.0 * (1 << 30)); expect_eq(fp1, 2.0 * (1 << 30));
     cJSON_Delete(plan);
 }
 
@@ -169,7 +169,7 @@ static void assert_metrics(const cJSON *o, int known) {
         snprintf(reason, sizeof reason, "%s_null_reason", keys[i]);
         const cJSON *why = cJSON_GetObjectItemCaseSensitive(o, reason);
         if (known) {
-            assert_true(cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < 100);
+            assert_true(cJSON_IsNumber(v)); expect_gt(v->valuedouble, 0); expect_lt(v->valuedouble, 100);
             assert_null(why);
         } else {
             assert_true(cJSON_IsNull(v));
@@ -281,7 +281,7 @@ static void test_references(void **state) {
     }
     const cJSON *total = cJSON_GetObjectItemCaseSensitive(s, "total");
     assert_metrics(total, 1);
-    assert_true(fabs(num(total, "stp") - per_gpu) < 1e-9); /* every job's normalized progress, summed */
+    expect_lt(fabs(num(total, "stp") - per_gpu), 1e-9); /* every job's normalized progress, summed */
     cJSON_Delete(s);
     /* a baseline of other jobs is refused before anything runs */
     const char *other[] = {"--gpus", "0,1", "--mode", "naive", "--mix", "S+S+S", "--quick", "--baseline", base_run,
@@ -294,13 +294,13 @@ static void test_references(void **state) {
     if (run(modes) != 0) fail_msg("--mode all failed:\n%s\n%s", out, err);
     s = run_summary(all, run_dir, sizeof run_dir);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(s, "modes");
-    assert_true(cJSON_GetArraySize(list) >= 2);
+    expect_ge(cJSON_GetArraySize(list), 2);
     const cJSON *mode;
     cJSON_ArrayForEach(mode, list) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(mode, "total");
         assert_metrics(t, 1);
         /* one workload: summed; at least the planned samples (in the window measurement jobs train on until stop) */
-        assert_true(num(t, "total_samples") >= 2 * 2 * 10 * 128);
+        expect_ge(num(t, "total_samples"), 2 * 2 * 10 * 128);
     }
     cJSON_Delete(s);
 }
@@ -337,8 +337,8 @@ static void test_study_over_two_gpus(void **state) {
         int g = (int)num(cell, "gpu") == 1;
         if (from[g] < 0) from[g] = num(cell, "start_s"), to[g] = from[g] + num(cell, "wall_s");
     }
-    assert_true(from[0] >= 0 && from[1] >= 0);
-    assert_true(from[0] < to[1] && from[1] < to[0]);
+    expect_ge(from[0], 0); expect_ge(from[1], 0);
+    expect_lt(from[0], to[1]); expect_lt(from[1], to[0]);
     cJSON_Delete(s);
 }
 

@@ -120,7 +120,7 @@ static void test_train_set(void **state) {
                              c, level, lo[c], hi[c]);
                 if (k == 2 && c > 0) { /* grey: the three channels agree */
                     double red = (image[3 * p] * stdev[0] + mean[0]) * 255.0;
-                    assert_true(fabs(level - red) < 1e-3);
+                    expect_lt(fabs(level - red), 1e-3);
                 }
             }
         image_free(&source);
@@ -383,8 +383,8 @@ static void test_decode(void **state) {
     assert_int_equal(image.width, 8);
     assert_int_equal(image.source_channels, 4);
     for (int p = 0; p < 64; p++) { /* pure red, within JPEG's rounding */
-        assert_true(image.pixels[3 * p] >= 250);
-        assert_true(image.pixels[3 * p + 1] <= 5 && image.pixels[3 * p + 2] <= 5);
+        expect_ge(image.pixels[3 * p], 250);
+        expect_le(image.pixels[3 * p + 1], 5); expect_le(image.pixels[3 * p + 2], 5);
     }
     image_free(&image);
     assert_int_equal(image_decode(&image, cmyk_jpeg, sizeof cmyk_jpeg, 63, why, sizeof why), -1);
@@ -458,7 +458,7 @@ static void test_flip_is_mirror(void **state) {
     for (int y = 0; y < 30; y++)
         for (int x = 0; x < 40; x++)
             for (int c = 0; c < 3; c++)
-                assert_true(plain[(y * 40 + x) * 3 + c] == flipped[(y * 40 + 39 - x) * 3 + c]);
+                expect_eq(plain[(y * 40 + x) * 3 + c], flipped[(y * 40 + 39 - x) * 3 + c]);
     image_box outside = {50, 7, 77, 61};
     assert_int_equal(image_resample(plain, 40, 30, &image, outside, 40, 30, 0, 0, 0, mean, stdev),
                      -1);
@@ -472,17 +472,17 @@ static void test_crop_boxes(void **state) {
     int small = 0, large = 0, moved = 0;
     for (int i = 0; i < 3000; i++) {
         image_box b = image_random_resized_crop_box(500, 375, 0.08, 1.0, 0.75, 4.0 / 3.0, &rng);
-        assert_true(b.x >= 0 && b.y >= 0 && b.width >= 1 && b.height >= 1);
-        assert_true(b.x + b.width <= 500 && b.y + b.height <= 375);
+        expect_ge(b.x, 0); expect_ge(b.y, 0); expect_ge(b.width, 1); expect_ge(b.height, 1);
+        expect_le(b.x + b.width, 500); expect_le(b.y + b.height, 375);
         double area = (double)b.width * b.height / (500.0 * 375.0);
         double aspect = (double)b.width / b.height;
-        assert_true(area >= 0.08 * 0.98 && area <= 1.0);
-        assert_true(aspect >= 0.75 * 0.98 && aspect <= 4.0 / 3.0 * 1.02);
+        expect_ge(area, 0.08 * 0.98); expect_le(area, 1.0);
+        expect_ge(aspect, 0.75 * 0.98); expect_le(aspect, 4.0 / 3.0 * 1.02);
         small += area < 0.3;
         large += area > 0.8;
         moved += b.x > 0 && b.y > 0;
     }
-    assert_true(small > 300 && large > 50 && moved > 1000);
+    expect_gt(small, 300); expect_gt(large, 50); expect_gt(moved, 1000);
     image_box wide = image_random_resized_crop_box(1000, 10, 0.08, 1.0, 0.75, 4.0 / 3.0, &rng);
     assert_int_equal(wide.width, 13);
     assert_int_equal(wide.height, 10);

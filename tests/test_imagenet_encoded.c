@@ -106,7 +106,7 @@ static void test_jpeg_headers(void **state) {
     assert_true(image_jpeg_is_plain(&h, IMAGE_DEFAULT_MAX_PIXELS));
     assert_int_equal(image_jpeg_header_read(cmyk_jpeg, sizeof cmyk_jpeg, &h), 0);
     assert_int_equal(h.components, 4);
-    assert_true(h.adobe_transform >= 0);
+    expect_ge(h.adobe_transform, 0);
     assert_false(image_jpeg_is_plain(&h, IMAGE_DEFAULT_MAX_PIXELS));
     uint8_t *png = read_fixture(root, files[3], &size);
     assert_int_equal(image_jpeg_header_read(png, size, &h), -1);
@@ -128,12 +128,12 @@ static void test_crop_is_the_transform(void **state) {
         image_crop crop = image_train_crop(source.width, source.height, SIZE, &r2);
         assert_int_equal(image_apply_crop(b, SIZE, &source, &crop, dataset_imagenet_mean, dataset_imagenet_std), 0);
         assert_memory_equal(a, b, SIZE * SIZE * 3 * sizeof(float));
-        assert_true(r1 == r2); /* the same draws, in the same order */
+        expect_eq(r1, r2); /* the same draws, in the same order */
         assert_int_equal(crop.scaled_width, SIZE);
-        assert_true(crop.region.x + crop.region.width <= source.width);
+        expect_le(crop.region.x + crop.region.width, source.width);
         flips += crop.flip;
     }
-    assert_true(flips > 5 && flips < 35);
+    expect_gt(flips, 5); expect_lt(flips, 35);
     image_crop eval;
     assert_int_equal(image_eval_crop(&eval, source.width, source.height, SIZE, 73), 0);
     assert_int_equal(eval.scaled_height, 73);                /* the shorter side */
@@ -213,7 +213,7 @@ static void test_encoded_source(void **state) {
     if (loader_source_imagenet_encoded(&s, &d, err, sizeof err) != 0) fail_msg("%s", err);
     assert_int_equal(s.fields, 3);
     assert_int_equal(s.count, SAMPLES);
-    assert_true(s.field_bytes[IMAGENET_ENCODED_PAYLOAD] >= IMAGENET_ENCODED_MIN_PAYLOAD);
+    expect_ge(s.field_bytes[IMAGENET_ENCODED_PAYLOAD], IMAGENET_ENCODED_MIN_PAYLOAD);
     assert_int_equal(s.field_bytes[IMAGENET_ENCODED_RECORD], sizeof(imagenet_encoded));
     encoded_batch b, again;
     b.payloads = malloc(SAMPLES * s.field_bytes[0]);
@@ -229,7 +229,7 @@ static void test_encoded_source(void **state) {
     int moved = 0;
     for (int k = 0; k < SAMPLES; k++)
         moved += plain[k] && memcmp(&b.records[k].crop, &again.records[k].crop, sizeof(image_crop)) != 0;
-    assert_true(moved >= 3);
+    expect_ge(moved, 3);
 
     /* through the loader's threads: the same records */
     loader_config lc = {.batch = SAMPLES, .workers = 3};

@@ -102,7 +102,7 @@ static void test_argv(void **state) {
         int at = -1;
         for (n = 0; argv[n]; n++)
             if (!strcmp(argv[n], "--decode")) at = n;
-        assert_true(at > 0);
+        expect_gt(at, 0);
         assert_string_equal(argv[at + 1], "gpu");
         job_free_strv(argv);
     }
@@ -220,7 +220,7 @@ static void test_mps_lists(void **state) {
     assert_non_null(strstr(err, "one per job (3)"));
     assert_int_equal(mps_parse_sm_list("0,50,101", 3, sm, err, sizeof err), -1);
     assert_int_equal(mps_parse_mem_list("4G,512M,1.5GiB", 3, mem, err, sizeof err), 0);
-    assert_true(mem[0] == 4LL << 30 && mem[1] == 512LL << 20 && mem[2] == 1536LL << 20);
+    expect_eq(mem[0], 4LL << 30); expect_eq(mem[1], 512LL << 20); expect_eq(mem[2], 1536LL << 20);
     assert_int_equal(mps_parse_mem_list("4X", 3, mem, err, sizeof err), -1);
     assert_int_equal(mps_parse_bytes("12"), 12);
     assert_int_equal(mps_parse_bytes("-1G"), -1);
@@ -235,16 +235,16 @@ static void test_events(void **state) {
     job->proc->phase = JOB_STARTED;
     assert_null(job_handle_line(job, "{\"event\":\"setup\",\"model\":\"resnet26\",\"params\":17,"
                                      "\"footprint_bytes\":1000,\"device\":\"H100\",\"mps\":1,\"mig\":0,\"pid\":42}", 1.0));
-    assert_true(job->mps == 1 && job->mig == 0 && job->child_pid == 42 && job->footprint_bytes == 1000);
+    expect_eq(job->mps, 1); expect_eq(job->mig, 0); expect_eq(job->child_pid, 42); expect_eq(job->footprint_bytes, 1000);
     assert_string_equal(job->device, "H100");
     assert_string_equal(job_handle_line(job, "{\"event\":\"ready\",\"t\":5.5}", 1.0), "ready");
-    assert_true(job->t_ready == 5.5 && job->proc->phase == JOB_READY);
+    expect_eq(job->t_ready, 5.5); expect_eq(job->proc->phase, JOB_READY);
     assert_string_equal(job_handle_line(job, "{\"event\":\"epoch\",\"epoch\":1,\"warmup\":true,\"samples\":64,"
         "\"seconds\":2,\"samples_per_s\":32,\"loss\":2.3,\"accuracy\":null,\"peak_bytes\":99,"
         "\"t_start\":6,\"t_end\":8,\"step_ms_median\":3,\"step_ms_p90\":4,\"cpu_cores\":1.5,"
         "\"host_decoded\":2}", 1.0), "epoch");
     assert_true(job->epochs[0].warmup && isnan(job->epochs[0].accuracy) && !job->epochs[0].diverged);
-    assert_true(job->epochs[0].cpu_cores == 1.5 && job->epochs[0].host_decoded == 2);
+    expect_eq(job->epochs[0].cpu_cores, 1.5); expect_eq(job->epochs[0].host_decoded, 2);
     assert_string_equal(job_handle_line(job, "{\"event\":\"epoch\",\"epoch\":2,\"warmup\":false,"
         "\"loss\":null,\"diverged\":true}", 1.0), "epoch");
     assert_true(job->epochs[1].diverged && isnan(job->epochs[1].loss));
@@ -255,17 +255,15 @@ static void test_events(void **state) {
     assert_null(job_handle_line(job, "{\"event\":\"steps\",\"window\":1,\"epoch\":2,\"first\":0,\"ms\":[1]}", 1.0));
     assert_null(job_handle_line(job, "{\"event\":\"steps\",\"window\":1,\"ms\":[1]}", 1.0));
     assert_int_equal(job->step_count, 3);
-    assert_true(job->steps[0].window == 1 && job->steps[0].epoch == -1 && job->steps[0].step == 513 &&
-                job->steps[0].ms == 3.5f);
-    assert_true(job->steps[1].step == 514 && job->steps[1].ms == 4.25f);
-    assert_true(job->steps[2].window == -1 && job->steps[2].epoch == 2 && job->steps[2].step == 3 &&
-                job->steps[2].ms == 7.125f);
+    expect_eq(job->steps[0].window, 1); expect_eq(job->steps[0].epoch, -1); expect_eq(job->steps[0].step, 513); expect_eq(job->steps[0].ms, 3.5f);
+    expect_eq(job->steps[1].step, 514); expect_eq(job->steps[1].ms, 4.25f);
+    expect_eq(job->steps[2].window, -1); expect_eq(job->steps[2].epoch, 2); expect_eq(job->steps[2].step, 3); expect_eq(job->steps[2].ms, 7.125f);
     assert_null(job_handle_line(job, "not json at all", 1.0));
     assert_null(job_handle_line(job, "[1,2]", 1.0));
     assert_null(job_handle_line(job, "{\"event\":\"error\",\"message\":\"out of memory\"}", 1.0));
     assert_string_equal(job->error_message, "out of memory");
     assert_null(job_handle_line(job, "{\"event\":\"done\",\"t\":9}", 1.0));
-    assert_true(job->saw_done && job->t_done == 9);
+    assert_true(job->saw_done); expect_eq(job->t_done, 9);
     assert_int_equal(job->epoch_count, 2);
     job->proc->wait_status = 1 << 8; /* exit 1 */
     job_settle(job);
@@ -313,14 +311,14 @@ static void test_naive_barrier_and_overlap(void **state) {
     for (int i = 0; i < 3; i++) {
         assert_int_equal(jobs[i].status, JOB_OK);
         assert_int_equal(jobs[i].epoch_count, 2);
-        assert_true(jobs[i].t_go == jobs[0].t_go);
-        assert_true(jobs[i].t_ready <= jobs[i].t_go);
-        assert_true(jobs[i].epochs[0].t_start >= jobs[0].t_go - 0.01);
+        expect_eq(jobs[i].t_go, jobs[0].t_go);
+        expect_le(jobs[i].t_ready, jobs[i].t_go);
+        expect_ge(jobs[i].epochs[0].t_start, jobs[0].t_go - 0.01);
         const job_epoch *timed = &jobs[i].epochs[1];
         if (timed->t_start > latest_start) latest_start = timed->t_start;
         if (timed->t_end < earliest_end) earliest_end = timed->t_end;
     }
-    assert_true(latest_start < earliest_end); /* the timed epochs overlap */
+    expect_lt(latest_start, earliest_end); /* the timed epochs overlap */
     /* the log holds both streams */
     FILE *f = fopen(jobs[1].log_path, "r");
     assert_non_null(f);
@@ -343,8 +341,8 @@ static void test_serial_one_after_another(void **state) {
     jobs_settings s = quiet_settings(30);
     for (int i = 0; i < 3; i++) assert_int_equal(jobs_run_group(&jobs[i], 1, &s), GROUP_COMPLETE);
     for (int i = 1; i < 3; i++) {
-        assert_true(jobs[i].epochs[0].t_start >= jobs[i - 1].t_done);
-        assert_true(jobs[i].t_go > jobs[i - 1].t_go);
+        expect_ge(jobs[i].epochs[0].t_start, jobs[i - 1].t_done);
+        expect_gt(jobs[i].t_go, jobs[i - 1].t_go);
     }
     free_jobs(jobs, 3);
     unsetenv("FAKE_TRAIN");
@@ -393,7 +391,7 @@ static void test_not_ready_and_early_death(void **state) {
     jobs_settings s = quiet_settings(1.0);
     double t0 = clock_monotonic();
     assert_int_equal(jobs_run_group(jobs, 3, &s), GROUP_PARTIAL);
-    assert_true(clock_monotonic() - t0 < 10);
+    expect_lt(clock_monotonic() - t0, 10);
     assert_int_equal(jobs[0].status, JOB_FAILED);
     assert_non_null(strstr(jobs[0].reason, "not ready within 1 s"));
     assert_int_equal(jobs[1].status, JOB_OK);
@@ -406,7 +404,7 @@ static void test_not_ready_and_early_death(void **state) {
     s = quiet_settings(20.0);
     t0 = clock_monotonic();
     assert_int_equal(jobs_run_group(jobs, 2, &s), GROUP_PARTIAL);
-    assert_true(clock_monotonic() - t0 < 5);
+    expect_lt(clock_monotonic() - t0, 5);
     assert_int_equal(jobs[1].status, JOB_OK);
     free_jobs(jobs, 2);
     unsetenv("FAKE_TRAIN");
@@ -438,7 +436,7 @@ static void test_stop_escalates_to_kill(void **state) {
     char dir[256];
     test_tmpdir(dir, sizeof dir);
     pid_t pid = fork();
-    assert_true(pid >= 0);
+    expect_ge(pid, 0);
     if (pid == 0) {
         setenv("FAKE_TRAIN", "*:epoch_ms=20000;resnet50:ignore_term", 1);
         job_record *jobs = prepare_jobs(2, dir, 2);
@@ -465,7 +463,7 @@ static void test_footprint_and_capture(void **state) {
     setenv("FAKE_TRAIN", "resnet26:footprint=123456789", 1);
     run_request run = {.train_path = FAKE_TRAIN_PATH};
     assert_int_equal(job_query_footprint(&run, &spec, &fp, err, sizeof err), 0);
-    assert_true(fp.total == 123456789.0);
+    expect_eq(fp.total, 123456789.0);
     unsetenv("FAKE_TRAIN");
     assert_int_equal(job_parse_footprint("{\"model\":\"x\"}", &fp, err, sizeof err), -1);
     assert_non_null(strstr(err, "footprint"));
@@ -475,10 +473,10 @@ static void test_footprint_and_capture(void **state) {
     char *sleeper[] = {"/bin/sleep", "5", NULL};
     double t0 = clock_monotonic();
     assert_int_equal(jobs_run_capture(sleeper, NULL, NULL, out, sizeof out, 0.3), -2);
-    assert_true(clock_monotonic() - t0 < 3);
+    expect_lt(clock_monotonic() - t0, 3);
     char *cat[] = {"/bin/cat", NULL};
     int st = jobs_run_capture(cat, NULL, "quit\n", out, sizeof out, 5);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_true(WIFEXITED(st)); expect_eq(WEXITSTATUS(st), 0);
     assert_string_equal(out, "quit\n");
 }
 

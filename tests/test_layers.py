@@ -181,8 +181,14 @@ def circles(graph):
 def self_test(root):
     """A planted upward include and a planted circle must both be reported."""
     with tempfile.TemporaryDirectory() as tmp:
+        # Only what check() reads (the layer order and the layered folders' sources): a copy of the
+        # whole checkout would copy itself where the temporary folder lies inside it.
         copy = os.path.join(tmp, 'tree')
-        shutil.copytree(root, copy, ignore=shutil.ignore_patterns('.git', 'build*', '.devroot', 'runs'))
+        os.makedirs(os.path.join(copy, 'docs'))
+        shutil.copy(os.path.join(root, 'docs', 'ARCHITECTURE.md'), os.path.join(copy, 'docs'))
+        for path in source_files(root, layer_order(root)):
+            os.makedirs(os.path.join(copy, os.path.dirname(path)), exist_ok=True)
+            shutil.copy(os.path.join(root, path), os.path.join(copy, path))
         with open(os.path.join(copy, 'kernels', 'launch.h'), 'a') as f:
             f.write('\n#include "runner/cli.h"\n')
         with open(os.path.join(copy, 'data', 'dataset.h'), 'a') as f:

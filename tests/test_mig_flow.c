@@ -18,6 +18,7 @@
 
 #include "runner/suite/gpu/mig.h"
 #include "runner/suite/gpu/nvml.h"
+#include "tests/testutil.h"
 
 #ifndef NVML_STANDIN_PATH
 #error "NVML_STANDIN_PATH (the stand-in library) comes from CMakeLists.txt"
@@ -205,8 +206,8 @@ static void test_gpu_instance_without_compute_instance_holds_its_slices(void **s
     assert_int_equal(session.compute_used, 4);
     mig_job jobs[2] = {{"S", GiB(1), 0}, {"S", GiB(1), 0}};
     assign_ok(jobs, 2, NULL);
-    assert_true(mig_job_device(&session, 0)->placement.start >= 4);
-    assert_true(mig_job_device(&session, 1)->placement.start >= 4);
+    expect_ge(mig_job_device(&session, 0)->placement.start, 4);
+    expect_ge(mig_job_device(&session, 1)->placement.start, 4);
     destroy_ok();
     assert_int_equal(live_gpu_instances(1), 1);
     assert_int_equal(live_gpu_instances(0), 0);
@@ -365,7 +366,7 @@ static void test_h100_table_and_flow(void **state) {
     assert_string_equal(session.gpu.profiles[session.plan.instances[2].profile].name, "1g.20gb");
     assert_int_equal(mig_job_device(&session, 2)->sm_count, 26);
     double fraction = session.plan.instances[2].sm_fraction;
-    assert_true(fraction > 0.196 && fraction < 0.198);  /* 26 of 132 SMs */
+    expect_gt(fraction, 0.196); expect_lt(fraction, 0.198);  /* 26 of 132 SMs */
     assert_int_equal(live_gpu_instances(0), 3);
     destroy_ok();
     assert_int_equal(live_gpu_instances(0), 0);

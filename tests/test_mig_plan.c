@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "runner/suite/plan/mig_plan.h"
+#include "tests/testutil.h"
 
 #define GiB(x) ((unsigned long long)((x) * 1073741824.0))
 
@@ -57,16 +58,16 @@ static void test_tables_are_consistent(void **state) {
     const char *names[] = {"A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB", "A30-24GB"};
     for (int t = 0; t < 5; t++) {
         const mig_gpu *g = gpu(names[t]);
-        assert_true(g->profile_count >= 5);
-        assert_true(g->memory_slices <= MIG_MAX_SLICES);
+        expect_ge(g->profile_count, 5);
+        expect_le(g->memory_slices, MIG_MAX_SLICES);
         for (int i = 0; i < g->profile_count; i++) {
             const mig_profile *p = &g->profiles[i];
-            assert_true(p->placement_count >= 1);
-            assert_true(p->sm_count > 0 && p->sm_count <= g->total_sms);
-            assert_true(p->memory_mib <= g->total_memory_mib);
+            expect_ge(p->placement_count, 1);
+            expect_gt(p->sm_count, 0); expect_le(p->sm_count, g->total_sms);
+            expect_le(p->memory_mib, g->total_memory_mib);
             for (int k = 0; k < p->placement_count; k++) {
                 assert_int_equal(p->placements[k].size, p->memory_slices);
-                assert_true(p->placements[k].start + p->placements[k].size <= g->memory_slices);
+                expect_le(p->placements[k].start + p->placements[k].size, g->memory_slices);
             }
             /* for the plain profiles the placements alone bound the instance count */
             if (p->plannable) assert_int_equal(p->max_instances, p->placement_count);
@@ -92,7 +93,7 @@ static void test_a100_40gb_is_nvidias_table(void **state) {
         {"4g.20gb", 5, 4, 4, 56, 1, 0, 0}, {"7g.40gb", 0, 7, 8, 98, 1, 0, 0}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int index = mig_find_profile(g, want[i].name);
-        assert_true(index >= 0);
+        expect_ge(index, 0);
         const mig_profile *p = &g->profiles[index];
         assert_int_equal(p->id, want[i].id);
         assert_int_equal(p->compute_slices, want[i].cs);
@@ -104,7 +105,7 @@ static void test_a100_40gb_is_nvidias_table(void **state) {
         assert_true(p->plannable);
     }
     int me = mig_find_profile(g, "MIG 1g.5gb+me");  /* nvidia-smi's spelling works too */
-    assert_true(me >= 0);
+    expect_ge(me, 0);
     assert_false(g->profiles[me].plannable);
     assert_int_equal(g->profiles[me].max_instances, 1);
 }
@@ -170,7 +171,7 @@ static void test_seven_small_jobs_take_seven_1g_5gb(void **state) {
         assert_string_equal(planned_profile(i)->name, "1g.5gb");
         assert_int_equal(plan.instances[i].sm_count, 14);
         assert_int_equal(plan.instances[i].memory_bytes, 4864ULL << 20);
-        assert_true(plan.instances[i].sm_fraction > 0.129 && plan.instances[i].sm_fraction < 0.130);
+        expect_gt(plan.instances[i].sm_fraction, 0.129); expect_lt(plan.instances[i].sm_fraction, 0.130);
         seen |= 1u << plan.instances[i].placement.start;
     }
     assert_int_equal(seen, 0x7F);  /* slices 0..6, one each */
@@ -300,7 +301,7 @@ static void test_free_space_and_existing_instances(void **state) {
     /* an existing 4g.20gb on 0..3: two more jobs go to 4..7 */
     mig_job two[2] = {{"S", GiB(1), 0}, {"M", GiB(4), 0}};
     assert_int_equal(mig_plan_jobs(&plan, gpu("A100-40GB"), two, 2, NULL, 0x0F, 4, err, sizeof err), 0);
-    assert_true(plan.instances[0].placement.start >= 4 && plan.instances[1].placement.start >= 4);
+    expect_ge(plan.instances[0].placement.start, 4); expect_ge(plan.instances[1].placement.start, 4);
     assert_int_equal(plan.occupied, 0x0F);
     mig_job four[4] = {{"S", GiB(1), 0}, {"S", GiB(1), 0}, {"S", GiB(1), 0}, {"S", GiB(1), 0}};
     if (mig_plan_jobs(&plan, gpu("A100-40GB"), four, 4, NULL, 0x0F, 4, err, sizeof err) == 0)
@@ -387,16 +388,16 @@ static void test_fill_follows_demand(void **state) {
     const char *gpus[] = {"A100-40GB", "H100-80GB", "H200-141GB"};
     for (int g = 0; g < 3; g++) {
         fill_ok(gpus[g], smm, 3);
-        assert_true(plan.instances[1].sm_count > plan.instances[0].sm_count);
+        expect_gt(plan.instances[1].sm_count, plan.instances[0].sm_count);
         assert_int_equal(plan.instances[1].profile, plan.instances[2].profile);  /* identical jobs */
         assert_true(plan.choice.demands_differ);
-        assert_true(plan.choice.share[1] > 0.46 && plan.choice.share[1] < 0.47);
+        expect_gt(plan.choice.share[1], 0.46); expect_lt(plan.choice.share[1], 0.47);
     }
     expect_layout("1g.35gb,2g.35gb,2g.35gb");  /* H200: 26 SMs beat 1g.18gb's 16 */
     fill_ok("A100-40GB", smm, 3);
     expect_layout("1g.5gb,2g.10gb,2g.10gb");
     /* the runner-ups explain the choice: 2g.10gb x3 uses more SMs but gives S as many as M */
-    assert_true(plan.choice.candidate_count >= 3);
+    expect_ge(plan.choice.candidate_count, 3);
     assert_int_equal(plan.choice.candidates[0].broken, 0);
     int shown_broken = 0;
     for (int i = 1; i < plan.choice.candidate_count; i++) shown_broken |= plan.choice.candidates[i].broken == 1;
@@ -414,8 +415,8 @@ static void test_fill_needs_memory_and_may_relax(void **state) {
     /* a recommender that needs 30 GiB beside a small job: only the 3g/4g/7g profiles hold it */
     mig_job sxl[2] = {{"S", GiB(0.43), 3.8e12}, {"XL", GiB(30), 1e15}};
     fill_ok("H100-80GB", sxl, 2);
-    assert_true(plan.instances[1].memory_bytes >= mig_required_bytes(GiB(30)));
-    assert_true(plan.choice.too_small > 0);
+    expect_ge(plan.instances[1].memory_bytes, mig_required_bytes(GiB(30)));
+    expect_gt(plan.choice.too_small, 0);
     /* the two small jobs demand more, but only a 4-slice profile holds the recommender's memory
      * and no pair of equal profiles beside it has more SMs: the demand order gives way */
     mig_job inverted[3] = {{"XL", GiB(16), 1e12}, {"S", GiB(0.43), 1e16}, {"S", GiB(0.43), 1e16}};
@@ -474,7 +475,7 @@ static void test_enumerated_layouts_are_distinct_and_valid(void **state) {
         int total = 0;
         for (int n = 1; n <= G->compute_slices; n++) {
             int count = mig_enumerate_layouts(G, n, 0, 0, layouts, MIG_MAX_LAYOUTS);
-            assert_true(count > 0);
+            expect_gt(count, 0);
             total += count;
             for (int i = 0; i < count; i++) {
                 assert_int_equal(layouts[i].count, n);
@@ -505,7 +506,7 @@ static void test_enumerated_layouts_are_distinct_and_valid(void **state) {
     }
     /* beside an existing 4g on slices 0..3 only what fits 4..7 remains */
     count = mig_enumerate_layouts(h100, 1, 0x0F, 4, layouts, MIG_MAX_LAYOUTS);
-    for (int i = 0; i < count; i++) assert_true(h100->profiles[layouts[i].profiles[0]].compute_slices <= 3);
+    for (int i = 0; i < count; i++) expect_le(h100->profiles[layouts[i].profiles[0]].compute_slices, 3);
     /* the best assignment of a given layout puts the larger profile on the larger demand */
     mig_job sm[2] = {{"S", GiB(0.4), 1e12}, {"M", GiB(1.5), 1e13}};
     mig_layout given = {2, {mig_find_profile(h100, "3g.40gb"), mig_find_profile(h100, "1g.10gb")}};

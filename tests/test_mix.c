@@ -12,6 +12,7 @@
 
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/plan/mix.h"
+#include "tests/testutil.h"
 
 static mix parsed;  /* 64 jobs are ~10 KB: kept off the test stack */
 
@@ -121,7 +122,7 @@ static void test_decode_override(void **state) {
     assert_int_equal(parsed.jobs[3].decode, DECODE_GPU);
     assert_true(parsed.jobs[3].decode_given);
     char text[256];
-    assert_true(mix_job_format(&parsed.jobs[0], text, sizeof text) > 0);
+    expect_gt(mix_job_format(&parsed.jobs[0], text, sizeof text), 0);
     assert_string_equal(text, "resnet50:imagenet@256[precision=bf16,decode=gpu]");
     parse_ok("L[decode=cpu]+L");
     assert_int_equal(parsed.jobs[0].decode, DECODE_CPU);
@@ -138,7 +139,7 @@ static void test_decode_slots_override(void **state) {
     parse_ok("4*resnet50:imagenet@256[precision=bf16,decode=gpu,decode_slots=3]");
     assert_int_equal(parsed.jobs[2].decode_slots, 3);
     char text[256];
-    assert_true(mix_job_format(&parsed.jobs[0], text, sizeof text) > 0);
+    expect_gt(mix_job_format(&parsed.jobs[0], text, sizeof text), 0);
     assert_string_equal(text, "resnet50:imagenet@256[precision=bf16,decode=gpu,decode_slots=3]");
     const run_request run = {.train_path = "train", .epochs = 2, .data_root = "/data"};
     char **argv = job_build_argv(&run, &parsed.jobs[0], JOB_ARGV_RUN);
@@ -255,7 +256,7 @@ static void test_format_round_trips(void **state) {
         parse_ok(texts[t]);
         job_spec original = parsed.jobs[0];
         char formatted[160];
-        assert_true(mix_job_format(&original, formatted, sizeof formatted) > 0);
+        expect_gt(mix_job_format(&original, formatted, sizeof formatted), 0);
         parse_ok(formatted);
         const job_spec *back = &parsed.jobs[0];
         assert_string_equal(back->model, original.model);
@@ -265,10 +266,10 @@ static void test_format_round_trips(void **state) {
         assert_int_equal(back->batch, original.batch);
         assert_int_equal(back->epochs, original.epochs);
         assert_int_equal(back->steps_per_epoch, original.steps_per_epoch);
-        assert_true(back->max_rows == original.max_rows);
+        expect_eq(back->max_rows, original.max_rows);
     }
     parse_ok("XL");
-    assert_true(parsed.jobs[0].max_rows == 10000000);
+    expect_eq(parsed.jobs[0].max_rows, 10000000);
     char formatted[64];
     mix_job_format(&parsed.jobs[0], formatted, sizeof formatted);
     assert_string_equal(formatted, "dlrm:criteo-terabyte@2048[rows=10000000]");
@@ -277,7 +278,7 @@ static void test_format_round_trips(void **state) {
 static void test_small_error_buffers_are_safe(void **state) {
     char tiny[8];
     assert_int_equal(mix_parse(&parsed, "S+Q", tiny, sizeof tiny), -1);
-    assert_true(strlen(tiny) < sizeof tiny);
+    expect_lt(strlen(tiny), sizeof tiny);
     assert_int_equal(mix_parse(&parsed, "S+Q", NULL, 0), -1);
     char long_label[300];
     memset(long_label, 0, sizeof long_label);

@@ -109,9 +109,9 @@ static void test_timeline(void **state) {
         if (strlen(all) + strlen(line) < sizeof all) strcat(all, line);
     }
     fclose(f);
-    assert_true(gpu_rows >= 4);               /* ~120 ms at 20 ms */
+    expect_ge(gpu_rows, 4);               /* ~120 ms at 20 ms */
     assert_int_equal(rows, 2 * gpu_rows);     /* one row per unit and tick */
-    assert_true(with_job_mem >= 1);
+    expect_ge(with_job_mem, 1);
     assert_non_null(strstr(all, "job0:ready"));
     assert_non_null(strstr(all, "job1:start"));
     assert_non_null(strstr(all, "job0:epoch2"));
@@ -122,12 +122,12 @@ static void test_timeline(void **state) {
     double mean_ms, fraction;
     monitor_cost(m, &ticks, &mean_ms, &fraction);
     assert_int_equal(ticks, gpu_rows);
-    assert_true(mean_ms >= 0 && fraction >= 0 && fraction < 0.5);
+    expect_ge(mean_ms, 0); expect_ge(fraction, 0); expect_lt(fraction, 0.5);
     /* energy: 100 J per tick; the whole run spans ticks-1 intervals */
     double joules;
     assert_int_equal(monitor_energy_between(m, m->points[0].t, m->points[m->point_count - 1].t, &joules), 0);
-    assert_true(fabs(joules - 100.0 * (m->point_count - 1)) < 1e-6);
-    assert_true(monitor_peak_memory(m, 0, 1e12) >= 1e9 + m->point_count - 1);
+    expect_lt(fabs(joules - 100.0 * (m->point_count - 1)), 1e-6);
+    expect_ge(monitor_peak_memory(m, 0, 1e12), 1e9 + m->point_count - 1);
     monitor_free(m);
     free(m);
     test_rmtree(dir);
@@ -142,19 +142,19 @@ static void test_energy_window(void **state) {
     m.point_count = 5;
     double j;
     assert_int_equal(monitor_energy_between(&m, 10.05, 10.15, &j), 0);
-    assert_true(fabs(j - 15.0) < 1e-9);                  /* 1005 -> 1020 */
+    expect_lt(fabs(j - 15.0), 1e-9);                  /* 1005 -> 1020 */
     assert_int_equal(monitor_energy_between(&m, 10.2, 10.4, &j), 0);
-    assert_true(fabs(j - 40.0) < 1e-9);                  /* a missing reading is skipped */
+    expect_lt(fabs(j - 40.0), 1e-9);                  /* a missing reading is skipped */
     assert_int_equal(monitor_energy_between(&m, 9.98, 10.42, &j), 0); /* edges within slack */
-    assert_true(fabs(j - 70.0) < 1e-9);
+    expect_lt(fabs(j - 70.0), 1e-9);
     assert_int_equal(monitor_energy_between(&m, 5, 10.4, &j), -1);    /* not covered */
     assert_int_equal(monitor_energy_between(&m, 10.4, 10.0, &j), -1);
     double starts[] = {10.0, NAN, 10.2}, ends[] = {10.1, NAN, 10.4};
     assert_int_equal(monitor_energy_windows(&m, starts, ends, 3, &j), 0); /* serial: job by job */
-    assert_true(fabs(j - 50.0) < 1e-9);
+    expect_lt(fabs(j - 50.0), 1e-9);
     ends[0] = 11.0;
     assert_int_equal(monitor_energy_windows(&m, starts, ends, 3, &j), -1);
-    assert_true(monitor_peak_memory(&m, 10.05, 10.25) == 5);
+    expect_eq(monitor_peak_memory(&m, 10.05, 10.25), 5);
     assert_true(isnan(monitor_peak_memory(&m, 20, 30)));
 }
 

@@ -76,7 +76,7 @@ static int teardown(void **state) {
  * file. */
 static pid_t start(fixture *f, const char *const *args) {
     pid_t pid = fork();
-    assert_true(pid >= 0);
+    expect_ge(pid, 0);
     if (pid == 0) {
         putenv(f->mark);
         int null = open("/dev/null", O_WRONLY), err = open(f->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -183,7 +183,7 @@ static pid_t start_study(fixture *f) {
 static void test_study_killed(void **state) {
     fixture *f = *state;
     pid_t pid = start_study(f);
-    assert_true(count_marked(f, "run_suite", NULL) >= 2); /* the study and its cell */
+    expect_ge(count_marked(f, "run_suite", NULL), 2); /* the study and its cell */
     kill_and_expect_nothing_left(f, pid);
 }
 
@@ -323,7 +323,7 @@ static void test_spawn_and_guardian(void **state) {
     snprintf(dismissed, sizeof dismissed, "%s/dismissed", f->dir);
     spawn_guardian g;
     assert_int_equal(spawn_guardian_start(&g, touch, dismissed), 0);
-    assert_true(g.pid > 0);
+    expect_gt(g.pid, 0);
     spawn_guardian_dismiss(&g);
     assert_int_equal(g.pid, 0);
     spawn_guardian_dismiss(&g); /* idempotent */

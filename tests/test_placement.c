@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "runner/suite/plan/placement.h"
+#include "tests/testutil.h"
 
 #define G ((double)(1ull << 30))
 
@@ -21,7 +22,7 @@ static void test_balances_compute(void **state) {
     char err[512];
     assert_int_equal(placement_plan(gpus4, 2, jobs, 5, 0, &p, err, sizeof err), 0);
     assert_string_equal(p.method, "balanced");
-    assert_true(fabs(p.demand[0] - 10) < 1e-9 && fabs(p.demand[1] - 10) < 1e-9);
+    expect_lt(fabs(p.demand[0] - 10), 1e-9); expect_lt(fabs(p.demand[1] - 10), 1e-9);
     assert_int_equal(p.gpus_of[1][0], 0); /* heaviest first, on the first GPU */
     assert_int_equal(p.gpus_of[4][0], 1);
     /* four equal jobs over four GPUs: one each */
@@ -37,7 +38,7 @@ static void test_unknown_demand_weighs_footprint(void **state) {
     placement p;
     char err[512];
     assert_int_equal(placement_plan(gpus4, 2, jobs, 4, 0, &p, err, sizeof err), 0);
-    assert_true(fabs(p.memory[0] - 30 * G) < 1 && fabs(p.memory[1] - 30 * G) < 1);
+    expect_lt(fabs(p.memory[0] - 30 * G), 1); expect_lt(fabs(p.memory[1] - 30 * G), 1);
 }
 
 static void test_data_parallel_spans_distinct_gpus(void **state) {
@@ -77,7 +78,7 @@ static void test_sequential_needs_the_largest(void **state) {
     placement p;
     char err[512];
     assert_int_equal(placement_plan(one, 1, jobs, 3, 1, &p, err, sizeof err), 0);
-    assert_true(fabs(p.memory[0] - 8 * G) < 1);
+    expect_lt(fabs(p.memory[0] - 8 * G), 1);
     assert_int_equal(placement_plan(one, 1, jobs, 3, 0, &p, err, sizeof err), -1);
     assert_non_null(strstr(err, "does not fit"));
     assert_non_null(strstr(err, "GPU 5 holds 8.00 GiB of 10.00 GiB (1 job)"));

@@ -28,7 +28,7 @@ static void test_host_bf16_rounding(void **state) {
     assert_int_equal(test_bf16_of(-2.5f), 0xc020);
     assert_true(isnan(test_float_of_bf16(test_bf16_of(NAN))));
     assert_true(isinf(test_float_of_bf16(test_bf16_of(INFINITY))));
-    assert_true(test_float_of_bf16(0x3f81) == 1.0f + 0x1p-7f);
+    expect_eq(test_float_of_bf16(0x3f81), 1.0f + 0x1p-7f);
 }
 
 static void test_names(void **state) {
@@ -79,8 +79,8 @@ static void test_footprint(void **state) {
     assert_int_equal(f16.gradients, f32.gradients + copy);
     assert_int_equal(f16.optimizer, f32.optimizer);
     /* activations: bfloat16, plus the bfloat16 input and dlogits; float input, logits, dlogits stay */
-    assert_true(f16.activations < f32.activations * 0.55);
-    assert_true(f16.total < f32.total);
+    expect_lt(f16.activations, f32.activations * 0.55);
+    expect_lt(f16.total, f32.total);
 
     /* CaiT plans the bfloat16 copies too, and about half the activation bytes */
     model_config cait = {.name = "cait_xxs24", .batch = 8, .image_size = 32, .in_channels = 3, .classes = 10,
@@ -93,7 +93,7 @@ static void test_footprint(void **state) {
     model_free(s.model);
     cait.precision = PRECISION_TF32;
     assert_int_equal(session_plan(&s, &cait, err, sizeof err), 0);
-    assert_true(cait16 < s.plan.used[ARENA_ACTIVATIONS] * 0.7);
+    expect_lt(cait16, s.plan.used[ARENA_ACTIVATIONS] * 0.7);
     model_free(s.model);
 }
 

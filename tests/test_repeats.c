@@ -105,9 +105,9 @@ static void test_collect_folders(void **state) {
     const repeats_metric *rm = repeats_run_metrics(&count);
     assert_string_equal(rm[0].key, "stp");
     spread s = repeats_spread(&r, 0, 0, -1);
-    assert_true(s.n == 3 && s.median == 1.7 && s.min == 1.6 && s.max == 1.8);
+    expect_eq(s.n, 3); expect_eq(s.median, 1.7); expect_eq(s.min, 1.6); expect_eq(s.max, 1.8);
     assert_true(isnan(repeats_values(&r, 0, 2, -1)[0])); /* fairness null */
-    assert_true(repeats_values(&r, 0, 4, -1)[0] == 50.0); /* SM activity: (40 + 60) / 2 */
+    expect_eq(repeats_values(&r, 0, 4, -1)[0], 50.0); /* SM activity: (40 + 60) / 2 */
     assert_true(isnan(repeats_values(&r, 0, 4, -1)[1]));  /* no timeline there */
     assert_int_equal(repeats_spread(&r, 1, 0, -1).n, 2);  /* mps: two repeats */
     assert_string_equal(r.modes[1].status[1], "missing");
@@ -116,13 +116,13 @@ static void test_collect_folders(void **state) {
     assert_int_equal(r.modes[0].job_count, 2);
     assert_string_equal(r.modes[0].job_label[1], "M");
     s = repeats_spread(&r, 0, 0, 0); /* job 0's samples/s */
-    assert_true(s.median == 110 && s.min == 100 && s.max == 120);
+    expect_eq(s.median, 110); expect_eq(s.min, 100); expect_eq(s.max, 120);
 
     cJSON *json = repeats_json(&r);
     cJSON *naive = cJSON_GetArrayItem(cJSON_GetObjectItem(json, "modes"), 0);
     cJSON *values = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(naive, "metrics"), "stp"), "values");
     assert_int_equal(cJSON_GetArraySize(values), 3);
-    assert_true(cJSON_GetArrayItem(values, 1)->valuedouble == 1.6);
+    expect_eq(cJSON_GetArrayItem(values, 1)->valuedouble, 1.6);
     cJSON *job = cJSON_GetArrayItem(cJSON_GetObjectItem(naive, "jobs"), 0);
     cJSON *job_spread = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(job, "metrics"),
                                                                 "timed_samples_per_s"), "spread");

@@ -110,9 +110,9 @@ static void test_summary_arithmetic(void **state) {
     run_summary s;
     results_summarize(serial, 2, "serial", 1, 0, NULL, &s);
     assert_int_equal(s.timed_epoch[0], 2);
-    assert_true(fabs(s.makespan_s - (15 + 25)) < 1e-9);
-    assert_true(fabs(s.total_samples - 4000) < 1e-9);
-    assert_true(fabs(s.peak_bytes[1] - 2e9) < 1);
+    expect_lt(fabs(s.makespan_s - (15 + 25)), 1e-9);
+    expect_lt(fabs(s.total_samples - 4000), 1e-9);
+    expect_lt(fabs(s.peak_bytes[1] - 2e9), 1);
     assert_string_equal(s.status, "complete");
     assert_true(isnan(s.speedup));
     s.energy_j = 800;
@@ -122,13 +122,13 @@ static void test_summary_arithmetic(void **state) {
     job_record *naive = fake_jobs(200, 15, 30, 0);
     run_summary n;
     results_summarize(naive, 2, "naive", 0, 0, &b, &n);
-    assert_true(fabs(n.makespan_s - 35) < 1e-9);
-    assert_true(fabs(n.speedup - 40.0 / 35.0) < 1e-9);
-    assert_true(fabs(n.slowdown[0] - 1.5) < 1e-9 && fabs(n.slowdown[1] - 1.5) < 1e-9);
+    expect_lt(fabs(n.makespan_s - 35), 1e-9);
+    expect_lt(fabs(n.speedup - 40.0 / 35.0), 1e-9);
+    expect_lt(fabs(n.slowdown[0] - 1.5), 1e-9); expect_lt(fabs(n.slowdown[1] - 1.5), 1e-9);
     assert_true(isnan(n.energy_vs_serial)); /* energy unknown so far */
     n.energy_j = 600;
     results_compare(&n, &b);
-    assert_true(fabs(n.energy_vs_serial - 0.75) < 1e-9);
+    expect_lt(fabs(n.energy_vs_serial - 0.75), 1e-9);
     /* a failed job: partial; a job that stopped after warm-up has no timed epoch */
     naive[1].status = JOB_FAILED;
     naive[1].epoch_count = 1;
@@ -194,13 +194,13 @@ static void test_files_parse(void **state) {
         if (!strcmp(header[i], "label")) label = i;
         if (!strcmp(header[i], "epoch2_s")) epoch2 = i;
     }
-    assert_true(status >= 0 && reason >= 0 && label >= 0 && epoch2 >= 0);
+    expect_ge(status, 0); expect_ge(reason, 0); expect_ge(label, 0); expect_ge(epoch2, 0);
     assert_string_equal(row[status], "failed");
     assert_string_equal(row[reason], "exit 1: out of memory, \"cudaMalloc\"");
     assert_string_equal(row[label], "M,\"x\"");
-    assert_true(fabs(atof(row[epoch2]) - 20) < 1e-6);
-    assert_true(cores >= 0 && host >= 0);
-    assert_true(fabs(atof(row[cores]) - 2.25) < 1e-9 && atof(row[host]) == 3);
+    expect_lt(fabs(atof(row[epoch2]) - 20), 1e-6);
+    expect_ge(cores, 0); expect_ge(host, 0);
+    expect_lt(fabs(atof(row[cores]) - 2.25), 1e-9); expect_eq(atof(row[host]), 3);
     static char first[64][256]; /* job 0 did not report them: empty cells */
     assert_int_equal(csv_split(line2, first, 64), columns);
     assert_string_equal(first[cores], "");
@@ -211,7 +211,7 @@ static void test_files_parse(void **state) {
     cJSON *root = cJSON_Parse(text);
     assert_non_null(root);
     assert_string_equal(cJSON_GetObjectItem(root, "status")->valuestring, "partial");
-    assert_true(fabs(cJSON_GetObjectItem(root, "makespan_s")->valuedouble - 40) < 1e-9);
+    expect_lt(fabs(cJSON_GetObjectItem(root, "makespan_s")->valuedouble - 40), 1e-9);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(root, "energy_j")));
     cJSON *list = cJSON_GetObjectItem(root, "jobs");
     assert_int_equal(cJSON_GetArraySize(list), 2);
@@ -236,8 +236,8 @@ static void test_baseline(void **state) {
     assert_int_equal(results_write_summary(dir, "S+M", jobs, 2, &s, NULL, err, sizeof err), 0);
     serial_baseline b;
     assert_int_equal(results_load_baseline(dir, "serial", jobs, 2, &b, err, sizeof err), 0);
-    assert_true(b.known && fabs(b.makespan_s - 40) < 1e-9 && fabs(b.energy_j - 123) < 1e-9);
-    assert_true(fabs(b.solo_timed_s[1] - 20) < 1e-9);
+    assert_true(b.known); expect_lt(fabs(b.makespan_s - 40), 1e-9); expect_lt(fabs(b.energy_j - 123), 1e-9);
+    expect_lt(fabs(b.solo_timed_s[1] - 20), 1e-9);
     snprintf(jobs[1].canonical, sizeof jobs[1].canonical, "resnet50:imagenet64@64"); /* another mix */
     assert_int_equal(results_load_baseline(dir, "serial", jobs, 2, &b, err, sizeof err), -1);
     assert_non_null(strstr(err, "not the same mix"));

@@ -234,8 +234,8 @@ static void test_emulated_isolation_pass(void **state) {
     cJSON *summary = load_json(dir, "summary.json");
     for (int i = 0; i < 2; i++) {
         double ratio = num(job(summary, i), "interference_ratio");
-        assert_true(ratio > 0.8 && ratio < 1.25);  /* fake jobs do not slow each other */
-        assert_true(num(job(summary, i), "solo_in_partition_samples_per_s") > 0);
+        expect_gt(ratio, 0.8); expect_lt(ratio, 1.25);  /* fake jobs do not slow each other */
+        expect_gt(num(job(summary, i), "solo_in_partition_samples_per_s"), 0);
     }
     assert_false(cJSON_IsNumber(cJSON_GetObjectItem(summary, "aggregate_samples_per_s")));  /* S and M */
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(summary, "same_workload")));
@@ -265,12 +265,12 @@ static void test_isolation_measures_identical_jobs_once(void **state) {
     run_dir(f, dir, sizeof dir);
     cJSON *summary = load_json(dir, "summary.json");
     double first = num(job(summary, 0), "solo_in_partition_samples_per_s");
-    assert_true(first > 0);
+    expect_gt(first, 0);
     assert_null(cJSON_GetObjectItem(job(summary, 0), "solo_in_partition_from_job"));
     assert_true(num(job(summary, 1), "solo_in_partition_samples_per_s") == first);
     assert_int_equal((int)num(job(summary, 1), "solo_in_partition_from_job"), 0);
-    assert_true(num(job(summary, 1), "interference_ratio") > 0);
-    assert_true(num(job(summary, 2), "solo_in_partition_samples_per_s") > 0);
+    expect_gt(num(job(summary, 1), "interference_ratio"), 0);
+    expect_gt(num(job(summary, 2), "solo_in_partition_samples_per_s"), 0);
     assert_null(cJSON_GetObjectItem(job(summary, 2), "solo_in_partition_from_job"));
     cJSON_Delete(summary);
     struct stat st;
@@ -304,7 +304,7 @@ static void test_unlike_jobs_have_no_sum(void **state) {
     expect(f->out, "samples/s in total");
     run_dir(f, dir, sizeof dir);
     summary = load_json(dir, "summary.json");
-    assert_true(num(summary, "aggregate_samples_per_s") > 0);
+    expect_gt(num(summary, "aggregate_samples_per_s"), 0);
     cJSON_Delete(summary);
 }
 
@@ -330,8 +330,8 @@ static void test_layout_sweep(void **state) {
     const cJSON *second = cJSON_GetArrayItem(layouts, 1);
     assert_string_equal(cJSON_GetObjectItem(second, "layout")->valuestring, "2g.20gb,2g.20gb");
     assert_int_equal((int)num(second, "sms"), 64);
-    assert_true(num(second, "stp") > 1.5);  /* fake jobs: no slow-down side by side */
-    assert_true(num(second, "interference_ratio_mean") > 0.8);
+    expect_gt(num(second, "stp"), 1.5);  /* fake jobs: no slow-down side by side */
+    expect_gt(num(second, "interference_ratio_mean"), 0.8);
     cJSON_Delete(layouts);
     expect(f->out, "layout (job order)");
     /* the sweep needs a MIG mode */
@@ -368,7 +368,7 @@ static void test_mig_isolation_on_instances(void **state) {
         cJSON_Delete(alone);
     }
     cJSON *summary = load_json(dir, "summary.json");
-    for (int i = 0; i < 2; i++) assert_true(num(job(summary, i), "interference_ratio") > 0.8);
+    for (int i = 0; i < 2; i++) expect_gt(num(job(summary, i), "interference_ratio"), 0.8);
     cJSON_Delete(summary);
     setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
     unsetenv("SUITE_NVML_STANDIN_GPU");

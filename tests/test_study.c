@@ -204,7 +204,7 @@ static void test_study_window_and_repeats(void **state) {
     free(text);
     assert_int_equal(repeats, 4);
     assert_int_equal(files, 1);
-    assert_true(in_study > 0);
+    expect_gt(in_study, 0);
     assert_int_equal(window, 1);
     test_rmtree(dir);
 }

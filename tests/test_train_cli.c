@@ -33,7 +33,7 @@ static double dry_run_params(const char *model, const char *classes, double *tot
     assert_non_null(footprint);
     *total_bytes = cJSON_GetObjectItem(footprint, "total")->valuedouble;
     double parameters = cJSON_GetObjectItem(footprint, "parameters")->valuedouble;
-    assert_true(parameters >= params * 4 && parameters < params * 4 * 1.01); /* float32 + alignment */
+    expect_ge(parameters, params * 4); expect_lt(parameters, params * 4 * 1.01); /* float32 + alignment */
     cJSON_Delete(plan);
     return params;
 }
@@ -50,7 +50,7 @@ static void test_parameter_counts_match_timm(void **state) {
         if (params != cases[i].params)
             fail_msg("%s with %s classes: %.0f parameters, timm has %.0f", cases[i].model, cases[i].classes,
                      params, cases[i].params);
-        assert_true(total > 4 * params); /* weights, gradients, momentum and activations */
+        expect_gt(total, 4 * params); /* weights, gradients, momentum and activations */
     }
 }
 
@@ -80,7 +80,7 @@ static void test_dry_run_workspace_counts_the_lane(void **state) {
     setenv("SUITE_WGRAD_LANE", "0", 1);
     double without = dry_run_workspace("resnet26");
     unsetenv("SUITE_WGRAD_LANE");
-    assert_true(without == (64 + 32) * mib);
+    expect_eq(without, (64 + 32) * mib);
 }
 
 static void expect_usage_error(const char *needle, const char *const *args) {
@@ -200,12 +200,12 @@ static void test_decode_in_the_plan(void **state) {
     }
     double gpu = planned_scratch("gpu");
     double decoder = (double)jpeg_decoder_planned_bytes(32, 224, 1); /* one slot by default */
-    assert_true(decoder > 32 * (224.0 * 224 * 3 * sizeof(float) + 500.0 * 375 * 3));
-    assert_true(fabs((gpu - host) - (decoder - upload)) < 1.0);
+    expect_gt(decoder, 32 * (224.0 * 224 * 3 * sizeof(float) + 500.0 * 375 * 3));
+    expect_lt(fabs((gpu - host) - (decoder - upload)), 1.0);
     assert_true(planned_scratch("auto") == gpu); /* auto decodes on the GPU where it can */
     /* each slot holds a batch */
     double three = planned_scratch_slots("gpu", "3");
-    assert_true(fabs((three - gpu) - 2 * decoder) < 1.0);
+    expect_lt(fabs((three - gpu) - 2 * decoder), 1.0);
 }
 
 /* --decode-slots: 1..8, and only where a GPU decoder may exist. */

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cuda_runtime.h>
@@ -22,6 +24,28 @@
 #include "kernels/check.h"
 #include "models/core/context.h"
 #include "base/rng.h"
+
+/* cmocka's failure entry points (cmocka.h needs setjmp.h and stdarg.h first): inside a test they
+ * end the test as failed; outside one, the program. */
+void _fail(const char *const file, const int line);
+void print_error(const char *const format, ...);
+
+void test_expect_cmp(test_cmp_op op, double a, double b, const char *text_a, const char *text_b, const char *file,
+                     int line) {
+    static const char *const names[] = {"<", "<=", ">", ">=", "==", "!="};
+    int ok = op == TEST_LT ? a < b : op == TEST_LE ? a <= b : op == TEST_GT ? a > b : op == TEST_GE ? a >= b
+           : op == TEST_EQ ? a == b : a != b;
+    if (ok) return;
+    print_error("expected %s (= %.9g) %s %s (= %.9g)\n", text_a, a, names[op], text_b, b);
+    _fail(file, line);
+}
+
+void test_expect_near(double a, double b, double tol, const char *text_a, const char *text_b, const char *file, int line) {
+    if (fabs(a - b) <= tol) return;
+    print_error("expected %s (= %.9g) within %.3g of %s (= %.9g): they differ by %.3g\n", text_a, a, tol, text_b, b,
+                fabs(a - b));
+    _fail(file, line);
+}
 
 char *test_read_text(const char *path, char *err, size_t err_size) {
     uint8_t *bytes = NULL;
@@ -159,6 +183,18 @@ int test_process_alive(long pid, const char *comm, long *ppid) {
 }
 
 extern char **environ;
+
+int test_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        fprintf(stderr, "no free TCP port on 127.0.0.1\n");
+        exit(1);
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
 
 int test_run(char *const argv[], char *out, size_t out_size, char *err, size_t err_size) {
     int out_pipe[2], err_pipe[2];

@@ -6,6 +6,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Comparisons that print both sides when they fail (cmocka's assert_true prints only the text):
+ * expect_lt(err, 1e-5) fails the test with "err (= 2.5e-05) < 1e-5 (= 1e-05)" and the file and line.
+ * Each side is evaluated once and compared as a double (exact for integers up to 2^53); a NaN on
+ * either side fails every comparison but expect_ne. */
+typedef enum { TEST_LT, TEST_LE, TEST_GT, TEST_GE, TEST_EQ, TEST_NE } test_cmp_op;
+void test_expect_cmp(test_cmp_op op, double a, double b, const char *text_a, const char *text_b, const char *file,
+                     int line);
+#define expect_lt(a, b) test_expect_cmp(TEST_LT, (double)(a), (double)(b), #a, #b, __FILE__, __LINE__)
+#define expect_le(a, b) test_expect_cmp(TEST_LE, (double)(a), (double)(b), #a, #b, __FILE__, __LINE__)
+#define expect_gt(a, b) test_expect_cmp(TEST_GT, (double)(a), (double)(b), #a, #b, __FILE__, __LINE__)
+#define expect_ge(a, b) test_expect_cmp(TEST_GE, (double)(a), (double)(b), #a, #b, __FILE__, __LINE__)
+#define expect_eq(a, b) test_expect_cmp(TEST_EQ, (double)(a), (double)(b), #a, #b, __FILE__, __LINE__)
+#define expect_ne(a, b) test_expect_cmp(TEST_NE, (double)(a), (double)(b), #a, #b, __FILE__, __LINE__)
+/* |a - b| <= tol, printing a, b, their difference and tol when not. */
+void test_expect_near(double a, double b, double tol, const char *text_a, const char *text_b, const char *file, int line);
+#define expect_near(a, b, tol) test_expect_near((double)(a), (double)(b), (double)(tol), #a, #b, __FILE__, __LINE__)
+
 /* Exits 77 (ctest: skipped) when no CUDA device can be used; prints why. */
 void test_require_gpu(void);
 /* Deterministic generator (splitmix64) so a failing case can be replayed from its seed. */
@@ -44,6 +61,10 @@ int test_process_alive(long pid, const char *comm, long *ppid);
 /* Runs a program (argv[0] is its path; no shell) and collects its stdout and stderr (truncated to
  * the buffers). Returns its exit status, 128+signal when killed, or -1 when it could not start. */
 int test_run(char *const argv[], char *out, size_t out_size, char *err, size_t err_size);
+/* A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick; free until someone
+ * binds it). */
+int test_free_port(void);
+
 /* Path of a program built next to the tests (SUITE_BINARY_DIR). */
 const char *test_binary(const char *name);
 /* test_run of the program `name` built next to the tests, with the NULL-terminated arguments

@@ -32,6 +32,7 @@ static void forget_old(step_windows *w) {
     for (int k = 0; k < w->window_count; k++)
         if (!w->windows[k].reported && w->windows[k].t0 < keep_from) keep_from = w->windows[k].t0;
     while (w->count > 0 && w->steps[w->first].t_end < keep_from) w->first++, w->count--;
+    if (w->first == 0) return; /* nothing forgotten (and no buffer yet before the first step) */
     memmove(w->steps, w->steps + w->first, w->count * sizeof *w->steps);
     w->first = 0;
 }

@@ -9,6 +9,7 @@
 #include "runner/train/job.h"
 #include "runner/train/train_ddp.h"
 #include "runner/train/train_events.h"
+#include "runner/train/train_launched.h"
 #include "runner/train/train_options.h"
 
 int main(int argc, char **argv) {
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
     ev.json = opt.json;
     if (opt.json) ev.human = stderr;
     if (parsed != 0) return train_fail(&ev, 2, err);
+    if (opt.launcher) return train_launched_main(&opt, &ev);
     if (opt.gpus) return train_ddp_main(&opt, &ev, argc, argv);
     context_place whole = {.device = opt.device};
     return train_job_run(&opt, &ev, &whole);

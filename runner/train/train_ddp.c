@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -19,114 +18,50 @@
 
 #include "base/clock.h"
 #include "base/line_reader.h"
-#include "models/catalog.h"
 #include "models/core/ddp.h"
 #include "kernels/knobs.h"
+#include "runner/cli.h"
 #include "runner/train/job.h"
-#include "runner/train/step_window.h"
+#include "runner/train/rank_events.h"
 
 extern char **environ;
 
 #define RANK_LINE_MAX 65536
 #define STOP_GRACE_S 10.0
 
-/* --- the job's events from the ranks' ---------------------------------------------------------- */
-
-static double num(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static void put_num(cJSON *o, const char *key, double v) {
-    cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-    if (isnan(v)) cJSON_AddNullToObject(o, key);
-    else cJSON_AddNumberToObject(o, key, v);
-}
-
-cJSON *train_ddp_aggregate(const char *event, cJSON *const *per_rank, int ranks) {
-    cJSON *out = cJSON_Duplicate(per_rank[0], 1);
-    cJSON_AddNumberToObject(out, "gpus", ranks);
-    if (!strcmp(event, "setup")) {
-        double batch = num(per_rank[0], "batch");
-        if (!isnan(batch)) put_num(out, "global_batch", batch * ranks);
-        double biggest = 0;
-        for (int r = 0; r < ranks; r++) biggest = fmax(biggest, num(per_rank[r], "footprint_bytes"));
-        put_num(out, "footprint_bytes", biggest); /* on each GPU */
-        cJSON *devices = cJSON_AddArrayToObject(out, "rank_devices");
-        for (int r = 0; r < ranks; r++) {
-            const cJSON *d = cJSON_GetObjectItemCaseSensitive(per_rank[r], "device");
-            cJSON_AddItemToArray(devices, cJSON_CreateString(cJSON_IsString(d) ? d->valuestring : ""));
-        }
-        return out;
-    }
-    if (!strcmp(event, "window")) {
-        /* the job trained over the window on every card: its samples are the ranks' together, its
-         * steps as slow as the slowest rank's, and it trained while all of its ranks did */
-        double samples = 0, rate = 0, start = -INFINITY, end = INFINITY;
-        for (int r = 0; r < ranks; r++) {
-            samples += num(per_rank[r], "samples"), rate += num(per_rank[r], "samples_per_s");
-            start = fmax(start, num(per_rank[r], "train_start")), end = fmin(end, num(per_rank[r], "train_end"));
-        }
-        put_num(out, "samples", samples);
-        put_num(out, "samples_per_s", rate);
-        put_num(out, "train_start", isfinite(start) ? start : NAN);
-        put_num(out, "train_end", isfinite(end) ? end : NAN);
-        const char *slowest_step[] = {"step_ms_median", "step_ms_p10", "step_ms_p90", "step_ms_p99"};
-        for (size_t k = 0; k < sizeof slowest_step / sizeof *slowest_step; k++) {
-            double m = -INFINITY;
-            for (int r = 0; r < ranks; r++) m = fmax(m, num(per_rank[r], slowest_step[k]));
-            if (cJSON_GetObjectItemCaseSensitive(out, slowest_step[k])) put_num(out, slowest_step[k], isinf(m) ? NAN : m);
-        }
-        return out;
-    }
-    /* epoch: the ranks worked at once; the slowest sets the time */
-    const char *summed[] = {"samples", "loader_wait_s", "bad_images", "host_decoded", "cpu_cores"};
-    const char *slowest[] = {"seconds", "step_ms_median", "step_ms_p10", "step_ms_p90", "peak_bytes",
-                             "device_used_bytes", "t_end"};
-    const char *mean[] = {"loss", "train_accuracy", "accuracy", "test_loss"};
-    for (size_t k = 0; k < sizeof summed / sizeof *summed; k++) {
-        double s = 0;
-        for (int r = 0; r < ranks; r++) s += num(per_rank[r], summed[k]);
-        if (cJSON_GetObjectItemCaseSensitive(out, summed[k])) put_num(out, summed[k], s);
-    }
-    for (size_t k = 0; k < sizeof slowest / sizeof *slowest; k++) {
-        double m = -INFINITY;
-        for (int r = 0; r < ranks; r++) m = fmax(m, num(per_rank[r], slowest[k]));
-        if (cJSON_GetObjectItemCaseSensitive(out, slowest[k])) put_num(out, slowest[k], isinf(m) ? NAN : m);
-    }
-    double first = INFINITY;
-    for (int r = 0; r < ranks; r++) first = fmin(first, num(per_rank[r], "t_start"));
-    if (cJSON_GetObjectItemCaseSensitive(out, "t_start")) put_num(out, "t_start", isinf(first) ? NAN : first);
-    int diverged = 0;
-    for (size_t k = 0; k < sizeof mean / sizeof *mean; k++) {
-        if (!cJSON_GetObjectItemCaseSensitive(out, mean[k])) continue;
-        double s = 0;
-        for (int r = 0; r < ranks; r++) s += num(per_rank[r], mean[k]); /* equal local batches */
-        if (!strcmp(mean[k], "loss")) diverged = !isfinite(s);
-        put_num(out, mean[k], isfinite(s) ? s / ranks : NAN);
-    }
-    cJSON_DeleteItemFromObjectCaseSensitive(out, "diverged");
-    cJSON_AddBoolToObject(out, "diverged", diverged);
-    put_num(out, "samples_per_s", num(out, "samples") / num(out, "seconds"));
-    return out;
-}
-
 /* --- the rank ---------------------------------------------------------------------------------- */
+
+/* SUITE_DDP_RANK and SUITE_DDP_WORLD, checked as the command line's numbers are. */
+typedef struct rank_numbers {
+    int rank, world;
+} rank_numbers;
 
 static int run_rank(train_options *o, const train_events *ev, const char *rank_text) {
     const char *world = knob_text(KNOB_DDP_WORLD), *id = knob_text(KNOB_DDP_ID), *parent = knob_text(KNOB_DDP_PARENT);
-    o->ddp_rank = atoi(rank_text);
-    o->ddp_world = world ? atoi(world) : 0;
-    if (o->ddp_world != o->gpus || o->ddp_rank < 0 || o->ddp_rank >= o->ddp_world || !id)
-        return train_fail(ev, 2, "SUITE_DDP_RANK/WORLD/ID do not describe a rank of this --gpus job");
-    snprintf(o->ddp_id, sizeof o->ddp_id, "%s", id);
+    const cli_option rows[] = {
+        {knob_name(KNOB_DDP_WORLD), NULL, "", CLI_INT(rank_numbers, world, o->gpus, o->gpus)},
+        {knob_name(KNOB_DDP_RANK), NULL, "", CLI_INT(rank_numbers, rank, 0, o->gpus - 1)}};
+    rank_numbers n;
+    char err[512], message[700];
+    if (cli_parse_value(&rows[0], world ? world : "", &n, err, sizeof err) != 0 ||
+        cli_parse_value(&rows[1], rank_text, &n, err, sizeof err) != 0 || !id) {
+        snprintf(message, sizeof message, "%s: the launcher's SUITE_DDP_RANK/WORLD/ID do not describe a rank of this "
+                 "--gpus %d job", id ? err : "SUITE_DDP_ID is not set", o->gpus);
+        return train_fail(ev, 2, message);
+    }
     /* the launcher's death is this rank's: no orphan left waiting in a collective */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (parent && getppid() != (pid_t)atol(parent)) return train_fail(ev, 1, "the launcher is gone");
+    return train_ddp_rank(o, ev, n.rank, n.world, id, o->device + n.rank);
+}
+
+int train_ddp_rank(train_options *o, const train_events *ev, int rank, int world, const char *id, int device) {
+    o->ddp_rank = rank, o->ddp_world = world;
+    snprintf(o->ddp_id, sizeof o->ddp_id, "%s", id);
     /* an injected fault hits the last rank only: its peers are the ones that must not hang */
-    if (o->ddp_rank != o->ddp_world - 1) o->fault.kind = FAULT_NONE;
-    o->device += o->ddp_rank;
-    context_place place = {.device = o->device};
+    if (rank != world - 1) o->fault.kind = FAULT_NONE;
+    o->device = device;
+    context_place place = {.device = device};
     return train_job_run(o, ev, &place);
 }
 
@@ -137,7 +72,7 @@ typedef struct rank_proc {
     int in_fd, out_fd;
     char line[RANK_LINE_MAX];
     size_t len;
-    int reaped, status, done;
+    int reaped, status;
 } rank_proc;
 
 typedef struct launcher {
@@ -145,12 +80,10 @@ typedef struct launcher {
     const train_events *ev;
     int n;
     rank_proc *ranks;
-    cJSON **setup;          /* [n] */
-    cJSON **epochs;         /* [(epochs + 1) * n] */
-    cJSON **windows;        /* [STEP_WINDOW_MAX * n] */
-    line_reader commands; /* the runner's lines on stdin (the window protocol) */
+    rank_events *events;    /* the job's from the ranks' */
+    line_reader commands;   /* the runner's lines on stdin (the window protocol) */
     int stdin_open;
-    int setups, readies, released;
+    int released;
     int failed_rank;
     char failure[768];
     int exit_code;
@@ -176,62 +109,10 @@ static void release(launcher *l) {
     l->released = 1;
 }
 
-static void human_epoch(const launcher *l, const cJSON *e) {
-    fprintf(l->ev->human, "epoch %d (%d GPUs): %.0f samples in %.2f s, %.0f samples/s, loss %.4f\n",
-            (int)num(e, "epoch"), l->n, num(e, "samples"), num(e, "seconds"), num(e, "samples_per_s"), num(e, "loss"));
-    fflush(l->ev->human);
-}
+static void on_all_ready(void *user) { release(user); }
 
-static void handle_line(launcher *l, int r, const char *line) {
-    cJSON *e = cJSON_Parse(line);
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "event");
-    if (!cJSON_IsString(kind)) {
-        fprintf(l->ev->human, "rank %d: %s\n", r, line); /* not an event: a human line */
-        cJSON_Delete(e);
-        return;
-    }
-    const char *name = kind->valuestring;
-    cJSON *copy = cJSON_Duplicate(e, 1);
-    char renamed[64];
-    snprintf(renamed, sizeof renamed, "rank_%s", name);
-    cJSON_ReplaceItemInObjectCaseSensitive(copy, "event", cJSON_CreateString(renamed));
-    cJSON_AddNumberToObject(copy, "rank", r);
-    train_emit(l->ev, copy);
-    if (!strcmp(name, "setup") && !l->setup[r]) {
-        l->setup[r] = e, e = NULL;
-        if (++l->setups == l->n) train_emit(l->ev, train_ddp_aggregate("setup", l->setup, l->n));
-    } else if (!strcmp(name, "ready")) {
-        if (++l->readies == l->n) release(l);
-    } else if (!strcmp(name, "epoch")) {
-        int k = (int)num(e, "epoch");
-        if (k >= 1 && k <= l->o->epochs && !l->epochs[k * l->n + r]) {
-            l->epochs[k * l->n + r] = e, e = NULL;
-            int all = 1;
-            for (int q = 0; q < l->n; q++) all &= l->epochs[k * l->n + q] != NULL;
-            if (all) {
-                cJSON *agg = train_ddp_aggregate("epoch", &l->epochs[k * l->n], l->n);
-                human_epoch(l, agg);
-                train_emit(l->ev, agg);
-            }
-        }
-    } else if (!strcmp(name, "steps") && r == 0) {
-        /* the ranks step together: rank 0's step times are the job's */
-        train_emit(l->ev, e), e = NULL;
-    } else if (!strcmp(name, "window")) {
-        int k = (int)num(e, "window");
-        if (k >= 0 && k < STEP_WINDOW_MAX && !l->windows[k * l->n + r]) {
-            l->windows[k * l->n + r] = e, e = NULL;
-            int all = 1;
-            for (int q = 0; q < l->n; q++) all &= l->windows[k * l->n + q] != NULL;
-            if (all) train_emit(l->ev, train_ddp_aggregate("window", &l->windows[k * l->n], l->n));
-        }
-    } else if (!strcmp(name, "done")) {
-        l->ranks[r].done = 1;
-    } else if (!strcmp(name, "error")) {
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
-        fail_once(l, r, 1, cJSON_IsString(m) ? m->valuestring : "error");
-    }
-    cJSON_Delete(e);
+static void on_rank_failed(void *user, int rank, int code, const char *message) {
+    fail_once(user, rank, code, message);
 }
 
 static void read_rank(launcher *l, int r) {
@@ -247,7 +128,7 @@ static void read_rank(launcher *l, int r) {
     char *start = p->line, *nl;
     while ((nl = memchr(start, '\n', p->len - (size_t)(start - p->line)))) {
         *nl = 0;
-        handle_line(l, r, start);
+        rank_events_line(l->events, r, start);
         start = nl + 1;
     }
     p->len -= (size_t)(start - p->line);
@@ -317,14 +198,13 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
     char id[2 * DDP_ID_BYTES + 8], err[512];
     if (ddp_make_id(id, sizeof id, err, sizeof err) != 0) return train_fail(ev, 1, err);
     launcher l = {.o = o, .ev = ev, .n = o->gpus, .failed_rank = -1};
+    rank_events_hooks hooks = {on_all_ready, on_rank_failed, &l};
     l.ranks = calloc((size_t)l.n, sizeof *l.ranks);
-    l.setup = calloc((size_t)l.n, sizeof *l.setup);
-    l.epochs = calloc((size_t)(o->epochs + 1) * (size_t)l.n, sizeof *l.epochs);
-    l.windows = calloc((size_t)STEP_WINDOW_MAX * (size_t)l.n, sizeof *l.windows);
+    l.events = rank_events_open(ev, l.n, o->epochs, &hooks);
     l.stdin_open = o->window_protocol;
     l.commands.fd = 0;
     char **child = calloc((size_t)argc + 3, sizeof *child);
-    if (!l.ranks || !l.setup || !l.epochs || !l.windows || !child) return train_fail(ev, 1, "out of memory for the ranks");
+    if (!l.ranks || !l.events || !child) return train_fail(ev, 1, "out of memory for the ranks");
     int has_json = 0, has_wait = 0, c = 0;
     for (int i = 0; i < argc; i++) {
         has_json |= !strcmp(argv[i], "--json"), has_wait |= !strcmp(argv[i], "--wait-go");
@@ -372,17 +252,15 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
             running--;
             if (p->in_fd >= 0) close(p->in_fd), p->in_fd = -1;
             int code = WIFEXITED(p->status) ? WEXITSTATUS(p->status) : 1;
-            if (WIFEXITED(p->status) && code == 0 && p->done) continue;
+            if (WIFEXITED(p->status) && code == 0 && rank_events_done(l.events, r)) continue;
             char why[96];
             if (WIFSIGNALED(p->status)) snprintf(why, sizeof why, "killed by signal %d", WTERMSIG(p->status));
             else snprintf(why, sizeof why, "exited with status %d", code);
             fail_once(&l, r, code == 2 ? 2 : 1, why);
         }
     }
-    for (int i = 0; i < (o->epochs + 1) * l.n; i++) cJSON_Delete(l.epochs[i]);
-    for (int i = 0; i < STEP_WINDOW_MAX * l.n; i++) cJSON_Delete(l.windows[i]);
-    for (int r = 0; r < l.n; r++) cJSON_Delete(l.setup[r]);
-    free(l.epochs), free(l.windows), free(l.setup), free(l.ranks), free(child);
+    rank_events_close(l.events);
+    free(l.ranks), free(child);
     if (stop_signal && l.failed_rank < 0) return 128 + stop_signal;
     if (l.failed_rank >= 0 || l.exit_code) {
         char message[1024];
@@ -398,12 +276,6 @@ static int launch(const train_options *o, const train_events *ev, int argc, char
 }
 
 int train_ddp_main(train_options *o, const train_events *ev, int argc, char **argv) {
-    const model_spec *spec = catalog_find(o->model);
-    if (spec && !(spec->options & MODEL_DATA_PARALLEL)) {
-        char message[128];
-        snprintf(message, sizeof message, "--gpus: data-parallel training covers the image models, not %s", o->model);
-        return train_fail(ev, 2, message);
-    }
     const char *rank = knob_text(KNOB_DDP_RANK);
     if (rank) return run_rank(o, ev, rank);
     if (o->dry_run) { /* every rank holds the same: one rank's footprint, on each GPU */

@@ -10,20 +10,17 @@
  * The launcher (this process, started with --gpus N) makes the NCCL id, starts N ranks (this
  * program again, argv only, with SUITE_DDP_RANK/WORLD/ID in the environment; rank r on device
  * r), releases them together behind the start barrier, and speaks the runner's protocol for the
- * whole job: aggregate setup, ready, epoch (samples summed, seconds the slowest rank's, loss and
- * accuracy the ranks' mean) and done events, plus each rank's own events renamed rank_<event>
- * with "rank". Each rank reads the r-th local batch of every global batch (global batch = N x
- * --batch) and averages gradients over the ranks (models/core/ddp.h). A rank that fails or dies makes
- * the launcher stop the others (SIGTERM, then SIGKILL) and report which rank and why; a rank
- * whose launcher dies is killed by the kernel (PR_SET_PDEATHSIG); a rank polls its communicator
- * (ncclCommGetAsyncError) and aborts it on an error, so no rank waits in a collective forever.
- * A fault injected with --inject-fault hits the last rank only: its peers must survive it. */
+ * whole job (the job's events from the ranks': runner/train/rank_events.h). Past the id, a rank is
+ * train_ddp_rank (below), as is a rank that another launcher started (train --launcher:
+ * runner/train/train_launched.h). Each rank reads the r-th local batch of every
+ * global batch (global batch = N x --batch) and averages gradients over the ranks
+ * (models/core/ddp.h). A rank that fails or dies makes the launcher stop the others (SIGTERM, then
+ * SIGKILL) and report which rank and why; a rank whose launcher dies is killed by the kernel
+ * (PR_SET_PDEATHSIG); a rank polls its communicator (ncclCommGetAsyncError) and aborts it on an
+ * error, so no rank waits in a collective forever. A fault injected with --inject-fault hits the
+ * last rank only: its peers must survive it. */
 #ifndef SUITE_TRAIN_DDP_H
 #define SUITE_TRAIN_DDP_H
-
-#include <stddef.h>
-
-#include <cjson/cJSON.h>
 
 #include "runner/train/train_events.h"
 #include "runner/train/train_options.h"
@@ -32,7 +29,11 @@
  * reports the footprint of one rank). Returns train's exit code. */
 int train_ddp_main(train_options *o, const train_events *ev, int argc, char **argv);
 
-/* The job's event from the ranks' events of one kind ("setup", "epoch"), all present (pure). */
-cJSON *train_ddp_aggregate(const char *event, cJSON *const *per_rank, int ranks);
+/* A rank's whole job once it holds the job's id, however it was started (--gpus' launcher, or
+ * another: train --launcher): rank `rank` of `world` joining by id (hex), on `device`. Every rank
+ * gets rank 0's initial weights and buffers, the rank-th local batch of every global batch, and
+ * checks at the end that the replicas are the same bytes; an injected fault (--inject-fault) hits
+ * the last rank only. Its events go to ev. Returns train's exit code. */
+int train_ddp_rank(train_options *o, const train_events *ev, int rank, int world, const char *id, int device);
 
 #endif

@@ -17,6 +17,7 @@ static int is_criteo(const char *data) { return !strncmp(data, "criteo-", 7); }
 static const cli_choice SCHEDULES[] = {{"constant", LR_CONSTANT}, {"step", LR_STEP}, {"cosine", LR_COSINE},
                                        {"one-cycle", LR_ONE_CYCLE}, {0}};
 static const cli_choice OPTIMIZERS[] = {{"sgd", OPTIMIZER_SGD}, {"adamw", OPTIMIZER_ADAMW}, {0}};
+static const cli_choice LAUNCHERS[] = {{"env", RANK_LAUNCHER_ENV}, {"slurm", RANK_LAUNCHER_SLURM}, {0}};
 #define DECODE_CHOICE_(kind, name) {name, kind},
 static const cli_choice DECODES[] = {DECODE_TABLE(DECODE_CHOICE_){0}};
 #undef DECODE_CHOICE_
@@ -109,6 +110,10 @@ static const cli_option OPTIONS[] = {
     {"--device", "N", "CUDA device", CLI_INT(T, device, 0, 1023), .fallback = "0"},
     {"--gpus", "N", "data-parallel over N GPUs (devices 0..N-1), one process each; --batch is per GPU",
      CLI_INT(T, gpus, 1, 64)},
+    {"--launcher", NULL, "this process is one rank of a data-parallel job whose ranks another program started: env "
+     "reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT (as torchrun sets them), slurm srun's "
+     "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_NODELIST; the rank trains on --device + its local rank, "
+     "rank 0 hands NCCL's id to the others over TCP and prints the job's events", CLI_CHOICE(T, launcher, LAUNCHERS)},
     {"--no-graph", NULL, "run the step kernel by kernel instead of as a CUDA graph", CLI_FLAG(T, use_graph, 0)},
     {"--precision", NULL, "tf32: float32 with TF32 tensor-core math; fp32: strict float32; bf16: mixed precision "
      "as torch.autocast (bfloat16 activations, float32 weights, gradients, statistics and loss; the vision models)",
@@ -284,6 +289,23 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
     if (o->decode == DECODE_GPU && !SUITE_HAVE_NVJPEG) {
         snprintf(err, err_size, "--decode gpu: this build has no nvJPEG (pip install nvidia-nvjpeg, then configure "
                  "and build again, as README's set-up does); --decode cpu decodes on the loader's threads");
+        return -1;
+    }
+    if ((o->gpus || o->launcher) && spec && !(spec->options & MODEL_DATA_PARALLEL)) {
+        snprintf(err, err_size, "%s: data-parallel training covers the image models, not %s",
+                 o->launcher ? "--launcher" : "--gpus", o->model);
+        return -1;
+    }
+    if (o->launcher && o->gpus) {
+        snprintf(err, err_size, "--launcher %s with --gpus %d: the launcher starts the job's ranks and says how many "
+                 "(WORLD_SIZE, SLURM_NTASKS); --gpus is train starting its own: give one of them",
+                 rank_env_launcher_name(o->launcher), o->gpus);
+        return -1;
+    }
+    if (o->launcher && (o->wait_go || o->window_protocol)) {
+        snprintf(err, err_size, "--launcher %s with %s: that is run_suite's protocol with the job it starts; the ranks a "
+                 "launcher starts begin together by themselves (rank 0 releases them)",
+                 rank_env_launcher_name(o->launcher), o->window_protocol ? "--window-protocol" : "--wait-go");
         return -1;
     }
     if (o->window_protocol && !o->wait_go) {

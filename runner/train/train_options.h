@@ -11,6 +11,7 @@
 #include "base/decode.h"
 #include "base/precision.h"
 #include "runner/train/fault.h"
+#include "runner/train/rank_env.h"
 
 /* The GPU decoder's slots (--decode-slots; each holds a batch of pictures): one by default. Alone on
  * the GPU, decodes at once slowed each other more than they overlapped (ResNet-50 224 bf16 on the
@@ -47,7 +48,8 @@ typedef struct train_options {
     int window_protocol;      /* after warm-up, train until "stop" and report windows (step_window.h) */
     long warmup_steps;        /* window protocol: the warm-up epoch's steps (0: a whole epoch) */
     int gpus;                 /* --gpus N: data-parallel ranks (runner/train/train_ddp.c); 0: plain */
-    int ddp_rank, ddp_world;  /* in a rank (set by train_ddp.c, not options); world 0: not a rank */
+    rank_launcher launcher;   /* --launcher: one rank of ranks another program started (train_launched.h) */
+    int ddp_rank, ddp_world;  /* in a rank (set by train_ddp_rank, not options); world 0: not a rank */
     char ddp_id[264];         /* the NCCL id, hex */
     int data_if_present;      /* with --data-root: synthetic data where the set's files are absent */
     int skip_bad;             /* undecodable images are skipped and counted instead of failing */

@@ -240,7 +240,7 @@ static int load(workload *w, const char *path, char *err, size_t err_size) {
 static int prepare(workload *w, char *err, size_t err_size) {
     image_job *j = impl(w);
     const train_options *o = w->o;
-    if (o->ddp_world && train_rank_join(&j->ddp, &j->s, o, err, err_size) != 0) return 1;
+    if (o->ddp_world && train_rank_join(&j->ddp, &j->s, o, w->ev, err, err_size) != 0) return 1;
     optimizer_config opt = {o->optimizer, o->momentum, o->weight_decay, o->nesterov, o->decay_all, 0, 0, 0};
     double t0 = clock_unix();
     trainer_init(&j->s.trainer, j->s.model, &j->s.ctx, opt, schedule_of(w), o->label_smoothing, o->use_graph);
@@ -408,7 +408,7 @@ static int save(workload *w, const char *path, char *err, size_t err_size) {
 static int agree_stop(workload *w, int told, long step) { return ddp_agree_stop(&impl(w)->ddp, told, step); }
 
 static int finish(workload *w, char *err, size_t err_size) {
-    return train_rank_finish(&impl(w)->ddp, err, err_size);
+    return train_rank_finish(&impl(w)->ddp, w->ev, err, err_size);
 }
 
 static void end(workload *w) {
@@ -423,7 +423,7 @@ static void end(workload *w) {
     /* the step's graph first: every graph that captured a collective holds a reference on the
      * communicator, and ncclCommDestroy waits for them all to go (a 2-GPU job never exited) */
     trainer_free(&j->s.trainer);
-    train_rank_leave(&j->ddp);
+    train_rank_leave(&j->ddp, w->ev);
     session_end(&j->s);
     dataset_close(&j->train_set);
     dataset_close(&j->test_set);

@@ -5,6 +5,7 @@
 #include "runner/suite/jobs/watchdog.h"
 #include "base/clock.h"
 
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,7 +35,7 @@ static int json_flag(const cJSON *object, const char *key) {
 }
 
 /* A "steps" event's times (runner/train/step_window.h) appended to the record; a malformed one
- * adds nothing, a time that is not a finite duration is skipped. */
+ * adds nothing, a time that is not a finite duration a float holds is skipped. */
 static void take_steps(job_record *job, const cJSON *root) {
     double window = json_number(root, "window"), epoch = json_number(root, "epoch"), first = json_number(root, "first");
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "ms");
@@ -42,7 +43,8 @@ static void take_steps(job_record *job, const cJSON *root) {
     long step = (long)first;
     for (const cJSON *item = ms->child; item; item = item->next) {
         step++;
-        if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble < 0) continue;
+        /* kept as a float: a time beyond float's range would become an infinity */
+        if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0 && item->valuedouble <= FLT_MAX)) continue;
         if (job->step_count == job->step_cap) {
             long cap = job->step_cap ? job->step_cap * 2 : 4096;
             job_step *grown = cap <= JOB_MAX_STEP_TIMES ? realloc(job->steps, (size_t)cap * sizeof *grown) : NULL;

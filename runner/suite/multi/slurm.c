@@ -31,7 +31,12 @@ static const cli_option OPTIONS[] = {
     {"--mixes", "'MIX;MIX;...'", "one task per mix (--mix MIX: one task)", CLI_STR(T, mixes)},
     {"--partition", "P", "partition(s) (default: the cluster's default)", CLI_STR(T, o.partition)},
     {"--gres", "G", "generic resources per node, e.g. gpu:4 or gpu:h100:8", CLI_STR(T, o.gres)},
-    {"--nodes", "N", "at most N nodes (array tasks) at once", CLI_INT(T, o.max_nodes, 1, 100000)},
+    {"--nodes", "N", "nodes in use at once: at most N array tasks; a data-parallel job alone in a mix (M[gpus=N]): "
+     "its nodes", CLI_INT(T, o.max_nodes, 1, 100000)},
+    {"--ntasks-per-node", "N", "a data-parallel job alone in a mix: its ranks per node (default: --gpus-per-node, "
+     "else every rank on one node)", CLI_INT(T, o.ntasks_per_node, 1, 4096)},
+    {"--gpus-per-node", "N", "a data-parallel job alone in a mix: GPUs per node (default: one per rank)",
+     CLI_INT(T, o.gpus_per_node, 1, 4096)},
     {"--time", "T", "time limit per task (MINUTES, H:MM:SS, D-HH:MM:SS)", CLI_STR(T, o.time_limit)},
     {"--job-name", "NAME", "Slurm job name (default run_suite)", CLI_STR(T, o.job_name)},
     {0}};
@@ -45,11 +50,13 @@ const run_form slurm_form = {
              .synopsis = "usage: run_suite --slurm (--mix MIX | --mixes 'MIX;MIX;...' | --study SET) [submission options]\n"
                          "                 [run_suite options every task takes: --mode, --quick, --train, ...]\n\n"
                          "One Slurm array task per mix (or study cell), each alone on a whole node (--exclusive),\n"
-                         "each writing its own run folder; `run_suite report` merges them.\n",
+                         "each writing its own run folder; `run_suite report` merges them. A mix that is one\n"
+                         "data-parallel job alone (M[gpus=N]) is instead that job over nodes: srun starts its N\n"
+                         "ranks (train --launcher slurm), from a batch script of its own (ddp-<k>.sbatch).\n",
              .epilogue = "Every other run_suite option (run_suite --help) is taken too: each task is handed the whole\n"
                          "request (<sweep>/task-<i>/request.json), its mix or study cell and its folder its own; --results\n"
-                         "is where the sweep folder goes and --dry-run writes the script without submitting it. Task 0's\n"
-                         "request is checked with --dry-run before the script is written.\n"
+                         "is where the sweep folder goes and --dry-run writes the scripts without submitting them. Task\n"
+                         "0's request is checked with --dry-run before the script is written.\n"
                          "exit status: 0 written or submitted, 1 submission failed, 2 bad input\n"},
     .rows = OPTIONS,
     .size = sizeof(slurm_args),
@@ -86,6 +93,12 @@ int slurm_check_options(const slurm_options *o, char *err, size_t err_size) {
     }
     if (o->max_nodes < 0) {
         snprintf(err, err_size, "--nodes %d: expected a positive number of nodes", o->max_nodes);
+        return -1;
+    }
+    if (o->ntasks_per_node < 0 || o->gpus_per_node < 0) {
+        snprintf(err, err_size, "%s %d: expected a positive number per node",
+                 o->ntasks_per_node < 0 ? "--ntasks-per-node" : "--gpus-per-node",
+                 o->ntasks_per_node < 0 ? o->ntasks_per_node : o->gpus_per_node);
         return -1;
     }
     int time_ok = o->time_limit && all_of(o->time_limit, ":-");
@@ -174,21 +187,75 @@ int slurm_script(const slurm_options *o, const slurm_sweep *s, char *out, size_t
     return (int)t.len;
 }
 
-int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char *job_id,
-                 size_t job_id_size, char *err, size_t err_size) {
-    size_t size = 65536 + (size_t)s->task_count * 1024;
-    char *script = malloc(size);
-    if (!script) {
-        snprintf(err, err_size, "out of memory for the batch script");
+int slurm_ddp_shape(const slurm_options *o, int ranks, const char *label, slurm_shape *shape, char *err,
+                    size_t err_size) {
+    int nodes = o->max_nodes, per_node = o->ntasks_per_node;
+    if (nodes > 0 && per_node > 0 && nodes * per_node != ranks) {
+        snprintf(err, err_size, "%s: --nodes %d x --ntasks-per-node %d is %d ranks, but the job has %d (gpus=%d)", label,
+                 nodes, per_node, nodes * per_node, ranks, ranks);
         return -1;
     }
-    int len = slurm_script(o, s, script, size, err, err_size);
+    const char *by = nodes > 0 ? "--nodes" : per_node > 0 ? "--ntasks-per-node" : "--gpus-per-node";
+    int divisor = nodes > 0 ? nodes : per_node > 0 ? per_node : o->gpus_per_node > 0 ? o->gpus_per_node : ranks;
+    if (ranks % divisor) {
+        snprintf(err, err_size, "%s: its %d ranks (gpus=%d) do not divide evenly by %s %d", label, ranks, ranks, by,
+                 divisor);
+        return -1;
+    }
+    if (nodes > 0) per_node = ranks / nodes;
+    else if (per_node <= 0) per_node = divisor;
+    nodes = ranks / per_node;
+    int gpus = o->gpus_per_node > 0 ? o->gpus_per_node : per_node;
+    if (gpus < per_node) {
+        snprintf(err, err_size, "%s: --gpus-per-node %d is fewer than its %d ranks per node: each rank trains on a GPU of "
+                 "its own", label, gpus, per_node);
+        return -1;
+    }
+    *shape = (slurm_shape){nodes, per_node, gpus};
+    return 0;
+}
+
+int slurm_ddp_script(const slurm_options *o, const slurm_shape *shape, const char *const *train_argv,
+                     const char *label, int index, const char *sweep_dir, const char *workdir, char *out, size_t size,
+                     char *err, size_t err_size) {
+    text t = {out, size, 0, 0};
+    if (size) out[0] = 0;
+    int ranks = shape->nodes * shape->tasks_per_node;
+    put(&t, "#!/bin/bash\n#SBATCH --job-name=%s\n", o->job_name ? o->job_name : "run_suite-ddp");
+    put(&t, "#SBATCH --nodes=%d\n#SBATCH --ntasks-per-node=%d\n#SBATCH --gpus-per-node=%d\n#SBATCH --exclusive\n",
+        shape->nodes, shape->tasks_per_node, shape->gpus_per_node);
+    if (o->partition) put(&t, "#SBATCH --partition=%s\n", o->partition);
+    if (o->time_limit) put(&t, "#SBATCH --time=%s\n", o->time_limit);
+    put(&t, "#SBATCH --chdir=%s\n#SBATCH --output=%s/ddp-%d.out\n", workdir, sweep_dir, index);
+    put(&t, "# Written by run_suite --slurm: the data-parallel job %s as %d ranks over %d node(s), %d per node,\n"
+            "# one process per GPU started by srun (train --launcher slurm: each on GPU SLURM_LOCALID of its node).\n"
+            "# Rank 0 runs on the first node and hands NCCL's id to the others over TCP (port MASTER_PORT, else\n"
+            "# derived from SLURM_JOB_ID); its lines in this job's log are the job's, the other ranks speak only to\n"
+            "# fail; a rank that dies ends every other one, naming it.\n",
+        label, ranks, shape->nodes, shape->tasks_per_node);
+    put(&t, "set -euo pipefail\nexport NCCL_NVLS_ENABLE=0\nexec srun");
+    for (const char *const *a = train_argv; *a; a++) {
+        put(&t, " ");
+        put_quoted(&t, *a);
+    }
+    put(&t, "\n");
+    if (t.overflow) {
+        snprintf(err, err_size, "the batch script of %s exceeds %zu bytes", label, size);
+        return -1;
+    }
+    return (int)t.len;
+}
+
+/* Writes the script (len bytes; len < 0: its making failed, err says why) to dir/name and, unless
+ * dry_run, submits it with `sbatch --parsable`. 0, or -1 with a message. */
+static int write_and_submit(const char *dir, const char *name, const char *script, int len, int dry_run,
+                            char *job_id, size_t job_id_size, char *err, size_t err_size) {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/sweep.sbatch", s->sweep_dir);
-    int rc = len < 0 || results_make_dirs(s->sweep_dir, err, err_size) != 0 ||
-             results_write_atomic(path, script, (size_t)len, err, err_size) != 0 ? -1 : 0;
-    free(script);
-    if (rc != 0 || dry_run) return rc;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (len < 0 || results_make_dirs(dir, err, err_size) != 0 ||
+        results_write_atomic(path, script, (size_t)len, err, err_size) != 0)
+        return -1;
+    if (dry_run) return 0;
     char sbatch[PATH_MAX], out[256];
     if (jobs_find_program("sbatch", sbatch, sizeof sbatch) != 0) {
         snprintf(err, err_size, "sbatch is not on PATH (install Slurm's client, e.g. apt-get install "
@@ -210,6 +277,20 @@ int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char
     }
     snprintf(job_id, job_id_size, "%s", out);
     return 0;
+}
+
+int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char *job_id,
+                 size_t job_id_size, char *err, size_t err_size) {
+    size_t size = 65536 + (size_t)s->task_count * 1024;
+    char *script = malloc(size);
+    if (!script) {
+        snprintf(err, err_size, "out of memory for the batch script");
+        return -1;
+    }
+    int len = slurm_script(o, s, script, size, err, err_size);
+    int rc = write_and_submit(s->sweep_dir, "sweep.sbatch", script, len, dry_run, job_id, job_id_size, err, err_size);
+    free(script);
+    return rc;
 }
 
 static int usage_error(const char *fmt, const char *a, const char *b) {
@@ -276,21 +357,90 @@ static int write_requests(const run_request *sweep, const study_cell *cells, cha
     return 0;
 }
 
+/* A mix that is one data-parallel job alone, and that job's command under srun. */
+typedef struct ddp_job {
+    const char *mix;
+    int ranks;
+    slurm_shape shape;
+    char **argv;            /* one rank's command (malloc'd, NULL-terminated) */
+} ddp_job;
+
+static void free_argv(char **argv) {
+    for (char **a = argv; a && *a; a++) free(*a);
+    free(argv);
+}
+
+/* The job's train command as srun's tasks run it: made from its request (the sweep's with its mix,
+ * run to completion: run_request_settle again for the measurement it changes, then request_check)
+ * by job_build_argv, less the runner's protocol (--json, --wait-go: no runner reads the events or
+ * opens the barrier under srun), with --launcher slurm in place of --gpus N (srun starts the N
+ * ranks); then the train program's own dry run of it. 0, or the exit status after a message. */
+static int ddp_command(const run_args *args, ddp_job *j) {
+    run_request one;
+    char err[2048];
+    if (run_args_window_given(args))
+        return usage_error("the data-parallel job %s runs to completion: --window, --windows and --warmup-steps are "
+                           "the window measurement's%s", j->mix, "");
+    int rc = slurm_task_request(&args->req, j->mix, NULL, &one, err, sizeof err);
+    if (rc == 0) {
+        one.completion = 1;
+        run_request_settle(&one, &args->given, 0);
+        rc = request_check(&one, err, sizeof err);
+    }
+    char **words = rc == 0 ? job_build_argv(&one, &one.mix.jobs[0], JOB_ARGV_RUN) : NULL;
+    run_request_free(&one);
+    if (rc != 0) {
+        fprintf(stderr, "run_suite: --slurm: the data-parallel job %s: %s\n", j->mix, err);
+        return 2;
+    }
+    int count = 0, k = 0, ok = words != NULL;
+    while (words && words[count]) count++;
+    j->argv = calloc((size_t)count + 2, sizeof *j->argv);
+    for (int i = 0; ok && j->argv && i < count; i++) {
+        if (!strcmp(words[i], "--json") || !strcmp(words[i], "--wait-go")) continue;
+        if (!strcmp(words[i], "--gpus") && i + 1 < count) {
+            j->argv[k++] = strdup("--launcher"), j->argv[k++] = strdup("slurm");
+            i++;
+        } else {
+            j->argv[k++] = strdup(words[i]);
+        }
+    }
+    job_free_strv(words);
+    for (int i = 0; i < k; i++) ok &= j->argv[i] != NULL;
+    if (!ok || !j->argv) {
+        fprintf(stderr, "run_suite: --slurm: out of memory for the command of %s\n", j->mix);
+        return 1;
+    }
+    /* the train program judges the command as each rank will run it */
+    const char *check[300];
+    int n;
+    static char out[1 << 16];
+    for (n = 0; j->argv[n] && n < 296; n++) check[n] = j->argv[n];
+    check[n++] = "--dry-run", check[n++] = "--json", check[n] = NULL;
+    int status = jobs_run_capture((char *const *)check, NULL, NULL, out, sizeof out, 300.0);
+    if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    fprintf(stderr, "run_suite: --slurm: %s refuses the data-parallel job %s as srun would start it (its message is "
+            "above)\n", j->argv[0], j->mix);
+    return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 static int slurm_main(run_args *args) {
     const run_request *sweep = &args->req;
     slurm_args *own = args->form_options;
     char err[2048];
     slurm_options o = own->o;
     const char *mix_text = sweep->mix_text, *mixes_text = own->mixes, *study = args->study;
+    int dry_run = sweep->dry_run;
     if (slurm_check_options(&o, err, sizeof err) != 0) return usage_error("%s%s", err, "");
     if (!!mix_text + !!mixes_text + !!study != 1)
         return usage_error("--slurm runs one of --mix MIX, --mixes 'MIX;MIX;...' or --study SET%s%s", "", "");
 
     static slurm_task tasks[SLURM_MAX_TASKS];
     static study_cell cells[SLURM_MAX_TASKS];
+    static ddp_job ddp[SLURM_MAX_TASKS];
     static char *mixes[SLURM_MAX_TASKS];
     static char mixes_copy[65536], paths[SLURM_MAX_TASKS][PATH_MAX + 32];
-    int count = 0;
+    int count = 0, ddp_count = 0;
     if (study) { /* each cell runs under its own mode */
         count = study_cells(study, sweep->quick, NULL, 0, cells, SLURM_MAX_TASKS);
         if (count <= 0) return usage_error("--study %s: unknown set (run_suite --study --help lists them)%s", study, "");
@@ -301,12 +451,22 @@ static int slurm_main(run_args *args) {
             while (*m == ' ' || *m == '\t') m++;
             if (!*m) continue;
             static mix parsed;
-            if (count == SLURM_MAX_TASKS) return usage_error("--mixes: at most %d mixes%s", "1000", "");
+            if (count + ddp_count == SLURM_MAX_TASKS) return usage_error("--mixes: at most %d mixes%s", "1000", "");
             if (mix_parse(&parsed, m, err, sizeof err) != 0) return usage_error("--mix %s: %s", m, err);
+            if (parsed.count == 1 && parsed.jobs[0].gpus > 1) { /* a data-parallel job alone: over nodes */
+                ddp_job *j = &ddp[ddp_count++];
+                *j = (ddp_job){.mix = m, .ranks = parsed.jobs[0].gpus};
+                if (slurm_ddp_shape(&o, j->ranks, m, &j->shape, err, sizeof err) != 0) return usage_error("%s%s", err, "");
+                continue;
+            }
             mixes[count++] = m;
         }
-        if (count == 0) return usage_error("--mixes '%s': expected mixes separated by ';', e.g. 'S+M;7*S'%s", mixes_text, "");
+        if (count + ddp_count == 0)
+            return usage_error("--mixes '%s': expected mixes separated by ';', e.g. 'S+M;7*S'%s", mixes_text, "");
     }
+    if (!ddp_count && (o.ntasks_per_node || o.gpus_per_node))
+        return usage_error("%s shapes a data-parallel job's nodes: give a mix that is one data-parallel job alone, "
+                           "e.g. --mix 'M[gpus=8]'%s", o.ntasks_per_node ? "--ntasks-per-node" : "--gpus-per-node", "");
 
     char workdir[PATH_MAX], base[PATH_MAX], sweep_dir[PATH_MAX + 64], stamp[32];
     const char *self = args->self;
@@ -325,17 +485,43 @@ static int slurm_main(run_args *args) {
     /* #SBATCH lines cannot quote: a blank in a path would cut the option */
     if (strpbrk(sweep_dir, " \t\n'\"") || strpbrk(workdir, " \t\n'\""))
         return usage_error("--slurm needs folders without blanks or quotes: %s, %s", workdir, sweep_dir);
-    int rc = write_requests(sweep, study ? cells : NULL, mixes, count, sweep_dir, tasks, paths, self);
-    if (rc != 0) return rc;
-    slurm_sweep s = {self, NULL, tasks, count, sweep_dir, workdir};
-    char job_id[64] = "";
-    if (slurm_submit(&o, &s, sweep->dry_run, job_id, sizeof job_id, err, sizeof err) != 0) {
-        fprintf(stderr, "run_suite: %s\n", err);
-        return 1;
+    int rc = 0;
+    for (int k = 0; rc == 0 && k < ddp_count; k++) rc = ddp_command(args, &ddp[k]);
+    if (rc == 0 && count) rc = write_requests(sweep, study ? cells : NULL, mixes, count, sweep_dir, tasks, paths, self);
+    if (rc == 0 && count) {
+        slurm_sweep s = {self, NULL, tasks, count, sweep_dir, workdir};
+        char job_id[64] = "";
+        if (slurm_submit(&o, &s, dry_run, job_id, sizeof job_id, err, sizeof err) != 0) {
+            fprintf(stderr, "run_suite: %s\n", err);
+            rc = 1;
+        } else if (dry_run) {
+            printf("wrote %s/sweep.sbatch (%d array task(s)); submit it with: sbatch %s/sweep.sbatch\n", sweep_dir, count,
+                   sweep_dir);
+        } else {
+            printf("submitted job array %s: %d task(s), one node each; logs %s/task-<i>.out\n", job_id, count, sweep_dir);
+        }
+        if (rc == 0)
+            printf("results: %s/task-<i>/<run-id>/; merge them with: run_suite report %s/task-*/*/\n", sweep_dir,
+                   sweep_dir);
     }
-    if (sweep->dry_run) printf("wrote %s/sweep.sbatch (%d array task(s)); submit it with: sbatch %s/sweep.sbatch\n",
-                               sweep_dir, count, sweep_dir);
-    else printf("submitted job array %s: %d task(s), one node each; logs %s/task-<i>.out\n", job_id, count, sweep_dir);
-    printf("results: %s/task-<i>/<run-id>/; merge them with: run_suite report %s/task-*/*/\n", sweep_dir, sweep_dir);
-    return 0;
+    static char script[65536];
+    for (int k = 0; rc == 0 && k < ddp_count; k++) {
+        ddp_job *j = &ddp[k];
+        char name[32], job_id[64] = "";
+        snprintf(name, sizeof name, "ddp-%d.sbatch", k);
+        int len = slurm_ddp_script(&o, &j->shape, (const char *const *)j->argv, j->mix, k, sweep_dir, workdir, script,
+                                   sizeof script, err, sizeof err);
+        if (write_and_submit(sweep_dir, name, script, len, dry_run, job_id, sizeof job_id, err, sizeof err) != 0) {
+            fprintf(stderr, "run_suite: %s\n", err);
+            rc = 1;
+        } else if (dry_run) {
+            printf("wrote %s/%s (%s: %d ranks over %d node(s)); submit it with: sbatch %s/%s\n", sweep_dir, name, j->mix,
+                   j->ranks, j->shape.nodes, sweep_dir, name);
+        } else {
+            printf("submitted data-parallel job %s: %s as %d ranks over %d node(s); log %s/ddp-%d.out\n", job_id,
+                   j->mix, j->ranks, j->shape.nodes, sweep_dir, k);
+        }
+    }
+    for (int k = 0; k < ddp_count; k++) free_argv(ddp[k].argv);
+    return rc;
 }

@@ -61,11 +61,3 @@ int run_request_set_mix(run_request *r, const char *text, char *err, size_t err_
         }
     return 0;
 }
-
-int run_request_job_epochs(const run_request *r, const job_spec *job) {
-    return job->epochs > 0 ? job->epochs : r->epochs;
-}
-
-long run_request_job_steps(const run_request *r, const job_spec *job) {
-    return job->steps_per_epoch > 0 ? job->steps_per_epoch : r->steps_per_epoch;
-}

@@ -93,7 +93,11 @@ void run_request_free(run_request *r);
  * outlive the request (argv, or run_request_keep). */
 int run_request_set_mix(run_request *r, const char *text, char *err, size_t err_size);
 /* A job's epochs and steps per epoch: its own where the mix gives them, else the request's. */
-int run_request_job_epochs(const run_request *r, const job_spec *job);
-long run_request_job_steps(const run_request *r, const job_spec *job);
+static inline int run_request_job_epochs(const run_request *r, const job_spec *job) {
+    return job->epochs > 0 ? job->epochs : r->epochs;
+}
+static inline long run_request_job_steps(const run_request *r, const job_spec *job) {
+    return job->steps_per_epoch > 0 ? job->steps_per_epoch : r->steps_per_epoch;
+}
 
 #endif

@@ -204,6 +204,10 @@ static int join(run_args **out, const run_form *const *forms, layout *l, char *e
     return 0;
 }
 
+int run_args_window_given(const run_args *args) {
+    return args->given.window || args->req.windows > 1 || args->given.warmup;
+}
+
 /* --request FILE: the whole request another run_suite wrote, and no other option. */
 static int request_only(run_args *a, int argc, char **argv) {
     static const cli_option alone[] = {{"--request", "FILE", "a run request another run_suite wrote",
@@ -265,7 +269,7 @@ int run_args_parse(run_args **out, const run_form *const *forms, int argc, char 
     }
     run_request *r = &a->req;
     if (a->list && a->have_repeat) return run_args_usage("--repeat repeats a run; it does not go with --list");
-    if (r->completion && (a->given.window || r->windows > 1 || a->given.warmup))
+    if (r->completion && run_args_window_given(a))
         return run_args_usage("--completion times whole epochs: --window, --windows and --warmup-steps are the "
                               "window measurement's");
     run_request_settle(r, &a->given, form ? form->quick_sample_ms : 0);

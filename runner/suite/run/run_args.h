@@ -62,6 +62,10 @@ struct run_args {
 int run_args_parse(run_args **out, const run_form *const *forms, int argc, char **argv);
 void run_args_free(run_args *args);
 
+/* 1 when the command line gave one of the window measurement's own options (--window, --windows
+ * above one, --warmup-steps): what a run to completion refuses. */
+int run_args_window_given(const run_args *args);
+
 /* The rows of the run itself (the request's), for request_file.c, which reads each setting back
  * through the row that declares it: its kind and range. Their offsets are the request's. */
 const cli_option *run_args_request_rows(void);
