@@ -112,10 +112,6 @@ static const char *expected_files =
     "data_batch_1.bin .. data_batch_5.bin and test_batch.bin (the binary version, "
     "cifar-10-binary.tar.gz), directly or under cifar-10-batches-bin/";
 
-static int is_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
 
 int dataset_open_cifar10(dataset *d, const char *root, int train, char *err, size_t err_size) {
     memset(d, 0, sizeof *d);
@@ -141,20 +137,21 @@ int dataset_open_cifar10(dataset *d, const char *root, int train, char *err, siz
     /* The archive unpacks into cifar-10-batches-bin/; accept the root itself or that folder. */
     snprintf(folder, sizeof folder, "%s", root);
     snprintf(path, sizeof path, "%s/%s", folder, names[0]);
-    if (!is_file(path)) {
+    if (dataset_file_status(path, NULL, 0) == DATASET_FILE_ABSENT) {
         char nested[sizeof folder];
         snprintf(nested, sizeof nested, "%s/cifar-10-batches-bin", root);
         snprintf(path, sizeof path, "%s/%s", nested, names[0]);
-        if (is_file(path)) snprintf(folder, sizeof folder, "%s", nested);
+        if (dataset_file_status(path, NULL, 0) != DATASET_FILE_ABSENT) snprintf(folder, sizeof folder, "%s", nested);
     }
 
     uint8_t *all = NULL;
     size_t total = 0;
     for (int f = 0; f < files; f++) {
         snprintf(path, sizeof path, "%s/%s", folder, names[f]);
-        if (!is_file(path)) {
-            snprintf(err, err_size, "CIFAR-10: %s not found; the folder should hold %s", path,
-                     expected_files);
+        dataset_file there = dataset_file_status(path, err, err_size); /* a FIFO or a folder of that name: bad */
+        if (there == DATASET_FILE_ABSENT)
+            snprintf(err, err_size, "CIFAR-10: %s not found; the folder should hold %s", path, expected_files);
+        if (there != DATASET_FILE_REGULAR) {
             free(all);
             return -1;
         }
@@ -197,7 +194,7 @@ int dataset_cifar10_present(const char *root) {
         for (int file = 0; file <= C10_TRAIN_FILES; file++) {
             if (file < C10_TRAIN_FILES) snprintf(path, sizeof path, "%s%s/data_batch_%d.bin", root, folders[f], file + 1);
             else snprintf(path, sizeof path, "%s%s/test_batch.bin", root, folders[f]);
-            if (is_file(path)) return 1;
+            if (dataset_file_status(path, NULL, 0) != DATASET_FILE_ABSENT) return 1; /* there, in any form */
         }
     return 0;
 }

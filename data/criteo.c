@@ -7,6 +7,7 @@
  * Line numbers in messages are 1-based within their file. */
 #include "data/criteo.h"
 #include "base/rng.h"
+#include "data/dataset.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -264,10 +265,8 @@ static int index_file(criteo *r, int f, int64_t *capacity, int64_t max_rows, cha
     return status < 0 ? -1 : 0;
 }
 
-static int is_regular(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
+/* There in any form: the folder's file is present, and then must be a regular file (criteo_open). */
+static int is_there(const char *path) { return dataset_file_status(path, NULL, 0) != DATASET_FILE_ABSENT; }
 
 static const char *expected_layout =
     "a Criteo TSV file, or a folder holding train.txt (Kaggle) or day_0, day_1, ... "
@@ -291,19 +290,19 @@ int criteo_open(criteo **out, const char *path, const int64_t table_sizes[CRITEO
     char candidate[CRITEO_PATH_BYTES];
     if (S_ISDIR(st.st_mode)) {
         snprintf(candidate, sizeof candidate, "%s/train.txt", path);
-        if (is_regular(candidate)) {
+        if (is_there(candidate)) {
             r->paths[r->files++] = strdup(candidate);
         } else {
             for (int day = 0; day < CRITEO_MAX_FILES; day++) {
                 snprintf(candidate, sizeof candidate, "%s/day_%d", path, day);
-                if (!is_regular(candidate)) break;
+                if (!is_there(candidate)) break;
                 r->paths[r->files++] = strdup(candidate);
             }
         }
         if (r->files == 0) {
             snprintf(candidate, sizeof candidate, "%s/day_0.gz", path);
             snprintf(err, err_size, "Criteo: %s holds neither train.txt nor day_0%s; expected %s",
-                     path, is_regular(candidate) ? " (day_0.gz is there: gunzip it)" : "",
+                     path, is_there(candidate) ? " (day_0.gz is there: gunzip it)" : "",
                      expected_layout);
             criteo_close(r);
             return -1;
@@ -324,6 +323,7 @@ int criteo_open(criteo **out, const char *path, const int64_t table_sizes[CRITEO
             r->files = f;
             break;
         }
+        if (dataset_file_status(r->paths[f], err, err_size) != DATASET_FILE_REGULAR) goto fail; /* never a FIFO */
         if ((r->fds[f] = open(r->paths[f], O_RDONLY | O_CLOEXEC)) < 0) {
             snprintf(err, err_size, "%s: cannot open: %s", r->paths[f], strerror(errno));
             goto fail;
@@ -354,13 +354,13 @@ fail:
 
 int criteo_files_present(const char *path) {
     struct stat st;
-    if (!path || !*path || stat(path, &st) != 0) return 0;
+    if (!path || !*path || stat(path, &st) != 0) return is_there(path);
     if (!S_ISDIR(st.st_mode)) return 1;
     char candidate[CRITEO_PATH_BYTES];
     snprintf(candidate, sizeof candidate, "%s/train.txt", path);
-    if (is_regular(candidate)) return 1;
+    if (is_there(candidate)) return 1;
     snprintf(candidate, sizeof candidate, "%s/day_0", path);
-    return is_regular(candidate);
+    return is_there(candidate);
 }
 
 int criteo_open_synthetic(criteo **out, const criteo_synthetic_spec *spec, char *err,

@@ -20,8 +20,22 @@ typedef enum {
 } data_check_status;
 
 /* data: a data set's name as train's --data takes it; root: its --data-root ("" or NULL: the
- * set's default, which only fashion-mnist has; the other sets are then absent). */
+ * set's default, which only fashion-mnist has; the other sets are then absent). A set is present
+ * when any of its files' names is there in any form; each must then be a readable regular file. */
 int data_present(const char *data, const char *root);
 data_check_status data_check(const char *data, const char *root, char *err, size_t err_size);
+
+/* A --data-root that was given must be usable, whatever the sets under it: a folder that can be
+ * read (for the click logs also a readable regular file, the TSV itself), not missing, not a link
+ * to nothing or in a loop. 0, or -1 with "--data-root ROOT: what it is; expected ..." (exit 2):
+ * never a reason for synthetic data, which --data-if-present gives only for a set absent under a
+ * usable root. */
+int data_root_check(const char *data, const char *root, char *err, size_t err_size);
+
+/* Which data a job of that set trains on, by presence alone (no file read): real files (what: the
+ * folder or file) or synthetic data (what: why: the set has no files, no --data-root was given,
+ * or absent under it with --data-if-present), as train decides it. The names every job's data goes
+ * by in the dry run, train's setup line and event, run.json and the report. Returns 1 for real. */
+int data_describe(const char *data, const char *root, int if_present, char *what, size_t size);
 
 #endif

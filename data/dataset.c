@@ -1,6 +1,7 @@
 /* What every data set shares: closing, image size, and reading a whole (possibly gzipped) file
  * for the readers, with size limits and messages that name the file. */
 #include "data/dataset.h"
+#include "base/file_kind.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -8,6 +9,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 const float dataset_imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
@@ -22,10 +26,37 @@ size_t dataset_image_floats(const dataset *d) {
     return (size_t)d->height * d->width * d->channels;
 }
 
+dataset_file dataset_file_status(const char *path, char *err, size_t err_size) {
+    char ignored[8];
+    if (!err) err = ignored, err_size = sizeof ignored;
+    struct stat st, link;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        if ((e == ENOENT || e == ENOTDIR) && lstat(path, &link) != 0) return DATASET_FILE_ABSENT;
+        snprintf(err, err_size, "%s: %s; expected a regular file of the data set", path,
+                 e == ELOOP ? "is a symbolic link loop" : e == ENOENT ? "is a symbolic link to nothing" : strerror(e));
+        return DATASET_FILE_BAD;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, err_size, "%s: is %s; expected a regular file of the data set", path, file_kind_name(st.st_mode));
+        return DATASET_FILE_BAD;
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        snprintf(err, err_size, "%s: cannot be read: %s", path, strerror(errno));
+        return DATASET_FILE_BAD;
+    }
+    close(fd);
+    return DATASET_FILE_REGULAR;
+}
+
 int dataset_read_file(const char *path, size_t max_bytes, uint8_t **bytes, size_t *size,
                       char *err, size_t err_size) {
     *bytes = NULL;
     *size = 0;
+    dataset_file there = dataset_file_status(path, err, err_size); /* gzopen would wait on a FIFO */
+    if (there == DATASET_FILE_ABSENT) snprintf(err, err_size, "%s: cannot open: %s", path, strerror(ENOENT));
+    if (there != DATASET_FILE_REGULAR) return -1;
     if (max_bytes > SIZE_MAX / 2) max_bytes = SIZE_MAX / 2; /* so max_bytes + 1 cannot wrap */
     errno = 0;
     gzFile file = gzopen(path, "rb");

@@ -38,6 +38,15 @@ void dataset_rgb_lut(float lut[3][256], const float mean[3], const float std[3])
 /* Three planes of `plane` bytes (red, green, blue, one after another) to `plane` NHWC pixels. */
 void dataset_planes_to_nhwc(float *out, const uint8_t *planes, int plane, const float lut[3][256]);
 
+/* What stands at a data file's path, looked at without opening anything but a regular file (a FIFO
+ * or a device is never opened, so nothing waits on it): DATASET_FILE_REGULAR, a regular file that
+ * can be read; DATASET_FILE_ABSENT, nothing of that name; DATASET_FILE_BAD, something else of that
+ * name (a folder, a FIFO, a device, a socket, a link to nothing or in a loop, a file that cannot
+ * be read), with err naming the path, what it is and what was expected. A name that is there in
+ * any form makes its set present (the readers' *_present); every reader opens only what this calls
+ * regular. err may be NULL. */
+typedef enum { DATASET_FILE_BAD = -1, DATASET_FILE_REGULAR = 0, DATASET_FILE_ABSENT = 1 } dataset_file;
+dataset_file dataset_file_status(const char *path, char *err, size_t err_size);
 /* For the readers: the whole content of a file, gzip-compressed or plain (zlib reads both), in a
  * malloc'ed buffer (*bytes, *size; free() it). A file that would exceed max_bytes once
  * decompressed is refused, so a corrupt or hostile archive cannot exhaust memory. */

@@ -190,9 +190,10 @@ static const char *expected_files =
 static int find_file(const char *root, const char *base, char *path, size_t path_size, char *err,
                      size_t err_size) {
     for (int gz = 1; gz >= 0; gz--) {
-        struct stat st;
         snprintf(path, path_size, "%s/%s%s", root, base, gz ? ".gz" : "");
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return 0;
+        dataset_file there = dataset_file_status(path, err, err_size);
+        if (there == DATASET_FILE_REGULAR) return 0;
+        if (there == DATASET_FILE_BAD) return -1; /* a FIFO, a folder, a device of that name */
     }
     snprintf(err, err_size,
              "Fashion-MNIST: %s/%s.gz not found (nor %s/%s); the folder should hold %s", root,
@@ -236,8 +237,11 @@ int dataset_fashion_mnist_present(const char *root) {
     if (!root || !*root) root = FASHION_MNIST_DEFAULT_ROOT;
     static const char *const bases[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
-    char path[4096], why[8];
+    char path[4096];
     for (size_t b = 0; b < sizeof bases / sizeof *bases; b++)
-        if (find_file(root, bases[b], path, sizeof path, why, sizeof why) == 0) return 1;
+        for (int gz = 1; gz >= 0; gz--) { /* there in any form: present, then checked */
+            snprintf(path, sizeof path, "%s/%s%s", root, bases[b], gz ? ".gz" : "");
+            if (dataset_file_status(path, NULL, 0) != DATASET_FILE_ABSENT) return 1;
+        }
     return 0;
 }

@@ -149,6 +149,18 @@ static int list_folder(const char *path, int want_folders, name_list *out, char 
             folder = is_dir(full);
         }
         if (want_folders ? !folder : (folder || !is_image_name(entry->d_name))) continue;
+        /* an image's name on a FIFO, a device or a dangling link: bad input now, not a read that
+           waits (or fails) in training */
+        struct stat st;
+        if (!want_folders && entry->d_type != DT_REG) { /* a stat, not an open: 1.28M of them through links */
+            snprintf(full, sizeof full, "%s/%s", path, entry->d_name);
+            if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
+                snprintf(err, err_size, "ImageNet: %s went away while listed", full);
+                dataset_file_status(full, err, err_size);
+                closedir(dir);
+                return -1;
+            }
+        }
         if (names_add(out, entry->d_name) != 0) {
             closedir(dir);
             snprintf(err, err_size, "ImageNet: out of memory listing %s", path);
@@ -432,7 +444,9 @@ int dataset_open_imagenet(dataset *d, const imagenet_options *options, char *err
     snprintf(val_path, sizeof val_path, "%s/val", o.root);
     const char *split_path = o.train ? train_path : val_path;
     if (!is_dir(split_path)) {
-        snprintf(err, err_size, "ImageNet: %s not found; expected %s", split_path, expected_layout);
+        struct stat st;
+        snprintf(err, err_size, "ImageNet: %s %s; expected %s", split_path,
+                 lstat(split_path, &st) == 0 ? "is not a folder" : "not found", expected_layout);
         return -1;
     }
 
@@ -529,8 +543,9 @@ done:
 int dataset_imagenet_present(const char *root) {
     if (!root || !*root || strlen(root) > IN_PATH_BYTES - 16) return 0;
     char path[IN_PATH_BYTES];
+    struct stat st; /* there in any form (a file named train too): present, then checked */
     snprintf(path, sizeof path, "%s/train", root);
-    if (is_dir(path)) return 1;
+    if (lstat(path, &st) == 0) return 1;
     snprintf(path, sizeof path, "%s/val", root);
-    return is_dir(path);
+    return lstat(path, &st) == 0;
 }

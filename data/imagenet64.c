@@ -220,6 +220,12 @@ static zip_t *npz_open(const npz_source *src, char *err, size_t err_size) {
             zip_source_free(source);
     } else {
         int code = 0;
+        if (dataset_file_status(src->name, err, err_size) != DATASET_FILE_REGULAR) { /* libzip would wait on a FIFO */
+            zip_error_fini(&error);
+            if (dataset_file_status(src->name, NULL, 0) == DATASET_FILE_ABSENT)
+                snprintf(err, err_size, "%s: not found (expected an .npz file)", src->name);
+            return NULL;
+        }
         if (!(archive = zip_open(src->name, ZIP_RDONLY, &code)))
             zip_error_init_with_code(&error, code);
     }
@@ -554,11 +560,11 @@ int dataset_open_imagenet64_files(dataset *d, const char *const *paths, int file
                                   size_t err_size) {
     npz_source sources[I64_MAX_FILES];
     for (int f = 0; f < files && f < I64_MAX_FILES; f++) {
-        struct stat st;
-        if (stat(paths[f], &st) != 0 || !S_ISREG(st.st_mode)) {
+        dataset_file there = dataset_file_status(paths[f], err, err_size);
+        if (there != DATASET_FILE_REGULAR) {
             memset(d, 0, sizeof *d);
-            snprintf(err, err_size, "ImageNet 64x64: %s not found (expected an .npz file)",
-                     paths[f]);
+            if (there == DATASET_FILE_ABSENT)
+                snprintf(err, err_size, "ImageNet 64x64: %s not found (expected an .npz file)", paths[f]);
             return -1;
         }
         sources[f] = (npz_source){paths[f], NULL, 0};
@@ -591,17 +597,17 @@ static int find_files(const char *root, int train, char paths[IMAGENET64_TRAIN_F
     char folder[4000];
     snprintf(folder, sizeof folder, "%s", root);
     snprintf(paths[0], 4096, "%s/%s", root, train ? "train_data_batch_1.npz" : "val_data.npz");
-    if (stat(paths[0], &st) != 0)
+    if (dataset_file_status(paths[0], NULL, 0) == DATASET_FILE_ABSENT)
         snprintf(folder, sizeof folder, "%s/%s", root,
                  train ? "Imagenet64_train_npz" : "Imagenet64_val_npz");
     for (int f = 0; f < *files; f++) {
         if (train) snprintf(paths[f], 4096, "%s/train_data_batch_%d.npz", folder, f + 1);
         else snprintf(paths[f], 4096, "%s/val_data.npz", folder);
-        if (stat(paths[f], &st) != 0 || !S_ISREG(st.st_mode)) {
+        dataset_file there = dataset_file_status(paths[f], err, err_size); /* libzip would wait on a FIFO */
+        if (there == DATASET_FILE_ABSENT)
             snprintf(err, err_size, "ImageNet 64x64: %s not found; the folder should hold %s",
                      paths[f], expected_files);
-            return -1;
-        }
+        if (there != DATASET_FILE_REGULAR) return -1;
     }
     return 0;
 }
@@ -621,14 +627,13 @@ int dataset_imagenet64_present(const char *root) {
                                         "Imagenet64_val_npz"};
     if (!root || !*root || strlen(root) > 3900) return 0;
     char path[4096];
-    struct stat st;
-    for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+    for (size_t n = 0; n < sizeof names / sizeof *names; n++) { /* there in any form: present */
         snprintf(path, sizeof path, "%s/%s", root, names[n]);
-        if (stat(path, &st) == 0) return 1;
+        if (dataset_file_status(path, NULL, 0) != DATASET_FILE_ABSENT) return 1;
     }
     for (int f = 2; f <= IMAGENET64_TRAIN_FILES; f++) {
         snprintf(path, sizeof path, "%s/train_data_batch_%d.npz", root, f);
-        if (stat(path, &st) == 0) return 1;
+        if (dataset_file_status(path, NULL, 0) != DATASET_FILE_ABSENT) return 1;
     }
     return 0;
 }

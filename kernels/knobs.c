@@ -59,6 +59,10 @@ static const knob table[KNOB_COUNT] = {
                      "the interpreter of the report", "`run_suite report`, `--study`", 0},
     [KNOB_REPORT_SCRIPT] = {"SUITE_REPORT_SCRIPT", "a path", "`results/report.py` of the source tree built",
                             "the report generator", "`run_suite report`, `--study`", 0},
+    [KNOB_WRITE_FAULT] = {"SUITE_WRITE_FAULT", "file names (`jobs.csv,run.json`), or `*`", "none",
+                          "results files written as on a full disk (half their bytes, then \"No space left on "
+                          "device\"): how the tests show that a failed write is exit 1 with its reason",
+                          "`run_suite`", 0},
     [KNOB_DDP_OVERLAP] = {"SUITE_DDP_OVERLAP", "`0` or `1`", "on",
                           "a data-parallel job's all-reduce of each gradient bucket as soon as the backward pass "
                           "has written it (`models/core/ddp.h`); `0` all-reduces every bucket after the pass (to "

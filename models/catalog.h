@@ -24,7 +24,11 @@ enum {
     MODEL_HAS_PATCHES = 1,       /* --patch-size: a vision transformer */
     MODEL_HAS_DROP_PATH = 2,     /* --drop-path: stochastic depth is built */
     MODEL_DATA_PARALLEL = 4,     /* --gpus N, gpus= in a mix */
+    MODEL_HAS_EMBEDDINGS = 8,    /* --max-rows, rows= in a mix: embedding tables to cap */
+    MODEL_TIMED_BLOCKS = 16,     /* --block-steps: trained and timed in blocks of steps */
 };
+/* Which option applies to which of these (and to which optimizer and schedule) is one table:
+ * runner/train/train_rules.c. */
 
 typedef struct model_spec {
     const char *name;

@@ -14,7 +14,7 @@ new tool. Figures are SVG embedded as data: URIs, each with its data as an embed
 (and written beside the page as PAGE.FIGURE.csv), so the page needs no network and no files.
 
 Exit status: 0 written; 2 bad input (a folder without runs, an unreadable or malformed file:
-the message names it); 1 the page could not be written.
+the message names it); 1 the page could not be written; 128+N stopped by signal N.
 """
 import argparse
 import base64
@@ -22,7 +22,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, run_kind, short_workload, solo_makespans, solo_times, workload_title  # noqa: E402
+from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, run_kind, short_workload, solo_makespans, solo_times, unfinished_runs, workload_title  # noqa: E402
 from report_figures import figure_energy, figure_mix_progress, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
 from report_steps import CDF_POINTS, STEP_P99_MIN, figure_step_cdf  # noqa: E402
 from report_html import (CSS, comparison_table, esc, findings_section, glossary, precision_table,  # noqa: E402
@@ -152,7 +152,7 @@ def build(paths, reference_path):
         body.append(findings_section(ref, groups, cells, solo, gpu_names))
 
     body.append("<h2 id=provenance>Provenance</h2>")
-    body.append(provenance(runs, studies))
+    body.append(provenance(runs, studies, unfinished_runs(paths)))
 
     cards = study_cards_note(studies)
     title = "Collocation report"
@@ -176,14 +176,9 @@ def main(argv):
     p.add_argument("--reference", default=os.path.join(here, "study_reference.json"),
                    help="the paper's findings (default: study_reference.json beside this script; '' for none)")
     a = p.parse_args(argv)
+    # where the page may go was decided by run_suite report (runner/suite/run/report_cmd.c), by the
+    # rule of every output of the suite (base/output_path.h), before this started
     out = a.output or (os.path.join(a.run_dirs[0], "report.html") if len(a.run_dirs) == 1 else "report.html")
-    # a page that cannot be written there is bad input, found before the report is built
-    folder = os.path.dirname(out) or "."
-    if os.path.isdir(out) or not os.path.isdir(folder):
-        print(f"report: -o {out}: " + ("is a folder; expected the page's file name (e.g. " +
-              os.path.join(out, "report.html") + ")" if os.path.isdir(out) else f"its folder {folder} does not exist"),
-              file=sys.stderr)
-        return 2
     try:
         page, figures = build(a.run_dirs, a.reference)
     except ReportError as e:
@@ -197,16 +192,27 @@ def main(argv):
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, path)
-        except OSError as e:
+        except BaseException as e:  # a write that failed, or a stop signal (stopped below) meanwhile
             try:
                 os.remove(tmp)  # nothing half-written is left behind
             except OSError:
                 pass
+            if not isinstance(e, OSError):
+                raise
             print(f"report: cannot write {path}: {e.strerror}", file=sys.stderr)
             return 1
     print(f"report: {out} ({len(page) / 1024:.0f} KiB, {len(figures)} figures)")
     return 0
 
 
+def stopped(signum, frame):
+    """A stop signal (run_suite report passes its own on; Ctrl-C reaches the whole group) ends the
+    report quietly with 128+N, as every program of the suite, not with a traceback."""
+    raise SystemExit(128 + signum)
+
+
 if __name__ == "__main__":
+    import signal
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stopped)
     sys.exit(main(sys.argv[1:]))

@@ -1,12 +1,16 @@
 """Reading run_suite's folders for the report: summary.json, jobs.csv, steps.csv, timeline.csv,
-run.json, the jobs' setup events in their logs, and a study's study.json. Every file is read defensively: a
-malformed one raises ReportError naming it (the report then exits 2)."""
-import csv
+run.json, the jobs' setup events in their logs, and a study's study.json. Every file is read by the
+rules of report_checks.py, each value of the type and range it must have: a malformed one raises
+ReportError naming the file, the place and what was expected (the report then exits 2)."""
 import json
 import math
 import os
 import re
 from collections import namedtuple
+
+from report_checks import (ABSURD, COUNT, RUN_JSON, RUN_JSON_GPU, RUN_JSON_JOB, STUDY_CELL, SUMMARY, SUMMARY_JOB,  # noqa: F401
+                           SUMMARY_WINDOW, VERSION, AMOUNT, ReportError, check_fields, check_list, is_num, parse_int,
+                           read_csv, read_json, run_status, shown)
 
 NAN = float("nan")
 MODE_ORDER = ["serial", "naive", "mps", "mig", "mig-emulate", "streams", "green"]
@@ -33,14 +37,6 @@ GIB = 1024.0 ** 3
 PARTITION_REFERENCE = "alone-in-partition"
 
 
-class ReportError(Exception):
-    """Bad input: the message names the file and what was expected."""
-
-
-def is_num(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def num(v):
     return float(v) if is_num(v) else NAN
 
@@ -60,66 +56,6 @@ def finite(values):
 def mean(values):
     v = finite(values)
     return sum(v) / len(v) if v else NAN
-
-
-# No quantity run_suite writes comes near this (timestamps ~2e9 s, bytes ~1e12, energy counters
-# ~1e10 J): a number beyond it, or an infinity or NaN, is an edited or broken file, refused with
-# its place rather than drawn (matplotlib overflows on 1e308).
-ABSURD = 1e15
-
-
-def check_json_numbers(node, path, where=""):
-    """Refuse a non-finite or absurd number anywhere in a JSON document, naming its place.
-    Integers are exact (seeds, counters) and pass; floats must be finite and below ABSURD."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            check_json_numbers(v, path, f"{where}.{k}" if where else str(k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            check_json_numbers(v, path, f"{where}[{i}]")
-    elif isinstance(node, float) and not (math.isfinite(node) and abs(node) < ABSURD):
-        raise ReportError(f"{path}: {where or 'the document'} is {node!r}: expected a finite number below {ABSURD:g}")
-
-
-def read_json(path, want):
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ReportError(f"{path}: cannot read: {e.strerror}")
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ReportError(f"{path}: not valid JSON ({e})")
-    except RecursionError:
-        raise ReportError(f"{path}: JSON nested deeper than Python can read")
-    if not isinstance(data, want):
-        raise ReportError(f"{path}: expected a JSON {'object' if want is dict else 'array'}")
-    try:
-        check_json_numbers(data, path)
-    except RecursionError:
-        raise ReportError(f"{path}: JSON nested deeper than Python can read")
-    return data
-
-
-def read_csv(path):
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise ReportError(f"{path}: cannot read: {e.strerror}")
-    except (csv.Error, UnicodeDecodeError) as e:
-        raise ReportError(f"{path}: not a CSV file ({e})")
-    for n, row in enumerate(rows, start=2):  # the header is row 1
-        for col, text in row.items():
-            if not isinstance(col, str) or not isinstance(text, str) or not text.strip():
-                continue  # extra cells (key None) and empty cells: not measured
-            try:
-                v = float(text)
-            except ValueError:
-                continue  # text columns (labels, markers) are read as text where they are used
-            if not (math.isfinite(v) and abs(v) < ABSURD):
-                raise ReportError(f"{path}: row {n}, column '{col}': {text.strip()!r} is not a finite number "
-                                  f"below {ABSURD:g}")
-    return rows
 
 
 def read_steps(path, degree):
@@ -243,27 +179,30 @@ class Timeline:
 
 def log_events(log):
     """The setup event's library versions and the first epoch's peak memory a job's log reports
-    (its log holds its events); a log is free text, so what does not parse is skipped."""
+    (its log holds its events); a log is free text, so a line that does not parse is skipped, but a
+    value the report takes from an event must be of its kind (ReportError naming the line)."""
     out, first_epoch_bytes = {}, NAN
     try:
         with open(log, encoding="utf-8", errors="replace") as f:
-            for line in f:
+            for n, line in enumerate(f, start=1):
                 if not line.startswith('{"event":') or line.startswith('{"event":"steps"'):
                     continue  # not an event, or the longest ones: step times (steps.csv has them)
                 try:
-                    e = json.loads(line)
-                except ValueError:
+                    e = json.loads(line, parse_int=parse_int)
+                except (ValueError, RecursionError):
                     continue
                 if not isinstance(e, dict):
                     continue
+                where = f"{log}: line {n}"
                 if e.get("event") == "setup":
+                    check_fields(e, {"cuda_runtime_version": VERSION, "cudnn_version": VERSION}, where)
                     for key, name in (("cuda_runtime_version", "CUDA runtime"), ("cudnn_version", "cuDNN")):
-                        v = e.get(key)
-                        if is_num(v) and v > 0:
-                            out[name] = version_text(int(v), key)
+                        if is_num(e.get(key)):
+                            out[name] = version_text(int(e[key]), key)
                 elif e.get("event") == "epoch" and e.get("epoch") == 1 and math.isnan(first_epoch_bytes):
+                    check_fields(e, {"peak_bytes": AMOUNT}, where)
                     v = e.get("peak_bytes")
-                    if is_num(v) and 0 < v < ABSURD:
+                    if is_num(v) and v > 0:
                         first_epoch_bytes = float(v)
     except OSError:
         pass
@@ -298,9 +237,10 @@ class Run:
         where = os.path.join(path, "summary.json")
         if not isinstance(s.get("mode"), str) or not isinstance(s.get("jobs"), list):
             raise ReportError(f"{where}: expected run_suite's summary (a 'mode' string and a 'jobs' list)")
+        check_fields(s, SUMMARY, where)
+        check_list(s, "jobs", SUMMARY_JOB, where)
         for i, j in enumerate(s["jobs"]):
-            if not isinstance(j, dict):
-                raise ReportError(f"{where}: jobs[{i}] is not an object")
+            check_list(j, "windows", SUMMARY_WINDOW, where, f"jobs[{i}]")
         self.summary = s
         self.mode = s["mode"]
         self.mix = s.get("mix") if isinstance(s.get("mix"), str) else "?"
@@ -312,6 +252,9 @@ class Run:
             self.csv_rows = read_csv(p)
         p = os.path.join(path, "run.json")
         self.run_json = read_json(p, dict) if os.path.exists(p) else {}
+        check_fields(self.run_json, RUN_JSON, p)
+        check_fields(self.run_json.get("gpu") or {}, RUN_JSON_GPU, p, "gpu")
+        check_list(self.run_json, "jobs", RUN_JSON_JOB, p)
         p = os.path.join(path, "timeline.csv")
         self.timeline = Timeline(p) if os.path.exists(p) else None
         p = os.path.join(path, "steps.csv")
@@ -618,6 +561,19 @@ class Cell:
         self.where = where
 
 
+def unfinished_runs(paths):
+    """The run folders under paths that have run.json but never wrote summary.json (nor hold runs of
+    their own, as --mode all's and --repeat's top folders do), each with its status as run.json
+    records it, "running" resolved by its process (report_checks.run_status): [(folder, status)]."""
+    out = []
+    for root in paths:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            if "run.json" in filenames and "summary.json" not in filenames and not dirnames:
+                out.append((dirpath, run_status(read_json(os.path.join(dirpath, "run.json"), dict))))
+    return out
+
+
 def load(paths):
     runs, cells, studies, alls = [], [], [], []
     for root in paths:
@@ -642,12 +598,13 @@ def load(paths):
                 runs[-1].root = root
                 found += 1
         if not found:
-            raise ReportError(f"{root}: no run folder in it (expected summary.json, as run_suite writes)")
+            ended = "; ".join(f"{path}: {status}" for path, status in unfinished_runs([root]))
+            raise ReportError(f"{root}: no run folder in it (expected summary.json, as run_suite writes)"
+                              + (f"; runs without one: {ended}" if ended else ""))
     by_path = {os.path.realpath(r.path): r for r in runs}
     for base, st in studies:
+        check_list(st, "cells", STUDY_CELL, os.path.join(base, "study.json"))
         for k, c in enumerate(st.get("cells", [])):
-            if not isinstance(c, dict):
-                raise ReportError(f"{os.path.join(base, 'study.json')}: cells[{k}] is not an object")
             folder = c.get("folder")
             run = by_path.get(os.path.realpath(os.path.join(base, folder))) if isinstance(folder, str) and folder else None
             if run:

@@ -402,15 +402,34 @@ def study_cards_note(studies):
     return ""
 
 
-def provenance(runs, studies):
+def data_named(run_json):
+    """What each job of a run trained on, as run.json names it (run_suite: real files and where, or
+    synthetic data and why); 'not recorded' for runs from before it did."""
+    jobs = run_json.get("jobs") if isinstance(run_json.get("jobs"), list) else []
+    said = []
+    for i, job in enumerate(jobs):
+        detail = job.get("data_detail") if isinstance(job, dict) else None
+        if isinstance(detail, str) and detail:
+            line = f"{job.get('label', i)}: {detail}"
+            if line not in said:
+                said.append(line)
+    return "; ".join(said) or "not recorded"
+
+
+def provenance(runs, studies, unfinished=()):
+    """Each study, each run's origin and data; and the runs that never wrote their summary, with
+    what became of them (run.json's status, "running" resolved by its process)."""
     out = []
+    for path, status in unfinished:
+        out.append(f"<p class=bad>Run <code>{esc(path)}</code> wrote no summary: {esc(status)}</p>")
     for base, st in studies:
         out.append(f"<p>Study <b>{esc(st.get('study', '?'))}</b> in <code>{esc(base)}</code>: {esc(st.get('status', '?'))}, "
                    f"started {esc(st.get('started', '?'))}, finished {esc(st.get('finished', '') or '–')}, "
                    f"suite revision <code>{esc(st.get('suite_revision') or 'not recorded')}</code>, "
                    f"command <code>{esc(' '.join(map(str, st.get('command', []))))}</code></p>")
     out.append("<table><tr><th class=l>run folder</th><th class=l>command</th><th class=l>GPU</th><th class=l>driver / CUDA</th>"
-               "<th class=l>libraries</th><th class=l>suite revision</th><th class=l>started</th></tr>")
+               "<th class=l>libraries</th><th class=l>suite revision</th><th class=l>started</th>"
+               "<th class=l>data (each job's: real files, or synthetic and why)</th></tr>")
     for r in sorted(runs, key=lambda r: r.path):
         j = r.run_json
         g = j.get("gpu") if isinstance(j.get("gpu"), dict) else {}
@@ -424,6 +443,7 @@ def provenance(runs, studies):
         cmd = j.get("command") if isinstance(j.get("command"), list) else []
         out.append(f"<tr><td class=l><code>{esc(os.path.relpath(r.path, r.root))}</code></td><td class=l><code>{esc(' '.join(map(str, cmd)))}</code></td>"
                    f"<td class=l>{esc(g.get('name') or 'unknown')}</td><td class=l>{esc(g.get('driver_version') or '–')} / {esc(cuda_txt)}</td>"
-                   f"<td class=l>{esc(libs)}</td><td class=l><code>{esc(rev)}</code></td><td class=l>{esc(j.get('started', '–'))}</td></tr>")
+                   f"<td class=l>{esc(libs)}</td><td class=l><code>{esc(rev)}</code></td><td class=l>{esc(j.get('started', '–'))}</td>"
+                   f"<td class=l>{esc(data_named(j))}</td></tr>")
     out.append("</table>")
     return "\n".join(out)

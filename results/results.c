@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/output_path.h"
+#include "kernels/knobs.h"
 #include "results/faults.h"
 
 static const char *status_names[] = {"ok", "failed", "diverged"};
@@ -47,7 +49,9 @@ int results_make_dirs(const char *path, char *err, size_t err_size) {
 int results_make_run_dir(const char *base, const char *mode, const char *mix_text, char *dir,
                          size_t dir_size, char *run_id, size_t run_id_size, char *err,
                          size_t err_size) {
-    if (results_make_dirs(base, err, err_size) != 0) return -1;
+    /* the rule of every output (base/output_path.h), whichever form of run_suite asks */
+    const output_path_rule rule = {"--results", OUTPUT_PATH_FOLDER, NULL, NULL};
+    if (output_path_check(&rule, base, err, err_size) != 0 || results_make_dirs(base, err, err_size) != 0) return -1;
     char stamp[32], mix_safe[64], id[160];
     time_t now = time(NULL);
     struct tm utc;
@@ -79,30 +83,115 @@ int results_make_run_dir(const char *base, const char *mode, const char *mix_tex
     return -1;
 }
 
+/* Every failed write of this process, counted for run_suite's exit status (results_write_failures);
+ * an atomic, as a study's cells write from threads of their own. */
+static _Atomic int write_failures;
+
+void results_note_write_failure(void) { write_failures++; }
+
+int results_write_failures(void) { return write_failures; }
+
+/* SUITE_WRITE_FAULT: the files (by name) this process writes as on a full disk, for the tests. */
+static int write_fault(const char *path) {
+    const char *names = knob_text(KNOB_WRITE_FAULT);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t n = strlen(base);
+    for (const char *p = names; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        size_t len = strcspn(p, ",");
+        if ((len == 1 && *p == '*') || (len == n && !strncmp(p, base, n))) return 1;
+    }
+    return 0;
+}
+
+/* write(2) until done; under a write fault, half the bytes and then ENOSPC, as a disk that fills. */
+static const char *write_whole(int fd, const char *data, size_t size, int fault, size_t *done, int *e) {
+    *done = 0;
+    while (*done < size) {
+        size_t want = size - *done;
+        if (fault && *done >= size / 2) {
+            *e = ENOSPC;
+            return "write";
+        }
+        if (fault && want > size / 2 - *done) want = size / 2 - *done;
+        ssize_t w = write(fd, data + *done, want);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+            *e = errno;
+            return "write";
+        }
+        if (w == 0) return "short write"; /* no error and no byte: nothing to quote from errno */
+        *done += (size_t)w;
+    }
+    return NULL;
+}
+
 int results_write_atomic(const char *path, const char *data, size_t size, char *err, size_t err_size) {
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
+        snprintf(err, err_size, "cannot write %s: cannot create %s: %s", path, tmp, strerror(errno));
+        results_note_write_failure();
         return -1;
     }
+    /* each step's own reason: errno is read only where the call that failed set it */
     size_t done = 0;
-    while (done < size) {
-        ssize_t w = write(fd, data + done, size - done);
+    int e = 0;
+    const char *step = write_whole(fd, data, size, write_fault(path), &done, &e);
+    if (!step && fsync(fd) != 0) e = errno, step = "fsync";
+    if (close(fd) != 0 && !step) e = errno, step = "close";
+    if (!step && rename(tmp, path) != 0) e = errno, step = "rename";
+    if (!step) return 0;
+    if (e) snprintf(err, err_size, "cannot write %s: %s: %s (%zu of %zu bytes written)", path, step, strerror(e),
+                    done, size);
+    else snprintf(err, err_size, "cannot write %s: %s (%zu of %zu bytes written)", path, step, done, size);
+    unlink(tmp);
+    results_note_write_failure();
+    return -1;
+}
+
+int results_open_log(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "error: cannot write %s: %s\n", path, strerror(errno));
+        results_note_write_failure();
+    }
+    return fd;
+}
+
+void results_append(int *fd, const char *path, const void *data, size_t n) {
+    const char *at = data;
+    while (*fd >= 0 && n > 0) {
+        ssize_t w = write_fault(path) ? (errno = ENOSPC, -1) : write(*fd, at, n);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        done += (size_t)w;
+        if (w <= 0) {
+            fprintf(stderr, "error: cannot write %s: %s; the rest of it is lost (the job's events are still read)\n",
+                    path, w < 0 ? strerror(errno) : "short write");
+            results_note_write_failure();
+            close(*fd);
+            *fd = -1;
+            return;
+        }
+        at += w;
+        n -= (size_t)w;
     }
-    int ok = done == size && fsync(fd) == 0;
-    int saved = errno;
-    if (close(fd) != 0) ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        snprintf(err, err_size, "cannot write %s: %s", path, strerror(ok ? errno : saved));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+}
+
+int results_commit_stream(FILE *f, const char *partial, const char *path, char *err, size_t err_size) {
+    int e = 0;
+    const char *step = NULL;
+    if (fflush(f) != 0) e = errno, step = "write";
+    else if (ferror(f)) step = "write";
+    else if (write_fault(path)) e = ENOSPC, step = "write";
+    else if (fsync(fileno(f)) != 0) e = errno, step = "fsync";
+    if (fclose(f) != 0 && !step) e = errno, step = "close";
+    if (!step && rename(partial, path) != 0) e = errno, step = "rename";
+    if (!step) return 0;
+    if (e) snprintf(err, err_size, "cannot write %s: %s: %s (what was written is in %s)", path, step, strerror(e),
+                    partial);
+    else snprintf(err, err_size, "cannot write %s: %s failed (what was written is in %s)", path, step, partial);
+    results_note_write_failure();
+    return -1;
 }
 
 int results_write_json(const char *dir, const char *name, const cJSON *json, char *err, size_t err_size) {
@@ -111,6 +200,7 @@ int results_write_json(const char *dir, const char *name, const cJSON *json, cha
     char *text = cJSON_Print(json);
     if (!text) {
         snprintf(err, err_size, "out of memory printing %s", name);
+        results_note_write_failure();
         return -1;
     }
     size_t len = strlen(text);
@@ -128,6 +218,7 @@ int results_write_json(const char *dir, const char *name, const cJSON *json, cha
 FILE *results_text_open(results_text *t) {
     memset(t, 0, sizeof *t);
     t->f = open_memstream(&t->data, &t->size);
+    if (!t->f) results_note_write_failure(); /* the file that was to be written is not */
     return t->f;
 }
 
@@ -136,7 +227,7 @@ int results_text_commit(results_text *t, const char *dir, const char *name, char
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int rc = -1;
     if (fclose(t->f) == 0) rc = results_write_atomic(path, t->data, t->size, err, err_size);
-    else snprintf(err, err_size, "out of memory writing %s", name);
+    else snprintf(err, err_size, "out of memory writing %s", name), results_note_write_failure();
     free(t->data);
     return rc;
 }
@@ -278,7 +369,11 @@ int results_load_baseline(const char *dir, const char *baseline_mode, const job_
     errno = 0;
     cJSON *root = results_read_json(path);
     if (!root && errno) {
-        snprintf(err, err_size, "--baseline %s: cannot read %s: %s", dir, path, strerror(errno));
+        char status[256];
+        if (errno == ENOENT) /* a run that never wrote its summary: say what became of it */
+            snprintf(err, err_size, "--baseline %s: no summary.json there (the run's status: %s)", dir,
+                     results_run_status(dir, status, sizeof status));
+        else snprintf(err, err_size, "--baseline %s: cannot read %s: %s", dir, path, strerror(errno));
         return -1;
     }
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(root, "mode");
@@ -521,6 +616,81 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
     return rc;
 }
 
+
+/* --- the process behind a "running" record -------------------------------------------------- */
+
+/* This boot's id (the kernel's random boot_id); "" where /proc does not say. */
+static void boot_id(char *out, size_t size) {
+    out[0] = 0;
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f) return;
+    if (fgets(out, (int)size, f)) out[strcspn(out, "\n")] = 0;
+    fclose(f);
+}
+
+/* When process pid started, in clock ticks since boot (/proc/<pid>/stat's 22nd field); -1 when it
+ * is not there. A pid the kernel gave to a later process has a later start. */
+static long long process_start(long pid) {
+    char path[64], text[2048];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    const char *p = strrchr(text, ')'); /* the command name may hold spaces and parentheses */
+    long long start = -1;
+    /* after ')': state (field 3) ... starttime (field 22) */
+    if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %lld",
+                    &start) != 1)
+        start = -1;
+    return start;
+}
+
+cJSON *results_process_json(void) {
+    cJSON *o = cJSON_CreateObject();
+    char boot[64];
+    boot_id(boot, sizeof boot);
+    cJSON_AddNumberToObject(o, "pid", (double)getpid());
+    cJSON_AddStringToObject(o, "boot_id", boot);
+    cJSON_AddNumberToObject(o, "start_ticks", (double)process_start((long)getpid()));
+    return o;
+}
+
+int results_process_alive(const cJSON *process) {
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(process, "pid");
+    const cJSON *boot = cJSON_GetObjectItemCaseSensitive(process, "boot_id");
+    const cJSON *start = cJSON_GetObjectItemCaseSensitive(process, "start_ticks");
+    if (!cJSON_IsNumber(pid) || !cJSON_IsString(boot) || !cJSON_IsNumber(start) || !boot->valuestring[0] ||
+        pid->valuedouble < 1 || start->valuedouble < 0)
+        return -1;
+    char now[64];
+    boot_id(now, sizeof now);
+    if (!now[0]) return -1;
+    if (strcmp(now, boot->valuestring) != 0) return 0; /* the machine restarted since */
+    return process_start((long)pid->valuedouble) == (long long)start->valuedouble;
+}
+
+const char *results_run_status(const char *dir, char *out, size_t size) {
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    cJSON *root = results_read_json(path);
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(root, "status");
+    if (!cJSON_IsString(status)) snprintf(out, size, "%s", root ? "unknown (run.json has no status)" : "no run.json");
+    else if (strcmp(status->valuestring, "running") != 0) snprintf(out, size, "%s", status->valuestring);
+    else {
+        const cJSON *process = cJSON_GetObjectItemCaseSensitive(root, "process");
+        int alive = results_process_alive(process);
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(process, "pid");
+        if (alive > 0) snprintf(out, size, "running (run_suite %.0f)", pid->valuedouble);
+        else if (alive == 0)
+            snprintf(out, size, "failed: its run_suite (process %.0f) ended without recording an end (killed, or "
+                     "its disk full)", pid->valuedouble);
+        else snprintf(out, size, "running, or ended without recording an end (run.json names no process)");
+    }
+    cJSON_Delete(root);
+    return out;
+}
 
 cJSON *results_read_json(const char *path) {
     FILE *f = fopen(path, "r");

@@ -32,12 +32,37 @@ int results_make_run_dir(const char *base, const char *mode, const char *mix_tex
                          size_t err_size);
 /* mkdir -p */
 int results_make_dirs(const char *path, char *err, size_t err_size);
-/* data -> <path>.tmp.<pid>, fsync, rename to path. 0, or -1 with a message. */
+/* data -> <path>.tmp.<pid>, fsync, rename to path. 0, or -1 with the step that failed and its own
+ * reason (a short write says so rather than quoting a stale errno) and the temporary file removed.
+ * Every results file goes through it, or through results_commit_stream for one written as it grows. */
 int results_write_atomic(const char *path, const char *data, size_t size, char *err, size_t err_size);
+/* A file written as it grows into `partial` (the GPU timeline): flushed, synced, closed (f is closed
+ * either way) and renamed to path; -1 with the reason, `partial` then kept with what it holds. */
+int results_commit_stream(FILE *f, const char *partial, const char *path, char *err, size_t err_size);
+/* Every failed write of a results file counts (the writers above; results_note_write_failure for
+ * another file of the run, a job's log): run_suite exits 1 when any failed, whatever its jobs did.
+ * SUITE_WRITE_FAULT names files to fail as on a full disk (the tests' full disk). */
+void results_note_write_failure(void);
+int results_write_failures(void);
+/* A file of the run written as it grows and not renamed (a job's log): opened (-1 when it cannot
+ * be), then appended to whole; the first failure of either is said on stderr with the file and its
+ * reason and counted as above, and *fd is closed to -1: the run goes on, since a job's events are
+ * read from its pipe, not from its log. */
+int results_open_log(const char *path);
+void results_append(int *fd, const char *path, const void *data, size_t n);
 int results_write_json(const char *dir, const char *name, const cJSON *json, char *err, size_t err_size);
 /* The JSON in the file at path; NULL (errno set where the file could not be read) otherwise. */
 cJSON *results_read_json(const char *path);
 
+/* A run record says "running" until its end is written; on a full disk (or after kill -9) that
+ * never comes. So run.json keeps the process that writes it ("process": pid, this boot's id and the
+ * process's start time), and a reader takes "running" whose process is gone (another boot, no such
+ * process, or its pid reused by a later one) as failed. */
+cJSON *results_process_json(void);
+/* 1: the process of that record runs; 0: it has ended; -1: the record says too little. */
+int results_process_alive(const cJSON *process);
+/* The status <dir>/run.json records, "running" resolved by its process as above; out. */
+const char *results_run_status(const char *dir, char *out, size_t size);
 
 
 /* Index of the timed epoch: the second (the first is warm-up), or the only one of a job planned

@@ -38,7 +38,7 @@ void results_print_table(FILE *out, const job_record *jobs, int count, const run
         char secs[32], rate[32], mem[32], norm[32], slow[32], eps[32], ir[32] = "";
         format_number(secs, sizeof secs, s->timed_s[i], "%.3f");
         format_number(rate, sizeof rate, s->window_length_s > 0 ? s->window_rate[i] : s->timed_rate[i],
-                      s->window_length_s > 0 && !(s->overlap[i] >= RESULTS_MIN_OVERLAP) ? "%.1f*" : "%.1f");
+                      results_overlap_flagged(s, i) ? "%.1f*" : "%.1f");
         results_format_bytes(mem, sizeof mem, s->peak_bytes[i]);
         format_number(norm, sizeof norm, m->jobs[i].normalized, "%.2f");
         format_number(slow, sizeof slow, s->slowdown[i], "%.2fx");
@@ -78,7 +78,7 @@ void results_print_table(FILE *out, const job_record *jobs, int count, const run
     }
     if (s->window_length_s > 0) {
         int flagged = 0;
-        for (int i = 0; i < count; i++) flagged |= !(s->overlap[i] >= RESULTS_MIN_OVERLAP);
+        for (int i = 0; i < count; i++) flagged |= results_overlap_flagged(s, i);
         fprintf(out, "     samples/s over %d common window(s) of %g s after every job's warm-up (\"epoch\": the last, "
                 "cut at stop)%s\n", s->window_count, s->window_length_s,
                 flagged ? "; * the other jobs trained through less than 95% of the window: not collocated" : "");

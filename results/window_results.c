@@ -40,6 +40,10 @@ double results_window_overlap(const job_record *jobs, int count, int i, int w) {
     return to > from ? (to - from) / (mine->t1 - mine->t0) : 0;
 }
 
+int results_overlap_flagged(const run_summary *s, int i) {
+    return s->window_length_s > 0 && !s->sequential && !(s->overlap[i] >= RESULTS_MIN_OVERLAP);
+}
+
 void results_window_summarize(const job_record *jobs, int count, run_summary *s) {
     for (int i = 0; i < count && i < MIX_MAX_JOBS; i++) {
         double rates[JOB_MAX_WINDOWS];
@@ -100,7 +104,7 @@ void results_window_csv_row(FILE *f, const job_record *job, const run_summary *s
     results_csv_number(f, s->window_rate[i], 3);
     fputc(',', f);
     results_csv_number(f, s->overlap[i], 4);
-    fprintf(f, ",%d,%d", !(s->overlap[i] >= RESULTS_MIN_OVERLAP), job->window_count);
+    fprintf(f, ",%d,%d", results_overlap_flagged(s, i), job->window_count);
     for (size_t k = 0; k < WINDOW_FIELD_COUNT; k++) {
         fputc(',', f);
         results_csv_number(f, median_field(job, s, WINDOW_FIELDS[k].offset), WINDOW_FIELDS[k].decimals);
@@ -130,7 +134,7 @@ void results_window_json_job(cJSON *o, const job_record *jobs, const run_summary
     results_json_number(o, "window_samples_per_s", s->window_rate[i]);
     cJSON_AddItemToObject(o, "window_samples_per_s_spread", spread_json(spread_of(s->rate_in_window[i], s->window_count)));
     results_json_number(o, "window_overlap", s->overlap[i]);
-    cJSON_AddBoolToObject(o, "overlap_flag", !(s->overlap[i] >= RESULTS_MIN_OVERLAP));
+    cJSON_AddBoolToObject(o, "overlap_flag", results_overlap_flagged(s, i));
     cJSON *list = cJSON_AddArrayToObject(o, "windows");
     for (int k = 0; k < job->window_count; k++) {
         const job_window *w = &job->windows[k];

@@ -15,6 +15,9 @@
 /* Below this share of the window with every other job training, a job's window is flagged: it
  * did not measure collocation (a `*` in the tables, "overlap_flag" in the files). */
 #define RESULTS_MIN_OVERLAP 0.95
+/* Whether job i's window carries that flag: only in a run whose jobs ran together, since a serial
+ * run's jobs never overlap by design (what serial means, not a failed measurement). */
+int results_overlap_flagged(const run_summary *s, int i);
 
 /* The share of window w (0-based) of job i during which every other job of the group was training
  * (from their window events' training intervals; a job without one: its go to its end). 1 for a

@@ -114,11 +114,13 @@ static int mentions(const char *text, const char *name) {
     return 0;
 }
 
-/* Whether argv[i] takes the next word as its value: a row that is no flag, or an option no row
- * names, given without "=", when a next word is there that does not start with "--". */
+/* Whether argv[i] takes the next word as its value: a row that is no flag (a "--name", or a short
+ * "-o" row), or a "--name" no row names, given without "=", when a next word is there that does
+ * not start with "--". */
 static int value_follows(const cli_option *r, int argc, char *const argv[], int i) {
     const char *a = argv[i];
-    if (strncmp(a, "--", 2) != 0 || strchr(a, '=') || (r && r->kind == CLI_KIND_FLAG)) return 0;
+    int long_form = strncmp(a, "--", 2) == 0;
+    if ((!r && !long_form) || (long_form && strchr(a, '=')) || (r && r->kind == CLI_KIND_FLAG)) return 0;
     return i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0;
 }
 
@@ -210,7 +212,7 @@ static int parse_words(const cli_program *p, void *dst, int argc, char *const ar
             snprintf(err, err_size, "%s: expected %s; missing its value", r->name, what);
             return -1;
         }
-        if (r->kind != CLI_KIND_FLAG && given[r - p->options]++) {
+        if (given[r - p->options]++) { /* flags too: "--quick --quick" is a slip, said rather than guessed */
             snprintf(err, err_size, "%s given twice; give it once", r->name);
             return -1;
         }
@@ -241,6 +243,13 @@ int cli_parse_value(const cli_option *row, const char *text, void *dst, char *er
         return -1;
     }
     return take_value(row, text, dst, err, err_size);
+}
+
+int cli_given(int argc, char *const argv[], const char *name) {
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], name, n) && (argv[i][n] == 0 || argv[i][n] == '=')) return 1;
+    return 0;
 }
 
 int cli_named(const cli_program *p, int argc, char *const argv[], const char *name) {

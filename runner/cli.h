@@ -26,8 +26,8 @@
  *
  * Bad values fail with one message shape per kind, naming the option and what it expects:
  * "--batch: expected a whole number from 1 to 65536, got '0'". An empty value is bad for every
- * kind, and an option with a value given twice is refused ("--batch given twice"), not overwritten;
- * a flag may repeat. --help and -h are built in and win
+ * kind, and an option given twice is refused ("--batch given twice"), not overwritten, a flag as
+ * much as an option with a value (no program has an option that gathers a list by repeating). --help and -h are built in and win
  * wherever they stand on the line: the help is printed and nothing else is read.
  * A new train or run_suite option also needs its line in that program's option table in
  * README.md: tests/test_cli_help.c compares the two. */
@@ -90,7 +90,8 @@ int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err,
 /* cli_parse with the words no row names collected in rest instead of refused (an unknown "--opt"
  * with the word after it unless that starts with "--"; any other unknown word alone), in argv order
  * and as written, NULL-terminated, at most rest_max - 1 of them (more is an error): a program form
- * that names what does not go with it (run_suite --study). */
+ * that names what does not go with it (run_suite --study), or one that takes words of its own (the
+ * report's folders). */
 int cli_parse_unknown(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
                       int rest_max, char *err, size_t err_size);
 
@@ -104,6 +105,8 @@ int cli_fallbacks(const cli_option *rows, void *dst, char *err, size_t err_size)
  * 0, or -1 with the message. */
 int cli_parse_value(const cli_option *row, const char *text, void *dst, char *err, size_t err_size);
 
+/* 1 when argv holds the option `name` ("--nesterov") as a word of its own or as "name=value". */
+int cli_given(int argc, char *const argv[], const char *name);
 /* 1 when argv names p's row `name` ("--study", or "--study=SET"), its words read as cli_parse reads
  * them: a row's value is never taken for an option. */
 int cli_named(const cli_program *p, int argc, char *const argv[], const char *name);

@@ -13,6 +13,9 @@ cd "$(dirname "$0")/.."
 what=${1:-}
 shift || true
 jobs=$(nproc)
+# Most tests wait on child processes (fake jobs, their barriers and windows) rather than compute, and
+# each has its own state folders (tests/isolated.sh): twice as many at once as there are cores.
+tests_at_once=$((jobs * 2))
 
 build() {
     python3 -m pip install -q --retries 1 --timeout 30 --break-system-packages nvidia-nvjpeg ||
@@ -52,7 +55,7 @@ build)
 test)
     start=$SECONDS
     build "$@"
-    ctest --test-dir build -j"$jobs" --output-on-failure --output-junit junit.xml
+    ctest --test-dir build -j"$tests_at_once" --output-on-failure --output-junit junit.xml
     no_skips_outside_gpu build
     echo "tests/ci.sh: build and tests took $((SECONDS - start)) s"
 
@@ -62,7 +65,7 @@ test)
         { cat build-sanitize.log; exit 1; }
     cmake --build build-sanitize -j"$jobs" >>build-sanitize.log 2>&1 || { tail -50 build-sanitize.log; exit 1; }
     rm -rf build-sanitize/sanitizer-logs && mkdir -p build-sanitize/sanitizer-logs
-    ctest --test-dir build-sanitize -LE gpu -j"$jobs" --output-on-failure --output-junit junit.xml
+    ctest --test-dir build-sanitize -LE gpu -j"$tests_at_once" --output-on-failure --output-junit junit.xml
     no_skips_outside_gpu build-sanitize
     if [ -n "$(ls -A build-sanitize/sanitizer-logs)" ]; then
         for log in build-sanitize/sanitizer-logs/*; do echo "--- $log"; head -60 "$log"; done

@@ -9,6 +9,9 @@
  *     crash=SIG/K     raise signal SIG at the start of epoch K (K=0: before ready)
  *     fail=K          error event "out of memory" and exit 1 at epoch K (K=0: during setup)
  *     nan=K           epoch K reports "loss":null,"diverged":true, then error event and exit 1
+ *     fail_in_window  with --window-protocol: error event "out of memory, inside the window" and exit
+ *                     1 at the first step after the runner's first window line, before anything of
+ *                     that window is reported (a failure after the window opened, by order, not time)
  *     never_ready     print setup, then wait without ever printing ready
  *     ignore_term     ignore SIGTERM (the runner must escalate to SIGKILL)
  *     no_done         exit 0 without the done event
@@ -63,7 +66,7 @@ extern char **environ;
 typedef struct behaviour {
     long setup_ms, epoch_ms, steps, footprint;
     int crash_signal, crash_epoch, fail_epoch, nan_epoch;
-    int never_ready, ignore_term, no_done;
+    int never_ready, ignore_term, no_done, fail_in_window;
 } behaviour;
 
 typedef struct options {
@@ -101,6 +104,7 @@ static void apply_action(behaviour *b, const char *action) {
     if (strcmp(action, "never_ready") == 0) b->never_ready = 1;
     else if (strcmp(action, "ignore_term") == 0) b->ignore_term = 1;
     else if (strcmp(action, "no_done") == 0) b->no_done = 1;
+    else if (strcmp(action, "fail_in_window") == 0) b->fail_in_window = 1;
     else fprintf(stderr, "fake_train: unknown FAKE_TRAIN action '%s'\n", action);
 }
 
@@ -147,6 +151,7 @@ static options parse_options(int argc, char **argv) {
         if (strcmp(a, "--model") == 0 && i + 1 < argc) o.model = argv[++i];
         else if (strcmp(a, "--data") == 0 && i + 1 < argc) o.data = argv[++i];
         else if (strcmp(a, "--data-root") == 0 && i + 1 < argc) o.data_root = argv[++i];
+        else if (strcmp(a, "--data-if-present") == 0) continue; /* run_suite passes it with every root */
         else if (strcmp(a, "--batch") == 0) o.batch = need_number(argc, argv, &i);
         else if (strcmp(a, "--image-size") == 0) { o.image_size = need_number(argc, argv, &i); o.have_image_size = 1; }
         else if (strcmp(a, "--classes") == 0) { o.classes = need_number(argc, argv, &i); o.have_classes = 1; }
@@ -329,13 +334,15 @@ static void emit(cJSON *e) {
 }
 
 /* The window protocol after a step that ended at t after ms: the runner's lines are read without
- * waiting; each window whose figures are final is reported. */
-static void window_step(step_windows *win, line_reader *in, double t, double ms) {
+ * waiting; each window whose figures are final is reported (or, with fail_in_window, the job fails
+ * once it has been given one). */
+static void window_step(step_windows *win, line_reader *in, double t, double ms, const behaviour *b) {
     step_windows_add(win, t, ms);
     char line[256];
     int got;
     while ((got = line_reader_next(in, 0, line, sizeof line)) == 1) step_windows_command(win, line);
     if (got < 0) win->stopped = 1; /* the runner closed stdin: nothing more will come */
+    if (b->fail_in_window && win->window_count > 0) fail_now("out of memory, inside the window");
     for (cJSON *e; (e = step_windows_next_event(win, 0));) emit(e);
 }
 
@@ -432,7 +439,7 @@ int main(int argc, char **argv) {
             sleep_ms(b.epoch_ms / steps);
             double t_end = now();
             step_ms[s - 1] = (float)((t_end - t_step) * 1000.0);
-            if (o.window_protocol) window_step(&win, &in, t_end, step_ms[s - 1]);
+            if (o.window_protocol) window_step(&win, &in, t_end, step_ms[s - 1], &b);
             long global = (k - 1) * steps + s;
             if (mps_poisoned())
                 fail_cuda("CUDA error 808 (the MPS client has been terminated by the server) in "

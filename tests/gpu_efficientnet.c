@@ -4,8 +4,12 @@
  * through both paths, ours and cuDNN's grouped convolution, at stride 1 and 2), SiLU, the
  * squeeze-excitation block as a whole, drop path with fixed scales and its device masks (also in
  * a replayed graph), BN + SiLU with the skip joined after the activation; then the whole model at
- * 32x32, batch 4: finite loss, a non-zero gradient for every parameter, with and without drop
- * path, and three captured-graph steps against three eager ones. */
+ * 64x64, batch 8, 1000 classes, from its own initialisation: the loss near ln(1000) as that
+ * initialisation implies, the backward's gradients against directional finite differences of the
+ * loss from the stem to the classifier, a captured step with the forward's loss and the backward's
+ * gradient whose update lowers the loss, drop path in training only, and three captured steps
+ * against three eager ones. What the parity test against timm covers is not repeated (see "the
+ * whole model" below). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -523,10 +527,22 @@ static void test_bn_silu(void **state) {
     free(dgamma), free(dbeta), free(g), free(xhat), free(gx), free(gg), free(gb), free(gr);
 }
 
-/* ---- the whole model -------------------------------------------------------------------------------*/
+/* ---- the whole model -------------------------------------------------------------------------------
+ * gpu_model_parity (run by default, from tests/parity/reference/) holds the model to timm's own
+ * numbers from the same weights and batch: the logits, the loss, every parameter's gradient by
+ * name (which fails a gradient left zero or not finite), the running statistics and the SGD update;
+ * test_efficientnet_params (CPU) holds its parameter count, names and shapes to timm's. So the
+ * checks that only said "finite" and "not zero" are gone, and this file keeps what timm's weights
+ * cannot show: the suite's own initialisation, its gradients against its own forward, a step that
+ * lowers the loss, drop path, and the captured step. */
 
-static const model_config SMOKE = {.name = "efficientnetv2_s", .batch = 4, .image_size = 32, .in_channels = 3,
-                                   .classes = 10, .seed = 3};
+/* 64x64, batch 8: the last stage is 2x2, so its batch norms normalise over 32 values (a 1x1 stage
+ * at batch 4 normalises over 4, where the statistics are ill-conditioned and float32's rounding is
+ * amplified); 1000 classes, the count timm's classifier initialisation is made for. */
+static const model_config MODEL = {.name = "efficientnetv2_s", .batch = 8, .image_size = 64, .in_channels = 3,
+                                   .classes = 1000, .seed = 3};
+#define MODEL_BATCH 8
+#define HEAD_FEATURES 1280 /* conv_head's channels: the classifier's inputs */
 
 static void random_batch(float *images, int32_t *labels, const model_config *c) {
     uint64_t r = 99;
@@ -535,115 +551,276 @@ static void random_batch(float *images, int32_t *labels, const model_config *c) 
     for (int i = 0; i < c->batch; i++) labels[i] = (int32_t)(rng_next(&r) % (uint64_t)c->classes);
 }
 
-static void smoke(float drop_path) {
-    model_config config = SMOKE;
-    config.drop_path = drop_path;
+typedef struct model_run {
     session s;
+    model_config config;
+    float *images;
+    int32_t labels[MODEL_BATCH];
+    double logits_mean_square; /* of the last model_loss */
+} model_run;
+
+/* A session of `config` (float32, TF32 off) from its seeded initialisation, with the fixed batch
+ * uploaded. */
+static void model_start(model_run *r, const model_config *config) {
     char e[512];
-    if (session_plan(&s, &config, e, sizeof e) || session_start(&s, 0, (size_t)64 << 20, 0, 1, e, sizeof e))
+    r->config = *config;
+    assert_true(config->batch <= MODEL_BATCH);
+    if (session_plan(&r->s, config, e, sizeof e) || session_start(&r->s, 0, (size_t)64 << 20, 0, 1, e, sizeof e))
         fail_msg("efficientnetv2_s session: %s", e);
-    model *m = s.model;
-    size_t image_floats = (size_t)config.batch * config.image_size * config.image_size * 3;
-    float *images = falloc(image_floats);
-    int32_t labels[4];
-    random_batch(images, labels, &config);
-    upload(m->input, images, image_floats);
-    CHECK_CUDA(cudaMemcpy(m->labels, labels, sizeof labels, cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemset(s.trainer.sums, 0, 2 * sizeof(float)));
-    CHECK_CUDA(cudaMemset(arena_grads(&s.ctx.arena), 0xFF, arena_trainable_floats(&s.ctx.arena) * sizeof(float)));
-    m->forward(m, 1, &s.ctx);
-    softmax_ce_forward_backward(m->dlogits, &s.trainer.sums[0], &s.trainer.sums[1], m->logits, m->labels,
-                                config.batch, config.classes, 0.0f, s.ctx.stream);
-    m->backward(m, &s.ctx);
-    float sums[2];
-    test_to_host(sums, s.trainer.sums, 2);
-    printf("efficientnetv2_s 32x32 batch 4, drop path %.2f: loss %.4f\n", drop_path, sums[0] / config.batch);
-    assert_true(isfinite(sums[0])); expect_gt(sums[0], 0);
-    int checked = 0;
-    for (int i = 0; i < m->params.count; i++) {
-        const param_entry *p = &m->params.entries[i];
-        if (p->kind != PARAM_WEIGHT && p->kind != PARAM_NO_DECAY) continue;
-        size_t n = (size_t)param_numel(p);
-        float *g = falloc(n);
-        test_to_host(g, arena_grad_of(&s.ctx.arena, p->data), n);
-        double norm = 0.0;
-        for (size_t k = 0; k < n; k++) {
-            if (!isfinite(g[k])) fail_msg("gradient of %s[%zu] is %g", p->name, k, g[k]);
-            norm += (double)g[k] * g[k];
+    size_t image_floats = (size_t)config->batch * config->image_size * config->image_size * config->in_channels;
+    r->images = falloc(image_floats);
+    random_batch(r->images, r->labels, config);
+    upload(r->s.model->input, r->images, image_floats);
+    CHECK_CUDA(cudaMemcpy(r->s.model->labels, r->labels, (size_t)config->batch * sizeof(int32_t),
+                          cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaDeviceSynchronize()); /* the uploads went through the legacy stream */
+}
+
+static void model_end(model_run *r) {
+    session_end(&r->s);
+    free(r->images);
+}
+
+/* The mean cross-entropy of a training forward (batch statistics) on the fixed batch, in double on
+ * the host from the logits (not through the loss kernel). */
+static double model_loss(model_run *r) {
+    model *m = r->s.model;
+    int B = r->config.batch, K = r->config.classes;
+    m->forward(m, 1, &r->s.ctx);
+    float *z = falloc((size_t)B * K);
+    test_to_host(z, m->logits, (size_t)B * K);
+    double loss = 0.0, square = 0.0;
+    for (int b = 0; b < B; b++) {
+        const float *row = z + (size_t)b * K;
+        double top = -INFINITY, sum = 0.0;
+        for (int k = 0; k < K; k++) top = fmax(top, row[k]), square += (double)row[k] * row[k];
+        for (int k = 0; k < K; k++) sum += exp(row[k] - top);
+        loss += log(sum) + top - row[r->labels[b]];
+    }
+    free(z);
+    r->logits_mean_square = square / ((double)B * K);
+    return loss / B;
+}
+
+/* The gradient of model_loss at the current weights (the last forward's), into the arena. */
+static void model_backward_pass(model_run *r) {
+    model *m = r->s.model;
+    trainer *t = &r->s.trainer;
+    CHECK_CUDA(cudaMemset(t->sums, 0, 2 * sizeof(float)));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    softmax_ce_forward_backward(m->dlogits, &t->sums[0], &t->sums[1], m->logits, m->labels, r->config.batch,
+                                r->config.classes, 0.0f, r->s.ctx.stream);
+    m->backward(m, &r->s.ctx);
+    CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+static const param_entry *param_named(const model *m, const char *name) {
+    for (int i = 0; i < m->params.count; i++)
+        if (!strcmp(m->params.entries[i].name, name)) return &m->params.entries[i];
+    fail_msg("efficientnetv2_s has no parameter %s", name);
+    return NULL;
+}
+
+/* Directional finite differences of model_loss over one parameter tensor: L(w + h v) - L(w - h v)
+ * with v = g / max(rms(g), max|g| / 2), against the backward's g . (w+ - w-) over the values as
+ * stored. The cap keeps every element's move within 2h (a gradient concentrated on a few elements
+ * would otherwise move those out of the range where the loss is linear). h is FD_STEP of the
+ * tensor's scale (its RMS; for a tensor at zero, a bias or a BN shift, the unit scale of the
+ * normalised values it is added to). Moving the whole tensor at once makes the predicted change the
+ * gradient's over every element, large against float32's rounding of the loss (FD_NOISE, absolute:
+ * ten times what the rounding of a forward's sums moves the loss by). Central differences cancel the
+ * step's second-order error; the third-order one is what sets FD_STEP: at the initialisation the
+ * early layers' gradients are large and the loss curves sharply along them, so the step is small
+ * (the same check through timm's model at this initialisation, on the CPU, stays well inside FD_TOL
+ * at this step and misses it by far at twenty times it). A wrong gradient (a term left out, a wrong
+ * scale or layout) misses by a fraction of the tensor's own gradient, far beyond FD_TOL. */
+#define FD_STEP 5e-4
+#define FD_TOL 2e-2
+#define FD_NOISE 1e-5
+static void fd_direction(model_run *r, const char *name, const float *all_grads, const float *all_params) {
+    const param_entry *p = param_named(r->s.model, name);
+    size_t n = (size_t)param_numel(p), offset = (size_t)(p->data - (const float *)r->s.ctx.arena.params);
+    const float *g = all_grads + offset, *w = all_params + offset;
+    double g_rms = 0.0, w_rms = 0.0, g_max = 0.0;
+    for (size_t i = 0; i < n; i++) g_rms += (double)g[i] * g[i], w_rms += (double)w[i] * w[i], g_max = fmax(g_max, fabs(g[i]));
+    g_rms = sqrt(g_rms / n), w_rms = sqrt(w_rms / n);
+    double norm = fmax(g_rms, g_max / 2), h = FD_STEP * (w_rms > 0 ? w_rms : 1.0), l[2], predicted = 0.0;
+    if (!(norm > 0)) fail_msg("%s: the backward gave it no gradient", name);
+    float *moved[2];
+    for (int s = 0; s < 2; s++) {
+        moved[s] = falloc(n);
+        for (size_t i = 0; i < n; i++) moved[s][i] = (float)(w[i] + (s ? -h : h) * g[i] / norm);
+        upload(p->data, moved[s], n);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        l[s] = model_loss(r);
+    }
+    for (size_t i = 0; i < n; i++) predicted += (double)g[i] * ((double)moved[0][i] - moved[1][i]);
+    upload(p->data, w, n);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    double measured = l[0] - l[1], err = fabs(measured - predicted);
+    printf("  %-34s L+ - L- %.6e, backward predicts %.6e: off by %.2e (bound %.2e)\n", name, measured, predicted,
+           err, FD_TOL * fabs(predicted) + FD_NOISE);
+    expect_le(err, FD_TOL * fabs(predicted) + FD_NOISE);
+    free(moved[0]), free(moved[1]);
+}
+
+/* From the seed's initialisation (timm's _init_weight_goog, models/efficientnet.h):
+ *  - the loss is near ln(classes). The classifier's weights are U(+-1/sqrt(classes)), of variance
+ *    1 / (3 classes), drawn independently of the features they multiply. The features are the head's
+ *    batch norm (gamma 1, beta 0: unit mean square over the batch per channel), SiLU (|silu(x)| <=
+ *    |x|) and the average pool (a mean's square is at most the mean square), so their mean square
+ *    over the batch is at most 1 per channel, HEAD_FEATURES in all. Each logit's variance, averaged
+ *    over the batch, is then at most s^2 = HEAD_FEATURES / (3 classes), 0.43 at 1000 classes, and so
+ *    is the logits' mean square, up to the draw (over 1000 classes, a few per cent). The loss then is
+ *    ln(classes) + s^2/2 (the log-sum-exp over many classes) minus the label's logit, whose batch
+ *    mean has a deviation of at most s / sqrt(batch): within ln(classes) + [-0.7, 0.9] at three
+ *    deviations. A forward that failed to normalise, or a classifier drawn at another scale, is far
+ *    outside; logits at exactly zero (a classifier never drawn) fail the mean square's lower bound.
+ *  - each gradient the backward computes is the derivative of that loss (fd_direction), for
+ *    tensors from the stem to the classifier: each kind of layer (ConvBnAct, FusedMBConv, MBConv's
+ *    1x1, depthwise and SE, the head, BN scales and shifts, biases). Not the last block's bn3.bias:
+ *    a per-channel shift before conv_head is undone by bn2's batch statistics, so its gradient is
+ *    zero in exact arithmetic and float noise here.
+ *  - a captured training step computes the same loss as the forward run kernel by kernel (to float32's
+ *    rounding of a sum of 8 losses), and the same gradient as the backward within the bound for the
+ *    same kernels launched differently (TEST_SAME_KERNELS_FP32, tests/testutil.h), and its update
+ *    lowers the loss on the batch, along a descent direction of that gradient. STEP_LR is small:
+ *    the loss curves so sharply along the early layers' large gradients here that much larger steps
+ *    overshoot. */
+#define STEP_LR 1e-4f
+static void test_model_from_initialisation(void **state) {
+    model_run r;
+    model_start(&r, &MODEL);
+    model *m = r.s.model;
+    int classes = MODEL.classes;
+    double loss = model_loss(&r), s2 = HEAD_FEATURES / (3.0 * classes);
+    printf("efficientnetv2_s %dx%d/%d, %d classes, initial weights: loss %.5f (ln %d = %.5f), logits' mean square "
+           "%.4f (at most %.4f)\n", MODEL.image_size, MODEL.image_size, MODEL.batch, classes, loss, classes,
+           log(classes), r.logits_mean_square, s2);
+    expect_gt(r.logits_mean_square, 0);
+    expect_lt(r.logits_mean_square, 1.1 * s2);
+    expect_gt(loss, log(classes) - 3 * sqrt(s2 / MODEL.batch));
+    expect_lt(loss, log(classes) + s2 / 2 + 3 * sqrt(s2 / MODEL.batch));
+
+    model_backward_pass(&r);
+    size_t n = arena_trainable_floats(&r.s.ctx.arena);
+    float *g = falloc(n), *w0 = falloc(n);
+    test_to_host(g, arena_grads(&r.s.ctx.arena), n);
+    test_to_host(w0, (const float *)r.s.ctx.arena.params, n);
+    printf("directional finite differences of the loss along each tensor's gradient (step %.0e of its scale):\n",
+           FD_STEP);
+    static const char *const tensors[] = {
+        "conv_stem.weight", "bn1.weight", "blocks.0.1.conv.weight", "blocks.1.0.conv_exp.weight",
+        "blocks.1.3.bn2.bias", "blocks.2.3.conv_pwl.weight", "blocks.3.0.conv_pw.weight",
+        "blocks.3.0.conv_dw.weight", "blocks.3.0.se.conv_reduce.weight", "blocks.3.0.se.conv_expand.bias",
+        "blocks.4.8.bn2.weight", "blocks.5.14.conv_pwl.weight", "blocks.5.14.bn2.bias", "conv_head.weight",
+        "bn2.weight", "classifier.weight", "classifier.bias",
+    };
+    for (size_t i = 0; i < sizeof tensors / sizeof *tensors; i++) fd_direction(&r, tensors[i], g, w0);
+
+    /* the captured step: its first replay is the loss and gradient at w0, then the update */
+    optimizer_config sgd = {.kind = OPTIMIZER_SGD, .momentum = 0.9f, .weight_decay = 5e-4f, .nesterov = 1};
+    lr_schedule constant = {LR_CONSTANT, STEP_LR, 0, 0, 0, 0, 0, 25, 1e4f};
+    trainer_init(&r.s.trainer, m, &r.s.ctx, sgd, constant, 0.0f, 1);
+    double sums[2][2];
+    float *g_graph = falloc(n), *w1 = falloc(n);
+    trainer_step(&r.s.trainer, r.images, r.labels);
+    trainer_take_sums(&r.s.trainer, &sums[0][0], &sums[0][1]);
+    test_to_host(g_graph, arena_grads(&r.s.ctx.arena), n);
+    test_to_host(w1, (const float *)r.s.ctx.arena.params, n);
+    trainer_step(&r.s.trainer, r.images, r.labels);
+    trainer_take_sums(&r.s.trainer, &sums[1][0], &sums[1][1]);
+    double before = sums[0][0] / MODEL.batch, after = sums[1][0] / MODEL.batch, predicted = 0.0;
+    for (size_t i = 0; i < n; i++) predicted += (double)g[i] * ((double)w1[i] - w0[i]);
+    double g_err = test_rel_err_f(g_graph, g, n);
+    printf("captured step: loss %.6f (the forward's %.6f), gradient against the backward's %.2e; after one update "
+           "(lr %g) %.6f: change %.4e, first order predicts %.4e\n", before, loss, g_err, (double)STEP_LR, after,
+           after - before, predicted);
+    expect_lt(fabs(before - loss), 1e-5 * loss);
+    expect_lt(g_err, TEST_SAME_KERNELS_FP32);
+    expect_lt(predicted, 0);
+    expect_lt(after, before);
+    free(g), free(w0), free(g_graph), free(w1);
+    model_end(&r);
+}
+
+/* Drop path acts in training only: with the same weights (the rate changes no parameter and no
+ * draw of the initialisation), an inference forward gives the logits it gives without drop path,
+ * within float32's rounding (two sessions may measure different convolution algorithms); a training
+ * forward drops residual branches per sample (at rate 0.3, about one block in seven of each sample),
+ * which moves the logits by a sizeable fraction of themselves. */
+static void test_model_drop_path(void **state) {
+    float *logits[2][2]; /* [drop path][training] */
+    size_t nz = (size_t)MODEL.batch * MODEL.classes;
+    for (int d = 0; d < 2; d++) {
+        model_config config = MODEL;
+        config.drop_path = d ? 0.3f : 0.0f;
+        model_run r;
+        model_start(&r, &config);
+        model *m = r.s.model;
+        for (int training = 0; training < 2; training++) {
+            m->forward(m, training, &r.s.ctx);
+            logits[d][training] = falloc(nz);
+            test_to_host(logits[d][training], m->logits, nz);
         }
-        if (!(norm > 0)) fail_msg("gradient of %s is zero", p->name);
-        free(g);
-        checked++;
+        model_end(&r);
     }
-    printf("  %d parameter gradients finite and non-zero\n", checked);
-    /* an inference forward (no drop path, running statistics) gives finite logits */
-    m->forward(m, 0, &s.ctx);
-    float logits[40];
-    test_to_host(logits, m->logits, 40);
-    for (int i = 0; i < 40; i++) assert_true(isfinite(logits[i]));
-    for (int i = 0; efficientnet_depthwise(m, i); i++) {
-        const depthwise_layer *d = efficientnet_depthwise(m, i);
-        if (i == 0 || !efficientnet_depthwise(m, i + 1))
-            printf("  depthwise %d (%dx%d c%d s%d): forward %s, backward-data %s, backward-filter %s\n", i, d->h_in,
-                   d->w_in, d->channels, d->stride, depthwise_path_name(d->choice.path[0]),
-                   depthwise_path_name(d->choice.path[1]), depthwise_path_name(d->choice.path[2]));
-    }
-    session_end(&s);
-    free(images);
+    double inference = test_rel_err_f(logits[1][0], logits[0][0], nz);
+    double training = test_rel_err_f(logits[1][1], logits[0][1], nz);
+    printf("drop path 0.3 against none, relative difference of the logits: inference %.2e, training %.2e\n",
+           inference, training);
+    expect_lt(inference, 1e-4);
+    expect_gt(training, 1e-2);
+    for (int d = 0; d < 2; d++) free(logits[d][0]), free(logits[d][1]);
 }
 
-static void test_model_smoke(void **state) {
-    smoke(0.0f);
-    smoke(0.2f);
-}
-
-/* Three steps captured in a graph and three run eagerly, from the same weights and data, agree;
- * with drop path the graph's steps draw masks and train. "Agree" is measured against two eager runs:
- * at batch 4 the 1x1 stages' batch norm sees 4 values, so the order of its statistics' atomics
- * grows over three steps into differences of 3e-5 to 1.1e-3 between any two runs (bench/NOTES.md,
- * session 11). A replay that missed a node or read a stale buffer differs by order 1. */
+/* Three steps captured in a graph and three run eagerly, from the same weights and batch, agree
+ * within float32's bound for the same kernels launched differently (TEST_SAME_KERNELS_FP32,
+ * tests/testutil.h), and so do two eager runs; a replay that missed a node, read a stale buffer or
+ * kept a step's learning rate or drop-path draw would differ by far more. The learning rate is
+ * test_model_from_initialisation's small one: larger steps along this initialisation's sharp early
+ * layers let a last-bit difference grow from step to step. With drop path the graph's steps draw
+ * new masks on every replay (test_drop_path_masks) and train: their loss is finite and moves the
+ * parameters away from the run without drop path. */
 static void test_model_graph(void **state) {
-    model_config config = SMOKE;
-    float *params[3] = {NULL, NULL, NULL}, *initial = NULL;
-    size_t n = 0, image_floats = (size_t)config.batch * config.image_size * config.image_size * 3;
-    float *images = falloc(image_floats);
-    int32_t labels[4];
-    random_batch(images, labels, &config);
+    float *change[4] = {NULL, NULL, NULL, NULL}, *initial = NULL;
+    size_t n = 0;
     /* runs: eager, graph, eager again, graph with drop path */
     for (int run = 0; run < 4; run++) {
         int graph = run == 1 || run == 3;
+        model_config config = MODEL;
         config.drop_path = run == 3 ? 0.3f : 0.0f;
-        session s;
-        char e[512];
-        if (session_plan(&s, &config, e, sizeof e) || session_start(&s, 0, (size_t)64 << 20, 0, 1, e, sizeof e))
-            fail_msg("efficientnetv2_s session: %s", e);
+        model_run r;
+        model_start(&r, &config);
         optimizer_config sgd = {.kind = OPTIMIZER_SGD, .momentum = 0.9f, .weight_decay = 5e-4f, .nesterov = 1};
-        lr_schedule sched = {LR_CONSTANT, 0.05f, 10, 0, 0, 0, 0, 25, 1e4f};
-        trainer_init(&s.trainer, s.model, &s.ctx, sgd, sched, 0.0f, graph);
-        n = arena_trainable_floats(&s.ctx.arena);
+        lr_schedule constant = {LR_CONSTANT, STEP_LR, 0, 0, 0, 0, 0, 25, 1e4f};
+        trainer_init(&r.s.trainer, r.s.model, &r.s.ctx, sgd, constant, 0.0f, graph);
+        n = arena_trainable_floats(&r.s.ctx.arena);
         if (!initial) {
             initial = falloc(n);
-            test_to_host(initial, (const float *)s.ctx.arena.params, n);
+            test_to_host(initial, (const float *)r.s.ctx.arena.params, n);
         }
-        for (int step = 0; step < 3; step++) trainer_step(&s.trainer, images, labels);
+        for (int step = 0; step < 3; step++) trainer_step(&r.s.trainer, r.images, r.labels);
         double loss, correct;
-        trainer_take_sums(&s.trainer, &loss, &correct);
+        trainer_take_sums(&r.s.trainer, &loss, &correct);
         printf("3 steps, %s, drop path %.1f: mean loss %.4f\n", graph ? "graph" : "eager", config.drop_path,
                loss / (3.0 * config.batch));
         assert_true(isfinite(loss));
-        if (run < 3) {
-            params[run] = falloc(n);
-            test_to_host(params[run], (const float *)s.ctx.arena.params, n);
-        }
-        session_end(&s);
+        change[run] = falloc(n);
+        test_to_host(change[run], (const float *)r.s.ctx.arena.params, n);
+        for (size_t i = 0; i < n; i++) change[run][i] -= initial[i];
+        model_end(&r);
     }
-    for (int run = 0; run < 3; run++)
-        for (size_t i = 0; i < n; i++) params[run][i] -= initial[i];
-    double e = test_rel_err_f(params[1], params[0], n), spread = test_rel_err_f(params[2], params[0], n);
+    double e = test_rel_err_f(change[1], change[0], n), spread = test_rel_err_f(change[2], change[0], n);
+    double dropped = test_rel_err_f(change[3], change[1], n);
     printf("after 3 steps, relative difference of the parameter change: graph against eager %.2e, two eager runs "
-           "%.2e\n", e, spread);
-    expect_lt(e, fmax(10.0 * spread, 1e-2));
-    free(params[0]), free(params[1]), free(params[2]), free(initial), free(images);
+           "%.2e (bound %.0e); graph with drop path 0.3 against without %.2e\n", e, spread, TEST_SAME_KERNELS_FP32,
+           dropped);
+    expect_lt(spread, TEST_SAME_KERNELS_FP32);
+    expect_lt(e, TEST_SAME_KERNELS_FP32);
+    expect_gt(dropped, 1e-2);
+    for (int run = 0; run < 4; run++) free(change[run]);
+    free(initial);
 }
 
 int main(void) {
@@ -657,8 +834,8 @@ int main(void) {
         cmocka_unit_test(test_depthwise_kernels), cmocka_unit_test(test_depthwise_layer_both_paths),
         cmocka_unit_test(test_silu),              cmocka_unit_test(test_squeeze_excite),
         cmocka_unit_test(test_drop_path_fixed_mask), cmocka_unit_test(test_drop_path_masks),
-        cmocka_unit_test(test_bn_silu),           cmocka_unit_test(test_model_smoke),
-        cmocka_unit_test(test_model_graph),
+        cmocka_unit_test(test_bn_silu),           cmocka_unit_test(test_model_from_initialisation),
+        cmocka_unit_test(test_model_drop_path),   cmocka_unit_test(test_model_graph),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     context_free(&ctx);

@@ -1,12 +1,14 @@
 /* Every option of both programs against bad values: empty, below its range (negative, zero),
- * above it (huge), not a number, not one of its choices, given twice, and each in the "--opt=value"
- * form. Each must be exit 2 with the option named, and nothing written (no run folder, no file).
+ * above it (huge), not a number, not one of its choices, given twice (a flag too), and each in the
+ * "--opt=value" form. Each must be exit 2 with the option named, and nothing written (no run
+ * folder, no file).
  *
  * The options come from the programs' own tables, through what the table generates: every name
  * in each form's --help (train; run_suite with each mode's rows; its --study, --gpus and --slurm
  * forms), and each row's kind and range from the parser's message for the option given without a
  * value ("--batch: expected a whole number from 1 to 65536; missing its value"). A new row is
- * covered without touching this file. Flags (every value valid) are skipped by kind. */
+ * covered without touching this file. Flags take no value: only given twice. The forms: train,
+ * run_suite (each mode's rows), its --study, --gpus and --slurm forms, and run_suite report. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,7 +114,12 @@ static void check_option(const form *f, const char *option) {
     int chars = 0;
     char choice[64] = "", below[64], above[64], eq_bad[128], eq_empty[128], valid[64];
     kind k = kind_of(f, option, &lo, &hi, &chars, choice, sizeof choice);
+    int true_flag = k == KIND_FLAG && strstr(err, "takes no value") != NULL; /* not a prose form's other name */
     empty_folder(dir);
+    if (true_flag) { /* a flag given twice is a slip too, refused as a value given twice is */
+        const char *twice[] = {option, option, NULL};
+        expect_refused(f, option, twice);
+    }
     if (k == KIND_FLAG) return;
     char *long_text = NULL;
     const char *bad[8] = {""};
@@ -227,9 +234,22 @@ static void test_run_suite_forms(void **state) {
     check_form(&slurm, slurm_skip);
 }
 
+/* run_suite report's own table (its options besides -o, which test_outputs covers with the paths);
+ * the run folder given does not exist, so a value the parser took could not render anything */
+static void test_report_form(void **state) {
+    form report = {"run_suite", {"report", "--help"}, {"report", "/nonexistent-run", NULL}, {NULL}, 0};
+    char names[8][64];
+    options_of(&report, names, 8); /* its --help: the rows' lines are these */
+    assert_non_null(strstr(out, "\n  -o FILE "));
+    assert_non_null(strstr(out, "\n  --reference FILE "));
+    check_option(&report, "--reference");
+    check_option(&report, "-o");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_train),
+        cmocka_unit_test(test_report_form),
         cmocka_unit_test(test_run_suite),
         cmocka_unit_test(test_run_suite_forms),
     };

@@ -158,10 +158,12 @@ static void test_malformed_first_line_exits_2(void **state) {
 static void test_data_if_present_and_no_gpu(void **state) {
     int count = 0;
     if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) skip(); /* covered by gpu_dlrm_train */
-    /* absent files fall back to synthetic data, which then needs the GPU */
+    /* files absent under a usable root fall back to synthetic data, which then needs the GPU */
+    char empty[512];
+    test_tmpdir(empty, sizeof empty);
     assert_int_equal(run_train("--model", "dlrm", "--data", "criteo-kaggle", "--max-rows", "1000", "--data-root",
-                               "/nonexistent-criteo", "--data-if-present", "--epochs", "1", "--steps-per-epoch", "1",
-                               "--json", NULL), 1);
+                               empty, "--data-if-present", "--epochs", "1", "--steps-per-epoch", "1", "--json", NULL), 1);
+    test_rmtree(empty);
     assert_non_null(strstr(err, "synthetic criteo-kaggle data instead"));
     assert_non_null(strstr(err, "no usable GPU"));
     cJSON *e = cJSON_Parse(out);

@@ -241,7 +241,8 @@ static void test_model_and_data_must_go_together(void **state) {
     parse_fails("dlrm:cifar10@128", "part 1 \"dlrm:cifar10@128\"", "dlrm cannot train on cifar10",
                 "dlrm takes criteo-kaggle or criteo-terabyte only", "fashion-mnist", NULL);
     parse_fails("S+resnet50:criteo-kaggle@128", "part 2", "resnet50 cannot train on criteo-kaggle", NULL);
-    parse_fails("S[rows=5]", "rows= caps", NULL);
+    parse_fails("S[rows=5]", "rows= (train's --max-rows): --max-rows does not apply to resnet26", NULL);
+    parse_fails("XL[precision=bf16]", "precision= (train's --precision): --precision bf16 does not apply to dlrm", NULL);
     parse_fails("XL[rows=0]", "rows=\"0\" must be", NULL);
 }
 

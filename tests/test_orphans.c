@@ -1,7 +1,8 @@
 /* Nothing outlives run_suite, and a stop acts at once. Each case starts run_suite (fake_train as
  * train, fake_train as the MPS control program, the NVML stand-in or none) with a mark of its own in
  * the environment, which every process it starts inherits: the jobs, the nested run_suite of
- * --study and --gpus, the MPS guardian and daemon, report.py. After `kill -9` of run_suite, no
+ * --study and --gpus, the MPS guardian and daemon, an in-process mode's job host and its jobs,
+ * report.py. After `kill -9` of run_suite, no
  * process with the mark may be alive 5 s later; a SIGTERM to --study stops it within seconds with
  * the cells so far recorded and the rest never started, and one to --gpus stops runs that wait on
  * one another's warm-up. spawn.h itself: a failed exec, and a
@@ -28,8 +29,8 @@
 #include "runner/suite/jobs/spawn.h"
 #include "tests/testutil.h"
 
-#if !defined(RUN_SUITE_PATH) || !defined(FAKE_TRAIN_PATH) || !defined(NVML_STANDIN_PATH)
-#error "RUN_SUITE_PATH, FAKE_TRAIN_PATH and NVML_STANDIN_PATH must be defined (CMake passes them)"
+#if !defined(RUN_SUITE_PATH) || !defined(FAKE_TRAIN_PATH) || !defined(FAKE_JOB_HOST_PATH) || !defined(NVML_STANDIN_PATH)
+#error "RUN_SUITE_PATH, FAKE_TRAIN_PATH, FAKE_JOB_HOST_PATH and NVML_STANDIN_PATH must be defined (CMake passes them)"
 #endif
 
 #define MARK_NAME "SUITE_ORPHANS_TEST_MARK"
@@ -281,6 +282,26 @@ static void test_mps_daemon_quit_by_guardian(void **state) {
     assert_int_equal(entries, 0);
 }
 
+/* kill -9 of an in-process mode's run (streams, green: one job_host process holding every job; here
+ * the stand-in, which runs each job as a fake_train child of its own): the host and its jobs go with
+ * it. A runner that started the host without its parent-death signal would leave them all. */
+static void test_streams_killed(void **state) {
+    fixture *f = *state;
+    setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    setenv("SUITE_JOB_HOST", FAKE_JOB_HOST_PATH, 1);
+    setenv("FAKE_TRAIN", "*:setup_ms=5,epoch_ms=60000", 1);
+    /* run to completion: past "go" the jobs train their minute-long epoch without reading stdin, so
+       its end (the host's death closing their pipes) would not stop them */
+    const char *args[] = {"--mode", "streams", "--mix", "S+S", "--completion", "--train", FAKE_TRAIN_PATH,
+                          "--results", f->results, NULL};
+    pid_t pid = start(f, args);
+    assert_int_equal(wait_marked(f, "fake_train", "--wait-go", 2, 30.0), 2);
+    assert_int_equal(count_marked(f, "fake_job_host", NULL), 1);
+    usleep(500000); /* past go: training */
+    kill_and_expect_nothing_left(f, pid);
+    unsetenv("SUITE_JOB_HOST");
+}
+
 /* run_suite report killed: report.py goes too, after kill -9 and after SIGTERM. */
 static void test_report_killed(void **state) {
     fixture *f = *state;
@@ -361,6 +382,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_gpus_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpus_sigterm_while_warming, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mps_daemon_quit_by_guardian, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_streams_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_killed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -138,6 +138,15 @@ static void test_mix_override(void **state) {
     job_free_strv(argv);
     assert_int_equal(mix_parse(&m, "M[precision=fp16]", err, sizeof err), -1);
     assert_non_null(strstr(err, "tf32, fp32 or bf16"));
+    /* a precision the job's model does not run in: the rule train applies (runner/train/train_rules.h),
+       for the override and for run_suite --precision alike, before any job */
+    assert_int_equal(mix_parse(&m, "S+XL[precision=bf16]", err, sizeof err), -1);
+    assert_non_null(strstr(err, "--precision bf16 does not apply to dlrm"));
+    char out[8192], run_err[4096];
+    int rc = test_run_binary("run_suite", out, sizeof out, run_err, sizeof run_err, "--mode", "naive", "--mix", "S+XL",
+                             "--precision", "bf16", "--dry-run", NULL);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(run_err, "job XL: --precision bf16 does not apply to dlrm"));
 }
 
 int main(void) {

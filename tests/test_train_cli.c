@@ -109,10 +109,10 @@ static void test_bad_input_exits_2(void **state) {
                        "--image-size", "64");
     EXPECT_USAGE("--image-size: expected", "--model", "resnet26", "--image-size", "4");
     EXPECT_USAGE("--optimizer: expected sgd or adamw", "--model", "resnet26", "--optimizer", "adam");
-    EXPECT_USAGE("resnet26 has no patches", "--model", "resnet26", "--patch-size", "4");
+    EXPECT_USAGE("--patch-size does not apply to resnet26", "--model", "resnet26", "--patch-size", "4");
     EXPECT_USAGE("not a multiple of the patch", "--model", "cait_xxs24", "--image-size", "30", "--patch-size", "4",
                  "--dry-run");
-    EXPECT_USAGE("stochastic depth is built for efficientnetv2_s", "--model", "cait_xxs24", "--drop-path", "0.1");
+    EXPECT_USAGE("--drop-path does not apply to cait_xxs24", "--model", "cait_xxs24", "--drop-path", "0.1");
     /* files are checked before the GPU is touched */
     EXPECT_USAGE("/nonexistent-dir", "--model", "resnet26", "--data", "fashion-mnist", "--data-root",
                        "/nonexistent-dir");
@@ -122,20 +122,71 @@ static void test_bad_input_exits_2(void **state) {
                        "/nonexistent.safetensors");
 }
 
+/* Options that contradict each other or do not apply to the job's model, optimizer or schedule
+ * (runner/train/train_rules.h): refused naming both, never ignored; where they apply, taken. */
+static void test_options_that_do_not_apply(void **state) {
+    EXPECT_USAGE("--no-tf32 is --precision fp32; --precision bf16 contradicts it", "--model", "resnet26",
+                 "--precision", "bf16", "--no-tf32", "--dry-run");
+    EXPECT_USAGE("--precision tf32 contradicts", "--model", "resnet26", "--no-tf32", "--precision", "tf32");
+    EXPECT_USAGE("--nesterov applies to --optimizer sgd, and this job trains with adamw", "--model", "resnet26",
+                 "--optimizer", "adamw", "--nesterov", "--dry-run");
+    EXPECT_USAGE("--momentum applies to --optimizer sgd, and this job trains with adamw", "--model", "resnet26",
+                 "--optimizer", "adamw", "--momentum", ".5");
+    EXPECT_USAGE("--momentum applies to --optimizer sgd, and this job trains with adamw", "--model", "cait_xxs24",
+                 "--momentum", ".5"); /* its recipe's optimizer */
+    EXPECT_USAGE("--block-steps does not apply to resnet26", "--model", "resnet26", "--block-steps", "5");
+    EXPECT_USAGE("--max-rows does not apply to resnet26", "--model", "resnet26", "--max-rows", "5");
+    EXPECT_USAGE("--lr-decay-steps does not apply to resnet50", "--model", "resnet50", "--lr-decay-steps", "5");
+    EXPECT_USAGE("--step-epochs applies to --schedule step, and this job's schedule is constant", "--model",
+                 "resnet26", "--schedule", "constant", "--step-epochs", "5");
+    EXPECT_USAGE("--gamma applies to --schedule step, and this job's schedule is one-cycle", "--model", "resnet26",
+                 "--gamma", "0.5");
+    EXPECT_USAGE("--warmup-pct applies to --schedule cosine or one-cycle, and this job's schedule is step", "--model",
+                 "resnet26", "--schedule", "step", "--warmup-pct", "0.1");
+    EXPECT_USAGE("--min-lr 1 is above --lr 0.01", "--model", "resnet26", "--schedule", "cosine", "--min-lr", "1",
+                 "--lr", ".01");
+    EXPECT_USAGE("--min-lr 0.5 is above --lr 0.001 (the default", "--model", "cait_xxs24", "--min-lr", "0.5");
+    EXPECT_USAGE("--min-lr applies to --schedule cosine", "--model", "resnet26", "--min-lr", "0.001");
+    /* where they apply */
+    const char *fine[][14] = {
+        {"--model", "resnet26", "--precision", "fp32", "--no-tf32", "--dry-run"},
+        {"--model", "resnet26", "--schedule", "step", "--step-epochs", "3", "--gamma", "0.5", "--dry-run"},
+        {"--model", "cait_xxs24", "--min-lr", "1e-5", "--warmup-pct", "0.1", "--dry-run"},
+        {"--model", "efficientnetv2_s", "--momentum", "0.8", "--nesterov", "--dry-run"},
+        {"--model", "dlrm", "--data", "criteo-kaggle", "--max-rows", "1000", "--block-steps", "5", "--lr-warmup-steps",
+         "10", "--warmup-pct", "0.1", "--dry-run"},
+    };
+    for (size_t k = 0; k < sizeof fine / sizeof fine[0]; k++) {
+        char *argv[16] = {(char *)test_binary("train")};
+        int n = 1;
+        for (int w = 0; fine[k][w]; w++) argv[n++] = (char *)fine[k][w];
+        argv[n] = NULL;
+        int rc = test_run(argv, out, sizeof out, err, sizeof err);
+        if (rc != 0) fail_msg("case %zu (%s): exit %d: %s", k, fine[k][1], rc, err);
+    }
+}
+
 static void test_data_if_present(void **state) {
-    /* run_suite passes one data root to every job: sets without files there fall back to synthetic */
-    assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", "/nonexistent-dir",
+    /* run_suite passes one data root to every job: sets without files under it fall back to
+       synthetic data; a root that cannot be used is bad input, with --data-if-present too */
+    char empty[512];
+    test_tmpdir(empty, sizeof empty);
+    assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", empty,
                                "--data-if-present", "--dry-run", NULL), 0);
-    EXPECT_USAGE("/nonexistent-dir", "--model", "resnet50", "--data", "imagenet64", "--data-root", "/nonexistent-dir");
+    EXPECT_USAGE("train_data_batch_1.npz not found", "--model", "resnet50", "--data", "imagenet64", "--data-root", empty,
+                 "--epochs", "1");
+    EXPECT_USAGE("--data-root /nonexistent-dir: does not exist", "--model", "resnet50", "--data", "imagenet64",
+                 "--data-root", "/nonexistent-dir", "--data-if-present", "--dry-run");
     EXPECT_USAGE("/nonexistent-dir", "--model", "resnet50", "--data", "imagenet", "--data-root", "/nonexistent-dir");
     EXPECT_USAGE("synthetic data has no files", "--model", "resnet50", "--data-root", "/tmp");
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         /* the files are absent, so it falls back to synthetic data and only then needs the GPU */
-        assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", "/nonexistent-dir",
+        assert_int_equal(run_train("--model", "resnet50", "--data", "imagenet64", "--data-root", empty,
                                    "--data-if-present", "--epochs", "1", NULL), 1);
         assert_non_null(strstr(err, "synthetic imagenet64-shaped data instead"));
     }
+    test_rmtree(empty);
 }
 
 /* --decode: refused where there are no JPEG files to decode or no nvJPEG in the build; the plan
@@ -250,7 +301,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameter_counts_match_timm), cmocka_unit_test(test_dry_run_human_readable),
         cmocka_unit_test(test_dry_run_workspace_counts_the_lane),
-        cmocka_unit_test(test_bad_input_exits_2), cmocka_unit_test(test_data_if_present),
+        cmocka_unit_test(test_bad_input_exits_2),
+        cmocka_unit_test(test_options_that_do_not_apply), cmocka_unit_test(test_data_if_present),
         cmocka_unit_test(test_decode_option), cmocka_unit_test(test_decode_slots_option),
         cmocka_unit_test(test_decode_in_the_plan), cmocka_unit_test(test_json_error_event),
         cmocka_unit_test(test_without_gpu_says_so), cmocka_unit_test(test_help),

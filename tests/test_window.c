@@ -274,13 +274,18 @@ static void test_completion_keeps_todays_files(void **state) {
     assert_int_equal(run_suite(f, "completion-window", "*:epoch_ms=50", "--mode naive --mix S+S --completion --window 3"), 2);
 }
 
+/* Job 0 (batch 64) fails at its first step after the runner has given it the window (fake_train's
+ * fail_in_window), so it fails inside the window whatever the pace of either job: it is flagged as
+ * failed, the other job's window overlaps it only in part and is flagged, and the run ends. */
 static void test_failure_mid_window_is_flagged(void **state) {
     fixture *f = *state;
-    /* job 0 exits at step 40: after its warm-up, inside the 2 s window (5 ms steps) */
-    assert_int_equal(run_suite(f, "fail", "*:epoch_ms=50", "--mode naive --mix 'S[fault=exit@60]+S' --quick --window 2"), 3);
+    assert_int_equal(run_suite(f, "fail", "*:epoch_ms=50;resnet26@64:fail_in_window",
+                               "--mode naive --mix 'resnet26:cifar10@64+S' --quick --window 2"), 3);
     cJSON *root = summary(f);
     cJSON *jobs = cJSON_GetObjectItem(root, "jobs");
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(jobs, 0), "status")->valuestring, "failed");
+    cJSON *failed = cJSON_GetArrayItem(jobs, 0);
+    assert_string_equal(cJSON_GetObjectItem(failed, "status")->valuestring, "failed");
+    assert_non_null(strstr(cJSON_GetObjectItem(failed, "reason")->valuestring, "inside the window"));
     cJSON *other = cJSON_GetArrayItem(jobs, 1);
     assert_string_equal(cJSON_GetObjectItem(other, "status")->valuestring, "ok");
     expect_lt(num(other, "window_overlap"), 0.95);
@@ -299,8 +304,8 @@ static char *read_file(fixture *f, const char *name, char *text, size_t size) {
 }
 
 /* Serial under the window measurement runs a repeated spec once (its rate alone is the same
- * measurement); every job's record is there all the same. Every job gets the invocation's file of
- * convolution choices. */
+ * measurement); every job's record is there all the same, none flagged "not collocated". Every job
+ * gets the invocation's file of convolution choices. */
 static void test_serial_measures_a_repeated_job_once(void **state) {
     fixture *f = *state;
     char record[600], cmd[1400];
@@ -327,7 +332,12 @@ static void test_serial_measures_a_repeated_job_once(void **state) {
         cJSON *j = cJSON_GetArrayItem(jobs, i);
         assert_string_equal(cJSON_GetObjectItem(j, "status")->valuestring, "ok");
         expect_gt(num(j, "window_samples_per_s"), 0);
+        /* one job at a time is what serial means: never flagged "not collocated" */
+        assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "overlap_flag")));
     }
+    read_file(f, "serial.out", text, sizeof text);
+    assert_null(strstr(text, "not collocated"));
+    assert_null(strstr(text, ".0*"));
     assert_true(num(cJSON_GetArrayItem(jobs, 1), "window_samples_per_s") ==
                 num(cJSON_GetArrayItem(jobs, 0), "window_samples_per_s"));
     cJSON_Delete(root);

@@ -23,6 +23,27 @@ void test_expect_cmp(test_cmp_op op, double a, double b, const char *text_a, con
 void test_expect_near(double a, double b, double tol, const char *text_a, const char *text_b, const char *file, int line);
 #define expect_near(a, b, tol) test_expect_near((double)(a), (double)(b), (double)(tol), #a, #b, __FILE__, __LINE__)
 
+/* How far apart two trainings from the same weights and batch may end (relative difference of the
+ * parameter change over a few steps) when they run the same kernels on the same data and differ
+ * only in how those are launched (early, on a second stream, captured in a graph or not). With
+ * deterministic kernels they would be bitwise equal. They are not, for the reasons two plain runs
+ * are not: the batch norms add their blocks' partial sums (the statistics forward, the gradient
+ * sums backward) with double atomics in an order that varies from run to run
+ * (kernels/batchnorm.cu), so a mean or a parameter's gradient may differ in its last float bit;
+ * and each session measures its convolution algorithms afresh, where another algorithm sums in
+ * another order (some of cuDNN's weight-gradient algorithms add with atomics too). Over a few steps
+ * such rounding-level differences grow (a pre-activation may cross a ReLU's kink; in bf16 one bit
+ * more or less moves a stored activation by a whole bfloat16 unit, 2^-8 of it) but stay far from
+ * what a race does: a buffer overwritten under a kernel still reading it, or a weight updated under
+ * a data gradient that reads it, corrupts whole tensors, differences of order 1e-1 and more. Hence
+ * one fixed bound per precision, which such a comparison must meet and so must two plain runs
+ * (were those further apart, training itself would not be repeatable to its precision, and the
+ * comparison would judge nothing): float32 1e-3, orders of magnitude above its rounding (2^-24)
+ * even after a kink crossing and two below a race; bf16 5e-2, about a dozen bfloat16 units, still
+ * below a race. */
+#define TEST_SAME_KERNELS_FP32 1e-3
+#define TEST_SAME_KERNELS_BF16 5e-2
+
 /* Exits 77 (ctest: skipped) when no CUDA device can be used; prints why. */
 void test_require_gpu(void);
 /* Deterministic generator (splitmix64) so a failing case can be replayed from its seed. */

@@ -393,7 +393,9 @@ int st_open(st_file *f, const char *path, char *err, size_t err_size) {
 }
 
 int st_check_file(const char *path, char *err, size_t err_size) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* without blocking: a FIFO opened for reading waits for a writer that may never come; fstat
+       then refuses it (and a device) before anything is read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return error_set(err, err_size, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     uint8_t prefix[8] = {0};
@@ -425,26 +427,6 @@ int st_check_file(const char *path, char *err, size_t err_size) {
     free(text);
 done:
     close(fd);
-    return status;
-}
-
-int st_writer_check_path(const char *path, char *err, size_t err_size) {
-    struct stat st;
-    if (!path || !*path) return error_set(err, err_size, "no output path given for the safetensors file");
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return error_set(err, err_size, "%s: is a folder", path);
-    char *dir = strdup(path);
-    if (!dir) return error_set(err, err_size, "%s: out of memory", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = '\0';
-    else if (slash) *slash = '\0';
-    const char *folder = slash ? dir : ".";
-    int status = 0;
-    if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
-        status = error_set(err, err_size, "%s: its folder %s %s", path, folder,
-                      stat(folder, &st) != 0 ? "does not exist" : "is not a folder");
-    else if (access(folder, W_OK | X_OK) != 0) /* the writer creates a temporary file there and renames it */
-        status = error_set(err, err_size, "%s: its folder %s is not writable: %s", path, folder, strerror(errno));
-    free(dir);
     return status;
 }
 

@@ -52,10 +52,6 @@ void st_writer_metadata(st_writer *w, const char *key, const char *value);
 /* Returns -1 (message in the writer's error, see st_writer_close) on a duplicate name or bad shape. */
 int st_writer_add(st_writer *w, const char *name, st_dtype dtype, int ndim, const int64_t *shape,
                   const void *data);
-/* Whether a writer could put a file at path (its folder exists and is writable, path is not a
- * folder): the check before training, so trained weights are not lost to a bad path at the end.
- * 0, or -1 with the path and the problem. */
-int st_writer_check_path(const char *path, char *err, size_t err_size);
 /* Writes and frees the writer. 0 on success; -1 with the reason in err. */
 int st_writer_close(st_writer *w, char *err, size_t err_size);
 

@@ -5,6 +5,7 @@
  * which declares and checks its own options (runner/suite/modes/mode.h). */
 #define _GNU_SOURCE
 #include <libgen.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,14 +84,28 @@ static int handed_down(run_args *args, const run_form *const *forms) {
     return -1;
 }
 
+/* A results file that could not be written (results_write_failures: a full disk, a short write, a
+ * failed rename; each said with its reason as it happened) makes the run's status 1 whatever its
+ * jobs did: what was measured is not all on disk. Bad usage (2) and a stop (128+N) keep theirs. */
+static int with_writes(int status) {
+    int failed = results_write_failures();
+    if (!failed || status == EXIT_USAGE || status > 128 || status == EXIT_RUNTIME) return status;
+    fprintf(stderr, "run_suite: %d results file(s) could not be written (the errors above): exit %d\n", failed,
+            EXIT_RUNTIME);
+    return EXIT_RUNTIME;
+}
+
 int main(int argc, char **argv) {
+    /* a file-size limit (ulimit -f) makes a write fail with EFBIG, reported as any full disk is,
+     * rather than killing run_suite before it has said what was lost */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc > 1 && strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
     /* the program forms, in the order they are looked for: Slurm sweeps a study, a study spreads over --gpus */
     static const run_form *const forms[] = {&slurm_form, &study_form, &gpus_form, NULL};
     run_args *args;
     int status = run_args_parse(&args, forms, argc, argv);
     if (status < 0 && args->request_path) status = handed_down(args, forms);
-    if (status < 0) status = args->form ? args->form->main(args) : run_one(args);
+    if (status < 0) status = with_writes(args->form ? args->form->main(args) : run_one(args));
     run_args_free(args);
     return status;
 }

@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/line_reader.h"
 #include "base/spread.h"
+#include "data/data_check.h"
 #include "kernels/check.h"
 #include "runner/train/step_window.h"
 #include "runner/train/workload.h"
@@ -271,9 +272,14 @@ static void emit_setup(job *j) {
     cJSON *e = train_setup_event(j->o->model, (double)w->ops->param_count(w), (double)w->ops->gpu_bytes(w),
                                  w->ops->flops_per_step(w), w->ctx, w->steps_per_epoch, j->o->data, w->data_source,
                                  device, sizeof device, &sms, &mps);
+    /* which data it trains on, named: real (where) or synthetic (why), as data/data_check.h names it */
+    char data[1200];
+    data_describe(j->o->data, j->o->data_root, j->o->data_if_present, data, sizeof data);
+    cJSON_AddStringToObject(e, "data_detail", data);
     w->ops->add_setup_fields(w, e);
     train_emit(j->ev, e);
     w->ops->print_setup(w, device, sms, mps, j->ev->human);
+    fprintf(j->ev->human, "data: %s, %s\n", j->o->data, data);
 }
 
 /* Everything after the plan: data, GPU, barrier, epochs, checkpoint. */
@@ -309,6 +315,7 @@ int train_job_run(const train_options *options, const train_events *events, cons
                      .spec = spec};
     int rc;
     if (j.w.ops->plan(&j.w, err, sizeof err) != 0) rc = fail(&j, 2, err);
+    else if (options->dry_run && train_options_check_files(options, err, sizeof err) != 0) rc = fail(&j, 2, err);
     else if (options->dry_run) rc = dry_run(&j);
     else rc = train_workload(&j, place, err, sizeof err);
     j.w.ops->end(&j.w);

@@ -14,11 +14,13 @@ void *train_pinned_alloc(size_t bytes, void *user) {
 
 void train_pinned_free(void *ptr, void *user) { CHECK_CUDA(cudaFreeHost(ptr)); }
 
+int train_loader_workers_for(int workers, long cpus, const char *concurrent_jobs) {
+    if (workers > 0) return workers;
+    long jobs = concurrent_jobs ? strtol(concurrent_jobs, NULL, 10) : 1;
+    long share = (cpus < 1 ? 1 : cpus) / (jobs < 1 ? 1 : jobs);
+    return share < 1 ? 1 : share > 16 ? 16 : (int)share;
+}
+
 int train_loader_workers(const train_options *o) {
-    if (o->workers > 0) return o->workers;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *shared = knob_text(KNOB_CONCURRENT_JOBS);
-    long jobs = shared ? strtol(shared, NULL, 10) : 1;
-    long workers = (cpus < 1 ? 1 : cpus) / (jobs < 1 ? 1 : jobs);
-    return workers < 1 ? 1 : workers > 16 ? 16 : (int)workers;
+    return train_loader_workers_for(o->workers, sysconf(_SC_NPROCESSORS_ONLN), knob_text(KNOB_CONCURRENT_JOBS));
 }

@@ -14,5 +14,8 @@ void train_pinned_free(void *ptr, void *user);
 /* --workers, or when it is 0 the CPU cores divided among the jobs that run at once
  * (SUITE_CONCURRENT_JOBS, which run_suite sets), at least 1 and at most 16. */
 int train_loader_workers(const train_options *o);
+/* That rule for `cpus` online CPUs (fewer than 1: one) and SUITE_CONCURRENT_JOBS' text (NULL when
+ * unset; a count below 1 or no number: one job): train_loader_workers passes the machine's. */
+int train_loader_workers_for(int workers, long cpus, const char *concurrent_jobs);
 
 #endif

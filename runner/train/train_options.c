@@ -5,18 +5,17 @@
 #include <string.h>
 
 #include "base/job_spec.h"
+#include "data/data_check.h"
 #include "models/catalog.h"
 #include "models/core/safetensors.h"
+#include "base/output_path.h"
 #include "runner/cli.h"
+#include "runner/train/train_rules.h"
 
 #define DATA_SETS "synthetic, fashion-mnist, cifar10, imagenet64, imagenet, criteo-kaggle, criteo-terabyte"
 
 static int is_criteo(const char *data) { return !strncmp(data, "criteo-", 7); }
 
-/* The schedules and optimizers by name: parsed from the command line, printed back in events. */
-static const cli_choice SCHEDULES[] = {{"constant", LR_CONSTANT}, {"step", LR_STEP}, {"cosine", LR_COSINE},
-                                       {"one-cycle", LR_ONE_CYCLE}, {0}};
-static const cli_choice OPTIMIZERS[] = {{"sgd", OPTIMIZER_SGD}, {"adamw", OPTIMIZER_ADAMW}, {0}};
 static const cli_choice LAUNCHERS[] = {{"env", RANK_LAUNCHER_ENV}, {"slurm", RANK_LAUNCHER_SLURM}, {0}};
 #define DECODE_CHOICE_(kind, name) {name, kind},
 static const cli_choice DECODES[] = {DECODE_TABLE(DECODE_CHOICE_){0}};
@@ -28,20 +27,15 @@ static const cli_choice PRECISIONS[] = {PRECISION_TABLE(PRECISION_CHOICE_){0}};
 /* Lists of models from the catalog, for the help and the messages; built once, whichever job
  * thread parses first. */
 static struct {
-    char all[256], model_help[300], bf16[256], patches[256], drop_path[256], click_logs[256];
+    char all[256], model_help[300], click_logs[256];
 } lists;
 static pthread_once_t lists_once = PTHREAD_ONCE_INIT;
 
 static void build_lists(void) {
-    catalog_filter bf16 = {MODEL_INPUT_IMAGES, PRECISION_BF16, 0, 1}, patches = CATALOG_ALL,
-                   drop_path = CATALOG_ALL, click_logs = CATALOG_ALL;
-    patches.options = MODEL_HAS_PATCHES, drop_path.options = MODEL_HAS_DROP_PATH;
+    catalog_filter click_logs = CATALOG_ALL;
     click_logs.input = MODEL_INPUT_CLICK_LOGS;
     catalog_list(lists.all, sizeof lists.all, CATALOG_ALL, ", ");
     snprintf(lists.model_help, sizeof lists.model_help, "one of %s (required)", lists.all);
-    catalog_list(lists.bf16, sizeof lists.bf16, bf16, ", ");
-    catalog_list(lists.patches, sizeof lists.patches, patches, ", ");
-    catalog_list(lists.drop_path, sizeof lists.drop_path, drop_path, ", ");
     catalog_list(lists.click_logs, sizeof lists.click_logs, click_logs, ", ");
 }
 
@@ -70,14 +64,14 @@ static const cli_option OPTIONS[] = {
     {"--image-size", "N", "image side (default: the data set's)", CLI_INT(T, image_size, 8, 2048)},
     {"--classes", "N", "classes (default: the data set's)", CLI_INT(T, classes, 2, 1000000)},
     {"--optimizer", NULL, "cait_*: adamw with lr 1e-3, weight decay 0.05, cosine after a 5% warm-up; others: "
-     "sgd (efficientnetv2_s: lr 0.05, Nesterov)", CLI_CHOICE(T, optimizer, OPTIMIZERS), CLI_MARK(T, optimizer_set)},
+     "sgd (efficientnetv2_s: lr 0.05, Nesterov)", CLI_CHOICE(T, optimizer, TRAIN_OPTIMIZERS), CLI_MARK(T, optimizer_set)},
     {"--lr", "X", "learning rate", CLI_REAL(T, lr, 0, 100), .fallback = "0.1", CLI_MARK(T, lr_set)},
     {"--momentum", "X", "SGD momentum", CLI_REAL(T, momentum, 0, 0.9999), .fallback = "0.9", CLI_MARK(T, momentum_set)},
     {"--weight-decay", "X", "weight decay (not on norms and biases unless --wd-all)",
      CLI_REAL(T, weight_decay, 0, 1), .fallback = "5e-4", CLI_MARK(T, weight_decay_set)},
     {"--nesterov", NULL, "Nesterov momentum", CLI_FLAG(T, nesterov, 1)},
     {"--wd-all", NULL, "weight decay on every parameter", CLI_FLAG(T, decay_all, 1)},
-    {"--schedule", NULL, "learning-rate schedule", CLI_CHOICE(T, schedule, SCHEDULES), .fallback = "one-cycle",
+    {"--schedule", NULL, "learning-rate schedule", CLI_CHOICE(T, schedule, TRAIN_SCHEDULES), .fallback = "one-cycle",
      CLI_MARK(T, schedule_set)},
     {"--warmup-pct", "X", "share of the steps spent warming up (one-cycle rise, cosine warm-up)",
      CLI_REAL(T, warmup_pct, 0, 0.999), .fallback = "0.15", CLI_MARK(T, warmup_set)},
@@ -153,7 +147,7 @@ decode_kind train_decode_plan(const train_options *o, int jpeg_files, int nvjpeg
 }
 
 const char *lr_kind_name(lr_kind kind) {
-    for (const cli_choice *c = SCHEDULES; c->name; c++)
+    for (const cli_choice *c = TRAIN_SCHEDULES; c->name; c++)
         if (c->value == (int)kind) return c->name;
     return "one-cycle";
 }
@@ -226,6 +220,11 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
             return -1;
         }
     }
+    if (!o->allow_tf32 && cli_given(argc, argv, "--precision") && o->precision != PRECISION_FP32) {
+        snprintf(err, err_size, "--no-tf32 is --precision fp32; --precision %s contradicts it (give one of them)",
+                 precision_name(o->precision));
+        return -1;
+    }
     if (!o->allow_tf32 && o->precision == PRECISION_TF32) o->precision = PRECISION_FP32;
     if (o->precision == PRECISION_FP32) o->allow_tf32 = 0;
     if (!o->model[0]) {
@@ -234,25 +233,7 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
     }
     /* an unknown name is refused where the model is built, with the names that build */
     const model_spec *spec = catalog_find(o->model);
-    int click_logs = spec && spec->input == MODEL_INPUT_CLICK_LOGS;
-    if (!click_logs && (o->max_rows || o->lr_warmup_steps || o->lr_decay_start || o->lr_decay_steps)) {
-        snprintf(err, err_size, "--max-rows and --lr-warmup-steps/--lr-decay-start/--lr-decay-steps are the "
-                 "recommender's (--model %s), not %s's", lists.click_logs, o->model);
-        return -1;
-    }
-    if (o->precision == PRECISION_BF16 && !catalog_runs(spec, PRECISION_BF16)) {
-        snprintf(err, err_size, "--precision bf16: %s does not run in bf16 yet (it does: %s)", o->model,
-                 lists.bf16);
-        return -1;
-    }
-    if (o->patch_size && !(spec && spec->options & MODEL_HAS_PATCHES)) {
-        snprintf(err, err_size, "--patch-size: %s has no patches (it is for %s)", o->model, lists.patches);
-        return -1;
-    }
-    if (o->drop_path > 0 && !(spec && spec->options & MODEL_HAS_DROP_PATH)) {
-        snprintf(err, err_size, "--drop-path: stochastic depth is built for %s, not %s", lists.drop_path, o->model);
-        return -1;
-    }
+    if (train_rule_precision(spec, o->model, o->precision, err, err_size) != 0) return -1;
     /* The model's recipe (models/catalog.c) where the command line names no optimizer; explicit
      * options still win. */
     if (spec && !o->optimizer_set) {
@@ -264,8 +245,17 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
     if (o->optimizer == OPTIMIZER_ADAMW) {
         if (!o->lr_set) o->lr = 1e-3f;
         if (!o->weight_decay_set) o->weight_decay = 0.05f;
-        if (!o->schedule_set) o->schedule = LR_COSINE;
+        if (!o->schedule_set) o->schedule = train_rule_default_schedule(o->optimizer);
         if (!o->warmup_set) o->warmup_pct = 0.05f;
+    }
+    /* every option given that applies only to some models, optimizers or schedules, against this
+       job's as they now stand (runner/train/train_rules.h) */
+    train_rule_job job = {spec, o->model, o->optimizer, o->schedule};
+    if (train_rule_check_given(argc, argv, &job, err, err_size) != 0) return -1;
+    if (o->min_lr > o->lr) {
+        snprintf(err, err_size, "--min-lr %g is above --lr %g%s: the schedule's lowest rate above its highest", o->min_lr,
+                 o->lr, o->lr_set ? "" : " (the default for this model and optimizer)");
+        return -1;
     }
     if (o->nesterov && o->momentum == 0) {
         snprintf(err, err_size, "--nesterov needs a momentum above 0");
@@ -317,13 +307,15 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
 
 int train_options_check_files(const train_options *o, char *err, size_t err_size) {
     char why[1024];
+    /* a root given that cannot be used is bad input, never a reason for synthetic data */
+    if (data_root_check(o->data, o->data_root, err, err_size) != 0) return -1;
     if (o->load[0] && st_check_file(o->load, why, sizeof why) != 0) {
         snprintf(err, err_size, "--load %s", why);
         return -1;
     }
-    if (o->save[0] && st_writer_check_path(o->save, why, sizeof why) != 0) {
-        snprintf(err, err_size, "--save %s", why);
-        return -1;
-    }
+    /* the one rule of outputs (base/output_path.h): never onto what the job reads */
+    const char *inputs[] = {o->load, o->data_root, NULL};
+    const output_path_rule save = {"--save", OUTPUT_PATH_FILE, inputs, ".safetensors"};
+    if (o->save[0] && output_path_check(&save, o->save, err, err_size) != 0) return -1;
     return 0;
 }

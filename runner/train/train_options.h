@@ -72,9 +72,14 @@ const char *lr_kind_name(lr_kind kind);
  * DECODE_CPU. The GPU may still refuse at start-up (auto then decodes on the CPU). */
 decode_kind train_decode_plan(const train_options *o, int jpeg_files, int nvjpeg_built, char *why,
                               size_t why_size);
-/* The files the options name, checked on the host before the GPU is touched (bad input, exit 2):
- * the --load checkpoint's whole header against its size, and that --save can be written where it
- * points, so trained weights are never lost to a bad path. 0, or -1 naming the option. */
+/* The files the options name, checked on the host before the GPU is touched, in the dry run too
+ * (bad input, exit 2): a --data-root that cannot be used (data/data_check.h: missing, not a folder,
+ * unreadable, a link loop or to nothing; --data-if-present covers only a set absent under a usable
+ * one), the --load checkpoint's whole header against its size (a FIFO or a device
+ * is refused without waiting on it), and that --save may be written where it points by the rule of
+ * every output (base/output_path.h: a regular file or a new name in a folder it can write, never
+ * the --load file nor inside --data-root), so trained weights are never lost to a bad path. 0, or
+ * -1 naming the option. */
 int train_options_check_files(const train_options *o, char *err, size_t err_size);
 
 #endif

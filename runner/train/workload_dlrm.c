@@ -51,22 +51,6 @@ static size_t held_bytes(const dlrm_job *j) {
     return j->ctx.arena.allocated + j->ctx.workspace_bytes + dlrm_footprint_of(&j->model).embeddings;
 }
 
-/* Options the image models take that have no meaning here: refused rather than ignored. */
-static int check_options(const train_options *o, char *err, size_t err_size) {
-    const char *why = NULL;
-    if (o->optimizer == OPTIMIZER_ADAMW) why = "--optimizer adamw: dlrm trains with the reference's plain SGD";
-    else if (o->weight_decay_set) why = "--weight-decay: dlrm's SGD has no weight decay, as the reference's";
-    else if (o->schedule_set)
-        why = "--schedule: dlrm follows the reference's learning-rate policy (set --lr and --warmup-pct)";
-    else if (o->nesterov || o->momentum_set) why = "--momentum/--nesterov: dlrm's SGD has no momentum, as the reference's";
-    else if (o->image_size || o->classes) why = "--image-size/--classes: click logs have no images or classes";
-    else if (o->label_smoothing > 0) why = "--label-smoothing: dlrm's loss is binary cross-entropy";
-    else if (o->patch_size || o->drop_path > 0) why = "--patch-size/--drop-path are vision transformer options";
-    else if (o->skip_bad) why = "--skip-bad is for undecodable images; Criteo lines are checked as they are read";
-    if (why) snprintf(err, err_size, "%s", why);
-    return why ? -1 : 0;
-}
-
 static int plan(workload *w, char *err, size_t err_size) {
     dlrm_job *j = calloc(1, sizeof *j); /* large (the model's layer table); one per job, not static */
     if (!j) {
@@ -76,8 +60,8 @@ static int plan(workload *w, char *err, size_t err_size) {
     w->impl = j;
     j->o = w->o;
     const train_options *o = w->o;
-    if (check_options(o, err, err_size) != 0 ||
-        dlrm_config_named(&j->config, o->data, o->max_rows, o->batch, o->seed, err, err_size) != 0 ||
+    /* the image models' options are refused for it by train's rules (runner/train/train_rules.h) */
+    if (dlrm_config_named(&j->config, o->data, o->max_rows, o->batch, o->seed, err, err_size) != 0 ||
         dlrm_plan(&j->model, &j->config, 0, err, err_size) != 0)
         return -1;
     return 0;

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "kernels/knobs.h"
+#include "results/results.h"
 #include "runner/suite/gpu/mps.h"
 #include "runner/suite/gpu/nvml.h"
 
@@ -187,7 +188,9 @@ void monitor_stop(monitor *m) {
     pthread_join(m->thread, NULL);
     m->running = 0;
     m->stopped_mono = clock_monotonic();
-    if (fclose(m->csv) == 0) rename(m->partial_path, m->path);
+    char err[PATH_MAX + 512];
+    if (results_commit_stream(m->csv, m->partial_path, m->path, err, sizeof err) != 0)
+        fprintf(stderr, "error: the GPU timeline: %s\n", err);
     m->csv = NULL;
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->wake);

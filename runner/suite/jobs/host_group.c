@@ -20,6 +20,7 @@
 
 #include "base/clock.h"
 #include "kernels/knobs.h"
+#include "results/results.h"
 #include "runner/suite/jobs/spawn.h"
 
 void host_group_program(const char *train_path, char *out, size_t size) {
@@ -62,6 +63,7 @@ typedef struct host_run {
     int count;
     const jobs_settings *s;
     int log_fd;                       /* job_host.log */
+    char log_path[PATH_MAX + 32];
     char out_line[JOB_LINE_MAX], err_line[512];
     size_t out_len, err_len;
     int collateral_of[MIX_MAX_JOBS];  /* -1, or the job whose fault poisoned this one's context */
@@ -83,6 +85,7 @@ static void notify(const host_run *h, const job_record *job, const char *phase, 
     if (h->s->observer.on_phase) h->s->observer.on_phase(h->s->observer.user, job, phase, t);
 }
 
+/* The host's stdin: all of it, or the pipe closed (the host is gone). */
 static void write_all(int *fd, const char *data, size_t n) {
     while (*fd >= 0 && n > 0) {
         ssize_t w = write(*fd, data, n);
@@ -125,14 +128,14 @@ static void take_line(host_run *h, double now) {
     const cJSON *event = cJSON_GetObjectItemCaseSensitive(root, "event");
     int i = cJSON_IsNumber(index) ? index->valueint : -1;
     if (i < 0 || i >= h->count) { /* not a job's: kept in the host's log */
-        write_all(&h->log_fd, line, h->out_len);
-        write_all(&h->log_fd, "\n", 1);
+        results_append(&h->log_fd, h->log_path, line, h->out_len);
+        results_append(&h->log_fd, h->log_path, "\n", 1);
         cJSON_Delete(root);
         return;
     }
     job_record *job = &h->jobs[i];
-    write_all(&job->proc->log_fd, line, h->out_len);
-    write_all(&job->proc->log_fd, "\n", 1);
+    results_append(&job->proc->log_fd, job->log_path, line, h->out_len);
+    results_append(&job->proc->log_fd, job->log_path, "\n", 1);
     const char *name = cJSON_IsString(event) ? event->valuestring : "";
     if (!strcmp(name, "exit") || !strcmp(name, "collateral")) {
         host_event(h, job, root, name, now);
@@ -156,7 +159,7 @@ static void take_line(host_run *h, double now) {
 }
 
 static void take_output(host_run *h, int is_stdout, const char *data, size_t n) {
-    if (!is_stdout) write_all(&h->log_fd, data, n);
+    if (!is_stdout) results_append(&h->log_fd, h->log_path, data, n);
     for (size_t k = 0; k < n; k++) {
         char c = data[k];
         if (is_stdout) {
@@ -275,15 +278,14 @@ group_result host_group_run(job_record *jobs, int count, char **argv, const char
     host_run *h = calloc(1, sizeof *h);
     if (!h) return GROUP_PARTIAL;
     h->jobs = jobs, h->count = count, h->s = s;
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/job_host.log", log_dir);
-    h->log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    snprintf(h->log_path, sizeof h->log_path, "%s/job_host.log", log_dir);
+    h->log_fd = results_open_log(h->log_path);
     double t = clock_unix();
     for (int i = 0; i < count; i++) {
         h->collateral_of[i] = -1;
         jobs[i].proc->phase = JOB_STARTED;
         jobs[i].t_spawn = t;
-        jobs[i].proc->log_fd = open(jobs[i].log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        jobs[i].proc->log_fd = results_open_log(jobs[i].log_path);
     }
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
     pid_t pid = -1;

@@ -12,6 +12,7 @@
 #include "runner/suite/plan/mix.h"
 #include "runner/train/step_window.h"
 #include "kernels/knobs.h"
+#include "results/results.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -283,9 +284,7 @@ static int start_job(job_record *job, const jobs_settings *s) {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
     job->t_spawn = clock_unix();
     p->phase = JOB_STARTED;
-    p->log_fd = open(job->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (p->log_fd < 0)
-        fprintf(stderr, "warning: cannot write the log %s: %s\n", job->log_path, strerror(errno));
+    p->log_fd = results_open_log(job->log_path);
     int rc = 0;
     if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(er, O_CLOEXEC)) rc = errno;
     if (!rc) rc = spawn_child(&p->pid, job->argv, job->envp, in[0], out[1], er[1], SIGKILL);
@@ -310,16 +309,6 @@ static int start_job(job_record *job, const jobs_settings *s) {
     return 0;
 }
 
-static void log_bytes(job_record *job, const char *data, size_t n) {
-    job_process *p = job->proc;
-    while (p->log_fd >= 0 && n > 0) {
-        ssize_t w = write(p->log_fd, data, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) { close_fd(&p->log_fd); return; }
-        data += w;
-        n -= (size_t)w;
-    }
-}
 
 static void take_stdout_line(job_record *job, const jobs_settings *s) {
     job_process *p = job->proc;
@@ -346,7 +335,7 @@ static void take_stdout_line(job_record *job, const jobs_settings *s) {
 static void take_output(job_record *job, int is_stdout, const char *data, size_t n,
                         const jobs_settings *s) {
     job_process *p = job->proc;
-    log_bytes(job, data, n);
+    results_append(&job->proc->log_fd, job->log_path, data, n);
     for (size_t i = 0; i < n; i++) {
         char c = data[i];
         if (is_stdout) {

@@ -630,7 +630,7 @@ static int gpus_main(run_args *args) {
     int index[PLACEMENT_MAX_GPUS];
     int count = placement_parse_gpus(a->gpus_text, index, PLACEMENT_MAX_GPUS, err, sizeof err);
     if (count < 0) return run_args_usage("%s", err);
-    if (run_request_set_mix(a, a->mix_text, err, sizeof err) != 0) return run_args_usage("--mix: %s", err);
+    if (run_request_set_mix(a, a->mix_text, err, sizeof err) != 0) return run_args_usage("%s", err);
     const mix *m = &a->mix;
     if (!mode && strcmp(a->mode_name, SUITE_ALL) != 0)
         return run_args_usage("--mode %s: expected one of %s", a->mode_name, suite_mode_names());

@@ -305,7 +305,7 @@ int slurm_task_request(const run_request *sweep, const char *mix_text, const cha
     *out = *sweep;
     out->memory = NULL;
     out->mix.count = 0;
-    out->results_dir = dir;
+    if (dir) out->results_dir = dir;
     out->dry_run = out->json = 0; /* the sweep's --dry-run writes the script; the tasks run */
     const char *kept = run_request_keep(out, mix_text);
     if (!kept || suite_mode_options_own(out) != 0) {

@@ -103,7 +103,7 @@ int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char
 extern const run_form slurm_form;
 
 /* The hop to a task of mixes: the sweep's request with the task's jobs (mix_text, kept in out) and
- * folder (dir), run rather than written as a script (no --dry-run). out owns its memory
+ * folder (dir; NULL: the sweep's), run rather than written as a script (no --dry-run). out owns its memory
  * (run_request_free). 0, or -1 with the mix's message. */
 int slurm_task_request(const run_request *sweep, const char *mix_text, const char *dir, run_request *out, char *err,
                        size_t err_size);

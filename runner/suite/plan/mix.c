@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "models/catalog.h"
+#include "runner/train/train_rules.h"
 
 #define MIX_MAX_BATCH 65536
 #define MIX_MAX_EPOCHS 100000
@@ -244,6 +245,17 @@ static int parse_explicit(const parse_ctx *c, int part, span where, span core, j
     return 0;
 }
 
+/* An override that becomes a train option passes train's table of where its options apply
+ * (runner/train/train_rules.h), for the job's model and its catalog recipe: the mix refuses what
+ * train would refuse the job for. */
+static int applies(const parse_ctx *c, int part, span where, const job_spec *job, const char *key,
+                   const char *option) {
+    char why[512];
+    train_rule_job recipe = train_rule_recipe(catalog_find(job->model), job->model);
+    if (train_rule_check(option, &recipe, why, sizeof why) == 0) return 0;
+    return fail(c, part, where, "%s= (train's %s): %s", key, option, why);
+}
+
 static int parse_overrides(const parse_ctx *c, int part, span where, span list, job_spec *job) {
     if (trim(list).n == 0)
         return fail(c, part, where, "empty brackets; overrides: " VALID_OVERRIDES);
@@ -275,10 +287,7 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
                             (int)value.n, value.p, MIX_MAX_STEPS);
             job->steps_per_epoch = (long)v;
         } else if (span_is(key, "rows")) {
-            const model_spec *spec = catalog_find(job->model);
-            if (!spec || spec->input != MODEL_INPUT_CLICK_LOGS)
-                return fail(c, part, where, "rows= caps a recommender's embedding tables; %s has none",
-                            job->model);
+            if (applies(c, part, where, job, "rows", "--max-rows") != 0) return -1;
             if (!number_ok || v < 1 || v > MIX_MAX_ROWS)
                 return fail(c, part, where, "rows=\"%.*s\" must be a whole number in 1..%lld",
                             (int)value.n, value.p, (long long)MIX_MAX_ROWS);
@@ -288,6 +297,10 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
             if (precision < 0)
                 return fail(c, part, where, "precision=\"%.*s\" must be tf32, fp32 or bf16", (int)value.n,
                             value.p);
+            char why[512];
+            if (train_rule_precision(catalog_find(job->model), job->model, (precision_kind)precision, why,
+                                     sizeof why) != 0)
+                return fail(c, part, where, "precision= (train's --precision): %s", why);
             job->precision = (precision_kind)precision;
             job->precision_given = 1;
         } else if (span_is(key, "decode")) {
@@ -320,6 +333,7 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
             if (fault_parse(value.p, value.n, &job->fault, why, sizeof why) != 0)
                 return fail(c, part, where, "%s", why);
         } else if (span_is(key, "classes")) {
+            if (applies(c, part, where, job, "classes", "--classes") != 0) return -1;
             if (strcmp(job->data, "synthetic") != 0)
                 return fail(c, part, where,
                             "classes= is for synthetic data only; %s has %d classes",

@@ -1,8 +1,12 @@
 /* The run request (see run_request.h). */
 #include "runner/suite/request/run_request.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "models/catalog.h"
+#include "runner/train/train_rules.h"
 
 /* One block the request owns; they form a list, freed together. */
 struct run_request_memory {
@@ -52,12 +56,24 @@ void run_request_settle(run_request *r, const run_request_given *given, int quic
 }
 
 int run_request_set_mix(run_request *r, const char *text, char *err, size_t err_size) {
+    char why[1536];
     r->mix_text = text;
-    if (mix_parse(&r->mix, text, err, err_size) != 0) return -1;
-    for (int i = 0; r->precision && i < r->mix.count; i++)
-        if (!r->mix.jobs[i].precision_given) {
-            r->mix.jobs[i].precision = (precision_kind)(r->precision - 1);
-            r->mix.jobs[i].precision_given = 1;
+    if (mix_parse(&r->mix, text, why, sizeof why) != 0) {
+        snprintf(err, err_size, "--mix: %s", why);
+        return -1;
+    }
+    for (int i = 0; r->precision && i < r->mix.count; i++) {
+        job_spec *job = &r->mix.jobs[i];
+        if (job->precision_given) continue;
+        /* the rule train applies to the job (runner/train/train_rules.h), before any job starts */
+        precision_kind p = (precision_kind)(r->precision - 1);
+        if (train_rule_precision(catalog_find(job->model), job->model, p, why, sizeof why) != 0) {
+            snprintf(err, err_size, "job %s: %s", job->label, why);
+            r->mix.count = 0;
+            return -1;
         }
+        job->precision = p;
+        job->precision_given = 1;
+    }
     return 0;
 }

@@ -89,8 +89,9 @@ const char *run_request_keep(run_request *r, const char *text);
 void run_request_free(run_request *r);
 
 /* The jobs: text parsed by the mix grammar (mix.h), each job that names no precision given the
- * request's. 0, or -1 with mix_parse's message (the request's jobs are then none). text must
- * outlive the request (argv, or run_request_keep). */
+ * request's where train's rule allows it (runner/train/train_rules.h). 0, or -1 with "--mix:
+ * <the grammar's message>" or "job <label>: <the rule's>" (the request's jobs are then none). text
+ * must outlive the request (argv, or run_request_keep). */
 int run_request_set_mix(run_request *r, const char *text, char *err, size_t err_size);
 /* A job's epochs and steps per epoch: its own where the mix gives them, else the request's. */
 static inline int run_request_job_epochs(const run_request *r, const job_spec *job) {

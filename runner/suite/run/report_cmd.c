@@ -9,10 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernels/knobs.h"
+#include "base/output_path.h"
+#include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/jobs/spawn.h"
 
@@ -68,6 +71,10 @@ int report_run(char *const *args, int count) {
     char **argv = calloc((size_t)count + 3, sizeof *argv);
     if (!argv) return 1;
     const char *python = report_python();
+    if (jobs_stop_signal()) { /* stopped while the interpreters were asked: nothing to start */
+        free(argv);
+        return 128 + jobs_stop_signal();
+    }
     argv[0] = (char *)python;
     argv[1] = (char *)script;
     for (int i = 0; i < count; i++) argv[i + 2] = args[i];
@@ -80,15 +87,76 @@ int report_run(char *const *args, int count) {
         return 1;
     }
     int st = jobs_wait_child(pid); /* a stop signal is passed on; a kill -9 of ours takes it along */
+    /* stopped: 128+N as every program of the suite, whatever the script made of the signal */
+    if (jobs_stop_signal()) return 128 + jobs_stop_signal();
+    if (st >= 0 && WIFSIGNALED(st)) return 128 + WTERMSIG(st);
     return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+typedef struct report_args {
+    const char *output, *reference;
+} report_args;
+
+#define T report_args
+static const cli_option OPTIONS[] = {
+    {"-o", "FILE", "the page (default RUN_DIR/report.html for one folder, else report.html in the current "
+     "folder); each figure's data beside it as FILE's name without .html, then .FIGURE.csv", CLI_STR(T, output)},
+    {"--reference", "FILE", "the paper's findings set beside ours (default results/study_reference.json)",
+     CLI_STR(T, reference)},
+    {0}};
+#undef T
+
+static const cli_program PROGRAM = {
+    .name = "run_suite report",
+    .synopsis = "usage: run_suite report RUN_DIR [RUN_DIR...] [-o report.html]\n"
+                "  one self-contained HTML page (figures embedded) from run, --mode all or --study folders",
+    .epilogue = "exit status: 0 written, 1 the page could not be written, 2 bad input (a folder without runs,\n"
+                "a malformed file, an output that may not be written), 128+N stopped by signal N\n",
+    .options = OPTIONS,
+};
+
 int report_main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: run_suite report RUN_DIR [RUN_DIR...] [-o report.html]\n"
-                "  one self-contained HTML page (figures embedded) from run, --mode all or --study\n"
-                "  folders; -o defaults to RUN_DIR/report.html for one folder\n");
+    enum { MAX_ARGS = 256 };
+    const char *rest[MAX_ARGS];
+    report_args a = {0};
+    char err[PATH_MAX + 512];
+    int parsed = cli_parse_unknown(&PROGRAM, &a, argc, argv, rest, MAX_ARGS, err, sizeof err);
+    if (parsed == 1) return 0;
+    int dirs = 0;
+    for (int i = 0; parsed == 0 && rest[i]; i++) {
+        if (rest[i][0] == '-' && rest[i][1]) {
+            snprintf(err, sizeof err, "unknown option '%s' (run_suite report --help lists them)", rest[i]);
+            parsed = -1;
+        }
+        dirs++;
+    }
+    if (parsed == 0 && dirs == 0) {
+        cli_usage(&PROGRAM, stderr);
         return 2;
     }
-    return report_run(argv + 1, argc - 1);
+    for (int i = 0; parsed == 0 && i < dirs; i++) { /* before the page's place, which may be inside one */
+        struct stat st;
+        if (stat(rest[i], &st) != 0 || !S_ISDIR(st.st_mode))
+            snprintf(err, sizeof err, "%s: not a folder (expected a run folder of run_suite)", rest[i]), parsed = -1;
+    }
+    /* the page: a regular file or a new name in a folder it can write, never a run file it reads
+       (base/output_path.h); found before anything is rendered */
+    char page[PATH_MAX + 32];
+    if (parsed == 0) {
+        if (a.output) snprintf(page, sizeof page, "%s", a.output);
+        else if (dirs == 1) snprintf(page, sizeof page, "%s/report.html", rest[0]);
+        else snprintf(page, sizeof page, "report.html");
+        const output_path_rule rule = {"-o", OUTPUT_PATH_FILE, rest, ".html"};
+        if (output_path_check(&rule, page, err, sizeof err) != 0) parsed = -1;
+    }
+    if (parsed != 0) {
+        fprintf(stderr, "run_suite report: %s\n", err);
+        return 2;
+    }
+    char *args[MAX_ARGS + 4];
+    int n = 0;
+    for (int i = 0; i < dirs; i++) args[n++] = (char *)rest[i];
+    args[n++] = "-o", args[n++] = page;
+    if (a.reference) args[n++] = "--reference", args[n++] = (char *)a.reference;
+    return report_run(args, n);
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/output_path.h"
 #include "runner/suite/modes/mode.h"
 
 static int is_dir(const char *path) {
@@ -39,7 +40,6 @@ static int check_skip(const run_request *r, int all, char *err, size_t err_size)
 }
 
 int request_check(run_request *r, char *err, size_t err_size) {
-    char why[1536];
     if (!r->mode_name) {
         snprintf(err, err_size, "--mode is required: one of %s", suite_mode_names());
         return -1;
@@ -54,10 +54,7 @@ int request_check(run_request *r, char *err, size_t err_size) {
         snprintf(err, err_size, "--mix is required, e.g. S+M+M (run_suite --list shows the presets)");
         return -1;
     }
-    if (!r->mix.count && run_request_set_mix(r, r->mix_text, why, sizeof why) != 0) {
-        snprintf(err, err_size, "--mix: %s", why);
-        return -1;
-    }
+    if (!r->mix.count && run_request_set_mix(r, r->mix_text, err, err_size) != 0) return -1;
     if (suite_mode_check_options(r, err, err_size) != 0) return -1;
     if (r->json && !r->dry_run) {
         snprintf(err, err_size, "--json goes with --dry-run or --list");
@@ -67,6 +64,10 @@ int request_check(run_request *r, char *err, size_t err_size) {
         snprintf(err, err_size, "--baseline %s: not a folder", r->baseline_dir);
         return -1;
     }
+    /* the rule of every output (base/output_path.h), in the dry run too */
+    const char *inputs[] = {r->data_root ? r->data_root : "", r->baseline_dir ? r->baseline_dir : "", NULL};
+    const output_path_rule results = {"--results", OUTPUT_PATH_FOLDER, inputs, NULL};
+    if (output_path_check(&results, r->results_dir, err, err_size) != 0) return -1;
     if (!r->train_path || access(r->train_path, X_OK) != 0) {
         snprintf(err, err_size, "cannot run the train program at %s (build it, or give --train PATH)",
                  r->train_path ? r->train_path : "(none)");

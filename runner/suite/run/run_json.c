@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "data/data_check.h"
 #include "results/results.h"
 
 void run_json_time(char *out, size_t size) {
@@ -60,6 +61,10 @@ cJSON *run_json_jobs(const suite_ctx *c, const mode_run *r) {
         cJSON_AddStringToObject(j, "job", canonical);
         cJSON_AddStringToObject(j, "model", spec->model);
         cJSON_AddStringToObject(j, "data", spec->data);
+        char what[1200]; /* real (where) or synthetic (why): run_suite passes --data-if-present with a root */
+        int real = data_describe(spec->data, c->o->data_root, 1, what, sizeof what);
+        cJSON_AddStringToObject(j, "data_source", real ? "real" : "synthetic");
+        cJSON_AddStringToObject(j, "data_detail", what);
         cJSON_AddNumberToObject(j, "batch", spec->batch);
         cJSON_AddNumberToObject(j, "image_size", spec->image_size);
         cJSON_AddNumberToObject(j, "classes", spec->classes);
@@ -96,6 +101,8 @@ void run_json_write(const suite_ctx *c, const mode_run *r, const char *dir, cons
     char finished[32] = "";
     if (strcmp(status, "running") != 0) run_json_time(finished, sizeof finished);
     cJSON_AddStringToObject(root, "finished", finished);
+    /* who writes it: "running" whose process is gone reads as failed (results.h) */
+    cJSON_AddItemToObject(root, "process", results_process_json());
     if (r && r->error[0]) cJSON_AddStringToObject(root, "error", r->error);
     cJSON_AddItemToObject(root, "command", strv_json(o->argv));
     cJSON_AddItemToObject(root, "gpu", run_json_gpu(&c->gpu, o->gpu));

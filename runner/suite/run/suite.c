@@ -124,9 +124,12 @@ static void write_results(mode_run *r, const serial_baseline *base) {
         base = &own;
     }
     results_compare(&r->summary, base);
-    if (results_write_jobs_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0 ||
-        results_write_steps_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0 ||
-        results_write_summary(r->dir, c->o->mix_text, r->jobs, r->count, &r->summary, base, err, sizeof err) != 0)
+    /* each file on its own: one that cannot be written takes none of the others with it */
+    if (results_write_jobs_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0)
+        fprintf(stderr, "error: %s\n", err);
+    if (results_write_steps_csv(r->dir, r->jobs, r->count, &r->summary, err, sizeof err) != 0)
+        fprintf(stderr, "error: %s\n", err);
+    if (results_write_summary(r->dir, c->o->mix_text, r->jobs, r->count, &r->summary, base, err, sizeof err) != 0)
         fprintf(stderr, "error: %s\n", err);
     results_print_table(stdout, r->jobs, r->count, &r->summary);
     results_print_faults(stdout, r->jobs, r->count, r->mode->name);
@@ -269,6 +272,13 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
     }
     results_format_bytes(bytes, sizeof bytes, total);
     printf("total footprint %s: %s\n\n", bytes, fit_error ? fit_error : isnan(g->memory_bytes) ? "GPU memory unknown, not checked" : "fits");
+    printf("data (what each job trains on):\n");
+    for (int i = 0; i < c->count; i++) {
+        char what[1200];
+        data_describe(o->mix.jobs[i].data, o->data_root, 1, what, sizeof what);
+        printf("  job %d %s: %s\n", i, o->mix.jobs[i].label, what);
+    }
+    printf("\n");
     for (int k = 0; k < c->mode_count; k++) {
         const suite_planned *p = &c->modes[k];
         if (p->mode->describe) p->mode->describe(c, stdout, NULL);
@@ -410,6 +420,11 @@ static int check_inputs(const run_request *o) {
         if (o->mix.jobs[i].decode_given && o->mix.jobs[i].decode == DECODE_GPU && !*root) {
             fprintf(stderr, "error: job %d (%s): decode=gpu decodes ImageNet's JPEG files: give --data-root DIR "
                     "(the folder holding train/ and val/)\n", i, o->mix.jobs[i].label);
+            return -1;
+        }
+        /* a root given must be usable for every job: never a reason for synthetic data */
+        if (data_root_check(data, root, err, sizeof err) != 0) {
+            fprintf(stderr, "error: job %d (%s): %s\n", i, o->mix.jobs[i].label, err);
             return -1;
         }
         int seen = 0;
