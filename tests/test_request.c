@@ -285,6 +285,26 @@ static void test_handed_down_runs(void **state) {
     free(written);
 }
 
+/* A request that names cards, handed down (a Slurm task given --gpus), runs the --gpus form: each
+ * card's share of the jobs meets the mode's options, not the whole mix. */
+static void test_handed_down_over_cards(void **state) {
+    (void)state;
+    static const run_form *const gpus_forms[] = {&gpus_form, NULL};
+    const char *over[] = {"--gpus", "0,1", "--mode", "mps", "--mix", "4*S", "--mps-sm", "50,50", "--dry-run", NULL};
+    run_args *a = parsed_as(gpus_forms, over);
+    char why[512], path[700], out[16384], err[16384];
+    assert_int_equal(request_check(&a->req, why, sizeof why), 0); /* the whole mix's four jobs: not the cards' */
+    snprintf(path, sizeof path, "%s/cards", dir);
+    mkdir(path, 0700);
+    assert_int_equal(request_file_write(&a->req, path, why, sizeof why), 0);
+    run_args_free(a);
+    snprintf(path, sizeof path, "%s/cards/request.json", dir);
+    char *argv[] = {RUN_SUITE_PATH, "--request", path, NULL};
+    int rc = test_run(argv, out, sizeof out, err, sizeof err);
+    if (rc != 0) fail_msg("run_suite --request (over cards): %d\n%s\n%s", rc, out, err);
+    assert_non_null(strstr(out, "placement over 2 GPUs"));
+}
+
 /* The keys (a.b paths, jobs and mode_options whole) where two requests' files differ, joined by
  * spaces in sorted order, the command line left out. */
 static void differences(const run_request *x, const run_request *y, char *out, size_t size) {
@@ -391,6 +411,7 @@ int main(void) {
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_handed_down_runs),
         cmocka_unit_test(test_each_hop_changes_its_part),
+        cmocka_unit_test(test_handed_down_over_cards),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

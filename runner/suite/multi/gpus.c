@@ -607,7 +607,7 @@ static int run_pass(const pass_args *pa, gpus_card *cards, const char *mode, con
 static int check_whole(const run_args *args, const suite_mode **mode) {
     const run_request *a = &args->req;
     /* each GPU's run folder would hold repeats, not the one summary.json the summary reads */
-    if (args->have_repeat)
+    if (a->repeat > 1)
         return run_args_usage("--repeat does not go with --gpus: repeat the run on one GPU (--gpu N --repeat N)");
     if (args->have_gpu) return run_args_usage("--gpu and --gpus exclude each other: --gpus LIST names every GPU");
     if (!a->mix_text) return run_args_usage("--mix is required, e.g. S+M+M (run_suite --list shows the presets)");
@@ -634,7 +634,7 @@ static int gpus_main(run_args *args) {
     const mix *m = &a->mix;
     if (!mode && strcmp(a->mode_name, SUITE_ALL) != 0)
         return run_args_usage("--mode %s: expected one of %s", a->mode_name, suite_mode_names());
-    if (!args->train_ok)
+    if (access(a->train_path, X_OK) != 0)
         return run_args_usage("cannot run the train program at %s (build it, or give --train PATH)", a->train_path);
     const char *self = args->self;
 

@@ -55,7 +55,8 @@ int request_check(run_request *r, char *err, size_t err_size) {
         return -1;
     }
     if (!r->mix.count && run_request_set_mix(r, r->mix_text, err, err_size) != 0) return -1;
-    if (suite_mode_check_options(r, err, err_size) != 0) return -1;
+    /* over cards (--gpus) each card's run checks the options against its own jobs (gpus_run_request) */
+    if (!r->gpus_text && suite_mode_check_options(r, err, err_size) != 0) return -1;
     if (r->json && !r->dry_run) {
         snprintf(err, err_size, "--json goes with --dry-run or --list");
         return -1;

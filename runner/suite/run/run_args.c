@@ -125,17 +125,14 @@ const cli_option *run_args_request_rows(void) {
     return rows;
 }
 
-/* The train program: --train PATH, else the one built next to this program, self (into out). */
-static int find_train(const char *given, const char *self, char *out, size_t size) {
-    if (given) {
-        if (!realpath(given, out)) snprintf(out, size, "%s", given);
-    } else {
-        char copy[PATH_MAX];
-        if (!self[0]) return -1;
-        snprintf(copy, sizeof copy, "%s", self);
-        snprintf(out, size, "%s/train", dirname(copy));
-    }
-    return access(out, X_OK) == 0 ? 0 : -1;
+/* The train program: --train PATH, else the one built next to this program, self (into out; whether
+ * it can be run is request_check's to say). */
+static void find_train(const char *given, const char *self, char *out, size_t size) {
+    char copy[PATH_MAX];
+    if (given && !realpath(given, out)) snprintf(out, size, "%s", given);
+    if (given) return;
+    snprintf(copy, sizeof copy, "%s", self);
+    snprintf(out, size, "%s/train", self[0] ? dirname(copy) : ".");
 }
 
 static int listed(const char *const *names, const char *name) {
@@ -273,7 +270,7 @@ int run_args_parse(run_args **out, const run_form *const *forms, int argc, char 
         return run_args_usage("--completion times whole epochs: --window, --windows and --warmup-steps are the "
                               "window measurement's");
     run_request_settle(r, &a->given, form ? form->quick_sample_ms : 0);
-    a->train_ok = find_train(r->train_path, a->self, a->train, sizeof a->train) == 0;
+    find_train(r->train_path, a->self, a->train, sizeof a->train);
     r->train_path = a->train;
     r->argc = argc;
     r->argv = argv;

@@ -50,7 +50,6 @@ struct run_args {
     const char *request_path;     /* --request FILE: a request handed down */
     char self[PATH_MAX];          /* this program (/proc/self/exe), which the forms start again; "" unknown */
     char train[PATH_MAX];         /* the train program resolved (req.train_path points here) */
-    int train_ok;                 /* it can be run */
     cli_table table;              /* the parse's rows and storage (this struct is its first part) */
 };
 
