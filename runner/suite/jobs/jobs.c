@@ -179,7 +179,8 @@ char **job_build_argv(const run_request *r, const job_spec *spec, int form) {
     if (spec->max_rows > 0) NUM("--max-rows", "%lld", spec->max_rows);
     if (spec->precision_given) ARG("--precision", precision_name(spec->precision)); /* also for the footprint */
     if (spec->gpus > 1) NUM("--gpus", "%d", spec->gpus);
-    if (spec->decode_given) ARG("--decode", decode_kind_name(spec->decode)); /* the GPU decoder's buffers are the job's too */
+    /* the GPU decoder's buffers are the job's too */
+    if (spec->decode_given) ARG("--decode", decode_kind_name(spec->decode));
     if (spec->decode_slots > 0) NUM("--decode-slots", "%d", spec->decode_slots);
     if (!dry_run) {
         NUM("--epochs", "%d", run_request_job_epochs(r, spec));

@@ -44,17 +44,19 @@ extern char **environ;
 /* The --gpus form's own: run_suite's rows, and how a data-parallel job runs beside MPS cards. */
 static const char *const ADDS[] = {"--ddp-under", NULL};
 static int gpus_main(run_args *args);
+#define GPUS_SYNOPSIS                                                                                  \
+    "usage: run_suite --gpus LIST --mode MODE --mix MIX [options]\n"                                   \
+    "The jobs are placed over the GPUs before anything runs, then every GPU with jobs runs its own\n"  \
+    "run_suite (handed the request with its jobs and its GPU), all at once, into\n"                   \
+    "<results>/<run-id>/gpu-<G>/.\n"
+#define GPUS_EPILOGUE                                                                                  \
+    "Every other run_suite option (run_suite --help) is taken too, and each GPU's run gets the whole\n" \
+    "request (request.json in its folder); the first one is checked with --dry-run before anything is\n" \
+    "written.\n"                                                                                        \
+    "exit status: the worst of the GPUs' runs; 2 bad usage or a placement that does not fit\n"
 const run_form gpus_form = {
     .option = "--gpus",
-    .help = {.name = "run_suite --gpus",
-             .synopsis = "usage: run_suite --gpus LIST --mode MODE --mix MIX [options]\n"
-                         "The jobs are placed over the GPUs before anything runs, then every GPU with jobs runs its own\n"
-                         "run_suite (handed the request with its jobs and its GPU), all at once, into\n"
-                         "<results>/<run-id>/gpu-<G>/.\n",
-             .epilogue = "Every other run_suite option (run_suite --help) is taken too, and each GPU's run gets the whole\n"
-                         "request (request.json in its folder); the first one is checked with --dry-run before anything is\n"
-                         "written.\n"
-                         "exit status: the worst of the GPUs' runs; 2 bad usage or a placement that does not fit\n"},
+    .help = {.name = "run_suite --gpus", .synopsis = GPUS_SYNOPSIS, .epilogue = GPUS_EPILOGUE},
     .adds = ADDS,
     .main = gpus_main,
 };

@@ -43,21 +43,23 @@ static const cli_option OPTIONS[] = {
 #undef T
 
 static const char *const ADDS[] = {"--study", "--ddp-under", NULL};
+#define SLURM_SYNOPSIS                                                                                   \
+    "usage: run_suite --slurm (--mix MIX | --mixes 'MIX;MIX;...' | --study SET) [submission options]\n" \
+    "                 [run_suite options every task takes: --mode, --quick, --train, ...]\n\n"           \
+    "One Slurm array task per mix (or study cell), each alone on a whole node (--exclusive),\n"          \
+    "each writing its own run folder; `run_suite report` merges them. A mix that is one\n"               \
+    "data-parallel job alone (M[gpus=N]) is instead that job over nodes: srun starts its N\n"            \
+    "ranks (train --launcher slurm), from a batch script of its own (ddp-<k>.sbatch).\n"
+#define SLURM_EPILOGUE                                                                                   \
+    "Every other run_suite option (run_suite --help) is taken too: each task is handed the whole\n"      \
+    "request (<sweep>/task-<i>/request.json), its mix or study cell and its folder its own; --results\n" \
+    "is where the sweep folder goes and --dry-run writes the scripts without submitting them. Task\n"   \
+    "0's request is checked with --dry-run before the script is written.\n"                             \
+    "exit status: 0 written or submitted, 1 submission failed, 2 bad input\n"
 static int slurm_main(run_args *args);
 const run_form slurm_form = {
     .option = "--slurm",
-    .help = {.name = "run_suite --slurm",
-             .synopsis = "usage: run_suite --slurm (--mix MIX | --mixes 'MIX;MIX;...' | --study SET) [submission options]\n"
-                         "                 [run_suite options every task takes: --mode, --quick, --train, ...]\n\n"
-                         "One Slurm array task per mix (or study cell), each alone on a whole node (--exclusive),\n"
-                         "each writing its own run folder; `run_suite report` merges them. A mix that is one\n"
-                         "data-parallel job alone (M[gpus=N]) is instead that job over nodes: srun starts its N\n"
-                         "ranks (train --launcher slurm), from a batch script of its own (ddp-<k>.sbatch).\n",
-             .epilogue = "Every other run_suite option (run_suite --help) is taken too: each task is handed the whole\n"
-                         "request (<sweep>/task-<i>/request.json), its mix or study cell and its folder its own; --results\n"
-                         "is where the sweep folder goes and --dry-run writes the scripts without submitting them. Task\n"
-                         "0's request is checked with --dry-run before the script is written.\n"
-                         "exit status: 0 written or submitted, 1 submission failed, 2 bad input\n"},
+    .help = {.name = "run_suite --slurm", .synopsis = SLURM_SYNOPSIS, .epilogue = SLURM_EPILOGUE},
     .rows = OPTIONS,
     .size = sizeof(slurm_args),
     .adds = ADDS,

@@ -388,7 +388,8 @@ static void study_cell_on(study_run *r, int i, int gpu) {
         char *argv[] = {(char *)r->self, "--request", path, NULL};
         run_request one;
         int written = study_cell_request(r->study, c, gpu, base, 0, &one, err, sizeof err) == 0 &&
-                      results_make_dirs(base, err, sizeof err) == 0 && request_file_write(&one, base, err, sizeof err) == 0;
+                      results_make_dirs(base, err, sizeof err) == 0 &&
+                      request_file_write(&one, base, err, sizeof err) == 0;
         run_request_free(&one);
         if (!written) fprintf(stderr, "run_suite --study: %s x%d %s: %s\n", c->workload, c->degree, c->mode, err);
         double t0 = clock_monotonic();
@@ -540,8 +541,8 @@ static int study_main(run_args *args) {
     if (!study->dry_run)
         fprintf(stderr, "[study] %s%s: %d runs into %s\n", o.set, study->quick ? " (quick)" : "", count, dir);
 
-    study_run run = {.study = study, .o = &o, .self = self, .dir = dir, .cells = cells, .count = count, .root = root, .list = list,
-                     .worst = RUN_OK};
+    study_run run = {.study = study, .o = &o, .self = self, .dir = dir, .cells = cells, .count = count,
+                     .root = root, .list = list, .worst = RUN_OK};
     pthread_mutex_init(&run.lock, NULL);
     double t_study = run.t0 = clock_monotonic();
     if (study->dry_run && o.gpu_count > 1)
@@ -562,7 +563,8 @@ static int study_main(run_args *args) {
     pthread_mutex_destroy(&run.lock);
     int worst = run.worst, stopped = run.stopped;
     if (study->dry_run) {
-        printf("%d runs (%s%s); real MIG is checked when the study runs\n", count, o.set, study->quick ? ", quick" : "");
+        printf("%d runs (%s%s); real MIG is checked when the study runs\n", count, o.set,
+               study->quick ? ", quick" : "");
         cJSON_Delete(root);
         free(cells);
         return stopped ? 128 + jobs_stop_signal() : RUN_OK;

@@ -254,7 +254,8 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
     if (o->window_s > 0)
         printf("dry run: mode %s, mix %s, a warm-up of %ld steps (or the first epoch where shorter) then %d common "
                "window(s) of %g s (the window measurement), %s\nGPU %d: %s%s%s, %s\n\n", mode, o->mix_text,
-               o->warmup_steps, o->windows, o->window_s, o->steps_per_epoch ? "fixed steps per epoch" : "whole epochs", o->gpu,
+               o->warmup_steps, o->windows, o->window_s, o->steps_per_epoch ? "fixed steps per epoch" : "whole epochs",
+               o->gpu,
                g->nvml_ok ? g->name : "unknown: ", g->nvml_ok ? ", driver " : g->why, g->driver, mem);
     else
         printf("dry run: mode %s, mix %s, %d epoch(s) (the second is timed), %s\nGPU %d: %s%s%s, %s\n\n",
