@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "base/decode.h"
 #include "base/fault_spec.h"
 #include "base/precision.h"
 
@@ -30,7 +31,8 @@ typedef struct job_spec {
     int gpus;            /* data-parallel over this many GPUs (train --gpus); 0: one */
     precision_kind precision; /* train --precision, where precision_given */
     int precision_given; /* 0: train's default (tf32) */
-    char decode[8];      /* imagenet: where its JPEGs decode (cpu, gpu, auto); empty: train's default */
+    decode_kind decode;  /* imagenet: where its JPEGs decode (train --decode), where decode_given */
+    int decode_given;    /* 0: train's default (auto) */
     int decode_slots;    /* imagenet: the GPU decoder's batches at once (train --decode-slots); 0: train's */
 } job_spec;
 

@@ -113,6 +113,8 @@ for stage in "$@"; do
     tests)
         ctest --test-dir "$build" -L gpu --output-on-failure -j1 >"$out/gpu_tests.log" 2>&1 || status=1
         grep -E "Test +#|tests passed|accuracy|parameter change|FAIL" "$out/gpu_tests.log" | head -60
+        # every test's whole output (the parity tests' numbers among them), passed or not
+        gzip -c "$build/Testing/Temporary/LastTest.log" >"$out/gpu_tests_full.log.gz" 2>/dev/null
         ;;
     parity-debug)
         dir=/tmp/parity-debug

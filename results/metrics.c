@@ -21,7 +21,7 @@ int metrics_same_workload(const job_spec *specs, int count) {
         if (strcmp(a->model, b->model) || strcmp(a->data, b->data) || a->image_size != b->image_size ||
             a->classes != b->classes || a->batch != b->batch || a->max_rows != b->max_rows ||
             a->precision_given != b->precision_given || (a->precision_given && a->precision != b->precision) ||
-            strcmp(a->decode, b->decode))
+            a->decode_given != b->decode_given || (a->decode_given && a->decode != b->decode))
             return 0;
     }
     return count > 0;

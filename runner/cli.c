@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "base/number.h"
 #include "base/quote.h"
 
@@ -126,7 +128,7 @@ static const cli_option *row_of(const cli_program *p, const char *a) {
 }
 
 /* --help or -h as a word of its own, wherever it stands (values skipped). */
-static int help_asked(const cli_program *p, int argc, char *const argv[]) {
+int cli_help_asked(const cli_program *p, int argc, char *const argv[]) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
         i += value_follows(row_of(p, argv[i]), argc, argv, i);
@@ -137,7 +139,7 @@ static int help_asked(const cli_program *p, int argc, char *const argv[]) {
 static int parse_words(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
                        int rest_max, unsigned char *given, char *err, size_t err_size);
 
-/* cli_parse and cli_parse_forward: with rest NULL, a word no row names is an error. */
+/* cli_parse and cli_parse_unknown: with rest NULL, a word no row names is an error. */
 static int parse(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest, int rest_max,
                  char *err, size_t err_size) {
     for (const cli_option *r = p->options; r->name; r++) {
@@ -146,13 +148,13 @@ static int parse(const cli_program *p, void *dst, int argc, char *const argv[], 
                      r->name, r->size);
             return -1;
         }
-        if (p->help_text && !mentions(p->help_text, r->name)) {
+        if (p->help_text && !r->hidden && !mentions(p->help_text, r->name)) {
             snprintf(err, err_size, "%s's option table: %s is missing from its help text", p->name, r->name);
             return -1;
         }
-        if (r->fallback && take_value(r, r->fallback, dst, err, err_size) != 0) return -1;
     }
-    if (help_asked(p, argc, argv)) {
+    if (cli_fallbacks(p->options, dst, err, err_size) != 0) return -1;
+    if (cli_help_asked(p, argc, argv)) {
         cli_usage(p, stdout);
         return 1;
     }
@@ -183,18 +185,16 @@ static int parse_words(const cli_program *p, void *dst, int argc, char *const ar
                      quote_text(shown, sizeof shown, '\'', a, strlen(a)), p->name);
             return -1;
         }
-        if (rest && (!r || r->forward)) {
+        if (!r) { /* rest: the words no row names */
             int words = 1 + value_follows(r, argc, argv, i);
             if (passed + words >= rest_max) {
-                snprintf(err, err_size, "more than %d arguments to pass on", rest_max - 1);
+                snprintf(err, err_size, "more than %d words no option names", rest_max - 1);
                 return -1;
             }
             for (int k = 0; k < words; k++) rest[passed++] = argv[i + k];
             rest[passed] = NULL;
-            if (!r) {
-                i += words - 1;
-                continue;
-            }
+            i += words - 1;
+            continue;
         }
         const char *value = NULL;
         if (r->kind == CLI_KIND_FLAG) {
@@ -222,11 +222,17 @@ static int parse_words(const cli_program *p, void *dst, int argc, char *const ar
     return 0;
 }
 
+int cli_fallbacks(const cli_option *rows, void *dst, char *err, size_t err_size) {
+    for (const cli_option *r = rows; r && r->name; r++)
+        if (r->fallback && take_value(r, r->fallback, dst, err, err_size) != 0) return -1;
+    return 0;
+}
+
 int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err, size_t err_size) {
     return parse(p, dst, argc, argv, NULL, 0, err, err_size);
 }
 
-int cli_parse_forward(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
+int cli_parse_unknown(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
                       int rest_max, char *err, size_t err_size) {
     return parse(p, dst, argc, argv, rest, rest_max, err, err_size);
 }
@@ -243,6 +249,15 @@ int cli_given(int argc, char *const argv[], const char *name) {
     size_t n = strlen(name);
     for (int i = 1; i < argc; i++)
         if (!strncmp(argv[i], name, n) && (argv[i][n] == 0 || argv[i][n] == '=')) return 1;
+    return 0;
+}
+
+int cli_named(const cli_program *p, int argc, char *const argv[], const char *name) {
+    for (int i = 1; i < argc; i++) {
+        const cli_option *r = row_of(p, argv[i]);
+        if (r && !strcmp(r->name, name)) return 1;
+        i += value_follows(r, argc, argv, i);
+    }
     return 0;
 }
 
@@ -294,6 +309,7 @@ void cli_usage(const cli_program *p, FILE *f) {
     }
     fprintf(f, "%s\n", p->synopsis);
     for (const cli_option *r = p->options; r->name; r++) {
+        if (r->hidden) continue;
         char choices[512];
         const char *arg = r->arg;
         if (r->kind == CLI_KIND_CHOICE && !arg) {
@@ -304,4 +320,158 @@ void cli_usage(const cli_program *p, FILE *f) {
     }
     usage_line(f, "--help", NULL, "this text (also -h)", NULL, NULL);
     if (p->epilogue) fprintf(f, "\n%s", p->epilogue);
+}
+
+/* --- tables joined from parts ---------------------------------------------------------------- */
+
+static size_t aligned(size_t size) {
+    size_t a = _Alignof(max_align_t);
+    return (size + a - 1) / a * a;
+}
+
+int cli_table_join(cli_table *t, const cli_part *parts, int count, char *err, size_t err_size) {
+    memset(t, 0, sizeof *t);
+    if (count > CLI_TABLE_PARTS) {
+        snprintf(err, err_size, "an option table of %d parts; at most %d", count, CLI_TABLE_PARTS);
+        return -1;
+    }
+    size_t rows = 1, size = 0;
+    for (int k = 0; k < count; k++) {
+        for (const cli_option *r = parts[k].rows; r && r->name; r++) rows++;
+        if (parts[k].size) {
+            t->offset[k] = size;
+            size += aligned(parts[k].size);
+        } else if (parts[k].into < 0 || parts[k].into >= k) {
+            snprintf(err, err_size, "option table part %d stores into part %d, not an earlier one", k, parts[k].into);
+            return -1;
+        } else {
+            t->offset[k] = t->offset[parts[k].into];
+        }
+    }
+    t->rows = calloc(rows, sizeof *t->rows);
+    t->storage = calloc(1, size ? size : 1);
+    if (!t->rows || !t->storage) {
+        cli_table_free(t);
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    size_t n = 0;
+    for (int k = 0; k < count; k++)
+        for (const cli_option *r = parts[k].rows; r && r->name; r++) {
+            cli_option *copy = &t->rows[n++];
+            *copy = *r;
+            copy->offset += t->offset[k];
+            if (copy->marks) copy->mark += t->offset[k];
+        }
+    return 0;
+}
+
+void cli_table_free(cli_table *t) {
+    free(t->rows);
+    free(t->storage);
+    memset(t, 0, sizeof *t);
+}
+
+const cli_option *cli_row(const cli_option *rows, const char *name) {
+    for (const cli_option *r = rows; r && r->name; r++)
+        if (!strcmp(r->name, name)) return r;
+    return NULL;
+}
+
+/* --- values as JSON -------------------------------------------------------------------------- */
+
+static long long load_int(const void *field, size_t size) {
+    return size == sizeof(int32_t) ? *(const int32_t *)field : *(const int64_t *)field;
+}
+
+cJSON *cli_value_json(const cli_option *r, const void *values, int with_zero) {
+    const unsigned char *field = (const unsigned char *)values + r->offset;
+    size_t b = 0;
+    while (b < r->size && !field[b]) b++;
+    if (b == r->size && !with_zero) return NULL;
+    if (b == r->size && r->kind == CLI_KIND_STR) return cJSON_CreateNull();
+    switch (r->kind) {
+    case CLI_KIND_FLAG: return cJSON_CreateBool(b < r->size);
+    case CLI_KIND_INT: return cJSON_CreateNumber((double)load_int(field, r->size));
+    case CLI_KIND_REAL:
+        return cJSON_CreateNumber(r->size == sizeof(float) ? *(const float *)field : *(const double *)field);
+    case CLI_KIND_TEXT: return cJSON_CreateString((const char *)field);
+    case CLI_KIND_STR: return cJSON_CreateString(*(const char *const *)field);
+    case CLI_KIND_CHOICE:
+        for (const cli_choice *c = r->choices; c->name; c++)
+            if (c->value == load_int(field, r->size)) return cJSON_CreateString(c->name);
+        return with_zero ? cJSON_CreateNull() : NULL;
+    default: return NULL;
+    }
+}
+
+int cli_value_from_json(const cli_option *r, void *values, const cJSON *item,
+                        const char *(*keep)(void *ctx, const char *text), void *ctx, char *err, size_t err_size) {
+    char text[64], what[512];
+    const char *value = text;
+    int typed;
+    switch (r->kind) {
+    case CLI_KIND_FLAG:
+        if (!cJSON_IsBool(item)) break;
+        store_int((char *)values + r->offset, r->size, cJSON_IsTrue(item) ? (long long)r->lo : 0);
+        return 0;
+    case CLI_KIND_INT:
+        typed = cJSON_IsNumber(item) && item->valuedouble == floor(item->valuedouble) && fabs(item->valuedouble) < 9e15;
+        if (typed) snprintf(text, sizeof text, "%lld", (long long)item->valuedouble);
+        else if (cJSON_IsNumber(item)) snprintf(text, sizeof text, "%.17g", item->valuedouble);
+        else break;
+        return take_value(r, value, values, err, err_size);
+    case CLI_KIND_REAL:
+        if (!cJSON_IsNumber(item)) break;
+        snprintf(text, sizeof text, "%.17g", item->valuedouble);
+        return take_value(r, value, values, err, err_size);
+    default:
+        if (!cJSON_IsString(item)) break;
+        value = r->kind == CLI_KIND_STR ? keep(ctx, item->valuestring) : item->valuestring;
+        if (!value) {
+            snprintf(err, err_size, "%s: out of memory", r->name);
+            return -1;
+        }
+        return take_value(r, value, values, err, err_size);
+    }
+    if (r->kind == CLI_KIND_FLAG) {
+        snprintf(what, sizeof what, "true or false");
+    } else if (r->kind == CLI_KIND_INT || r->kind == CLI_KIND_REAL) {
+        expects(r, what, sizeof what);
+    } else {
+        char kind[480];
+        expects(r, kind, sizeof kind);
+        snprintf(what, sizeof what, "a string (%s)", kind);
+    }
+    char *shown = cJSON_PrintUnformatted(item);
+    snprintf(err, err_size, "%s: expected %s, got %s", r->name, what, shown ? shown : "nothing");
+    cJSON_free(shown);
+    return -1;
+}
+
+cJSON *cli_values_json(const cli_option *rows, const void *values) {
+    cJSON *o = cJSON_CreateObject();
+    for (const cli_option *r = rows; r && r->name; r++) {
+        cJSON *v = cli_value_json(r, values, 0);
+        if (v) cJSON_AddItemToObject(o, r->name, v);
+    }
+    return o;
+}
+
+int cli_values_from_json(const cli_option *rows, void *values, const cJSON *object,
+                         const char *(*keep)(void *ctx, const char *text), void *ctx, char *err, size_t err_size) {
+    if (!cJSON_IsObject(object)) {
+        snprintf(err, err_size, "expected an object of options");
+        return -1;
+    }
+    if (cli_fallbacks(rows, values, err, err_size) != 0) return -1;
+    for (const cJSON *item = object->child; item; item = item->next) {
+        const cli_option *r = cli_row(rows, item->string);
+        if (!r) {
+            snprintf(err, err_size, "%s: no such option here", item->string);
+            return -1;
+        }
+        if (cli_value_from_json(r, values, item, keep, ctx, err, err_size) != 0) return -1;
+    }
+    return 0;
 }

@@ -19,8 +19,8 @@
  * Optional parts: .fallback = "text" (the default, parsed like a given value before argv, shown in
  * --help), CLI_MARK(T, g) (sets the int g to 1 when the option is given on the command line),
  * .values = f (f() names the accepted values at run time, e.g. a table's names; --help appends
- * "one of <f()>"; checking them stays with the caller, which owns the table), .forward = 1 (the
- * option is read here and also passed on as written: see cli_parse_forward).
+ * "one of <f()>"; checking them stays with the caller, which owns the table), .hidden = 1 (parsed,
+ * never shown by --help: an option between the suite's own processes).
  *
  * The tables write `#define T <struct>` before the rows and `#undef T` after them.
  *
@@ -58,7 +58,7 @@ typedef struct cli_option {
     const char *(*values)(void);
     int marks;                /* with CLI_MARK: */
     size_t mark;              /* offset of the int set to 1 when given */
-    int forward;              /* also passed on, as written, by cli_parse_forward */
+    int hidden;               /* not in --help */
 } cli_option;
 
 #define CLI_FIELD_(T, f) .offset = offsetof(T, f), .size = sizeof(((T *)0)->f)
@@ -89,12 +89,17 @@ typedef struct cli_program {
  * starts with "--" is never taken as a value ("--epochs --quick": --epochs misses its value). */
 int cli_parse(const cli_program *p, void *dst, int argc, char **argv, char *err, size_t err_size);
 
-/* cli_parse for a program that passes options on to other runs of a program (run_suite --gpus to
- * each GPU's run_suite): the words of .forward rows and of options no row names (an unknown "--opt"
- * with the word after it unless that starts with "--"; any other unknown word alone) go into rest,
- * in argv order and as written, NULL-terminated, at most rest_max - 1 of them (more is an error). */
-int cli_parse_forward(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
+/* cli_parse with the words no row names collected in rest instead of refused (an unknown "--opt"
+ * with the word after it unless that starts with "--"; any other unknown word alone), in argv order
+ * and as written, NULL-terminated, at most rest_max - 1 of them (more is an error): a program form
+ * that names what does not go with it (run_suite --study), or one that takes words of its own (the
+ * report's folders). */
+int cli_parse_unknown(const cli_program *p, void *dst, int argc, char *const argv[], const char **rest,
                       int rest_max, char *err, size_t err_size);
+
+/* Each row's fallback into dst, as cli_parse does first: the defaults of rows a program form does
+ * not parse but whose fields it holds. 0, or -1 with a message (a fallback the row refuses). */
+int cli_fallbacks(const cli_option *rows, void *dst, char *err, size_t err_size);
 
 /* One value checked and stored as cli_parse does it for `row` (its kind, its range, the same rule
  * and message shape), for a value that comes from elsewhere than a command line: an environment variable's,
@@ -102,8 +107,13 @@ int cli_parse_forward(const cli_program *p, void *dst, int argc, char *const arg
  * 0, or -1 with the message. */
 int cli_parse_value(const cli_option *row, const char *text, void *dst, char *err, size_t err_size);
 
-/* 1 when argv holds the option `name` ("--gpus") as a word of its own or as "name=value". */
+/* 1 when argv holds the option `name` ("--nesterov") as a word of its own or as "name=value". */
 int cli_given(int argc, char *const argv[], const char *name);
+/* 1 when argv names p's row `name` ("--study", or "--study=SET"), its words read as cli_parse reads
+ * them: a row's value is never taken for an option. */
+int cli_named(const cli_program *p, int argc, char *const argv[], const char *name);
+/* 1 when argv holds --help or -h as a word of its own (cli_parse would print the help). */
+int cli_help_asked(const cli_program *p, int argc, char *const argv[]);
 
 /* cli_parse for a program's main with nothing to clean up: returns only on success; after --help
  * it exits 0, on bad input it prints "<name>: <message>" to stderr and exits 2. */
@@ -111,5 +121,41 @@ void cli_parse_or_exit(const cli_program *p, void *dst, int argc, char **argv);
 
 /* The synopsis, one line per option (wrapped to 100 columns) and the epilogue; or the help_text. */
 void cli_usage(const cli_program *p, FILE *f);
+
+/* One table from rows declared in several places: each part's rows store into a struct of its own
+ * (size bytes), or with size 0 into the struct of an earlier part (into: its index); the joined
+ * rows, in part order, store into one zeroed block where part k's struct starts at offset[k]. */
+#define CLI_TABLE_PARTS 32
+typedef struct cli_part {
+    const cli_option *rows;       /* ending with {0} */
+    size_t size;
+    int into;
+} cli_part;
+typedef struct cli_table {
+    cli_option *rows;             /* ending with {0} */
+    void *storage;
+    size_t offset[CLI_TABLE_PARTS];
+} cli_table;
+/* 0, or -1 with a message (out of memory, too many parts, a part stored into a later one). */
+int cli_table_join(cli_table *t, const cli_part *parts, int count, char *err, size_t err_size);
+void cli_table_free(cli_table *t);
+/* The row of the table named `name`, or NULL. */
+const cli_option *cli_row(const cli_option *rows, const char *name);
+
+/* A row's value as JSON, for a file that carries what the rows hold (a request between processes):
+ * a flag true or false, a number, a choice's name, text as a string. Where the field is all zero
+ * bytes (not set): with_zero, the kind's zero (false, 0, null, the choice of value 0); else NULL. */
+struct cJSON;
+struct cJSON *cli_value_json(const cli_option *r, const void *values, int with_zero);
+/* Back into values: a JSON value of the row's kind, checked as the command line's would be (range,
+ * choice; a flag is true or false). Text is stored through keep(ctx, text), which returns a copy
+ * that lives as long as values (NULL: out of memory). 0, or -1 with "<name>: expected ..." in err. */
+int cli_value_from_json(const cli_option *r, void *values, const struct cJSON *item,
+                        const char *(*keep)(void *ctx, const char *text), void *ctx, char *err, size_t err_size);
+/* Every row of rows that is set, as one object keyed by the rows' names; and back: the fallbacks
+ * first, then each key through its row (a key no row names is an error). */
+struct cJSON *cli_values_json(const cli_option *rows, const void *values);
+int cli_values_from_json(const cli_option *rows, void *values, const struct cJSON *object,
+                         const char *(*keep)(void *ctx, const char *text), void *ctx, char *err, size_t err_size);
 
 #endif

@@ -50,6 +50,48 @@ snap dry-study-all "$rs" --study all --dry-run --mig-gpu H100-80GB
 snap dry-slurm "$rs" --slurm --mode mps --mixes 'S+M;7*S' --quick --dry-run --results "$tmp/slurm"
 snap bad-mode "$rs" --mode nope --mix S
 snap bad-mix "$rs" --mode mps --mix 'S+Q'
+# the program forms: their help, dry runs and refusals, and the run's own refusals
+snap gpus-help "$rs" --gpus 0,1 --help
+snap slurm-help "$rs" --slurm --help
+snap dry-gpus-text "$rs" --gpus 0,1 --mode mps --mix '4*M+8*S' --dry-run
+snap dry-gpus-quick "$rs" --gpus 0,1 --mode naive --mix '2*M+2*S' --quick --dry-run --json
+snap dry-gpus-bf16 "$rs" --gpus 0,1 --mode mps --mix '4*M' --precision bf16 --dry-run --json
+snap dry-gpus-ddp "$rs" --gpus 0,1 --mode all --mix 'M[gpus=2]+2*S' --dry-run
+i=0
+for args in "--mode naive --mix S --repeat 2" "--gpu 1 --mode naive --mix S" "--mix S" "--mode naive" \
+    "--mode warp --mix S" "--mode naive --mix S --ddp-under x" "--mode naive --mix M[gpus=2]+S --ddp-under mps" \
+    "--mode naive --mix S+S --mps-sm 50" "--mode naive --mix S+S --bogus" "--mode naive --mix S+Q"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    snap "bad-gpus-$i" "$rs" --gpus 0,1 $args --dry-run
+done
+snap bad-gpus-list "$rs" --gpus 0,x --mode naive --mix S
+i=0
+for args in "huge" "small --degrees 0" "small --mix S" "small --steps-per-epoch x" "small --gpu 1 --gpus 0,1" \
+    "small --gpus 0,0" "small --sample-ms 5"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    snap "bad-study-$i" "$rs" --study $args --dry-run
+done
+snap dry-study-quick "$rs" --study small --quick --dry-run --degrees 2
+i=0
+for args in "--mode naive" "--mode warp --mix S" "--mode naive --mix S --bogus" "--gres gpu --mode naive --mix S" \
+    "--mode naive --mixes S;Q" "--mode naive --study nothing" "--mode naive --mix S --mps-sm 50"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    snap "bad-slurm-$i" "$rs" --slurm $args --dry-run --results "$tmp/slurm-bad"
+done
+snap dry-slurm-study "$rs" --slurm --mode naive --study small --quick --dry-run --results "$tmp/slurm-study"
+i=0
+for args in "--mode mps --mix S --json" "--list --repeat 2" "--mode naive --mix S --completion --window 3" \
+    "--mode naive --skip x --mix S" "--mode all --skip nope --mix S" "--mode naive --mix S --baseline /nonexistent" \
+    "--mode naive --mix S --train /nonexistent/train" "--mode mig-emulate --mix S+M --repeat 2 --mig-layouts all" \
+    "--mode naive --mix resnet50:imagenet@64[decode=gpu]" "--mode naive --mix S --epochs 0"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    snap "bad-run-$i" "$rs" $args --dry-run --mig-gpu H100-80GB
+done
+snap dry-decode "$rs" --mode naive --mix 'resnet50:imagenet@64[decode=cpu]+resnet50:imagenet@64[decode=auto,decode_slots=2]' --dry-run --json
 for model in resnet26 resnet50 resnet152 efficientnetv2_s cait_xxs24; do
     for p in tf32 bf16; do
         snap "train-dry-$model-$p" "$build/train" --model "$model" --data imagenet64 --precision "$p" --dry-run --json

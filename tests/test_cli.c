@@ -1,7 +1,8 @@
 /* runner/cli.c on a table of every kind: values stored in fields of each width, defaults, marks,
  * "--opt=value", and one message shape per kind of bad input; --help lists every row and wins
- * wherever it stands; options passed on (cli_parse_forward) keep their words and order; a help
- * laid out by hand is printed as it is and must name every row. */
+ * wherever it stands; the words no row names (cli_parse_unknown) keep their words and order; rows
+ * named (cli_named); a help laid out by hand is printed as it is and must name every row; tables
+ * joined from parts; values to JSON and back through their rows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "runner/cli.h"
 #include "tests/testutil.h"
@@ -153,51 +155,56 @@ static void test_help_anywhere(void **state) {
     assert_string_equal(a.name, "-h");
 }
 
-/* A table for a program that passes the rest on: --count is read and passed on, --flag is read
- * only; unknown options go on with their value (the next word, unless it starts with "--"). */
-static const cli_option PASSING[] = {
-    {"--count", "N", "read and passed on", CLI_INT(args, count, 1, 10), .forward = 1},
-    {"--flag", NULL, "read only", CLI_FLAG(args, flag, 1)},
-    {"--path", "PATH", "read only", CLI_STR(args, path)},
+/* A table for a program that names what does not go with it: the words no row names are collected,
+ * an unknown option with its value (the next word, unless it starts with "--"). */
+static const cli_option KNOWN[] = {
+    {"--count", "N", "read", CLI_INT(args, count, 1, 10)},
+    {"--flag", NULL, "read", CLI_FLAG(args, flag, 1)},
+    {"--path", "PATH", "read", CLI_STR(args, path)},
     {0}};
-static const cli_program PASSER = {.name = "pass", .synopsis = "usage: pass", .options = PASSING};
+static const cli_program NAMER = {.name = "pick", .synopsis = "usage: pick", .options = KNOWN};
 
-static void test_forward(void **state) {
-    char *argv[] = {"pass", "--other", "x", "--count=4", "--path", "/p", "--switch", "--flag", "--set=y",
+static void test_unknown(void **state) {
+    char *argv[] = {"pick", "--other", "x", "--count=4", "--path", "/p", "--switch", "--flag", "--set=y",
                     "--more", "5", "word", "--last", NULL};
     const char *rest[16];
     args a;
     memset(&a, 0, sizeof a);
-    assert_int_equal(cli_parse_forward(&PASSER, &a, 13, argv, rest, 16, err, sizeof err), 0);
-    const char *expected[] = {"--other", "x", "--count=4", "--switch", "--set=y", "--more", "5", "word", "--last", NULL};
+    assert_int_equal(cli_parse_unknown(&NAMER, &a, 13, argv, rest, 16, err, sizeof err), 0);
+    const char *expected[] = {"--other", "x", "--switch", "--set=y", "--more", "5", "word", "--last", NULL};
     for (int i = 0; expected[i]; i++) assert_string_equal(rest[i], expected[i]);
-    assert_null(rest[9]);
+    assert_null(rest[8]);
     assert_int_equal(a.count, 4);
     assert_int_equal(a.flag, 1);
     assert_string_equal(a.path, "/p");
-    /* a bad value of a row passed on is still this program's to refuse */
-    char *bad[] = {"pass", "--other", "--count=0", NULL};
-    assert_int_equal(cli_parse_forward(&PASSER, &a, 3, bad, rest, 16, err, sizeof err), -1);
+    /* a bad value of a row is still refused */
+    char *bad[] = {"pick", "--other", "--count=0", NULL};
+    assert_int_equal(cli_parse_unknown(&NAMER, &a, 3, bad, rest, 16, err, sizeof err), -1);
     assert_string_equal(err, "--count: expected a whole number from 1 to 10, got '0' (less than 1)");
-    /* a row passed on is still given once */
-    char *twice[] = {"pass", "--count=4", "--count", "4", NULL};
-    assert_int_equal(cli_parse_forward(&PASSER, &a, 4, twice, rest, 16, err, sizeof err), -1);
-    assert_string_equal(err, "--count given twice; give it once");
     /* no room for every word: refused, not cut */
-    assert_int_equal(cli_parse_forward(&PASSER, &a, 13, argv, rest, 9, err, sizeof err), -1);
-    assert_string_equal(err, "more than 8 arguments to pass on");
-    /* cli_parse passes nothing on: an unknown option is an error there */
-    assert_int_equal(cli_parse(&PASSER, &a, 13, argv, err, sizeof err), -1);
-    assert_string_equal(err, "unknown option '--other' (pass --help lists them)");
+    assert_int_equal(cli_parse_unknown(&NAMER, &a, 13, argv, rest, 8, err, sizeof err), -1);
+    assert_string_equal(err, "more than 7 words no option names");
+    /* cli_parse collects nothing: an unknown option is an error there */
+    assert_int_equal(cli_parse(&NAMER, &a, 13, argv, err, sizeof err), -1);
+    assert_string_equal(err, "unknown option '--other' (pick --help lists them)");
 }
 
-static void test_given(void **state) {
-    char *argv[] = {"prog", "--gpus=0,1", "--study", "small", "--gpu", "3", NULL};
-    assert_true(cli_given(6, argv, "--gpus"));
-    assert_true(cli_given(6, argv, "--study"));
-    assert_true(cli_given(6, argv, "--gpu"));
-    assert_false(cli_given(6, argv, "--gp"));
-    assert_false(cli_given(6, argv, "--slurm"));
+/* cli_named reads the words as the parser does: "--opt=value" names it, a row's value never does,
+ * and a name is whole ("--gp" is not "--gpus"). */
+static void test_named(void **state) {
+    static const cli_option rows[] = {{"--gpus", "LIST", "", CLI_STR(args, path)}, {"--gpu", "N", "", CLI_INT(args, count, 0, 9)},
+                                      {"--study", "SET", "", CLI_STR(args, path)}, {0}};
+    static const cli_program p = {.name = "named", .options = rows};
+    char *argv[] = {"prog", "--gpus=0,1", "--study", "small", "--gpu", "3", "-h", NULL};
+    assert_true(cli_named(&p, 7, argv, "--gpus"));
+    assert_true(cli_named(&p, 7, argv, "--study"));
+    assert_true(cli_named(&p, 7, argv, "--gpu"));
+    assert_false(cli_named(&p, 7, argv, "--gp"));
+    assert_false(cli_named(&p, 7, argv, "--slurm"));
+    assert_true(cli_help_asked(&p, 7, argv));
+    char *as_value[] = {"prog", "--unknown", "word", "--gpu", "3", NULL};
+    assert_false(cli_named(&p, 5, as_value, "--study"));
+    assert_false(cli_help_asked(&p, 5, as_value));
 }
 
 /* A help laid out by hand is printed as it is; a row it does not name is a mistake in the table. */
@@ -221,6 +228,98 @@ static void test_help_text(void **state) {
     assert_string_equal(a.path, "x");
     assert_int_equal(cli_parse(&missing, &a, 2, argv, err, sizeof err), -1);
     assert_string_equal(err, "hand's option table: --flag is missing from its help text");
+}
+
+/* Parts joined into one table: each part's rows store into its own struct in one block, a part of
+ * size 0 into an earlier one's; a hidden row parses but --help leaves it out. */
+typedef struct part_b {
+    int level;
+    const char *where;
+} part_b;
+
+static void test_join(void **state) {
+    static const cli_option a_rows[] = {{"--count", "N", "a's", CLI_INT(args, count, 1, 10), .fallback = "3"}, {0}};
+    static const cli_option b_rows[] = {{"--level", "N", "b's", CLI_INT(part_b, level, 0, 9)},
+                                        {"--where", "DIR", "b's, unseen", CLI_STR(part_b, where), .hidden = 1}, {0}};
+    static const cli_option more_a[] = {{"--flag", NULL, "a's too", CLI_FLAG(args, flag, 1)}, {0}};
+    const cli_part parts[] = {{a_rows, sizeof(args), 0}, {b_rows, sizeof(part_b), 0}, {more_a, 0, 0}};
+    cli_table t;
+    assert_int_equal(cli_table_join(&t, parts, 3, err, sizeof err), 0);
+    assert_int_equal(t.offset[2], t.offset[0]);
+    cli_program p = {.name = "joined", .synopsis = "usage: joined", .options = t.rows};
+    char *argv[] = {"joined", "--level", "4", "--flag", "--where", "/w", NULL};
+    assert_int_equal(cli_parse(&p, t.storage, 6, argv, err, sizeof err), 0);
+    const args *a = t.storage;
+    const part_b *b = (const part_b *)((const char *)t.storage + t.offset[1]);
+    assert_int_equal(a->count, 3);
+    assert_int_equal(a->flag, 1);
+    assert_int_equal(b->level, 4);
+    assert_string_equal(b->where, "/w");
+    assert_non_null(cli_row(t.rows, "--where"));
+    assert_null(cli_row(t.rows, "--nowhere"));
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    cli_usage(&p, f);
+    fclose(f);
+    assert_non_null(strstr(text, "--level"));
+    assert_null(strstr(text, "--where"));
+    free(text);
+    cli_table_free(&t);
+    const cli_part later[] = {{a_rows, 0, 1}, {b_rows, sizeof(part_b), 0}};
+    assert_int_equal(cli_table_join(&t, later, 2, err, sizeof err), -1);
+}
+
+static const char *keep_copy(void *ctx, const char *text) {
+    (void)ctx;
+    static char kept[4][64];
+    static int n;
+    return strcpy(kept[n++ % 4], text);
+}
+
+/* Every kind of row as JSON and back, checked as the command line would be. */
+static void test_json(void **state) {
+    args a, back;
+    assert_int_equal(PARSE(&a, "--flag", "--count", "7", "--big", "1099511627776", "--rate", "0.25", "--name", "ab",
+                           "--path", "/p", "--color", "blue", "--seconds", "2.5"), 0);
+    cJSON *j = cli_values_json(OPTIONS, &a);
+    memset(&back, 0, sizeof back);
+    back.off = 1;
+    assert_int_equal(cli_values_from_json(OPTIONS, &back, j, keep_copy, NULL, err, sizeof err), 0);
+    assert_int_equal(back.flag, 1);
+    assert_int_equal(back.count, 7);
+    assert_int_equal(back.big, 1099511627776L);
+    assert_true(back.rate == 0.25f && back.seconds == 2.5);
+    assert_string_equal(back.name, "ab");
+    assert_string_equal(back.path, "/p");
+    assert_int_equal(back.color, 9);
+    assert_null(cJSON_GetObjectItemCaseSensitive(j, "--wide")); /* not set: left out */
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "--color")->valuestring, "blue");
+    cJSON_Delete(j);
+    /* the kind's zero where asked for it */
+    memset(&a, 0, sizeof a);
+    j = cli_value_json(cli_row(OPTIONS, "--flag"), &a, 1);
+    assert_true(cJSON_IsFalse(j));
+    cJSON_Delete(j);
+    j = cli_value_json(cli_row(OPTIONS, "--path"), &a, 1);
+    assert_true(cJSON_IsNull(j));
+    cJSON_Delete(j);
+    /* a value of the wrong kind, out of range, or an unknown option */
+    const struct { const char *json, *message; } bad[] = {
+        {"{\"--count\": 11}", "--count: expected a whole number from 1 to 10, got '11' (more than 10)"},
+        {"{\"--count\": 2.5}", "--count: expected a whole number from 1 to 10, got '2.5' (not a whole number)"},
+        {"{\"--count\": \"2\"}", "--count: expected a whole number from 1 to 10, got \"2\""},
+        {"{\"--flag\": 1}", "--flag: expected true or false, got 1"},
+        {"{\"--color\": \"pink\"}", "--color: expected red, green or blue, got 'pink'"},
+        {"{\"--name\": 5}", "--name: expected a string (a value of 1 to 7 characters), got 5"},
+        {"{\"--hue\": 5}", "--hue: no such option here"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cJSON *one = cJSON_Parse(bad[i].json);
+        assert_int_equal(cli_values_from_json(OPTIONS, &back, one, keep_copy, NULL, err, sizeof err), -1);
+        assert_string_equal(err, bad[i].message);
+        cJSON_Delete(one);
+    }
 }
 
 static void test_usage(void **state) {
@@ -247,7 +346,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),   cmocka_unit_test(test_values), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_table_mistake), cmocka_unit_test(test_usage), cmocka_unit_test(test_help_anywhere),
-        cmocka_unit_test(test_forward),    cmocka_unit_test(test_given),  cmocka_unit_test(test_help_text),
+        cmocka_unit_test(test_unknown),    cmocka_unit_test(test_named),  cmocka_unit_test(test_help_text),
+        cmocka_unit_test(test_join),       cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

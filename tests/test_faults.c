@@ -86,13 +86,14 @@ static void test_mix_fault_override(void **state) {
     assert_non_null(strstr(text, "rows=2147483647,fault=illegal-address@1000000000]"));
     /* train gets it as --inject-fault, the dry run does not */
     assert_int_equal(mix_parse(&m, "S[fault=sigkill@4]", err, sizeof err), 0);
-    char **argv = job_build_argv("/x/train", &m.jobs[0], 2, 0, 0, NULL, 0);
+    const run_request run = {.train_path = "/x/train", .epochs = 2};
+    char **argv = job_build_argv(&run, &m.jobs[0], JOB_ARGV_RUN);
     int found = 0;
     for (char **a = argv; *a; a++)
         if (!strcmp(*a, "--inject-fault")) found = !strcmp(a[1], "sigkill@4");
     assert_true(found);
     job_free_strv(argv);
-    argv = job_build_argv("/x/train", &m.jobs[0], 2, 0, 0, NULL, 1);
+    argv = job_build_argv(&run, &m.jobs[0], JOB_ARGV_DRY_RUN);
     for (char **a = argv; *a; a++) assert_string_not_equal(*a, "--inject-fault");
     job_free_strv(argv);
 }
@@ -110,7 +111,8 @@ static job_record *prepare(int count, const char *dir, int epochs, const char *c
         s.image_size = 32, s.classes = 10, s.batch = 32;
         char err[256];
         if (faults && faults[i]) assert_int_equal(fault_parse(faults[i], strlen(faults[i]), &s.fault, err, sizeof err), 0);
-        assert_int_equal(job_prepare(&jobs[i], i, &s, FAKE_TRAIN_PATH, epochs, 0, NULL, NULL, dir, err, sizeof err), 0);
+        const run_request run = {.train_path = FAKE_TRAIN_PATH, .epochs = epochs};
+        assert_int_equal(job_prepare(&jobs[i], i, &s, &run, NULL, dir, err, sizeof err), 0);
     }
     return jobs;
 }
@@ -219,7 +221,8 @@ static void test_mps_collateral(void **state) {
         snprintf(s.data, sizeof s.data, "cifar10");
         s.image_size = 32, s.classes = 10, s.batch = 32;
         if (faults[i]) assert_int_equal(fault_parse(faults[i], strlen(faults[i]), &s.fault, err, sizeof err), 0);
-        assert_int_equal(job_prepare(&jobs[i], i, &s, FAKE_TRAIN_PATH, 2, 0, NULL, &env, dir, err, sizeof err), 0);
+        const run_request run = {.train_path = FAKE_TRAIN_PATH, .epochs = 2};
+        assert_int_equal(job_prepare(&jobs[i], i, &s, &run, &env, dir, err, sizeof err), 0);
     }
     jobs_settings s = {.ready_timeout_s = 30, .grace_s = 0.5, .stall_timeout_s = 5};
     assert_int_equal(jobs_run_group(jobs, 3, &s), GROUP_PARTIAL);

@@ -90,7 +90,7 @@ static void test_refusals(void **state) {
     struct { const char *args[12]; const char *message; } bad[] = {
         {{"--gpus", "0,1", "--mode", "streams", "--mix", MIX, "--completion", NULL}, "naive, mps or serial"},
         {{"--gpus", "0,1", "--mode", "naive", "--mix", MIX, "--completion", "--ddp-under", "mig", NULL},
-         "--ddp-under mig: expected none or mps"},
+         "--ddp-under: expected none or mps, got 'mig'"},
         {{"--gpus", "0,1", "--mode", "naive", "--mix", MIX, "--completion", "--ddp-under", "mps", NULL},
          "--ddp-under mps goes with the modes whose jobs are MPS clients"},
         {{"--gpus", "0,1", "--mode", "green", "--mix", MIX, "--completion", NULL}, "SM partition of that card"},

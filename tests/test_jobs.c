@@ -45,8 +45,8 @@ static job_record *prepare_jobs(int count, const char *dir, int epochs) {
     for (int i = 0; i < count; i++) {
         job_spec spec = make_spec(models[i], models[i], 32);
         char err[256];
-        assert_int_equal(job_prepare(&jobs[i], i, &spec, FAKE_TRAIN_PATH, epochs, 0, NULL, NULL, dir,
-                                     err, sizeof err), 0);
+        const run_request run = {.train_path = FAKE_TRAIN_PATH, .epochs = epochs};
+        assert_int_equal(job_prepare(&jobs[i], i, &spec, &run, NULL, dir, err, sizeof err), 0);
     }
     return jobs;
 }
@@ -63,7 +63,8 @@ static jobs_settings quiet_settings(double ready_timeout) {
 
 static void test_argv(void **state) {
     job_spec spec = make_spec("S", "resnet26", 128);
-    char **argv = job_build_argv("/x/train", &spec, 3, 50, 0, "/data", 0);
+    run_request run = {.train_path = "/x/train", .epochs = 3, .steps_per_epoch = 50, .data_root = "/data"};
+    char **argv = job_build_argv(&run, &spec, JOB_ARGV_RUN);
     const char *want[] = {"/x/train", "--model", "resnet26", "--data", "cifar10", "--batch", "128",
                           "--image-size", "32", "--classes", "10", "--epochs", "3",
                           "--steps-per-epoch", "50", "--json", "--wait-go", "--data-root", "/data",
@@ -73,28 +74,31 @@ static void test_argv(void **state) {
     job_free_strv(argv);
     /* dry run: no epochs, steps or wait-go (the data root is checked too); criteo has no image size */
     spec.image_size = 0;
-    argv = job_build_argv("/x/train", &spec, 3, 50, 0, "/data", 1);
+    argv = job_build_argv(&run, &spec, JOB_ARGV_DRY_RUN);
     const char *dry[] = {"/x/train", "--model", "resnet26", "--data", "cifar10", "--batch", "128",
                          "--classes", "10", "--dry-run", "--json", "--data-root", "/data",
                          "--data-if-present", NULL};
     for (int i = 0; dry[i]; i++) assert_string_equal(argv[i], dry[i]);
     assert_null(argv[14]);
     job_free_strv(argv);
-    /* the window form: a warm-up shorter than the epoch is passed on, one as long is not */
-    argv = job_build_argv("/x/train", &spec, 2, 50, 20, NULL, JOB_ARGV_WINDOW);
+    /* under the window measurement: a warm-up shorter than the epoch is passed on, one as long is not */
+    run = (run_request){.train_path = "/x/train", .epochs = 2, .steps_per_epoch = 50, .window_s = 10, .warmup_steps = 20};
+    argv = job_build_argv(&run, &spec, JOB_ARGV_RUN);
     int n = 0;
     while (argv[n]) n++;
     assert_string_equal(argv[n - 3], "--window-protocol");
     assert_string_equal(argv[n - 2], "--warmup-steps");
     assert_string_equal(argv[n - 1], "20");
     job_free_strv(argv);
-    argv = job_build_argv("/x/train", &spec, 2, 50, 50, NULL, JOB_ARGV_WINDOW);
+    run.warmup_steps = 50;
+    argv = job_build_argv(&run, &spec, JOB_ARGV_RUN);
     for (n = 0; argv[n]; n++) assert_string_not_equal(argv[n], "--warmup-steps");
     job_free_strv(argv);
     /* decode=: in the run and in the footprint query (the decoder's buffers are the job's) */
-    snprintf(spec.decode, sizeof spec.decode, "gpu");
+    spec.decode = DECODE_GPU, spec.decode_given = 1;
     for (int form = 0; form < 2; form++) {
-        argv = job_build_argv("/x/train", &spec, 2, 50, 0, "/data", form);
+        run = (run_request){.train_path = "/x/train", .epochs = 2, .steps_per_epoch = 50, .data_root = "/data"};
+        argv = job_build_argv(&run, &spec, form);
         int at = -1;
         for (n = 0; argv[n]; n++)
             if (!strcmp(argv[n], "--decode")) at = n;
@@ -233,7 +237,8 @@ static void test_events(void **state) {
     job_record *job = calloc(1, sizeof *job);
     job_spec spec = make_spec("S", "resnet26", 8);
     char err[128];
-    assert_int_equal(job_prepare(job, 0, &spec, "/bin/true", 2, 0, NULL, NULL, "/tmp", err, sizeof err), 0);
+    const run_request run = {.train_path = "/bin/true", .epochs = 2};
+    assert_int_equal(job_prepare(job, 0, &spec, &run, NULL, "/tmp", err, sizeof err), 0);
     job->proc->phase = JOB_STARTED;
     assert_null(job_handle_line(job, "{\"event\":\"setup\",\"model\":\"resnet26\",\"params\":17,"
                                      "\"footprint_bytes\":1000,\"device\":\"H100\",\"mps\":1,\"mig\":0,\"pid\":42}", 1.0));
@@ -418,7 +423,8 @@ static void test_unstartable_program(void **state) {
     test_tmpdir(dir, sizeof dir);
     job_record *job = calloc(1, sizeof *job);
     job_spec spec = make_spec("S", "resnet26", 8);
-    assert_int_equal(job_prepare(job, 0, &spec, "/nonexistent/train", 2, 0, NULL, NULL, dir, err, sizeof err), 0);
+    const run_request run = {.train_path = "/nonexistent/train", .epochs = 2};
+    assert_int_equal(job_prepare(job, 0, &spec, &run, NULL, dir, err, sizeof err), 0);
     jobs_settings s = quiet_settings(5);
     assert_int_equal(jobs_run_group(job, 1, &s), GROUP_PARTIAL);
     assert_int_equal(job->status, JOB_FAILED);
@@ -462,12 +468,14 @@ static void test_footprint_and_capture(void **state) {
     job_footprint fp;
     char err[512];
     setenv("FAKE_TRAIN", "resnet26:footprint=123456789", 1);
-    assert_int_equal(job_query_footprint(FAKE_TRAIN_PATH, &spec, NULL, &fp, err, sizeof err), 0);
+    run_request run = {.train_path = FAKE_TRAIN_PATH};
+    assert_int_equal(job_query_footprint(&run, &spec, &fp, err, sizeof err), 0);
     expect_eq(fp.total, 123456789.0);
     unsetenv("FAKE_TRAIN");
     assert_int_equal(job_parse_footprint("{\"model\":\"x\"}", &fp, err, sizeof err), -1);
     assert_non_null(strstr(err, "footprint"));
-    assert_int_equal(job_query_footprint("/nonexistent/train", &spec, NULL, &fp, err, sizeof err), -1);
+    run.train_path = "/nonexistent/train";
+    assert_int_equal(job_query_footprint(&run, &spec, &fp, err, sizeof err), -1);
     char out[64];
     char *sleeper[] = {"/bin/sleep", "5", NULL};
     double t0 = clock_monotonic();

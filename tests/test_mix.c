@@ -119,13 +119,14 @@ static void test_overrides(void **state) {
 static void test_decode_override(void **state) {
     parse_ok("4*resnet50:imagenet@256[precision=bf16,decode=GPU]");
     assert_int_equal(parsed.count, 4);
-    assert_string_equal(parsed.jobs[3].decode, "gpu");
+    assert_int_equal(parsed.jobs[3].decode, DECODE_GPU);
+    assert_true(parsed.jobs[3].decode_given);
     char text[256];
     expect_gt(mix_job_format(&parsed.jobs[0], text, sizeof text), 0);
     assert_string_equal(text, "resnet50:imagenet@256[precision=bf16,decode=gpu]");
     parse_ok("L[decode=cpu]+L");
-    assert_string_equal(parsed.jobs[0].decode, "cpu");
-    assert_string_equal(parsed.jobs[1].decode, "");
+    assert_int_equal(parsed.jobs[0].decode, DECODE_CPU);
+    assert_false(parsed.jobs[1].decode_given); /* train's default */
     parse_fails("L[decode=dali]", "decode=\"dali\" must be cpu, gpu or auto", NULL);
     parse_fails("M[decode=gpu]", "decode= chooses where ImageNet's JPEG files decode; resnet50 reads imagenet64",
                 NULL);
@@ -140,7 +141,8 @@ static void test_decode_slots_override(void **state) {
     char text[256];
     expect_gt(mix_job_format(&parsed.jobs[0], text, sizeof text), 0);
     assert_string_equal(text, "resnet50:imagenet@256[precision=bf16,decode=gpu,decode_slots=3]");
-    char **argv = job_build_argv("train", &parsed.jobs[0], 2, 0, 0, "/data", JOB_ARGV_RUN);
+    const run_request run = {.train_path = "train", .epochs = 2, .data_root = "/data"};
+    char **argv = job_build_argv(&run, &parsed.jobs[0], JOB_ARGV_RUN);
     int found = 0;
     for (int i = 0; argv[i]; i++)
         found += !strcmp(argv[i], "--decode-slots") && argv[i + 1] && !strcmp(argv[i + 1], "3");

@@ -132,7 +132,8 @@ static void test_mix_override(void **state) {
     mix again;
     assert_int_equal(mix_parse(&again, text, err, sizeof err), 0);
     assert_int_equal(again.jobs[0].precision, PRECISION_BF16);
-    char **argv = job_build_argv("train", &m.jobs[1], 2, 0, 0, NULL, 1);
+    const run_request run = {.train_path = "train", .epochs = 2};
+    char **argv = job_build_argv(&run, &m.jobs[1], JOB_ARGV_DRY_RUN);
     assert_true(has_pair(argv, "--precision", "bf16")); /* the footprint query sees it too */
     job_free_strv(argv);
     assert_int_equal(mix_parse(&m, "M[precision=fp16]", err, sizeof err), -1);

@@ -1,9 +1,10 @@
-/* run_suite --slurm's batch script, on its text: the #SBATCH header, the per-task mix, the
+/* run_suite --slurm's batch script, on its text: the #SBATCH header, the per-task arguments, the
  * shell quoting (the script is also run by bash as array task 1 with echo standing in for
- * run_suite), option checks and the arguments every task repeats; a data-parallel job alone in a
- * mix: its shape over nodes from --nodes, --ntasks-per-node and --gpus-per-node (table-driven), its
- * own batch script (srun of train --launcher slurm), and the refusals. The end-to-end run on a real
- * slurmctld/slurmd is tests/test_slurm_cluster.c. */
+ * run_suite), option checks, and each task's request (its mix or study cell, its folder, the rest
+ * the sweep's); a data-parallel job alone in a mix: its shape over nodes from --nodes,
+ * --ntasks-per-node and --gpus-per-node (table-driven), its own batch script (srun of train
+ * --launcher slurm), and the refusals. The end-to-end run on a real slurmctld/slurmd is
+ * tests/test_slurm_cluster.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "runner/suite/multi/slurm.h"
 #include "tests/testutil.h"
@@ -39,7 +41,7 @@ static void test_header(void **state) {
     assert_non_null(strstr(out, "export NCCL_NVLS_ENABLE=0\n"));
     assert_non_null(strstr(out, "  0) set -- '--mix' 'S+M' ;;\n  1) set -- '--mix' '7*S' ;;\n"
                                 "  2) set -- '--mode' 'mps' '--mix' 'M[epochs=3,steps=100]' '--steps-per-epoch' '40' ;;\n"));
-    assert_non_null(strstr(out, "exec '/opt/suite/run_suite' '--mode' 'mps' '--quick' \"$@\" --results \"$results\"\n"));
+    assert_non_null(strstr(out, "exec '/opt/suite/run_suite' '--mode' 'mps' '--quick' \"$@\"\n"));
 
     slurm_options plain = {0};
     expect_gt(script_of(&plain, args, out, sizeof out, err), 0);
@@ -83,7 +85,7 @@ static void test_quoting_under_bash(void **state) {
     char got[2048], got_err[2048];
     assert_int_equal(test_run(argv, got, sizeof got, got_err, sizeof got_err), 0);
     char want[2048];
-    snprintf(want, sizeof want, "--data-root /d/it's here --mode naive --mix 2 * S + M --results %s/task-1\n", dir);
+    snprintf(want, sizeof want, "--data-root /d/it's here --mode naive --mix 2 * S + M\n");
     assert_string_equal(got, want);
     setenv("SLURM_ARRAY_TASK_ID", "7", 1);
     assert_int_equal(test_run(argv, got, sizeof got, got_err, sizeof got_err), 2);
@@ -135,30 +137,6 @@ static void test_check_options(void **state) {
         if (!strstr(err, "--time") || !strstr(err, times_bad[i].why))
             fail_msg("--time %s: '%s' lacks '%s'", times_bad[i].text, err, times_bad[i].why);
     }
-}
-
-static void test_task_args(void **state) {
-    (void)state;
-    char *argv[] = {"run_suite", "--slurm", "--mode", "mps", "--mixes", "S;M", "--partition", "p", "--gres",
-                    "gpu:2", "--nodes", "3", "--time", "10", "--results", "r", "--quick", "--dry-run",
-                    "--job-name", "j", "--mix", "S", "--study=small", "--train", "/t", NULL};
-    const char *out[16];
-    slurm_args a;
-    char err[512];
-    assert_int_equal(slurm_parse(25, argv, &a, out, 16, err, sizeof err), 0);
-    assert_string_equal(out[0], "--mode");
-    assert_string_equal(out[1], "mps");
-    assert_string_equal(out[2], "--quick");
-    assert_string_equal(out[3], "--train");
-    assert_string_equal(out[4], "/t");
-    assert_null(out[5]);
-    assert_string_equal(a.o.partition, "p");
-    assert_int_equal(a.o.max_nodes, 3);
-    assert_string_equal(a.study, "small");
-    assert_int_equal(a.quick, 1);
-    assert_int_equal(a.dry_run, 1);
-    /* more words to pass on than there is room for: refused, not cut */
-    assert_int_equal(slurm_parse(25, argv, &a, out, 5, err, sizeof err), -1);
 }
 
 static void test_ddp_shape(void **state) {
@@ -248,11 +226,14 @@ static void test_cli(void **state) {
         {{"--mode", "naive", "--mixes", "S;Q", NULL}, "mix \"Q\", part 1 \"Q\": unknown job \"Q\""},
         {{"--mode", "naive", "--study", "nothing", NULL}, "--study nothing: unknown set"},
         {{"--mode", "naive", "--mix", "S", "--time", NULL}, "--time: expected a value (not empty); missing its value"},
-        {{"--mode", "warp", "--mixes", "S;M", "--results", dir, NULL}, "array task 0 is refused"},
-        {{"--mode", "naive", "--mixes", "S;M", "--bogus", "--results", dir, NULL}, "array task 0 is refused"},
-        /* every task is checked, not only the first: M's mix is not the baseline's */
+        {{"--mode", "warp", "--mixes", "S;M", "--results", dir, NULL}, "--mode warp: expected one of"},
+        {{"--mode", "naive", "--mixes", "S;M", "--bogus", "--results", dir, NULL},
+         "unknown option '--bogus' (run_suite --slurm --help lists them)"},
+        {{"--mode", "naive", "--mixes", "S;M", "--mps-sm", "50", "--results", dir, NULL},
+         "--mps-sm and --mps-mem go with --mode mps"},
+        /* every task is checked by its dry run on this login node, not only the first: no task can use this
+           --baseline */
         {{"--mode", "naive", "--mixes", "S;M", "--baseline", "/", "--results", dir, NULL}, "array task 0 is refused"},
-        {{"--mode", "mps", "--mixes", "S+S;S", "--mps-sm", "50,50", "--results", dir, NULL}, "array task 1 is refused"},
         {{"--mode", "naive", "--mix", "S", "--results", "/dev/null", NULL}, "--results /dev/null"},
         {{"--mode", "naive", "--mix", "S+M", "--gpus-per-node", "4", NULL},
          "--gpus-per-node shapes a data-parallel job's nodes: give a mix that is one data-parallel job alone"},
@@ -263,12 +244,20 @@ static void test_cli(void **state) {
         {{"--mode", "naive", "--mixes", "S; ;M", NULL}, "entry 2 is empty"},
         {{"--mode", "naive", "--mix", "S", "--time", "-5", NULL}, "--time '-5': expected Slurm's time limit"},
         {{"--mode", "naive", "--mix", "M[gpus=2]", "--window", "5", "--results", dir, NULL},
-         "the data-parallel job M[gpus=2] is refused (run_suite's dry run of it to completion"},
+         "the data-parallel job M[gpus=2] runs to completion: --window, --windows and --warmup-steps are the window "
+         "measurement's"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(run_suite(out, sizeof out, err, sizeof err, bad[i].args), 2);
         if (!strstr(err, bad[i].message)) fail_msg("case %zu: '%s' not in: %s", i, bad[i].message, err);
     }
+    /* task 0 fits the GPU's memory, task 1 does not: the checks reach past the first task */
+    setenv("SUITE_GPU_MEMORY", "1G", 1);
+    char *second[] = {"--mode", "naive", "--mixes", "S;S+S", "--results", dir, "--dry-run", NULL};
+    assert_int_equal(run_suite(out, sizeof out, err, sizeof err, second), 2);
+    if (!strstr(err, "array task 1 is refused") || !strstr(err, "refused: the mix needs 2.00 GiB"))
+        fail_msg("the second task's refusal: %s", err);
+    unsetenv("SUITE_GPU_MEMORY");
     char *ok[] = {"--mode", "naive", "--mixes", "S; 2*S+M", "--partition", "gpu", "--gres", "gpu:8", "--nodes", "2",
                   "--results", dir, "--quick", "--dry-run", NULL};
     assert_int_equal(run_suite(out, sizeof out, err, sizeof err, ok), 0);
@@ -282,9 +271,26 @@ static void test_cli(void **state) {
     script[n] = 0;
     assert_non_null(strstr(script, "#SBATCH --array=0-1%2\n"));
     assert_non_null(strstr(script, "#SBATCH --gres=gpu:8\n"));
-    assert_non_null(strstr(script, "  1) set -- '--mix' '2*S+M' ;;\n"));
-    assert_non_null(strstr(script, "'--mode' 'naive' '--quick' '--train' '" FAKE_TRAIN_PATH "' \"$@\""));
+    char task[1200], want[1400];
+    snprintf(task, sizeof task, "%.*s/task-1/request.json", (int)(strrchr(path, '/') - path), path);
+    snprintf(want, sizeof want, "  1) set -- '--request' '%s' ;;\n", task);
+    assert_non_null(strstr(script, want));
+    assert_non_null(strstr(script, "exec '" RUN_SUITE_PATH "' \"$@\"\n"));
     assert_null(strstr(script, "--dry-run"));
+    /* task 1's request: its own mix and folder, the rest the sweep's, to be run (not dry) */
+    cJSON *r = test_read_json(task, err, sizeof err);
+    assert_non_null(r);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(r, "mix")->valuestring, "2*S+M");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(r, "mode")->valuestring, "naive");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "jobs")), 3);
+    const cJSON *length = cJSON_GetObjectItemCaseSensitive(r, "length"), *where = cJSON_GetObjectItemCaseSensitive(r, "where");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(length, "quick")));
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(where, "train")->valuestring, FAKE_TRAIN_PATH);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "control"), "dry_run")));
+    snprintf(want, sizeof want, "%.*s", (int)(strrchr(task, '/') - task), task);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "outputs"), "results")
+                            ->valuestring, want);
+    cJSON_Delete(r);
     assert_non_null(strstr(out, "left to each node: that its GPUs exist"));
     /* on a login node whose NVML counts one GPU, a task's --gpu 5 is the compute node's to judge */
     setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
@@ -303,9 +309,14 @@ static void test_cli(void **state) {
     fclose(f);
     script[n] = 0;
     assert_non_null(strstr(script, "#SBATCH --array=0-9%2\n"));
-    /* each cell's own --mode runs: the one given is not passed on as well (it would be given twice) */
-    assert_null(strstr(script, "'--mode=naive'"));
-    assert_non_null(strstr(script, "exec '" RUN_SUITE_PATH "' '--quick' '--train'"));
+    /* each cell runs under its own mode (the one given is the sweep's, which each cell replaces) */
+    snprintf(task, sizeof task, "%.*s/task-9/request.json", (int)(strrchr(path, '/') - path), path);
+    r = test_read_json(task, err, sizeof err);
+    assert_non_null(r);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(r, "mode")->valuestring, "mig-emulate");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(r, "mix")->valuestring, "7*S");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "length"), "quick")));
+    cJSON_Delete(r);
     /* --help anywhere: the --slurm form's help, over bad values too, and nothing written */
     char fresh[600];
     snprintf(fresh, sizeof fresh, "%s/fresh", dir);
@@ -342,8 +353,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header),          cmocka_unit_test(test_limits),
         cmocka_unit_test(test_quoting_under_bash), cmocka_unit_test(test_check_options),
-        cmocka_unit_test(test_task_args),       cmocka_unit_test(test_ddp_shape),
-        cmocka_unit_test(test_ddp_script),
+        cmocka_unit_test(test_ddp_shape),       cmocka_unit_test(test_ddp_script),
 #if defined(RUN_SUITE_PATH) && defined(FAKE_TRAIN_PATH)
         cmocka_unit_test(test_cli),
 #endif

@@ -112,7 +112,8 @@ static void write_conf(void) {
     fclose(f);
 }
 
-/* The one run folder under dir/task-<task>/, checked: complete, with `jobs` jobs. */
+/* The one run folder under dir/task-<task>/ (beside the task's request.json), checked: complete,
+ * with `jobs` jobs. */
 static void check_task(const char *sweep, int task, int jobs) {
     char task_dir[1400], path[2000], what[64];
     snprintf(what, sizeof what, "array task %d", task);
@@ -121,8 +122,11 @@ static void check_task(const char *sweep, int task, int jobs) {
     if (!d) fail("no result folder of", what);
     struct dirent *e;
     char run[1024] = "";
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') snprintf(run, sizeof run, "%s", e->d_name);
+    while ((e = readdir(d))) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", task_dir, e->d_name);
+        if (e->d_name[0] != '.' && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(run, sizeof run, "%s", e->d_name);
+    }
     closedir(d);
     if (!run[0]) fail("empty result folder of", what);
     snprintf(path, sizeof path, "%s/%s/summary.json", task_dir, run);

@@ -71,7 +71,7 @@ static void test_bad_options(void **state) {
                                      "--degrees", "1,0", NULL), 2);
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study", "small",
                                      "--steps-per-epoch", "x", NULL), 2);
-    assert_non_null(strstr(err, "--steps-per-epoch: expected a whole number from 1 to 1000000000, got 'x'"));
+    assert_non_null(strstr(err, "--steps-per-epoch: expected a whole number from 1 to 1000000000000, got 'x'"));
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--study=small",
                                      "--sample-ms=5", NULL), 2);
     assert_non_null(strstr(err, "--sample-ms: expected a whole number from 10 to 60000, got '5'"));

@@ -16,101 +16,19 @@
 #include <unistd.h>
 
 #include "base/knob_value.h"
-#include "base/list.h"
-#include "base/output_path.h"
-#include "base/precision.h"
-#include "models/catalog.h"
 #include "results/results.h"
 #include "runner/cli.h"
-#include "results/repeats.h"
 #include "runner/suite/multi/gpus.h"
 #include "runner/suite/multi/repeat.h"
 #include "runner/suite/multi/sweep.h"
 #include "runner/suite/plan/mix.h"
+#include "runner/suite/run/request_check.h"
+#include "runner/suite/run/request_file.h"
+#include "runner/suite/run/run_args.h"
 #include "runner/suite/run/suite.h"
 #include "runner/suite/run/report_cmd.h"
 #include "runner/suite/multi/slurm.h"
 #include "runner/suite/multi/study.h"
-#include "runner/train/train_rules.h"
-
-/* What the command line fills besides the modes' options: the run's options and the values
- * checked once the mix is known. */
-typedef struct run_args {
-    suite_options o;
-    const char *mode, *train;
-    int list, have_epochs, have_steps, have_repeat, have_window, have_warmup;
-    const char *gpus; int slurm; /* only for --help: both are run before this table (gpus.c, slurm.c) */
-    int precision; /* a precision_kind + 1; 0: none given */
-} run_args;
-
-#define PRECISION_CHOICE_(kind, name) {name, kind + 1},
-static const cli_choice PRECISIONS[] = {PRECISION_TABLE(PRECISION_CHOICE_){0}};
-#undef PRECISION_CHOICE_
-
-#define T run_args
-/* One row per option (the row format is in runner/cli.h): these, each mode's own (its file's
- * rows, in the order of the table of modes), then RUN_CONTROL. Checks that need the mix or the
- * mode (--mps-sm per job, which options go with which mode) follow in check and the modes. */
-static const cli_option RUN_OPTIONS[] = {
-    {"--mode", "MODE", "collocation mode", CLI_STR(T, mode), .values = suite_mode_names},
-    {"--skip", "MODE,...", "with --mode all: leave these modes out (e.g. streams,green)", CLI_STR(T, o.skip_modes)},
-    {"--mix", "MIX", "jobs, e.g. S+M+M, 7*S, resnet50:imagenet64@128 (--list shows presets)", CLI_STR(T, o.mix_text)},
-    {"--list", NULL, "the presets and modes (--json: as JSON)", CLI_FLAG(T, list, 1)},
-    {"--epochs", "E", "epochs per job (default 2: the first warms up, the second is timed)",
-     CLI_INT(T, o.epochs, 1, 100000), CLI_MARK(T, have_epochs)},
-    {"--steps-per-epoch", "T", "steps per epoch (default: whole epochs)", CLI_INT(T, o.steps_per_epoch, 1, 1e12),
-     CLI_MARK(T, have_steps)},
-    {"--quick", NULL, "a smoke test: a 10-step warm-up and a 2 s window (--completion: 2 epochs of 10 steps)",
-     CLI_FLAG(T, o.quick, 1)},
-    {"--window", "SECONDS", "the measurement window's length: every job measured over one common window after "
-     "every job's warm-up (default 10; --quick 2)", CLI_REAL(T, o.window_s, 0.1, 86400), CLI_MARK(T, have_window)},
-    {"--warmup-steps", "N", "the window measurement's warm-up: each job's first N steps, or its first epoch "
-     "where that is shorter; then whole epochs until the last window closes", CLI_INT(T, o.warmup_steps, 1, 1e12),
-     CLI_MARK(T, have_warmup), .fallback = "50"},
-    {"--windows", "K", "K consecutive windows of that length in one launch (median [min-max] over them)",
-     CLI_INT(T, o.windows, 1, 64), .fallback = "1"},
-    {"--completion", NULL, "the completion measurement instead: each job's second epoch timed, every job run "
-     "to completion (makespan, turnaround, energy to complete)", CLI_FLAG(T, o.completion, 1)},
-    {"--data-root", "DIR", "data sets' folder, passed to train", CLI_STR(T, o.data_root)},
-    {"--precision", NULL, "every job's numerics where the mix gives no precision= (train --precision)",
-     CLI_CHOICE(T, precision, PRECISIONS)},
-    {"--results", "DIR", "where run folders go", CLI_STR(T, o.results_dir), .fallback = RESULTS_DEFAULT_DIR},
-    {"--baseline", "DIR", "an earlier serial run of the same mix: speed-up and slow-downs against it",
-     CLI_STR(T, o.baseline_dir)},
-    {"--gpu", "N", "GPU index, as NVML and nvidia-smi count", CLI_INT(T, o.gpu, 0, 1023), .fallback = "0"},
-    {"--sample-ms", "MS", "GPU sampling period", CLI_INT(T, o.sample_ms, 10, 60000), .fallback = "100"},
-    {"--no-monitor", NULL, "no GPU sampling (to measure the sampler's cost)", CLI_FLAG(T, o.no_monitor, 1)},
-    {"--repeat", "N", "launch the run N times (1..100), each into <run>/repeat-<r>/, then the spread across them "
-     "(repeats.json); --mode all rotates the modes' order", CLI_INT(T, o.repeat, 1, REPEATS_MAX),
-     CLI_MARK(T, have_repeat), .fallback = "1"},
-    {0}};
-static const cli_option RUN_CONTROL[] = {
-    {"--ready-timeout", "S", "longest wait for every job's ready, in seconds", CLI_REAL(T, o.ready_timeout_s, 1, 86400),
-     .fallback = "600"},
-    {"--grace", "S", "seconds from SIGTERM to SIGKILL when stopping jobs", CLI_REAL(T, o.grace_s, 0, 3600),
-     .fallback = "10"},
-    {"--stall-timeout", "S", "stop a training job that reports no event for S seconds (0: 8 times the longest "
-     "wait between its events so far, at least 30 s; 600 s before its first)", CLI_REAL(T, o.stall_timeout_s, 0, 86400),
-     .fallback = "0"},
-    {"--force", NULL, "run a mix whose footprints exceed the GPU's memory", CLI_FLAG(T, o.force, 1)},
-    {"--dry-run", NULL, "show jobs, footprints and the plan; run nothing", CLI_FLAG(T, o.dry_run, 1)},
-    {"--json", NULL, "with --dry-run or --list: as JSON", CLI_FLAG(T, o.json, 1)},
-    {"--train", "PATH", "the train program (default: next to run_suite)", CLI_STR(T, train)},
-    {"--gpus", "LIST", "the mix over several GPUs (0,1,2,3): placed by memory and compute, each GPU under the mode",
-     CLI_STR(T, gpus)},
-    {"--slurm", NULL, "a Slurm job array of mixes or a study, one node per task (run_suite --slurm --help)",
-     CLI_FLAG(T, slurm, 1)},
-    {0}};
-#undef T
-
-static cli_program PROGRAM = { /* .options: RUN_OPTIONS, the modes' and RUN_CONTROL (main) */
-    .name = "run_suite",
-    .synopsis = "usage: run_suite --mode MODE --mix MIX [options]\n       run_suite --list\n"
-                "       run_suite --study small|medium|large|mixed|all [--quick] (run_suite --study --help)\n"
-                "       run_suite report RUN_DIR [RUN_DIR...] [-o report.html]\n",
-    .epilogue = "exit status: 0 all jobs ok, 1 run-time failure, 2 bad usage or refused mix, 3 some jobs\n"
-                "failed (results written), 128+N stopped by signal N (results written)\n",
-};
 
 static void print_list(int json) {
     int count;
@@ -133,118 +51,38 @@ static void print_list(int json) {
            "M[epochs=3,steps=100]\n", suite_mode_names());
 }
 
-static int fail(const char *fmt, const char *a, const char *b) {
-    fprintf(stderr, "run_suite: ");
-    fprintf(stderr, fmt, a, b);
-    fprintf(stderr, "\n(run_suite --help lists the options)\n");
-    return EXIT_USAGE;
-}
-
-/* --list shows the presets and modes (--json: as JSON): any other option applies to nothing there. */
-static int list_alone(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)strcspn(argv[i], "="), argv[i]);
-        if (!strncmp(argv[i], "--", 2) && strcmp(name, "--list") && strcmp(name, "--json"))
-            return fail("%s does not go with --list, which shows the presets and modes (with --json: as JSON)%s", name, "");
+/* One run of the mix (no program form named), or the presets (--list). */
+static int run_one(run_args *args) {
+    run_request *r = &args->req;
+    if (args->list) {
+        print_list(r->json);
+        return EXIT_OK;
     }
-    return EXIT_OK;
-}
-
-static int is_dir(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The train program: --train PATH, else the one built next to this executable. */
-static int find_train(const char *given, char *out, size_t size) {
-    if (given) {
-        if (!realpath(given, out)) snprintf(out, size, "%s", given);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) return -1;
-        self[n] = 0;
-        snprintf(out, size, "%s/train", dirname(self));
-    }
-    return access(out, X_OK) == 0 ? 0 : -1;
-}
-
-/* After the parse: the options that need the mode or the mix (--mode, --skip, --mix, each mode's
- * own), the train program. 0 to run, else the exit status. */
-static int check(run_args *args, const mode_option_table *table, int argc, char **argv, char *train_path,
-                 size_t train_size) {
-    suite_options *o = &args->o;
     char err[2048];
-    o->argc = argc;
-    o->argv = argv;
-    const char *mode = args->mode;
-    if (!mode) return fail("--mode is required: one of %s%s", suite_mode_names(), "");
-    int all = strcmp(mode, SUITE_ALL) == 0;
-    o->mode = suite_mode_find(mode);
-    if (!all && !o->mode) return fail("--mode %s: expected one of %s", mode, suite_mode_names());
-    if (o->skip_modes && !all) return fail("--skip goes with --mode all, not %s%s", mode, "");
-    /* the list rule of every grammar (base/list.h); a mode named twice is refused as an option given twice is */
-    list_entry skip[SUITE_MODES_MAX + 1];
-    int skips = o->skip_modes ? list_split("--skip", o->skip_modes, ',', skip, SUITE_MODES_MAX, err, sizeof err) : 0;
-    if (skips < 0) return fail("%s%s", err, "");
-    for (int k = 0; k < skips; k++) {
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(skip[k].len < sizeof name ? skip[k].len : sizeof name - 1), skip[k].at);
-        const suite_mode *m = suite_mode_find(name);
-        if (!m || !strcmp(name, SUITE_ALL))
-            return fail("--skip %s: expected modes of --mode all, one of %s", o->skip_modes, suite_mode_names());
-        for (int j = 0; j < k; j++)
-            if (skip[j].len == skip[k].len && !strncmp(skip[j].at, skip[k].at, skip[k].len))
-                return fail("--skip %s: %s named twice; name each mode once", o->skip_modes, name);
+    if (request_check(r, err, sizeof err) != 0) return run_args_usage("%s", err);
+    if (suite_repeat_requested(r) && suite_sweep_requested(r))
+        return run_args_usage("--repeat goes with a run of the mix, not the layout sweep (--mig-layouts)");
+    /* Processes that daemonise under us (the MPS control daemon and its server) are re-parented to
+     * run_suite rather than to init, so they are reaped here and none is left as a zombie. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    const suite_pass *pass = suite_sweep_requested(r)    ? &suite_sweep_pass
+                             : suite_repeat_requested(r) ? &suite_repeat_pass
+                                                         : NULL;
+    int status = suite_run(r, pass);
+    while (waitpid(-1, NULL, WNOHANG) > 0) continue;
+    return status;
+}
+
+/* A request another run_suite handed down (--request FILE): one run, or one over the cards it names. */
+static int handed_down(run_args *args, const run_form *const *forms) {
+    char err[4096];
+    if (request_file_read(args->request_path, &args->req, err, sizeof err) != 0) {
+        fprintf(stderr, "run_suite: %s\n", err);
+        return EXIT_USAGE;
     }
-    if (!o->mix_text) return fail("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
-    if (mix_parse(&o->mix, o->mix_text, err, sizeof err) != 0) return fail("--mix: %s%s", err, "");
-    for (int i = 0; args->precision && i < o->mix.count; i++) {
-        job_spec *job = &o->mix.jobs[i];
-        if (job->precision_given) continue;
-        /* the rule train applies to the job (runner/train/train_rules.h), before any job starts */
-        if (train_rule_precision(catalog_find(job->model), job->model, (precision_kind)(args->precision - 1), err,
-                                 sizeof err) != 0)
-            return fail("job %s: %s", job->label, err);
-        job->precision = (precision_kind)(args->precision - 1);
-        job->precision_given = 1;
-    }
-    if (suite_mode_check_options(table, o, mode, err, sizeof err) != 0) return fail("%s%s", err, "");
-    if (o->json && !o->dry_run) return fail("--json goes with --dry-run or --list%s%s", "", "");
-    if (suite_repeat_requested(o) && suite_sweep_requested(o))
-        return fail("--repeat goes with a run of the mix, not the layout sweep (--mig-layouts)%s%s", "", "");
-    if (o->baseline_dir && !is_dir(o->baseline_dir)) return fail("--baseline %s: not a folder%s", o->baseline_dir, "");
-    /* the rule of every output (base/output_path.h), in the dry run too */
-    const char *inputs[] = {o->data_root ? o->data_root : "", o->baseline_dir ? o->baseline_dir : "", NULL};
-    const output_path_rule results = {"--results", OUTPUT_PATH_FOLDER, inputs, NULL};
-    if (output_path_check(&results, o->results_dir, err, sizeof err) != 0) return fail("%s%s", err, "");
-    if (o->quick) { /* the window measurement's epochs after the warm-up stay whole: few epoch events */
-        if (!args->have_epochs) o->epochs = 2;
-        if (!args->have_steps && o->completion) o->steps_per_epoch = 10;
-        if (!args->have_warmup) o->warmup_steps = 10;
-    }
-    if (!args->have_window) o->window_s = o->quick ? 2.0 : 10.0;
-    if (o->completion && (args->have_window || o->windows > 1 || args->have_warmup))
-        return fail("--completion times whole epochs: --window, --windows and --warmup-steps are the window "
-                    "measurement's%s%s", "", "");
-    if (o->completion) o->window_s = 0, o->windows = 1;
-    /* the completion measurement times each job's second epoch (the first warms up): a job of one epoch
-       would time its warm-up */
-    for (int i = 0; o->completion && i < o->mix.count; i++) {
-        int epochs = o->mix.jobs[i].epochs ? o->mix.jobs[i].epochs : o->epochs ? o->epochs : 2;
-        if (epochs < 2)
-            return fail("--completion times each job's second epoch (its first warms up): %s runs one epoch; give it 2 "
-                        "or more%s", o->mix.jobs[i].epochs ? o->mix.jobs[i].label : "--epochs 1", "");
-    }
-    /* an option that applies to nothing here is refused, both named, not ignored */
-    if (o->no_monitor && cli_given(argc, argv, "--sample-ms"))
-        return fail("--sample-ms sets the GPU sampler's period; --no-monitor turns the sampler off: give one of them%s%s",
-                    "", "");
-    if (find_train(args->train, train_path, train_size) != 0)
-        return fail("cannot run the train program at %s (build it, or give --train PATH)%s", train_path, "");
-    o->train_path = train_path;
-    return EXIT_OK;
+    for (int k = 0; args->req.gpus_text && forms[k]; k++)
+        if (!strcmp(forms[k]->option, "--gpus")) args->form = forms[k];
+    return -1;
 }
 
 /* A results file that could not be written (results_write_failures: a full disk, a short write, a
@@ -258,8 +96,6 @@ static int with_writes(int status) {
     return EXIT_RUNTIME;
 }
 
-static int run_main(int argc, char **argv);
-
 int main(int argc, char **argv) {
     /* a file-size limit (ulimit -f) makes a write fail with EFBIG, reported as any full disk is,
      * rather than killing run_suite before it has said what was lost */
@@ -270,44 +106,12 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     if (argc > 1 && strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
-    if (slurm_requested(argc, argv)) return with_writes(slurm_main(argc, argv)); /* before --study: it sweeps one */
-    if (study_requested(argc, argv)) return with_writes(study_main(argc, argv)); /* before --gpus: it spreads over them */
-    if (gpus_requested(argc, argv)) return with_writes(gpus_main(argc, argv));
-    return with_writes(run_main(argc, argv));
-}
-
-static int run_main(int argc, char **argv) {
-    mode_option_table table;
-    char err[2048];
-    if (suite_mode_option_table(&table, RUN_OPTIONS, RUN_CONTROL, sizeof(run_args), err, sizeof err) != 0) {
-        fprintf(stderr, "run_suite: %s\n", err);
-        return EXIT_RUNTIME;
-    }
-    PROGRAM.options = table.rows;
-    run_args *args = table.storage;
-    int parsed = cli_parse(&PROGRAM, args, argc, argv, err, sizeof err);
-    int status = parsed == 1 ? EXIT_OK : EXIT_USAGE;
-    if (parsed != 0) {
-        if (parsed != 1) fprintf(stderr, "run_suite: %s\n", err);
-    } else if (args->list && (status = list_alone(argc, argv)) != EXIT_OK) {
-    } else if (args->list) {
-        print_list(args->o.json);
-        status = EXIT_OK;
-    } else {
-        char train_path[PATH_MAX];
-        status = check(args, &table, argc, argv, train_path, sizeof train_path);
-        if (status == EXIT_OK) {
-            /* Processes that daemonise under us (the MPS control daemon and its server) are
-             * re-parented to run_suite rather than to init, so they are reaped here and none is
-             * left as a zombie. */
-            prctl(PR_SET_CHILD_SUBREAPER, 1);
-            const suite_pass *pass = suite_sweep_requested(&args->o)    ? &suite_sweep_pass
-                                     : suite_repeat_requested(&args->o) ? &suite_repeat_pass
-                                                                        : NULL;
-            status = suite_run(&args->o, pass);
-            while (waitpid(-1, NULL, WNOHANG) > 0) continue;
-        }
-    }
-    suite_mode_option_table_free(&table);
+    /* the program forms, in the order they are looked for: Slurm sweeps a study, a study spreads over --gpus */
+    static const run_form *const forms[] = {&slurm_form, &study_form, &gpus_form, NULL};
+    run_args *args;
+    int status = run_args_parse(&args, forms, argc, argv);
+    if (status < 0 && args->request_path) status = handed_down(args, forms);
+    if (status < 0) status = with_writes(args->form ? args->form->main(args) : run_one(args));
+    run_args_free(args);
     return status;
 }

@@ -18,7 +18,9 @@
 static int is_criteo(const char *data) { return !strncmp(data, "criteo-", 7); }
 
 static const cli_choice LAUNCHERS[] = {{"env", RANK_LAUNCHER_ENV}, {"slurm", RANK_LAUNCHER_SLURM}, {0}};
-static const cli_choice DECODES[] = {{"auto", DECODE_AUTO}, {"cpu", DECODE_CPU}, {"gpu", DECODE_GPU}, {0}};
+#define DECODE_CHOICE_(kind, name) {name, kind},
+static const cli_choice DECODES[] = {DECODE_TABLE(DECODE_CHOICE_){0}};
+#undef DECODE_CHOICE_
 #define PRECISION_CHOICE_(kind, name) {name, kind},
 static const cli_choice PRECISIONS[] = {PRECISION_TABLE(PRECISION_CHOICE_){0}};
 #undef PRECISION_CHOICE_
@@ -124,12 +126,6 @@ static const cli_program PROGRAM = {
     .epilogue = "exit status: 0 done, 1 run-time error, 2 bad input (reported before the GPU is touched)\n",
     .options = OPTIONS,
 };
-
-const char *decode_kind_name(decode_kind kind) {
-    for (const cli_choice *c = DECODES; c->name; c++)
-        if (c->value == (int)kind) return c->name;
-    return "auto";
-}
 
 decode_kind train_decode_plan(const train_options *o, int jpeg_files, int nvjpeg_built, char *why,
                               size_t why_size) {

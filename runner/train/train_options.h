@@ -8,13 +8,11 @@
 
 #include "kernels/schedule.h"
 #include "models/core/optimizer_kind.h"
+#include "base/decode.h"
 #include "base/precision.h"
 #include "runner/train/fault.h"
 #include "runner/train/rank_env.h"
 
-/* Where the training JPEGs decode (--decode): on the host's loader threads, or on the GPU
- * (runner/train/jpeg_decoder.h); auto: the GPU where it can. */
-typedef enum decode_kind { DECODE_AUTO, DECODE_CPU, DECODE_GPU } decode_kind;
 /* The GPU decoder's slots (--decode-slots; each holds a batch of pictures): one by default. Alone on
  * the GPU, decodes at once slowed each other more than they overlapped (ResNet-50 224 bf16 on the
  * H100, bench/NOTES.md session 18: the engines' call took 37 ms alone, 75 ms two at a time, 105 ms
@@ -68,7 +66,6 @@ typedef struct train_options {
  * was asked (usage already printed to stdout). The options are one table in train_options.c. */
 int train_options_parse(train_options *o, int argc, char **argv, char *err, size_t err_size);
 const char *lr_kind_name(lr_kind kind);
-const char *decode_kind_name(decode_kind kind);
 /* Where this job's training images decode, before any GPU call, and why (the setup event says
  * both): DECODE_GPU where --decode is gpu, or auto with JPEG files to decode (jpeg_files: real
  * ImageNet folders are open) and nvJPEG built in (nvjpeg_built: SUITE_HAVE_NVJPEG); else

@@ -227,9 +227,9 @@ int job_parse_footprint(const char *text, job_footprint *fp, char *err, size_t e
     return 0;
 }
 
-double job_demand(const job_footprint *fp, const job_spec *spec, int epochs, long steps_per_epoch) {
-    if (spec->epochs > 0) epochs = spec->epochs;
-    if (spec->steps_per_epoch > 0) steps_per_epoch = spec->steps_per_epoch;
+double job_demand(const job_footprint *fp, const job_spec *spec, const run_request *r) {
+    int epochs = run_request_job_epochs(r, spec);
+    long steps_per_epoch = run_request_job_steps(r, spec);
     double steps = steps_per_epoch > 0 ? (double)steps_per_epoch
                    : spec->batch > 0 ? floor(fp->samples_per_epoch / spec->batch) : NAN;
     return fp->flops_per_step * steps * (epochs > 0 ? epochs : 1);

@@ -4,6 +4,7 @@
 #define SUITE_JOB_EVENTS_H
 
 #include "runner/suite/jobs/job_process.h"
+#include "runner/suite/request/run_request.h"
 
 /* Parses one stdout line of a job (an event); unknown or malformed lines are ignored.
  * Returns the observer phase it causes ("ready", "epoch") or NULL. */
@@ -19,8 +20,9 @@ typedef struct job_footprint {
 } job_footprint;
 /* Parses the dry-run object; 0, or -1 with a message naming what is missing. */
 int job_parse_footprint(const char *text, job_footprint *fp, char *err, size_t err_size);
-/* A job's compute demand in FLOPs: FLOPs per step x the steps it is planned to train (epochs x
- * its fixed steps per epoch, else x a whole epoch's batches). NaN when the dry run did not say. */
-double job_demand(const job_footprint *fp, const job_spec *spec, int epochs, long steps_per_epoch);
+/* A job's compute demand in FLOPs: FLOPs per step x the steps the run's request plans it to train
+ * (its epochs x its fixed steps per epoch, else x a whole epoch's batches). NaN when the dry run did
+ * not say. */
+double job_demand(const job_footprint *fp, const job_spec *spec, const run_request *r);
 
 #endif

@@ -162,14 +162,15 @@ char **job_build_env(char *const *base, const job_env *env) {
     return strv_finish(&s);
 }
 
-char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
-                      long steps_per_epoch, long warmup_steps, const char *data_root, int form) {
-    int dry_run = form == JOB_ARGV_DRY_RUN;
+char **job_build_argv(const run_request *r, const job_spec *spec, int form) {
+    int dry_run = form == JOB_ARGV_DRY_RUN, window = !dry_run && r->window_s > 0;
+    long steps_per_epoch = run_request_job_steps(r, spec), warmup_steps = r->warmup_steps;
+    const char *data_root = r->data_root;
     strv s = {0};
     char num[32];
 #define ARG(flag, value) (strv_push(&s, flag), strv_push(&s, value))
 #define NUM(flag, fmt, v) (snprintf(num, sizeof num, fmt, v), ARG(flag, num))
-    strv_push(&s, train_path);
+    strv_push(&s, r->train_path);
     ARG("--model", spec->model);
     ARG("--data", spec->data);
     NUM("--batch", "%d", spec->batch);
@@ -178,18 +179,19 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     if (spec->max_rows > 0) NUM("--max-rows", "%lld", spec->max_rows);
     if (spec->precision_given) ARG("--precision", precision_name(spec->precision)); /* also for the footprint */
     if (spec->gpus > 1) NUM("--gpus", "%d", spec->gpus);
-    if (spec->decode[0]) ARG("--decode", spec->decode); /* the GPU decoder's buffers are the job's too */
+    /* the GPU decoder's buffers are the job's too */
+    if (spec->decode_given) ARG("--decode", decode_kind_name(spec->decode));
     if (spec->decode_slots > 0) NUM("--decode-slots", "%d", spec->decode_slots);
     if (!dry_run) {
-        NUM("--epochs", "%d", epochs);
+        NUM("--epochs", "%d", run_request_job_epochs(r, spec));
         if (steps_per_epoch > 0) NUM("--steps-per-epoch", "%ld", steps_per_epoch);
         if (spec->fault.kind != FAULT_NONE && fault_format(&spec->fault, num, sizeof num) > 0)
             ARG("--inject-fault", num);
     }
     strv_push(&s, dry_run ? "--dry-run" : "--json");
     strv_push(&s, dry_run ? "--json" : "--wait-go");
-    if (form == JOB_ARGV_WINDOW) strv_push(&s, "--window-protocol");
-    if (form == JOB_ARGV_WINDOW && warmup_steps > 0 && (steps_per_epoch <= 0 || warmup_steps < steps_per_epoch))
+    if (window) strv_push(&s, "--window-protocol");
+    if (window && warmup_steps > 0 && (steps_per_epoch <= 0 || warmup_steps < steps_per_epoch))
         NUM("--warmup-steps", "%ld", warmup_steps);
     if (data_root && *data_root) {
         /* real files where they are present; synthetic data of the set's shape elsewhere */
@@ -201,14 +203,13 @@ char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
     return strv_finish(&s);
 }
 
-int job_prepare(job_record *job, int index, const job_spec *spec, const char *train_path,
-                int epochs, long steps_per_epoch, const char *data_root, const job_env *env,
+int job_prepare(job_record *job, int index, const job_spec *spec, const run_request *r, const job_env *env,
                 const char *log_dir, char *err, size_t err_size) {
     memset(job, 0, sizeof *job);
     job->index = index;
     job->spec = *spec;
-    job->epochs_planned = spec->epochs > 0 ? spec->epochs : epochs;
-    job->steps_per_epoch = spec->steps_per_epoch > 0 ? spec->steps_per_epoch : steps_per_epoch;
+    job->epochs_planned = run_request_job_epochs(r, spec);
+    job->steps_per_epoch = run_request_job_steps(r, spec);
     char safe[64];
     job_safe_name(safe, sizeof safe, spec->label);
     snprintf(job->name, sizeof job->name, "job-%d-%s", index, safe);
@@ -218,7 +219,7 @@ int job_prepare(job_record *job, int index, const job_spec *spec, const char *tr
     job->collateral_of = -1;
     job->params = job->footprint_bytes = NAN;
     job->t_spawn = job->t_ready = job->t_go = job->t_done = job->t_exit = job->t_fault = NAN;
-    job->argv = job_build_argv(train_path, spec, job->epochs_planned, job->steps_per_epoch, 0, data_root, 0);
+    job->argv = job_build_argv(r, spec, JOB_ARGV_RUN);
     job->envp = job_build_env(environ, env);
     job->proc = calloc(1, sizeof *job->proc);
     if (job->proc) {
@@ -621,9 +622,9 @@ int jobs_wait_child(pid_t pid) {
     }
 }
 
-int job_query_footprint(const char *train_path, const job_spec *spec, const char *data_root,
-                        job_footprint *fp, char *err, size_t err_size) {
-    char **argv = job_build_argv(train_path, spec, 0, 0, 0, data_root, 1);
+int job_query_footprint(const run_request *r, const job_spec *spec, job_footprint *fp, char *err, size_t err_size) {
+    const char *train_path = r->train_path;
+    char **argv = job_build_argv(r, spec, JOB_ARGV_DRY_RUN);
     if (!argv) {
         snprintf(err, err_size, "out of memory");
         return -1;

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "results/job_record.h"
+#include "runner/suite/request/run_request.h"
 #include "runner/suite/jobs/go_relay.h"
 #include "runner/suite/jobs/job_events.h"
 #include "runner/suite/jobs/job_faults.h"
@@ -20,24 +21,23 @@
 #include "runner/suite/jobs/job_window.h"
 #include "runner/suite/jobs/watchdog.h"
 
-/* Fills a job record (not yet started): argv for `train`, the environment (the runner's own,
- * changed by env) and its job_process. epochs/steps: the run's defaults, used where the spec
- * leaves 0. Returns 0, or -1 with a message (out of memory). */
-int job_prepare(job_record *job, int index, const job_spec *spec, const char *train_path,
-                int epochs, long steps_per_epoch, const char *data_root, const job_env *env,
+/* Fills a job record (not yet started): its one argv for `train` (job_build_argv: the run's request,
+ * as it measures), the environment (the runner's own, changed by env) and its job_process. Returns
+ * 0, or -1 with a message (out of memory, an environment that cannot be carried). */
+int job_prepare(job_record *job, int index, const job_spec *spec, const run_request *r, const job_env *env,
                 const char *log_dir, char *err, size_t err_size);
 /* Frees what job_prepare allocated, the process included (its pipes closed), and the step times
  * the events brought; the record's other numbers stay. */
 void job_release(job_record *job);
 
-/* The argv of `train` for one job (malloc'd strings, NULL-terminated): the protocol's
- * --json --wait-go form (JOB_ARGV_RUN), the same with --window-protocol (JOB_ARGV_WINDOW: the
- * window measurement, whose warm-up epoch is warmup_steps long where that is shorter; 0: whole),
- * or the --dry-run --json form (JOB_ARGV_DRY_RUN: epochs and steps are then left out; the data root
- * stays, so train checks it before anything runs). Pure. */
-enum { JOB_ARGV_RUN = 0, JOB_ARGV_DRY_RUN = 1, JOB_ARGV_WINDOW = 2 };
-char **job_build_argv(const char *train_path, const job_spec *spec, int epochs,
-                      long steps_per_epoch, long warmup_steps, const char *data_root, int form);
+/* The argv of `train` for one job of the run's request r (malloc'd strings, NULL-terminated), the
+ * one place a typed setting becomes train's text: the protocol's --json --wait-go form
+ * (JOB_ARGV_RUN), with --window-protocol under the window measurement (r->window_s > 0: its
+ * warm-up epoch r->warmup_steps long where that is shorter), or the --dry-run --json form
+ * (JOB_ARGV_DRY_RUN: epochs and steps are then left out; the data root stays, so train checks it
+ * before anything runs). The job's own epochs= and steps= win over the request's. Pure. */
+enum { JOB_ARGV_RUN = 0, JOB_ARGV_DRY_RUN = 1 };
+char **job_build_argv(const run_request *r, const job_spec *spec, int form);
 /* base (e.g. environ) with env applied; malloc'd, NULL-terminated. NULL when out of memory or when
  * env refused an entry (env->refused says which and why). */
 char **job_build_env(char *const *base, const job_env *env);
@@ -51,8 +51,9 @@ int job_env_set(job_env *env, const char *name, const char *fmt, ...)
  * finished, and fills each job's outcome. A stop signal (see below) stops them all. */
 group_result jobs_run_group(job_record *jobs, int count, const jobs_settings *settings);
 
-int job_query_footprint(const char *train_path, const job_spec *spec, const char *data_root,
-                        job_footprint *fp, char *err, size_t err_size);
+/* The job's footprint and FLOPs from `train --dry-run --json` (job_build_argv's JOB_ARGV_DRY_RUN of r).
+ * 0, or -1 with a message (train could not run, refused the job or printed no footprint). */
+int job_query_footprint(const run_request *r, const job_spec *spec, job_footprint *fp, char *err, size_t err_size);
 
 /* Ctrl-C, SIGTERM and SIGHUP only set a flag and write to a self-pipe that the event loop
  * polls; SIGPIPE is ignored (a job that died before "go" must not kill the runner). */

@@ -44,14 +44,13 @@
 
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
+#include "runner/suite/request/run_request.h"
 
-typedef struct suite_options suite_options; /* what every run is given (mode_run.h) */
 typedef struct suite_ctx suite_ctx;   /* the whole run: options, mix, footprints, GPU (mode_run.h) */
 typedef struct mode_run mode_run;     /* one mode's run: its folder, its jobs, its state (mode_run.h) */
 typedef struct suite_mode suite_mode;
 
 #define SUITE_ALL "all"          /* --mode all: the table's MODE_IN_ALL modes */
-#define SUITE_MODES_MAX 16
 struct mps_daemon;
 struct mig_plan;
 struct mig_gpu;
@@ -87,7 +86,7 @@ typedef struct mode_check {
     const char *given;
     const suite_mode *chain[SUITE_MODES_MAX];
     int chain_count;
-    const suite_options *o;      /* the mix is parsed; the modes' options are as given */
+    const run_request *o;      /* the mix is parsed; the modes' options are as given */
 } mode_check;
 
 /* The mode that runs (the chain's last; NULL: --mode all), and whether any mode of the chain
@@ -134,7 +133,7 @@ struct suite_mode {
     /* after stop: what the mode itself recorded of a job's fault (the MPS server's log line),
      * evidence for the jobs taken down with it; "" when nothing */
     void (*fault_evidence)(const mode_run *r, char *out, size_t size);
-    const suite_mode *(*runs_as)(const suite_options *o);
+    const suite_mode *(*runs_as)(const run_request *o);
     const mode_options *options;  /* the options this mode declares; NULL: none */
     const char *const *takes;     /* groups of options (any mode's) it takes, ending with NULL */
 };
@@ -149,26 +148,28 @@ int suite_mode_is(const char *name, unsigned flags);
 /* "serial, naive, mps, ..., all" for messages and --help. */
 const char *suite_mode_names(void);
 /* The mode that runs for m under o: m's runs_as followed to the end. */
-const suite_mode *suite_mode_resolve(const suite_mode *m, const suite_options *o);
+const suite_mode *suite_mode_resolve(const suite_mode *m, const run_request *o);
 
-/* run_suite's option table: `before`, each mode's rows in table order, `after`, parsed into one
- * block (storage) that holds the caller's args_size bytes first (the rows of before and after
- * point there) and each mode's options struct after them. */
-typedef struct mode_option_table {
-    cli_option *rows;
-    void *storage;
-    size_t offset[SUITE_MODES_MAX]; /* of each mode's options struct in storage, by table place */
-} mode_option_table;
-int suite_mode_option_table(mode_option_table *t, const cli_option *before, const cli_option *after,
-                            size_t args_size, char *err, size_t err_size);
-void suite_mode_option_table_free(mode_option_table *t);
-/* After the parse and the mix: hands o each mode's options, refuses options the mode given
- * (--mode's text; NULL o->mode: all) does not take, runs each mode's check and sets o->mode to
- * the mode that runs (suite_mode_resolve). 0, or -1 with the message in err (exit 2). */
-int suite_mode_check_options(const mode_option_table *t, suite_options *o, const char *given, char *err,
-                             size_t err_size);
+/* The modes' rows as parts of run_suite's one option table (runner/cli.h's cli_table_join): out[i]
+ * the rows and struct size of the i-th mode, in table order, that declares options, place[i] its
+ * place in the table (the request's mode_options[place[i]] is its struct). Returns how many, or -1
+ * with a message (a mode takes a group of options no mode declares). */
+int suite_mode_option_parts(cli_part *out, int *place, int max, char *err, size_t err_size);
+/* Gives o its own copy of every mode's options (zeroed where it held none), in its memory
+ * (run_request_alloc): a request read from a file, or a hop's, which then changes its own. 0, or
+ * -1 when out of memory. */
+int suite_mode_options_own(run_request *o);
+/* The modes' options o sets, as request.json's "mode_options": an object per declaring mode, keyed
+ * by its name, of its rows that are set (cli_values_json); and back into o's own copy (its
+ * fallbacks first; an unknown mode or option is an error naming it). */
+cJSON *suite_mode_options_json(const run_request *o);
+int suite_mode_options_from_json(run_request *o, const cJSON *object, char *err, size_t err_size);
+/* After the mix: refuses options the mode given (o->mode_name; "all") does not take, runs each
+ * mode's check and sets o->mode to the mode that runs (suite_mode_resolve; NULL: all). 0, or -1
+ * with the message in err (exit 2). */
+int suite_mode_check_options(run_request *o, char *err, size_t err_size);
 /* The struct of the options `declarer` declares, for this run; NULL when it declares none. */
-void *suite_mode_options(const suite_options *o, const suite_mode *declarer);
+void *suite_mode_options(const run_request *o, const suite_mode *declarer);
 
 /* Parts modes share. Plain processes (mode_naive.c): an empty private MPS pipe folder, made by
  * start and removed by stop, keeps them off any MPS daemon; visible is their CUDA_VISIBLE_DEVICES. */
@@ -196,9 +197,9 @@ typedef struct mode_mig_options {
     int emulate;                  /* --mig-emulate: mig runs as the MODE_MIG_EMULATION mode */
     int share_memory;             /* --mig-share-memory: the jobs on compute instances of one GPU instance */
 } mode_mig_options;
-const mode_mig_options *mode_mig_options_of(const suite_options *o);
+const mode_mig_options *mode_mig_options_of(const run_request *o);
 /* *one = o with --mig-layout `layout` (its MIG options in *storage): how a sweep gives a layout. */
-void mode_mig_with_layout(const suite_options *o, const char *layout, suite_options *one,
+void mode_mig_with_layout(const run_request *o, const char *layout, run_request *one,
                           mode_mig_options *storage);
 /* The MIG layout the mix gets on an empty GPU (mode_mig.c): planned on --mig-gpu's profile
  * table, else the GPU's own. 0, or -1 with a message. */
@@ -216,6 +217,6 @@ void mode_mig_describe(const struct mig_plan *plan, const char *title, FILE *out
 cJSON *mode_mig_plan_json(const struct mig_plan *plan);
 /* mig-emulate's runs_as (mode_green.c): green, realising the layout as green contexts, under
  * --via green; else NULL. */
-const suite_mode *mode_green_via(const suite_options *o);
+const suite_mode *mode_green_via(const run_request *o);
 
 #endif

@@ -57,9 +57,9 @@ static int check(const mode_check *ck, void *options, char *err, size_t err_size
 
 static const mode_options OPTIONS = {.rows = ROWS, .size = sizeof(green_options), .groups = GROUPS, .check = check};
 
-static const green_options *options_of(const suite_options *o) { return suite_mode_options(o, &mode_green); }
+static const green_options *options_of(const run_request *o) { return suite_mode_options(o, &mode_green); }
 
-const suite_mode *mode_green_via(const suite_options *o) {
+const suite_mode *mode_green_via(const run_request *o) {
     return options_of(o)->via == VIA_GREEN ? &mode_green : NULL;
 }
 
@@ -104,7 +104,7 @@ static void known_gpu(const char *name, green_gpu *gpu) {
 
 static int plan(suite_ctx *c, char *err, size_t err_size) {
     green_state *st = suite_mode_state(c, &mode_green);
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     const green_options *g = options_of(o);
     const char *mig_gpu = mode_mig_options_of(o)->gpu;
     int sm[GREEN_MAX_PARTITIONS];

@@ -87,9 +87,9 @@ static void settings(const void *options, cJSON *settings) {
 static const mode_options OPTIONS = {
     .rows = ROWS, .size = sizeof(mode_mig_options), .groups = GROUPS, .check = check, .settings = settings};
 
-const mode_mig_options *mode_mig_options_of(const suite_options *o) { return suite_mode_options(o, &mode_mig); }
+const mode_mig_options *mode_mig_options_of(const run_request *o) { return suite_mode_options(o, &mode_mig); }
 
-void mode_mig_with_layout(const suite_options *o, const char *layout, suite_options *one, mode_mig_options *storage) {
+void mode_mig_with_layout(const run_request *o, const char *layout, run_request *one, mode_mig_options *storage) {
     const mode_mig_options *given = mode_mig_options_of(o);
     *one = *o;
     *storage = *given;
@@ -99,7 +99,7 @@ void mode_mig_with_layout(const suite_options *o, const char *layout, suite_opti
 }
 
 /* Under --mig-emulate the mode that realises the plan without MIG runs in mig's place. */
-static const suite_mode *runs_as(const suite_options *o) {
+static const suite_mode *runs_as(const run_request *o) {
     return mode_mig_options_of(o)->emulate ? suite_mode_with(MODE_MIG_EMULATION) : NULL;
 }
 
@@ -121,7 +121,7 @@ void mode_mig_jobs(const suite_ctx *c, const int *job_of, int count, mig_job *ou
         int i = job_of ? job_of[k] : k;
         out[k].label = c->o->mix.jobs[i].label;
         out[k].footprint_bytes = (unsigned long long)c->fp[i].total;
-        out[k].demand = job_demand(&c->fp[i], &c->o->mix.jobs[i], c->epochs, c->steps);
+        out[k].demand = job_demand(&c->fp[i], &c->o->mix.jobs[i], c->o);
     }
 }
 

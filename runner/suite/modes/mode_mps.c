@@ -56,7 +56,7 @@ static int check(const mode_check *ck, void *options, char *err, size_t err_size
 
 static const mode_options OPTIONS = {.rows = ROWS, .size = sizeof(mps_options), .groups = GROUPS, .check = check};
 
-static const mps_options *options_of(const suite_options *o) { return suite_mode_options(o, &mode_mps); }
+static const mps_options *options_of(const run_request *o) { return suite_mode_options(o, &mode_mps); }
 
 int mode_mps_start(mode_run *r, mps_daemon *d, char *err, size_t err_size) {
     const mps_options *m = options_of(r->ctx->o);

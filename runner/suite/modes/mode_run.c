@@ -60,8 +60,5 @@ int suite_fit(const suite_ctx *c, unsigned mode_flags, const long long *limits, 
 }
 
 char **suite_job_argv(const suite_ctx *c, int i) {
-    const job_spec *s = &c->o->mix.jobs[i];
-    return job_build_argv(c->o->train_path, s, s->epochs ? s->epochs : c->epochs,
-                          s->steps_per_epoch ? s->steps_per_epoch : c->steps, c->o->warmup_steps, c->o->data_root,
-                          c->o->window_s > 0 ? JOB_ARGV_WINDOW : JOB_ARGV_RUN);
+    return job_build_argv(c->o, &c->o->mix.jobs[i], JOB_ARGV_RUN);
 }

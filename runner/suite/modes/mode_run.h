@@ -1,4 +1,4 @@
-/* What a collocation mode sees of the run it is part of: the options every run has, the run as
+/* What a collocation mode sees of the run it is part of: the run's request (run_request.h), the run as
  * a whole (mix, footprints, GPU, the modes it executes with their state) and one mode's run (its
  * folder, its jobs). The orchestrator (runner/suite/run/suite.c) fills them and calls the modes'
  * operations (mode.h) with them; what a mode needs of the orchestrator comes in here too: the
@@ -17,33 +17,6 @@
 /* Exit statuses of run_suite. An interrupted run exits 128 + the signal. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
 
-struct suite_options {
-    const suite_mode *mode;       /* the mode that runs (after runs_as); NULL: --mode all */
-    const char *mix_text;
-    const char *skip_modes;       /* --mode all without these: "streams,green" (checked names) */
-    mix mix;
-    int epochs;                   /* default 2 (completion: the second is timed; window: the first warms up) */
-    long steps_per_epoch;         /* 0: whole epochs */
-    int quick;
-    double window_s;              /* the window measurement's window length; 0 with --completion */
-    int windows;                  /* consecutive windows per launch (--windows) */
-    long warmup_steps;            /* the window measurement's warm-up epoch, where shorter than an epoch */
-    int completion;               /* --completion: whole epochs timed, jobs run to completion */
-    const char *data_root;        /* NULL: train's default */
-    const char *results_dir;
-    const char *train_path;       /* resolved, absolute */
-    const char *baseline_dir;     /* earlier serial run of the same mix, or NULL */
-    int sample_ms, no_monitor;
-    int gpu;                      /* NVML index of the GPU to use */
-    void *mode_options[SUITE_MODES_MAX]; /* each mode's own options, by table place (suite_mode_options) */
-    int force, dry_run, json;
-    int repeat;                   /* --repeat: launches of the run (1: one, as without it) */
-    double ready_timeout_s, grace_s;
-    double stall_timeout_s;       /* watchdog; 0: derived from each job's pace (jobs_stall_limit) */
-    int argc;
-    char **argv;
-};
-
 /* A mode the run executes, with what its plan left. */
 typedef struct suite_planned {
     const suite_mode *mode;
@@ -59,10 +32,8 @@ typedef int suite_execute_fn(suite_ctx *c, const suite_mode *mode, const int *jo
                              const char *dir, const serial_baseline *base, run_summary *summary);
 
 struct suite_ctx {
-    const suite_options *o;
+    const run_request *o;         /* what the run is asked to do */
     int count;                    /* jobs in the mix */
-    int epochs;
-    long steps;
     monitor_gpu gpu;
     job_footprint fp[MIX_MAX_JOBS];
     serial_baseline baseline;
@@ -109,7 +80,7 @@ int suite_node_checks_later(void);
 int suite_fit(const suite_ctx *c, unsigned mode_flags, const long long *limits, char *err,
               size_t err_size);
 
-/* `train`'s argv for the mix's job i under the run's settings (job_free_strv). */
+/* `train`'s argv for the mix's job i under the run's request (job_build_argv; job_free_strv). */
 char **suite_job_argv(const suite_ctx *c, int i);
 
 #endif

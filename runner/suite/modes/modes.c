@@ -1,7 +1,8 @@
 /* The table of collocation modes: one row per mode, in the order --help, --list and --mode all
  * show and run them. A mode's operations are in its own file (mode.h), and so are its options:
- * run_suite's table takes each mode's rows in this order, and the check here refuses an option
- * the mode does not take with a message made from the modes' declarations. */
+ * run_suite's table takes each mode's rows in this order, request.json carries them by the
+ * declaring mode's name, and the check here refuses an option the mode does not take with a
+ * message made from the modes' declarations. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ const char *suite_mode_names(void) {
 
 /* m, the mode that runs in its place, and so on (a mode's runs_as may lead to one more); the
  * count. None for m NULL (--mode all). */
-static int chain_of(const suite_mode *m, const suite_options *o, const suite_mode **chain) {
+static int chain_of(const suite_mode *m, const run_request *o, const suite_mode **chain) {
     int n = 0;
     while (m && n < SUITE_MODES_MAX) {
         chain[n++] = m;
@@ -79,7 +80,7 @@ static int chain_of(const suite_mode *m, const suite_options *o, const suite_mod
     return n;
 }
 
-const suite_mode *suite_mode_resolve(const suite_mode *m, const suite_options *o) {
+const suite_mode *suite_mode_resolve(const suite_mode *m, const run_request *o) {
     const suite_mode *chain[SUITE_MODES_MAX];
     int n = chain_of(m, o, chain);
     return n ? chain[n - 1] : NULL;
@@ -101,34 +102,12 @@ static int place_of(const suite_mode *m) {
     return -1;
 }
 
-void *suite_mode_options(const suite_options *o, const suite_mode *declarer) {
+void *suite_mode_options(const run_request *o, const suite_mode *declarer) {
     int k = place_of(declarer);
     return k >= 0 ? o->mode_options[k] : NULL;
 }
 
-/* --- run_suite's option table ---------------------------------------------------------------- */
-
-static size_t row_count(const cli_option *rows) {
-    size_t n = 0;
-    while (rows && rows[n].name) n++;
-    return n;
-}
-
-/* rows' copies in out, their fields `base` bytes further into the block */
-static size_t copy_rows(cli_option *out, const cli_option *rows, size_t base) {
-    size_t n = row_count(rows);
-    for (size_t i = 0; i < n; i++) {
-        out[i] = rows[i];
-        out[i].offset += base;
-        if (out[i].marks) out[i].mark += base;
-    }
-    return n;
-}
-
-static size_t aligned(size_t size) {
-    size_t a = _Alignof(max_align_t);
-    return (size + a - 1) / a * a;
-}
+/* --- the options modes declare -------------------------------------------------------------- */
 
 static int takes(const suite_mode *m, const char *group) {
     for (const char *const *g = m->takes; g && *g; g++)
@@ -143,10 +122,8 @@ static int declared(const char *group) {
     return 0;
 }
 
-int suite_mode_option_table(mode_option_table *t, const cli_option *before, const cli_option *after,
-                            size_t args_size, char *err, size_t err_size) {
-    memset(t, 0, sizeof *t);
-    size_t rows = row_count(before) + row_count(after) + 1, size = aligned(args_size);
+int suite_mode_option_parts(cli_part *out, int *place, int max, char *err, size_t err_size) {
+    int n = 0;
     for (int k = 0; k < TABLE_COUNT; k++) {
         for (const char *const *g = table[k]->takes; g && *g; g++)
             if (!declared(*g)) {
@@ -154,28 +131,56 @@ int suite_mode_option_table(mode_option_table *t, const cli_option *before, cons
                 return -1;
             }
         if (!table[k]->options) continue;
-        rows += row_count(table[k]->options->rows);
-        t->offset[k] = size;
-        size += aligned(table[k]->options->size);
+        if (n == max) {
+            snprintf(err, err_size, "more than %d modes declare options", max);
+            return -1;
+        }
+        out[n] = (cli_part){.rows = table[k]->options->rows, .size = table[k]->options->size};
+        place[n++] = k;
     }
-    t->rows = calloc(rows, sizeof *t->rows);
-    t->storage = calloc(1, size);
-    if (!t->rows || !t->storage) {
-        suite_mode_option_table_free(t);
-        snprintf(err, err_size, "out of memory");
-        return -1;
+    return n;
+}
+
+int suite_mode_options_own(run_request *o) {
+    for (int k = 0; k < TABLE_COUNT; k++) {
+        if (!table[k]->options) continue;
+        void *copy = run_request_alloc(o, table[k]->options->size);
+        if (!copy) return -1;
+        if (o->mode_options[k]) memcpy(copy, o->mode_options[k], table[k]->options->size);
+        o->mode_options[k] = copy;
     }
-    size_t n = copy_rows(t->rows, before, 0);
-    for (int k = 0; k < TABLE_COUNT; k++)
-        if (table[k]->options) n += copy_rows(t->rows + n, table[k]->options->rows, t->offset[k]);
-    copy_rows(t->rows + n, after, 0);
     return 0;
 }
 
-void suite_mode_option_table_free(mode_option_table *t) {
-    free(t->rows);
-    free(t->storage);
-    memset(t, 0, sizeof *t);
+cJSON *suite_mode_options_json(const run_request *o) {
+    cJSON *all = cJSON_CreateObject();
+    for (int k = 0; k < TABLE_COUNT; k++) {
+        if (!table[k]->options || !o->mode_options[k]) continue;
+        cJSON *one = cli_values_json(table[k]->options->rows, o->mode_options[k]);
+        if (one->child) cJSON_AddItemToObject(all, table[k]->name, one);
+        else cJSON_Delete(one);
+    }
+    return all;
+}
+
+static const char *keep_in(void *request, const char *text) { return run_request_keep(request, text); }
+
+int suite_mode_options_from_json(run_request *o, const cJSON *object, char *err, size_t err_size) {
+    char why[512];
+    for (const cJSON *item = object ? object->child : NULL; item; item = item->next) {
+        const suite_mode *m = suite_mode_find(item->string);
+        int k = place_of(m);
+        if (!m || !m->options) {
+            snprintf(err, err_size, "%s: no mode of that name declares options (those that do: see run_suite --help)",
+                     item->string);
+            return -1;
+        }
+        if (cli_values_from_json(m->options->rows, o->mode_options[k], item, keep_in, o, why, sizeof why) != 0) {
+            snprintf(err, err_size, "%s: %s", item->string, why);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* --- the check ------------------------------------------------------------------------------- */
@@ -230,11 +235,14 @@ static void refuse(const mode_check *ck, const char *group, char *err, size_t er
     snprintf(err, err_size, "%s %s with --mode %s, not %s", opts, words > 1 ? "go" : "goes", modes, ck->given);
 }
 
-int suite_mode_check_options(const mode_option_table *t, suite_options *o, const char *given, char *err,
-                             size_t err_size) {
-    mode_check ck = {.given = given, .o = o};
+int suite_mode_check_options(run_request *o, char *err, size_t err_size) {
+    mode_check ck = {.given = o->mode_name, .o = o};
+    o->mode = suite_mode_find(o->mode_name);
     for (int k = 0; k < TABLE_COUNT; k++)
-        o->mode_options[k] = table[k]->options ? (char *)t->storage + t->offset[k] : NULL;
+        if (table[k]->options && !o->mode_options[k]) {
+            snprintf(err, err_size, "the request holds no options of mode %s", table[k]->name);
+            return -1;
+        }
     ck.chain_count = chain_of(o->mode, o, ck.chain);
     for (int k = 0; k < TABLE_COUNT; k++) {
         const mode_options *mo = table[k]->options;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,7 +21,6 @@
 
 #include "base/clock.h"
 #include "base/line_reader.h"
-#include "base/output_path.h"
 #include "results/results.h"
 #include "kernels/knobs.h"
 #include "runner/cli.h"
@@ -31,138 +31,55 @@
 #include "runner/suite/gpu/monitor.h"
 #include "runner/suite/multi/gpus_summary.h"
 #include "runner/suite/plan/placement.h"
+#include "runner/suite/run/request_check.h"
+#include "runner/suite/run/request_file.h"
 #include "runner/suite/run/suite.h"
 #include "runner/train/step_window.h"
 
 extern char **environ;
 
-/* What the command line fills; the options of rows marked .forward, and every option this table
- * does not name, are passed on to every GPU's run_suite as written (its own table checks them). */
-typedef struct gpus_args {
-    char gpus[256];
-    const char *mix, *mode, *results, *train, *data_root, *gpu, *baseline, *ddp_under;
-    int dry_run, json, quick, epochs, have_epochs, have_steps;
-    long steps;
-} gpus_args;
-
-#define T gpus_args
-static const cli_option OPTIONS[] = {
-    {"--gpus", "LIST", "the GPUs to place the mix over (0,1,2,3), by memory and compute", CLI_TEXT(T, gpus)},
-    {"--mode", "MODE", "collocation mode, each GPU under it by itself", CLI_STR(T, mode), .values = suite_mode_names,
-     .forward = 1},
-    {"--mix", "MIX", "jobs, e.g. S+M+M, 4*M+8*S (run_suite --list shows presets)", CLI_STR(T, mix)},
-    {"--results", "DIR", "where the run folder goes (each GPU's run under gpu-<index>/)", CLI_STR(T, results),
-     .fallback = RESULTS_DEFAULT_DIR},
-    {"--dry-run", NULL, "show the placement; run nothing", CLI_FLAG(T, dry_run, 1)},
-    {"--json", NULL, "with --dry-run: the placement as JSON", CLI_FLAG(T, json, 1)},
-    {"--epochs", "E", "epochs per job (placement weighs the jobs' compute by it)", CLI_INT(T, epochs, 1, 100000),
-     CLI_MARK(T, have_epochs), .forward = 1},
-    {"--steps-per-epoch", "T", "steps per epoch (likewise)", CLI_INT(T, steps, 1, 1e12), CLI_MARK(T, have_steps),
-     .forward = 1},
-    {"--quick", NULL, "2 epochs of 10 steps (a smoke test)", CLI_FLAG(T, quick, 1), .forward = 1},
-    {"--train", "PATH", "the train program (default: next to run_suite)", CLI_STR(T, train), .forward = 1},
-    {"--data-root", "DIR", "data sets' folder, passed to train", CLI_STR(T, data_root), .forward = 1},
-    {"--baseline", "DIR", "an earlier run_suite --gpus LIST --mode serial of this mix: each job's reference alone on "
-     "its card (each GPU's run_suite is given DIR/gpu-<G>/<run>)", CLI_STR(T, baseline)},
-    {"--ddp-under", "none|mps", "a data-parallel job's own run beside cards whose jobs are MPS clients (--mode mps, or "
-     "its pass of --mode all): outside MPS (none, the default) or as the client of an MPS daemon over its cards (mps: "
-     "NCCL does not promise it; it worked on two H200s)", CLI_STR(T, ddp_under), .fallback = "none"},
-    {"--gpu", "N", "not with --gpus: each GPU's run_suite is given its own", CLI_STR(T, gpu)},
-    {0}};
-#undef T
-
-static const cli_program PROGRAM = {
-    .name = "run_suite --gpus",
-    .synopsis = "usage: run_suite --gpus LIST --mode MODE --mix MIX [options]\n"
-                "The jobs are placed over the GPUs before anything runs, then every GPU with jobs runs its own\n"
-                "run_suite (--gpu G --mix <its jobs>), all at once, into <results>/<run-id>/gpu-<G>/.\n",
-    .epilogue = "Every other run_suite option (run_suite --help) is passed on to each GPU's run_suite; the\n"
-                "first one is checked with --dry-run before anything is written.\n"
-                "exit status: the worst of the GPUs' runs; 2 bad usage or a placement that does not fit\n",
-    .options = OPTIONS,
-};
-
-/* A GPU's run_suite argv: the program, the options passed on, the 11 words set per GPU, the NULL. */
-#define GPUS_MAX_ARGS 256
 /* The runs one --gpus starts: one per card and one per data-parallel job. */
 #define GPUS_MAX_RUNS (PLACEMENT_MAX_GPUS + MIX_MAX_JOBS)
 
-int gpus_requested(int argc, char *const argv[]) {
-    return cli_given(argc, argv, "--gpus");
-}
+/* The --gpus form's own: run_suite's rows, and how a data-parallel job runs beside MPS cards. */
+static const char *const ADDS[] = {"--ddp-under", NULL};
+static int gpus_main(run_args *args);
+#define GPUS_SYNOPSIS                                                                                  \
+    "usage: run_suite --gpus LIST --mode MODE --mix MIX [options]\n"                                   \
+    "The jobs are placed over the GPUs before anything runs, then every GPU with jobs runs its own\n"  \
+    "run_suite (handed the request with its jobs and its GPU), all at once, into\n"                   \
+    "<results>/<run-id>/gpu-<G>/.\n"
+#define GPUS_EPILOGUE                                                                                  \
+    "Every other run_suite option (run_suite --help) is taken too, and each GPU's run gets the whole\n" \
+    "request (request.json in its folder); the first one is checked with --dry-run before anything is\n" \
+    "written.\n"                                                                                        \
+    "exit status: the worst of the GPUs' runs; 2 bad usage or a placement that does not fit\n"
+const run_form gpus_form = {
+    .option = "--gpus",
+    .help = {.name = "run_suite --gpus", .synopsis = GPUS_SYNOPSIS, .epilogue = GPUS_EPILOGUE},
+    .adds = ADDS,
+    .main = gpus_main,
+};
 
-static int usage(const char *fmt, const char *a, const char *b) {
-    fprintf(stderr, "run_suite: ");
-    fprintf(stderr, fmt, a, b);
-    fprintf(stderr, "\n(run_suite --help lists the options)\n");
-    return 2;
-}
-
-/* 0 to go on, else the exit status (--help: 0, bad input: 2). */
-static int parse(int argc, char *const argv[], gpus_args *a, const char **rest) {
-    memset(a, 0, sizeof *a);
-    char err[2048];
-    int rc = cli_parse_forward(&PROGRAM, a, argc, argv, rest, GPUS_MAX_ARGS - 12, err, sizeof err);
-    if (rc == 1) return -1;
-    if (rc != 0) {
-        fprintf(stderr, "run_suite: %s\n", err);
-        return 2;
-    }
-    if (a->quick) {
-        if (!a->have_epochs) a->epochs = 2;
-        if (!a->have_steps) a->steps = 10;
-    }
-    /* each GPU's run folder would hold repeats, not the one summary.json the summary reads */
-    if (cli_given(argc, argv, "--repeat"))
-        return usage("--repeat does not go with --gpus: repeat the run on one GPU (--gpu N --repeat N)%s%s", "", "");
-    if (a->gpu) return usage("--gpu and --gpus exclude each other: --gpus %s names every GPU%s", "LIST", "");
-    if (!a->gpus[0]) return usage("--gpus is required: GPU indices, e.g. 0,1,2,3%s%s", "", "");
-    if (!a->mix) return usage("--mix is required, e.g. S+M+M (run_suite --list shows the presets)%s%s", "", "");
-    if (!a->mode) return usage("--mode is required: one of %s%s", suite_mode_names(), "");
-    if (strcmp(a->ddp_under, "none") && strcmp(a->ddp_under, "mps"))
-        return usage("--ddp-under %s: expected none or mps%s", a->ddp_under, "");
-    const suite_mode *m = suite_mode_find(a->mode);
-    if (!strcmp(a->ddp_under, "mps") && m && !(m->flags & MODE_MPS_CLIENTS))
-        return usage("--ddp-under mps goes with the modes whose jobs are MPS clients (mps, or mps's pass of --mode "
-                     "all), not --mode %s: there the data-parallel job runs %s", a->mode,
-                     m->flags & MODE_SEQUENTIAL ? "alone" : "outside MPS");
+int gpus_run_request(const run_request *whole, const gpus_card *c, const char *mode, const char *dir, int dry_run,
+                     run_request *out) {
+    *out = *whole;
+    out->memory = NULL;
+    if (suite_mode_options_own(out) != 0) return -1; /* its own check derives into its own copy */
+    out->mix.count = c->job_count;
+    for (int k = 0; k < c->job_count; k++) out->mix.jobs[k] = whole->mix.jobs[c->jobs[k]];
+    out->mix_text = c->mix;
+    out->gpu = c->gpu;
+    out->gpus_text = NULL;
+    out->baseline_dir = c->reference[0] ? c->reference : NULL;
+    out->results_dir = dir;
+    if (mode) out->mode_name = mode, out->skip_modes = NULL;
+    out->no_monitor |= c->ddp;
+    out->dry_run = dry_run;
+    out->json = 0;
     return 0;
 }
 
-/* 1 when word is option (e.g. "--mode") or its "--mode=VALUE" form; *takes_next: the value follows. */
-static int is_option(const char *word, const char *option, int *takes_next) {
-    size_t n = strlen(option);
-    *takes_next = !strcmp(word, option);
-    return *takes_next || (!strncmp(word, option, n) && word[n] == '=');
-}
-
-/* argv for a card's run_suite: what is passed on, then --gpu, --mix, --baseline (reference: its
- * reference run, "" none) and --results, or --dry-run for the check before the run (results NULL).
- * mode: the mode this run goes under in place of rest's --mode (and its --skip, which only --mode
- * all takes), NULL: rest's. A data-parallel job's run goes under its own mode (ddp_mode: naive or
- * mps as --ddp-under says, serial in a serial pass), unmonitored (its cards' runs sample them). */
-static void child_argv(const char **out, const char *self, const char *const *rest, const char *mode,
-                       int unmonitored, int gpu, char *gpu_text, size_t gpu_size, const char *mix_text,
-                       const char *reference, const char *results) {
-    int n = 0, next;
-    out[n++] = self;
-    for (; *rest; rest++) {
-        if (mode && (is_option(*rest, "--mode", &next) || is_option(*rest, "--skip", &next))) {
-            if (next && rest[1]) rest++;
-            continue;
-        }
-        out[n++] = *rest;
-    }
-    if (mode) out[n++] = "--mode", out[n++] = mode;
-    if (unmonitored) out[n++] = "--no-monitor";
-    snprintf(gpu_text, gpu_size, "%d", gpu);
-    out[n++] = "--gpu", out[n++] = gpu_text;
-    out[n++] = "--mix", out[n++] = mix_text;
-    if (reference[0]) out[n++] = "--baseline", out[n++] = reference;
-    if (results) out[n++] = "--results", out[n++] = results;
-    else out[n++] = "--dry-run";
-    out[n] = NULL;
-}
 
 /* The mix of the single-card jobs placed on slot g (a data-parallel job has a run of its own: ddp_run
  * below), and which jobs of the whole mix they are. */
@@ -216,14 +133,14 @@ static int mode_has(const char *mode, unsigned flag) {
     return m && (m->flags & flag);
 }
 static int sequential(const char *mode) { return mode_has(mode, MODE_SEQUENTIAL); }
-static int ddp_as_client(const gpus_args *a, const char *mode) {
-    return !strcmp(a->ddp_under, "mps") && mode_has(mode, MODE_MPS_CLIENTS);
+static int ddp_as_client(const run_request *a, const char *mode) {
+    return a->ddp_under == DDP_UNDER_MPS && mode_has(mode, MODE_MPS_CLIENTS);
 }
-static const char *ddp_mode(const gpus_args *a, const char *mode) {
+static const char *ddp_mode(const run_request *a, const char *mode) {
     if (sequential(mode)) return mode;
     return suite_mode_with(ddp_as_client(a, mode) ? MODE_MPS_CLIENTS : MODE_PLAIN)->name;
 }
-static const char *ddp_how(const gpus_args *a, const char *mode) {
+static const char *ddp_how(const run_request *a, const char *mode) {
     if (sequential(mode)) return "alone, before the cards' runs (serial)";
     if (ddp_as_client(a, mode))
         return "beside the cards' jobs, as the client of an MPS daemon over its cards (--ddp-under mps), one start "
@@ -235,19 +152,24 @@ static const char *ddp_how(const gpus_args *a, const char *mode) {
            "window measurement) with them";
 }
 
-/* The one run folder under dir (a GPU's run_suite makes exactly one), or "". */
+/* The one run folder under dir (a GPU's run_suite makes exactly one, beside the request it was
+ * handed), or "". */
 static void only_run_folder(const char *dir, char *out, size_t size) {
     out[0] = 0;
     struct dirent **names = NULL;
     int n = scandir(dir, &names, NULL, alphasort);
     for (int i = 0; i < n; i++) {
-        if (names[i]->d_name[0] != '.' && !out[0]) snprintf(out, size, "%s/%s", dir, names[i]->d_name);
+        char path[PATH_MAX];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
+        if (names[i]->d_name[0] != '.' && !out[0] && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            snprintf(out, size, "%s", path);
         free(names[i]);
     }
     free(names);
 }
 
-/* The modes a run goes through: one pass under rest's --mode (mode NULL), unless --mode all meets a
+/* The modes a run goes through: one pass under the request's --mode, unless --mode all meets a
  * data-parallel job. Each card's run_suite would then run every mode by itself, with no go relay
  * between the cards' groups and the job's; so this run makes one pass per mode of --mode all that can
  * hold the job (serial first: the others' references), and names each mode it leaves out and why. */
@@ -258,14 +180,6 @@ typedef struct gpus_passes {
     const char *left[SUITE_MODES_MAX], *left_why[SUITE_MODES_MAX];
 } gpus_passes;
 
-/* --skip's list among the options passed on, or NULL. */
-static const char *skipped_modes(const char *const *rest) {
-    int next;
-    for (; *rest; rest++)
-        if (is_option(*rest, "--skip", &next)) return next ? rest[1] : strchr(*rest, '=') + 1;
-    return NULL;
-}
-
 static int listed(const char *list, const char *name) {
     size_t n = strlen(name);
     for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
@@ -273,13 +187,12 @@ static int listed(const char *list, const char *name) {
     return 0;
 }
 
-static void plan_passes(const char *mode, int ddp_jobs, const char *const *rest, gpus_passes *out) {
+static void plan_passes(const char *mode, int ddp_jobs, const char *skip, gpus_passes *out) {
     memset(out, 0, sizeof *out);
     if (strcmp(mode, SUITE_ALL) != 0 || ddp_jobs == 0) {
         out->count = 1;
         return;
     }
-    const char *skip = skipped_modes(rest);
     int n;
     const suite_mode *const *modes = suite_modes(&n);
     for (int k = 0; k < n; k++) {
@@ -296,7 +209,7 @@ static void pass_dir(const gpus_passes *ps, int k, const char *run_dir, char *ou
     else snprintf(out, size, "%s", run_dir);
 }
 
-static void passes_json(const gpus_args *a, const gpus_passes *ps, cJSON *root) {
+static void passes_json(const run_request *a, const gpus_passes *ps, cJSON *root) {
     if (ps->count < 2 && !ps->left_count) return;
     cJSON *list = cJSON_AddArrayToObject(root, "modes_run");
     for (int k = 0; k < ps->count; k++) {
@@ -315,7 +228,7 @@ static void passes_json(const gpus_args *a, const gpus_passes *ps, cJSON *root) 
     }
 }
 
-static void print_passes(const gpus_args *a, const gpus_passes *ps) {
+static void print_passes(const run_request *a, const gpus_passes *ps) {
     if (ps->count < 2 && !ps->left_count) return;
     printf("--mode all with a data-parallel job: one pass per mode that can hold it, each into <run>/<mode>/:\n");
     for (int k = 0; k < ps->count; k++)
@@ -326,18 +239,18 @@ static void print_passes(const gpus_args *a, const gpus_passes *ps) {
 /* Where each job's reference (the same job alone on the same card) comes from: --baseline DIR
  * (DIR/gpu-<G>/<its one run folder>, checked here), the serial part of --mode all, the run itself
  * (serial), or nowhere (why, for the summary's null fields). 0, or 2 with the message printed. */
-static int find_references(const gpus_args *a, const gpus_passes *ps, const mix *m, gpus_card *cards, int count,
+static int find_references(const run_request *a, const gpus_passes *ps, const mix *m, gpus_card *cards, int count,
                            char *source, size_t source_size, char *why, size_t why_size) {
     int serial_pass = 0;
     for (int k = 0; k < ps->count; k++) serial_pass |= sequential(ps->mode[k]);
     why[0] = 0;
-    if (a->baseline) {
-        snprintf(source, source_size, "--baseline %s: each GPU's run of it", a->baseline);
+    if (a->baseline_dir) {
+        snprintf(source, source_size, "--baseline %s: each GPU's run of it", a->baseline_dir);
         for (int g = 0; g < count; g++) {
             if (!cards[g].mix[0]) continue;
             char dir[PATH_MAX + 32], summary[PATH_MAX * 2], name[32];
             run_dir_name(&cards[g], name, sizeof name);
-            snprintf(dir, sizeof dir, "%s/%s", a->baseline, name);
+            snprintf(dir, sizeof dir, "%s/%s", a->baseline_dir, name);
             only_run_folder(dir, cards[g].reference, sizeof cards[g].reference);
             snprintf(summary, sizeof summary, "%s/summary.json", cards[g].reference);
             cJSON *ref = cards[g].reference[0] ? results_read_json(summary) : NULL;
@@ -351,13 +264,13 @@ static int find_references(const gpus_args *a, const gpus_passes *ps, const mix 
             }
             cJSON_Delete(ref);
             if (!same)
-                return usage("--baseline %s: %s/<run>/summary.json there is missing or ran other jobs than this "
-                             "placement gives that GPU: expected an earlier run_suite --gpus LIST --mode serial of "
-                             "this mix", a->baseline, name);
+                return run_args_usage("--baseline %s: %s/<run>/summary.json there is missing or ran other jobs than "
+                                      "this placement gives that GPU: expected an earlier run_suite --gpus LIST --mode "
+                                      "serial of this mix", a->baseline_dir, name);
         }
-    } else if (!strcmp(a->mode, SUITE_ALL) && (ps->count == 1 || serial_pass)) {
+    } else if (!strcmp(a->mode_name, SUITE_ALL) && (ps->count == 1 || serial_pass)) {
         snprintf(source, source_size, "the serial part of --mode all on each GPU");
-    } else if (sequential(a->mode)) {
+    } else if (sequential(a->mode_name)) {
         snprintf(source, source_size, "the run itself (serial: each job alone on its GPU)");
     } else {
         snprintf(source, source_size, "none: STP and ANTT will be null (give --baseline DIR or --mode all)");
@@ -367,7 +280,7 @@ static int find_references(const gpus_args *a, const gpus_passes *ps, const mix 
     return 0;
 }
 
-static cJSON *plan_json(const gpus_args *a, const gpus_passes *ps, const mix *m, const placement *p,
+static cJSON *plan_json(const run_request *a, const gpus_passes *ps, const mix *m, const placement *p,
                         const placement_gpu *gpus, const gpus_card *cards, int runs, const char *references) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "method", p->method);
@@ -389,7 +302,7 @@ static cJSON *plan_json(const gpus_args *a, const gpus_passes *ps, const mix *m,
     }
     passes_json(a, ps, root);
     if (runs == p->gpu_count) return root;
-    cJSON_AddStringToObject(root, "ddp_under", a->ddp_under);
+    cJSON_AddStringToObject(root, "ddp_under", ddp_under_name(a->ddp_under));
     list = cJSON_AddArrayToObject(root, "data_parallel");
     for (int g = p->gpu_count; g < runs; g++) {
         const gpus_card *c = &cards[g];
@@ -400,8 +313,8 @@ static cJSON *plan_json(const gpus_args *a, const gpus_passes *ps, const mix *m,
         cJSON_AddItemToObject(o, "gpus", on);
         cJSON_AddStringToObject(o, "cuda_visible_devices", c->devices);
         if (ps->count == 1) { /* several passes: modes_run says each pass's */
-            cJSON_AddStringToObject(o, "mode", ddp_mode(a, a->mode));
-            cJSON_AddStringToObject(o, "how", ddp_how(a, a->mode));
+            cJSON_AddStringToObject(o, "mode", ddp_mode(a, a->mode_name));
+            cJSON_AddStringToObject(o, "how", ddp_how(a, a->mode_name));
         }
         cJSON_AddStringToObject(o, "mix", c->mix);
         if (c->reference[0]) cJSON_AddStringToObject(o, "reference", c->reference);
@@ -410,7 +323,7 @@ static cJSON *plan_json(const gpus_args *a, const gpus_passes *ps, const mix *m,
     return root;
 }
 
-static void print_plan(const gpus_args *a, const gpus_passes *ps, const mix *m, const placement *p,
+static void print_plan(const run_request *a, const gpus_passes *ps, const mix *m, const placement *p,
                        const placement_gpu *gpus, const gpus_card *cards, int runs, const char *references) {
     printf("placement over %d GPUs (%s):\n", p->gpu_count, p->method);
     for (int g = 0; g < p->gpu_count; g++) {
@@ -426,7 +339,7 @@ static void print_plan(const gpus_args *a, const gpus_passes *ps, const mix *m, 
         if (ps->count == 1)
             printf("  data-parallel job %d:%s: its own run, --mode %s, CUDA_VISIBLE_DEVICES=%s NCCL_NVLS_ENABLE=0, %s -> "
                    "--mix %s\n", cards[g].jobs[0], m->jobs[cards[g].jobs[0]].label,
-                   ddp_mode(a, a->mode), cards[g].devices, ddp_how(a, a->mode), cards[g].mix);
+                   ddp_mode(a, a->mode_name), cards[g].devices, ddp_how(a, a->mode_name), cards[g].mix);
         else
             printf("  data-parallel job %d:%s: its own run in each pass, CUDA_VISIBLE_DEVICES=%s NCCL_NVLS_ENABLE=0 -> "
                    "--mix %s\n", cards[g].jobs[0], m->jobs[cards[g].jobs[0]].label, cards[g].devices, cards[g].mix);
@@ -498,14 +411,23 @@ static void close_relay(run_relay *r) {
     r->go = r->ready = -1;
 }
 
-/* Starts one run's run_suite into dir, its pid in *pid (an entry of running[]). relayed: its barrier
- * and window join the others' (SUITE_GO_RELAY): *relay is this end of its relay. 0, or 1 with the
- * message printed. */
-static int start_run(const gpus_card *c, const char *self, const char *const *rest, const char *mode,
+/* Starts one run's run_suite into dir, its pid in *pid (an entry of running[]): its request
+ * (gpus_run_request: mode, NULL for the whole run's) written to dir/request.json and handed to it.
+ * relayed: its barrier and window join the others' (SUITE_GO_RELAY): *relay is this end of its
+ * relay. 0, or 1 with the message printed. */
+static int start_run(const gpus_card *c, const run_request *whole, const char *self, const char *mode,
                      const char *dir, int relayed, pid_t *pid, run_relay *relay) {
-    const char *child[GPUS_MAX_ARGS];
-    char gpu_text[16];
-    child_argv(child, self, rest, mode, c->ddp, c->gpu, gpu_text, sizeof gpu_text, c->mix, c->reference, dir);
+    run_request one;
+    char err[1024], path[PATH_MAX + 32];
+    *pid = 0;
+    int written = gpus_run_request(whole, c, mode, dir, 0, &one) == 0 && request_file_write(&one, dir, err, sizeof err) == 0;
+    run_request_free(&one);
+    if (!written) {
+        fprintf(stderr, "error: the request of the run_suite of %s: %s\n", dir, err);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, REQUEST_FILE_NAME);
+    char *child[] = {(char *)self, "--request", path, NULL};
     job_env env = {0};
     if (c->ddp) job_env_set(&env, knob_name(KNOB_JOB_DEVICES), "%s", c->devices);
     int go_pipe[2] = {-1, -1}, ready_pipe[2] = {-1, -1}, rc = 0;
@@ -529,7 +451,7 @@ static int start_run(const gpus_card *c, const char *self, const char *const *re
     sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM), sigaddset(&stops, SIGHUP);
     *pid = 0;
     sigprocmask(SIG_BLOCK, &stops, &unblocked); /* a stop now waits until the pid is known */
-    if (!rc && !stop_signal) rc = spawn_child(pid, (char *const *)child, envp, -1, -1, -1, SIGTERM);
+    if (!rc && !stop_signal) rc = spawn_child(pid, child, envp, -1, -1, -1, SIGTERM);
     if (rc) *pid = 0;
     sigprocmask(SIG_SETMASK, &unblocked, NULL);
     job_free_strv(envp);
@@ -606,9 +528,8 @@ static void relay_runs(run_relay *r, int n, int window) {
 
 /* What every pass of one --gpus run shares. */
 typedef struct pass_args {
-    const gpus_args *a;
+    const run_request *a;   /* the whole run's request */
     const char *self;
-    const char *const *rest;
     int window;             /* the window measurement: one window across the runs */
     int ddp_jobs, runs, cards;
 } pass_args;
@@ -616,8 +537,8 @@ typedef struct pass_args {
 /* One pass: every run at once into dir (serial: the data-parallel jobs' alone first); with a
  * data-parallel job beside the cards, under one start barrier and one window (relay_runs). Each run
  * stops its own jobs and daemon on the signal passed on (pass_on), or on the SIGTERM it gets when
- * this one dies. mode: the pass's mode; override: what the cards' runs get in place of the --mode
- * passed on (NULL: that one). Fills each card's run_folder and exit_status; the worst status. */
+ * this one dies. mode: the pass's mode; override: what the cards' runs get in place of the whole
+ * run's --mode (NULL: that one). Fills each card's run_folder and exit_status; the worst status. */
 static int run_pass(const pass_args *pa, gpus_card *cards, const char *mode, const char *override, const char *dir) {
     int status[GPUS_MAX_RUNS] = {0}, worst = 0, count = pa->cards, runs = pa->runs;
     int relayed = pa->ddp_jobs > 0 && !sequential(mode);
@@ -639,11 +560,11 @@ static int run_pass(const pass_args *pa, gpus_card *cards, const char *mode, con
                 status[g] = worst = 1;
                 continue;
             }
-            status[g] = start_run(&cards[g], pa->self, pa->rest, cards[g].ddp ? ddp_mode(pa->a, mode) : override, one,
+            status[g] = start_run(&cards[g], pa->a, pa->self, cards[g].ddp ? ddp_mode(pa->a, mode) : override, one,
                                   relayed, &running[g], &relays[g]);
             if (status[g] > worst) worst = status[g];
         }
-        /* every run is passed the same options: one measurement, the same --window and --windows */
+        /* every run is handed the same request but its part: one measurement, the same --window and --windows */
         if (relayed) relay_runs(relays + from, to - from, pa->window);
         for (int g = from; g < to; g++) {
             if (running[g] <= 0) continue;
@@ -666,65 +587,72 @@ static int run_pass(const pass_args *pa, gpus_card *cards, const char *mode, con
 }
 
 /* Every run as the run would start it (each card's and each data-parallel job's, under each pass's
- * mode, with its environment), with --dry-run: their own checks judge the options passed on, the
- * plans, the fit and the references, so whatever a run would refuse before its jobs start is refused
- * once, here, before any folder is made, in the dry run as in the run (exit 2 as the run's). */
-static int check_runs(const char *self, const char *const *rest, const gpus_args *a, const gpus_passes *ps,
-                      const gpus_card *cards, int runs) {
+ * mode, with its environment), with --dry-run: the request is checked here as that run_suite will
+ * check it, then that run_suite judges its plans, its fit and its reference, so whatever a run would
+ * refuse before its jobs start is refused once, here, before any folder is made, in the dry run as in
+ * the run (exit 2 as the run's). */
+static int check_runs(const run_request *whole, const char *self, const gpus_passes *ps, const gpus_card *cards,
+                      int runs) {
     for (int k = 0; k < ps->count; k++)
         for (int g = 0; g < runs; g++) {
             const gpus_card *c = &cards[g];
             if (!c->mix[0]) continue;
-            const char *mode = c->ddp ? ddp_mode(a, ps->count == 1 ? a->mode : ps->mode[k])
-                                      : ps->count == 1 ? NULL : ps->mode[k];
-            const char *argv[GPUS_MAX_ARGS];
-            char gpu_text[16];
-            child_argv(argv, self, rest, mode, c->ddp, c->gpu, gpu_text, sizeof gpu_text, c->mix, c->reference, NULL);
-            job_env env = {0};
-            if (c->ddp) job_env_set(&env, knob_name(KNOB_JOB_DEVICES), "%s", c->devices);
-            char **envp = job_build_env(environ, &env);
-            static char out[1 << 16];
-            int status = envp ? jobs_run_capture((char *const *)argv, envp, NULL, out, sizeof out, 300.0) : -1;
-            job_free_strv(envp);
-            if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+            const char *pass = ps->count == 1 ? NULL : ps->mode[k];
+            const char *mode = c->ddp ? ddp_mode(whole, pass ? pass : whole->mode_name) : pass;
+            run_request one;
+            char err[2048];
+            if (gpus_run_request(whole, c, mode, whole->results_dir, 0, &one) != 0) return 1;
+            /* a data-parallel job's run sees its cards as its run will (start_run's environment) */
+            if (c->ddp) setenv(knob_name(KNOB_JOB_DEVICES), c->devices, 1);
+            int rc = request_file_dry_check(self, &one, err, sizeof err);
+            if (c->ddp) unsetenv(knob_name(KNOB_JOB_DEVICES));
+            run_request_free(&one);
+            if (rc < 0) return run_args_usage("%s", err);
+            if (rc == 0) continue;
             char which[96];
             if (c->ddp) snprintf(which, sizeof which, "data-parallel job %d's run", c->jobs[0]);
             else snprintf(which, sizeof which, "GPU %d's run", c->gpu);
-            fprintf(stderr, "run_suite: --gpus: %s%s%s is refused (checked with --dry-run before anything is written; "
+            fprintf(stderr, "run_suite: --gpus: %s%s%s is refused (checked with --dry-run before anything is written, "
                     "its message is above)\n", which, mode ? " under --mode " : "", mode ? mode : "");
-            return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
+            return rc;
         }
     return 0;
 }
 
-int gpus_main(int argc, char *const argv[]) {
-    gpus_args a;
-    const char *rest[GPUS_MAX_ARGS];
-    int parsed = parse(argc, argv, &a, rest);
-    if (parsed != 0) return parsed < 0 ? 0 : parsed;
-    char err[2048];
-    /* the rule of every output (base/output_path.h), before anything, in the dry run too: exit 2 */
-    const char *inputs[] = {a.data_root ? a.data_root : "", a.baseline ? a.baseline : "", NULL};
-    const output_path_rule results = {"--results", OUTPUT_PATH_FOLDER, inputs, NULL};
-    if (output_path_check(&results, a.results, err, sizeof err) != 0) return usage("%s%s", err, "");
-    int index[PLACEMENT_MAX_GPUS];
-    int count = placement_parse_gpus(a.gpus, index, PLACEMENT_MAX_GPUS, err, sizeof err);
-    if (count < 0) return usage("%s%s", err, "");
-    static mix m;
-    if (mix_parse(&m, a.mix, err, sizeof err) != 0) return usage("--mix: %s%s", err, "");
-    const suite_mode *mode = strcmp(a.mode, SUITE_ALL) == 0 ? NULL : suite_mode_find(a.mode);
-    if (!mode && strcmp(a.mode, SUITE_ALL) != 0) return usage("--mode %s: expected one of %s", a.mode, suite_mode_names());
+/* What --gpus asks beside the run's own checks; 0 to go on, else the exit status (message printed). */
+static int check_whole(const run_args *args, const suite_mode **mode) {
+    const run_request *a = &args->req;
+    /* each GPU's run folder would hold repeats, not the one summary.json the summary reads */
+    if (a->repeat > 1)
+        return run_args_usage("--repeat does not go with --gpus: repeat the run on one GPU (--gpu N --repeat N)");
+    if (args->have_gpu) return run_args_usage("--gpu and --gpus exclude each other: --gpus LIST names every GPU");
+    if (!a->mix_text) return run_args_usage("--mix is required, e.g. S+M+M (run_suite --list shows the presets)");
+    if (!a->mode_name) return run_args_usage("--mode is required: one of %s", suite_mode_names());
+    const suite_mode *m = suite_mode_find(a->mode_name);
+    if (a->ddp_under == DDP_UNDER_MPS && m && !(m->flags & MODE_MPS_CLIENTS))
+        return run_args_usage("--ddp-under mps goes with the modes whose jobs are MPS clients (mps, or mps's pass of "
+                              "--mode all), not --mode %s: there the data-parallel job runs %s", a->mode_name,
+                              m->flags & MODE_SEQUENTIAL ? "alone" : "outside MPS");
+    *mode = m;
+    return 0;
+}
 
-    char self[PATH_MAX], train[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = 0;
-    if (a.train) snprintf(train, sizeof train, "%s", a.train);
-    else {
-        char copy[PATH_MAX];
-        snprintf(copy, sizeof copy, "%s", self);
-        snprintf(train, sizeof train, "%s/train", dirname(copy));
-    }
-    if (access(train, X_OK) != 0) return usage("cannot run the train program at %s (build it, or give --train PATH)%s", train, "");
+static int gpus_main(run_args *args) {
+    run_request *a = &args->req;
+    const suite_mode *mode = NULL;
+    int bad = check_whole(args, &mode);
+    if (bad) return bad;
+    char err[2048];
+    int index[PLACEMENT_MAX_GPUS];
+    int count = placement_parse_gpus(a->gpus_text, index, PLACEMENT_MAX_GPUS, err, sizeof err);
+    if (count < 0) return run_args_usage("%s", err);
+    if (run_request_set_mix(a, a->mix_text, err, sizeof err) != 0) return run_args_usage("%s", err);
+    const mix *m = &a->mix;
+    if (!mode && strcmp(a->mode_name, SUITE_ALL) != 0)
+        return run_args_usage("--mode %s: expected one of %s", a->mode_name, suite_mode_names());
+    if (access(a->train_path, X_OK) != 0)
+        return run_args_usage("cannot run the train program at %s (build it, or give --train PATH)", a->train_path);
+    const char *self = args->self;
 
     placement_gpu gpus[PLACEMENT_MAX_GPUS];
     static monitor_gpu probes[PLACEMENT_MAX_GPUS];
@@ -735,79 +663,80 @@ int gpus_main(int argc, char *const argv[]) {
     /* every card against what NVML counts, before anything is placed or written (the dry run too); where
        NVML cannot tell, or on a login node (run_suite --slurm's check), what is not checked is said */
     int exist = suite_node_checks_later() ? 0 : monitor_gpus_exist(index, count, err, sizeof err);
-    if (exist < 0) return usage("--gpus %s: %s", a.gpus, err);
-    if (exist > 0) fprintf(stderr, "warning: not checked: that GPUs %s exist (%s)\n", a.gpus, err);
+    if (exist < 0) return run_args_usage("--gpus %s: %s", a->gpus_text, err);
+    if (exist > 0) fprintf(stderr, "warning: not checked: that GPUs %s exist (%s)\n", a->gpus_text, err);
     placement_job jobs[MIX_MAX_JOBS];
     job_footprint fp[MIX_MAX_JOBS];
-    for (int j = 0; j < m.count; j++) {
-        if (job_query_footprint(train, &m.jobs[j], a.data_root, &fp[j], err, sizeof err) != 0) {
-            fprintf(stderr, "error: job %d (%s): %s\n", j, m.jobs[j].label, err);
+    for (int j = 0; j < m->count; j++) {
+        if (job_query_footprint(a, &m->jobs[j], &fp[j], err, sizeof err) != 0) {
+            fprintf(stderr, "error: job %d (%s): %s\n", j, m->jobs[j].label, err);
             return 2;
         }
-        jobs[j] = (placement_job){fp[j].total, job_demand(&fp[j], &m.jobs[j], a.epochs, a.steps), m.jobs[j].gpus};
+        jobs[j] = (placement_job){fp[j].total, job_demand(&fp[j], &m->jobs[j], a), m->jobs[j].gpus};
     }
     static placement p;
-    if (placement_plan(gpus, count, jobs, m.count, mode && (mode->flags & MODE_SEQUENTIAL), &p, err, sizeof err) != 0) {
+    if (placement_plan(gpus, count, jobs, m->count, mode && (mode->flags & MODE_SEQUENTIAL), &p, err, sizeof err) != 0) {
         fprintf(stderr, "error: refused: %s\n", err);
         return 2;
     }
     int ddp_jobs = 0;
-    for (int j = 0; j < m.count; j++) {
-        if (m.jobs[j].gpus <= 1) continue;
+    for (int j = 0; j < m->count; j++) {
+        if (m->jobs[j].gpus <= 1) continue;
         char which[16];
         snprintf(which, sizeof which, "%d", j);
         ddp_jobs++;
         if (mode && mode->no_data_parallel) {
             fprintf(stderr, "run_suite: job %s is data-parallel: --mode %s cannot hold it beside the cards' runs: %s "
                     "(naive, mps or serial can; --mode " SUITE_ALL " runs every mode that can)\n"
-                    "(run_suite --help lists the options)\n", which, a.mode, mode->no_data_parallel);
+                    "(run_suite --help lists the options)\n", which, a->mode_name, mode->no_data_parallel);
             return 2;
         }
     }
     gpus_passes passes;
-    plan_passes(a.mode, ddp_jobs, rest, &passes);
-    if (!passes.count) return usage("--mode %s with a data-parallel job: every mode that can hold it is left out (%s)",
-                                    a.mode, passes.left_count ? passes.left_why[0] : "");
+    plan_passes(a->mode_name, ddp_jobs, a->skip_modes, &passes);
+    if (!passes.count)
+        return run_args_usage("--mode %s with a data-parallel job: every mode that can hold it is left out (%s)",
+                              a->mode_name, passes.left_count ? passes.left_why[0] : "");
     static char mixes[GPUS_MAX_RUNS][4096];
     static gpus_card cards[GPUS_MAX_RUNS];
     int runs = count;
     for (int g = 0; g < count; g++) {
         memset(&cards[g], 0, sizeof cards[g]);
         cards[g].gpu = index[g], cards[g].mix = mixes[g];
-        mix_of_slot(&m, &p, g, mixes[g], sizeof mixes[g], &cards[g]);
+        mix_of_slot(m, &p, g, mixes[g], sizeof mixes[g], &cards[g]);
     }
-    for (int j = 0; j < m.count; j++)
-        if (m.jobs[j].gpus > 1) {
-            if (ddp_run(&m, &p, index, probes, j, mixes[runs], sizeof mixes[runs], &cards[runs]) != 0) return 2;
+    for (int j = 0; j < m->count; j++)
+        if (m->jobs[j].gpus > 1) {
+            if (ddp_run(m, &p, index, probes, j, mixes[runs], sizeof mixes[runs], &cards[runs]) != 0) return 2;
             runs++;
         }
     char references[PATH_MAX + 128], no_reference[512];
-    int bad = find_references(&a, &passes, &m, cards, runs, references, sizeof references, no_reference,
+    bad = find_references(a, &passes, m, cards, runs, references, sizeof references, no_reference,
                               sizeof no_reference);
     if (bad) return bad;
-    int refused = check_runs(self, rest, &a, &passes, cards, runs);
+    int refused = check_runs(a, self, &passes, cards, runs);
     if (refused) return refused;
-    if (a.dry_run) {
-        if (a.json) {
-            cJSON *root = plan_json(&a, &passes, &m, &p, gpus, cards, runs, references);
+    if (a->dry_run) {
+        if (a->json) {
+            cJSON *root = plan_json(a, &passes, m, &p, gpus, cards, runs, references);
             char *text = cJSON_Print(root);
             if (text) printf("%s\n", text);
             free(text);
             cJSON_Delete(root);
         } else {
-            print_plan(&a, &passes, &m, &p, gpus, cards, runs, references);
+            print_plan(a, &passes, m, &p, gpus, cards, runs, references);
         }
         return 0;
     }
     char run_dir[PATH_MAX], run_id[256];
-    if (results_make_run_dir(a.results, "gpus", a.mix, run_dir, sizeof run_dir, run_id, sizeof run_id, err,
+    if (results_make_run_dir(a->results_dir, "gpus", a->mix_text, run_dir, sizeof run_dir, run_id, sizeof run_id, err,
                              sizeof err) != 0) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
     suite_keep_choices_in(run_dir); /* every card's run: the same choices */
-    print_plan(&a, &passes, &m, &p, gpus, cards, runs, references);
-    cJSON *plan = plan_json(&a, &passes, &m, &p, gpus, cards, runs, references);
+    print_plan(a, &passes, m, &p, gpus, cards, runs, references);
+    cJSON *plan = plan_json(a, &passes, m, &p, gpus, cards, runs, references);
     if (results_write_json(run_dir, "placement.json", plan, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
     cJSON_Delete(plan);
     /* NVLink multicast stays off in everything a run over several GPUs starts */
@@ -818,10 +747,10 @@ int gpus_main(int argc, char *const argv[]) {
     signal(SIGPIPE, SIG_IGN); /* a run that ended early must not end this one when told go */
 
     int worst = 0;
-    pass_args pa = {&a, self, rest, !cli_given(argc, argv, "--completion"), ddp_jobs, runs, count};
+    pass_args pa = {a, self, !a->completion, ddp_jobs, runs, count};
     if (passes.count == 1) {
-        worst = run_pass(&pa, cards, a.mode, NULL, run_dir);
-        summarize(run_dir, &m, cards, runs, a.mode, no_reference);
+        worst = run_pass(&pa, cards, a->mode_name, NULL, run_dir);
+        summarize(run_dir, m, cards, runs, a->mode_name, no_reference);
     } else {
         /* each pass against the serial pass's runs, as --mode all's modes against its serial part */
         static char serial_folders[GPUS_MAX_RUNS][PATH_MAX];
@@ -846,12 +775,12 @@ int gpus_main(int argc, char *const argv[]) {
                     snprintf(cards[g].reference, sizeof cards[g].reference, "%s", cards[g].run_folder);
                 }
             printf("\n[%s]", passes.mode[k]);
-            cJSON *one = gpus_summary_mode(&m, cards, runs, NULL, serial, no_reference, stdout);
+            cJSON *one = gpus_summary_mode(m, cards, runs, NULL, serial, no_reference, stdout);
             cJSON_AddStringToObject(one, "mode", passes.mode[k]);
             cJSON_AddItemToArray(list, one);
         }
-        passes_json(&a, &passes, root);
-        print_passes(&a, &passes);
+        passes_json(a, &passes, root);
+        print_passes(a, &passes);
         if (results_write_json(run_dir, "summary.json", root, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
         cJSON_Delete(root);
     }

@@ -1,7 +1,8 @@
 /* run_suite --gpus 0,1,2,3: a mix spread over several GPUs of this machine. The jobs are placed
  * before anything runs (placement.h: memory fits, compute balanced; a placement that does not
  * fit is refused, exit 2), then every GPU with jobs gets its own ordinary run_suite (this program
- * again, argv only: --gpu G --mix <its jobs>), all started at once. So each GPU runs under the
+ * again, handed the whole request with its part changed: its jobs, its GPU, its folder, its
+ * reference; gpus_run_request), all started at once. So each GPU runs under the
  * chosen mode by itself (its own MPS daemon, its own MIG instances, its own green partitions),
  * with its own start barrier and its own monitor, into <run>/gpu-<G>/<run-id>/. When all have
  * ended, <run>/placement.json holds the plan and <run>/summary.json each GPU's figures and the
@@ -22,13 +23,23 @@
 #ifndef SUITE_GPUS_H
 #define SUITE_GPUS_H
 
-/* 1 when argv holds --gpus (or --gpus=LIST). */
-int gpus_requested(int argc, char *const argv[]);
-/* The whole of run_suite --gpus; returns run_suite's exit status (the worst of the GPUs' runs;
- * 2 for bad input or a placement that does not fit). Its own options come from a runner/cli
- * table; every other one is passed on to each GPU's run_suite as written, and checked first by
- * the first GPU's run_suite with --dry-run, so one it would refuse is refused once, before the run
- * folder is made. */
-int gpus_main(int argc, char *const argv[]);
+#include "runner/suite/multi/gpus_summary.h"
+#include "runner/suite/run/run_args.h"
+
+/* The program form (run_args.h): every run_suite option and --ddp-under; it returns run_suite's exit
+ * status (the worst of the GPUs' runs; 2 for bad input or a placement that does not fit). Each
+ * GPU's run_suite is handed its request in its folder (request.json), and the first one's is checked
+ * first, here and with --dry-run by that run_suite, so what it would refuse is refused once, before
+ * the run folder is made. */
+extern const run_form gpus_form;
+
+/* The hop to one run over the cards (card c: a card's jobs, or a data-parallel job's run): the whole
+ * run's request with its part changed: its jobs (and their mix, c->mix), its GPU, its reference
+ * (c->reference, or none), its folder (dir), mode for a pass of --mode all (NULL: the whole run's;
+ * then no --skip), unmonitored for a data-parallel job's run (its cards' runs sample them), one GPU,
+ * dry_run as given. out owns a copy of the modes' options (run_request_free). 0, or -1 when out of
+ * memory. */
+int gpus_run_request(const run_request *whole, const gpus_card *c, const char *mode, const char *dir, int dry_run,
+                     run_request *out);
 
 #endif

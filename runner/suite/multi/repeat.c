@@ -7,7 +7,7 @@
 #include "results/repeats.h"
 #include "runner/suite/run/run_json.h"
 
-int suite_repeat_requested(const suite_options *o) { return o->repeat > 1; }
+int suite_repeat_requested(const run_request *o) { return o->repeat > 1; }
 
 void suite_repeat_order(const unsigned *flags, int count, int r, int *order) {
     int n = 0, rotated[SUITE_MODES_MAX], m = 0;
@@ -43,7 +43,7 @@ static void describe(const suite_ctx *c, cJSON *root) {
 
 /* The dry run's listing of the repeats (text or JSON); nothing to refuse. */
 static int check(suite_ctx *c, FILE *out, cJSON *json) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     if (json) describe(c, json);
     if (!out) return -1;
     fprintf(out, "\nrepeats (--repeat %d), each a run folder of its own, then repeats.json and repeats.csv "
@@ -66,7 +66,7 @@ static int check(suite_ctx *c, FILE *out, cJSON *json) {
 
 /* One repeat into dir: the mode, or every mode in this repeat's order. Returns its exit status. */
 static int run_one(suite_ctx *c, int r, const char *dir) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     if (!o->mode) {
         int order[SUITE_MODES_MAX];
         order_of(c, r, order);
@@ -93,7 +93,7 @@ static void summarize(const suite_ctx *c, char (*dirs)[PATH_MAX + 32], int ran) 
 }
 
 static int run(suite_ctx *c) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     char (*dirs)[PATH_MAX + 32] = calloc((size_t)o->repeat, sizeof *dirs);
     char err[2048];
     if (!dirs) return EXIT_RUNTIME;

@@ -15,7 +15,7 @@
 #include "runner/suite/run/suite.h"
 
 /* Whether the options ask for repeats (--repeat above 1). */
-int suite_repeat_requested(const suite_options *o);
+int suite_repeat_requested(const run_request *o);
 /* Repeat r's (0-based) order of the modes, as places in the list whose flags are given: the
  * MODE_SEQUENTIAL ones first as listed, then the others rotated by r. */
 void suite_repeat_order(const unsigned *flags, int count, int r, int *order);

@@ -23,17 +23,17 @@
 #include "results/results.h"
 #include "runner/cli.h"
 #include "runner/suite/jobs/jobs.h"
+#include "runner/suite/modes/mode.h"
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/multi/study.h"
+#include "runner/suite/run/request_check.h"
+#include "runner/suite/run/request_file.h"
 
-extern char **environ;
-
+/* The --slurm form's own rows: the tasks' mixes and the submission; every run option is the run's,
+ * and the tasks get the request whole (each its own mix, or its study cell, and its folder). */
 #define T slurm_args
 static const cli_option OPTIONS[] = {
-    {"--slurm", NULL, "the tasks as one Slurm job array", CLI_FLAG(T, slurm, 1)},
-    {"--mix", "MIX", "one task: this mix", CLI_STR(T, mix)},
-    {"--mixes", "'MIX;MIX;...'", "one task per mix", CLI_STR(T, mixes)},
-    {"--study", "SET", "one task per cell of the study's set (run_suite --study --help)", CLI_STR(T, study)},
+    {"--mixes", "'MIX;MIX;...'", "one task per mix (--mix MIX: one task)", CLI_STR(T, mixes)},
     {"--partition", "P", "partition(s) (default: the cluster's default)", CLI_STR(T, o.partition)},
     {"--gres", "G", "generic resources per node, e.g. gpu:4 or gpu:h100:8", CLI_STR(T, o.gres)},
     {"--nodes", "N", "nodes in use at once: at most N array tasks; a data-parallel job alone in a mix (M[gpus=N]): "
@@ -44,25 +44,31 @@ static const cli_option OPTIONS[] = {
      CLI_INT(T, o.gpus_per_node, 1, 4096)},
     {"--time", "T", "time limit per task (MINUTES, H:MM:SS, D-HH:MM:SS)", CLI_STR(T, o.time_limit)},
     {"--job-name", "NAME", "Slurm job name (default run_suite)", CLI_STR(T, o.job_name)},
-    {"--results", "DIR", "where the sweep folder goes", CLI_STR(T, results), .fallback = RESULTS_DEFAULT_DIR},
-    {"--dry-run", NULL, "write the batch script only; submit nothing", CLI_FLAG(T, dry_run, 1)},
-    {"--quick", NULL, "every task's run a smoke test; with --study, the quick matrix", CLI_FLAG(T, quick, 1),
-     .forward = 1},
     {0}};
 #undef T
 
-static const cli_program PROGRAM = {
-    .name = "run_suite --slurm",
-    .synopsis = "usage: run_suite --slurm (--mix MIX | --mixes 'MIX;MIX;...' | --study SET) [submission options]\n"
-                "                 [run_suite options every task repeats: --mode, --quick, --train, ...]\n\n"
-                "One Slurm array task per mix (or study cell), each alone on a whole node (--exclusive),\n"
-                "each writing its own run folder; `run_suite report` merges them. A mix that is one\n"
-                "data-parallel job alone (M[gpus=N]) is instead that job over nodes: srun starts its N\n"
-                "ranks (train --launcher slurm), from a batch script of its own (ddp-<k>.sbatch).\n",
-    .epilogue = "Every other option is passed on to each task's run_suite (run_suite --help lists them); task 0's\n"
-                "are checked with --dry-run before the script is written.\n"
-                "exit status: 0 written or submitted, 1 submission failed, 2 bad input\n",
-    .options = OPTIONS,
+static const char *const ADDS[] = {"--study", "--ddp-under", NULL};
+#define SLURM_SYNOPSIS                                                                                   \
+    "usage: run_suite --slurm (--mix MIX | --mixes 'MIX;MIX;...' | --study SET) [submission options]\n" \
+    "                 [run_suite options every task takes: --mode, --quick, --train, ...]\n\n"           \
+    "One Slurm array task per mix (or study cell), each alone on a whole node (--exclusive),\n"          \
+    "each writing its own run folder; `run_suite report` merges them. A mix that is one\n"               \
+    "data-parallel job alone (M[gpus=N]) is instead that job over nodes: srun starts its N\n"            \
+    "ranks (train --launcher slurm), from a batch script of its own (ddp-<k>.sbatch).\n"
+#define SLURM_EPILOGUE                                                                                   \
+    "Every other run_suite option (run_suite --help) is taken too: each task is handed the whole\n"      \
+    "request (<sweep>/task-<i>/request.json), its mix or study cell and its folder its own; --results\n" \
+    "is where the sweep folder goes and --dry-run writes the scripts without submitting them. Task\n"   \
+    "0's request is checked with --dry-run before the script is written.\n"                             \
+    "exit status: 0 written or submitted, 1 submission failed, 2 bad input\n"
+static int slurm_main(run_args *args);
+const run_form slurm_form = {
+    .option = "--slurm",
+    .help = {.name = "run_suite --slurm", .synopsis = SLURM_SYNOPSIS, .epilogue = SLURM_EPILOGUE},
+    .rows = OPTIONS,
+    .size = sizeof(slurm_args),
+    .adds = ADDS,
+    .main = slurm_main,
 };
 
 static int all_of(const char *text, const char *extra) {
@@ -191,8 +197,9 @@ int slurm_script(const slurm_options *o, const slurm_sweep *s, char *out, size_t
     if (o->time_limit) put(&t, "#SBATCH --time=%s\n", o->time_limit);
     /* #SBATCH lines are not read by a shell: paths go unquoted, so they must hold no blank */
     put(&t, "#SBATCH --chdir=%s\n#SBATCH --output=%s/task-%%a.out\n", s->workdir, s->sweep_dir);
-    put(&t, "# Written by run_suite --slurm: array task i runs its own mix alone on a whole node and\n"
-            "# writes its run folder under task-i/ next to this script; `run_suite report` merges them.\n");
+    put(&t, "# Written by run_suite --slurm: array task i runs its own mix alone on a whole node, handed its\n"
+            "# request (task-i/request.json next to this script), and writes its run folder under task-i/;\n"
+            "# `run_suite report` merges them.\n");
     put(&t, "set -euo pipefail\nexport NCCL_NVLS_ENABLE=0\n");
     put(&t, "case \"${SLURM_ARRAY_TASK_ID:?not run as a Slurm array task}\" in\n");
     for (int i = 0; i < s->task_count; i++) {
@@ -203,16 +210,13 @@ int slurm_script(const slurm_options *o, const slurm_sweep *s, char *out, size_t
         }
         put(&t, " ;;\n");
     }
-    put(&t, "  *) echo \"no task $SLURM_ARRAY_TASK_ID in this sweep\" >&2; exit 2 ;;\nesac\n");
-    put(&t, "results=");
-    put_quoted(&t, s->sweep_dir);
-    put(&t, "/task-$SLURM_ARRAY_TASK_ID\nmkdir -p \"$results\"\nexec ");
+    put(&t, "  *) echo \"no task $SLURM_ARRAY_TASK_ID in this sweep\" >&2; exit 2 ;;\nesac\nexec ");
     put_quoted(&t, s->run_suite);
     for (const char *const *a = s->common_args; a && *a; a++) {
         put(&t, " ");
         put_quoted(&t, *a);
     }
-    put(&t, " \"$@\" --results \"$results\"\n");
+    put(&t, " \"$@\"\n");
     if (t.overflow) {
         snprintf(err, err_size, "the batch script of %d tasks exceeds %zu bytes", s->task_count, size);
         return -1;
@@ -279,12 +283,6 @@ int slurm_ddp_script(const slurm_options *o, const slurm_shape *shape, const cha
     return (int)t.len;
 }
 
-int slurm_parse(int argc, char *const argv[], slurm_args *a, const char **common, int max, char *err,
-                size_t err_size) {
-    memset(a, 0, sizeof *a);
-    return cli_parse_forward(&PROGRAM, a, argc, argv, common, max, err, err_size);
-}
-
 /* Writes the script (len bytes; len < 0: its making failed, err says why) to dir/name and, unless
  * dry_run, submits it with `sbatch --parsable`. 0, or -1 with a message. */
 static int write_and_submit(const char *dir, const char *name, const char *script, int len, int dry_run,
@@ -332,10 +330,6 @@ int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char
     return rc;
 }
 
-int slurm_requested(int argc, char *const argv[]) {
-    return cli_given(argc, argv, "--slurm");
-}
-
 static int usage_error(const char *fmt, const char *a, const char *b) {
     fprintf(stderr, "run_suite: ");
     fprintf(stderr, fmt, a, b);
@@ -350,36 +344,77 @@ static int usage_error(const char *fmt, const char *a, const char *b) {
     "that its GPUs exist and the footprints fit their memory (unless SUITE_GPU_MEMORY says it here), MIG mode, " \
     "an --mps-pipe daemon"
 
-/* A command of this run_suite with --dry-run on the login node: what needs the compute node is left to
- * it (SUITE_NODE_CHECKS=later). Returns the wait status, or -1. */
-static int dry_run_here(const char *const *argv, char *out, size_t out_size) {
-    job_env env = {0};
-    job_env_set(&env, knob_name(KNOB_NODE_CHECKS), "later");
-    char **envp = job_build_env(environ, &env);
-    int status = envp ? jobs_run_capture((char *const *)argv, envp, NULL, out, out_size, 300.0) : -1;
-    job_free_strv(envp);
-    return status;
+int slurm_task_request(const run_request *sweep, const char *mix_text, const char *dir, run_request *out, char *err,
+                       size_t err_size) {
+    *out = *sweep;
+    out->memory = NULL;
+    out->mix.count = 0;
+    if (dir) out->results_dir = dir;
+    out->dry_run = out->json = 0; /* the sweep's --dry-run writes the script; the tasks run */
+    const char *kept = run_request_keep(out, mix_text);
+    if (!kept || suite_mode_options_own(out) != 0) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    return run_request_set_mix(out, kept, err, err_size);
 }
 
-/* Every task as this run_suite would run it, with --dry-run: the real parser and checks judge each
- * (its mix, plans, paths, baseline), so no script is written whose tasks would be refused. */
-static int check_tasks(const char *self, const char *const *common, const slurm_task *tasks, int count) {
-    for (int t = 0; t < count; t++) {
-        const char *argv[300];
-        int n = 0;
-        argv[n++] = self;
-        for (const char *const *a = common; *a && n < 280; a++) argv[n++] = *a;
-        for (int k = 0; k < SLURM_TASK_ARGS && tasks[t].args[k]; k++) argv[n++] = tasks[t].args[k];
-        argv[n++] = "--dry-run";
-        argv[n] = NULL;
-        static char out[1 << 16];
-        int status = dry_run_here(argv, out, sizeof out);
-        if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
-        char which[16];
-        snprintf(which, sizeof which, "%d", t);
-        fprintf(stderr, "run_suite: --slurm: array task %s is refused (checked with --dry-run, its message is above)\n",
-                which);
-        return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+/* Task i's request: the sweep's with its mix or study cell, its folder <sweep>/task-<i>. */
+static int task_request(const run_request *sweep, const study_cell *cells, char *const *mixes, int i,
+                        const char *sweep_dir, run_request *one, char *err, size_t err_size) {
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/task-%d", sweep_dir, i);
+    int rc = cells ? study_cell_request(sweep, &cells[i], sweep->gpu, NULL, 0, one, err, err_size)
+                   : slurm_task_request(sweep, mixes[i], NULL, one, err, err_size);
+    const char *kept = rc == 0 ? run_request_keep(one, dir) : NULL;
+    one->results_dir = kept;
+    if (rc == 0 && !kept) {
+        snprintf(err, err_size, "out of memory");
+        rc = -1;
+    }
+    return rc;
+}
+
+/* Every task's request as its run_suite will judge it (request_file_dry_check), on this login node:
+ * what needs the compute node is left to it (SUITE_NODE_CHECKS=later). No script is written, and no
+ * request, while any task would be refused. */
+static int check_tasks(const run_request *sweep, const study_cell *cells, char *const *mixes, int count,
+                       const char *sweep_dir, const char *self) {
+    char err[2048];
+    setenv(knob_name(KNOB_NODE_CHECKS), "later", 1);
+    int rc = 0, t = 0;
+    for (; rc == 0 && t < count; t++) {
+        run_request one;
+        rc = task_request(sweep, cells, mixes, t, sweep_dir, &one, err, sizeof err);
+        if (rc == 0) rc = request_file_dry_check(self, &one, err, sizeof err);
+        run_request_free(&one);
+    }
+    unsetenv(knob_name(KNOB_NODE_CHECKS));
+    if (rc < 0) return usage_error("%s%s", err, "");
+    if (rc > 0)
+        fprintf(stderr, "run_suite: --slurm: array task %d is refused (checked with --dry-run, its message is above)\n",
+                t - 1);
+    return rc;
+}
+
+/* Each task's request, into <sweep>/task-<i>/request.json; the task's arguments name it. */
+static int write_requests(const run_request *sweep, const study_cell *cells, char *const *mixes, int count,
+                          const char *sweep_dir, slurm_task *tasks, char paths[][PATH_MAX + 32]) {
+    char err[2048];
+    for (int i = 0; i < count; i++) {
+        run_request one;
+        int rc = task_request(sweep, cells, mixes, i, sweep_dir, &one, err, sizeof err);
+        if (rc == 0 && (results_make_dirs(one.results_dir, err, sizeof err) != 0 ||
+                        request_file_write(&one, one.results_dir, err, sizeof err) != 0))
+            rc = -1;
+        if (rc == 0) snprintf(paths[i], sizeof paths[i], "%s/%s", one.results_dir, REQUEST_FILE_NAME);
+        run_request_free(&one);
+        if (rc != 0) {
+            fprintf(stderr, "run_suite: task %d: %s\n", i, err);
+            return 1;
+        }
+        memset(&tasks[i], 0, sizeof tasks[i]);
+        tasks[i].args[0] = "--request", tasks[i].args[1] = paths[i];
     }
     return 0;
 }
@@ -397,104 +432,83 @@ static void free_argv(char **argv) {
     free(argv);
 }
 
-/* The job's train command as srun's tasks run it: run_suite's own (its dry run of the mix to
- * completion: every setting resolved there) less the runner's protocol (--json, --wait-go: no runner
- * reads the events or opens the barrier under srun), --launcher slurm in place of --gpus N (srun
- * starts the N ranks); then the train program's own dry run of it. 0, or the exit status after a
- * message. */
-static int ddp_command(const char *self, const char *const *common, ddp_job *j) {
-    const char *argv[300];
-    int n = 0;
-    argv[n++] = self;
-    for (const char *const *a = common; *a && n < 280; a++) argv[n++] = *a;
-    argv[n++] = "--mix", argv[n++] = j->mix, argv[n++] = "--completion", argv[n++] = "--dry-run", argv[n++] = "--json";
-    argv[n] = NULL;
-    static char out[1 << 20];
-    int status = dry_run_here(argv, out, sizeof out);
-    if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "run_suite: --slurm: the data-parallel job %s is refused (run_suite's dry run of it to completion, "
-                "its message is above)\n", j->mix);
-        return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+/* The job's train command as srun's tasks run it: made from its request (the sweep's with its mix,
+ * run to completion: run_request_settle again for the measurement it changes, then request_check)
+ * by job_build_argv, less the runner's protocol (--json, --wait-go: no runner reads the events or
+ * opens the barrier under srun), with --launcher slurm in place of --gpus N (srun starts the N
+ * ranks); then the train program's own dry run of it. 0, or the exit status after a message. */
+static int ddp_command(const run_args *args, ddp_job *j) {
+    run_request one;
+    char err[2048];
+    if (run_args_window_given(args))
+        return usage_error("the data-parallel job %s runs to completion: --window, --windows and --warmup-steps are "
+                           "the window measurement's%s", j->mix, "");
+    int rc = slurm_task_request(&args->req, j->mix, NULL, &one, err, sizeof err);
+    if (rc == 0) {
+        one.completion = 1;
+        run_request_settle(&one, &args->given, 0);
+        rc = request_check(&one, err, sizeof err);
     }
-    cJSON *plan = cJSON_Parse(out);
-    const cJSON *job = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(plan, "jobs"), 0);
-    const cJSON *words = cJSON_GetObjectItemCaseSensitive(job, "argv");
-    int count = cJSON_GetArraySize(words), k = 0, ok = cJSON_IsArray(words) && count > 1;
+    char **words = rc == 0 ? job_build_argv(&one, &one.mix.jobs[0], JOB_ARGV_RUN) : NULL;
+    run_request_free(&one);
+    if (rc != 0) {
+        fprintf(stderr, "run_suite: --slurm: the data-parallel job %s: %s\n", j->mix, err);
+        return 2;
+    }
+    int count = 0, k = 0, ok = words != NULL;
+    while (words && words[count]) count++;
     j->argv = calloc((size_t)count + 2, sizeof *j->argv);
     for (int i = 0; ok && j->argv && i < count; i++) {
-        const cJSON *w = cJSON_GetArrayItem(words, i);
-        if (!cJSON_IsString(w)) ok = 0;
-        else if (!strcmp(w->valuestring, "--json") || !strcmp(w->valuestring, "--wait-go")) continue;
-        else if (!strcmp(w->valuestring, "--gpus") && i + 1 < count) {
+        if (!strcmp(words[i], "--json") || !strcmp(words[i], "--wait-go")) continue;
+        if (!strcmp(words[i], "--gpus") && i + 1 < count) {
             j->argv[k++] = strdup("--launcher"), j->argv[k++] = strdup("slurm");
             i++;
         } else {
-            j->argv[k++] = strdup(w->valuestring);
+            j->argv[k++] = strdup(words[i]);
         }
     }
-    cJSON_Delete(plan);
+    job_free_strv(words);
     for (int i = 0; i < k; i++) ok &= j->argv[i] != NULL;
     if (!ok || !j->argv) {
-        fprintf(stderr, "run_suite: --slurm: run_suite's dry run of %s gave no command for its job\n", j->mix);
+        fprintf(stderr, "run_suite: --slurm: out of memory for the command of %s\n", j->mix);
         return 1;
     }
     /* the train program judges the command as each rank will run it */
     const char *check[300];
+    int n;
+    static char out[1 << 16];
     for (n = 0; j->argv[n] && n < 296; n++) check[n] = j->argv[n];
     check[n++] = "--dry-run", check[n++] = "--json", check[n] = NULL;
-    status = jobs_run_capture((char *const *)check, NULL, NULL, out, sizeof out, 300.0);
+    int status = jobs_run_capture((char *const *)check, NULL, NULL, out, sizeof out, 300.0);
     if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
     fprintf(stderr, "run_suite: --slurm: %s refuses the data-parallel job %s as srun would start it (its message is "
             "above)\n", j->argv[0], j->mix);
     return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-int slurm_main(int argc, char *const argv[]) {
-    slurm_args args;
-    static const char *common[256];
+static int slurm_main(run_args *args) {
+    const run_request *sweep = &args->req;
+    slurm_args *own = args->form_options;
     char err[2048];
-    int parsed = slurm_parse(argc, argv, &args, common, 256, err, sizeof err);
-    if (parsed == 1) return 0;
-    if (parsed != 0) return usage_error("%s%s", err, "");
-    slurm_options o = args.o;
-    const char *mix_text = args.mix, *mixes_text = args.mixes, *study = args.study, *results = args.results;
-    int dry_run = args.dry_run, quick = args.quick;
+    slurm_options o = own->o;
+    const char *mix_text = sweep->mix_text, *mixes_text = own->mixes, *study = args->study;
+    int dry_run = sweep->dry_run;
     if (slurm_check_options(&o, err, sizeof err) != 0) return usage_error("%s%s", err, "");
     /* the rule of every output (base/output_path.h), before any script: bad input, exit 2 */
     const output_path_rule rule = {"--results", OUTPUT_PATH_FOLDER, NULL, NULL};
-    if (output_path_check(&rule, results, err, sizeof err) != 0) return usage_error("%s%s", err, "");
+    if (output_path_check(&rule, sweep->results_dir, err, sizeof err) != 0) return usage_error("%s%s", err, "");
     if (!!mix_text + !!mixes_text + !!study != 1)
         return usage_error("--slurm runs one of --mix MIX, --mixes 'MIX;MIX;...' or --study SET%s%s", "", "");
 
     static slurm_task tasks[SLURM_MAX_TASKS];
     static study_cell cells[SLURM_MAX_TASKS];
     static ddp_job ddp[SLURM_MAX_TASKS];
-    static char mixes_copy[65536];
+    static char *mixes[SLURM_MAX_TASKS];
+    static char mixes_copy[65536], paths[SLURM_MAX_TASKS][PATH_MAX + 32];
     int count = 0, ddp_count = 0;
-    if (study) {
-        /* each cell runs under its own mode, which a --mode passed on would contradict (given twice) */
-        int kept = 0;
-        for (int i = 0; common[i]; i++) {
-            if (!strncmp(common[i], "--mode=", 7)) continue;
-            if (!strcmp(common[i], "--mode")) {
-                i += common[i + 1] && strncmp(common[i + 1], "--", 2) != 0;
-                continue;
-            }
-            common[kept++] = common[i];
-        }
-        common[kept] = NULL;
-        count = study_cells(study, quick, NULL, 0, cells, SLURM_MAX_TASKS);
+    if (study) { /* each cell runs under its own mode */
+        count = study_cells(study, sweep->quick, NULL, 0, cells, SLURM_MAX_TASKS);
         if (count <= 0) return usage_error("--study %s: unknown set (run_suite --study --help lists them)%s", study, "");
-        for (int i = 0; i < count; i++) {
-            slurm_task *t = &tasks[i];
-            memset(t, 0, sizeof *t);
-            int k = 0;
-            t->args[k++] = "--mode", t->args[k++] = cells[i].mode, t->args[k++] = "--mix", t->args[k++] = cells[i].mix;
-            if (cells[i].steps > 0) {
-                snprintf(t->text[0], sizeof t->text[0], "%ld", cells[i].steps);
-                t->args[k++] = "--steps-per-epoch", t->args[k++] = t->text[0];
-            }
-        }
     } else {
         snprintf(mixes_copy, sizeof mixes_copy, "%s", mixes_text ? mixes_text : mix_text);
         /* the list rule of every grammar (base/list.h): an empty mix is refused, never dropped */
@@ -515,9 +529,7 @@ int slurm_main(int argc, char *const argv[]) {
                 if (slurm_ddp_shape(&o, j->ranks, m, &j->shape, err, sizeof err) != 0) return usage_error("%s%s", err, "");
                 continue;
             }
-            memset(&tasks[count], 0, sizeof tasks[count]);
-            tasks[count].args[0] = "--mix", tasks[count].args[1] = m;
-            count++;
+            mixes[count++] = m;
         }
 
     }
@@ -525,27 +537,29 @@ int slurm_main(int argc, char *const argv[]) {
         return usage_error("%s shapes a data-parallel job's nodes: give a mix that is one data-parallel job alone, "
                            "e.g. --mix 'M[gpus=8]'%s", o.ntasks_per_node ? "--ntasks-per-node" : "--gpus-per-node", "");
 
-    char self[PATH_MAX], workdir[PATH_MAX], base[PATH_MAX], sweep_dir[PATH_MAX + 64], stamp[32];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = 0;
+    char workdir[PATH_MAX], base[PATH_MAX], sweep_dir[PATH_MAX + 64], stamp[32];
+    const char *self = args->self;
     time_t now = time(NULL);
     struct tm utc;
     gmtime_r(&now, &utc);
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
-    if (n <= 0 || !getcwd(workdir, sizeof workdir)) {
+    if (!self[0] || !getcwd(workdir, sizeof workdir)) {
         fprintf(stderr, "run_suite: cannot resolve the program's or the working folder's path: %s\n", strerror(errno));
         return 1;
     }
+    const char *results = sweep->results_dir;
     if (results[0] == '/') snprintf(base, sizeof base, "%s", results);
     else snprintf(base, sizeof base, "%s/%s", workdir, results);
     snprintf(sweep_dir, sizeof sweep_dir, "%s/slurm-%s-%d", base, stamp, (int)getpid());
     /* #SBATCH lines cannot quote: a blank in a path would cut the option */
     if (strpbrk(sweep_dir, " \t\n'\"") || strpbrk(workdir, " \t\n'\""))
         return usage_error("--slurm needs folders without blanks or quotes: %s, %s", workdir, sweep_dir);
-    int rc = check_tasks(self, common, tasks, count);
-    for (int k = 0; rc == 0 && k < ddp_count; k++) rc = ddp_command(self, common, &ddp[k]);
+    int rc = 0;
+    for (int k = 0; rc == 0 && k < ddp_count; k++) rc = ddp_command(args, &ddp[k]);
+    if (rc == 0 && count) rc = check_tasks(sweep, study ? cells : NULL, mixes, count, sweep_dir, self);
+    if (rc == 0 && count) rc = write_requests(sweep, study ? cells : NULL, mixes, count, sweep_dir, tasks, paths);
     if (rc == 0 && count) {
-        slurm_sweep s = {self, common, tasks, count, sweep_dir, workdir};
+        slurm_sweep s = {self, NULL, tasks, count, sweep_dir, workdir};
         char job_id[64] = "";
         if (slurm_submit(&o, &s, dry_run, job_id, sizeof job_id, err, sizeof err) != 0) {
             fprintf(stderr, "run_suite: %s\n", err);

@@ -8,9 +8,9 @@
  * spread over nodes as the field's engines run one, and gets a batch script of its own beside the
  * array's (ddp-<k>.sbatch, its log ddp-<k>.out): --nodes nodes of --ntasks-per-node ranks with
  * --gpus-per-node GPUs each, whose N ranks srun starts (`srun train ... --launcher slurm`, one
- * process per GPU; runner/train/train_launched.h). The job's command is run_suite's own for it, to
- * completion (its dry run with --completion: epochs, steps, data root and train program resolved
- * there), less the runner's protocol, with --launcher slurm in place of --gpus N.
+ * process per GPU; runner/train/train_launched.h). The job's command is made from its request (the
+ * sweep's with its mix, run to completion: epochs, steps, data root and train program resolved there)
+ * by job_build_argv, less the runner's protocol, with --launcher slurm in place of --gpus N.
  *
  * Script generation is pure (text in a buffer, tested on the CPU); submission runs `sbatch
  * --parsable` without a shell. */
@@ -18,6 +18,8 @@
 #define SUITE_SLURM_H
 
 #include <stddef.h>
+
+#include "runner/suite/run/run_args.h"
 
 #define SLURM_MAX_TASKS 1000
 
@@ -32,19 +34,18 @@ typedef struct slurm_options {
     const char *job_name;    /* NULL: "run_suite" */
 } slurm_options;
 
-/* One array task's own arguments: "--mix S+M", or a study cell's "--mode mps --mix 2*S
- * --steps-per-epoch 40" (NULL-terminated). */
+/* One array task's own arguments (NULL-terminated): "--request <sweep>/task-<i>/request.json". */
 #define SLURM_TASK_ARGS 8
 typedef struct slurm_task {
     const char *args[SLURM_TASK_ARGS];
-    char text[3][192];               /* storage for args built from a study cell */
 } slurm_task;
 
-/* What every array task runs: task i execs `run_suite` with common_args, then tasks[i].args and
- * --results <sweep>/task-<i>. workdir: where relative paths in common_args are meant from. */
+/* What every array task runs: task i execs `run_suite` with common_args, then tasks[i].args
+ * (--request <sweep>/task-<i>/request.json). workdir: where relative paths are meant from. */
 typedef struct slurm_sweep {
     const char *run_suite;           /* absolute path of the program the tasks run */
-    const char *const *common_args;  /* options passed on to every task (NULL-terminated) */
+    const char *const *common_args;  /* words every task's run_suite gets before its own (NULL-terminated; NULL:
+                                        none, as run_suite --slurm hands each task its whole request) */
     const slurm_task *tasks;
     int task_count;
     const char *sweep_dir;           /* absolute */
@@ -78,36 +79,33 @@ int slurm_ddp_script(const slurm_options *o, const slurm_shape *shape, const cha
                      const char *label, int index, const char *sweep_dir, const char *workdir, char *out, size_t size,
                      char *err, size_t err_size);
 
-/* What `run_suite --slurm` reads itself: the submission's options and where the tasks come from. */
+/* What the --slurm form's own rows fill: the submission's options and the tasks' mixes (--mixes;
+ * --mix and --study are the run's, every other option the tasks' request). */
 typedef struct slurm_args {
     slurm_options o;
-    const char *mix, *mixes, *study, *results;
-    int slurm, dry_run, quick;
+    const char *mixes;
 } slurm_args;
-
-/* Reads a --slurm command line: the submission's options (--slurm, --partition, --gres, --nodes,
- * --ntasks-per-node, --gpus-per-node, --time, --job-name, --dry-run, --mix, --mixes, --study,
- * --results, --quick) into a, and the
- * options every task repeats (all others, and --quick, as written) into common, NULL-terminated,
- * at most max-1. 0; 1 after --help (printed to stdout); -1 with a message in err. */
-int slurm_parse(int argc, char *const argv[], slurm_args *a, const char **common, int max, char *err,
-                size_t err_size);
 
 /* Writes <sweep_dir>/sweep.sbatch and, unless dry_run, submits it with `sbatch --parsable`
  * (job id in job_id). 0, or -1 with a message (sbatch missing or refusing: its own words). */
 int slurm_submit(const slurm_options *o, const slurm_sweep *s, int dry_run, char *job_id,
                  size_t job_id_size, char *err, size_t err_size);
 
-/* `run_suite --slurm ...` (dispatched before run_suite's own options, as --study is; slurm_requested:
- * argv holds --slurm): the tasks
- * are --mix MIX (one), --mixes 'MIX;MIX;...' (one each) or --study SET (one per study cell); a mix
- * that is one data-parallel job alone is its own multi-node job instead. Every mix is checked, and
- * task 0 and each data-parallel job's command are checked by this run_suite itself and the train
- * program with --dry-run, so an option they would not accept is refused here. Makes
- * <results>/slurm-<time>-<pid>/, writes (--dry-run) or submits the sweep and the data-parallel
- * jobs and prints how to merge. Returns run_suite's exit status: 0, 1 when submission fails, 2 for
- * bad input. */
-int slurm_requested(int argc, char *const argv[]);
-int slurm_main(int argc, char *const argv[]);
+/* The program form `run_suite --slurm ...` (run_args.h): the tasks are --mix MIX (one), --mixes
+ * 'MIX;MIX;...' (one each) or --study SET (one per study cell); a mix that is one data-parallel job
+ * alone is its own multi-node job instead, its command made from its request run to completion
+ * and checked by the train program with --dry-run. Every mix is checked, and task 0's request here
+ * and by this run_suite's dry run of it, so a request no task would accept is refused before the
+ * script is written. Makes <results>/slurm-<time>-<pid>/ with each task's request
+ * (task-<i>/request.json: the whole request, its mix or cell and its folder its own), writes
+ * (--dry-run) or submits the sweep and prints how to merge. Its main returns run_suite's exit
+ * status: 0, 1 when submission fails, 2 for bad input. */
+extern const run_form slurm_form;
+
+/* The hop to a task of mixes: the sweep's request with the task's jobs (mix_text, kept in out) and
+ * folder (dir; NULL: the sweep's), run rather than written as a script (no --dry-run). out owns its memory
+ * (run_request_free). 0, or -1 with the mix's message. */
+int slurm_task_request(const run_request *sweep, const char *mix_text, const char *dir, run_request *out, char *err,
+                       size_t err_size);
 
 #endif

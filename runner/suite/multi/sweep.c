@@ -104,10 +104,10 @@ done:
     return rc;
 }
 
-int suite_sweep_requested(const suite_options *o) { return mode_mig_options_of(o)->layouts != NULL; }
+int suite_sweep_requested(const run_request *o) { return mode_mig_options_of(o)->layouts != NULL; }
 
 static int check(suite_ctx *c, FILE *out, cJSON *json) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     const mode_mig_options *mig = mode_mig_options_of(o);
     if (!partitioned_mig(o->mode)) {
         fprintf(stderr, "error: --mig-layouts sweeps MIG layouts: give --mode mig-emulate, or --mode mig "
@@ -160,7 +160,7 @@ static int exit_status(const run_summary *s) {
 }
 
 static int run(suite_ctx *c) {
-    const suite_options *given = c->o;
+    const run_request *given = c->o;
     const suite_mode *mode = given->mode;
     sweep_list *l = calloc(1, sizeof *l);
     run_summary *runs = l ? calloc(MIG_MAX_LAYOUTS, sizeof *runs) : NULL;
@@ -183,7 +183,7 @@ static int run(suite_ctx *c) {
     }
     int n = 0;
     for (int k = 0; k < l->count && !jobs_stop_signal(); k++, n++) {
-        suite_options one;
+        run_request one;
         mode_mig_options mig;
         mode_mig_with_layout(given, l->layout[k], &one, &mig);
         c->o = &one;

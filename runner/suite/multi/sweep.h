@@ -11,7 +11,7 @@
 #include "runner/suite/run/suite.h"
 
 /* Whether the options ask for the sweep (--mig-layouts). */
-int suite_sweep_requested(const suite_options *o);
+int suite_sweep_requested(const run_request *o);
 /* The sweep as the run's pass in place of its mode (suite_run): its check before anything runs
  * (the mode, the layouts against the GPU's table and the jobs' memory; with out, the layouts as
  * the dry run lists them; EXIT_USAGE for a sweep that cannot be made), and its run into the run

@@ -292,23 +292,22 @@ static int parse_overrides(const parse_ctx *c, int part, span where, span list, 
             job->precision = (precision_kind)precision;
             job->precision_given = 1;
         } else if (span_is(key, "decode")) {
-            static const char *const places[] = {"cpu", "gpu", "auto"}; /* train --decode */
-            const char *place = NULL;
-            for (int i = 0; i < 3 && !place; i++) place = span_is(value, places[i]) ? places[i] : NULL;
-            if (!place)
+            int place = decode_find(value.p, value.n); /* train --decode's names */
+            if (place < 0)
                 return fail(c, part, where, "decode=\"%.*s\" must be cpu, gpu or auto", (int)value.n, value.p);
             if (strcmp(job->data, "imagenet") != 0)
                 return fail(c, part, where, "decode= chooses where ImageNet's JPEG files decode; %s reads %s",
                             job->model, job->data);
-            snprintf(job->decode, sizeof job->decode, "%s", place);
-            if (job->decode_slots > 0 && !strcmp(place, "cpu"))
+            job->decode = (decode_kind)place;
+            job->decode_given = 1;
+            if (job->decode_slots > 0 && job->decode == DECODE_CPU)
                 return fail(c, part, where, "decode_slots= sizes the GPU decoder; decode=cpu decodes on the host");
         } else if (span_is(key, "decode_slots")) {
             if (strcmp(job->data, "imagenet") != 0)
                 return fail(c, part, where, "decode_slots= sizes the GPU decoder of ImageNet's JPEG files; %s reads %s",
                             job->model, job->data);
             if (whole_in(c, part, where, "decode_slots", value, 1, JOB_DECODE_SLOTS_MAX, &v) != 0) return -1;
-            if (!strcmp(job->decode, "cpu"))
+            if (job->decode_given && job->decode == DECODE_CPU)
                 return fail(c, part, where, "decode_slots= sizes the GPU decoder; decode=cpu decodes on the host");
             job->decode_slots = (int)v;
         } else if (span_is(key, "gpus")) {
@@ -484,7 +483,7 @@ int mix_job_format(const job_spec *job, char *out, size_t size) {
     if (job->max_rows > 0) ADD_OVERRIDE("rows=%lld", job->max_rows);
     if (job->gpus > 1) ADD_OVERRIDE("gpus=%d", job->gpus);
     if (job->precision_given) ADD_OVERRIDE("precision=%s", precision_name(job->precision));
-    if (job->decode[0]) ADD_OVERRIDE("decode=%s", job->decode);
+    if (job->decode_given) ADD_OVERRIDE("decode=%s", decode_kind_name(job->decode));
     if (job->decode_slots > 0) ADD_OVERRIDE("decode_slots=%d", job->decode_slots);
     if (job->fault.kind != FAULT_NONE && fault_format(&job->fault, fault, sizeof fault) > 0)
         ADD_OVERRIDE("fault=%s", fault);

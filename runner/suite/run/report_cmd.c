@@ -120,7 +120,7 @@ int report_main(int argc, char **argv) {
     const char *rest[MAX_ARGS];
     report_args a = {0};
     char err[PATH_MAX + 512];
-    int parsed = cli_parse_forward(&PROGRAM, &a, argc, argv, rest, MAX_ARGS, err, sizeof err);
+    int parsed = cli_parse_unknown(&PROGRAM, &a, argc, argv, rest, MAX_ARGS, err, sizeof err);
     if (parsed == 1) return 0;
     int dirs = 0;
     for (int i = 0; parsed == 0 && rest[i]; i++) {

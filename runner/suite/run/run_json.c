@@ -68,7 +68,7 @@ cJSON *run_json_jobs(const suite_ctx *c, const mode_run *r) {
         cJSON_AddNumberToObject(j, "batch", spec->batch);
         cJSON_AddNumberToObject(j, "image_size", spec->image_size);
         cJSON_AddNumberToObject(j, "classes", spec->classes);
-        if (spec->decode[0]) cJSON_AddStringToObject(j, "decode", spec->decode);
+        if (spec->decode_given) cJSON_AddStringToObject(j, "decode", decode_kind_name(spec->decode));
         if (spec->decode_slots > 0) cJSON_AddNumberToObject(j, "decode_slots", spec->decode_slots);
         add_num(j, "params", f->params);
         cJSON *fj = cJSON_AddObjectToObject(j, "footprint");
@@ -91,7 +91,7 @@ cJSON *run_json_jobs(const suite_ctx *c, const mode_run *r) {
 
 void run_json_write(const suite_ctx *c, const mode_run *r, const char *dir, const char *mode,
                     const char *status) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "run_id", c->run_id);
     cJSON_AddStringToObject(root, "mode", mode);
@@ -110,8 +110,8 @@ void run_json_write(const suite_ctx *c, const mode_run *r, const char *dir, cons
     gethostname(host, sizeof host - 1);
     cJSON_AddStringToObject(root, "host", host);
     cJSON *s = cJSON_AddObjectToObject(root, "settings");
-    cJSON_AddNumberToObject(s, "epochs", c->epochs);
-    cJSON_AddNumberToObject(s, "steps_per_epoch", (double)c->steps);
+    cJSON_AddNumberToObject(s, "epochs", o->epochs);
+    cJSON_AddNumberToObject(s, "steps_per_epoch", (double)o->steps_per_epoch);
     cJSON_AddBoolToObject(s, "quick", o->quick);
     cJSON_AddStringToObject(s, "train", o->train_path);
     cJSON_AddStringToObject(s, "data_root", o->data_root ? o->data_root : "");

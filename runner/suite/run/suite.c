@@ -18,6 +18,7 @@
 #include "kernels/knobs.h"
 #include "results/results.h"
 #include "results/faults.h"
+#include "runner/suite/run/request_file.h"
 #include "runner/suite/run/run_json.h"
 #include "runner/suite/modes/isolation.h"
 #include "runner/suite/gpu/mps.h"
@@ -33,7 +34,7 @@ static void on_phase(void *user, const job_record *job, const char *phase, doubl
 }
 
 static void start_monitor(mode_run *r) {
-    const suite_options *o = r->ctx->o;
+    const run_request *o = r->ctx->o;
     if (o->no_monitor) return;
     monitor_source src;
     char why[512], path[PATH_MAX + 32];
@@ -149,7 +150,7 @@ static void record_collateral(mode_run *r) {
 
 int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int count,
                   const char *dir, const serial_baseline *base, run_summary *summary) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     mode_run *r = calloc(1, sizeof *r);
     if (!r) {
         failed_summary(mode, "failed", summary);
@@ -182,13 +183,7 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
         int i = r->job_of[k];
         job_env env;
         environment(r, k, &env);
-        rc = job_prepare(&r->jobs[k], k, &o->mix.jobs[i], o->train_path, c->epochs, c->steps,
-                         o->data_root, &env, dir, r->error, sizeof r->error);
-        if (rc == 0 && o->window_s > 0) { /* the window measurement: train keeps going until "stop" */
-            job_free_strv(r->jobs[k].argv);
-            r->jobs[k].argv = suite_job_argv(c, i);
-            if (!r->jobs[k].argv) rc = -1, snprintf(r->error, sizeof r->error, "out of memory");
-        }
+        rc = job_prepare(&r->jobs[k], k, &o->mix.jobs[i], o, &env, dir, r->error, sizeof r->error);
         r->jobs[k].footprint_bytes = c->fp[i].total;
     }
     if (!r->jobs) rc = -1;
@@ -225,15 +220,15 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
  * *checked_pass (-1 to go on). */
 static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_error, const suite_pass *pass,
                           int *checked_pass) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     const monitor_gpu *g = &c->gpu;
     const char *mode = o->mode ? o->mode->name : SUITE_ALL;
     if (o->json) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "mode", mode);
         cJSON_AddStringToObject(root, "mix", o->mix_text);
-        cJSON_AddNumberToObject(root, "epochs", c->epochs);
-        cJSON_AddNumberToObject(root, "steps_per_epoch", (double)c->steps);
+        cJSON_AddNumberToObject(root, "epochs", o->epochs);
+        cJSON_AddNumberToObject(root, "steps_per_epoch", (double)o->steps_per_epoch);
         if (o->window_s > 0) {
             cJSON *m = cJSON_AddObjectToObject(root, "measurement");
             cJSON_AddStringToObject(m, "name", "window");
@@ -259,11 +254,12 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
     if (o->window_s > 0)
         printf("dry run: mode %s, mix %s, a warm-up of %ld steps (or the first epoch where shorter) then %d common "
                "window(s) of %g s (the window measurement), %s\nGPU %d: %s%s%s, %s\n\n", mode, o->mix_text,
-               o->warmup_steps, o->windows, o->window_s, c->steps ? "fixed steps per epoch" : "whole epochs", o->gpu,
+               o->warmup_steps, o->windows, o->window_s, o->steps_per_epoch ? "fixed steps per epoch" : "whole epochs",
+               o->gpu,
                g->nvml_ok ? g->name : "unknown: ", g->nvml_ok ? ", driver " : g->why, g->driver, mem);
     else
         printf("dry run: mode %s, mix %s, %d epoch(s) (the second is timed), %s\nGPU %d: %s%s%s, %s\n\n",
-               mode, o->mix_text, c->epochs, c->steps ? "fixed steps per epoch" : "whole epochs",
+               mode, o->mix_text, o->epochs, o->steps_per_epoch ? "fixed steps per epoch" : "whole epochs",
                o->gpu, g->nvml_ok ? g->name : "unknown: ", g->nvml_ok ? ", driver " : g->why, g->driver, mem);
     printf("%-4s %-24s %-16s %-11s %6s %6s %12s %12s\n", "job", "label", "model", "data", "batch",
            "size", "params", "footprint");
@@ -309,7 +305,7 @@ int suite_exit_for(const run_summary *s, int stopped) {
 }
 
 /* Whether --skip names the mode (a comma-separated list of checked names). */
-static int skipped(const suite_options *o, const suite_mode *m) {
+static int skipped(const run_request *o, const suite_mode *m) {
     size_t n = strlen(m->name);
     for (const char *p = o->skip_modes; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
         if (!strncmp(p, m->name, n) && (p[n] == ',' || p[n] == '\0')) return 1;
@@ -320,7 +316,7 @@ static int skipped(const suite_options *o, const suite_mode *m) {
  * names (as the table or as the mode that runs in its place: runs_as, e.g. mig-emulate for mig
  * under --mig-emulate). */
 static int select_modes(suite_ctx *c) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     int table_count;
     const suite_mode *const *table = suite_modes(&table_count);
     for (int t = 0; t < (o->mode ? 1 : table_count) && c->mode_count < SUITE_MODES_MAX; t++) {
@@ -341,7 +337,7 @@ static void free_modes(suite_ctx *c) {
 }
 
 static int footprints(suite_ctx *c) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     char err[2048];
     for (int i = 0; i < c->count; i++) {
         char mine[256], other[256];
@@ -349,7 +345,7 @@ static int footprints(suite_ctx *c) {
         for (int k = 0; k < i && c->fp[i].total <= 0; k++) /* "7*S": ask train once */
             if (mix_job_format(&o->mix.jobs[k], other, sizeof other) >= 0 && !strcmp(mine, other)) c->fp[i] = c->fp[k];
         if (c->fp[i].total <= 0 &&
-            job_query_footprint(o->train_path, &o->mix.jobs[i], o->data_root, &c->fp[i], err, sizeof err) != 0) {
+            job_query_footprint(o, &o->mix.jobs[i], &c->fp[i], err, sizeof err) != 0) {
             fprintf(stderr, "error: job %d (%s): %s\n", i, o->mix.jobs[i].label, err);
             return -1;
         }
@@ -405,7 +401,7 @@ static int fit_modes(const suite_ctx *c, char *fit, size_t fit_size, int *fits, 
  * not checked; on a login node (suite_node_checks_later) run_suite --slurm says it. -1 to go on, else
  * the exit status. */
 static int check_devices(const suite_ctx *c) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     const char *devices = knob_text(KNOB_JOB_DEVICES);
     int cards = 1, widest = 1, wide = -1;
     for (const char *p = devices; p && *p; p++) cards += *p == ',';
@@ -434,14 +430,14 @@ static int check_devices(const suite_ctx *c) {
 }
 
 static int load_baseline(suite_ctx *c) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     char err[2048];
     job_record *probe = calloc((size_t)c->count, sizeof *probe);
     for (int i = 0; probe && i < c->count; i++) {
         probe[i].spec = o->mix.jobs[i];
         mix_job_format(&probe[i].spec, probe[i].canonical, sizeof probe[i].canonical);
-        probe[i].epochs_planned = o->mix.jobs[i].epochs ? o->mix.jobs[i].epochs : c->epochs;
-        probe[i].steps_per_epoch = o->mix.jobs[i].steps_per_epoch ? o->mix.jobs[i].steps_per_epoch : c->steps;
+        probe[i].epochs_planned = run_request_job_epochs(o, &o->mix.jobs[i]);
+        probe[i].steps_per_epoch = run_request_job_steps(o, &o->mix.jobs[i]);
     }
     int rc = probe ? results_load_baseline(o->baseline_dir, suite_mode_with(MODE_SEQUENTIAL)->name, probe, c->count, &c->baseline, err, sizeof err) : -1;
     free(probe);
@@ -453,12 +449,12 @@ static int load_baseline(suite_ctx *c) {
  * but malformed is bad input here, not synthetic data in the job (--data-if-present means absent
  * only). Without --data-root only fashion-mnist reads files (its installed copy), which must be there,
  * and a job that asks for decode=gpu has nothing to decode. */
-static int check_inputs(const suite_options *o) {
+static int check_inputs(const run_request *o) {
     const char *root = o->data_root ? o->data_root : "";
     char err[2048];
     for (int i = 0; i < o->mix.count; i++) {
         const char *data = o->mix.jobs[i].data;
-        if (!strcmp(o->mix.jobs[i].decode, "gpu") && !*root) {
+        if (o->mix.jobs[i].decode_given && o->mix.jobs[i].decode == DECODE_GPU && !*root) {
             fprintf(stderr, "error: job %d (%s): decode=gpu decodes ImageNet's JPEG files: give --data-root DIR "
                     "(the folder holding train/ and val/)\n", i, o->mix.jobs[i].label);
             return -1;
@@ -483,7 +479,7 @@ static int check_inputs(const suite_options *o) {
 /* Footprints, GPU, each mode's plan, fit check, the pass's check, baseline: everything decided
  * before anything runs. Returns -1 to go on, else the exit status. */
 static int prepare(suite_ctx *c, const suite_pass *pass) {
-    const suite_options *o = c->o;
+    const run_request *o = c->o;
     if (select_modes(c) != 0) return EXIT_RUNTIME;
     if (c->mode_count == 0) {
         fprintf(stderr, "error: --skip %s leaves no mode of --mode all to run\n", o->skip_modes);
@@ -600,13 +596,11 @@ void suite_keep_choices_in(const char *dir) {
     setenv(knob_name(KNOB_CONV_CHOICES), path, 1);
 }
 
-int suite_run(const suite_options *o, const suite_pass *pass) {
+int suite_run(const run_request *o, const suite_pass *pass) {
     suite_ctx *c = calloc(1, sizeof *c);
     if (!c) return EXIT_RUNTIME;
     c->o = o;
     c->count = o->mix.count;
-    c->epochs = o->epochs > 0 ? o->epochs : 2;
-    c->steps = o->steps_per_epoch;
     c->execute = suite_execute;
     run_json_time(c->started, sizeof c->started);
     jobs_install_stop_signals();
@@ -621,6 +615,8 @@ int suite_run(const suite_options *o, const suite_pass *pass) {
         fprintf(stderr, "error: %s\n", err);
         status = EXIT_USAGE; /* the user's folder to fix, found before any job ran */
     }
+    if (status < 0 && request_file_write(o, c->run_dir, err, sizeof err) != 0) /* what this run was asked */
+        fprintf(stderr, "error: %s\n", err);
     if (status < 0) suite_keep_choices_in(c->run_dir);
     if (status < 0 && pass) {
         status = pass->run(c);

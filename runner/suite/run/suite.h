@@ -23,7 +23,7 @@ typedef struct suite_pass {
 
 /* Runs everything (pass: NULL, or the pass that runs instead of the mode); returns the process
  * exit status (see mode_run.h). */
-int suite_run(const suite_options *options, const suite_pass *pass);
+int suite_run(const run_request *options, const suite_pass *pass);
 
 /* The exit status of one mode's run (see mode_run.h); stopped: a stop signal ended it. */
 int suite_exit_for(const run_summary *s, int stopped);
