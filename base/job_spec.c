@@ -1,5 +1,7 @@
 #include "base/job_spec.h"
 
+#include <string.h>
+
 void job_safe_name(char *out, size_t size, const char *text) {
     size_t n = 0;
     for (const char *p = text; *p && n + 1 < size; p++) {
@@ -10,4 +12,8 @@ void job_safe_name(char *out, size_t size, const char *text) {
     }
     if (n > 0 && out[0] == '.') out[0] = '_'; /* never a hidden file or ".." */
     out[n] = 0;
+}
+
+int job_spec_may_decode_on_gpu(const job_spec *spec) {
+    return strcmp(spec->data, "imagenet") == 0 && (!spec->decode_given || spec->decode != DECODE_CPU);
 }

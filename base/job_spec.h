@@ -40,4 +40,9 @@ typedef struct job_spec {
  * names. */
 void job_safe_name(char *out, size_t size, const char *text);
 
+/* 1 when the job may decode its JPEGs on the GPU (ImageNet's files, --decode auto or gpu): the one
+ * kind of job that asks for more hardware work queues than CUDA's default (its decode streams beside
+ * the step's), which an MPS client must keep to a share of the server's. */
+int job_spec_may_decode_on_gpu(const job_spec *spec);
+
 #endif

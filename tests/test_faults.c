@@ -208,7 +208,7 @@ static void test_mps_collateral(void **state) {
     memset(&d, 0, sizeof d);
     assert_int_equal(mps_start(&d, dir, "", err, sizeof err), 0);
     job_env env = {0};
-    assert_int_equal(mps_client_env(&d, 0, 0, &env), 0);
+    assert_int_equal(mps_client_env(&d, 0, 0, 0, &env), 0);
     setenv("FAKE_TRAIN", "*:epoch_ms=200,steps=10", 1);
     const char *faults[] = {NULL, "illegal-address@5", NULL};
     job_record *jobs = calloc(3, sizeof *jobs);

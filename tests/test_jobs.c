@@ -185,24 +185,33 @@ static void test_mps_commands(void **state) {
     assert_true(has_entry(e, "CUDA_VISIBLE_DEVICES=GPU-1234"));
     job_free_strv(e);
     memset(&env, 0, sizeof env);
-    assert_int_equal(mps_client_env(&d, 25, 4LL << 30, &env), 0);
+    assert_int_equal(mps_client_env(&d, 25, 4LL << 30, 8, &env), 0);
     char *base[] = {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G", NULL};
     e = job_build_env(base, &env);
     assert_true(has_entry(e, "CUDA_MPS_PIPE_DIRECTORY=/r/mps-pipe"));
     assert_true(has_entry(e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"));
     assert_true(has_entry(e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4G"));
     assert_true(has_entry(e, "CUDA_VISIBLE_DEVICES=GPU-1234"));
+    assert_true(has_entry(e, "CUDA_DEVICE_MAX_CONNECTIONS=8")); /* a GPU-decoding client's share */
     job_free_strv(e);
-    /* no share, no limit, an index: inherited values removed, the server's numbering used */
+    /* no share, no limit, an index: inherited values removed, the server's numbering used; the
+     * work queues left at the MPS default */
     snprintf(d.visible, sizeof d.visible, "1");
     memset(&env, 0, sizeof env);
-    mps_client_env(&d, 0, 0, &env);
+    mps_client_env(&d, 0, 0, 0, &env);
     char *inherited[] = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=5", "CUDA_VISIBLE_DEVICES=1", NULL};
     e = job_build_env(inherited, &env);
     assert_false(has_name(e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     assert_false(has_name(e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
     assert_false(has_name(e, "CUDA_VISIBLE_DEVICES"));
+    assert_false(has_name(e, "CUDA_DEVICE_MAX_CONNECTIONS"));
     job_free_strv(e);
+    /* which jobs ask for more queues: ImageNet's JPEGs that may decode on the GPU */
+    job_spec jpeg = {.data = "imagenet"}, host = {.data = "imagenet", .decode = DECODE_CPU, .decode_given = 1};
+    job_spec shaped = {.data = "imagenet64"};
+    assert_true(job_spec_may_decode_on_gpu(&jpeg));
+    assert_false(job_spec_may_decode_on_gpu(&host));
+    assert_false(job_spec_may_decode_on_gpu(&shaped));
     char limit[32];
     mps_format_mem_limit(limit, sizeof limit, 1536LL << 20);
     assert_string_equal(limit, "0=1536M");

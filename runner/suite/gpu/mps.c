@@ -41,7 +41,7 @@ void mps_format_mem_limit(char *out, size_t size, long long bytes) {
     else snprintf(out, size, "0=%lldM", (bytes + mib - 1) / mib);
 }
 
-int mps_client_env(const mps_daemon *d, int sm_percent, long long mem_limit_bytes, job_env *env) {
+int mps_client_env(const mps_daemon *d, int sm_percent, long long mem_limit_bytes, int queues, job_env *env) {
     int rc = job_env_set(env, "CUDA_MPS_PIPE_DIRECTORY", "%s", d->pipe_dir);
     rc |= job_env_set(env, "CUDA_MPS_LOG_DIRECTORY", "%s", d->log_dir);
     /* The server renumbers the GPUs it was given: a client repeats a UUID (stable), but an index
@@ -59,10 +59,11 @@ int mps_client_env(const mps_daemon *d, int sm_percent, long long mem_limit_byte
     } else {
         rc |= job_env_set(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", NULL);
     }
-    /* The server shares about 120 hardware work queues among its clients: a client asks for CUDA's
-     * default of 8 (a GPU-decoding job alone asks for 32, runner/train/workload_image.c; at 32 a
-     * fourth JPEG-fed client failed to make its context). */
-    rc |= job_env_set(env, "CUDA_DEVICE_MAX_CONNECTIONS", "%d", MPS_CLIENT_CONNECTIONS);
+    /* The server shares about 120 hardware work queues among its clients. A client keeps the MPS
+     * default unless queues says otherwise (a GPU-decoding job: alone it asks for 32,
+     * runner/train/workload_image.c, and at 32 a fourth JPEG-fed client failed to make its context);
+     * more queues for every client slowed the partitioned clients of mig-emulate. */
+    if (queues > 0) rc |= job_env_set(env, "CUDA_DEVICE_MAX_CONNECTIONS", "%d", queues);
     return rc ? -1 : 0;
 }
 

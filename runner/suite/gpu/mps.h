@@ -36,7 +36,7 @@ void mps_control_argv(const mps_daemon *d, int start, const char *argv[3]);
 int mps_daemon_env(const mps_daemon *d, job_env *env);
 /* What a job needs as a client: the daemon's folders, and, when > 0, its active thread
  * percentage (1..100) and its pinned device memory limit in bytes ("0=4G" form). */
-int mps_client_env(const mps_daemon *d, int sm_percent, long long mem_limit_bytes, job_env *env);
+int mps_client_env(const mps_daemon *d, int sm_percent, long long mem_limit_bytes, int queues, job_env *env);
 /* "0=4G" for whole GiB, else "0=<MiB>M" (device 0 as the client sees it). */
 void mps_format_mem_limit(char *out, size_t size, long long bytes);
 

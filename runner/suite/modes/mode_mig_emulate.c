@@ -75,7 +75,8 @@ static void environment(const mode_run *r, int job, job_env *env) {
         sm = sm < 1 ? 1 : sm > 100 ? 100 : sm;
         mem = p->shared ? 0 : (long long)p->memory_bytes;  /* see the top of this file */
     }
-    mps_client_env(&st->mps, sm, mem, env);
+    int queues = job_spec_may_decode_on_gpu(&r->ctx->o->mix.jobs[r->job_of[job]]) ? MPS_CLIENT_CONNECTIONS : 0;
+    mps_client_env(&st->mps, sm, mem, queues, env);
 }
 
 static void partition_key(const mode_run *r, int job, char *out, size_t size) {

@@ -93,7 +93,8 @@ static void evidence(const mode_run *r, char *out, size_t size) { mps_fault_evid
 static void environment(const mode_run *r, int job, job_env *env) {
     const mps_options *m = options_of(r->ctx->o);
     int i = r->job_of[job];
-    mps_client_env(mode_run_state(r), m->have_sm ? m->sm[i] : 0, m->have_mem ? m->mem[i] : 0, env);
+    int queues = job_spec_may_decode_on_gpu(&r->ctx->o->mix.jobs[i]) ? MPS_CLIENT_CONNECTIONS : 0;
+    mps_client_env(mode_run_state(r), m->have_sm ? m->sm[i] : 0, m->have_mem ? m->mem[i] : 0, queues, env);
 }
 
 /* A limit below a job's footprint fails that job whatever the GPU holds: refused, --force or not. */
