@@ -38,6 +38,16 @@ int train_add_device_fields(cJSON *event, int device, char *name, size_t name_si
  * "green" is true. Returns the SMs the job may use. */
 int train_add_place_fields(cJSON *event, const job_context *ctx, char *name, size_t name_size, int *mps);
 
+/* What the job's libraries were told of its SMs (models/core/context.h's context_sm_target), as the
+ * setup event's "sm_target": {"sms": told (0: nothing, the device's count), "from": whole | green |
+ * mps | off, and for an MPS share "percent", "rule_sms" (the rule's count) and "context_sms" (the
+ * driver's)}. */
+cJSON *train_sm_target_json(const context_sm_target *t);
+/* The same as the dry run can say it without a GPU: from this process's environment (SUITE_SM_TARGET,
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), "sms" 0 where nothing would be told and null for a share,
+ * whose count needs the device (the rule of base/sm_target.h over its SMs). */
+cJSON *train_sm_target_dry_json(void);
+
 /* In-epoch progress for long epochs: a "progress" event (epoch, step, steps, samples/s so far,
  * eta_s of the epoch) at most every TRAIN_PROGRESS_S seconds. One train_progress per epoch,
  * zeroed at its start; call after every step. */
