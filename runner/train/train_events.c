@@ -152,6 +152,7 @@ cJSON *train_setup_event(const char *model, double params, double footprint_byte
     cJSON_AddNumberToObject(e, "footprint_bytes", footprint_bytes);
     cJSON_AddNumberToObject(e, "flops_per_step", flops_per_step);
     *sms = train_add_place_fields(e, ctx, device, device_size, mps);
+    cJSON_AddNumberToObject(e, "workspace_bytes", (double)ctx->workspace_bytes); /* cuDNN's and cuBLASLt's, as chosen */
     cJSON_AddNumberToObject(e, "steps_per_epoch", (double)steps_per_epoch);
     cJSON_AddStringToObject(e, "data", data);
     cJSON_AddStringToObject(e, "data_source", data_source);

@@ -65,7 +65,7 @@ typedef struct train_footprint {
 cJSON *train_footprint_json(const train_footprint *f);
 
 /* The "setup" event's fields every job has (event, model, params, footprint_bytes, flops_per_step,
- * where it runs, steps_per_epoch, data, data_source), not emitted yet: the workload adds its
+ * where it runs and the SMs its libraries were told, workspace_bytes, steps_per_epoch, data, data_source), not emitted yet: the workload adds its
  * own. The device's name and SMs and whether it runs under MPS come back for the human line. */
 cJSON *train_setup_event(const char *model, double params, double footprint_bytes, double flops_per_step,
                          const job_context *ctx, long steps_per_epoch, const char *data, const char *data_source,
