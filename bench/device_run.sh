@@ -63,6 +63,15 @@
 #   bf16-profile one step's kernels by kind under ncu (bench/kernel_breakdown.py), PROFILE_CONFIGS
 #           (model:size:batch:precision, default resnet26 and resnet50 in bf16)
 #   bf16-colloc 7*S and 3*M under MPS in tf32 and bf16, and the report that sets them side by side
+#   sm-target  issue 50: 7*S and S+M+M (SMT_MIXES) under green and mig-emulate, the libraries told
+#           each job's SMs against not told (SUITE_SM_TARGET), --repeat 3 (SMT_REPEAT), --window 5
+#           (SMT_OPTIONS): each job's window rate, STP, ANTT side by side, what the setup events told
+#           (bench/sm_target.sh told); then gpu_sm_target's lines (the partition's GEMM and
+#           convolution against the whole GPU's, in the same partition)
+#   sm-memory  issue 50's memory question: 7*S under naive, mps, mps with mig-emulate's SM share only,
+#           with its memory limit only, mig-emulate told and not, and S alone, NVML's per-process
+#           memory sampled beside each: what each process holds beyond its footprint and workspace
+#           (bench/sm_target.sh memory)
 #   sanitize  compute-sanitizer memcheck and racecheck over the kernels' GPU tests (SANITIZE_TESTS)
 #   parity-committed  gpu_model_parity and gpu_dlrm_parity on tests/parity/reference/ (no env vars)
 #   ab      bench_step for BENCH_CONFIGS (model:size:batch[:optimizer]) in AB_PRECISION (bf16), with
@@ -637,6 +646,17 @@ PY
                 done
             done
         done
+        ;;
+    sm-target)
+        "$build/gpu_sm_target" 2>&1 | grep -vE "^\[ +(RUN|OK) +\]" | tee "$out/gpu_sm_target.log" | head -40
+        bash bench/sm_target.sh "$build" /tmp/sm-target told 2>&1 | tee "$out/sm_target.md"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        tar czf "$out/sm-target-runs.tgz" -C /tmp sm-target/told 2>/dev/null
+        ;;
+    sm-memory)
+        bash bench/sm_target.sh "$build" /tmp/sm-target memory 2>&1 | tee "$out/sm_memory.md"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        tar czf "$out/sm-memory-runs.tgz" -C /tmp sm-target/memory 2>/dev/null
         ;;
     sanitize)
         # compute-sanitizer's memcheck (out-of-bounds and misaligned accesses, leaks of device memory)

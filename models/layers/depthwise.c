@@ -265,7 +265,8 @@ static int restore_kept(void *user, const char *value, char *err, size_t err_siz
 /* The layer's paths: the choice kept for this key in SUITE_CONV_CHOICES' file, else measured. */
 static void choose(depthwise_layer *d, void *y, const void *x, void *dx, job_context *ctx) {
     char device[256], key[512];
-    conv_choices_device_key(device, sizeof device, ctx->device, ctx->workspace_limit, ctx->allow_tf32);
+    conv_choices_device_key(device, sizeof device, ctx->device, ctx->sm_target.sms, ctx->workspace_limit,
+                            ctx->allow_tf32);
     const char *forced = knob_text(KNOB_DEPTHWISE_PATH);
     snprintf(key, sizeof key, "depthwise %s path=%s %s n%d %dx%d c%d s%d dx=%d", device,
              forced && *forced ? forced : "auto", is_half(d) ? "bf16" : "f32", d->batch, d->h_in, d->w_in,

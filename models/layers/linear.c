@@ -34,6 +34,7 @@ static void lt_matmul_init(lt_matmul *mm, int m, int n, int k, int trans_a, int 
                            int ldb, int ldc, int bias_epilogue, elem_type ab, elem_type c, job_context *ctx) {
     cublasComputeType_t compute = ctx->allow_tf32 && ab == ELEM_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     CHECK_CUBLAS(cublasLtMatmulDescCreate(&mm->desc, compute, CUDA_R_32F));
+    context_tell_matmul(ctx, mm->desc); /* a partition's SMs, before the heuristic below */
     cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(mm->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(mm->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));

@@ -67,6 +67,7 @@ static int dry_run(job *j) {
         cJSON_AddNumberToObject(e, "flops_per_step", w->ops->flops_per_step(w));
         cJSON_AddNumberToObject(e, "samples_per_epoch", (double)j->o->synthetic_count);
         cJSON_AddItemToObject(e, "footprint", train_footprint_json(&f));
+        cJSON_AddItemToObject(e, "sm_target", train_sm_target_dry_json());
         train_emit(j->ev, e);
     } else {
         w->ops->print_plan(w, stdout);
