@@ -7,14 +7,15 @@
  * and run_suite's dry run decide it the same way.
  *
  * An MPS client's share. CUDA_MPS_ACTIVE_THREAD_PERCENTAGE p limits a client to a share of the
- * device's SMs; the driver rounds a context's SM limit up to the next amount the hardware
- * provisions (cuCtxCreate's execution affinity says so), and SMs come in pairs (one TPC) on
- * Volta and later. The rule: ceil(p * SMs / 100), rounded up to an even count, at most the
- * device's. The job itself asks the driver what its context got (cuCtxGetExecAffinity) and tells
- * that; the rule is the dry run's prediction, and the setup event carries both, so a run on a GPU
- * shows any difference (bench/device_run.sh's stage sm-target). The modes that set p:
- * mps (--mps-sm, as given) and mig-emulate (its instance's SM fraction in whole percent, rounded
- * to nearest: sm_target_percent_of). */
+ * device's SMs, and the device then reports that share as its own SM count to the client
+ * (cudaDevAttrMultiProcessorCount, as the context's execution affinity): cuBLASLt and cuDNN, which
+ * read the count, already plan for the share, as on real MIG. Nothing needs telling there; the
+ * setup event says what the libraries see ("seen"). The share is whole TPCs (two SMs) rounded
+ * down: floor(p * TPCs / 100) TPCs, at least one (12% of an H100's or H200's 66 TPCs: 7 TPCs, 14
+ * SMs, as the driver gives it). The dry run predicts with that rule and the job reports the
+ * driver's count, so a run shows any difference. The modes that set p: mps (--mps-sm, as given)
+ * and mig-emulate (the least percent that holds its instance's SMs: sm_target_percent_for). Only a green context's partition is invisible to the libraries: that
+ * count is told. */
 #ifndef SUITE_BASE_SM_TARGET_H
 #define SUITE_BASE_SM_TARGET_H
 
@@ -22,7 +23,8 @@
 #define SM_TARGET_TABLE(X)                                                                          \
     X(SM_TARGET_WHOLE, "whole")  /* the whole device: nothing told (0) */                          \
     X(SM_TARGET_GREEN, "green")  /* a green context's partition */                                 \
-    X(SM_TARGET_MPS, "mps")      /* an MPS client's active thread percentage */                    \
+    X(SM_TARGET_MPS, "mps")      /* an MPS client's share the device does not report: told */      \
+    X(SM_TARGET_SEEN, "seen")    /* an MPS client's share the device reports itself: nothing told */\
     X(SM_TARGET_OFF, "off")      /* a partition, but SUITE_SM_TARGET=0 keeps the libraries untold */
 
 #define SM_TARGET_ENUM_(kind, name) kind,
@@ -32,12 +34,14 @@ typedef enum sm_target_from { SM_TARGET_TABLE(SM_TARGET_ENUM_) } sm_target_from;
 const char *sm_target_from_name(sm_target_from from);
 
 /* The SMs an MPS client with active thread percentage `percent` (1..100) gets on a device of
- * `device_sms`, by the rule above; 0 for counts out of range. */
+ * `device_sms` (its whole count), by the rule above; 0 for counts out of range. */
 int sm_target_of_share(int device_sms, int percent);
 
-/* A fraction of the device's SMs as an active thread percentage: whole percent, rounded to nearest,
- * 1..100 (mig-emulate's share of an instance). */
-int sm_target_percent_of(double fraction);
+/* The active thread percentage that gives a client a fraction of a device of `device_sms`: the
+ * least whole percent whose share by the rule above holds at least that many SMs (rounded to the
+ * nearest SM), 1..100; mig-emulate's share of an instance, so that a 1g instance of 16 SMs of 132
+ * gets 13% (16 SMs), not 12% (14). Without a count (device_sms < 2): the fraction rounded up. */
+int sm_target_percent_for(int device_sms, double fraction);
 
 /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE as a client reads it: a whole number 1..100 (MPS takes a
  * fraction too, floored here), else 0 (unset, empty, or not a percentage: no share). */
@@ -53,10 +57,11 @@ typedef struct sm_target_place {
     int context_sms;   /* the driver's count for the context (execution affinity); 0: unknown */
 } sm_target_place;
 
-/* The SMs to tell (0: none, the device's) and where they come from: a green context's own count;
- * else an MPS client with a share below 100%: the driver's count for its context, or the rule where
- * the driver cannot say; else nothing. With telling off, 0 and SM_TARGET_OFF where there was a
- * partition. */
+/* The SMs to tell the libraries (0: none) and where that comes from: a green context's own count;
+ * an MPS client with a share below 100% whose device reports the context's count: 0, SM_TARGET_SEEN
+ * (the libraries read the share from the device); an MPS client whose device reports more: the
+ * driver's count for its context. With telling off, what is seen stays seen, and a count that
+ * would be told is 0, SM_TARGET_OFF. */
 int sm_target_decide(const sm_target_place *p, sm_target_from *from);
 
 #endif

@@ -61,7 +61,7 @@ def told_text(events):
         t = e.get("sm_target") or {}
         key = f"{t.get('sms', '?')} {t.get('from', '?')}"
         if t.get("percent"):
-            key += f" ({t['percent']}%: rule {t.get('rule_sms')}, driver {t.get('context_sms')})"
+            key += f" ({t['percent']}%: device reports {t.get('device_sms')}, driver {t.get('context_sms')})"
         counts[key] = counts.get(key, 0) + 1
     return ", ".join(f"{k} x{n}" for k, n in sorted(counts.items())) or "-"
 

@@ -14,14 +14,15 @@
 #include "runner/suite/plan/mig_profiles.h"
 #include "tests/testutil.h"
 
-static void test_share_rounds_up_to_whole_tpcs(void **state) {
+static void test_share_rounds_down_to_whole_tpcs(void **state) {
     (void)state;
-    assert_int_equal(sm_target_of_share(132, 50), 66);
-    assert_int_equal(sm_target_of_share(132, 25), 34);   /* 33 -> 34: SMs come in pairs */
-    assert_int_equal(sm_target_of_share(132, 12), 16);   /* 15.84 up to 16 */
-    assert_int_equal(sm_target_of_share(132, 1), 2);     /* 1.32 up to 2 */
+    assert_int_equal(sm_target_of_share(132, 50), 66);   /* 33 TPCs */
+    assert_int_equal(sm_target_of_share(132, 25), 32);   /* 16.5 TPCs down to 16 */
+    assert_int_equal(sm_target_of_share(132, 12), 14);   /* 7.92 TPCs down to 7: the driver's 14 on an H200 */
+    assert_int_equal(sm_target_of_share(132, 13), 16);   /* 8.58 down to 8 */
+    assert_int_equal(sm_target_of_share(132, 1), 2);     /* at least one TPC */
     assert_int_equal(sm_target_of_share(132, 100), 132);
-    assert_int_equal(sm_target_of_share(108, 99), 108);  /* 106.92 -> 107 -> 108 */
+    assert_int_equal(sm_target_of_share(108, 99), 106);  /* 53.46 TPCs down to 53 */
     assert_int_equal(sm_target_of_share(7, 100), 7);     /* never above the device's */
     assert_int_equal(sm_target_of_share(0, 50), 0);
     assert_int_equal(sm_target_of_share(132, 0), 0);
@@ -48,15 +49,16 @@ static void test_decision_per_place(void **state) {
     sm_target_place green = {.telling = 1, .green_sms = 56, .device_sms = 132};
     assert_int_equal(sm_target_decide(&green, &from), 56);
     assert_int_equal(from, SM_TARGET_GREEN);
-    /* an MPS share: the driver's count where it says one ... */
+    /* an MPS share whose device reports all its SMs: the driver's count for the context, told */
     sm_target_place mps = {.telling = 1, .mps_client = 1, .percent = 50, .device_sms = 132, .context_sms = 66};
     assert_int_equal(sm_target_decide(&mps, &from), 66);
     assert_int_equal(from, SM_TARGET_MPS);
     mps.context_sms = 68;
     assert_int_equal(sm_target_decide(&mps, &from), 68);
-    /* ... else the rule's */
-    mps.context_sms = 0, mps.percent = 25;
-    assert_int_equal(sm_target_decide(&mps, &from), 34);
+    /* a driver that cannot say the context's count: nothing to go on, nothing told */
+    sm_target_place unknown = {.telling = 1, .mps_client = 1, .percent = 25, .device_sms = 132};
+    assert_int_equal(sm_target_decide(&unknown, &from), 0);
+    assert_int_equal(from, SM_TARGET_WHOLE);
     /* a percentage without MPS, or of 100: the whole device, nothing told */
     sm_target_place plain = {.telling = 1, .mps_client = 0, .percent = 50, .device_sms = 132};
     assert_int_equal(sm_target_decide(&plain, &from), 0);
@@ -64,10 +66,14 @@ static void test_decision_per_place(void **state) {
     sm_target_place all = {.telling = 1, .mps_client = 1, .percent = 100, .device_sms = 132, .context_sms = 132};
     assert_int_equal(sm_target_decide(&all, &from), 0);
     assert_int_equal(from, SM_TARGET_WHOLE);
-    /* a driver that already reports the share as the device's count: the libraries see it there */
-    sm_target_place seen = {.telling = 1, .mps_client = 1, .percent = 50, .device_sms = 66, .context_sms = 66};
+    /* a driver that reports the share as the device's count (as on the H200: 14 of 132 at 12%): the
+     * libraries see it there; nothing told, with telling on or off */
+    sm_target_place seen = {.telling = 1, .mps_client = 1, .percent = 12, .device_sms = 14, .context_sms = 14};
     assert_int_equal(sm_target_decide(&seen, &from), 0);
-    assert_int_equal(from, SM_TARGET_WHOLE);
+    assert_int_equal(from, SM_TARGET_SEEN);
+    seen.telling = 0;
+    assert_int_equal(sm_target_decide(&seen, &from), 0);
+    assert_int_equal(from, SM_TARGET_SEEN);
     /* telling off: nothing, and the setup event says a partition went untold */
     green.telling = 0, mps.telling = 0;
     assert_int_equal(sm_target_decide(&green, &from), 0);
@@ -82,9 +88,9 @@ static void test_decision_per_place(void **state) {
     assert_string_equal(sm_target_from_name((sm_target_from)42), "unknown");
 }
 
-/* mig-emulate's share of an instance is its SM fraction in whole percent, rounded to nearest
- * (sm_target_percent_of); the rule then gives each of the H100's single-instance profiles at least
- * its own SMs and at most one TPC more. */
+/* mig-emulate's share of an instance is the least percent whose share holds its SMs
+ * (sm_target_percent_for): each profile of the known tables gets at least its own SMs and at most
+ * one TPC more. */
 static void test_mig_emulate_shares_on_known_tables(void **state) {
     (void)state;
     const char *gpus[] = {"H100-80GB", "A100-40GB", "H200-141GB"};
@@ -94,23 +100,26 @@ static void test_mig_emulate_shares_on_known_tables(void **state) {
         for (int i = 0; i < gpu->profile_count; i++) {
             const mig_profile *p = &gpu->profiles[i];
             if (!p->plannable) continue;
-            int percent = sm_target_percent_of((double)p->sm_count / gpu->total_sms);
+            int percent = sm_target_percent_for(gpu->total_sms, (double)p->sm_count / gpu->total_sms);
             int sms = sm_target_of_share(gpu->total_sms, percent);
-            expect_ge(sms, p->sm_count - 2);
+            expect_ge(sms, p->sm_count);
             expect_le(sms, p->sm_count + 2);
+            if (percent > 1) expect_lt(sm_target_of_share(gpu->total_sms, percent - 1), p->sm_count);
         }
     }
     const mig_gpu *h100 = mig_known_gpu("H100-80GB");
-    assert_int_equal(sm_target_of_share(h100->total_sms, 12), 16); /* 1g: 16 SMs of 132 */
-    assert_int_equal(sm_target_of_share(h100->total_sms, 45), 60); /* 3g: 60 */
-    assert_int_equal(sm_target_percent_of(16.0 / 132), 12);
-    assert_int_equal(sm_target_percent_of(0.001), 1);
-    assert_int_equal(sm_target_percent_of(1.5), 100);
+    assert_int_equal(sm_target_percent_for(h100->total_sms, 16.0 / 132), 13); /* 1g: 16 SMs of 132 */
+    assert_int_equal(sm_target_of_share(h100->total_sms, 13), 16);
+    assert_int_equal(sm_target_percent_for(h100->total_sms, 60.0 / 132), 46); /* 3g: 60 */
+    assert_int_equal(sm_target_of_share(h100->total_sms, 46), 60);
+    assert_int_equal(sm_target_percent_for(132, 0.001), 1);
+    assert_int_equal(sm_target_percent_for(132, 1.5), 100);
+    assert_int_equal(sm_target_percent_for(0, 16.0 / 132), 13); /* no count: the fraction rounded up */
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_share_rounds_up_to_whole_tpcs),
+        cmocka_unit_test(test_share_rounds_down_to_whole_tpcs),
         cmocka_unit_test(test_percent_as_a_client_reads_it),
         cmocka_unit_test(test_decision_per_place),
         cmocka_unit_test(test_mig_emulate_shares_on_known_tables),

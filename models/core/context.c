@@ -113,7 +113,7 @@ static void decide_sm_target(job_context *ctx) {
     }
     context_sm_target *t = &ctx->sm_target;
     t->percent = mps ? sm_target_percent(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) : 0;
-    t->rule_sms = t->percent ? sm_target_of_share(device_sms, t->percent) : 0;
+    t->device_sms = device_sms;
     t->context_sms = ctx->green ? ctx->sm_count : context_affinity_sms();
     sm_target_place place = {.telling = knob_flag(KNOB_SM_TARGET), .green_sms = ctx->green ? ctx->sm_count : 0,
                              .mps_client = mps, .percent = t->percent, .device_sms = device_sms,

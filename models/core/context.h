@@ -53,10 +53,10 @@ typedef struct update_hook {
  * context is made: cuBLASLt's matmul descriptors, cuBLAS's handles and cuDNN's engines take it
  * (models/layers/). */
 typedef struct context_sm_target {
-    int sms;                  /* told; 0: nothing told, the device's own count holds */
+    int sms;                  /* told; 0: nothing told, the device's own count holds (an MPS share's: from = seen) */
     sm_target_from from;
     int percent;              /* an MPS client's active thread percentage; 0: none */
-    int rule_sms;             /* what the rule predicts for that share (0: no share) */
+    int device_sms;           /* the device's SM count as this process sees it (an MPS share's) */
     int context_sms;          /* the driver's count for the context (execution affinity); 0: unknown */
 } context_sm_target;
 

@@ -90,7 +90,7 @@ cJSON *train_sm_target_json(const context_sm_target *t) {
     cJSON_AddStringToObject(o, "from", sm_target_from_name(t->from));
     if (t->percent) {
         cJSON_AddNumberToObject(o, "percent", t->percent);
-        cJSON_AddNumberToObject(o, "rule_sms", t->rule_sms);
+        cJSON_AddNumberToObject(o, "device_sms", t->device_sms);
         cJSON_AddNumberToObject(o, "context_sms", t->context_sms);
     }
     return o;
@@ -99,10 +99,10 @@ cJSON *train_sm_target_json(const context_sm_target *t) {
 cJSON *train_sm_target_dry_json(void) {
     int percent = sm_target_percent(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     int share = percent > 0 && percent < 100;
-    sm_target_from from = !share ? SM_TARGET_WHOLE : knob_flag(KNOB_SM_TARGET) ? SM_TARGET_MPS : SM_TARGET_OFF;
+    /* an MPS share is reported by the device itself (base/sm_target.h): nothing will be told */
+    sm_target_from from = share ? SM_TARGET_SEEN : SM_TARGET_WHOLE;
     cJSON *o = cJSON_CreateObject();
-    if (from == SM_TARGET_MPS) cJSON_AddNullToObject(o, "sms");
-    else cJSON_AddNumberToObject(o, "sms", 0);
+    cJSON_AddNumberToObject(o, "sms", 0);
     cJSON_AddStringToObject(o, "from", sm_target_from_name(from));
     if (share) cJSON_AddNumberToObject(o, "percent", percent);
     return o;

@@ -40,7 +40,7 @@ int train_add_place_fields(cJSON *event, const job_context *ctx, char *name, siz
 
 /* What the job's libraries were told of its SMs (models/core/context.h's context_sm_target), as the
  * setup event's "sm_target": {"sms": told (0: nothing, the device's count), "from": whole | green |
- * mps | off, and for an MPS share "percent", "rule_sms" (the rule's count) and "context_sms" (the
+ * mps | seen | off, and for an MPS share "percent", "device_sms" (the count the device reports to the client) and "context_sms" (the
  * driver's)}. */
 cJSON *train_sm_target_json(const context_sm_target *t);
 /* The same as the dry run can say it without a GPU: from this process's environment (SUITE_SM_TARGET,

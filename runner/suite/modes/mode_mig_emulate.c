@@ -72,7 +72,7 @@ static void environment(const mode_run *r, int job, job_env *env) {
     int sm = 0;
     long long mem = 0;
     if (p) {
-        sm = sm_target_percent_of(p->sm_fraction);
+        sm = sm_target_percent_for(st->plan.gpu.total_sms, p->sm_fraction);
         mem = p->shared ? 0 : (long long)p->memory_bytes;  /* see the top of this file */
     }
     int queues = job_spec_may_decode_on_gpu(&r->ctx->o->mix.jobs[r->job_of[job]]) ? MPS_CLIENT_CONNECTIONS : 0;
@@ -87,12 +87,13 @@ static void partition_key(const mode_run *r, int job, char *out, size_t size) {
     else snprintf(out, size, "whole GPU");
 }
 
-/* Its instance's share as the MPS percentage its environment gets, in SMs by the rule. */
+/* Its instance's share as the MPS percentage its environment gets, in SMs by the rule (which the
+ * device then reports to the client: base/sm_target.h). */
 static int sm_target(const suite_ctx *c, int job, int *percent) {
     const emulate_state *st = suite_mode_state(c, &mode_mig_emulate);
     const mig_planned *p = st->have_plan ? planned_for(&st->plan, job) : NULL;
     if (!p) return 0;
-    *percent = sm_target_percent_of(p->sm_fraction);
+    *percent = sm_target_percent_for(st->plan.gpu.total_sms, p->sm_fraction);
     return *percent < 100 ? sm_target_of_share(st->plan.gpu.total_sms, *percent) : 0;
 }
 
