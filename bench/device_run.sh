@@ -676,7 +676,8 @@ PY
         ;;
     trace-cost)
         bash bench/trace_cost.sh "$build" "$out/trace_cost" "${TRACE_SIZES:-S M L}" "${TRACE_REPEATS:-3}" \
-            "${TRACE_WINDOW_S:-5}" 2>&1 | tee "$out/trace_cost.txt" || status=1
+            "${TRACE_WINDOW_S:-5}" >"$out/trace_cost.txt" 2>&1 || status=1
+        cat "$out/trace_cost.txt"
         ;;
     trace-check)
         precision=${TRACE_PRECISION:-tf32}

@@ -97,7 +97,8 @@ static struct {
     int subscribed, users;
     kernel_trace_job *jobs[TRACE_MAX_JOBS];
     int tracing, stopped;     /* jobs tracing a window; of them, those waiting in stop */
-    int closing;              /* the last job to stop is ending collection and flushing */
+    int switching;            /* collection is being turned on or off (CUPTI is called without the lock:
+                                 it may hand buffers over, whose callback takes it) */
     long closes;              /* collections ended: what a waiting job waits for */
     u64map nodes;             /* graph node id -> job slot << 32 | scope */
     u64map launches;          /* correlation id -> the same, for eager launches (traced windows only) */
@@ -353,8 +354,9 @@ void kernel_trace_leave(kernel_trace_job *j) {
     free(j);
 }
 
-/* Collection on (the first job to trace) or off (the last to stop). */
-static int collect_locked(int on, char *err, size_t err_size) {
+/* Collection on (the first job to trace) or off (the last to stop); without the lock, while
+ * `switching` keeps other jobs' starts and stops waiting. */
+static int collect(int on, char *err, size_t err_size) {
     int rc = 0;
     CUpti_CallbackDomain domains[] = {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API};
     for (size_t i = 0; i < COUNT_OF(domains) && (rc == 0 || !on); i++)
@@ -363,7 +365,7 @@ static int collect_locked(int on, char *err, size_t err_size) {
         if (cupti_failed(on ? cuptiActivityEnable(ACTIVITIES[i]) : cuptiActivityDisable(ACTIVITIES[i]),
                          on ? "enabling kernel and copy records" : "disabling kernel and copy records", err, err_size))
             rc = -1;
-    if (rc && on) collect_locked(0, err + strlen(err), 0); /* what was turned on goes off again */
+    if (rc && on) collect(0, err + strlen(err), 0); /* what was turned on goes off again */
     return rc;
 }
 
@@ -378,8 +380,16 @@ int kernel_trace_start(kernel_trace_job *j, double t0, double t1, char *err, siz
         return -1;
     }
     pthread_mutex_lock(&tracer.lock);
-    while (tracer.closing) pthread_cond_wait(&tracer.changed, &tracer.lock); /* a flush in flight ends first */
-    int rc = tracer.tracing == 0 ? collect_locked(1, err, err_size) : 0;
+    while (tracer.switching) pthread_cond_wait(&tracer.changed, &tracer.lock); /* a flush in flight ends first */
+    int rc = 0;
+    if (tracer.tracing == 0) {
+        tracer.switching = 1;
+        pthread_mutex_unlock(&tracer.lock);
+        rc = collect(1, err, err_size);
+        pthread_mutex_lock(&tracer.lock);
+        tracer.switching = 0;
+        pthread_cond_broadcast(&tracer.changed);
+    }
     if (rc == 0) {
         j->tally = tally, j->tracing = 1, j->stopped = 0;
         tracer.tracing++;
@@ -416,20 +426,23 @@ kernel_tally *kernel_trace_stop(kernel_trace_job *j, double t1, char *err, size_
     struct timespec deadline;
     deadline_after(&deadline, KERNEL_TRACE_WAIT_S);
     int waited_out = 0;
-    while (tracer.closes == closes && tracer.stopped < tracer.tracing && !waited_out)
+    /* the others still tracing, or one of them ending the collection now: wait for that */
+    while (tracer.closes == closes && (tracer.stopped < tracer.tracing || tracer.switching) && !waited_out)
         waited_out = pthread_cond_timedwait(&tracer.changed, &tracer.lock, &deadline) == ETIMEDOUT;
+    while (tracer.switching) pthread_cond_wait(&tracer.changed, &tracer.lock); /* a close once begun ends */
+    if (tracer.closes != closes) waited_out = 0; /* closed meanwhile: this job's records are in */
     if (tracer.closes == closes && !waited_out) {
         /* the last to stop: collection ends for every job, then the buffers come */
-        tracer.closing = 1;
-        rc = collect_locked(0, err, err_size);
+        tracer.switching = 1;
         pthread_mutex_unlock(&tracer.lock);
+        rc = collect(0, err, err_size);
         if (flush_all(err, err_size) != 0) rc = -1;
         pthread_mutex_lock(&tracer.lock);
         map_free(&tracer.launches);
         for (int i = 0; i < TRACE_MAX_JOBS; i++)
             if (tracer.jobs[i] && tracer.jobs[i]->tracing) tracer.jobs[i]->tracing = 0;
         tracer.tracing = tracer.stopped = 0;
-        tracer.closing = 0;
+        tracer.switching = 0;
         tracer.closes++;
         pthread_cond_broadcast(&tracer.changed);
     } else if (waited_out) {
