@@ -15,6 +15,7 @@
 
 #include "base/sm_target.h"
 #include "models/core/arena.h"
+#include "models/core/kernel_scope.h"
 
 /* Where a job's work runs. */
 typedef struct context_place {
@@ -81,6 +82,9 @@ typedef struct job_context {
      * model_weights_to_half and model_grads_from_half leave those casts to it. 0 (as
      * context_init leaves it) everywhere else: every other forward and backward casts. */
     int optimizer_owns_half;
+    /* The job's scope table while it traces its kernels (models/core/kernel_trace.h): layers mark
+     * their launches with it (kernel_scope_enter). NULL, as context_init leaves it: no marks. */
+    kernel_scopes *scopes;
 } job_context;
 
 static inline void context_grad_ready(const job_context *ctx, const float *param) {

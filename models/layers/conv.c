@@ -25,6 +25,24 @@ double conv_flops(const conv_layer *c) {
     return 2.0 * s->batch * s->h_out * s->w_out * (double)s->out_c * s->in_c * s->kernel * s->kernel;
 }
 
+/* What one direction reads and writes once (the kernel trace's bytes per launch): forward x and w
+ * to y, backward-data dy and w to dx (read too where it accumulates), backward-filter x and dy to dw. */
+static double conv_bytes(const conv_layer *c, conv_direction d) {
+    const conv_shape *s = &c->shape;
+    double x = (double)s->batch * s->in_c * s->h_in * s->w_in, y = (double)s->batch * s->out_c * s->h_out * s->w_out;
+    double w = (double)s->out_c * s->in_c * s->kernel * s->kernel;
+    double accumulate = d == CONV_BACKWARD_DATA && c->accumulate_dx ? x : 0;
+    return (x + y + w + accumulate) * (double)conv_element_bytes(s);
+}
+
+/* Marks a direction's launches for the kernel trace (models/core/kernel_scope.h). */
+static int mark(const conv_layer *c, conv_direction d, const job_context *ctx) {
+    static const kernel_pass pass[3] = {KPASS_FORWARD, KPASS_DGRAD, KPASS_WGRAD};
+    static const kernel_class cls[3] = {KCLASS_CONV_FWD, KCLASS_CONV_DGRAD, KCLASS_CONV_WGRAD};
+    if (!ctx->scopes) return -1;
+    return kernel_scope_enter(ctx->scopes, c->weight, NULL, pass[d], cls[d], conv_flops(c), conv_bytes(c, d));
+}
+
 /* Compute type float for both data types (bfloat16 data: cuDNN's PSEUDO_BFLOAT16 configuration). */
 static cudnnConvolutionDescriptor_t make_conv_desc(const conv_shape *s) {
     cudnnConvolutionDescriptor_t d;
@@ -102,13 +120,14 @@ static void search_algos(conv_layer *c, void *y, const void *x, void *dx, job_co
 
 void conv_forward(conv_layer *c, void *y, const void *x, job_context *ctx) {
     const float one = 1.0f, zero = 0.0f;
-    if (c->algos.use_engine[CONV_FORWARD]) {
+    int token = mark(c, CONV_FORWARD, ctx);
+    if (c->algos.use_engine[CONV_FORWARD])
         conv_engine_forward(&c->algos.engine[CONV_FORWARD], ctx->cudnn, y, x, c->run_weight, ctx->workspace);
-        return;
-    }
-    CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->run_weight,
-                                        c->fwd_desc, c->algos.fwd, ctx->workspace,
-                                        ctx->workspace_bytes, &zero, c->y_desc, y));
+    else
+        CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->run_weight,
+                                            c->fwd_desc, c->algos.fwd, ctx->workspace,
+                                            ctx->workspace_bytes, &zero, c->y_desc, y));
+    kernel_scope_leave(token);
 }
 
 static void weight_grad(conv_layer *c, const void *dy, const void *x, cudnnHandle_t cudnn, void *workspace,
@@ -412,10 +431,19 @@ void conv_algo_cache_free(conv_algo_cache *cache) {
     cache->count = 0;
 }
 
+/* The input gradient, marked for the kernel trace. */
+static void data_grad_marked(conv_layer *c, void *dx, const void *dy, job_context *ctx) {
+    int token = mark(c, CONV_BACKWARD_DATA, ctx);
+    data_grad(c, dx, dy, ctx);
+    kernel_scope_leave(token);
+}
+
 void conv_backward(conv_layer *c, void *dx, const void *dy, const void *x, job_context *ctx) {
+    int token = mark(c, CONV_BACKWARD_FILTER, ctx);
     weight_grad(c, dy, x, ctx->cudnn, ctx->workspace, ctx->workspace_bytes);
+    kernel_scope_leave(token);
     context_grad_ready(ctx, c->weight);
-    if (dx) data_grad(c, dx, dy, ctx);
+    if (dx) data_grad_marked(c, dx, dy, ctx);
 }
 
 void conv_backward_lane(conv_layer *c, void *dx, const void *dy, const void *x, wgrad_lane *lane,
@@ -434,9 +462,11 @@ void conv_backward_lane(conv_layer *c, void *dx, const void *dy, const void *x, 
         exit(1);
     }
     cudnnHandle_t on_lane = wgrad_lane_job_begin(lane, ctx->stream);
+    int token = mark(c, CONV_BACKWARD_FILTER, ctx);
     weight_grad(c, dy, x, on_lane, lane->workspace, lane->workspace_bytes);
+    kernel_scope_leave(token);
     wgrad_lane_job_end(lane);
-    if (dx) data_grad(c, dx, dy, ctx);
+    if (dx) data_grad_marked(c, dx, dy, ctx);
 }
 
 void conv_destroy(conv_layer *c) {
