@@ -49,16 +49,22 @@ static const char *split(const char *path, char *folder, size_t size) {
 }
 
 /* A file is created in folder and removed: whether the output can be made there at all (a folder
- * without write permission, a read-only mount, /proc and /sys refuse). 0, or an errno. */
+ * without write permission, a read-only mount, /proc and /sys refuse). 0, or an errno. A name taken
+ * (another thread of this process probing the same folder: job_host's jobs check their outputs at
+ * once) is no answer: the next name is tried. */
 static int probe(const char *folder) {
     char path[PATH_MAX + 64];
-    if (snprintf(path, sizeof path, "%s/.output-probe.%ld", folder, (long)getpid()) >= (int)sizeof path)
-        return ENAMETOOLONG;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return errno;
-    close(fd);
-    unlink(path);
-    return 0;
+    for (int attempt = 0; attempt < 64; attempt++) {
+        if (snprintf(path, sizeof path, "%s/.output-probe.%ld.%d", folder, (long)getpid(), attempt) >= (int)sizeof path)
+            return ENAMETOOLONG;
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 && errno == EEXIST) continue;
+        if (fd < 0) return errno;
+        close(fd);
+        unlink(path);
+        return 0;
+    }
+    return EEXIST;
 }
 
 /* The input an existing file at path is (*inside 0), or lies inside (a folder input, *inside 1): its

@@ -30,6 +30,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/output_path.h"
 #include "results/results.h"
 #include "tests/testutil.h"
 
@@ -449,6 +450,26 @@ static void test_report_stopped(void **state) {
     test_rmtree(dir);
 }
 
+/* The writable-folder probe takes another name where its first is taken (two jobs of one job_host
+ * process check their outputs in one folder at once): the check still answers. */
+static void test_probe_name_taken(void **state) {
+    (void)state;
+    char folder[] = "/tmp/test_outputs_probe.XXXXXX", taken[256], target[256], why[512];
+    assert_non_null(mkdtemp(folder));
+    snprintf(taken, sizeof taken, "%s/.output-probe.%ld.0", folder, (long)getpid());
+    int fd = open(taken, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(target, sizeof target, "%s/job0.kernels.csv", folder);
+    output_path_rule rule = {.option = "--kernels", .kind = OUTPUT_PATH_FILE};
+    int rc = output_path_check(&rule, target, why, sizeof why);
+    if (rc) fprintf(stderr, "%s\n", why);
+    assert_int_equal(rc, 0);
+    assert_int_equal(access(taken, F_OK), 0); /* the other's probe is left alone */
+    unlink(taken);
+    rmdir(folder);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_short_write_reason),
@@ -458,6 +479,7 @@ int main(void) {
         cmocka_unit_test(test_save_refused_before_gpu),
         cmocka_unit_test(test_results_folder_refused),
         cmocka_unit_test(test_report_stopped),
+        cmocka_unit_test(test_probe_name_taken),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
