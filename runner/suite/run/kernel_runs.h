@@ -4,7 +4,7 @@
 #ifndef SUITE_KERNEL_RUNS_H
 #define SUITE_KERNEL_RUNS_H
 
-#include "runner/suite/run/suite.h"
+#include "runner/suite/modes/mode_run.h"
 
 /* Each job's traced file alone: its own in a sequential mode and in a partitioned mode's run of one
  * job (it ran alone: "self"); in a
