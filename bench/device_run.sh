@@ -63,10 +63,26 @@
 #   bf16-profile one step's kernels by kind under ncu (bench/kernel_breakdown.py), PROFILE_CONFIGS
 #           (model:size:batch:precision, default resnet26 and resnet50 in bf16)
 #   bf16-colloc 7*S and 3*M under MPS in tf32 and bf16, and the report that sets them side by side
+#   sm-target  issue 50: 7*S and S+M+M (SMT_MIXES) under green and mig-emulate, the libraries told
+#           each job's SMs against not told (SUITE_SM_TARGET), --repeat 3 (SMT_REPEAT), --window 5
+#           (SMT_OPTIONS): each job's window rate, STP, ANTT side by side, what the setup events told
+#           (bench/sm_target.sh told); then gpu_sm_target's lines (the partition's GEMM and
+#           convolution against the whole GPU's, in the same partition)
+#   sm-memory  issue 50's memory question: 7*S under naive, mps, mps with mig-emulate's SM share only,
+#           with its memory limit only, mig-emulate told and not, and S alone, NVML's per-process
+#           memory sampled beside each: what each process holds beyond its footprint and workspace
+#           (bench/sm_target.sh memory)
 #   sanitize  compute-sanitizer memcheck and racecheck over the kernels' GPU tests (SANITIZE_TESTS)
 #   parity-committed  gpu_model_parity and gpu_dlrm_parity on tests/parity/reference/ (no env vars)
 #   ab      bench_step for BENCH_CONFIGS (model:size:batch[:optimizer]) in AB_PRECISION (bf16), with
 #           AB_ENV (default SUITE_PDL=0) and without, alternating, AB_ROUNDS (2) rounds
+#   trace-cost  bench/trace_cost.sh: S, M and L alone, TRACE_REPEATS (3) times each, their step
+#           with no tracer, in a measured window with the tracer subscribed (collection off), and
+#           in the traced window (train --kernels), side by side with the costs in % (TRACE_SIZES,
+#           TRACE_WINDOW_S: 5)
+#   trace-check  one job's kernels traced in place (train --kernels, resnet26 32x32/128 in
+#           TRACE_PRECISION, tf32) against ncu's of the same step (bench/kernel_breakdown.py's
+#           kinds), and the traced step against bench_step's untraced median (bench/trace_check.py)
 # Logs go to $OUT (or runs/device). On the device machine, first: . .devroot/env.sh
 set -u
 out=${OUT:-$PWD/runs/device}
@@ -638,6 +654,17 @@ PY
             done
         done
         ;;
+    sm-target)
+        "$build/gpu_sm_target" 2>&1 | grep -vE "^\[ +(RUN|OK) +\]" | tee "$out/gpu_sm_target.log" | head -40
+        bash bench/sm_target.sh "$build" /tmp/sm-target told 2>&1 | tee "$out/sm_target.md"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        tar czf "$out/sm-target-runs.tgz" -C /tmp sm-target/told 2>/dev/null
+        ;;
+    sm-memory)
+        bash bench/sm_target.sh "$build" /tmp/sm-target memory 2>&1 | tee "$out/sm_memory.md"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        tar czf "$out/sm-memory-runs.tgz" -C /tmp sm-target/memory 2>/dev/null
+        ;;
     sanitize)
         # compute-sanitizer's memcheck (out-of-bounds and misaligned accesses, leaks of device memory)
         # and racecheck (shared-memory hazards) over the kernels' own GPU tests (SANITIZE_TESTS);
@@ -666,6 +693,23 @@ PY
             "$build/$t" >"$out/$t.log" 2>&1 || status=1
             grep -vE "^\[ +(RUN|OK) +\]" "$out/$t.log" | head -60
         done
+        ;;
+    trace-cost)
+        bash bench/trace_cost.sh "$build" "$out/trace_cost" "${TRACE_SIZES:-S M L}" "${TRACE_REPEATS:-3}" \
+            "${TRACE_WINDOW_S:-5}" >"$out/trace_cost.txt" 2>&1 || status=1
+        cat "$out/trace_cost.txt"
+        ;;
+    trace-check)
+        precision=${TRACE_PRECISION:-tf32}
+        args=(--model resnet26 --image-size 32 --batch 128 --classes 10 --precision "$precision")
+        median=$("$build/bench_step" "${args[@]}" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')
+        "$build/train" "${args[@]}" --data synthetic --epochs 2 --steps-per-epoch 200 --kernels "$out/trace_check" \
+            >"$out/trace_check_train.log" 2>&1 || { tail -5 "$out/trace_check_train.log"; status=1; }
+        log="$out/ncu_trace_check.csv"
+        ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+            --csv --page raw "$build/bench_step" "${args[@]}" --steps 5 --warmup 5 --profile >"$log" 2>&1 || status=1
+        echo "--- resnet26 32x32/128 $precision: traced in place against ncu (bench_step median $median ms)"
+        python3 bench/trace_check.py "$out/trace_check.kernels.csv" "$log" --step-ms "$median" || status=1
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;
     esac

@@ -71,6 +71,15 @@ const char *suite_cudnn_message(cudnnStatus_t status) {
     return text;
 }
 
+const char *suite_cupti_message(CUptiResult status) {
+    static _Thread_local char text[512];
+    const char *name = NULL, *what = NULL;
+    if (cuptiGetResultString(status, &name) != CUPTI_SUCCESS) name = NULL;
+    if (cuptiGetErrorMessage(status, &what) != CUPTI_SUCCESS) what = NULL;
+    snprintf(text, sizeof text, "%s%s%s", name ? name : "CUptiResult", what && *what ? ": " : "", what ? what : "");
+    return text;
+}
+
 #if SUITE_HAVE_NVJPEG
 const char *suite_nvjpeg_message(nvjpegStatus_t status) {
     switch (status) {

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 #include <cublasLt.h>
 #include <cudnn.h>
+#include <cupti_result.h>
 #if SUITE_HAVE_NCCL
 #include <nccl.h>
 #endif
@@ -49,6 +50,8 @@ void suite_check_exit(int code, const char *message) __attribute__((noreturn));
 const char *suite_cu_message(CUresult status);
 /* cuDNN 9 keeps a richer text of its last error than cudnnGetErrorString; both are reported. */
 const char *suite_cudnn_message(cudnnStatus_t status);
+/* CUPTI's name and text of a status (cuptiGetResultString, cuptiGetErrorMessage). */
+const char *suite_cupti_message(CUptiResult status);
 #if SUITE_HAVE_NVJPEG
 /* nvJPEG has no message function: its status's name (NVJPEG_STATUS_BAD_JPEG, ...). */
 const char *suite_nvjpeg_message(nvjpegStatus_t status);
@@ -65,6 +68,7 @@ const char *suite_nvjpeg_message(nvjpegStatus_t status);
 #define CHECK_CU(call)     CHECK_STATUS("CUDA driver", CUresult, CUDA_SUCCESS, suite_cu_message, call)
 #define CHECK_CUDNN(call)  CHECK_STATUS("cuDNN", cudnnStatus_t, CUDNN_STATUS_SUCCESS, suite_cudnn_message, call)
 #define CHECK_CUBLAS(call) CHECK_STATUS("cuBLAS", cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasLtGetStatusString, call)
+#define CHECK_CUPTI(call)  CHECK_STATUS("CUPTI", CUptiResult, CUPTI_SUCCESS, suite_cupti_message, call)
 #if SUITE_HAVE_NCCL
 #define CHECK_NCCL(call)   CHECK_STATUS("NCCL", ncclResult_t, ncclSuccess, ncclGetErrorString, call)
 #endif

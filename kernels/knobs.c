@@ -46,6 +46,12 @@ static const knob table[KNOB_COUNT] = {
                              "forces every depthwise convolution onto our NHWC kernels or cuDNN's grouped "
                              "convolution",
                              JOB_PROGRAMS, 0, CHOICE("ours|cudnn")},
+    [KNOB_SM_TARGET] = {"SUITE_SM_TARGET", "`0` or `1`", "on",
+                        "a job in a partition (a green context, an MPS share, mig-emulate) tells cuBLASLt and "
+                        "cuDNN its SM count, as a MIG instance's device does, and its convolutions take the "
+                        "engines that can be told (`base/sm_target.h`); `0` tells them nothing, as before "
+                        "(the comparison of issue 50). The setup event says what was told",
+                        JOB_PROGRAMS, 0, FLAG},
     [KNOB_CONCURRENT_JOBS] = {"SUITE_CONCURRENT_JOBS", "a whole number from 1 to 4096", "1",
                               "the jobs sharing the machine, which `--workers 0` divides the CPUs among; "
                               "`run_suite` sets it for its jobs",

@@ -33,6 +33,16 @@
 #include "models/layers/cait_layers.h"
 #include "kernels/check.h"
 
+/* One call inside a kernel-trace scope (models/core/kernel_scope.h): layer norms are the class of
+ * norms (batchnorm), the class token's attention is attention; what no scope names (GELU, the
+ * residual adds) is the model's. */
+#define SCOPED(ctx, key, name, pass, cls, call)                                                   \
+    do {                                                                                          \
+        int token_ = kernel_scope_enter((ctx)->scopes, key, name, pass, cls, 0, 0);               \
+        call;                                                                                     \
+        kernel_scope_leave(token_);                                                               \
+    } while (0)
+
 /* cait_xxs24_224 */
 #define CAIT_DIM 192
 #define CAIT_DEPTH 24
@@ -383,12 +393,14 @@ static void block_forward(cait *c, cait_block *b, job_context *ctx) {
     gemm_engine *g = &c->gemm;
     elem_type t = c->type;
     int C = c->dim, Hd = c->hidden, T = c->batch * c->tokens;
-    layernorm_forward(b->h1, b->mean1, b->rstd1, b->x, b->norm1_w, b->norm1_b, T, C, CAIT_EPS, t, ctx->stream);
+    SCOPED(ctx, b->norm1_w, NULL, KPASS_FORWARD, KCLASS_BATCHNORM,
+           layernorm_forward(b->h1, b->mean1, b->rstd1, b->x, b->norm1_w, b->norm1_b, T, C, CAIT_EPS, t, ctx->stream));
     dense_forward(g, ctx, b->qkv, b->h1, C, b->qkv_w, typed_bias(c, b->qkv_b), T, C, 3 * C, t);
     th_core_forward(&b->core, g, ctx, b->mix_l_w, b->mix_l_b, b->mix_w_w, b->mix_w_b);
     ls_linear_forward(g, ctx, b->x_mid, b->proj_ws, b->proj_bs, b->x, b->o, b->proj_w, b->proj_b, b->gamma_1, T, C,
                       C);
-    layernorm_forward(b->h2, b->mean2, b->rstd2, b->x_mid, b->norm2_w, b->norm2_b, T, C, CAIT_EPS, t, ctx->stream);
+    SCOPED(ctx, b->norm2_w, NULL, KPASS_FORWARD, KCLASS_BATCHNORM,
+           layernorm_forward(b->h2, b->mean2, b->rstd2, b->x_mid, b->norm2_w, b->norm2_b, T, C, CAIT_EPS, t, ctx->stream));
     dense_forward(g, ctx, b->f, b->h2, C, b->fc1_w, typed_bias(c, b->fc1_b), T, C, Hd, t);
     gelu_forward(b->g, b->f, (size_t)T * Hd, t, ctx->stream);
     ls_linear_forward(g, ctx, b->out, b->fc2_ws, b->fc2_bs, b->x_mid, b->g, b->fc2_w, b->fc2_b, b->gamma_2, T, Hd,
@@ -405,16 +417,18 @@ static void block_backward(cait *c, cait_block *b, job_context *ctx) {
     gelu_backward(c->dF, c->dF, b->f, (size_t)T * Hd, t, ctx->stream);
     dense_backward(g, ctx, c->dh, C, 0.0f, GRAD(b->fc1_w), GRAD(b->fc1_b), c->dF, b->h2, C, b->fc1_w, c->ones, T, C,
                    Hd);
-    layernorm_backward(c->d_res, c->d_res_half, GRAD(b->norm2_w), GRAD(b->norm2_b), c->dh, b->x_mid, b->mean2,
-                       b->rstd2, b->norm2_w, T, C, 1, t, c->ln_scratch, ctx->stream);
+    SCOPED(ctx, b->norm2_w, NULL, KPASS_BACKWARD, KCLASS_BATCHNORM,
+           layernorm_backward(c->d_res, c->d_res_half, GRAD(b->norm2_w), GRAD(b->norm2_b), c->dh, b->x_mid, b->mean2,
+                       b->rstd2, b->norm2_w, T, C, 1, t, c->ln_scratch, ctx->stream));
     ls_linear_backward(g, ctx, c->dO, GRAD(b->proj_w), GRAD(b->proj_b), GRAD(b->gamma_1), res_run(c), b->o,
                        b->proj_ws, b->proj_w, b->proj_b, b->gamma_1, c->ones, T, C, C, c->ls_scratch);
     th_core_backward(&b->core, g, ctx, GRAD(b->mix_l_w), GRAD(b->mix_l_b), GRAD(b->mix_w_w), GRAD(b->mix_w_b),
                      b->mix_l_w, b->mix_l_b, b->mix_w_w, b->mix_w_b, c->th_scratch);
     dense_backward(g, ctx, c->dh, C, 0.0f, GRAD(b->qkv_w), GRAD(b->qkv_b), c->dqkv, b->h1, C, b->qkv_w, c->ones, T, C,
                    3 * C);
-    layernorm_backward(c->d_res, c->d_res_half, GRAD(b->norm1_w), GRAD(b->norm1_b), c->dh, b->x, b->mean1, b->rstd1,
-                       b->norm1_w, T, C, 1, t, c->ln_scratch, ctx->stream);
+    SCOPED(ctx, b->norm1_w, NULL, KPASS_BACKWARD, KCLASS_BATCHNORM,
+           layernorm_backward(c->d_res, c->d_res_half, GRAD(b->norm1_w), GRAD(b->norm1_b), c->dh, b->x, b->mean1, b->rstd1,
+                       b->norm1_w, T, C, 1, t, c->ln_scratch, ctx->stream));
 }
 
 /* x: the patch tokens after the last block [B*N, C]. */
@@ -422,16 +436,19 @@ static void token_block_forward(cait *c, cait_token_block *b, const float *x, jo
     gemm_engine *g = &c->gemm;
     elem_type t = c->type;
     int B = c->batch, C = c->dim, Hd = c->hidden, tokens = c->tokens + 1, U = B * tokens;
-    layernorm_cat_forward(b->hu, b->mean1, b->rstd1, b->cls_in, x, tokens, b->norm1_w, b->norm1_b, U, C, CAIT_EPS,
-                          t, ctx->stream);
+    SCOPED(ctx, b->norm1_w, NULL, KPASS_FORWARD, KCLASS_BATCHNORM,
+           layernorm_cat_forward(b->hu, b->mean1, b->rstd1, b->cls_in, x, tokens, b->norm1_w, b->norm1_b, U, C, CAIT_EPS,
+                          t, ctx->stream));
     /* the class rows only */
     dense_forward(g, ctx, b->q, b->hu, tokens * C, b->q_w, typed_bias(c, b->q_b), B, C, C, t);
     dense_forward(g, ctx, b->kv, b->hu, C, b->kv_w, typed_bias(c, b->kv_b), U, C, 2 * C, t);
-    class_attention_forward(b->o, b->p, b->q, b->kv, B, c->heads, tokens, c->head_dim,
-                            1.0f / sqrtf((float)c->head_dim), t, ctx->stream);
+    SCOPED(ctx, NULL, "class_attention", KPASS_FORWARD, KCLASS_ATTENTION,
+           class_attention_forward(b->o, b->p, b->q, b->kv, B, c->heads, tokens, c->head_dim,
+                            1.0f / sqrtf((float)c->head_dim), t, ctx->stream));
     ls_linear_forward(g, ctx, b->cls_mid, b->proj_ws, b->proj_bs, b->cls_in, b->o, b->proj_w, b->proj_b, b->gamma_1,
                       B, C, C);
-    layernorm_forward(b->h2, b->mean2, b->rstd2, b->cls_mid, b->norm2_w, b->norm2_b, B, C, CAIT_EPS, t, ctx->stream);
+    SCOPED(ctx, b->norm2_w, NULL, KPASS_FORWARD, KCLASS_BATCHNORM,
+           layernorm_forward(b->h2, b->mean2, b->rstd2, b->cls_mid, b->norm2_w, b->norm2_b, B, C, CAIT_EPS, t, ctx->stream));
     dense_forward(g, ctx, b->f, b->h2, C, b->fc1_w, typed_bias(c, b->fc1_b), B, C, Hd, t);
     gelu_forward(b->g, b->f, (size_t)B * Hd, t, ctx->stream);
     ls_linear_forward(g, ctx, b->cls_out, b->fc2_ws, b->fc2_bs, b->cls_mid, b->g, b->fc2_w, b->fc2_b, b->gamma_2, B,
@@ -449,20 +466,23 @@ static void token_block_backward(cait *c, cait_token_block *b, const float *x, i
     gelu_backward(c->dF, c->dF, b->f, (size_t)B * Hd, t, ctx->stream);
     dense_backward(g, ctx, c->dh, C, 0.0f, GRAD(b->fc1_w), GRAD(b->fc1_b), c->dF, b->h2, C, b->fc1_w, c->ones, B, C,
                    Hd);
-    layernorm_backward(c->d_cls, c->d_cls_half, GRAD(b->norm2_w), GRAD(b->norm2_b), c->dh, b->cls_mid, b->mean2,
-                       b->rstd2, b->norm2_w, B, C, 1, t, c->ln_scratch, ctx->stream);
+    SCOPED(ctx, b->norm2_w, NULL, KPASS_BACKWARD, KCLASS_BATCHNORM,
+           layernorm_backward(c->d_cls, c->d_cls_half, GRAD(b->norm2_w), GRAD(b->norm2_b), c->dh, b->cls_mid, b->mean2,
+                       b->rstd2, b->norm2_w, B, C, 1, t, c->ln_scratch, ctx->stream));
     ls_linear_backward(g, ctx, c->dO, GRAD(b->proj_w), GRAD(b->proj_b), GRAD(b->gamma_1), cls_run(c), b->o,
                        b->proj_ws, b->proj_w, b->proj_b, b->gamma_1, c->ones, B, C, C, c->ls_scratch);
-    class_attention_backward(c->dq, c->dqkv, c->dO, b->p, b->q, b->kv, B, c->heads, tokens, c->head_dim,
-                             1.0f / sqrtf((float)c->head_dim), t, ctx->stream);
+    SCOPED(ctx, NULL, "class_attention", KPASS_BACKWARD, KCLASS_ATTENTION,
+           class_attention_backward(c->dq, c->dqkv, c->dO, b->p, b->q, b->kv, B, c->heads, tokens, c->head_dim,
+                             1.0f / sqrtf((float)c->head_dim), t, ctx->stream));
     dense_backward(g, ctx, c->dh, C, 0.0f, GRAD(b->kv_w), GRAD(b->kv_b), c->dqkv, b->hu, C, b->kv_w, c->ones, U, C,
                    2 * C);
     /* the query's share goes to the class rows of dh (beta = 1) */
     dense_backward(g, ctx, c->dh, tokens * C, 1.0f, GRAD(b->q_w), GRAD(b->q_b), c->dq, b->hu, tokens * C, b->q_w,
                    c->ones, B, C, C);
-    layernorm_cat_backward(c->d_cls, c->d_cls_half, c->d_res, c->d_res_half, GRAD(b->norm1_w), GRAD(b->norm1_b),
+    SCOPED(ctx, b->norm1_w, NULL, KPASS_BACKWARD, KCLASS_BATCHNORM,
+           layernorm_cat_backward(c->d_cls, c->d_cls_half, c->d_res, c->d_res_half, GRAD(b->norm1_w), GRAD(b->norm1_b),
                            c->dh, b->cls_in, x, tokens, b->mean1, b->rstd1, b->norm1_w, U, C, 1, accumulate_x, t,
-                           c->ln_scratch, ctx->stream);
+                           c->ln_scratch, ctx->stream));
 }
 
 static void cait_forward(model *m, int training, job_context *ctx) {
@@ -480,8 +500,9 @@ static void cait_forward(model *m, int training, job_context *ctx) {
     const float *x = c->blocks[CAIT_DEPTH - 1].out;
     for (int k = 0; k < CAIT_DEPTH_TOKEN; k++) token_block_forward(c, &c->token_blocks[k], x, ctx);
     /* timm normalises every token, but only the class token reaches the head */
-    layernorm_forward(c->normed, c->mean_f, c->rstd_f, c->token_blocks[CAIT_DEPTH_TOKEN - 1].cls_out, c->norm_w,
-                      c->norm_b, B, C, CAIT_EPS, c->type, ctx->stream);
+    SCOPED(ctx, c->norm_w, NULL, KPASS_FORWARD, KCLASS_BATCHNORM,
+           layernorm_forward(c->normed, c->mean_f, c->rstd_f, c->token_blocks[CAIT_DEPTH_TOKEN - 1].cls_out, c->norm_w,
+                      c->norm_b, B, C, CAIT_EPS, c->type, ctx->stream));
     /* float logits (the loss reads them), as models/layers/linear.c */
     dense_forward(&c->gemm, ctx, m->logits, c->normed, C, c->head_w, c->head_b, B, C, c->classes, ELEM_F32);
 }
@@ -496,9 +517,10 @@ static void cait_backward(model *m, job_context *ctx) {
     }
     dense_backward(&c->gemm, ctx, c->dh, C, 0.0f, GRAD(c->head_w), GRAD(c->head_b), dlogits, c->normed, C,
                    c->head_w, c->ones, B, C, c->classes);
-    layernorm_backward(c->d_cls, c->d_cls_half, GRAD(c->norm_w), GRAD(c->norm_b), c->dh,
+    SCOPED(ctx, c->norm_w, NULL, KPASS_BACKWARD, KCLASS_BATCHNORM,
+           layernorm_backward(c->d_cls, c->d_cls_half, GRAD(c->norm_w), GRAD(c->norm_b), c->dh,
                        c->token_blocks[CAIT_DEPTH_TOKEN - 1].cls_out, c->mean_f, c->rstd_f, c->norm_w, B, C, 0, c->type,
-                       c->ln_scratch, ctx->stream);
+                       c->ln_scratch, ctx->stream));
     const float *x = c->blocks[CAIT_DEPTH - 1].out;
     for (int k = CAIT_DEPTH_TOKEN - 1; k >= 0; k--)
         token_block_backward(c, &c->token_blocks[k], x, k != CAIT_DEPTH_TOKEN - 1, ctx);

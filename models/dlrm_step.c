@@ -20,6 +20,13 @@ static dlrm_lookups lookups_of(const dlrm *m, const dlrm_input *in) {
     return l;
 }
 
+/* The kernel trace's scope of the recommender's own kernels (models/core/kernel_scope.h); the
+ * MLPs' matmuls are their linear layers' (models/layers/linear.c). No FLOPs or bytes: the lookups'
+ * bytes depend on the batch's keys. */
+static int mark(const dlrm *m, const char *name, kernel_pass pass, kernel_class cls) {
+    return kernel_scope_enter(m->ctx->scopes, NULL, name, pass, cls, 0, 0);
+}
+
 /* Forward to the top MLP's logits (top_out[last]). Training also writes the (row, bag) pairs
  * and forks their sort onto the side stream. */
 static void forward(dlrm *m, const dlrm_input *in, int training) {
@@ -27,6 +34,7 @@ static void forward(dlrm *m, const dlrm_input *in, int training) {
     job_context *ctx = m->ctx;
     cudaStream_t stream = ctx->stream;
     const int B = c->batch;
+    int token = mark(m, "embeddings", KPASS_FORWARD, KCLASS_EMBEDDING);
     dlrm_embedding_bag_forward(m->emb_out, training ? m->keys : NULL, training ? m->vals : NULL, m->embeddings,
                                m->tables, lookups_of(m, in), stream);
     if (training) {
@@ -36,17 +44,24 @@ static void forward(dlrm *m, const dlrm_input *in, int training) {
                           m->sort_scratch, m->sort_scratch_bytes, m->side);
         CHECK_CUDA(cudaEventRecord(m->join, m->side));
     }
+    kernel_scope_leave(token);
     const float *x = in->dense;
     for (int i = 0; i < c->bottom_layers; i++) {
         linear_forward(&m->bottom[i], m->bottom_out[i], x, ctx);
+        token = mark(m, "relu", KPASS_FORWARD, KCLASS_ELEMENTWISE);
         dlrm_relu_forward(m->bottom_out[i], (size_t)B * c->bottom[i + 1], stream);
+        kernel_scope_leave(token);
         x = m->bottom_out[i];
     }
+    token = mark(m, "interaction", KPASS_FORWARD, KCLASS_GEMM);
     dlrm_interaction_forward(m->inter, x, m->emb_out, B, c->tables, c->dim, stream);
+    kernel_scope_leave(token);
     x = m->inter;
     for (int i = 0; i < c->top_layers; i++) {
         linear_forward(&m->top[i], m->top_out[i], x, ctx);
+        token = mark(m, "relu", KPASS_FORWARD, KCLASS_ELEMENTWISE);
         if (i + 1 < c->top_layers) dlrm_relu_forward(m->top_out[i], (size_t)B * c->top[i + 1], stream);
+        kernel_scope_leave(token);
         x = m->top_out[i];
     }
 }
@@ -58,15 +73,21 @@ static void backward(dlrm *m, const dlrm_input *in) {
     cudaStream_t stream = ctx->stream;
     const int B = c->batch;
     for (int i = c->top_layers - 1; i >= 0; i--) {
+        int token = mark(m, "relu", KPASS_BACKWARD, KCLASS_ELEMENTWISE);
         if (i + 1 < c->top_layers) dlrm_relu_backward(m->top_grad[i], m->top_out[i], (size_t)B * c->top[i + 1], stream);
+        kernel_scope_leave(token);
         linear_backward(&m->top[i], i ? m->top_grad[i - 1] : m->inter_grad, m->top_grad[i],
                         i ? m->top_out[i - 1] : m->inter, ctx);
     }
     int last = c->bottom_layers - 1;
+    int token = mark(m, "interaction", KPASS_BACKWARD, KCLASS_GEMM);
     dlrm_interaction_backward(m->bottom_grad[last], m->emb_grad, m->inter_grad, m->bottom_out[last], m->emb_out,
                               B, c->tables, c->dim, stream);
+    kernel_scope_leave(token);
     for (int i = last; i >= 0; i--) {
+        token = mark(m, "relu", KPASS_BACKWARD, KCLASS_ELEMENTWISE);
         dlrm_relu_backward(m->bottom_grad[i], m->bottom_out[i], (size_t)B * c->bottom[i + 1], stream);
+        kernel_scope_leave(token);
         linear_backward(&m->bottom[i], i ? m->bottom_grad[i - 1] : NULL, m->bottom_grad[i],
                         i ? m->bottom_out[i - 1] : in->dense, ctx);
     }
@@ -77,21 +98,31 @@ static void step_body(dlrm *m, int slot, int update) {
     const dlrm_config *c = &m->config;
     cudaStream_t stream = m->ctx->stream;
     const dlrm_input *in = &m->input[slot];
+    int token = mark(m, "model", KPASS_FORWARD, KCLASS_OTHER); /* what no scope below marks */
     forward(m, in, 1);
+    kernel_scope_leave(token);
+    token = mark(m, "loss", KPASS_NONE, KCLASS_LOSS);
     dlrm_bce_forward_backward(m->top_grad[c->top_layers - 1], m->sums, m->top_out[c->top_layers - 1], in->labels,
                               c->batch, stream);
+    kernel_scope_leave(token);
+    token = mark(m, "model", KPASS_BACKWARD, KCLASS_OTHER);
     backward(m, in);
+    kernel_scope_leave(token);
     if (update) {
         arena *a = &m->ctx->arena;
+        token = mark(m, "optimizer", KPASS_UPDATE, KCLASS_OPTIMIZER);
         dlrm_lr_step(m->lr, m->step, m->policy, stream);
         /* the reference's optimizer: plain SGD, no momentum, no weight decay */
         sgd_update((float *)a->params, NULL, NULL, arena_grads(a), NULL, m->lr, arena_trainable_floats(a), 0, 0,
                    0.0f, 0.0f, 0, stream);
+        kernel_scope_leave(token);
     }
     CHECK_CUDA(cudaStreamWaitEvent(stream, m->join, 0)); /* the sorted pairs */
+    token = mark(m, "embeddings", KPASS_UPDATE, KCLASS_EMBEDDING);
     if (update)
         dlrm_sparse_sgd(m->embeddings, m->sorted_keys, m->sorted_vals, m->emb_grad, m->lr, m->capacity, c->dim,
                         m->partials, stream);
+    kernel_scope_leave(token);
 }
 
 void dlrm_train_step_body(dlrm *m, int slot) { step_body(m, slot, 1); }

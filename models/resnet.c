@@ -318,6 +318,23 @@ static void resnet_setup(model *m, job_context *ctx) {
 
 /* ---- passes ----------------------------------------------------------------------------------*/
 
+/* The kernel trace's scope of work that is not a layer's own (models/core/kernel_scope.h); bytes:
+ * `elements` read or written once in the activations' type. */
+static int mark(const resnet *r, job_context *ctx, const char *name, kernel_pass pass, kernel_class cls,
+                double elements) {
+    return kernel_scope_enter(ctx->scopes, NULL, name, pass, cls, 0, elements * (double)elem_bytes(r->type));
+}
+
+static double stem_elements(const resnet *r) {
+    const conv_shape *stem = &r->conv1.shape;
+    return (double)stem->batch * 64 * (r->stem_size * r->stem_size + 2.0 * r->pool_size * r->pool_size);
+}
+
+static double features_elements(const resnet *r) {
+    const conv_shape *last = &r->blocks[r->block_count - 1].conv3.shape;
+    return (double)last->batch * last->out_c * (last->h_out * last->w_out + 1.0);
+}
+
 static void resnet_forward(model *m, int training, job_context *ctx) {
     resnet *r = m->impl;
     const conv_shape *stem = &r->conv1.shape;
@@ -325,13 +342,17 @@ static void resnet_forward(model *m, int training, job_context *ctx) {
     if (r->type == ELEM_BF16) {
         model_weights_to_half(ctx);
         size_t input_floats = (size_t)stem->batch * stem->h_in * stem->w_in * stem->in_c;
+        int token = mark(r, ctx, "input.to_bf16", KPASS_FORWARD, KCLASS_ELEMENTWISE, 3.0 * (double)input_floats);
         cast_f32_to_bf16(r->input_half, m->input, input_floats, ctx->stream);
+        kernel_scope_leave(token);
         input = r->input_half;
     }
     conv_forward(&r->conv1, r->z0, input, ctx);
     batchnorm_forward(&r->bn1, r->a0, r->z0, NULL, training, ctx);
+    int token = mark(r, ctx, "maxpool", KPASS_FORWARD, KCLASS_POOLING, stem_elements(r));
     maxpool_forward(r->pooled, r->argmax, r->a0, stem->batch, r->stem_size, r->stem_size, 64, 3, 2, 1,
                     r->pool_size, r->pool_size, r->type, ctx->stream);
+    kernel_scope_leave(token);
     for (int b = 0; b < r->block_count; b++) {
         bottleneck *blk = &r->blocks[b];
         conv_forward(&blk->conv1, blk->z1, blk->x, ctx);
@@ -348,8 +369,10 @@ static void resnet_forward(model *m, int training, job_context *ctx) {
         batchnorm_forward(&blk->bn3, blk->out, blk->z3, shortcut, training, ctx);
     }
     const conv_shape *last = &r->blocks[r->block_count - 1].conv3.shape;
+    token = mark(r, ctx, "global_pool", KPASS_FORWARD, KCLASS_POOLING, features_elements(r));
     avgpool_global_forward(r->features, r->blocks[r->block_count - 1].out, last->batch,
                            last->h_out * last->w_out, last->out_c, r->type, ctx->stream);
+    kernel_scope_leave(token);
     linear_forward(&r->fc, m->logits, r->features, ctx);
 }
 
@@ -376,13 +399,18 @@ static void resnet_backward(model *m, job_context *ctx) {
     const void *dlogits = m->dlogits;
     wgrad_lane *lane = r->use_lane && !ctx->grad_hooks ? &r->lane : NULL;
     if (r->type == ELEM_BF16) {
-        cast_f32_to_bf16(r->dlogits_half, m->dlogits, (size_t)m->config.batch * m->config.classes, ctx->stream);
+        size_t n = (size_t)m->config.batch * m->config.classes;
+        int token = mark(r, ctx, "dlogits.to_bf16", KPASS_BACKWARD, KCLASS_ELEMENTWISE, 3.0 * (double)n);
+        cast_f32_to_bf16(r->dlogits_half, m->dlogits, n, ctx->stream);
+        kernel_scope_leave(token);
         dlogits = r->dlogits_half;
     }
     linear_backward(&r->fc, r->grad_features, dlogits, r->features, ctx);
     int current = 0;
+    int token = mark(r, ctx, "global_pool", KPASS_BACKWARD, KCLASS_POOLING, features_elements(r));
     avgpool_global_backward(r->grad_boundary[current], r->grad_features, last->batch,
                             last->h_out * last->w_out, last->out_c, r->type, ctx->stream);
+    kernel_scope_leave(token);
     for (int b = r->block_count - 1; b >= 0; b--) {
         block_backward(r, &r->blocks[b], r->grad_boundary[1 - current], r->grad_boundary[current], lane, ctx);
         current = 1 - current;
@@ -393,8 +421,10 @@ static void resnet_backward(model *m, job_context *ctx) {
                                          wgrad_lane_follow(lane, ctx->stream));
     }
     const conv_shape *stem = &r->conv1.shape;
+    token = mark(r, ctx, "maxpool", KPASS_BACKWARD, KCLASS_POOLING, stem_elements(r));
     maxpool_backward(r->grad_a0, r->grad_boundary[current], r->argmax, stem->batch, r->stem_size,
                      r->stem_size, 64, 3, 2, 1, r->pool_size, r->pool_size, r->type, ctx->stream);
+    kernel_scope_leave(token);
     batchnorm_backward(&r->bn1, r->grad_z0, NULL, r->grad_a0, r->z0, r->a0, ctx);
     conv_backward_lane(&r->conv1, NULL, r->grad_z0, r->type == ELEM_BF16 ? r->input_half : m->input, lane, ctx);
     if (lane) wgrad_lane_join(lane, ctx->stream);

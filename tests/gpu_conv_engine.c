@@ -99,7 +99,7 @@ typedef struct case_plans { conv_engine_plan fwd, bwd_data_new, bwd_data_acc, bw
 static void find_or_fail(conv_engine_plan *p, conv_direction dir, const conv_shape *s, int allow_tf32, float beta,
                          float *x, float *w, float *y) {
     char err[512];
-    int rc = conv_engine_find(p, dir, s, allow_tf32, beta, ctx.cudnn, ctx.stream, x, w, y, ctx.workspace,
+    int rc = conv_engine_find(p, dir, s, allow_tf32, 0, beta, ctx.cudnn, ctx.stream, x, w, y, ctx.workspace,
                               ctx.workspace_limit, err, sizeof err);
     if (rc != 0) fail_msg("conv_engine_find %s (beta %g) failed: %s", conv_direction_name(dir), beta, err);
     assert_non_null(p->plan);
@@ -221,8 +221,8 @@ static void expect_refusal(const conv_shape *s, void *x, void *w, void *y, void 
                            const char *mentions) {
     char err[512];
     conv_engine_plan p;
-    int rc = conv_engine_find(&p, CONV_FORWARD, s, 0, 0.0f, ctx.cudnn, ctx.stream, x, w, y, workspace, limit, err,
-                              sizeof err);
+    int rc = conv_engine_find(&p, CONV_FORWARD, s, 0, 0, 0.0f, ctx.cudnn, ctx.stream, x, w, y, workspace, limit,
+                              err, sizeof err);
     printf("  refused: %s\n", err);
     assert_int_equal(rc, -1);
     assert_null(p.plan);

@@ -240,13 +240,14 @@ static void test_emulated_isolation_pass(void **state) {
     assert_false(cJSON_IsNumber(cJSON_GetObjectItem(summary, "aggregate_samples_per_s")));  /* S and M */
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(summary, "same_workload")));
     cJSON_Delete(summary);
-    /* each job ran alone with its own planned share: 3g.40gb (60 of 132 SMs) and 4g.40gb */
+    /* each job ran alone with its own planned share: 3g.40gb (60 of 132 SMs) and 4g.40gb (64: 49%,
+     * the least percent whose whole TPCs hold 64 SMs; 48% would give 62) */
     snprintf(solo, sizeof solo, "%s/alone-in-partition/job-1-M", dir);
     cJSON *run_json = load_json(solo, "run.json");
     const cJSON *env = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(run_json, "jobs"), 0), "cuda_env");
     int share = 0;
     for (int i = 0; i < cJSON_GetArraySize(env); i++)
-        share |= strcmp(cJSON_GetArrayItem(env, i)->valuestring, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=48") == 0;
+        share |= strcmp(cJSON_GetArrayItem(env, i)->valuestring, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=49") == 0;
     assert_true(share);
     cJSON_Delete(run_json);
     expect(f->out, "interference ratio");

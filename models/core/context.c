@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/check.h"
+#include "kernels/knobs.h"
 
 /* The driver functions of green contexts, looked up through the runtime: linking libcuda itself
  * would keep every program from starting on a machine without the driver (CPU-only CI). Resolved
@@ -22,10 +23,20 @@ typedef struct driver_api {
     __typeof__(cuGreenCtxStreamCreate) *GreenCtxStreamCreate;
     __typeof__(cuCtxFromGreenCtx) *CtxFromGreenCtx;
     __typeof__(cuCtxSetCurrent) *CtxSetCurrent;
+    __typeof__(cuCtxGetExecAffinity) *CtxGetExecAffinity; /* optional: not a green context's */
 } driver_api;
 
 static driver_api driver_table;
 static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
+
+static void resolve_optional(const char *symbol, void **fn) {
+    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion(symbol, fn, CUDA_VERSION, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        *fn = NULL;
+    }
+}
 
 static void resolve(const char *symbol, void **fn) {
     enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
@@ -50,6 +61,7 @@ static void resolve_all(void) {
     resolve("cuGreenCtxStreamCreate", (void **)&d->GreenCtxStreamCreate);
     resolve("cuCtxFromGreenCtx", (void **)&d->CtxFromGreenCtx);
     resolve("cuCtxSetCurrent", (void **)&d->CtxSetCurrent);
+    resolve_optional("cuCtxGetExecAffinity", (void **)&d->CtxGetExecAffinity);
 }
 
 static const driver_api *driver(void) {
@@ -78,6 +90,35 @@ void context_bind_thread(const job_context *ctx) {
     CUcontext as_context;
     CHECK_CU(d->CtxFromGreenCtx(&as_context, ctx->green));
     CHECK_CU(d->CtxSetCurrent(as_context));
+}
+
+/* The SMs the driver gave the calling thread's context (an MPS client's share), 0 when it cannot say. */
+static int context_affinity_sms(void) {
+    const driver_api *d = driver();
+    CUexecAffinityParam affinity;
+    memset(&affinity, 0, sizeof affinity);
+    if (!d->CtxGetExecAffinity || d->CtxGetExecAffinity(&affinity, CU_EXEC_AFFINITY_TYPE_SM_COUNT) != CUDA_SUCCESS)
+        return 0;
+    return (int)affinity.param.smCount.val;
+}
+
+/* What the job's libraries are told (base/sm_target.h): a green context's SMs, or an MPS client's
+ * share as the driver gave it; SUITE_SM_TARGET=0 tells nothing. */
+static void decide_sm_target(job_context *ctx) {
+    int device_sms = 0, mps = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&device_sms, cudaDevAttrMultiProcessorCount, ctx->device));
+    if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, ctx->device) != cudaSuccess) {
+        (void)cudaGetLastError(); /* older drivers do not know the attribute: not MPS */
+        mps = 0;
+    }
+    context_sm_target *t = &ctx->sm_target;
+    t->percent = mps ? sm_target_percent(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) : 0;
+    t->device_sms = device_sms;
+    t->context_sms = ctx->green ? ctx->sm_count : context_affinity_sms();
+    sm_target_place place = {.telling = knob_flag(KNOB_SM_TARGET), .green_sms = ctx->green ? ctx->sm_count : 0,
+                             .mps_client = mps, .percent = t->percent, .device_sms = device_sms,
+                             .context_sms = t->context_sms};
+    t->sms = sm_target_decide(&place, &t->from);
 }
 
 context_status context_init(job_context *ctx, int device, size_t workspace_limit, int allow_tf32) {
@@ -118,10 +159,17 @@ context_status context_init_at(job_context *ctx, const context_place *place, siz
         context_bind_thread(ctx);
     }
     ctx->stream = context_stream_create(ctx, 1);
+    decide_sm_target(ctx); /* the stream made the context the driver is asked about */
     CHECK_CUDNN(cudnnCreate(&ctx->cudnn));
     CHECK_CUDNN(cudnnSetStream(ctx->cudnn, ctx->stream));
     CHECK_CUBLAS(cublasLtCreate(&ctx->cublaslt));
     return CONTEXT_OK;
+}
+
+void context_tell_matmul(const job_context *ctx, cublasLtMatmulDesc_t desc) {
+    int32_t sms = ctx->sm_target.sms;
+    if (sms > 0)
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sms, sizeof sms));
 }
 
 void context_reserve_workspace(job_context *ctx, size_t bytes) {

@@ -13,7 +13,9 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include "base/sm_target.h"
 #include "models/core/arena.h"
+#include "models/core/kernel_scope.h"
 
 /* Where a job's work runs. */
 typedef struct context_place {
@@ -48,11 +50,23 @@ typedef struct update_hook {
     void (*final_from)(void *user, const float *from, cudaStream_t stream);
 } update_hook;
 
+/* The SM count the job's libraries are told to plan for (base/sm_target.h), decided once when the
+ * context is made: cuBLASLt's matmul descriptors, cuBLAS's handles and cuDNN's engines take it
+ * (models/layers/). */
+typedef struct context_sm_target {
+    int sms;                  /* told; 0: nothing told, the device's own count holds (an MPS share's: from = seen) */
+    sm_target_from from;
+    int percent;              /* an MPS client's active thread percentage; 0: none */
+    int device_sms;           /* the device's SM count as this process sees it (an MPS share's) */
+    int context_sms;          /* the driver's count for the context (execution affinity); 0: unknown */
+} context_sm_target;
+
 typedef struct job_context {
     int device;
     CUgreenCtx green;         /* the place's green context, or NULL */
     int sm_count;             /* SMs the job may use; 0: all of the device's */
     int process_jobs;         /* the place's: jobs sharing this process's hardware work queues */
+    context_sm_target sm_target;
     cudaStream_t stream;      /* at the greatest priority (context_stream_create) */
     cudnnHandle_t cudnn;
     cublasLtHandle_t cublaslt;
@@ -68,6 +82,9 @@ typedef struct job_context {
      * model_weights_to_half and model_grads_from_half leave those casts to it. 0 (as
      * context_init leaves it) everywhere else: every other forward and backward casts. */
     int optimizer_owns_half;
+    /* The job's scope table while it traces its kernels (models/core/kernel_trace.h): layers mark
+     * their launches with it (kernel_scope_enter). NULL, as context_init leaves it: no marks. */
+    kernel_scopes *scopes;
 } job_context;
 
 static inline void context_grad_ready(const job_context *ctx, const float *param) {
@@ -110,6 +127,9 @@ int context_partitions_create(context_partitions *p, int device, const int *sm_c
                               char *err, size_t err_size);
 context_place context_partition_place(const context_partitions *p, int index);
 void context_partitions_free(context_partitions *p);
+/* Tells a cuBLASLt matmul descriptor the job's SM count (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET),
+ * before its heuristic query; nothing when the context tells nothing. */
+void context_tell_matmul(const job_context *ctx, cublasLtMatmulDesc_t desc);
 /* Grows the shared workspace to at least `bytes` (set-up only: it reallocates). */
 void context_reserve_workspace(job_context *ctx, size_t bytes);
 /* Sets the workspace to exactly `bytes`, e.g. down to what the chosen algorithms need. */

@@ -59,6 +59,13 @@ static int param_index(const ddp *d, const float *p) {
 
 static void launch(ddp *d, ddp_bucket *b) {
     cudaStream_t compute = d->ctx->stream;
+    /* the kernel trace's scope: the bucket, by its place in the pass (its cast and its all-reduce,
+     * which reads and writes the bucket once here and once per peer in the ring) */
+    char name[32];
+    snprintf(name, sizeof name, "allreduce.bucket%d", (int)(b - d->buckets));
+    int token = d->ctx->scopes ? kernel_scope_enter(d->ctx->scopes, NULL, name, KPASS_NONE, KCLASS_COLLECTIVE, 0,
+                                                    2.0 * (double)b->count * sizeof(float))
+                               : -1;
     /* bfloat16 weights: this bucket's float gradients are made from their bfloat16 copies here,
      * each once its layers have written them, so the all-reduce starts during the pass */
     if (d->half_grads && b->offset < d->half_count) {
@@ -69,6 +76,7 @@ static void launch(ddp *d, ddp_bucket *b) {
     CHECK_CUDA(cudaStreamWaitEvent(d->comm_stream, (cudaEvent_t)b->ready, 0));
     float *g = d->grads + b->offset;
     CHECK_NCCL(ncclAllReduce(g, g, b->count, ncclFloat32, ncclAvg, (ncclComm_t)d->comm, d->comm_stream));
+    kernel_scope_leave(token);
     b->launched = 1;
 }
 

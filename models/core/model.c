@@ -40,16 +40,26 @@ elem_type model_activation_type(const model_config *config) {
  * trainer_init, which casts) has already written the copy, and this step's optimizer reads the
  * bfloat16 gradients itself. Data-parallel hooks all-reduce the float32 gradients: hooks that cast
  * them bucket by bucket (ddp) are left to it, any others get the whole cast here. */
+/* The casts' scopes in the kernel trace: each reads one copy of the weights and writes the other. */
+static int mark_cast(job_context *ctx, const char *name, kernel_pass pass) {
+    double n = (double)arena_decay_floats(&ctx->arena);
+    return ctx->scopes ? kernel_scope_enter(ctx->scopes, NULL, name, pass, KCLASS_ELEMENTWISE, 0, 6.0 * n) : -1;
+}
+
 void model_weights_to_half(job_context *ctx) {
     if (ctx->optimizer_owns_half) return;
+    int token = mark_cast(ctx, "weights.to_bf16", KPASS_FORWARD);
     cast_f32_to_bf16(arena_half_weights(&ctx->arena), (const float *)ctx->arena.params,
                      arena_decay_floats(&ctx->arena), ctx->stream);
+    kernel_scope_leave(token);
 }
 
 void model_grads_from_half(job_context *ctx) {
     if (ctx->grad_hooks ? ctx->grad_hooks->casts_half_grads : ctx->optimizer_owns_half) return;
+    int token = mark_cast(ctx, "grads.to_f32", KPASS_BACKWARD);
     cast_bf16_to_f32(arena_grads(&ctx->arena), arena_half_grads(&ctx->arena), arena_decay_floats(&ctx->arena),
                      ctx->stream);
+    kernel_scope_leave(token);
 }
 
 void model_free(model *m) {
@@ -106,7 +116,10 @@ void model_init_params(model *m, job_context *ctx) {
 
 void model_backward(model *m, job_context *ctx) {
     grad_hooks *h = ctx->grad_hooks;
+    /* what no layer marks (a family's own kernels) is the model's backward in the kernel trace */
+    int token = kernel_scope_enter(ctx->scopes, NULL, "model", KPASS_BACKWARD, KCLASS_OTHER, 0, 0);
     if (h) h->begin(h->user);
     m->backward(m, ctx);
     if (h) h->end(h->user);
+    kernel_scope_leave(token);
 }

@@ -38,6 +38,12 @@ static void update_range(trainer *t, size_t from, size_t to, cudaStream_t stream
     void *w = part_half ? half_w + from : NULL;
     const void *g = part_half && half_g ? half_g + from : NULL;
     float *p = (float *)a->params + from, *grad = arena_grads(a) + from;
+    /* the kernel trace's scope: one pass over the parameters, their gradients and the optimizer's
+     * slots (read and written), and the bfloat16 copies */
+    double slots = optimizer_slots(t->opt.kind);
+    double bytes = (double)len * 4.0 * (3.0 + 2.0 * slots) + (w ? 2.0 * part_half : 0) + (g ? 2.0 * part_half : 0);
+    int token = kernel_scope_enter(ctx->scopes, NULL, "optimizer", KPASS_UPDATE, KCLASS_OPTIMIZER,
+                                   (double)len * (t->opt.kind == OPTIMIZER_ADAMW ? 12.0 : 4.0), bytes);
     if (t->opt.kind == OPTIMIZER_ADAMW)
         adamw_update(p, arena_slot(a, 0) + from, arena_slot(a, 1) + from, w, grad, g, t->lr, t->step, len,
                      part_decay, part_half, t->opt.beta1, t->opt.beta2, t->opt.eps,
@@ -45,6 +51,17 @@ static void update_range(trainer *t, size_t from, size_t to, cudaStream_t stream
     else
         sgd_update(p, arena_slot(a, 0) + from, w, grad, g, t->lr, len, part_decay, part_half,
                    t->opt.momentum, t->opt.weight_decay, t->opt.nesterov, stream);
+    kernel_scope_leave(token);
+}
+
+/* The softmax cross-entropy's forward and backward over the logits, as the kernel trace's loss. */
+static void loss_forward_backward(trainer *t) {
+    model *m = t->model;
+    double logits = (double)m->config.batch * m->config.classes;
+    int token = kernel_scope_enter(t->ctx->scopes, NULL, "loss", KPASS_NONE, KCLASS_LOSS, 0, 2.0 * logits * sizeof(float));
+    softmax_ce_forward_backward(m->dlogits, &t->sums[0], &t->sums[1], m->logits, m->labels, m->config.batch,
+                                m->config.classes, t->label_smoothing, t->ctx->stream);
+    kernel_scope_leave(token);
 }
 
 /* A model's pass reports parameters final from `from` on (context.h's update_hook): update what
@@ -70,10 +87,14 @@ void trainer_step_body(trainer *t) {
     update_hook hook = {t, update_final_from};
     t->updated_from = weights_end;
     if (!ctx->grad_hooks) ctx->update_hook = &hook; /* data-parallel: after the all-reduces only */
+    int token = kernel_scope_enter(ctx->scopes, NULL, "lr_schedule", KPASS_UPDATE, KCLASS_OPTIMIZER, 0, 0);
     lr_schedule_step(t->lr, t->step, t->schedule, ctx->stream); /* first: updates may start mid-pass */
+    kernel_scope_leave(token);
+    /* what no layer marks (a family's own kernels) is the model's forward in the kernel trace */
+    token = kernel_scope_enter(ctx->scopes, NULL, "model", KPASS_FORWARD, KCLASS_OTHER, 0, 0);
     m->forward(m, 1, ctx);
-    softmax_ce_forward_backward(m->dlogits, &t->sums[0], &t->sums[1], m->logits, m->labels,
-                                m->config.batch, m->config.classes, t->label_smoothing, ctx->stream);
+    kernel_scope_leave(token);
+    loss_forward_backward(t);
     model_backward(m, ctx); /* with a data-parallel job's all-reduces (models/core/ddp.h) */
     if (t->updated_from == weights_end) {
         update_range(t, 0, n, ctx->stream);
@@ -135,11 +156,14 @@ void trainer_init(trainer *t, model *m, job_context *ctx, optimizer_config opt, 
 static void copy_batch(trainer *t, const float *images, const int32_t *labels, int n) {
     model *m = t->model;
     size_t image_floats = (size_t)m->config.image_size * m->config.image_size * m->config.in_channels;
+    size_t bytes = (size_t)n * (image_floats * sizeof(float) + sizeof(int32_t));
+    int token = kernel_scope_enter(t->ctx->scopes, NULL, "input", KPASS_NONE, KCLASS_COPY, 0, 2.0 * (double)bytes);
     /* cudaMemcpyDefault: host batches from the loader, or images a GPU decoder made */
     CHECK_CUDA(cudaMemcpyAsync(m->input, images, (size_t)n * image_floats * sizeof(float), cudaMemcpyDefault,
                                t->ctx->stream));
     CHECK_CUDA(cudaMemcpyAsync(m->labels, labels, (size_t)n * sizeof(int32_t), cudaMemcpyDefault,
                                t->ctx->stream));
+    kernel_scope_leave(token);
 }
 
 void trainer_take_batch(trainer *t, const float *images, const int32_t *labels) {

@@ -16,6 +16,8 @@ void gemm_engine_init(gemm_engine *g, job_context *ctx) {
     context_reserve_workspace(ctx, GEMM_WORKSPACE);
     CHECK_CUBLAS(cublasCreate(&g->blas));
     CHECK_CUBLAS(cublasSetPointerMode(g->blas, CUBLAS_POINTER_MODE_HOST));
+    /* the batched products' kernels sized for the job's partition (0: the device's, cuBLAS's default) */
+    CHECK_CUBLAS(cublasSetSmCountTarget(g->blas, ctx->sm_target.sms));
 }
 
 static void plan_destroy(gemm_plan *p) {
@@ -79,6 +81,7 @@ static gemm_plan *plan_for(gemm_engine *g, job_context *ctx, int ta, int tb, int
     p->ta = ta, p->tb = tb, p->m = m, p->n = n, p->k = k, p->lda = lda, p->ldb = ldb, p->ldc = ldc, p->bias = bias;
     p->ab = ab, p->c_type = c_type;
     CHECK_CUBLAS(cublasLtMatmulDescCreate(&p->desc, compute_type(ctx, ab), CUDA_R_32F));
+    context_tell_matmul(ctx, p->desc); /* a partition's SMs, before the heuristic below */
     cublasOperation_t op_first = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_second = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));

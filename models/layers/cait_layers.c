@@ -40,20 +40,29 @@ static void column_sums(gemm_engine *g, job_context *ctx, float *sums, const voi
     gemm(g, ctx, 0, 0, 1, cols, rows, 1.0f, ones, rows, dy, cols, 0.0f, NULL, sums, cols, NULL, ELEM_F32);
 }
 
+/* The GEMMs, the attention core and the patch embedding each mark their launches for the kernel
+ * trace (models/core/kernel_scope.h), named by their weight (the core by its talking-heads weight
+ * proj_l); FLOPs from the shapes, bytes not counted. */
+
 void dense_forward(gemm_engine *g, job_context *ctx, void *y, const void *x, int ldx, const float *w,
                    const void *b, int rows, int in, int out, elem_type y_type) {
+    int token = kernel_scope_enter(ctx->scopes, w, NULL, KPASS_FORWARD, KCLASS_GEMM, 2.0 * rows * (double)in * out, 0);
     gemm(g, ctx, 0, 1, rows, out, in, 1.0f, x, ldx, run_weight(g, ctx, w), in, 0.0f, NULL, y, out, b, y_type);
+    kernel_scope_leave(token);
 }
 
 void dense_backward(gemm_engine *g, job_context *ctx, void *dx, int lddx, float dx_beta, float *dw, float *db,
                     const void *dy, const void *x, int ldx, const float *w, const void *ones, int rows,
                     int in, int out) {
+    int token = kernel_scope_enter(ctx->scopes, w, NULL, KPASS_BACKWARD, KCLASS_GEMM,
+                                   (dx ? 4.0 : 2.0) * rows * (double)in * out, 0);
     gemm(g, ctx, 1, 0, out, in, rows, 1.0f, dy, out, x, ldx, 0.0f, NULL, run_weight_grad(g, ctx, w, dw), in, NULL,
          g->type);
     column_sums(g, ctx, db, dy, ones, rows, out);
     if (dx)
         gemm(g, ctx, 0, 0, rows, in, out, 1.0f, dy, out, run_weight(g, ctx, w), in, dx_beta, NULL, dx, lddx, NULL,
              g->type);
+    kernel_scope_leave(token);
 }
 
 /* ---- LayerScale residual linear ------------------------------------------------------------------ */
@@ -61,8 +70,10 @@ void dense_backward(gemm_engine *g, job_context *ctx, void *dx, int lddx, float 
 void ls_linear_forward(gemm_engine *g, job_context *ctx, float *y, void *ws, float *bs, const float *x,
                        const void *a, const float *w, const float *b, const float *gamma, int rows, int in,
                        int out) {
+    int token = kernel_scope_enter(ctx->scopes, w, NULL, KPASS_FORWARD, KCLASS_GEMM, 2.0 * rows * (double)in * out, 0);
     layerscale_fold(ws, bs, w, b, gamma, out, in, g->type, ctx->stream);
     gemm(g, ctx, 0, 1, rows, out, in, 1.0f, a, in, ws, in, 1.0f, x, y, out, bs, ELEM_F32);
+    kernel_scope_leave(token);
 }
 
 /* [out, in] for dy^T a, then [out] for the column sums of dy, 16-byte aligned. */
@@ -74,12 +85,14 @@ size_t ls_linear_scratch_floats(int in, int out) { return ls_sums_offset(in, out
 void ls_linear_backward(gemm_engine *g, job_context *ctx, void *da, float *dw, float *db, float *dgamma,
                         const void *dy, const void *a, const void *ws, const float *w, const float *b,
                         const float *gamma, const void *ones, int rows, int in, int out, float *scratch) {
+    int token = kernel_scope_enter(ctx->scopes, w, NULL, KPASS_BACKWARD, KCLASS_GEMM, 4.0 * rows * (double)in * out, 0);
     float *dy_a = scratch, *dy_sum = scratch + ls_sums_offset(in, out);
     gemm(g, ctx, 1, 0, out, in, rows, 1.0f, dy, out, a, in, 0.0f, NULL, dy_a, in, NULL, ELEM_F32);
     column_sums(g, ctx, dy_sum, dy, ones, rows, out);
     layerscale_unfold_backward(run_weight_grad(g, ctx, w, dw), db, dgamma, dy_a, dy_sum, w, b, gamma, out, in,
                                g->type, ctx->stream);
     gemm(g, ctx, 0, 0, rows, in, out, 1.0f, dy, out, ws, in, 0.0f, NULL, da, in, NULL, g->type);
+    kernel_scope_leave(token);
 }
 
 /* ---- talking-heads attention core --------------------------------------------------------------- */
@@ -142,6 +155,7 @@ static void th_gemm(const th_core *t, gemm_engine *g, job_context *ctx, int ta, 
 
 void th_core_forward(th_core *t, gemm_engine *g, job_context *ctx, const float *wl, const float *bl,
                      const float *ww, const float *bw) {
+    int token = kernel_scope_enter(ctx->scopes, wl, NULL, KPASS_FORWARD, KCLASS_ATTENTION, 4.0 * t->batch * t->heads * (double)t->tokens * t->tokens * t->head_dim, 0);
     int B = t->batch, H = t->heads, N = t->tokens, D = t->head_dim;
     th_check_engine(t, g);
     /* logits = scale q k^T */
@@ -150,11 +164,13 @@ void th_core_forward(th_core *t, gemm_engine *g, job_context *ctx, const float *
     talking_heads_forward(t->attn, t->stats, t->logits, wl, bl, ww, bw, B, H, N, t->type, ctx->stream);
     /* out = attn v, written per head into the [B*N, C] rows */
     th_gemm(t, g, ctx, 0, 0, N, D, N, 1.0f, th_square(t, t->attn), th_rows(t, t->qkv, 2), th_rows(t, t->out, -1));
+    kernel_scope_leave(token);
 }
 
 void th_core_backward(th_core *t, gemm_engine *g, job_context *ctx, float *dwl, float *dbl, float *dww,
                       float *dbw, const float *wl, const float *bl, const float *ww, const float *bw,
                       float *scratch) {
+    int token = kernel_scope_enter(ctx->scopes, wl, NULL, KPASS_BACKWARD, KCLASS_ATTENTION, 8.0 * t->batch * t->heads * (double)t->tokens * t->tokens * t->head_dim, 0);
     int B = t->batch, H = t->heads, N = t->tokens, D = t->head_dim;
     th_check_engine(t, g);
     talking_heads_recompute(t->attn, t->stats, t->logits, wl, bl, ww, bw, B, H, N, t->type, ctx->stream);
@@ -166,6 +182,7 @@ void th_core_backward(th_core *t, gemm_engine *g, job_context *ctx, float *dwl, 
     /* dq = scale dlogits k, dk = scale dlogits^T q */
     th_gemm(t, g, ctx, 0, 0, N, D, N, t->scale, th_square(t, t->attn), th_rows(t, t->qkv, 1), th_rows(t, t->dqkv, 0));
     th_gemm(t, g, ctx, 1, 0, N, D, N, t->scale, th_square(t, t->attn), th_rows(t, t->qkv, 0), th_rows(t, t->dqkv, 1));
+    kernel_scope_leave(token);
 }
 
 /* ---- patch embedding --------------------------------------------------------------------------- */
@@ -173,16 +190,20 @@ void th_core_backward(th_core *t, gemm_engine *g, job_context *ctx, float *dwl, 
 void patch_embed_forward(gemm_engine *g, job_context *ctx, float *x0, void *patches, const float *image,
                          const float *w, const float *b, const float *pos, int batch, int size, int in_c,
                          int patch, int dim) {
+    int token = kernel_scope_enter(ctx->scopes, w, NULL, KPASS_FORWARD, KCLASS_GEMM, 2.0 * batch * (double)(size / patch) * (size / patch) * patch * patch * in_c * dim, 0);
     int grid = size / patch, rows = batch * grid * grid, width = patch * patch * in_c;
     patch_gather(patches, image, batch, size, size, in_c, patch, g->type, ctx->stream);
     dense_forward(g, ctx, x0, patches, width, w, b, rows, width, dim, ELEM_F32);
     broadcast_add(x0, pos, batch, (size_t)grid * grid * dim, ctx->stream);
+    kernel_scope_leave(token);
 }
 
 void patch_embed_backward(gemm_engine *g, job_context *ctx, float *dw, float *db, float *dpos, const float *dx0,
                           const void *dx0_run, const void *patches, const float *w, const void *ones, int batch,
                           int size, int in_c, int patch, int dim) {
+    int token = kernel_scope_enter(ctx->scopes, w, NULL, KPASS_BACKWARD, KCLASS_GEMM, 2.0 * batch * (double)(size / patch) * (size / patch) * patch * patch * in_c * dim, 0);
     int grid = size / patch, rows = batch * grid * grid, width = patch * patch * in_c;
     dense_backward(g, ctx, NULL, 0, 0.0f, dw, db, dx0_run, patches, width, w, ones, rows, width, dim);
     column_sum(dpos, dx0, batch, grid * grid * dim, (size_t)grid * grid * dim, ctx->stream);
+    kernel_scope_leave(token);
 }

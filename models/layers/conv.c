@@ -25,6 +25,24 @@ double conv_flops(const conv_layer *c) {
     return 2.0 * s->batch * s->h_out * s->w_out * (double)s->out_c * s->in_c * s->kernel * s->kernel;
 }
 
+/* What one direction reads and writes once (the kernel trace's bytes per launch): forward x and w
+ * to y, backward-data dy and w to dx (read too where it accumulates), backward-filter x and dy to dw. */
+static double conv_bytes(const conv_layer *c, conv_direction d) {
+    const conv_shape *s = &c->shape;
+    double x = (double)s->batch * s->in_c * s->h_in * s->w_in, y = (double)s->batch * s->out_c * s->h_out * s->w_out;
+    double w = (double)s->out_c * s->in_c * s->kernel * s->kernel;
+    double accumulate = d == CONV_BACKWARD_DATA && c->accumulate_dx ? x : 0;
+    return (x + y + w + accumulate) * (double)conv_element_bytes(s);
+}
+
+/* Marks a direction's launches for the kernel trace (models/core/kernel_scope.h). */
+static int mark(const conv_layer *c, conv_direction d, const job_context *ctx) {
+    static const kernel_pass pass[3] = {KPASS_FORWARD, KPASS_DGRAD, KPASS_WGRAD};
+    static const kernel_class cls[3] = {KCLASS_CONV_FWD, KCLASS_CONV_DGRAD, KCLASS_CONV_WGRAD};
+    if (!ctx->scopes) return -1;
+    return kernel_scope_enter(ctx->scopes, c->weight, NULL, pass[d], cls[d], conv_flops(c), conv_bytes(c, d));
+}
+
 /* Compute type float for both data types (bfloat16 data: cuDNN's PSEUDO_BFLOAT16 configuration). */
 static cudnnConvolutionDescriptor_t make_conv_desc(const conv_shape *s) {
     cudnnConvolutionDescriptor_t d;
@@ -102,13 +120,14 @@ static void search_algos(conv_layer *c, void *y, const void *x, void *dx, job_co
 
 void conv_forward(conv_layer *c, void *y, const void *x, job_context *ctx) {
     const float one = 1.0f, zero = 0.0f;
-    if (c->algos.use_engine[CONV_FORWARD]) {
+    int token = mark(c, CONV_FORWARD, ctx);
+    if (c->algos.use_engine[CONV_FORWARD])
         conv_engine_forward(&c->algos.engine[CONV_FORWARD], ctx->cudnn, y, x, c->run_weight, ctx->workspace);
-        return;
-    }
-    CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->run_weight,
-                                        c->fwd_desc, c->algos.fwd, ctx->workspace,
-                                        ctx->workspace_bytes, &zero, c->y_desc, y));
+    else
+        CHECK_CUDNN(cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->run_weight,
+                                            c->fwd_desc, c->algos.fwd, ctx->workspace,
+                                            ctx->workspace_bytes, &zero, c->y_desc, y));
+    kernel_scope_leave(token);
 }
 
 static void weight_grad(conv_layer *c, const void *dy, const void *x, cudnnHandle_t cudnn, void *workspace,
@@ -172,12 +191,15 @@ static void log_choice(const conv_layer *c, conv_direction dir, float legacy_ms,
 }
 
 /* For each direction, the graph-API engine replaces the legacy algorithm when it measured faster.
- * SUITE_CONV_PATH=legacy or =engine forces one path (for comparisons and diagnosis). */
+ * SUITE_CONV_PATH=legacy or =engine forces one path (for comparisons and diagnosis). Otherwise, in
+ * a partition whose SMs the libraries are told, the engines are the path (the legacy API cannot
+ * be told): forced, with the legacy algorithm only where no engine works. */
 static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
     conv_algos *al = &c->algos;
     const char *forced = knob_text(KNOB_CONV_PATH);
+    int sm_target = ctx->sm_target.sms;
     if (forced && !strcmp(forced, "legacy")) return;
-    int force_engine = forced && !strcmp(forced, "engine");
+    int force_engine = sm_target > 0 || (forced && !strcmp(forced, "engine"));
     float *legacy_ms[3] = {&al->fwd_ms, &al->bwd_data_ms, &al->bwd_filter_ms};
     for (int d = 0; d < 3; d++) {
         if (d == CONV_BACKWARD_DATA && !dx) continue;
@@ -186,7 +208,7 @@ static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_
         float beta = d == CONV_BACKWARD_DATA && c->accumulate_dx ? 1.0f : 0.0f;
         char err[512];
         conv_engine_plan plan;
-        int found = conv_engine_find(&plan, (conv_direction)d, &c->shape, ctx->allow_tf32, beta, ctx->cudnn,
+        int found = conv_engine_find(&plan, (conv_direction)d, &c->shape, ctx->allow_tf32, sm_target, beta, ctx->cudnn,
                                      ctx->stream, in, w, y, ctx->workspace, ctx->workspace_limit, err,
                                      sizeof err) == 0;
         /* Find's time is the GPU's plus at most the host's launch, so a legacy algorithm Find saw
@@ -198,6 +220,9 @@ static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_
             al->use_engine[d] = 1;
             if (plan.workspace_bytes > al->workspace_bytes) al->workspace_bytes = plan.workspace_bytes;
         }
+        if (!found && sm_target)
+            fprintf(stderr, "conv set-up: warning: no engine for a partition of %d SMs (%s): the legacy algorithm "
+                    "runs, planned for the whole device\n", sm_target, err);
         log_choice(c, (conv_direction)d, *legacy_ms[d], &plan, found);
         if (found && !al->use_engine[d]) conv_engine_destroy(&plan);
     }
@@ -208,7 +233,8 @@ static void search_engines(conv_layer *c, void *y, const void *x, void *dx, job_
 /* The device's part (conv_choices_device_key), a forced path, and the layer. */
 static void choice_key(const conv_layer *c, int has_dx, const job_context *ctx, char *key, size_t size) {
     char device[256];
-    conv_choices_device_key(device, sizeof device, ctx->device, ctx->workspace_limit, ctx->allow_tf32);
+    conv_choices_device_key(device, sizeof device, ctx->device, ctx->sm_target.sms, ctx->workspace_limit,
+                            ctx->allow_tf32);
     const conv_shape *s = &c->shape;
     const char *forced = knob_text(KNOB_CONV_PATH);
     snprintf(key, size, "%s path=%s %s %s n%d %dx%d c%d->%d k%d s%d p%d acc=%d dx=%d", device,
@@ -266,11 +292,11 @@ static int restore_choice(void *user, const char *value, char *err, size_t err_s
     float *ms[3] = {&al->fwd_ms, &al->bwd_data_ms, &al->bwd_filter_ms};
     for (int d = 0; d < 3; d++) {
         if (d == CONV_BACKWARD_DATA && !dx) continue;
-        char tag[32], engine[64];
+        char tag[32], engine[96];
         float engine_ms = 0;
         snprintf(tag, sizeof tag, " %s=", CONV_CHOICES_DIRECTIONS[d]);
         const char *field = strstr(value, tag);
-        if (!field || sscanf(field + strlen(tag), "%d/%d/%g/%63[^/]/%g", algo[d], math[d], ms[d], engine,
+        if (!field || sscanf(field + strlen(tag), "%d/%d/%g/%95[^/]/%g", algo[d], math[d], ms[d], engine,
                              &engine_ms) != 5) {
             snprintf(err, err_size, "no %s choice in \"%s\"", CONV_CHOICES_DIRECTIONS[d], value);
             goto failed;
@@ -301,9 +327,24 @@ failed:
     return -1;
 }
 
+/* In a partition the libraries are told: the engines alone, without the legacy search (its
+ * algorithms and their workspace would never run). 1 when every direction has its engine; 0 (nothing
+ * kept) sends the layer to the whole search. */
+static int search_partition(const conv_choosing *s) {
+    conv_algos *al = &s->c->algos;
+    search_engines(s->c, s->y, s->x, s->dx, s->ctx);
+    int all = 1;
+    for (int d = 0; d < 3; d++) all &= al->use_engine[d] || (d == CONV_BACKWARD_DATA && !s->dx);
+    if (all) return 1;
+    for (int d = 0; d < 3; d++) conv_engine_destroy(&al->engine[d]);
+    memset(al, 0, sizeof *al);
+    return 0;
+}
+
 static void search(void *user) {
     const conv_choosing *s = user;
     memset(&s->c->algos, 0, sizeof s->c->algos);
+    if (s->ctx->sm_target.sms > 0 && search_partition(s)) return;
     search_algos(s->c, s->y, s->x, s->dx, s->ctx);
     use_math_types(s->c); /* the legacy picks are timed again as they will run */
     search_engines(s->c, s->y, s->x, s->dx, s->ctx);
@@ -320,11 +361,13 @@ static void choose(conv_layer *c, void *y, const void *x, void *dx, job_context 
     conv_choices_choose("conv", key, &layer);
 }
 
-/* Layers share a search when shape, accumulation and the presence of an input gradient agree. */
-static int cache_lookup(const conv_algo_cache *cache, const conv_shape *s, int accumulate_dx, int has_dx) {
+/* Layers share a search when shape, accumulation, the presence of an input gradient and the SMs the
+ * libraries were told agree. */
+static int cache_lookup(const conv_algo_cache *cache, const conv_shape *s, int accumulate_dx, int has_dx,
+                        int sm_target) {
     for (int i = 0; cache && i < cache->count; i++)
         if (memcmp(&cache->shapes[i], s, sizeof *s) == 0 && cache->accumulate_dx[i] == accumulate_dx &&
-            cache->has_dx[i] == has_dx)
+            cache->has_dx[i] == has_dx && cache->sm_target[i] == sm_target)
             return i;
     return -1;
 }
@@ -363,7 +406,7 @@ void conv_setup(conv_layer *c, void *y, const void *x, void *dx, int accumulate_
     c->bwd_data_desc = make_conv_desc(s);
     c->bwd_filter_desc = make_conv_desc(s);
 
-    int cached = cache_lookup(cache, s, accumulate_dx, dx != NULL);
+    int cached = cache_lookup(cache, s, accumulate_dx, dx != NULL, ctx->sm_target.sms);
     if (cached >= 0) {
         c->algos = cache->algos[cached]; /* the cache keeps owning the engine plans */
     } else {
@@ -372,6 +415,7 @@ void conv_setup(conv_layer *c, void *y, const void *x, void *dx, int accumulate_
             cache->shapes[cache->count] = *s;
             cache->accumulate_dx[cache->count] = accumulate_dx;
             cache->has_dx[cache->count] = dx != NULL;
+            cache->sm_target[cache->count] = ctx->sm_target.sms;
             cache->algos[cache->count++] = c->algos;
         } else {
             c->owns_engine = 1;
@@ -387,10 +431,19 @@ void conv_algo_cache_free(conv_algo_cache *cache) {
     cache->count = 0;
 }
 
+/* The input gradient, marked for the kernel trace. */
+static void data_grad_marked(conv_layer *c, void *dx, const void *dy, job_context *ctx) {
+    int token = mark(c, CONV_BACKWARD_DATA, ctx);
+    data_grad(c, dx, dy, ctx);
+    kernel_scope_leave(token);
+}
+
 void conv_backward(conv_layer *c, void *dx, const void *dy, const void *x, job_context *ctx) {
+    int token = mark(c, CONV_BACKWARD_FILTER, ctx);
     weight_grad(c, dy, x, ctx->cudnn, ctx->workspace, ctx->workspace_bytes);
+    kernel_scope_leave(token);
     context_grad_ready(ctx, c->weight);
-    if (dx) data_grad(c, dx, dy, ctx);
+    if (dx) data_grad_marked(c, dx, dy, ctx);
 }
 
 void conv_backward_lane(conv_layer *c, void *dx, const void *dy, const void *x, wgrad_lane *lane,
@@ -409,9 +462,11 @@ void conv_backward_lane(conv_layer *c, void *dx, const void *dy, const void *x, 
         exit(1);
     }
     cudnnHandle_t on_lane = wgrad_lane_job_begin(lane, ctx->stream);
+    int token = mark(c, CONV_BACKWARD_FILTER, ctx);
     weight_grad(c, dy, x, on_lane, lane->workspace, lane->workspace_bytes);
+    kernel_scope_leave(token);
     wgrad_lane_job_end(lane);
-    if (dx) data_grad(c, dx, dy, ctx);
+    if (dx) data_grad_marked(c, dx, dy, ctx);
 }
 
 void conv_destroy(conv_layer *c) {

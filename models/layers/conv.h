@@ -52,6 +52,7 @@ typedef struct conv_algo_cache {
     int count;
     conv_shape shapes[CONV_CACHE_MAX];
     int accumulate_dx[CONV_CACHE_MAX], has_dx[CONV_CACHE_MAX];
+    int sm_target[CONV_CACHE_MAX];     /* the SMs the libraries were told (job_context.sm_target) */
     conv_algos algos[CONV_CACHE_MAX];  /* owns the engine plans */
 } conv_algo_cache;
 void conv_algo_cache_free(conv_algo_cache *cache);

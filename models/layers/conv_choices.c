@@ -128,13 +128,14 @@ void conv_choices_close(conv_choices *f) {
     f->fd = -1;
 }
 
-void conv_choices_device_key(char *out, size_t size, int device, size_t workspace_limit, int allow_tf32) {
+void conv_choices_device_key(char *out, size_t size, int device, int sm_target, size_t workspace_limit,
+                             int allow_tf32) {
     struct cudaDeviceProp prop;
     CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
     for (char *p = prop.name; *p; p++)
         if (*p == ' ' || *p == '\t') *p = '_';
-    snprintf(out, size, "gpu=%s/%dsm cudnn=%zu ws=%zu tf32=%d", prop.name, prop.multiProcessorCount,
-             cudnnGetVersion(), workspace_limit, allow_tf32);
+    snprintf(out, size, "gpu=%s/%dsm told=%d cudnn=%zu ws=%zu tf32=%d", prop.name, prop.multiProcessorCount,
+             sm_target, cudnnGetVersion(), workspace_limit, allow_tf32);
 }
 
 /* The value kept for key (1), none (0); a file that cannot be read stops the job (exit 2). A shared

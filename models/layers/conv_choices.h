@@ -34,10 +34,13 @@ int conv_choices_put(conv_choices *f, const char *key, const char *value, char *
 /* Releases the lock and closes the file. Idempotent. */
 void conv_choices_close(conv_choices *f);
 
-/* What a choice depends on besides the layer: the GPU (name and SMs: a MIG slice is another device;
- * a green context or an MPS share is not, so a job makes the same choice alone and shared), cuDNN,
- * the workspace limit and TF32: "gpu=NAME/Nsm cudnn=V ws=BYTES tf32=0|1". */
-void conv_choices_device_key(char *out, size_t size, int device, size_t workspace_limit, int allow_tf32);
+/* What a choice depends on besides the layer: the GPU (name and SMs: a MIG slice is another device),
+ * the SMs the libraries were told (a green context's or an MPS share's, job_context.sm_target; 0:
+ * none), so a choice made for the whole GPU is never taken in a partition of another size nor the
+ * other way round, cuDNN, the workspace limit and TF32:
+ * "gpu=NAME/Nsm told=T cudnn=V ws=BYTES tf32=0|1". */
+void conv_choices_device_key(char *out, size_t size, int device, int sm_target, size_t workspace_limit,
+                             int allow_tf32);
 
 /* The names of a convolution's three directions in a value, in the order of conv_direction and
  * of the depthwise layers' directions: forward, backward-data, backward-filter. */

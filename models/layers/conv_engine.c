@@ -169,11 +169,13 @@ static cudnnBackendDescriptor_t make_operation(conv_direction dir, cudnnBackendD
 
 /* Up to `max` engine configurations the heuristic `mode` proposes, best first (caller owns
  * them). A mode that has nothing for this graph proposes none. */
-static int heuristic_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode,
+static int heuristic_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode, int32_t sm_target,
                              cudnnBackendDescriptor_t *configs, int max) {
     cudnnBackendDescriptor_t heur = create_descriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     SET_ATTR(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
     SET_ATTR(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    if (sm_target > 0) /* the configurations proposed for a partition of that many SMs */
+        SET_ATTR(heur, CUDNN_ATTR_ENGINEHEUR_SM_COUNT_TARGET, CUDNN_TYPE_INT32, 1, &sm_target);
     cudnnStatus_t status = cudnnBackendFinalize(heur);
     if (status != CUDNN_STATUS_SUCCESS) {
         if (!does_not_apply(status)) CHECK_CUDNN(status);
@@ -195,7 +197,9 @@ static int heuristic_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMod
 }
 
 /* The engine behind a configuration: its global index, its numerical notes as a bit set, and a
- * name "eng<id>_k<knob type>=<value>..." that tells configurations apart (and reads in reports). */
+ * name "eng<id>_k<knob type>=<value>...[_sm<N>]" that tells configurations apart (and reads in
+ * reports); _sm<N>: the engine was made for N SMs (CUDNN_ATTR_ENGINE_SM_COUNT_TARGET), which a
+ * rebuild sets again. An engine that cannot say its target has none in its name. */
 static void describe_config(cudnnBackendDescriptor_t config, int64_t *engine_id, uint32_t *notes, char *name,
                             size_t name_size) {
     int64_t count = 0;
@@ -231,6 +235,14 @@ static void describe_config(cudnnBackendDescriptor_t config, int64_t *engine_id,
             used += snprintf(name + used, name_size - (size_t)used, "_k%d=%lld", (int)type, (long long)value);
     }
     for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; i++) destroy_descriptor(knobs[i]);
+    int32_t sms = 0;
+    engine = create_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    CHECK_CUDNN(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                         &count, &engine));
+    if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_SM_COUNT_TARGET, CUDNN_TYPE_INT32, 1, &count, &sms) ==
+            CUDNN_STATUS_SUCCESS && sms > 0 && used >= 0 && (size_t)used < name_size)
+        snprintf(name + used, name_size - (size_t)used, "_sm%d", (int)sms);
+    destroy_descriptor(engine);
 }
 
 /* A finalized plan and its workspace, or the status that says this configuration does not
@@ -331,12 +343,13 @@ static int check_inputs(conv_direction dir, const conv_shape *s, cudnnHandle_t c
 /* Times the configurations the heuristics propose for `graph` and keeps the fastest in *plan.
  * Returns 0, or -1 with a message that counts why each configuration was passed over. */
 static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph, int allow_tensor_core,
-                          int max_timed, cudnnHandle_t cudnn,
+                          int max_timed, int sm_target, cudnnHandle_t cudnn,
                           cudaStream_t stream, void *x, void *w, void *y, void *workspace, size_t workspace_limit,
                           char *err, size_t err_size) {
     cudnnBackendDescriptor_t configs[2 * MAX_CONFIGS_PER_MODE];
-    int n_configs = heuristic_configs(graph, CUDNN_HEUR_MODE_A, configs, MAX_CONFIGS_PER_MODE);
-    n_configs += heuristic_configs(graph, CUDNN_HEUR_MODE_FALLBACK, configs + n_configs, MAX_CONFIGS_PER_MODE);
+    int n_configs = heuristic_configs(graph, CUDNN_HEUR_MODE_A, sm_target, configs, MAX_CONFIGS_PER_MODE);
+    n_configs += heuristic_configs(graph, CUDNN_HEUR_MODE_FALLBACK, sm_target, configs + n_configs,
+                                   MAX_CONFIGS_PER_MODE);
     char(*keys)[KEY_SIZE] = calloc((size_t)n_configs + 1, KEY_SIZE);
     if (!keys) {
         fprintf(stderr, "conv_engine: out of host memory\n");
@@ -447,8 +460,8 @@ static cudnnStatus_t make_graph(conv_graph *g, conv_direction dir, const conv_sh
     return status;
 }
 
-int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shape *shape, int allow_tf32, float beta,
-                     cudnnHandle_t cudnn, cudaStream_t stream, void *x, void *w, void *y, void *workspace,
+int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shape *shape, int allow_tf32,
+                     int sm_target, float beta, cudnnHandle_t cudnn, cudaStream_t stream, void *x, void *w, void *y, void *workspace,
                      size_t workspace_limit, char *err, size_t err_size) {
     if (err && err_size) err[0] = '\0';
     if (!plan) return error_set(err, err_size, "conv_engine: plan is NULL");
@@ -468,8 +481,8 @@ int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shap
         /* bfloat16 data is there to run on tensor cores; float data does only with TF32 */
         int allow_tensor_core = allow_tf32 || s->data_type == CUDNN_DATA_BFLOAT16;
         int max_timed = s->data_type == CUDNN_DATA_BFLOAT16 ? MAX_TIMED_BF16 : MAX_TIMED;
-        result = search_engines(plan, g.graph, allow_tensor_core, max_timed, cudnn, stream, x, w, y, workspace,
-                                workspace_limit, err, err_size);
+        result = search_engines(plan, g.graph, allow_tensor_core, max_timed, sm_target, cudnn, stream, x, w, y,
+                                workspace, workspace_limit, err, err_size);
     } else {
         result = error_set(err, err_size, "conv_engine %s: cuDNN supports no graph for this convolution: %s",
                       conv_direction_name(dir), suite_cudnn_message(status));
@@ -483,12 +496,20 @@ int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shap
     return result;
 }
 
-/* "eng<id>_k<type>=<value>...", as describe_config writes it: the engine and up to max knobs. */
-static int parse_name(const char *name, int64_t *engine_id, int *knob_types, int64_t *knob_values, int max) {
+/* "eng<id>_k<type>=<value>...[_sm<N>]", as describe_config writes it: the engine, up to max knobs
+ * and the SM count it was made for (*sms, 0: none). */
+static int parse_name(const char *name, int64_t *engine_id, int *knob_types, int64_t *knob_values, int max,
+                      int32_t *sms) {
     long long id, value;
-    int type, used = 0, count = 0;
+    int type, used = 0, count = 0, target = 0;
+    *sms = 0;
     if (sscanf(name, "eng%lld%n", &id, &used) != 1 || id < 0) return -1;
     for (const char *p = name + used; *p; p += used) {
+        if (!strncmp(p, "_sm", 3)) {
+            if (sscanf(p, "_sm%d%n", &target, &used) != 1 || target < 1 || p[used]) return -1;
+            *sms = target;
+            continue;
+        }
         if (count == max || sscanf(p, "_k%d=%lld%n", &type, &value, &used) != 2) return -1;
         knob_types[count] = type, knob_values[count++] = value;
     }
@@ -506,10 +527,12 @@ int conv_engine_rebuild(conv_engine_plan *plan, conv_direction dir, const conv_s
     if (check_inputs(dir, shape, cudnn, x, w, y, NULL, 0, err, err_size)) return -1;
     int knob_types[CUDNN_KNOB_TYPE_COUNTS];
     int64_t knob_values[CUDNN_KNOB_TYPE_COUNTS], engine_id;
-    int knobs = parse_name(name, &engine_id, knob_types, knob_values, CUDNN_KNOB_TYPE_COUNTS);
+    int32_t sms = 0;
+    int knobs = parse_name(name, &engine_id, knob_types, knob_values, CUDNN_KNOB_TYPE_COUNTS, &sms);
     if (knobs < 0)
-        return error_set(err, err_size, "conv_engine %s: \"%s\" is not an engine's name (eng<id>_k<knob>=<value>...)",
-                    conv_direction_name(dir), name);
+        return error_set(err, err_size,
+                         "conv_engine %s: \"%s\" is not an engine's name (eng<id>_k<knob>=<value>...[_sm<N>])",
+                         conv_direction_name(dir), name);
     void *buffers[3] = {x, w, y};
     for (int i = 0; i < 3; i++) plan->alignment[i] = pointer_alignment(buffers[i]);
     conv_graph g = {0};
@@ -520,6 +543,8 @@ int conv_engine_rebuild(conv_engine_plan *plan, conv_direction dir, const conv_s
     cudnnBackendDescriptor_t engine = create_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
     SET_ATTR(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g.graph);
     SET_ATTR(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &engine_id);
+    if (sms > 0) /* made for a partition's SMs, as the heuristics made it */
+        SET_ATTR(engine, CUDNN_ATTR_ENGINE_SM_COUNT_TARGET, CUDNN_TYPE_INT32, 1, &sms);
     cudnnBackendDescriptor_t choices[CUDNN_KNOB_TYPE_COUNTS] = {0}, config = NULL;
     int64_t workspace = 0;
     status = cudnnBackendFinalize(engine);

@@ -32,7 +32,7 @@ typedef struct conv_engine_plan {
     size_t workspace_bytes;
     float ms;                  /* median of the timed runs */
     int64_t engine_id;         /* cuDNN's global engine index */
-    char name[64];             /* "eng<id>_k<knob>=<value>...", as cudnn_frontend tags plans */
+    char name[96];             /* "eng<id>_k<knob>=<value>...[_sm<N>]", as cudnn_frontend tags plans */
     uint32_t numerical_notes;  /* bit (1 << cudnnBackendNumericalNote_t) per note the engine has */
     int candidates_timed;      /* how many plans were measured to choose this one */
     int64_t alignment[3];      /* byte alignment promised for x, w, y; checked on every run */
@@ -42,15 +42,17 @@ typedef struct conv_engine_plan {
  * buffers x, w, y: input, filter and output of the forward convolution (backward-data writes
  * dx into x and reads dy from y; backward-filter writes dw into w). Their contents may be
  * overwritten. Timing runs on `stream` (the handle's own stream is restored afterwards);
- * `workspace` must hold workspace_limit bytes. Returns 0 with *plan filled, or -1 with a message
+ * `workspace` must hold workspace_limit bytes. sm_target > 0: the heuristics propose configurations
+ * for a partition of that many SMs (CUDNN_ATTR_ENGINEHEUR_SM_COUNT_TARGET; 0: the device's). Returns 0 with *plan filled, or -1 with a message
  * in err when the input is unusable or no engine works (the caller then keeps the legacy path);
  * *plan is then empty and conv_engine_destroy on it is harmless. */
 int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shape *shape,
-                     int allow_tf32, float beta, cudnnHandle_t cudnn, cudaStream_t stream,
+                     int allow_tf32, int sm_target, float beta, cudnnHandle_t cudnn, cudaStream_t stream,
                      void *x, void *w, void *y, void *workspace, size_t workspace_limit,
                      char *err, size_t err_size);
 
-/* The plan named `name` (a conv_engine_plan's name: engine and knob choices) for the same
+/* The plan named `name` (a conv_engine_plan's name: engine, knob choices and the SM count the engine
+ * was made for, which it is made for again) for the same
  * convolution, rebuilt without timing anything: a choice kept from an earlier search
  * (conv_choices.h). ms is recorded as the plan's time. Returns 0 with *plan filled, or -1 with err
  * when this cuDNN cannot build it here (the caller searches then); *plan is then empty. */

@@ -265,7 +265,8 @@ static int restore_kept(void *user, const char *value, char *err, size_t err_siz
 /* The layer's paths: the choice kept for this key in SUITE_CONV_CHOICES' file, else measured. */
 static void choose(depthwise_layer *d, void *y, const void *x, void *dx, job_context *ctx) {
     char device[256], key[512];
-    conv_choices_device_key(device, sizeof device, ctx->device, ctx->workspace_limit, ctx->allow_tf32);
+    conv_choices_device_key(device, sizeof device, ctx->device, ctx->sm_target.sms, ctx->workspace_limit,
+                            ctx->allow_tf32);
     const char *forced = knob_text(KNOB_DEPTHWISE_PATH);
     snprintf(key, sizeof key, "depthwise %s path=%s %s n%d %dx%d c%d s%d dx=%d", device,
              forced && *forced ? forced : "auto", is_half(d) ? "bf16" : "f32", d->batch, d->h_in, d->w_in,
@@ -324,14 +325,32 @@ void depthwise_layer_setup(depthwise_layer *d, void *y, const void *x, void *dx,
 
 /* ---- passes ---------------------------------------------------------------------------------*/
 
+/* One direction, marked for the kernel trace (models/core/kernel_scope.h): its FLOPs are the
+ * forward's, its bytes one input, the 3x3 weights and one output. */
+static void run_marked(depthwise_layer *d, int dir, void *y, const void *x, void *dx, const void *dy,
+                       job_context *ctx) {
+    static const kernel_pass pass[3] = {[DEPTHWISE_FORWARD] = KPASS_FORWARD, [DEPTHWISE_BACKWARD_DATA] = KPASS_DGRAD,
+                                        [DEPTHWISE_BACKWARD_FILTER] = KPASS_WGRAD};
+    static const kernel_class cls[3] = {[DEPTHWISE_FORWARD] = KCLASS_CONV_FWD,
+                                        [DEPTHWISE_BACKWARD_DATA] = KCLASS_CONV_DGRAD,
+                                        [DEPTHWISE_BACKWARD_FILTER] = KCLASS_CONV_WGRAD};
+    double e = (double)elem_bytes(d->type), in = (double)d->batch * d->channels * d->h_in * d->w_in;
+    double out = (double)d->batch * d->channels * d->h_out * d->w_out;
+    int token = ctx->scopes ? kernel_scope_enter(ctx->scopes, d->weight, NULL, pass[dir], cls[dir],
+                                                 depthwise_layer_flops(d), (in + out + 9.0 * d->channels) * e)
+                            : -1;
+    run(d, dir, d->choice.path[dir], y, x, dx, dy, ctx);
+    kernel_scope_leave(token);
+}
+
 void depthwise_layer_forward(depthwise_layer *d, void *y, const void *x, job_context *ctx) {
-    run(d, DEPTHWISE_FORWARD, d->choice.path[DEPTHWISE_FORWARD], y, x, NULL, NULL, ctx);
+    run_marked(d, DEPTHWISE_FORWARD, y, x, NULL, NULL, ctx);
 }
 
 void depthwise_layer_backward(depthwise_layer *d, void *dx, const void *dy, const void *x, job_context *ctx) {
-    run(d, DEPTHWISE_BACKWARD_FILTER, d->choice.path[DEPTHWISE_BACKWARD_FILTER], NULL, x, NULL, dy, ctx);
+    run_marked(d, DEPTHWISE_BACKWARD_FILTER, NULL, x, NULL, dy, ctx);
     context_grad_ready(ctx, d->weight);
-    if (dx) run(d, DEPTHWISE_BACKWARD_DATA, d->choice.path[DEPTHWISE_BACKWARD_DATA], NULL, NULL, dx, dy, ctx);
+    if (dx) run_marked(d, DEPTHWISE_BACKWARD_DATA, NULL, NULL, dx, dy, ctx);
 }
 
 void depthwise_layer_destroy(depthwise_layer *d) {

@@ -34,6 +34,7 @@ static void lt_matmul_init(lt_matmul *mm, int m, int n, int k, int trans_a, int 
                            int ldb, int ldc, int bias_epilogue, elem_type ab, elem_type c, job_context *ctx) {
     cublasComputeType_t compute = ctx->allow_tf32 && ab == ELEM_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     CHECK_CUBLAS(cublasLtMatmulDescCreate(&mm->desc, compute, CUDA_R_32F));
+    context_tell_matmul(ctx, mm->desc); /* a partition's SMs, before the heuristic below */
     cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(mm->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(mm->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
@@ -104,15 +105,32 @@ void linear_setup(linear_layer *l, job_context *ctx) {
     else fill_float(l->ones, 1.0f, (size_t)n, ctx->stream);
 }
 
+/* Marks a pass's matmuls for the kernel trace (models/core/kernel_scope.h): the backward's weight and
+ * bias gradients (wgrad) apart from its input gradient (dgrad); bytes: the inputs, the weight and
+ * the output once (the logits are float32). */
+static int mark(const linear_layer *l, kernel_pass pass, const job_context *ctx) {
+    if (!ctx->scopes) return -1;
+    double e = (double)elem_bytes(l->type), x = (double)l->batch * l->in_features;
+    double y = (double)l->batch * l->out_features * (pass == KPASS_FORWARD ? sizeof(float) : e);
+    double w = (double)l->in_features * l->out_features * (l->type == ELEM_BF16 ? e : sizeof(float));
+    return kernel_scope_enter(ctx->scopes, l->weight, NULL, pass, KCLASS_GEMM, linear_flops(l), x * e + y + w);
+}
+
 void linear_forward(linear_layer *l, float *y, const void *x, job_context *ctx) {
+    int token = mark(l, KPASS_FORWARD, ctx);
     lt_matmul_run(&l->forward, y, l->run_weight, x, l->bias, ctx);
+    kernel_scope_leave(token);
 }
 
 void linear_backward(linear_layer *l, void *dx, const void *dy, const void *x, job_context *ctx) {
+    int token = mark(l, KPASS_WGRAD, ctx);
     lt_matmul_run(&l->grad_weight, l->run_weight_grad, x, dy, NULL, ctx);
     lt_matmul_run(&l->grad_bias, l->bias_grad, dy, l->ones, NULL, ctx);
+    kernel_scope_leave(token);
     context_grad_ready(ctx, l->weight), context_grad_ready(ctx, l->bias);
+    token = dx ? mark(l, KPASS_DGRAD, ctx) : -1;
     if (dx) lt_matmul_run(&l->grad_input, dx, l->run_weight, dy, NULL, ctx);
+    kernel_scope_leave(token);
 }
 
 void linear_destroy(linear_layer *l) {

@@ -18,6 +18,7 @@
 #include "base/spread.h"
 #include "data/data_check.h"
 #include "kernels/check.h"
+#include "runner/train/job_trace.h"
 #include "runner/train/step_window.h"
 #include "runner/train/workload.h"
 
@@ -39,6 +40,7 @@ typedef struct job {
     step_windows win;         /* --window-protocol: the runner's windows (step_window.h) */
     line_reader commands;/* ... and its commands on stdin (a process of its own) */
     int stop;                 /* the window protocol: leave after this step (agreed among ranks) */
+    job_trace *trace;         /* --kernels: the traced window's kernels (job_trace.h); NULL: none */
 } job;
 
 /* Each step's end on the GPU, read back without waiting on it: an event is recorded after every
@@ -67,6 +69,7 @@ static int dry_run(job *j) {
         cJSON_AddNumberToObject(e, "flops_per_step", w->ops->flops_per_step(w));
         cJSON_AddNumberToObject(e, "samples_per_epoch", (double)j->o->synthetic_count);
         cJSON_AddItemToObject(e, "footprint", train_footprint_json(&f));
+        cJSON_AddItemToObject(e, "sm_target", train_sm_target_dry_json());
         train_emit(j->ev, e);
     } else {
         w->ops->print_plan(w, stdout);
@@ -112,8 +115,10 @@ static void ring_resolve_next(job *j, step_ring *r) {
         r->step_ms = grown, r->ms_cap = cap;
     }
     r->step_ms[step - 1] = ms;
-    if (j->o->window_protocol && step_windows_add(&j->win, r->anchor_wall + from_anchor / 1000.0, ms) != 0)
+    double t_end = r->anchor_wall + from_anchor / 1000.0;
+    if (j->o->window_protocol && step_windows_add(&j->win, t_end, ms) != 0)
         exit(train_fail(j->ev, 1, "out of host memory for the window's steps"));
+    job_trace_step(j->trace, t_end, ms); /* the first step after a traced window ends its trace */
 }
 
 /* After step `recorded` was queued: reads back what is complete, never waiting. */
@@ -144,7 +149,7 @@ static void window_between_steps(job *j, int final) {
         got = j->ev->next_command ? j->ev->next_command(j->ev->user, line, sizeof line)
                                   : line_reader_next(&j->commands, 0, line, sizeof line);
         if (got != 1) break;
-        step_windows_command(&j->win, line);
+        if (step_windows_command(&j->win, line) == 2) job_trace_begin(j->trace, j->win.trace.t0, j->win.trace.t1);
     }
     if (got < 0) j->win.stopped = 1; /* stdin ended: nothing more will come */
     for (cJSON *e; (e = step_windows_next_event(&j->win, final));) train_emit(j->ev, e);
@@ -179,6 +184,8 @@ static int run_epochs(job *j) {
         CHECK_CUDA(cudaEventSynchronize(ring.anchor));
         ring.anchor_wall = clock_unix();
         ring.recorded = ring.resolved = 0;
+        /* train run by a person: --kernels traces the last epoch (its end is known at its end) */
+        if (!window && epoch == o->epochs) job_trace_begin(j->trace, t_start, INFINITY);
         long steps = 0;
         loader_batch b;
         int got = 0, diverged = 0;
@@ -217,6 +224,7 @@ static int run_epochs(job *j) {
         CHECK_CUDA(cudaStreamSynchronize(stream));
         double t_end = clock_unix(), cpu_end = process_cpu_seconds();
         while (ring.resolved < ring.recorded) ring_resolve_next(j, &ring);
+        if (!window && epoch == o->epochs) job_trace_finish(j->trace, t_end);
         if (window) window_between_steps(j, 0);
         long timed = steps;
         float *step_ms = ring.step_ms;
@@ -258,6 +266,8 @@ static int run_epochs(job *j) {
         done += steps;
     }
     if (window && status == 0) window_between_steps(j, 1); /* stopped: every window is final */
+    /* stopped before a step completed after the traced window: it ends with what it holds */
+    if (window && j->win.traced) job_trace_finish(j->trace, j->win.trace.t1);
     CHECK_CUDA(cudaEventDestroy(ring.anchor));
     for (int i = 0; i < STEP_RING; i++) CHECK_CUDA(cudaEventDestroy(ring.marks[i]));
     free(ring.step_ms);
@@ -288,8 +298,10 @@ static int train_workload(job *j, const context_place *place, char *err, size_t 
     const train_options *o = j->o;
     if (train_options_check_files(o, err, err_size) != 0) return fail(j, 2, err);
     if (w->ops->open_data(w, err, err_size) != 0) return fail(j, 2, err);
+    j->trace = job_trace_open(o, j->ev); /* before the GPU work: its streams and its capture are seen */
     int rc = w->ops->start(w, place, err, err_size);
     if (rc != 0) return fail(j, rc, err);
+    job_trace_attach(j->trace, w->ctx, w->params);
     if (o->load[0] && w->ops->load(w, o->load, err, err_size) != 0) return fail(j, 2, err);
     if ((rc = w->ops->prepare(w, err, err_size)) != 0) return fail(j, rc, err);
     emit_setup(j);
@@ -318,6 +330,7 @@ int train_job_run(const train_options *options, const train_events *events, cons
     else if (options->dry_run && train_options_check_files(options, err, sizeof err) != 0) rc = fail(&j, 2, err);
     else if (options->dry_run) rc = dry_run(&j);
     else rc = train_workload(&j, place, err, sizeof err);
+    job_trace_close(j.trace); /* before the workload's end frees the context it marks */
     j.w.ops->end(&j.w);
     step_windows_free(&j.win);
     return rc;

@@ -61,6 +61,12 @@ int step_windows_command(step_windows *w, const char *line) {
         w->stopped = 1;
         return 1;
     }
+    if (sscanf(line, "trace %lf %lf %c", &t0, &t1, &tail) == 2) {
+        if (!(t1 > t0) || w->traced) return -1;
+        w->trace = (step_window_span){t0, t1, 0};
+        w->traced = 1;
+        return 2;
+    }
     if (sscanf(line, "window %lf %lf %c", &t0, &t1, &tail) != 2 || !(t1 > t0) || w->window_count == STEP_WINDOW_MAX)
         return -1;
     w->windows[w->window_count++] = (step_window_span){t0, t1, 0};

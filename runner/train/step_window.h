@@ -16,7 +16,11 @@
  *   {"event":"steps","window":K,"first":F,"ms":[12.345,...]}   ("epoch":K for an epoch's)
  * the times in ms (3 decimals) of its steps F+1, F+2, ... in completion order. Short lines: a fast
  * job's window holds thousands of steps, and the runner parses lines up to 16 KiB
- * (runner/suite/jobs/jobs.h, JOB_LINE_MAX). */
+ * (runner/suite/jobs/jobs.h, JOB_LINE_MAX).
+ *
+ * With train --kernels, after the measured windows the runner names one traced window, "trace T0
+ * T1" (the same clock): the job records its kernels over it (runner/train/job_trace.h); the line
+ * is kept here for the job to take. */
 #ifndef SUITE_STEP_WINDOW_H
 #define SUITE_STEP_WINDOW_H
 
@@ -46,6 +50,8 @@ typedef struct step_windows {
     step_window_span windows[STEP_WINDOW_MAX];
     int window_count;
     int stopped;                     /* "stop" (or the end of stdin) arrived */
+    step_window_span trace;          /* the traced window ("trace T0 T1"); reported: taken by the job */
+    int traced;                      /* a trace line arrived */
     /* the window being reported: its steps' times go out first, then its event */
     cJSON *report;                   /* its "window" event; NULL when none is being reported */
     int report_window;
@@ -58,7 +64,8 @@ void step_windows_free(step_windows *w);
 /* A step that completed at t_end after ms milliseconds (in completion order). 0, or -1 when out
  * of memory. */
 int step_windows_add(step_windows *w, double t_end, double ms);
-/* One line of the runner's: "window T0 T1" (0), "stop" (1; also sets stopped), else -1. */
+/* One line of the runner's: "window T0 T1" (0), "stop" (1; also sets stopped), "trace T0 T1" (2;
+ * sets trace, once: a second is -1), else -1. */
 int step_windows_command(step_windows *w, const char *line);
 /* The next event of a window whose figures are final (a step completed after its T1, or final: no
  * more steps come): its "steps" events, then its "window" event; NULL when none. Each window is

@@ -9,7 +9,9 @@
 #include <cudnn.h>
 
 #include "base/clock.h"
+#include "base/sm_target.h"
 #include "kernels/check.h"
+#include "kernels/knobs.h"
 
 void train_emit(const train_events *ev, cJSON *event) {
     if (ev->json) {
@@ -75,10 +77,35 @@ int train_add_device_fields(cJSON *event, int device, char *name, size_t name_si
 int train_add_place_fields(cJSON *event, const job_context *ctx, char *name, size_t name_size, int *mps) {
     int sms = train_add_device_fields(event, ctx->device, name, name_size, mps);
     cJSON_AddBoolToObject(event, "green", ctx->green != NULL);
+    cJSON_AddItemToObject(event, "sm_target", train_sm_target_json(&ctx->sm_target));
     if (!ctx->green) return sms;
     cJSON_ReplaceItemInObject(event, "sm_count", cJSON_CreateNumber(ctx->sm_count));
     cJSON_AddNumberToObject(event, "device_sm_count", sms);
     return ctx->sm_count;
+}
+
+cJSON *train_sm_target_json(const context_sm_target *t) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "sms", t->sms);
+    cJSON_AddStringToObject(o, "from", sm_target_from_name(t->from));
+    if (t->percent) {
+        cJSON_AddNumberToObject(o, "percent", t->percent);
+        cJSON_AddNumberToObject(o, "device_sms", t->device_sms);
+        cJSON_AddNumberToObject(o, "context_sms", t->context_sms);
+    }
+    return o;
+}
+
+cJSON *train_sm_target_dry_json(void) {
+    int percent = sm_target_percent(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    int share = percent > 0 && percent < 100;
+    /* an MPS share is reported by the device itself (base/sm_target.h): nothing will be told */
+    sm_target_from from = share ? SM_TARGET_SEEN : SM_TARGET_WHOLE;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "sms", 0);
+    cJSON_AddStringToObject(o, "from", sm_target_from_name(from));
+    if (share) cJSON_AddNumberToObject(o, "percent", percent);
+    return o;
 }
 
 void train_progress_tick(const train_events *ev, train_progress *p, int epoch, long step, long steps,
@@ -125,6 +152,7 @@ cJSON *train_setup_event(const char *model, double params, double footprint_byte
     cJSON_AddNumberToObject(e, "footprint_bytes", footprint_bytes);
     cJSON_AddNumberToObject(e, "flops_per_step", flops_per_step);
     *sms = train_add_place_fields(e, ctx, device, device_size, mps);
+    cJSON_AddNumberToObject(e, "workspace_bytes", (double)ctx->workspace_bytes); /* cuDNN's and cuBLASLt's, as chosen */
     cJSON_AddNumberToObject(e, "steps_per_epoch", (double)steps_per_epoch);
     cJSON_AddStringToObject(e, "data", data);
     cJSON_AddStringToObject(e, "data_source", data_source);

@@ -38,6 +38,16 @@ int train_add_device_fields(cJSON *event, int device, char *name, size_t name_si
  * "green" is true. Returns the SMs the job may use. */
 int train_add_place_fields(cJSON *event, const job_context *ctx, char *name, size_t name_size, int *mps);
 
+/* What the job's libraries were told of its SMs (models/core/context.h's context_sm_target), as the
+ * setup event's "sm_target": {"sms": told (0: nothing, the device's count), "from": whole | green |
+ * mps | seen | off, and for an MPS share "percent", "device_sms" (the count the device reports to the client) and "context_sms" (the
+ * driver's)}. */
+cJSON *train_sm_target_json(const context_sm_target *t);
+/* The same as the dry run can say it without a GPU: from this process's environment (SUITE_SM_TARGET,
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), "sms" 0 where nothing would be told and null for a share,
+ * whose count needs the device (the rule of base/sm_target.h over its SMs). */
+cJSON *train_sm_target_dry_json(void);
+
 /* In-epoch progress for long epochs: a "progress" event (epoch, step, steps, samples/s so far,
  * eta_s of the epoch) at most every TRAIN_PROGRESS_S seconds. One train_progress per epoch,
  * zeroed at its start; call after every step. */
@@ -55,7 +65,7 @@ typedef struct train_footprint {
 cJSON *train_footprint_json(const train_footprint *f);
 
 /* The "setup" event's fields every job has (event, model, params, footprint_bytes, flops_per_step,
- * where it runs, steps_per_epoch, data, data_source), not emitted yet: the workload adds its
+ * where it runs and the SMs its libraries were told, workspace_bytes, steps_per_epoch, data, data_source), not emitted yet: the workload adds its
  * own. The device's name and SMs and whether it runs under MPS come back for the human line. */
 cJSON *train_setup_event(const char *model, double params, double footprint_bytes, double flops_per_step,
                          const job_context *ctx, long steps_per_epoch, const char *data, const char *data_source,

@@ -11,6 +11,7 @@
 #include "models/core/safetensors.h"
 #include "base/output_path.h"
 #include "runner/cli.h"
+#include "runner/train/kernel_files.h"
 #include "runner/train/train_rules.h"
 
 #define DATA_SETS "synthetic, fashion-mnist, cifar10, imagenet64, imagenet, criteo-kaggle, criteo-terabyte"
@@ -91,6 +92,9 @@ static const cli_option OPTIONS[] = {
     {"--seed", "N", "random seed", CLI_INT(T, seed, 0, 1LL << 62), .fallback = "0"},
     {"--save", "FILE", "write a safetensors checkpoint at the end", CLI_TEXT(T, save)},
     {"--load", "FILE", "start from a safetensors checkpoint", CLI_TEXT(T, load)},
+    {"--kernels", "PREFIX", "time every kernel in place (CUPTI) over one window, named by layer, pass and class: "
+     "with --window-protocol the runner's \"trace T0 T1\" after the measured windows, else the last epoch; writes "
+     "PREFIX.kernels.csv and PREFIX.intervals.csv and a kernels event", CLI_TEXT(T, kernels)},
     {"--eval", NULL, "test-set accuracy after each epoch", CLI_FLAG(T, eval, 1)},
     {"--json", NULL, "one JSON event per line on stdout", CLI_FLAG(T, json, 1)},
     {"--dry-run", NULL, "no GPU: parameters and the planned GPU footprint", CLI_FLAG(T, dry_run, 1)},
@@ -310,6 +314,11 @@ int train_options_parse(train_options *o, int argc, char **argv, char *err, size
                  rank_env_launcher_name(o->launcher), o->window_protocol ? "--window-protocol" : "--wait-go");
         return -1;
     }
+    if (o->kernels[0] && (o->gpus || o->launcher)) {
+        snprintf(err, err_size, "--kernels with %s: a data-parallel job's kernels run in several processes, and the "
+                 "trace is one process's; trace the job on one GPU", o->gpus ? "--gpus" : "--launcher");
+        return -1;
+    }
     if (o->window_protocol && !o->wait_go) {
         snprintf(err, err_size, "--window-protocol goes with --wait-go (the runner's commands come after \"go\")");
         return -1;
@@ -329,5 +338,11 @@ int train_options_check_files(const train_options *o, char *err, size_t err_size
     const char *inputs[] = {o->load, o->data_root, NULL};
     const output_path_rule save = {"--save", OUTPUT_PATH_FILE, inputs, ".safetensors"};
     if (o->save[0] && output_path_check(&save, o->save, err, err_size) != 0) return -1;
+    /* --kernels' two files, each by the same rule */
+    const output_path_rule kernels = {"--kernels", OUTPUT_PATH_FILE, inputs, ".csv"};
+    char files[2][1100];
+    kernel_files_paths(o->kernels, files[0], files[1], sizeof files[0]);
+    for (int i = 0; o->kernels[0] && i < 2; i++)
+        if (output_path_check(&kernels, files[i], err, err_size) != 0) return -1;
     return 0;
 }

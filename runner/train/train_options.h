@@ -44,6 +44,7 @@ typedef struct train_options {
     int momentum_set, optimizer_set;
     uint64_t seed;
     char save[1024], load[1024];
+    char kernels[1024];       /* --kernels PREFIX: the traced window's files (runner/train/job_trace.h); "": none */
     int eval, json, dry_run, wait_go, use_graph, allow_tf32, device, workers;
     int window_protocol;      /* after warm-up, train until "stop" and report windows (step_window.h) */
     long warmup_steps;        /* window protocol: the warm-up epoch's steps (0: a whole epoch) */

@@ -333,9 +333,12 @@ static void step(workload *w, const loader_batch *b, long index) {
         batch_upload *u = &j->upload;
         size_t image_bytes = upload_bytes(j->opt) - (size_t)j->opt->batch * sizeof(int32_t);
         CHECK_CUDA(cudaStreamWaitEvent(u->stream, j->copied, 0));
+        int token = kernel_scope_enter(j->s.ctx.scopes, NULL, "input.upload", KPASS_NONE, KCLASS_COPY, 0,
+                                       (double)upload_bytes(j->opt));
         CHECK_CUDA(cudaMemcpyAsync(u->images, b->images, image_bytes, cudaMemcpyHostToDevice, u->stream));
         CHECK_CUDA(cudaMemcpyAsync(u->labels, b->labels, (size_t)j->opt->batch * sizeof(int32_t),
                                    cudaMemcpyHostToDevice, u->stream));
+        kernel_scope_leave(token);
         CHECK_CUDA(cudaEventRecord(u->done, u->stream));
         CHECK_CUDA(cudaStreamWaitEvent(stream, u->done, 0));
         images = u->images, labels = u->labels;

@@ -19,6 +19,7 @@
  *             start barrier (or one after another with MODE_SEQUENTIAL).
  *   stop      always after start, also after a failure or a signal; undoes what start did.
  *   report    the mode's own facts for run.json (daemon, instances, partitions).
+ *   sm_target the SMs each job's libraries will be told (the dry run says them).
  *   partition_key  (partitioned modes) what fixes the partition of the mix's job `job`: its SM
  *             count and memory limit. Two jobs with the same key and the same spec run alone at
  *             the same rate, so the isolation pass measures one of them. NULL: every job is
@@ -130,6 +131,11 @@ struct suite_mode {
     void (*stop)(mode_run *r);
     void (*report)(const mode_run *r, cJSON *run_json);
     void (*partition_key)(const mode_run *r, int job, char *out, size_t size);
+    /* after plan: the SMs the mix's job `job` will tell its libraries (base/sm_target.h, issue 50)
+     * as the rule predicts them; 0: none (the whole device, or a MIG instance, which is its own
+     * device); -1: a share whose count needs the device's SMs, its percentage in *percent. NULL:
+     * none for every job. The job asks the driver and its setup event says what it told. */
+    int (*sm_target)(const suite_ctx *c, int job, int *percent);
     /* after stop: what the mode itself recorded of a job's fault (the MPS server's log line),
      * evidence for the jobs taken down with it; "" when nothing */
     void (*fault_evidence)(const mode_run *r, char *out, size_t size);

@@ -184,6 +184,12 @@ static void report(const mode_run *r, cJSON *run_json) {
     if (st->have_plan) cJSON_AddItemToObject(run_json, "green_plan", plan_json(&st->plan));
 }
 
+static int sm_target(const suite_ctx *c, int job, int *percent) {
+    const green_state *st = suite_mode_state(c, &mode_green);
+    (void)percent;
+    return st->have_plan && job < st->plan.count ? st->plan.sm[job] : 0;
+}
+
 static void partition_key(const mode_run *r, int job, char *out, size_t size) {
     const green_state *st = mode_run_state(r);
     snprintf(out, size, "%d SMs", st->plan.sm[job]);
@@ -207,6 +213,7 @@ const suite_mode mode_green = {
     .stop = mode_plain_stop,
     .report = report,
     .partition_key = partition_key,
+    .sm_target = sm_target,
     .options = &OPTIONS,
     .takes = TAKES,
 };

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "base/sm_target.h"
 #include "runner/suite/plan/mig_plan.h"
 #include "runner/suite/gpu/mps.h"
 #include "runner/suite/modes/mode_run.h"
@@ -71,8 +72,7 @@ static void environment(const mode_run *r, int job, job_env *env) {
     int sm = 0;
     long long mem = 0;
     if (p) {
-        sm = (int)lround(p->sm_fraction * 100.0);
-        sm = sm < 1 ? 1 : sm > 100 ? 100 : sm;
+        sm = sm_target_percent_for(st->plan.gpu.total_sms, p->sm_fraction);
         mem = p->shared ? 0 : (long long)p->memory_bytes;  /* see the top of this file */
     }
     int queues = job_spec_may_decode_on_gpu(&r->ctx->o->mix.jobs[r->job_of[job]]) ? MPS_CLIENT_CONNECTIONS : 0;
@@ -85,6 +85,16 @@ static void partition_key(const mode_run *r, int job, char *out, size_t size) {
     if (p) snprintf(out, size, "sm %.6f, memory %llu%s", p->sm_fraction, (unsigned long long)p->memory_bytes,
                     p->shared ? " shared" : "");
     else snprintf(out, size, "whole GPU");
+}
+
+/* Its instance's share as the MPS percentage its environment gets, in SMs by the rule (which the
+ * device then reports to the client: base/sm_target.h). */
+static int sm_target(const suite_ctx *c, int job, int *percent) {
+    const emulate_state *st = suite_mode_state(c, &mode_mig_emulate);
+    const mig_planned *p = st->have_plan ? planned_for(&st->plan, job) : NULL;
+    if (!p) return 0;
+    *percent = sm_target_percent_for(st->plan.gpu.total_sms, p->sm_fraction);
+    return *percent < 100 ? sm_target_of_share(st->plan.gpu.total_sms, *percent) : 0;
 }
 
 static void stop(mode_run *r) {
@@ -122,6 +132,7 @@ const suite_mode mode_mig_emulate = {
     .stop = stop,
     .report = report,
     .partition_key = partition_key,
+    .sm_target = sm_target,
     .fault_evidence = evidence,
     .runs_as = mode_green_via,  /* --via green: the layout's SMs as green contexts */
     .takes = TAKES,

@@ -6,10 +6,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/sm_target.h"
 #include "results/results.h"
 #include "runner/mps_probe.h"
 #include "runner/suite/gpu/mps.h"
 #include "runner/suite/modes/mode_run.h"
+#include "runner/suite/plan/mig_profiles.h"
 
 extern const suite_mode mode_mps;
 
@@ -112,6 +114,18 @@ static int fit(const suite_ctx *c, char *err, size_t err_size) {
     return suite_fit(c, 0, NULL, err, err_size);
 }
 
+/* --mps-sm's share in SMs by the rule, where the GPU is one of the known tables (its SM count);
+ * elsewhere the count is the job's to find (-1). */
+static int sm_target(const suite_ctx *c, int job, int *percent) {
+    const mps_options *m = options_of(c->o);
+    if (!m->have_sm || m->sm[job] >= 100) return 0;
+    *percent = m->sm[job];
+    const mig_gpu *known = c->gpu.nvml_ok && !isnan(c->gpu.memory_bytes)
+                               ? mig_known_gpu_for_device(c->gpu.name, (unsigned long long)(c->gpu.memory_bytes / (1 << 20)))
+                               : NULL;
+    return known ? sm_target_of_share(known->total_sms, *percent) : -1;
+}
+
 static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
     const mps_options *m = options_of(c->o);
     if (json) return;
@@ -131,6 +145,7 @@ const suite_mode mode_mps = {
     .state_size = sizeof(mps_daemon),
     .fit = fit,
     .describe = describe,
+    .sm_target = sm_target,
     .start = start,
     .job_env = environment,
     .stop = stop,

@@ -220,6 +220,48 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
 
 /* --- dry run --------------------------------------------------------------------------------- */
 
+/* The SMs each job of each planned mode's libraries plan for (issue 50: mode.h's sm_target): a
+ * green partition's, told them; an MPS share's, which the device reports to the client itself
+ * (base/sm_target.h), told nothing and unchanged by SUITE_SM_TARGET. As JSON ("sm_target":
+ * {"telling": bool, "<mode>": [count or null per job]}) or as lines. */
+static int planned_sm_target(const suite_mode *m, const suite_ctx *c, int job, int telling, int *percent) {
+    int sms = m->sm_target ? m->sm_target(c, job, percent) : 0;
+    return telling || *percent ? sms : 0;
+}
+
+static void sm_targets_json(const suite_ctx *c, cJSON *root) {
+    int telling = knob_flag(KNOB_SM_TARGET);
+    cJSON *o = cJSON_AddObjectToObject(root, "sm_target");
+    cJSON_AddBoolToObject(o, "telling", telling);
+    for (int k = 0; k < c->mode_count; k++) {
+        const suite_mode *m = c->modes[k].mode;
+        cJSON *a = cJSON_AddArrayToObject(o, m->name);
+        for (int i = 0; i < c->count; i++) {
+            int percent = 0, sms = planned_sm_target(m, c, i, telling, &percent);
+            cJSON_AddItemToArray(a, sms < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(sms));
+        }
+    }
+}
+
+static void print_sm_targets(const suite_ctx *c) {
+    int telling = knob_flag(KNOB_SM_TARGET);
+    printf("SMs each job's cuBLASLt and cuDNN plan for (0: the whole device; a green partition's are told%s,\n"
+           "an MPS share's the device reports to the client itself):\n",
+           telling ? "" : ", but SUITE_SM_TARGET=0 tells none");
+    for (int k = 0; k < c->mode_count; k++) {
+        const suite_mode *m = c->modes[k].mode;
+        printf("  %s:", m->name);
+        for (int i = 0; i < c->count; i++) {
+            int percent = 0, sms = planned_sm_target(m, c, i, telling, &percent);
+            if (sms < 0) printf("%s job %d: %d%% of the device's SMs (counted at start)", i ? "," : "", i, percent);
+            else if (percent) printf("%s job %d: %d (%d%% share, seen)", i ? "," : "", i, sms, percent);
+            else printf("%s job %d: %d", i ? "," : "", i, sms);
+        }
+        printf("\n");
+    }
+    printf("\n");
+}
+
 /* The dry run's listing; a pass's (pass: NULL for none) goes into it, its check's status in
  * *checked_pass (-1 to go on). */
 static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_error, const suite_pass *pass,
@@ -246,6 +288,7 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
         for (int k = 0; k < c->mode_count; k++)
             if (c->modes[k].mode->describe) c->modes[k].mode->describe(c, stdout, root);
         if (plan_error) cJSON_AddStringToObject(root, "plan_error", plan_error);
+        sm_targets_json(c, root);
         *checked_pass = pass ? pass->check(c, NULL, root) : -1;
         char *text = cJSON_Print(root);
         if (text) printf("%s\n", text);
@@ -284,6 +327,7 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
         printf("  job %d %s: %s\n", i, o->mix.jobs[i].label, what);
     }
     printf("\n");
+    print_sm_targets(c);
     for (int k = 0; k < c->mode_count; k++) {
         const suite_planned *p = &c->modes[k];
         if (p->mode->describe) p->mode->describe(c, stdout, NULL);
