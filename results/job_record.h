@@ -41,6 +41,16 @@ typedef struct job_window {
     double train_start, train_end;  /* the job's first step's start after go, latest step's end */
 } job_window;
 
+/* The "kernels" event (run_suite --kernels; the format in results/kernel_attribution.h): the job's
+ * traced window and where its files are, or why it could not trace. */
+typedef struct job_kernels {
+    int reported;                /* 1: the event came (with files, or with error) */
+    char file[PATH_MAX];         /* PREFIX.kernels.csv as the job named it; "" when none */
+    char intervals[PATH_MAX];    /* PREFIX.intervals.csv */
+    char error[256];             /* why the job could not trace; "" when it did */
+    double kernels, dropped, steps, t0, t1, step_ms; /* NaN when the event did not say */
+} job_kernels;
+
 /* One step's time ("steps" events, runner/train/step_window.h): the window (0-based) or epoch
  * (1-based) it belongs to, -1 for the other, and its place there (1-based, completion order). */
 typedef struct job_step {
@@ -78,6 +88,7 @@ typedef struct job_record {
     int epoch_count, epochs_dropped;
     job_window windows[JOB_MAX_WINDOWS];
     int window_count;
+    job_kernels kernels;         /* the traced window (run_suite --kernels) */
     int saw_done;
     char error_message[512];
 

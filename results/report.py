@@ -4,7 +4,8 @@
 Reads what run_suite writes (summary.json, jobs.csv, steps.csv, timeline.csv, run.json,
 comparison.json and a study's study.json) from any folders given, in any nesting, and draws the
 study's figures: epoch time, SM activity and memory per mode and collocation degree (Figures
-2-4), each job's step-time distribution per mode, timelines
+2-4), each job's step-time distribution per mode, where its step goes by kernel class (traced,
+run_suite --kernels: kernels.csv, interference.csv), timelines
 with job phase markers (Figures 5 and 9), energy per run and per sample (Figure 6), the
 comparison table, the paper's own findings next to ours, and each run's provenance.
 
@@ -25,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key, precision_pairs, read_json, run_kind, short_workload, solo_makespans, solo_times, unfinished_runs, workload_title  # noqa: E402
 from report_figures import figure_energy, figure_mix_progress, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
 from report_steps import CDF_POINTS, STEP_P99_MIN, figure_step_cdf  # noqa: E402
+from report_kernels import kernels_section  # noqa: E402
 from report_html import (CSS, comparison_table, esc, findings_section, glossary, precision_table,  # noqa: E402
                          provenance, study_cards_note)
 
@@ -98,6 +100,7 @@ def build(paths, reference_path):
         elif rs:
             body.append("<p class=note>No step-time distributions: these run folders have no steps.csv (written "
                         "before run_suite kept each step's time).</p>")
+        kernels_section(plt, rs, emit, body, esc)
         body.append(comparison_table(rs, wc, solo, solo_whole))
 
     pairs = precision_pairs(runs)

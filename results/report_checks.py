@@ -166,9 +166,15 @@ def check_list(obj, key, spec, path, where=""):
 # --- CSV ---------------------------------------------------------------------------------------
 
 # The columns of run_suite's CSV files that hold text; every other column holds numbers, all of
-# them 0 or more (times, rates, bytes, counts, 0/1 flags), or nothing (not measured).
-TEXT_COLUMNS = {"jobs.csv": {"label", "model", "data", "status", "reason", "device"},
-                "timeline.csv": {"unit", "markers"}, "steps.csv": {"label"}}
+# them 0 or more (times, rates, bytes, counts, 0/1 flags) but the differences below, or nothing
+# (not measured).
+TEXT_COLUMNS = {"jobs.csv": {"label", "model", "data", "status", "reason", "device", "kernels_file", "kernels_error"},
+                "timeline.csv": {"unit", "markers"}, "steps.csv": {"label"},
+                "kernels.csv": {"mode", "label", "level", "class", "layer", "pass", "bound", "alone_source",
+                                "measurement"},
+                "interference.csv": {"mode", "job", "label", "class", "beside", "measurement"}}
+# Columns that hold differences, which may be below 0 (a class that ran faster shared than alone).
+SIGNED_COLUMNS = {"kernels.csv": {"delta_ms", "share_of_slowdown"}}
 
 
 def read_csv(path):
@@ -180,6 +186,7 @@ def read_csv(path):
     except (csv.Error, UnicodeDecodeError) as e:
         raise ReportError(f"{path}: not a CSV file ({e})")
     text = TEXT_COLUMNS.get(os.path.basename(path), set())
+    signed = SIGNED_COLUMNS.get(os.path.basename(path), set())
     for n, row in enumerate(rows, start=2):  # the header is row 1
         for col, cell in row.items():
             if not isinstance(col, str) or col in text or not isinstance(cell, str) or not cell.strip():
@@ -188,9 +195,9 @@ def read_csv(path):
                 v = float(cell)
             except ValueError:
                 v = None
-            if v is None or not (math.isfinite(v) and 0 <= v < ABSURD):
+            if v is None or not (math.isfinite(v) and (0 <= v or col in signed) and abs(v) < ABSURD):
                 raise ReportError(f"{path}: row {n}, column '{col}': {cell.strip()[:60]!r} is not a finite number "
-                                  f"(expected 0 or more, below {ABSURD:g})")
+                                  f"(expected {'one' if col in signed else '0 or more'}, below {ABSURD:g})")
     return rows
 
 

@@ -1,6 +1,7 @@
 /* Results files and tables of a run (see results.h). */
 #define _GNU_SOURCE
 #include "results/results.h"
+#include "results/kernel_trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -417,6 +418,7 @@ int results_load_baseline(const char *dir, const char *baseline_mode, const job_
     if (rc == 0) {
         b->known = 1;
         snprintf(b->source, sizeof b->source, "%s", dir);
+        snprintf(b->dir, sizeof b->dir, "%s", dir);
         b->makespan_s = get_number(root, "makespan_s");
         b->energy_j = get_number(root, "energy_j");
         b->job_count = count;
@@ -452,6 +454,8 @@ int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, c
                "energy_per_sample_j,solo_in_partition_samples_per_s,interference_ratio,timed_cpu_cores,"
                "timed_host_decoded");
     if (s->window_length_s > 0) results_window_csv_header(f);
+    int traced = ktrace_any_reported(jobs, count);
+    if (traced) ktrace_csv_header(f);
     fputc('\n', f);
     for (int i = 0; i < count; i++) {
         const job_record *j = &jobs[i];
@@ -505,6 +509,7 @@ int results_write_jobs_csv(const char *dir, const job_record *jobs, int count, c
             results_csv_number(f, more[k], decimals[k]);
         }
         if (s->window_length_s > 0) results_window_csv_row(f, j, s, i);
+        if (traced) ktrace_csv_row(f, j);
         fputc('\n', f);
     }
     return results_text_commit(&t, dir, "jobs.csv", err, err_size);
@@ -598,6 +603,8 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
         int timed = results_timed_epoch(j);
         results_json_number(o, "timed_cpu_cores", timed >= 0 ? j->epochs[timed].cpu_cores : NAN);
         results_json_number(o, "timed_host_decoded", timed >= 0 ? j->epochs[timed].host_decoded : NAN);
+        cJSON *traced = ktrace_event_json(j);
+        if (traced) cJSON_AddItemToObject(o, "kernels", traced);
         results_json_number(o, "samples", s->samples[i]);
         results_json_number(o, "go_t", s->go_t[i]);
         results_json_number(o, "end_t", s->end_t[i]);

@@ -13,6 +13,7 @@
 typedef struct serial_baseline {
     int known;
     char source[PATH_MAX];
+    char dir[PATH_MAX];                         /* the serial run's folder (its traced files); "" unknown */
     double makespan_s, energy_j;                /* NaN when unknown */
     int job_count;
     double solo_timed_s[MIX_MAX_JOBS];          /* each job's timed epoch, alone */

@@ -16,10 +16,17 @@
  *     ignore_term     ignore SIGTERM (the runner must escalate to SIGKILL)
  *     no_done         exit 0 without the done event
  *     footprint=B     bytes reported as the total by --dry-run (default 1 GiB)
+ *     trace_error     answers the runner's "trace" line with a kernels event that says it cannot trace
  *   FAKE_TRAIN_RECORD=DIR   write DIR/<pid>.txt with argv and the CUDA_*, NCCL_* and SUITE_CONV_*
  *                           environment
  * It reports "mps":1 when $CUDA_MPS_PIPE_DIRECTORY holds a control socket, as a CUDA program
  * would find a daemon there.
+ *
+ * With --kernels PREFIX (run_suite --kernels) it answers the window protocol's "trace T0 T1" as train
+ * does (the format in results/kernel_trace.h): once a step has completed after T1 it writes
+ * PREFIX.kernels.csv and PREFIX.intervals.csv of synthetic but plausible kernels (a ResNet block's
+ * scopes and classes, the weight gradients on a second stream beside the data gradients, a gap at
+ * each step's start) laid over the steps that completed in [T0, T1], and sends its "kernels" event.
  *
  * Training prints a "progress" event after every step. With --window-protocol (run_suite's window
  * measurement) it trains past its planned epochs until "stop" on stdin, and reports each
@@ -66,11 +73,11 @@ extern char **environ;
 typedef struct behaviour {
     long setup_ms, epoch_ms, steps, footprint;
     int crash_signal, crash_epoch, fail_epoch, nan_epoch;
-    int never_ready, ignore_term, no_done, fail_in_window;
+    int never_ready, ignore_term, no_done, fail_in_window, trace_error;
 } behaviour;
 
 typedef struct options {
-    const char *model, *data, *data_root, *fault, *launcher;
+    const char *model, *data, *data_root, *fault, *launcher, *kernels;
     long batch, image_size, classes, epochs, steps;
     int json, wait_go, dry_run, have_image_size, have_classes, window_protocol;
     long warmup_steps; /* the window protocol's first epoch, where shorter */
@@ -105,6 +112,7 @@ static void apply_action(behaviour *b, const char *action) {
     else if (strcmp(action, "ignore_term") == 0) b->ignore_term = 1;
     else if (strcmp(action, "no_done") == 0) b->no_done = 1;
     else if (strcmp(action, "fail_in_window") == 0) b->fail_in_window = 1;
+    else if (strcmp(action, "trace_error") == 0) b->trace_error = 1;
     else fprintf(stderr, "fake_train: unknown FAKE_TRAIN action '%s'\n", action);
 }
 
@@ -168,6 +176,7 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(a, "--warmup-steps") == 0) o.warmup_steps = need_number(argc, argv, &i);
         else if (strcmp(a, "--dry-run") == 0) o.dry_run = 1;
         else if (strcmp(a, "--launcher") == 0 && i + 1 < argc) o.launcher = argv[++i];
+        else if (strcmp(a, "--kernels") == 0 && i + 1 < argc) o.kernels = argv[++i];
         else usage_error("unknown option ", a);
     }
     if (!o.model || !o.data) usage_error("--model and --data are required", NULL);
@@ -333,14 +342,154 @@ static void emit(cJSON *e) {
     cJSON_Delete(e);
 }
 
+/* --- the traced window (--kernels) ------------------------------------------------------------ */
+
+typedef struct fake_trace {
+    const char *prefix;          /* NULL: not asked to trace */
+    double t0, t1;
+    int armed, done;
+    double *start, *end;         /* the steps completed in [t0, t1] */
+    long count, cap;
+} fake_trace;
+
+/* One scope of the synthetic step: where its kernel lies in the step (fractions of it), its stream. */
+typedef struct fake_scope {
+    const char *layer, *pass, *cls, *kernel;
+    double from, to, flops, bytes;
+    int stream;
+} fake_scope;
+
+/* A step: a gap (the host's work: waiting), the forward, the backward with each weight gradient on
+ * a second stream beside the next data gradient, the optimizer. */
+static const fake_scope FAKE_SCOPES[] = {
+    {"conv1", "forward", "conv_fwd", "void cudnn::implicit_gemm_fwd<float, 128>(params)", 0.05, 0.17, 2.4e9, 3.2e7, 7},
+    {"bn1", "forward", "batchnorm", "bn_fw_tr_1C11_kernel_NCHW", 0.17, 0.24, 1.6e7, 9.6e7, 7},
+    {"relu", "forward", "elementwise", "relu_forward", 0.24, 0.28, 4.0e6, 6.4e7, 7},
+    {"layer1.0.conv1", "forward", "conv_fwd", "sm90_xmma_fprop_implicit_gemm", 0.28, 0.40, 2.8e9, 3.0e7, 7},
+    {"fc", "forward", "gemm", "cublasLt::gemm_tn", 0.40, 0.43, 4.1e8, 8.2e6, 7},
+    {"loss", "-", "loss", "softmax_cross_entropy", 0.43, 0.45, 2.0e6, 4.0e6, 7},
+    {"fc", "dgrad", "gemm", "cublasLt::gemm_nn", 0.45, 0.48, 4.1e8, 8.2e6, 7},
+    {"layer1.0.conv1", "dgrad", "conv_dgrad", "sm90_xmma_dgrad_implicit_gemm", 0.48, 0.62, 2.8e9, 3.0e7, 7},
+    {"layer1.0.conv1", "wgrad", "conv_wgrad", "sm90_xmma_wgrad_implicit_gemm", 0.50, 0.66, 2.8e9, 3.4e7, 8},
+    {"bn1", "backward", "batchnorm", "bn_bw_1C11_kernel_NCHW", 0.62, 0.72, 2.4e7, 1.3e8, 7},
+    {"conv1", "wgrad", "conv_wgrad", "sm90_xmma_wgrad_implicit_gemm", 0.72, 0.86, 2.4e9, 3.4e7, 8},
+    {"optimizer", "update", "optimizer", "sgd_momentum_update", 0.88, 0.96, 1.2e8, 4.8e8, 7},
+};
+#define FAKE_SCOPE_COUNT (sizeof FAKE_SCOPES / sizeof FAKE_SCOPES[0])
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A name quoted per RFC 4180 (the kernels' names hold commas). */
+static void csv_quoted(FILE *f, const char *text) {
+    fputc('"', f);
+    for (const char *p = text; *p; p++) {
+        if (*p == '"') fputc('"', f);
+        fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* The two files of the traced window, then the "kernels" event. */
+static void trace_finish(fake_trace *tr, const options *o) {
+    char path[4200], intervals[4200];
+    snprintf(path, sizeof path, "%s.kernels.csv", tr->prefix);
+    snprintf(intervals, sizeof intervals, "%s.intervals.csv", tr->prefix);
+    tr->done = 1;
+    if (tr->count == 0) {
+        printf("{\"event\":\"kernels\",\"error\":\"no step completed in the traced window\"}\n");
+        return;
+    }
+    FILE *k = fopen(path, "w"), *v = fopen(intervals, "w");
+    if (!k || !v) {
+        printf("{\"event\":\"kernels\",\"error\":\"cannot write %s: %s\"}\n", path, strerror(errno));
+        if (k) fclose(k);
+        if (v) fclose(v);
+        return;
+    }
+    double *ms = malloc((size_t)tr->count * sizeof *ms), total[FAKE_SCOPE_COUNT] = {0}, lo[FAKE_SCOPE_COUNT],
+           hi[FAKE_SCOPE_COUNT] = {0};
+    for (size_t c = 0; c < FAKE_SCOPE_COUNT; c++) lo[c] = 1e300;
+    fprintf(v, "start_ns,end_ns,scope,class,stream\n");
+    for (long i = 0; i < tr->count; i++) {
+        double step_ns = (tr->end[i] - tr->start[i]) * 1e9, base = (tr->start[i] - tr->t0) * 1e9;
+        ms[i] = step_ns / 1e6;
+        for (size_t c = 0; c < FAKE_SCOPE_COUNT; c++) { /* by start: the wgrad lane's begin inside dgrad's */
+            const fake_scope *f = &FAKE_SCOPES[c];
+            long long a = (long long)(base + f->from * step_ns), b = (long long)(base + f->to * step_ns);
+            fprintf(v, "%lld,%lld,%zu,%s,%d\n", a, b, c, f->cls, f->stream);
+            total[c] += (double)(b - a);
+            if (b - a < lo[c]) lo[c] = (double)(b - a);
+            if (b - a > hi[c]) hi[c] = (double)(b - a);
+        }
+    }
+    qsort(ms, (size_t)tr->count, sizeof *ms, by_value);
+    fprintf(k, "# job=%s\n# model=%s\n# precision=fp32\n# batch=%ld\n# device_name=Fake GPU\n# device_sms=132\n"
+            "# sm_count=132\n# clock=realtime\n# t0=%.9f\n# t1=%.9f\n# steps=%ld\n# step_ms=%.3f\n# kernels=%ld\n"
+            "# dropped=0\n# peak_flops=494700000000000\n# peak_bytes_s=3350000000000\n"
+            "scope,layer,pass,class,kernel,count,total_ns,min_ns,max_ns,flops,bytes\n",
+            o->model, o->model, o->batch, tr->t0, tr->t1, tr->count, ms[tr->count / 2],
+            tr->count * (long)FAKE_SCOPE_COUNT);
+    for (size_t c = 0; c < FAKE_SCOPE_COUNT; c++) {
+        const fake_scope *f = &FAKE_SCOPES[c];
+        fprintf(k, "%zu,%s,%s,%s,", c, f->layer, f->pass, f->cls);
+        csv_quoted(k, f->kernel);
+        fprintf(k, ",%ld,%.0f,%.0f,%.0f,%.0f,%.0f\n", tr->count, total[c], lo[c], hi[c], f->flops, f->bytes);
+    }
+    fclose(k);
+    fclose(v);
+    printf("{\"event\":\"kernels\",\"file\":\"%s\",\"intervals\":\"%s\",\"kernels\":%ld,\"dropped\":0,"
+           "\"steps\":%ld,\"t0\":%.6f,\"t1\":%.6f,\"step_ms\":%.3f}\n", path, intervals,
+           tr->count * (long)FAKE_SCOPE_COUNT, tr->count, tr->t0, tr->t1, ms[tr->count / 2]);
+    free(ms);
+}
+
+/* A step [t - ms, t] under the traced window: kept when it lies in it; the files once one ends after it. */
+static void trace_step(fake_trace *tr, const options *o, double t, double ms) {
+    if (!tr->armed || tr->done) return;
+    double start = t - ms / 1000.0;
+    if (t > tr->t1) {
+        trace_finish(tr, o);
+        return;
+    }
+    if (start < tr->t0) return;
+    if (tr->count == tr->cap) {
+        tr->cap = tr->cap ? tr->cap * 2 : 256;
+        tr->start = realloc(tr->start, (size_t)tr->cap * sizeof *tr->start);
+        tr->end = realloc(tr->end, (size_t)tr->cap * sizeof *tr->end);
+        if (!tr->start || !tr->end) fail_now("out of memory for the traced steps");
+    }
+    tr->start[tr->count] = start;
+    tr->end[tr->count++] = t;
+}
+
+/* "trace T0 T1": 1 when line is one (armed, or answered at once when it cannot trace). */
+static int trace_command(fake_trace *tr, const char *line, const behaviour *b) {
+    double t0, t1;
+    if (sscanf(line, "trace %lf %lf", &t0, &t1) != 2) return 0;
+    if (b->trace_error || !tr->prefix) {
+        printf("{\"event\":\"kernels\",\"error\":\"%s\"}\n",
+               tr->prefix ? "CUPTI cannot trace here (fake_train trace_error)" : "not started with --kernels");
+        tr->done = 1;
+        return 1;
+    }
+    tr->t0 = t0, tr->t1 = t1, tr->armed = 1;
+    return 1;
+}
+
 /* The window protocol after a step that ended at t after ms: the runner's lines are read without
  * waiting; each window whose figures are final is reported (or, with fail_in_window, the job fails
- * once it has been given one). */
-static void window_step(step_windows *win, line_reader *in, double t, double ms, const behaviour *b) {
+ * once it has been given one); a traced window is answered by trace_step. */
+static void window_step(step_windows *win, fake_trace *tr, const options *o, line_reader *in, double t, double ms,
+                        const behaviour *b) {
     step_windows_add(win, t, ms);
+    trace_step(tr, o, t, ms);
     char line[256];
     int got;
-    while ((got = line_reader_next(in, 0, line, sizeof line)) == 1) step_windows_command(win, line);
+    while ((got = line_reader_next(in, 0, line, sizeof line)) == 1)
+        if (!trace_command(tr, line, b)) step_windows_command(win, line);
     if (got < 0) win->stopped = 1; /* the runner closed stdin: nothing more will come */
     if (b->fail_in_window && win->window_count > 0) fail_now("out of memory, inside the window");
     for (cJSON *e; (e = step_windows_next_event(win, 0));) emit(e);
@@ -417,6 +566,7 @@ int main(int argc, char **argv) {
     wait_for_go(&in);
     step_windows win;
     step_windows_init(&win, (int)o.batch);
+    fake_trace trace = {.prefix = o.kernels};
     long steps = o.steps > 0 ? o.steps : b.steps, fault_step = 0;
     char fault_kind[32] = "";
     if (o.fault) {
@@ -439,7 +589,7 @@ int main(int argc, char **argv) {
             sleep_ms(b.epoch_ms / steps);
             double t_end = now();
             step_ms[s - 1] = (float)((t_end - t_step) * 1000.0);
-            if (o.window_protocol) window_step(&win, &in, t_end, step_ms[s - 1], &b);
+            if (o.window_protocol) window_step(&win, &trace, &o, &in, t_end, step_ms[s - 1], &b);
             long global = (k - 1) * steps + s;
             if (mps_poisoned())
                 fail_cuda("CUDA error 808 (the MPS client has been terminated by the server) in "
@@ -474,6 +624,8 @@ int main(int argc, char **argv) {
     }
     for (cJSON *e; o.window_protocol && (e = step_windows_next_event(&win, 1));) emit(e);
     step_windows_free(&win);
+    free(trace.start);
+    free(trace.end);
     free(step_ms);
     if (!b.no_done) printf("{\"event\":\"done\",\"t\":%.6f}\n", now());
     fprintf(stderr, "fake_train: done\n");

@@ -87,13 +87,13 @@ static void test_mix_fault_override(void **state) {
     /* train gets it as --inject-fault, the dry run does not */
     assert_int_equal(mix_parse(&m, "S[fault=sigkill@4]", err, sizeof err), 0);
     const run_request run = {.train_path = "/x/train", .epochs = 2};
-    char **argv = job_build_argv(&run, &m.jobs[0], JOB_ARGV_RUN);
+    char **argv = job_build_argv(&run, &m.jobs[0], JOB_ARGV_RUN, NULL);
     int found = 0;
     for (char **a = argv; *a; a++)
         if (!strcmp(*a, "--inject-fault")) found = !strcmp(a[1], "sigkill@4");
     assert_true(found);
     job_free_strv(argv);
-    argv = job_build_argv(&run, &m.jobs[0], JOB_ARGV_DRY_RUN);
+    argv = job_build_argv(&run, &m.jobs[0], JOB_ARGV_DRY_RUN, NULL);
     for (char **a = argv; *a; a++) assert_string_not_equal(*a, "--inject-fault");
     job_free_strv(argv);
 }

@@ -64,7 +64,7 @@ static jobs_settings quiet_settings(double ready_timeout) {
 static void test_argv(void **state) {
     job_spec spec = make_spec("S", "resnet26", 128);
     run_request run = {.train_path = "/x/train", .epochs = 3, .steps_per_epoch = 50, .data_root = "/data"};
-    char **argv = job_build_argv(&run, &spec, JOB_ARGV_RUN);
+    char **argv = job_build_argv(&run, &spec, JOB_ARGV_RUN, NULL);
     const char *want[] = {"/x/train", "--model", "resnet26", "--data", "cifar10", "--batch", "128",
                           "--image-size", "32", "--classes", "10", "--epochs", "3",
                           "--steps-per-epoch", "50", "--json", "--wait-go", "--data-root", "/data",
@@ -74,7 +74,7 @@ static void test_argv(void **state) {
     job_free_strv(argv);
     /* dry run: no epochs, steps or wait-go (the data root is checked too); criteo has no image size */
     spec.image_size = 0;
-    argv = job_build_argv(&run, &spec, JOB_ARGV_DRY_RUN);
+    argv = job_build_argv(&run, &spec, JOB_ARGV_DRY_RUN, NULL);
     const char *dry[] = {"/x/train", "--model", "resnet26", "--data", "cifar10", "--batch", "128",
                          "--classes", "10", "--dry-run", "--json", "--data-root", "/data",
                          "--data-if-present", NULL};
@@ -83,7 +83,7 @@ static void test_argv(void **state) {
     job_free_strv(argv);
     /* under the window measurement: a warm-up shorter than the epoch is passed on, one as long is not */
     run = (run_request){.train_path = "/x/train", .epochs = 2, .steps_per_epoch = 50, .window_s = 10, .warmup_steps = 20};
-    argv = job_build_argv(&run, &spec, JOB_ARGV_RUN);
+    argv = job_build_argv(&run, &spec, JOB_ARGV_RUN, NULL);
     int n = 0;
     while (argv[n]) n++;
     assert_string_equal(argv[n - 3], "--window-protocol");
@@ -91,14 +91,14 @@ static void test_argv(void **state) {
     assert_string_equal(argv[n - 1], "20");
     job_free_strv(argv);
     run.warmup_steps = 50;
-    argv = job_build_argv(&run, &spec, JOB_ARGV_RUN);
+    argv = job_build_argv(&run, &spec, JOB_ARGV_RUN, NULL);
     for (n = 0; argv[n]; n++) assert_string_not_equal(argv[n], "--warmup-steps");
     job_free_strv(argv);
     /* decode=: in the run and in the footprint query (the decoder's buffers are the job's) */
     spec.decode = DECODE_GPU, spec.decode_given = 1;
     for (int form = 0; form < 2; form++) {
         run = (run_request){.train_path = "/x/train", .epochs = 2, .steps_per_epoch = 50, .data_root = "/data"};
-        argv = job_build_argv(&run, &spec, form);
+        argv = job_build_argv(&run, &spec, form, NULL);
         int at = -1;
         for (n = 0; argv[n]; n++)
             if (!strcmp(argv[n], "--decode")) at = n;

@@ -142,7 +142,7 @@ static void test_decode_slots_override(void **state) {
     expect_gt(mix_job_format(&parsed.jobs[0], text, sizeof text), 0);
     assert_string_equal(text, "resnet50:imagenet@256[precision=bf16,decode=gpu,decode_slots=3]");
     const run_request run = {.train_path = "train", .epochs = 2, .data_root = "/data"};
-    char **argv = job_build_argv(&run, &parsed.jobs[0], JOB_ARGV_RUN);
+    char **argv = job_build_argv(&run, &parsed.jobs[0], JOB_ARGV_RUN, NULL);
     int found = 0;
     for (int i = 0; argv[i]; i++)
         found += !strcmp(argv[i], "--decode-slots") && argv[i + 1] && !strcmp(argv[i + 1], "3");

@@ -133,7 +133,7 @@ static void test_mix_override(void **state) {
     assert_int_equal(mix_parse(&again, text, err, sizeof err), 0);
     assert_int_equal(again.jobs[0].precision, PRECISION_BF16);
     const run_request run = {.train_path = "train", .epochs = 2};
-    char **argv = job_build_argv(&run, &m.jobs[1], JOB_ARGV_DRY_RUN);
+    char **argv = job_build_argv(&run, &m.jobs[1], JOB_ARGV_DRY_RUN, NULL);
     assert_true(has_pair(argv, "--precision", "bf16")); /* the footprint query sees it too */
     job_free_strv(argv);
     assert_int_equal(mix_parse(&m, "M[precision=fp16]", err, sizeof err), -1);

@@ -147,6 +147,10 @@ static void take_line(host_run *h, double now) {
     if (phase && !strcmp(phase, "window")) {
         const job_window *w = &job->windows[job->window_count - 1];
         progress(h, job, "window %d: %.1f samples/s over %.0f steps", w->window + 1, w->samples_per_s, w->steps);
+    } else if (phase && !strcmp(phase, "kernels")) {
+        char text[PATH_MAX + 400];
+        job_kernels_describe(job, text, sizeof text);
+        progress(h, job, "%s", text);
     } else if (phase && !strcmp(phase, "ready")) {
         progress(h, job, "ready after %.1f s", job->t_ready - job->t_spawn);
         notify(h, job, phase, job->t_ready);

@@ -59,6 +59,32 @@ static void take_steps(job_record *job, const cJSON *root) {
     }
 }
 
+/* A "kernels" event (run_suite --kernels): where the job's traced files are, or why there are none.
+ * One without files and without an error is recorded as that. */
+static void take_kernels(job_record *job, const cJSON *root) {
+    job_kernels *k = &job->kernels;
+    memset(k, 0, sizeof *k);
+    k->reported = 1;
+    json_string(root, "file", k->file, sizeof k->file);
+    json_string(root, "intervals", k->intervals, sizeof k->intervals);
+    json_string(root, "error", k->error, sizeof k->error);
+    if (!k->error[0] && (!k->file[0] || !k->intervals[0]))
+        snprintf(k->error, sizeof k->error, "kernels event without \"file\" and \"intervals\"");
+    static const struct { const char *key; size_t offset; } fields[] = {
+        {"kernels", offsetof(job_kernels, kernels)}, {"dropped", offsetof(job_kernels, dropped)},
+        {"steps", offsetof(job_kernels, steps)}, {"t0", offsetof(job_kernels, t0)},
+        {"t1", offsetof(job_kernels, t1)}, {"step_ms", offsetof(job_kernels, step_ms)}};
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+        *(double *)((char *)k + fields[f].offset) = json_number(root, fields[f].key);
+}
+
+void job_kernels_describe(const job_record *job, char *out, size_t size) {
+    const job_kernels *k = &job->kernels;
+    if (k->error[0]) snprintf(out, size, "not traced: %s", k->error);
+    else snprintf(out, size, "traced %.0f kernels over %.0f steps (%.0f dropped) into %s", k->kernels, k->steps,
+                  k->dropped, k->file);
+}
+
 const char *job_handle_line(job_record *job, const char *line, double now) {
     cJSON *root = cJSON_Parse(line);
     if (!cJSON_IsObject(root)) {
@@ -126,6 +152,9 @@ const char *job_handle_line(job_record *job, const char *line, double now) {
                 *(double *)((char *)w + fields[f].offset) = json_number(root, fields[f].key);
             phase = "window";
         }
+    } else if (strcmp(name, "kernels") == 0) {
+        take_kernels(job, root);
+        phase = "kernels";
     } else if (strcmp(name, "steps") == 0) {
         take_steps(job, root);
     } else if (strcmp(name, "progress") == 0 || strcmp(name, "block") == 0) {

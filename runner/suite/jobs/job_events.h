@@ -7,8 +7,10 @@
 #include "runner/suite/request/run_request.h"
 
 /* Parses one stdout line of a job (an event); unknown or malformed lines are ignored.
- * Returns the observer phase it causes ("ready", "epoch") or NULL. */
+ * Returns the phase it causes ("ready", "epoch", "window", "kernels") or NULL. */
 const char *job_handle_line(job_record *job, const char *line, double now);
+/* The progress line of a job's "kernels" event: "traced N kernels over S steps" or why it could not. */
+void job_kernels_describe(const job_record *job, char *out, size_t size);
 /* Sets status and reason from the events and the wait status (after the job ended). */
 void job_settle(job_record *job);
 

@@ -82,6 +82,7 @@ typedef struct jobs_settings {
     double window_s;             /* the window measurement (job_window_clock below): each window's length;
                                     0: the completion measurement, stdin closed after "go" */
     int windows;                 /* consecutive windows of that length (0: 1) */
+    double trace_s;              /* run_suite --kernels: the traced window after them (job_window.h); 0: none */
     const jobs_relay *relay;     /* NULL: the barrier releases on its own */
 } jobs_settings;
 

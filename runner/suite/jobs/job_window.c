@@ -10,6 +10,9 @@ void job_window_clock_init(job_window_clock *c, const jobs_settings *s) {
     c->sent = c->stop_sent = 0;
     c->t0 = NAN;
     c->from_relay = 0;
+    c->trace_s = c->length_s > 0 && s->trace_s > 0 ? s->trace_s : 0;
+    c->trace_sent = 0;
+    c->trace_t0 = c->trace_t1 = NAN;
 }
 
 static int training(const job_record *job) { return job->proc->phase == JOB_TRAINING; }
@@ -39,8 +42,24 @@ int job_window_due(job_window_clock *c, const job_record *jobs, int count, doubl
         return 1;
     }
     if (now < end) return 0;
-    for (int i = 0; i < count && now < end + JOB_WINDOW_REPORT_S; i++)
-        if (training(&jobs[i]) && jobs[i].window_count < c->count) return 0;
+    int any = 0;
+    for (int i = 0; i < count; i++) {
+        if (!training(&jobs[i])) continue;
+        any = 1;
+        if (jobs[i].window_count < c->count && now < end + JOB_WINDOW_REPORT_S) return 0;
+    }
+    if (c->trace_s > 0 && !c->trace_sent && any) {
+        c->trace_sent = 1;
+        c->trace_t0 = now + JOB_TRACE_LEAD_S;
+        c->trace_t1 = c->trace_t0 + c->trace_s;
+        snprintf(line, size, "trace %.6f %.6f\n", c->trace_t0, c->trace_t1);
+        return 1;
+    }
+    if (c->trace_sent) {
+        if (now < c->trace_t1) return 0;
+        for (int i = 0; i < count && now < c->trace_t1 + JOB_WINDOW_REPORT_S; i++)
+            if (training(&jobs[i]) && !jobs[i].kernels.reported) return 0;
+    }
     c->stop_sent = 1;
     snprintf(line, size, "stop\n");
     return 1;

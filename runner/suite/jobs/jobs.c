@@ -162,7 +162,7 @@ char **job_build_env(char *const *base, const job_env *env) {
     return strv_finish(&s);
 }
 
-char **job_build_argv(const run_request *r, const job_spec *spec, int form) {
+char **job_build_argv(const run_request *r, const job_spec *spec, int form, const char *kernels_prefix) {
     int dry_run = form == JOB_ARGV_DRY_RUN, window = !dry_run && r->window_s > 0;
     long steps_per_epoch = run_request_job_steps(r, spec), warmup_steps = r->warmup_steps;
     const char *data_root = r->data_root;
@@ -193,6 +193,7 @@ char **job_build_argv(const run_request *r, const job_spec *spec, int form) {
     if (window) strv_push(&s, "--window-protocol");
     if (window && warmup_steps > 0 && (steps_per_epoch <= 0 || warmup_steps < steps_per_epoch))
         NUM("--warmup-steps", "%ld", warmup_steps);
+    if (window && r->kernels && kernels_prefix) ARG("--kernels", kernels_prefix);
     if (data_root && *data_root) {
         /* real files where they are present; synthetic data of the set's shape elsewhere */
         ARG("--data-root", data_root);
@@ -219,7 +220,13 @@ int job_prepare(job_record *job, int index, const job_spec *spec, const run_requ
     job->collateral_of = -1;
     job->params = job->footprint_bytes = NAN;
     job->t_spawn = job->t_ready = job->t_go = job->t_done = job->t_exit = job->t_fault = NAN;
-    job->argv = job_build_argv(r, spec, JOB_ARGV_RUN);
+    char kernels[PATH_MAX + 64] = "";
+    if (r->kernels) {
+        snprintf(kernels, sizeof kernels, "%s/kernels", log_dir);
+        if (results_make_dirs(kernels, err, err_size) != 0) return -1;
+        snprintf(kernels, sizeof kernels, "%s/kernels/job%d", log_dir, index);
+    }
+    job->argv = job_build_argv(r, spec, JOB_ARGV_RUN, kernels[0] ? kernels : NULL);
     job->envp = job_build_env(environ, env);
     job->proc = calloc(1, sizeof *job->proc);
     if (job->proc) {
@@ -322,6 +329,10 @@ static void take_stdout_line(job_record *job, const jobs_settings *s) {
     if (strcmp(phase, "window") == 0) {
         const job_window *w = &job->windows[job->window_count - 1];
         progress(s, job, "window %d: %.1f samples/s over %.0f steps", w->window + 1, w->samples_per_s, w->steps);
+    } else if (strcmp(phase, "kernels") == 0) {
+        char text[PATH_MAX + 400];
+        job_kernels_describe(job, text, sizeof text);
+        progress(s, job, "%s", text);
     } else if (strcmp(phase, "ready") == 0) {
         progress(s, job, "ready after %.1f s", job->t_ready - job->t_spawn);
         notify(s, job, phase, job->t_ready);
@@ -624,7 +635,7 @@ int jobs_wait_child(pid_t pid) {
 
 int job_query_footprint(const run_request *r, const job_spec *spec, job_footprint *fp, char *err, size_t err_size) {
     const char *train_path = r->train_path;
-    char **argv = job_build_argv(r, spec, JOB_ARGV_DRY_RUN);
+    char **argv = job_build_argv(r, spec, JOB_ARGV_DRY_RUN, NULL);
     if (!argv) {
         snprintf(err, err_size, "out of memory");
         return -1;

@@ -22,8 +22,10 @@
 #include "runner/suite/jobs/watchdog.h"
 
 /* Fills a job record (not yet started): its one argv for `train` (job_build_argv: the run's request,
- * as it measures), the environment (the runner's own, changed by env) and its job_process. Returns
- * 0, or -1 with a message (out of memory, an environment that cannot be carried). */
+ * as it measures; with --kernels its traced files go to <log_dir>/kernels/job<index>), the
+ * environment (the runner's own, changed by env) and its job_process. Returns 0, or -1 with a
+ * message (out of memory, an environment that cannot be carried, a kernels folder that cannot be
+ * made). */
 int job_prepare(job_record *job, int index, const job_spec *spec, const run_request *r, const job_env *env,
                 const char *log_dir, char *err, size_t err_size);
 /* Frees what job_prepare allocated, the process included (its pipes closed), and the step times
@@ -35,9 +37,11 @@ void job_release(job_record *job);
  * (JOB_ARGV_RUN), with --window-protocol under the window measurement (r->window_s > 0: its
  * warm-up epoch r->warmup_steps long where that is shorter), or the --dry-run --json form
  * (JOB_ARGV_DRY_RUN: epochs and steps are then left out; the data root stays, so train checks it
- * before anything runs). The job's own epochs= and steps= win over the request's. Pure. */
+ * before anything runs). The job's own epochs= and steps= win over the request's. With --kernels
+ * (r->kernels) a run's job also gets --kernels kernels_prefix, where it writes its traced files
+ * (PREFIX.kernels.csv, PREFIX.intervals.csv; NULL: the listing of a dry run, which traces nothing). Pure. */
 enum { JOB_ARGV_RUN = 0, JOB_ARGV_DRY_RUN = 1 };
-char **job_build_argv(const run_request *r, const job_spec *spec, int form);
+char **job_build_argv(const run_request *r, const job_spec *spec, int form, const char *kernels_prefix);
 /* base (e.g. environ) with env applied; malloc'd, NULL-terminated. NULL when out of memory or when
  * env refused an entry (env->refused says which and why). */
 char **job_build_env(char *const *base, const job_env *env);

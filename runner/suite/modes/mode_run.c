@@ -60,5 +60,5 @@ int suite_fit(const suite_ctx *c, unsigned mode_flags, const long long *limits, 
 }
 
 char **suite_job_argv(const suite_ctx *c, int i) {
-    return job_build_argv(c->o, &c->o->mix.jobs[i], JOB_ARGV_RUN);
+    return job_build_argv(c->o, &c->o->mix.jobs[i], JOB_ARGV_RUN, NULL);
 }

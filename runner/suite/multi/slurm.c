@@ -443,13 +443,16 @@ static int ddp_command(const run_args *args, ddp_job *j) {
     if (run_args_window_given(args))
         return usage_error("the data-parallel job %s runs to completion: --window, --windows and --warmup-steps are "
                            "the window measurement's%s", j->mix, "");
+    if (args->req.kernels)
+        return usage_error("the data-parallel job %s runs to completion: --kernels traces a window after the window "
+                           "measurement's%s", j->mix, "");
     int rc = slurm_task_request(&args->req, j->mix, NULL, &one, err, sizeof err);
     if (rc == 0) {
         one.completion = 1;
         run_request_settle(&one, &args->given, 0);
         rc = request_check(&one, err, sizeof err);
     }
-    char **words = rc == 0 ? job_build_argv(&one, &one.mix.jobs[0], JOB_ARGV_RUN) : NULL;
+    char **words = rc == 0 ? job_build_argv(&one, &one.mix.jobs[0], JOB_ARGV_RUN, NULL) : NULL;
     run_request_free(&one);
     if (rc != 0) {
         fprintf(stderr, "run_suite: --slurm: the data-parallel job %s: %s\n", j->mix, err);

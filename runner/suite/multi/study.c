@@ -140,7 +140,8 @@ typedef struct study_args {
 
 #define STUDY_USAGE                                                                                \
     "usage: run_suite --study SET [--quick] [--degrees 1,2,3,7] [--epochs E] [--steps-per-epoch T]\n" \
-    "       [--window SECONDS] [--repeat N] [--results DIR] [--train PATH] [--data-root DIR]\n"           \
+    "       [--window SECONDS] [--kernels [--kernels-window SECONDS]] [--repeat N] [--results DIR]\n"       \
+    "       [--train PATH] [--data-root DIR]\n"                                                              \
     "       [--gpu N | --gpus LIST] [--sample-ms MS] [--dry-run]\n"                                       \
     "  SET: " STUDY_SETS "; --quick: a few steps per epoch, a 2 s window, the GPU sampled every 50 ms\n" \
     "  (all: under 10 minutes on an H100); --window: every run's (run_suite's 10 s; --quick 2 s);\n"    \
@@ -153,7 +154,8 @@ typedef struct study_args {
 /* The rows' help is STUDY_USAGE's (the form's help_text); every row must be named there. */
 static const cli_option ROWS[] = {{"--degrees", "D,D...", NULL, CLI_STR(study_args, degrees_text)}, {0}};
 static const char *const TAKES[] = {"--quick", "--epochs", "--steps-per-epoch", "--results", "--train", "--data-root",
-                                    "--gpu", "--gpus", "--sample-ms", "--window", "--repeat", "--dry-run", NULL};
+                                    "--gpu", "--gpus", "--sample-ms", "--window", "--kernels", "--kernels-window", "--repeat",
+                                    "--dry-run", NULL};
 
 static int study_main(run_args *args);
 const run_form study_form = {

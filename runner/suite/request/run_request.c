@@ -53,6 +53,7 @@ void run_request_settle(run_request *r, const run_request_given *given, int quic
     if (!given->epochs) r->epochs = 2;
     if (!given->window) r->window_s = r->quick ? 2.0 : 10.0;
     if (r->completion) r->window_s = 0, r->windows = 1;
+    if (!given->kernels_window) r->kernels_window_s = r->kernels ? r->window_s : 0;
 }
 
 int run_request_set_mix(run_request *r, const char *text, char *err, size_t err_size) {

@@ -48,6 +48,9 @@ typedef struct run_request {
     double window_s;              /* the window measurement's window length; 0 with completion */
     int windows;                  /* consecutive windows per launch */
     long warmup_steps;            /* the window measurement's warm-up, where shorter than an epoch */
+    int kernels;                  /* --kernels: every job's kernels traced over one window of their own after
+                                     the measured ones (runner/suite/jobs/job_window.h), then attributed */
+    double kernels_window_s;      /* that window's length; the measured window's unless given */
     /* where it runs */
     int gpu;                      /* the GPU's NVML index */
     const char *gpus_text;        /* run_suite --gpus: the cards the jobs are placed over; NULL: one GPU */
@@ -72,14 +75,14 @@ typedef struct run_request {
 
 /* Which options the command line gave of those whose defaults follow from others (run_request_settle). */
 typedef struct run_request_given {
-    int epochs, steps, window, warmup, sample_ms;
+    int epochs, steps, window, warmup, sample_ms, kernels_window;
 } run_request_given;
 
 /* Every default that follows from other settings, decided here once (an option's own default is its
  * row's fallback, runner/suite/run/run_args.c): --quick's lengths (a 10-step warm-up and a 2 s
  * window; with --completion 2 epochs of 10 steps) and sampling (quick_sample_ms where a program form
- * has its own: the study's), the window's 10 s, the run's 2 epochs; the completion measurement has
- * no window. */
+ * has its own: the study's), the window's 10 s, the run's 2 epochs, the traced window's length (the
+ * measured window's); the completion measurement has no window. */
 void run_request_settle(run_request *r, const run_request_given *given, int quick_sample_ms);
 
 /* Memory the request owns and run_request_free releases: a zeroed block, a copy of a string. NULL

@@ -37,6 +37,8 @@ static const setting SETTINGS[] = {
     {"measurement", "window_s", "--window", 1},
     {"measurement", "windows", "--windows", 0},
     {"measurement", "warmup_steps", "--warmup-steps", 0},
+    {"measurement", "kernels", "--kernels", 1},
+    {"measurement", "kernels_window_s", "--kernels-window", 1},
     {"where", "gpu", "--gpu", 0},
     {"where", "gpus", "--gpus", 1},
     {"where", "ddp_under", "--ddp-under", 0},
@@ -178,6 +180,12 @@ static int read_settings(const cJSON *root, run_request *r, char *err, size_t er
     if (r->completion && r->windows != 1)
         return bad(err, err_size, "measurement.windows: the completion measurement has one (got %d)", r->windows);
     if (!r->completion && r->window_s == 0) return bad(err, err_size, "measurement.window_s: missing (--window)");
+    if (r->kernels && r->completion)
+        return bad(err, err_size, "measurement.kernels: the completion measurement has no window to trace after");
+    if (r->kernels && r->kernels_window_s <= 0)
+        return bad(err, err_size, "measurement.kernels_window_s: missing (--kernels-window)");
+    if (!r->kernels && r->kernels_window_s != 0)
+        return bad(err, err_size, "measurement.kernels_window_s: set without measurement.kernels");
     return 0;
 }
 

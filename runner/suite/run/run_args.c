@@ -46,6 +46,10 @@ static const cli_option RUN_OPTIONS[] = {
      CLI_MARK(T, given.warmup), .fallback = "50"},
     {"--windows", "K", "K consecutive windows of that length in one launch (median [min-max] over them)",
      CLI_INT(T, req.windows, 1, 64), .fallback = "1"},
+    {"--kernels", NULL, "after the measured windows, every job's kernels traced (CUPTI) over one window of their "
+     "own, attributed by class against the same jobs alone: kernels.csv, interference.csv", CLI_FLAG(T, req.kernels, 1)},
+    {"--kernels-window", "SECONDS", "with --kernels: the traced window's length (default: the measured window's)",
+     CLI_REAL(T, req.kernels_window_s, 0.1, 86400), CLI_MARK(T, given.kernels_window)},
     {"--completion", NULL, "the completion measurement instead: each job's second epoch timed, every job run "
      "to completion (makespan, turnaround, energy to complete)", CLI_FLAG(T, req.completion, 1)},
     {"--data-root", "DIR", "data sets' folder, passed to train", CLI_STR(T, req.data_root)},
@@ -291,6 +295,11 @@ int run_args_parse(run_args **out, const run_form *const *forms, int argc, char 
     if (r->completion && run_args_window_given(a))
         return run_args_usage("--completion times whole epochs: --window, --windows and --warmup-steps are the "
                               "window measurement's");
+    if (r->completion && r->kernels)
+        return run_args_usage("--kernels traces a window after the measured windows: the window measurement's; "
+                              "--completion has none");
+    if (a->given.kernels_window && !r->kernels)
+        return run_args_usage("--kernels-window sets the length of --kernels' traced window: give --kernels");
     if (r->no_monitor && a->given.sample_ms)
         return run_args_usage("--sample-ms sets the GPU sampler's period; --no-monitor turns the sampler off: give one "
                               "of them");

@@ -1,6 +1,7 @@
 /* run.json (see run_json.h). */
 #define _GNU_SOURCE
 #include "runner/suite/run/run_json.h"
+#include "results/kernel_trace.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -79,6 +80,8 @@ cJSON *run_json_jobs(const suite_ctx *c, const mode_run *r) {
         char **argv = run ? NULL : suite_job_argv(c, i);
         cJSON_AddItemToObject(j, "argv", strv_json(run ? run->argv : argv));
         job_free_strv(argv);
+        cJSON *traced = run ? ktrace_event_json(run) : NULL;
+        if (traced) cJSON_AddItemToObject(j, "kernels", traced);
         if (run) {
             cJSON *env = cJSON_AddArrayToObject(j, "cuda_env");
             for (char **e = run->envp; e && *e; e++)
@@ -120,6 +123,8 @@ void run_json_write(const suite_ctx *c, const mode_run *r, const char *dir, cons
     cJSON_AddNumberToObject(s, "ready_timeout_s", o->ready_timeout_s);
     cJSON_AddNumberToObject(s, "grace_s", o->grace_s);
     cJSON_AddBoolToObject(s, "force", o->force);
+    cJSON_AddBoolToObject(s, "kernels", o->kernels);
+    if (o->kernels) cJSON_AddNumberToObject(s, "kernels_window_s", o->kernels_window_s);
     int mode_count;
     const suite_mode *const *modes = suite_modes(&mode_count);
     for (int k = 0; k < mode_count; k++) /* the options modes declare, as they record them */

@@ -18,6 +18,8 @@
 #include "kernels/knobs.h"
 #include "results/results.h"
 #include "results/faults.h"
+#include "results/kernel_attribution.h"
+#include "runner/suite/run/kernel_runs.h"
 #include "runner/suite/run/request_file.h"
 #include "runner/suite/run/run_json.h"
 #include "runner/suite/modes/isolation.h"
@@ -191,7 +193,8 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
         start_monitor(r);
         jobs_settings s = {.ready_timeout_s = o->ready_timeout_s, .grace_s = o->grace_s, .tag = mode->name,
                            .observer = {r, on_phase}, .stall_timeout_s = o->stall_timeout_s,
-                           .window_s = o->window_s, .windows = o->windows};
+                           .window_s = o->window_s, .windows = o->windows,
+                           .trace_s = o->kernels ? o->kernels_window_s : 0};
         if (relayed > 0) s.relay = &relay;
         group_result result = mode->run_jobs ? mode->run_jobs(r, r->jobs, r->count, &s)
                                              : run_processes(r, r->jobs, r->count, &s);
@@ -204,6 +207,7 @@ int suite_execute(suite_ctx *c, const suite_mode *mode, const int *job_of, int c
     if (rc == 0) record_collateral(r);
     if (rc == 0) suite_isolate(r);  /* partitioned modes: each job alone in its partition */
     if (rc == 0) write_results(r, base);
+    if (rc == 0) suite_attribute_kernels(r, base);
     else failed_summary(mode, "failed", &r->summary);
     run_json_write(c, r, dir, mode->name, rc == 0 ? r->summary.status : "failed");
     *summary = r->summary;
@@ -584,7 +588,7 @@ int suite_run_modes(suite_ctx *c, const char *run_dir, const int *order) {
     memset(runs, 0, sizeof runs);
     int n = 0, stopped = 0, worst = EXIT_OK;
     serial_baseline serial = c->baseline;
-    char err[1024];
+    char err[1024], mode_dirs[SUITE_MODES_MAX][PATH_MAX + 32];
     for (int k = 0; k < c->mode_count && !stopped; k++) {
         const suite_mode *m = c->modes[order ? order[k] : k].mode;
         char dir[PATH_MAX + 32];
@@ -603,10 +607,16 @@ int suite_run_modes(suite_ctx *c, const char *run_dir, const int *order) {
             int e = suite_exit_for(&runs[n], stopped);
             if (e != EXIT_OK && (worst == EXIT_OK || e > 128)) worst = e;
         }
-        if ((m->flags & MODE_SEQUENTIAL) && rc == 0)
+        if ((m->flags & MODE_SEQUENTIAL) && rc == 0) {
             results_baseline_from(&runs[n], "serial part of this run", &serial);
+            snprintf(serial.dir, sizeof serial.dir, "%s", dir); /* its traced files, for --kernels */
+        }
+        snprintf(mode_dirs[n], sizeof mode_dirs[n], "%s", dir);
         n++;
     }
+    const char *dirs[SUITE_MODES_MAX] = {0};
+    for (int k = 0; k < n; k++) dirs[k] = mode_dirs[k];
+    if (c->o->kernels && kattr_join(run_dir, dirs, n, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
     for (int k = 0; k < n; k++) results_compare(&runs[k], serial.known ? &serial : NULL);
     results_print_comparison(stdout, runs, n);
     if (results_write_comparison(run_dir, runs, n, err, sizeof err) != 0) fprintf(stderr, "error: %s\n", err);
