@@ -24,19 +24,15 @@
 
 #include "bench/conv_bn/graph.h"
 #include "bench/conv_bn/reference.h"
-#include "base/error.h"
+#include "bench/conv_bn/roles.h"
 #include "kernels/check.h"
 #include "kernels/kernels.h"
 #include "models/core/gpu_timer.h"
-#include "models/model_build.h"
-#include "models/resnet.h"
 #include "runner/cli.h"
 
 enum { TYPES_BF16 = 1, TYPES_HALF = 2, TYPES_BOTH = 3 };
 enum { SHAPES_PROLOGUE = 0, SHAPES_ALL = 1 };
-enum { MAX_CONVS = 128, MAX_LIBRARIES = 64 };
-typedef enum { ROLE_STEM, ROLE_CONV1, ROLE_CONV2, ROLE_CONV3, ROLE_DOWNSAMPLE } conv_role;
-static const char *const ROLE_NAMES[] = {"stem", "c1", "c2", "c3", "ds"};
+enum { MAX_CONVS = CONV_ENTRIES_MAX, MAX_LIBRARIES = 64 };
 
 typedef struct probe_args {
     int types, shapes, wgrad, batch, image_size, runs, workspace_mb, libraries_only, list;
@@ -77,53 +73,6 @@ static const cli_program PROGRAM = {
     .name = "conv_bn_probe",
     .synopsis = "usage: conv_bn_probe [--type bf16|half|both] [--shapes prologue|all] [--wgrad] [options]",
     .options = OPTIONS};
-
-typedef struct conv_entry {
-    conv_shape shape;
-    conv_role role;
-    int count; /* how often the forward has this convolution */
-} conv_entry;
-
-static int role_has_prologue(conv_role role) { return role == ROLE_CONV2 || role == ROLE_CONV3; }
-
-static void add_entry(conv_entry *e, int *n, conv_shape s, conv_role role, int keep) {
-    if (!keep) return;
-    for (int i = 0; i < *n; i++)
-        if (e[i].role == role && !memcmp(&e[i].shape, &s, sizeof s)) {
-            e[i].count++;
-            return;
-        }
-    if (*n < MAX_CONVS) e[(*n)++] = (conv_entry){s, role, 1};
-}
-
-/* ResNet's shapes in resnet_conv_shapes' order (the stem, then each block's conv1, conv2, conv3
- * and its downsample if it has one) as entries with roles. A downsample reads the block's input
- * (conv1's in_c) and writes conv3's channels; the next block's conv1 writes the narrower width. */
-static int conv_entries(conv_entry *e, const probe_args *args, char *err, size_t err_size) {
-    model_config config = {.name = "resnet50", .batch = args->batch, .image_size = args->image_size,
-                           .in_channels = 3, .classes = 1000, .precision = PRECISION_BF16};
-    arena plan;
-    arena_plan(&plan);
-    model *m = model_build(&config, &plan, err, err_size);
-    if (!m) return -1;
-    conv_shape shapes[MAX_CONVS];
-    int total = resnet_conv_shapes(m, shapes, MAX_CONVS), n = 0, all = args->shapes == SHAPES_ALL;
-    model_free(m);
-    arena_free(&plan);
-    if (total > MAX_CONVS) return error_set(err, err_size, "resnet50 has %d convolutions, more than %d", total, MAX_CONVS);
-    add_entry(e, &n, shapes[0], ROLE_STEM, all);
-    for (int i = 1; i < total;) {
-        if (i + 2 >= total) return error_set(err, err_size, "resnet50's convolution %d does not start a bottleneck", i);
-        conv_shape c1 = shapes[i], c3 = shapes[i + 2];
-        add_entry(e, &n, c1, ROLE_CONV1, all);
-        add_entry(e, &n, shapes[i + 1], ROLE_CONV2, 1);
-        add_entry(e, &n, c3, ROLE_CONV3, 1);
-        i += 3;
-        if (i < total && shapes[i].kernel == 1 && shapes[i].in_c == c1.in_c && shapes[i].out_c == c3.out_c)
-            add_entry(e, &n, shapes[i++], ROLE_DOWNSAMPLE, all);
-    }
-    return n;
-}
 
 /* ---- the cuDNN libraries this process has mapped ------------------------------------------ */
 
@@ -338,7 +287,7 @@ static void probe_conv(conv_times *t, const conv_entry *e, ref_type type, const 
     s.data_type = cudnn_type(type);
     size_t rows_in = (size_t)s.batch * s.h_in * s.w_in, rows_out = (size_t)s.batch * s.h_out * s.w_out;
     size_t in = rows_in * s.in_c, out = rows_out * s.out_c, filt = (size_t)s.out_c * s.in_c * s.kernel * s.kernel;
-    int prologue = role_has_prologue(e->role);
+    int prologue = conv_role_has_prologue(e->role);
     memset(t, 0, sizeof *t);
     for (int k = 0; k < CB_KINDS; k++) t->fused[k] = -1.0f;
 
@@ -365,7 +314,7 @@ static void probe_conv(conv_times *t, const conv_entry *e, ref_type type, const 
     cb_search(&conv, &conv_spec, cudnn, stream, &cb, NULL, NULL, args->runs);
     char text[1600];
     cb_describe(&conv, text, sizeof text);
-    printf("%-5s %dx%d/%d %4d>%-4d %3dx%-3d x%-2d conv %s\n", ROLE_NAMES[e->role], s.kernel, s.kernel, s.stride,
+    printf("%-5s %dx%d/%d %4d>%-4d %3dx%-3d x%-2d conv %s\n", conv_role_name(e->role), s.kernel, s.kernel, s.stride,
            s.in_c, s.out_c, s.h_in, s.w_in, e->count, text);
     if (conv.ms < 0.0f) {
         cb_result_free(&conv);
@@ -453,7 +402,7 @@ static void probe_conv(conv_times *t, const conv_entry *e, ref_type type, const 
 static int libraries_only(const conv_entry *e, int n, const probe_args *args, cudaStream_t stream, library_list *seen) {
     int first = -1;
     for (int i = 0; i < n && first < 0; i++)
-        if (role_has_prologue(e[i].role)) first = i;
+        if (conv_role_has_prologue(e[i].role)) first = i;
     if (first < 0) return 1;
     cudnnHandle_t cudnn;
     CHECK_CUDNN(cudnnCreate(&cudnn));
@@ -498,7 +447,7 @@ int main(int argc, char **argv) {
     cli_parse_or_exit(&PROGRAM, &args, argc, argv);
     char err[256];
     conv_entry entries[MAX_CONVS];
-    int n = conv_entries(entries, &args, err, sizeof err);
+    int n = conv_entries(entries, args.batch, args.image_size, args.shapes == SHAPES_PROLOGUE, err, sizeof err);
     if (n < 0) {
         fprintf(stderr, "conv_bn_probe: %s\n", err);
         return 2;
@@ -507,7 +456,7 @@ int main(int argc, char **argv) {
         int convs = 0;
         for (int i = 0; i < n; i++) {
             const conv_shape *s = &entries[i].shape;
-            printf("%-5s %dx%d/%d %4d>%-4d %3dx%-3d -> %3dx%-3d x%d\n", ROLE_NAMES[entries[i].role], s->kernel,
+            printf("%-5s %dx%d/%d %4d>%-4d %3dx%-3d -> %3dx%-3d x%d\n", conv_role_name(entries[i].role), s->kernel,
                    s->kernel, s->stride, s->in_c, s->out_c, s->h_in, s->w_in, s->h_out, s->w_out, entries[i].count);
             convs += entries[i].count;
         }
@@ -560,7 +509,7 @@ int main(int argc, char **argv) {
             char shape[32];
             snprintf(shape, sizeof shape, "%dx%d/%d %d>%d @%d", s->kernel, s->kernel, s->stride, s->in_c, s->out_c,
                      s->h_in);
-            printf("%-5s %-22s %3d %7.3f %7.3f %7.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", ROLE_NAMES[entries[i].role],
+            printf("%-5s %-22s %3d %7.3f %7.3f %7.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", conv_role_name(entries[i].role),
                    shape, entries[i].count, t->apply, t->conv, t->stats, t->fused[CB_BOTH], t->fused[CB_PROLOGUE],
                    t->fused[CB_STATS], t->tax, t->saving);
         }

@@ -22,6 +22,10 @@
 
 #include "models/layers/conv_shape.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { CB_CONV, CB_STATS, CB_PROLOGUE, CB_BOTH, CB_WGRAD, CB_WGRAD_PROLOGUE, CB_KINDS } cb_kind;
 const char *cb_kind_name(cb_kind kind);
 int cb_kind_has_prologue(cb_kind kind);
@@ -66,4 +70,7 @@ void cb_execute(const cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, co
 void cb_describe(const cb_result *r, char *out, size_t size);
 void cb_result_free(cb_result *r);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
