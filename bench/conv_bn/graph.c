@@ -131,27 +131,35 @@ static cudnnBackendDescriptor_t convolution(graph_parts *g, const conv_shape *s)
     return conv;
 }
 
+/* Which attribute carries which tensor: forward (x, w, y) and backward-filter (x, dw, dy). */
+typedef struct conv_attributes {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+} conv_attributes;
+
+static const conv_attributes FORWARD = {
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+static const conv_attributes WGRAD = {
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+
 static void conv_node(graph_parts *g, const conv_shape *s, int wgrad, cudnnBackendDescriptor_t x,
                       cudnnBackendDescriptor_t w, cudnnBackendDescriptor_t y) {
+    const conv_attributes *a = wgrad ? &WGRAD : &FORWARD;
     const float alpha = 1.0f, beta = 0.0f;
     cudnnBackendDescriptor_t conv = convolution(g, s);
-    cudnnBackendDescriptor_t op = create_descriptor(wgrad ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR
-                                                          : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-    if (wgrad) {
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv);
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-    } else {
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv);
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-        SET_ATTR(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-    }
+    cudnnBackendDescriptor_t op = create_descriptor(a->type);
+    SET_ATTR(op, a->x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    SET_ATTR(op, a->w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
+    SET_ATTR(op, a->y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    SET_ATTR(op, a->conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv);
+    SET_ATTR(op, a->alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+    SET_ATTR(op, a->beta, CUDNN_TYPE_FLOAT, 1, &beta);
     CHECK_CUDNN(cudnnBackendFinalize(op));
     g->ops[g->n_ops++] = op;
 }
