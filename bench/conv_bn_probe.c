@@ -35,7 +35,7 @@ enum { SHAPES_PROLOGUE = 0, SHAPES_ALL = 1 };
 enum { MAX_CONVS = CONV_ENTRIES_MAX, MAX_LIBRARIES = 64 };
 
 typedef struct probe_args {
-    int types, shapes, wgrad, batch, image_size, runs, workspace_mb, libraries_only, list;
+    int types, shapes, wgrad, batch, image_size, runs, workspace_mb, libraries_only, list, max_configs;
     double step_ms, torch_ms, target;
 } probe_args;
 
@@ -53,6 +53,8 @@ static const cli_option OPTIONS[] = {
     {"--image-size", "PX", "ResNet-50's input side", CLI_INT(probe_args, image_size, 32, 512), .fallback = "224"},
     {"--runs", "N", "timed runs of each configuration (the median is kept)", CLI_INT(probe_args, runs, 1, 64),
      .fallback = "9"},
+    {"--max-configs", "N", "try only the first N distinct configurations of each graph (0: every one proposed)",
+     CLI_INT(probe_args, max_configs, 0, 100000), .fallback = "0"},
     {"--workspace-mb", "MB", "largest workspace a configuration may take", CLI_INT(probe_args, workspace_mb, 0, 65536),
      .fallback = "512"},
     {"--step-ms", "MS", "the suite's measured step, which the savings come off",
@@ -247,8 +249,8 @@ static cudnnDataType_t cudnn_type(ref_type t) { return t == REF_HALF ? CUDNN_DAT
 
 /* The fused graph of kind over the parameter (and, if none runs, intermediate) types tried. */
 static void search_fused(cb_result *best, cb_kind kind, const conv_shape *s, ref_type type, cudnnHandle_t cudnn,
-                         cudaStream_t stream, const cb_buffers *cb, check_ctx *check, int runs, char *why,
-                         size_t why_size) {
+                         cudaStream_t stream, const cb_buffers *cb, check_ctx *check, int runs, int max_configs,
+                         char *why, size_t why_size) {
     const cudnnDataType_t t = cudnn_type(type);
     const cudnnDataType_t tried[3][2] = {{CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT}, {t, CUDNN_DATA_FLOAT}, {t, t}};
     int variants = cb_kind_has_prologue(kind) ? 3 : 1;
@@ -261,7 +263,7 @@ static void search_fused(cb_result *best, cb_kind kind, const conv_shape *s, ref
         use.scale = tried[v][0] == CUDNN_DATA_FLOAT ? (void *)check->b->scale : check->b->scale_t;
         use.bias = tried[v][0] == CUDNN_DATA_FLOAT ? (void *)check->b->bias : check->b->bias_t;
         cb_result r;
-        cb_search(&r, &spec, cudnn, stream, &use, check_outputs, check, runs);
+        cb_search(&r, &spec, cudnn, stream, &use, check_outputs, check, runs, max_configs);
         char text[400];
         cb_describe(&r, text, sizeof text);
         size_t used = strlen(why);
@@ -311,7 +313,7 @@ static void probe_conv(conv_times *t, const conv_entry *e, ref_type type, const 
                      .workspace = b->workspace, .workspace_limit = b->workspace_limit};
     cb_spec conv_spec = {CB_CONV, s, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT};
     cb_result conv;
-    cb_search(&conv, &conv_spec, cudnn, stream, &cb, NULL, NULL, args->runs);
+    cb_search(&conv, &conv_spec, cudnn, stream, &cb, NULL, NULL, args->runs, args->max_configs);
     char text[1600];
     cb_describe(&conv, text, sizeof text);
     printf("%-5s %dx%d/%d %4d>%-4d %3dx%-3d x%-2d conv %s\n", conv_role_name(e->role), s.kernel, s.kernel, s.stride,
@@ -350,7 +352,7 @@ static void probe_conv(conv_times *t, const conv_entry *e, ref_type type, const 
         /* a graph without the prologue reads the activated input, as the unfused path does */
         cb.x = prologue && !cb_kind_has_prologue(kinds[k]) ? b->activated : b->x;
         cb_result r;
-        search_fused(&r, kinds[k], &s, type, cudnn, stream, &cb, &check, args->runs, text, sizeof text);
+        search_fused(&r, kinds[k], &s, type, cudnn, stream, &cb, &check, args->runs, args->max_configs, text, sizeof text);
         t->fused[kinds[k]] = r.ms;
         cb_result_free(&r);
         printf("      %-14s %s\n", cb_kind_name(kinds[k]), text);
@@ -361,7 +363,7 @@ static void probe_conv(conv_times *t, const conv_entry *e, ref_type type, const 
                          .workspace_limit = b->workspace_limit};
         cb_spec wspec = {CB_WGRAD, s, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT};
         cb_result plain;
-        cb_search(&plain, &wspec, cudnn, stream, &wb, NULL, NULL, args->runs);
+        cb_search(&plain, &wspec, cudnn, stream, &wb, NULL, NULL, args->runs, args->max_configs);
         cb_describe(&plain, text, sizeof text);
         printf("      %-14s %s\n", "wgrad", text);
         if (plain.ms >= 0.0f) {
@@ -370,7 +372,7 @@ static void probe_conv(conv_times *t, const conv_entry *e, ref_type type, const 
             wb.x = b->x, wb.dw = b->dw;
             check.wgrad = 1;
             cb_result r;
-            search_fused(&r, CB_WGRAD_PROLOGUE, &s, type, cudnn, stream, &wb, &check, args->runs, text, sizeof text);
+            search_fused(&r, CB_WGRAD_PROLOGUE, &s, type, cudnn, stream, &wb, &check, args->runs, args->max_configs, text, sizeof text);
             t->fused[CB_WGRAD_PROLOGUE] = r.ms;
             cb_result_free(&r);
             printf("      %-14s %s\n", "wgrad+prologue", text);
@@ -420,7 +422,7 @@ static int libraries_only(const conv_entry *e, int n, const probe_args *args, cu
             cb_spec spec = {CB_BOTH, s, p ? s.data_type : CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT};
             cb.scale = p ? b.scale_t : (void *)b.scale, cb.bias = p ? b.bias_t : (void *)b.bias;
             cb_result r;
-            cb_search(&r, &spec, cudnn, stream, &cb, NULL, NULL, 1);
+            cb_search(&r, &spec, cudnn, stream, &cb, NULL, NULL, 1, 0);
             char text[400], phase[96];
             cb_describe(&r, text, sizeof text);
             printf("%s both, %s parameters (unchecked): %s\n", ref_type_name(types[k]), p ? "16-bit" : "float", text);
@@ -434,7 +436,7 @@ static int libraries_only(const conv_entry *e, int n, const probe_args *args, cu
     cb_buffers cb = {.x = b.x, .w = b.w, .y = b.y, .workspace = b.workspace, .workspace_limit = b.workspace_limit};
     cb_spec spec = {CB_CONV, s, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT};
     cb_result r;
-    cb_search(&r, &spec, cudnn, stream, &cb, NULL, NULL, 1);
+    cb_search(&r, &spec, cudnn, stream, &cb, NULL, NULL, 1, 0);
     print_new_libraries(seen, "a plain bf16 convolution");
     cb_result_free(&r);
     buffers_free(&b);

@@ -68,8 +68,9 @@
 #   ab      bench_step for BENCH_CONFIGS (model:size:batch[:optimizer]) in AB_PRECISION (bf16), with
 #           AB_ENV (default SUITE_PDL=0) and without, alternating, AB_ROUNDS (2) rounds
 #   conv-bn-probe  issue 52 (bench/conv_bn_roads.md): bench/conv_bn_probe on the device's cuDNN, the
-#           bottlenecks' conv2 and conv3 in bf16 and half with the wgrad (roads 1 and 3); PROBE_ARGS
-#           replaces the options; the side-by-side table closes each type's part
+#           bottlenecks' conv2 and conv3 with the wgrad, bf16 then half, one process each (roads 1
+#           and 3); PROBE_ARGS replaces the options (one run; --max-configs N if a type outruns the
+#           call); the side-by-side table closes each type's output
 #   conv-bn-probe-all  road 3: every convolution of ResNet-50's forward in half, with the wgrad
 #   cudnn-part  one part of bench/pack_cudnn.sh's archive arrived (carry .cudnn927/MANIFEST and
 #           .cudnn927/part-NN): checked against MANIFEST and kept in /tmp/cudnn927-parts for the
@@ -680,9 +681,13 @@ PY
         done
         ;;
     conv-bn-probe)
-        # shellcheck disable=SC2086
-        "$build/conv_bn_probe" ${PROBE_ARGS:---type both --wgrad} 2>&1 | tee "$out/conv_bn_probe.txt"
-        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        # one process a type, so that each type's table is whole even if the call runs out of time
+        for type in bf16 half; do
+            # shellcheck disable=SC2086
+            "$build/conv_bn_probe" ${PROBE_ARGS:---type $type --wgrad} 2>&1 | tee "$out/conv_bn_probe_$type.txt"
+            [ "${PIPESTATUS[0]}" = 0 ] || status=1
+            [ -z "${PROBE_ARGS:-}" ] || break
+        done
         ;;
     conv-bn-probe-all)
         # shellcheck disable=SC2086

@@ -400,7 +400,7 @@ int main(int argc, char **argv) {
         cb.x = b.applied, cb.w = b.w, cb.y = b.d_ref, cb.workspace = b.workspace, cb.workspace_limit = b.workspace_bytes;
         cb_spec spec = {CB_CONV, bs, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT};
         cb_result conv;
-        cb_search(&conv, &spec, cudnn, stream, &cb, NULL, NULL, runs);
+        cb_search(&conv, &spec, cudnn, stream, &cb, NULL, NULL, runs, 0);
         if (conv.ms < 0.0f) {
             char text[400];
             cb_describe(&conv, text, sizeof text);

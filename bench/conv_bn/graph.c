@@ -346,7 +346,7 @@ static void try_config(cb_result *r, const cb_spec *spec, cudnnBackendDescriptor
 }
 
 void cb_search(cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, cudaStream_t stream, const cb_buffers *b,
-               cb_check_fn check, void *check_arg, int runs) {
+               cb_check_fn check, void *check_arg, int runs, int max_tried) {
     memset(r, 0, sizeof *r);
     r->ms = -1.0f;
     graph_parts g;
@@ -367,12 +367,14 @@ void cb_search(cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, cudaStrea
         exit(1);
     }
     r->proposed = n;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0, tried = 0; i < n; i++) {
         config_name(configs[i], keys[i], KEY_SIZE);
         int seen = 0;
         for (int j = 0; j < i && !seen; j++) seen = strcmp(keys[j], keys[i]) == 0;
         if (seen) r->repeated++;
-        else try_config(r, spec, &configs[i], keys[i], cudnn, stream, b, check, check_arg, runs);
+        else if (max_tried <= 0 || tried++ < max_tried)
+            try_config(r, spec, &configs[i], keys[i], cudnn, stream, b, check, check_arg, runs);
+        else r->skipped++;
     }
     for (int i = 0; i < n; i++) destroy_descriptor(configs[i]);
     free(keys);
@@ -391,8 +393,8 @@ void cb_execute(const cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, co
 
 void cb_describe(const cb_result *r, char *out, size_t size) {
     if (r->ms >= 0.0f)
-        snprintf(out, size, "%.3f ms (%s, %d timed of %d proposed, %d failed the check, %zu MB)", r->ms, r->name,
-                 r->timed, r->proposed - r->repeated, r->failed_check, r->workspace_bytes >> 20);
+        snprintf(out, size, "%.3f ms (%s, %d timed of %d proposed, %d failed the check, %d not tried, %zu MB)", r->ms,
+                 r->name, r->timed, r->proposed - r->repeated, r->failed_check, r->skipped, r->workspace_bytes >> 20);
     else if (r->graph_refused)
         snprintf(out, size, "none (%s)", r->first_refusal);
     else

@@ -50,7 +50,7 @@ typedef int (*cb_check_fn)(void *arg, const cb_buffers *b);
 
 typedef struct cb_result {
     int graph_refused;          /* the operation graph itself did not finalize */
-    int proposed, repeated, refused, too_big, failed_check, timed;
+    int proposed, repeated, refused, too_big, failed_check, timed, skipped;
     float ms;                   /* the fastest passing configuration's median, < 0 if none */
     char name[96];              /* its engine and knobs, "eng<id>_k<knob>=<value>..." */
     size_t workspace_bytes;
@@ -60,10 +60,11 @@ typedef struct cb_result {
 
 /* Proposes (heuristic modes A, B and FALLBACK), builds, runs, checks (check may be NULL: every
  * configuration passes) and times (median of `runs` after a warm-up) every configuration for
- * the graph of `spec`, keeping the fastest that passed. A status from cuDNN that refuses a
+ * the graph of `spec` (the first max_tried distinct ones when max_tried > 0, in the heuristics'
+ * order), keeping the fastest that passed. A status from cuDNN that refuses a
  * graph, plan or run is counted, never fatal: the probe is asking what this cuDNN can do. */
 void cb_search(cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, cudaStream_t stream, const cb_buffers *b,
-               cb_check_fn check, void *check_arg, int runs);
+               cb_check_fn check, void *check_arg, int runs, int max_tried);
 /* Runs the kept plan once on the buffers (the same shapes), on the handle's stream. */
 void cb_execute(const cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, const cb_buffers *b);
 /* "0.114 ms (eng2_k2=4..., 9 timed of 12 proposed, 3 MB)" or "none (why)". */
