@@ -352,7 +352,8 @@ static void probe_conv(conv_times *t, const conv_entry *e, ref_type type, const 
         /* a graph without the prologue reads the activated input, as the unfused path does */
         cb.x = prologue && !cb_kind_has_prologue(kinds[k]) ? b->activated : b->x;
         cb_result r;
-        search_fused(&r, kinds[k], &s, type, cudnn, stream, &cb, &check, args->runs, args->max_configs, text, sizeof text);
+        search_fused(&r, kinds[k], &s, type, cudnn, stream, &cb, &check, args->runs, args->max_configs, text,
+                     sizeof text);
         t->fused[kinds[k]] = r.ms;
         cb_result_free(&r);
         printf("      %-14s %s\n", cb_kind_name(kinds[k]), text);
@@ -372,7 +373,8 @@ static void probe_conv(conv_times *t, const conv_entry *e, ref_type type, const 
             wb.x = b->x, wb.dw = b->dw;
             check.wgrad = 1;
             cb_result r;
-            search_fused(&r, CB_WGRAD_PROLOGUE, &s, type, cudnn, stream, &wb, &check, args->runs, args->max_configs, text, sizeof text);
+            search_fused(&r, CB_WGRAD_PROLOGUE, &s, type, cudnn, stream, &wb, &check, args->runs, args->max_configs,
+                         text, sizeof text);
             t->fused[CB_WGRAD_PROLOGUE] = r.ms;
             cb_result_free(&r);
             printf("      %-14s %s\n", "wgrad+prologue", text);
