@@ -3,9 +3,11 @@
 # the device machine, one part a call (a call carries at most 64 MiB with the working tree):
 #   bench/pack_cudnn.sh WHEEL [OUT_DIR]
 #   OUT_DIR (.cudnn927 by default, git-ignored): part-00, part-01, ... and MANIFEST
-# CUDNN_LIBS: which libraries (short names; default below: what a graph-API program can load,
-# without libcudnn_adv's RNN and attention and libcudnn_ext); PART_MB: a part's size (48: the
-# tree travels beside it); CUDNN_XZ=0: zstd -19 --long instead of xz -9e.
+# CUDNN_LIBS: which libraries (short names). The default is what a graph-API program can load
+# except libcudnn_engines_precompiled (its kernels compress to 195 of 273 MB, which alone needs
+# four more calls), libcudnn_adv (RNN, attention) and libcudnn_ext: whether the fused graph runs
+# without the precompiled engines is what conv-bn-probe-927 tells (bench/conv_bn_roads.md).
+# PART_MB: a part's size (48: the tree travels beside it); CUDNN_XZ=0: zstd -19 --long, not xz -9e.
 # MANIFEST lists each library's size, each part's sha256 and the whole archive's, so that
 # bench/device_run.sh's cudnn-part stage can say which parts arrived intact and conv-bn-probe-927
 # can assemble them. It also prints each library's compressed size, the measurement that says
@@ -14,7 +16,7 @@ set -eu
 wheel=${1:?usage: bench/pack_cudnn.sh WHEEL [OUT_DIR]}
 out=${2:-.cudnn927}
 part_mb=${PART_MB:-48}
-libs=${CUDNN_LIBS:-"cudnn cudnn_graph cudnn_engines_runtime_compiled cudnn_engines_precompiled cudnn_engines_tensor_ir cudnn_heuristic cudnn_ops cudnn_cnn"}
+libs=${CUDNN_LIBS:-"cudnn cudnn_graph cudnn_engines_runtime_compiled cudnn_engines_tensor_ir cudnn_heuristic cudnn_ops cudnn_cnn"}
 [ -f "$wheel" ] || { echo "pack_cudnn: $wheel is not a file (expected the nvidia-cudnn-cu13 wheel)" >&2; exit 2; }
 case $part_mb in '' | *[!0-9]*) echo "pack_cudnn: PART_MB must be a whole number of MiB (got '$part_mb')" >&2; exit 2 ;; esac
 if [ "$part_mb" -lt 1 ] || [ "$part_mb" -gt 60 ]; then echo "pack_cudnn: PART_MB must be 1..60 (got $part_mb)" >&2; exit 2; fi
