@@ -83,6 +83,19 @@
 #   trace-check  one job's kernels traced in place (train --kernels, resnet26 32x32/128 in
 #           TRACE_PRECISION, tf32) against ncu's of the same step (bench/kernel_breakdown.py's
 #           kinds), and the traced step against bench_step's untraced median (bench/trace_check.py)
+#   conv-bn-probe  issue 52 (bench/conv_bn_roads.md): bench/conv_bn_probe on the device's cuDNN, the
+#           bottlenecks' conv2 and conv3 with the wgrad, bf16 then half, one process each (roads 1
+#           and 3); PROBE_ARGS replaces the options (one run; --max-configs N if a type outruns the
+#           call); the side-by-side table closes each type's output
+#   conv-bn-probe-all  road 3: every convolution of ResNet-50's forward in half, with the wgrad
+#   cudnn-part  one part of bench/pack_cudnn.sh's archive arrived (carry .cudnn927/MANIFEST and
+#           .cudnn927/part-NN): checked against MANIFEST and kept in /tmp/cudnn927-parts for the
+#           calls that follow while the machine stays warm; says which parts are still missing
+#   conv-bn-probe-927  road 1: assembles the parts (all must have arrived), then conv_bn_probe
+#           --libraries-only and the probe with LD_LIBRARY_PATH on that cuDNN (and, with
+#           CUDNN927_SUBSET="graph engines_runtime_compiled ...", --libraries-only on that subset)
+#   gemm-bn-cutlass  road 2: bench/gemm_bn_cutlass (needs third_party/cutlass carried and the
+#           build stage run with it), every 1x1 convolution of ResNet-50 224/256 in bf16
 # Logs go to $OUT (or runs/device). On the device machine, first: . .devroot/env.sh
 set -u
 out=${OUT:-$PWD/runs/device}
@@ -710,6 +723,49 @@ PY
             --csv --page raw "$build/bench_step" "${args[@]}" --steps 5 --warmup 5 --profile >"$log" 2>&1 || status=1
         echo "--- resnet26 32x32/128 $precision: traced in place against ncu (bench_step median $median ms)"
         python3 bench/trace_check.py "$out/trace_check.kernels.csv" "$log" --step-ms "$median" || status=1
+        ;;
+    conv-bn-probe)
+        # one process a type, so that each type's table is whole even if the call runs out of time
+        for type in bf16 half; do
+            # shellcheck disable=SC2086
+            "$build/conv_bn_probe" ${PROBE_ARGS:---type $type --wgrad} 2>&1 | tee "$out/conv_bn_probe_$type.txt"
+            [ "${PIPESTATUS[0]}" = 0 ] || status=1
+            [ -z "${PROBE_ARGS:-}" ] || break
+        done
+        ;;
+    conv-bn-probe-all)
+        # shellcheck disable=SC2086
+        "$build/conv_bn_probe" ${PROBE_ARGS:---type half --shapes all --wgrad} 2>&1 | tee "$out/conv_bn_probe_all.txt"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        ;;
+    cudnn-part)
+        bash bench/cudnn_parts.sh keep .cudnn927 /tmp/cudnn927-parts || status=1
+        ;;
+    conv-bn-probe-927)
+        lib=$(bash bench/cudnn_parts.sh assemble .cudnn927 /tmp/cudnn927-parts /tmp/cudnn927) || { status=1; continue; }
+        # NVRTC for the runtime-compiled engines: the wheel's libraries look for it beside pip's layout
+        nvrtc=$(bash bench/cudnn_parts.sh nvrtc) || echo "libnvrtc.so.13 not found: runtime fusion will be refused"
+        path="$lib${nvrtc:+:$nvrtc}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        echo "--- conv_bn_probe --libraries-only with LD_LIBRARY_PATH=$path"
+        LD_LIBRARY_PATH=$path "$build/conv_bn_probe" --libraries-only 2>&1 | tee "$out/conv_bn_probe_927_libraries.txt"
+        if [ -n "${CUDNN927_SUBSET:-}" ]; then
+            sub=/tmp/cudnn927-subset; rm -rf $sub; mkdir -p $sub
+            for name in cudnn $CUDNN927_SUBSET; do ln -s "$lib/lib$name.so.9" $sub/; done
+            echo "--- the same with only: cudnn $CUDNN927_SUBSET"
+            LD_LIBRARY_PATH=$sub${nvrtc:+:$nvrtc} "$build/conv_bn_probe" --libraries-only 2>&1 |
+                tee "$out/conv_bn_probe_927_subset.txt"
+        fi
+        echo "--- conv_bn_probe on cuDNN from $lib"
+        # shellcheck disable=SC2086
+        LD_LIBRARY_PATH=$path "$build/conv_bn_probe" ${PROBE_ARGS:---type both --wgrad} 2>&1 |
+            tee "$out/conv_bn_probe_927.txt"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        ;;
+    gemm-bn-cutlass)
+        [ -x "$build/gemm_bn_cutlass" ] || { echo "gemm_bn_cutlass: not built (carry third_party/cutlass, run build)"; status=1; continue; }
+        # shellcheck disable=SC2086
+        "$build/gemm_bn_cutlass" ${CUTLASS_ARGS:-} 2>&1 | tee "$out/gemm_bn_cutlass.txt"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
         ;;
     *) echo "unknown stage '$stage'" >&2; exit 2 ;;
     esac
