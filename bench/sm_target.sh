@@ -2,7 +2,7 @@
 # Issue 50 on the GPU, two parts (bench/device_run.sh's stages sm-target and sm-memory):
 #
 #   told    each mix of SMT_MIXES (7*S S+M+M) under green and mig-emulate, with the libraries told
-#           each job's SMs (SUITE_SM_TARGET=1, the default) and not (0): run_suite --mode all
+#           each job's SMs (SUITE_SM_TARGET=1; off by default) and not (0): run_suite --mode all
 #           --mig-emulate --skip naive,mps,streams (serial, mig-emulate, green) --repeat SMT_REPEAT
 #           (3) into ROOT/told/<mix>/<on|off>; then bench/sm_target_table.py: each job's window
 #           rate, STP and ANTT (median [min-max] over the repeats), told against not told, and what
