@@ -16,7 +16,7 @@
 const char *kattr_part_name(int part) {
     if (part == KATTR_WAITING_OTHERS) return "waiting_others";
     if (part == KATTR_WAITING_IDLE) return "waiting_idle";
-    return ktrace_class_name(part);
+    return kernel_class_name(part);
 }
 
 /* --- the keys: layer, pass, class ----------------------------------------------------------- */
@@ -49,9 +49,9 @@ static int key_find(const kattr_key *keys, int count, const char *layer, const c
 static kattr_key *window_keys(const ktrace *t, int *count) {
     int cap = t->row_count + 64, n = 0;
     kattr_key *keys = malloc((size_t)cap * sizeof *keys);
-    unsigned char *seen = calloc((size_t)(t->scope_max + 1) * KTRACE_CLASSES + 1, 1);
+    unsigned char *seen = calloc((size_t)(t->scope_max + 1) * KCLASS_COUNT + 1, 1);
     if (!keys || !seen) goto fail;
-    for (int r = 0; r < t->row_count; r++) seen[(size_t)t->rows[r].scope * KTRACE_CLASSES + t->rows[r].cls] = 1;
+    for (int r = 0; r < t->row_count; r++) seen[(size_t)t->rows[r].scope * KCLASS_COUNT + t->rows[r].cls] = 1;
     for (int r = 0; r < t->row_count; r++) {
         const ktrace_row *row = &t->rows[r];
         kattr_key k = {.cls = row->cls, .kernel_ns = row->total_ns, .launches = row->count,
@@ -62,7 +62,7 @@ static kattr_key *window_keys(const ktrace *t, int *count) {
     }
     for (long i = 0; i < t->interval_count; i++) {
         const ktrace_interval *v = &t->intervals[i];
-        unsigned char *mark = &seen[(size_t)v->scope * KTRACE_CLASSES + v->cls];
+        unsigned char *mark = &seen[(size_t)v->scope * KCLASS_COUNT + v->cls];
         if (*mark) continue;
         *mark = 1;
         if (n == cap) {
@@ -151,13 +151,13 @@ int kattr_split_job(const ktrace *self, const ktrace *const *others, int other_c
     edge *e = window_edges(self, others, other_count, &count);
     double *since = malloc((size_t)(self->interval_count + 1) * sizeof *since); /* F at each interval's start */
     out->keys = window_keys(self, &out->key_count);
-    int *key_of = malloc(((size_t)(self->scope_max + 1) * KTRACE_CLASSES + 1) * sizeof *key_of);
+    int *key_of = malloc(((size_t)(self->scope_max + 1) * KCLASS_COUNT + 1) * sizeof *key_of);
     if (!e || !since || !out->keys || !key_of) {
         free(e), free(since), free(key_of);
         kattr_split_free(out);
         return -1;
     }
-    for (size_t s = 0; s < (size_t)(self->scope_max + 1) * KTRACE_CLASSES; s++) key_of[s] = -1;
+    for (size_t s = 0; s < (size_t)(self->scope_max + 1) * KCLASS_COUNT; s++) key_of[s] = -1;
     /* F(t): the integral of 1/n over the instants where n > 0 of self's kernels run; a kernel's share
      * of the window is F(end) - F(start). */
     double share = 0;
@@ -182,7 +182,7 @@ int kattr_split_job(const ktrace *self, const ktrace *const *others, int other_c
         const ktrace_interval *v = &self->intervals[e[k].owner];
         double ns = share - since[e[k].owner];
         out->part_ns[v->cls] += ns;
-        int *key = &key_of[(size_t)v->scope * KTRACE_CLASSES + v->cls];
+        int *key = &key_of[(size_t)v->scope * KCLASS_COUNT + v->cls];
         if (*key < 0) {
             const ktrace_row *row = ktrace_scope_row(self, v->scope);
             *key = key_find(out->keys, out->key_count, row->layer, row->pass, v->cls);
@@ -212,7 +212,7 @@ int kattr_matrix_add(const ktrace *self, const ktrace *const *others, int other_
     long count = 0;
     edge *e = window_edges(self, others, other_count, &count);
     double *speed = malloc((size_t)(self->interval_count + 1) * sizeof *speed); /* 1 / its slowdown; NaN unmatched */
-    size_t cells = (size_t)(self->scope_max + 1) * KTRACE_CLASSES;
+    size_t cells = (size_t)(self->scope_max + 1) * KCLASS_COUNT;
     double *mean_of = malloc((cells + 1) * sizeof *mean_of); /* mean duration alone by scope and class; -1 unknown */
     if (!alone_keys || !e || !speed || !mean_of) {
         free(alone_keys), free(e), free(speed), free(mean_of);
@@ -221,7 +221,7 @@ int kattr_matrix_add(const ktrace *self, const ktrace *const *others, int other_
     for (size_t c = 0; c < cells; c++) mean_of[c] = -1;
     for (long i = 0; i < self->interval_count; i++) {
         const ktrace_interval *v = &self->intervals[i];
-        double *mean = &mean_of[(size_t)v->scope * KTRACE_CLASSES + v->cls];
+        double *mean = &mean_of[(size_t)v->scope * KCLASS_COUNT + v->cls];
         if (*mean < 0) {
             const ktrace_row *row = ktrace_scope_row(self, v->scope);
             int k = key_find(alone_keys, alone_count, row->layer, row->pass, v->cls);
@@ -230,16 +230,16 @@ int kattr_matrix_add(const ktrace *self, const ktrace *const *others, int other_
         double duration = (double)(v->end - v->start);
         speed[i] = *mean > 0 && duration > 0 ? *mean / duration : NAN;
     }
-    int running[KTRACE_CLASSES] = {0}, beside[KTRACE_CLASSES] = {0}, besides = 0;
-    double speed_sum[KTRACE_CLASSES] = {0};
+    int running[KCLASS_COUNT] = {0}, beside[KCLASS_COUNT] = {0}, besides = 0;
+    double speed_sum[KCLASS_COUNT] = {0};
     int64_t prev = 0;
     for (long k = 0; k < count; k++) {
         double dt = (double)(e[k].t - prev);
         prev = e[k].t;
-        for (int a = 0; dt > 0 && a < KTRACE_CLASSES; a++) {
+        for (int a = 0; dt > 0 && a < KCLASS_COUNT; a++) {
             if (!running[a]) continue;
-            for (int b = 0; b <= KTRACE_CLASSES; b++) {
-                if (b < KTRACE_CLASSES ? !beside[b] : besides > 0) continue;
+            for (int b = 0; b <= KCLASS_COUNT; b++) {
+                if (b < KCLASS_COUNT ? !beside[b] : besides > 0) continue;
                 m->shared_ns[a][b] += dt * running[a];
                 m->alone_ns[a][b] += dt * speed_sum[a];
             }
@@ -331,7 +331,7 @@ static void job_kernels_rows(job_rows *r, const kattr_split *sh, const kattr_spl
     kernels_row(r, "step", "step", "", "", alone_step, shared_step, &none);
     for (int p = 0; p < KATTR_PARTS; p++) {
         if (sh->part_ns[p] <= 0 && (!al || al->part_ns[p] <= 0)) continue;
-        alone_work w = al && p < KTRACE_CLASSES ? work_of(al->flops[p], al->bytes[p], al->kernel_ns[p], al->steps,
+        alone_work w = al && p < KCLASS_COUNT ? work_of(al->flops[p], al->bytes[p], al->kernel_ns[p], al->steps,
                                                           al->peak_flops, al->peak_bytes_s) : none;
         kernels_row(r, "class", kattr_part_name(p), "", "", al ? per_step_ms(al->part_ns[p], al) : NAN,
                     per_step_ms(sh->part_ns[p], sh), &w);
@@ -343,7 +343,7 @@ static void job_kernels_rows(job_rows *r, const kattr_split *sh, const kattr_spl
         const kattr_key *key = c <= 0 ? s : a;
         alone_work w = c >= 0 ? work_of(a->flops, a->bytes, a->kernel_ns, al->steps, al->peak_flops, al->peak_bytes_s)
                               : none;
-        kernels_row(r, "layer", ktrace_class_name(key->cls), key->layer, key->pass,
+        kernels_row(r, "layer", kernel_class_name(key->cls), key->layer, key->pass,
                     c >= 0 ? per_step_ms(a->ns, al) : al ? 0 : NAN, c <= 0 ? per_step_ms(s->ns, sh) : 0, &w);
         i += c <= 0;
         k += c >= 0;
@@ -351,12 +351,12 @@ static void job_kernels_rows(job_rows *r, const kattr_split *sh, const kattr_spl
 }
 
 static void matrix_rows(FILE *f, const char *mode, const char *job, const char *label, const kattr_matrix *m) {
-    for (int a = 0; a < KTRACE_CLASSES; a++)
-        for (int b = 0; b <= KTRACE_CLASSES; b++) {
+    for (int a = 0; a < KCLASS_COUNT; a++)
+        for (int b = 0; b <= KCLASS_COUNT; b++) {
             if (!(m->shared_ns[a][b] > 0) || !(m->alone_ns[a][b] > 0)) continue;
             fprintf(f, "%s,%s,", mode, job);
             results_csv_field(f, label);
-            fprintf(f, ",%s,%s,", ktrace_class_name(a), b == KATTR_BESIDE_NONE ? "none" : ktrace_class_name(b));
+            fprintf(f, ",%s,%s,", kernel_class_name(a), b == KATTR_BESIDE_NONE ? "none" : kernel_class_name(b));
             results_csv_number(f, m->shared_ns[a][b] / m->alone_ns[a][b], 4);
             fputc(',', f);
             results_csv_number(f, m->shared_ns[a][b] / 1e6, 4);
@@ -465,8 +465,8 @@ int kattr_write(const char *dir, const char *mode, const kattr_job *jobs, int co
         char index[16];
         snprintf(index, sizeof index, "%d", jobs[j].index);
         matrix_rows(mf, mode, index, jobs[j].label, &m);
-        for (int a = 0; a < KTRACE_CLASSES; a++)
-            for (int b = 0; b <= KTRACE_CLASSES; b++)
+        for (int a = 0; a < KCLASS_COUNT; a++)
+            for (int b = 0; b <= KCLASS_COUNT; b++)
                 all.shared_ns[a][b] += m.shared_ns[a][b], all.alone_ns[a][b] += m.alone_ns[a][b];
         matrices++;
     }

@@ -41,11 +41,11 @@
 #include "results/kernel_trace.h"
 
 /* The parts a window splits into: the classes, then the two kinds of waiting. */
-#define KATTR_WAITING_OTHERS KTRACE_CLASSES
-#define KATTR_WAITING_IDLE (KTRACE_CLASSES + 1)
-#define KATTR_PARTS (KTRACE_CLASSES + 2)
+#define KATTR_WAITING_OTHERS KCLASS_COUNT
+#define KATTR_WAITING_IDLE (KCLASS_COUNT + 1)
+#define KATTR_PARTS (KCLASS_COUNT + 2)
 /* The matrix's last column: no other job's kernel ran. */
-#define KATTR_BESIDE_NONE KTRACE_CLASSES
+#define KATTR_BESIDE_NONE KCLASS_COUNT
 
 const char *kattr_part_name(int part); /* a class's name, "waiting_others", "waiting_idle" */
 
@@ -61,7 +61,7 @@ typedef struct kattr_key {
 typedef struct kattr_split {
     double window_ns, steps;
     double part_ns[KATTR_PARTS]; /* sums to window_ns */
-    double kernel_ns[KTRACE_CLASSES], flops[KTRACE_CLASSES], bytes[KTRACE_CLASSES]; /* over the window */
+    double kernel_ns[KCLASS_COUNT], flops[KCLASS_COUNT], bytes[KCLASS_COUNT]; /* over the window */
     double peak_flops, peak_bytes_s;
     kattr_key *keys;             /* sorted by layer, pass, class */
     int key_count;
@@ -74,8 +74,8 @@ void kattr_split_free(kattr_split *s);
 
 /* The matrix's sums: cell (a, b) = shared_ns / alone_ns. */
 typedef struct kattr_matrix {
-    double shared_ns[KTRACE_CLASSES][KTRACE_CLASSES + 1];
-    double alone_ns[KTRACE_CLASSES][KTRACE_CLASSES + 1];
+    double shared_ns[KCLASS_COUNT][KCLASS_COUNT + 1];
+    double alone_ns[KCLASS_COUNT][KCLASS_COUNT + 1];
     double unmatched_ns;         /* self's kernel time whose layer, pass and class never ran alone */
 } kattr_matrix;
 

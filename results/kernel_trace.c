@@ -11,19 +11,7 @@
 
 #include "results/fields.h"
 
-#define KTRACE_CLASS_NAME_(kind, name) name,
-static const char *const CLASS_NAMES[] = {KTRACE_CLASS_TABLE(KTRACE_CLASS_NAME_)};
-#undef KTRACE_CLASS_NAME_
 
-const char *ktrace_class_name(int c) { return c >= 0 && c < KTRACE_CLASSES ? CLASS_NAMES[c] : "?"; }
-
-int ktrace_class_parse(const char *name) {
-    for (int c = 0; c < KTRACE_CLASSES; c++)
-        if (!strcmp(name, CLASS_NAMES[c])) return c;
-    return -1;
-}
-
-static const char *const PASSES[] = {"forward", "dgrad", "wgrad", "backward", "update", "-"};
 static const char *const HEADER_KEYS[] = {"job", "model", "precision", "batch", "device_name", "device_sms",
                                           "sm_count", "clock", "t0", "t1", "steps", "step_ms", "kernels",
                                           "dropped", "peak_flops", "peak_bytes_s"};
@@ -151,13 +139,11 @@ static int read_row(ktrace *t, char *line, const char *path, long lineno, char *
     r.scope = (int)scope;
     if (!*f[1]) return fail(err, err_size, "%s:%ld: layer: empty", path, lineno);
     snprintf(r.layer, sizeof r.layer, "%s", f[1]);
-    size_t p = 0;
-    while (p < sizeof PASSES / sizeof PASSES[0] && strcmp(PASSES[p], f[2])) p++;
-    if (p == sizeof PASSES / sizeof PASSES[0])
+    if (kernel_pass_parse(f[2]) < 0)
         return fail(err, err_size, "%s:%ld: pass: expected forward, dgrad, wgrad, backward, update or -, got '%.40s'",
                     path, lineno, f[2]);
     snprintf(r.pass, sizeof r.pass, "%s", f[2]);
-    if ((r.cls = ktrace_class_parse(f[3])) < 0)
+    if ((r.cls = kernel_class_parse(f[3])) < 0)
         return fail(err, err_size, "%s:%ld: class: '%.40s' is none of the classes (conv_fwd, ..., other)", path, lineno, f[3]);
     snprintf(r.kernel, sizeof r.kernel, "%s", f[4]);
     double *nums[] = {&r.count, &r.total_ns, &r.min_ns, &r.max_ns, &r.flops, &r.bytes};
@@ -246,8 +232,8 @@ static int read_intervals(ktrace *t, const char *path, char *err, size_t err_siz
             rc = fail(err, err_size, "%s:%ld: expected the 5 fields of " INTERVAL_HEADER, path, lineno);
             break;
         }
-        long long cls = ktrace_class_parse(fl[3]);
-        if (cls < 0 && whole(fl[3], 0, KTRACE_CLASSES - 1, &cls) != 0) cls = -1;
+        long long cls = kernel_class_parse(fl[3]);
+        if (cls < 0 && whole(fl[3], 0, KCLASS_COUNT - 1, &cls) != 0) cls = -1;
         if (whole(fl[0], 0, window * 4 + 1000000000LL, &start) != 0 || whole(fl[1], start, INT64_MAX, &end) != 0)
             rc = fail(err, err_size, "%s:%ld: start_ns, end_ns: expected 0 <= start <= end (ns since t0), got %s, %s",
                       path, lineno, fl[0], fl[1]);

@@ -9,7 +9,7 @@
  * SMs; 0 unknown), peak_bytes_s (DRAM bytes/s; 0 unknown). Then the header
  *   scope,layer,pass,class,kernel,count,total_ns,min_ns,max_ns,flops,bytes
  * and one row per scope and kernel: pass one of forward, dgrad, wgrad, backward, update, "-"; class
- * one of ktrace_class_name's; kernel quoted per RFC 4180; flops and bytes per ONE launch of the
+ * one of base/kernel_class.h's; kernel quoted per RFC 4180; flops and bytes per ONE launch of the
  * scope (its first row; 0 on its other kernels' rows, and where unknown).
  *
  * PREFIX.intervals.csv: the header start_ns,end_ns,scope,class,stream and one row per kernel: its
@@ -26,22 +26,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/kernel_class.h"
 #include "results/job_record.h"
 
-/* The kernels' classes, in the format's order. */
-#define KTRACE_CLASS_TABLE(X)                                                                             \
-    X(KC_CONV_FWD, "conv_fwd") X(KC_CONV_DGRAD, "conv_dgrad") X(KC_CONV_WGRAD, "conv_wgrad")           \
-    X(KC_GEMM, "gemm") X(KC_BATCHNORM, "batchnorm") X(KC_ELEMENTWISE, "elementwise")                   \
-    X(KC_POOLING, "pooling") X(KC_ATTENTION, "attention") X(KC_EMBEDDING, "embedding")                \
-    X(KC_OPTIMIZER, "optimizer") X(KC_LOSS, "loss") X(KC_COPY, "copy") X(KC_COLLECTIVE, "collective") \
-    X(KC_OTHER, "other")
-#define KTRACE_CLASS_ENUM_(kind, name) kind,
-typedef enum { KTRACE_CLASS_TABLE(KTRACE_CLASS_ENUM_) KTRACE_CLASSES } ktrace_class;
-#undef KTRACE_CLASS_ENUM_
-
-const char *ktrace_class_name(int c);
-/* The class of a name (exact); -1 when none. */
-int ktrace_class_parse(const char *name);
 
 /* One row of the kernels file. */
 typedef struct ktrace_row {

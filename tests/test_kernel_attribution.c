@@ -84,16 +84,16 @@ static void test_split_by_hand(void **state) {
     assert_true(fabs(s.window_ns - 1e6) < 1e-9);
     /* in us: [0,200) conv alone 200; [200,400) shared by two: 100 each; [400,600) wgrad 200; [600,700) B ran:
      * 100; [700,900) bn 200; [900,1000) idle 100 */
-    assert_true(fabs(s.part_ns[KC_CONV_FWD] - 3e5) < 1e-6);
-    assert_true(fabs(s.part_ns[KC_CONV_WGRAD] - 3e5) < 1e-6);
-    assert_true(fabs(s.part_ns[KC_BATCHNORM] - 2e5) < 1e-6);
+    assert_true(fabs(s.part_ns[KCLASS_CONV_FWD] - 3e5) < 1e-6);
+    assert_true(fabs(s.part_ns[KCLASS_CONV_WGRAD] - 3e5) < 1e-6);
+    assert_true(fabs(s.part_ns[KCLASS_BATCHNORM] - 2e5) < 1e-6);
     assert_true(fabs(s.part_ns[KATTR_WAITING_OTHERS] - 1e5) < 1e-6);
     assert_true(fabs(s.part_ns[KATTR_WAITING_IDLE] - 1e5) < 1e-6);
     double sum = 0;
     for (int p = 0; p < KATTR_PARTS; p++) sum += s.part_ns[p];
     assert_true(fabs(sum - 1e6) < 1e-6);
     assert_int_equal(s.key_count, 3);
-    assert_true(fabs(s.flops[KC_CONV_FWD] - 2000) < 1e-9 && fabs(s.bytes[KC_BATCHNORM] - 1000) < 1e-9);
+    assert_true(fabs(s.flops[KCLASS_CONV_FWD] - 2000) < 1e-9 && fabs(s.bytes[KCLASS_BATCHNORM] - 1000) < 1e-9);
     kattr_split_free(&s);
     /* alone, nobody else: all waiting is idle */
     assert_int_equal(kattr_split_job(&a, NULL, 0, &s), 0);
@@ -113,21 +113,21 @@ static void test_matrix_by_hand(void **state) {
     assert_int_equal(ktrace_read(&a, t.a, err, sizeof err), 0);
     assert_int_equal(ktrace_read(&b, t.b, err, sizeof err), 0);
     assert_int_equal(ktrace_read(&alone, t.alone, err, sizeof err), 0);
-    assert_int_equal(alone.intervals[1].cls, KC_CONV_WGRAD); /* a class by its place in the list */
+    assert_int_equal(alone.intervals[1].cls, KCLASS_CONV_WGRAD); /* a class by its place in the list */
     const ktrace *others[] = {&b};
     kattr_matrix m;
     memset(&m, 0, sizeof m);
     assert_int_equal(kattr_matrix_add(&a, others, 1, &alone, &m), 0);
     /* conv 400 us shared, 200 alone, never beside B: 2.0 beside none */
-    assert_true(fabs(m.shared_ns[KC_CONV_FWD][KATTR_BESIDE_NONE] / m.alone_ns[KC_CONV_FWD][KATTR_BESIDE_NONE] - 2) < 1e-9);
-    assert_true(m.shared_ns[KC_CONV_FWD][KC_GEMM] == 0);
+    assert_true(fabs(m.shared_ns[KCLASS_CONV_FWD][KATTR_BESIDE_NONE] / m.alone_ns[KCLASS_CONV_FWD][KATTR_BESIDE_NONE] - 2) < 1e-9);
+    assert_true(m.shared_ns[KCLASS_CONV_FWD][KCLASS_GEMM] == 0);
     /* wgrad as fast as alone: 300 us beside none, 100 beside the GEMM */
-    assert_true(fabs(m.shared_ns[KC_CONV_WGRAD][KATTR_BESIDE_NONE] - 3e5) < 1e-6);
-    assert_true(fabs(m.shared_ns[KC_CONV_WGRAD][KC_GEMM] / m.alone_ns[KC_CONV_WGRAD][KC_GEMM] - 1) < 1e-9);
+    assert_true(fabs(m.shared_ns[KCLASS_CONV_WGRAD][KATTR_BESIDE_NONE] - 3e5) < 1e-6);
+    assert_true(fabs(m.shared_ns[KCLASS_CONV_WGRAD][KCLASS_GEMM] / m.alone_ns[KCLASS_CONV_WGRAD][KCLASS_GEMM] - 1) < 1e-9);
     /* bn twice as slow: [700,800) beside the GEMM, [800,900) beside none */
-    assert_true(fabs(m.shared_ns[KC_BATCHNORM][KC_GEMM] - 1e5) < 1e-6);
-    assert_true(fabs(m.alone_ns[KC_BATCHNORM][KC_GEMM] - 5e4) < 1e-6);
-    assert_true(fabs(m.shared_ns[KC_BATCHNORM][KATTR_BESIDE_NONE] / m.alone_ns[KC_BATCHNORM][KATTR_BESIDE_NONE] - 2) < 1e-9);
+    assert_true(fabs(m.shared_ns[KCLASS_BATCHNORM][KCLASS_GEMM] - 1e5) < 1e-6);
+    assert_true(fabs(m.alone_ns[KCLASS_BATCHNORM][KCLASS_GEMM] - 5e4) < 1e-6);
+    assert_true(fabs(m.shared_ns[KCLASS_BATCHNORM][KATTR_BESIDE_NONE] / m.alone_ns[KCLASS_BATCHNORM][KATTR_BESIDE_NONE] - 2) < 1e-9);
     assert_true(m.unmatched_ns == 0);
     ktrace_free(&a);
     ktrace_free(&b);
