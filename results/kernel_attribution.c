@@ -267,7 +267,12 @@ int kattr_matrix_add(const ktrace *self, const ktrace *const *others, int other_
     "alone_mbytes,intensity,ridge,bound,alone_dram_fraction,alone_flop_fraction,alone_source,measurement\n"
 #define INTERFERENCE_HEADER "mode,job,label,class,beside,slowdown,overlap_ms,measurement\n"
 
-/* What a class's (or a layer's) kernels did alone: per step, and against the job's peaks. */
+/* What a class's (or a layer's) kernels did alone: per step, and against the job's peaks. Its side of
+ * the roofline is where its intensity (the shapes' FLOPs over the bytes they must move) falls against
+ * the ridge; it is bound there only when it reaches half of that roof, else "neither": kernels far
+ * below both roofs wait on something else (latency, occupancy, launches), and calling them
+ * memory-bound would send a reader to the wrong resource. */
+#define KATTR_ROOF_SHARE 0.5
 typedef struct alone_work {
     double gflop, mbytes, intensity, ridge, dram_fraction, flop_fraction;
     const char *bound;
@@ -282,11 +287,15 @@ static alone_work work_of(double flops, double bytes, double kernel_ns, double s
     if (!(flops > 0 || bytes > 0)) return w; /* the shapes say nothing of it */
     if (bytes > 0) w.intensity = flops / bytes;
     if (peak_flops > 0 && peak_bytes_s > 0) w.ridge = peak_flops / peak_bytes_s;
-    if (!isnan(w.intensity) && !isnan(w.ridge)) w.bound = w.intensity >= w.ridge ? "compute" : "memory";
-    else if (bytes == 0 && flops > 0) w.bound = "compute";
     double seconds = kernel_ns * 1e-9;
     if (seconds > 0 && peak_bytes_s > 0) w.dram_fraction = bytes / seconds / peak_bytes_s;
     if (seconds > 0 && peak_flops > 0) w.flop_fraction = flops / seconds / peak_flops;
+    int compute = !isnan(w.intensity) && !isnan(w.ridge) ? w.intensity >= w.ridge : bytes == 0 && flops > 0 ? 1 : -1;
+    if (compute >= 0) {
+        double roof = compute ? w.flop_fraction : w.dram_fraction;
+        w.bound = isnan(roof) ? (compute ? "compute" : "memory") : roof >= KATTR_ROOF_SHARE ? (compute ? "compute" : "memory")
+                                                                                            : "neither";
+    }
     return w;
 }
 
@@ -402,7 +411,7 @@ static int others_of(const kattr_job *jobs, const ktrace *traces, const int *ok,
     return n;
 }
 
-int kattr_write(const char *dir, const char *mode, const kattr_job *jobs, int count, FILE *warn, char *err,
+int kattr_write(const char *dir, const char *mode, const kattr_job *jobs, int count, int concurrent, FILE *warn, char *err,
                 size_t err_size) {
     ktrace *shared = calloc((size_t)count + 1, sizeof *shared), *alone = calloc((size_t)count + 1, sizeof *alone);
     int *ok = calloc((size_t)count + 1, sizeof *ok), *alone_ok = calloc((size_t)count + 1, sizeof *alone_ok);
@@ -455,7 +464,7 @@ int kattr_write(const char *dir, const char *mode, const kattr_job *jobs, int co
         job_kernels_rows(&r, &sh, by_itself ? &al : NULL);
         kattr_split_free(&sh);
         if (by_itself) kattr_split_free(&al);
-        if (!by_itself) continue;
+        if (!by_itself || !concurrent) continue;
         kattr_matrix m;
         memset(&m, 0, sizeof m);
         if (kattr_matrix_add(&shared[j], others, n, by_itself, &m) != 0) {

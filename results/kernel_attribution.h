@@ -100,8 +100,11 @@ int kattr_file_of_run(const char *run_dir, int index, char *out, size_t size);
 
 /* kernels.csv and interference.csv of one mode's run into dir. A job whose files cannot be read is
  * left out with a warning on `warn` naming the file and why; no file is written when no job has
- * one. 0, or -1 with a message when a file cannot be written. */
-int kattr_write(const char *dir, const char *mode, const kattr_job *jobs, int count, FILE *warn, char *err,
+ * one. concurrent: the jobs' kernels may run at the same time (else, jobs one after another or
+ * contexts taking turns, interference.csv holds its header only: an overlap of two jobs' intervals
+ * is then one kernel stretched over another's slice, not two kernels sharing the GPU). 0, or -1
+ * with a message when a file cannot be written. */
+int kattr_write(const char *dir, const char *mode, const kattr_job *jobs, int count, int concurrent, FILE *warn, char *err,
                 size_t err_size);
 /* The top folder of --mode all: each mode's kernels.csv and interference.csv (mode_dirs, in order) as
  * one of each in dir; none where no mode has one. 0, or -1 with a message. */

@@ -150,8 +150,10 @@ def sentence(mode, rows):
         text += f"; {num(top['delta_ms']):.2f} ms of it is {CLASS_WORDS.get(top['class'], top['class'])}"
         dram, bound = num(top["alone_dram_fraction"]), top.get("bound", "")
         if not math.isnan(dram):
-            text += f", which alone runs at {100 * dram:.0f}% of the DRAM bandwidth"
-            text += f" ({bound}-bound)" if bound else ""
+            text += f", which alone moves its bytes at {100 * dram:.0f}% of the DRAM bandwidth"
+            text += " (more than DRAM could: part of them came from L2)" if dram > 1 else ""
+            text += " (below both roofs: neither compute- nor memory-bound)" if bound == "neither" else \
+                f" ({bound}-bound)" if bound else ""
         if len(parts) > 1:
             text += f", then {num(parts[1]['delta_ms']):.2f} ms of {CLASS_WORDS.get(parts[1]['class'], parts[1]['class'])}"
     return text + " (traced)."

@@ -145,7 +145,7 @@ static void test_files_by_hand(void **state) {
     make_traces(&t);
     kattr_job jobs[] = {{0, "A", t.a, t.alone, "serial"}, {1, "B", t.b, NULL, ""}};
     char err[1024], path[PATH_MAX];
-    assert_int_equal(kattr_write(t.dir, "mps", jobs, 2, stderr, err, sizeof err), 0);
+    assert_int_equal(kattr_write(t.dir, "mps", jobs, 2, 1, stderr, err, sizeof err), 0);
     snprintf(path, sizeof path, "%s/kernels.csv", t.dir);
     char *text = test_read_text(path, err, sizeof err);
     assert_non_null(text);
@@ -154,8 +154,9 @@ static void test_files_by_hand(void **state) {
     assert_non_null(strstr(text, "\nmps,0,A,class,conv_wgrad,,,0.1750,0.1500,-0.0250,-0.2500,"));
     assert_non_null(strstr(text, "\nmps,0,A,class,waiting_others,,,0.0000,0.0500,0.0500,0.5000,"));
     assert_non_null(strstr(text, "\nmps,0,A,class,waiting_idle,,,0.1000,0.0500,-0.0500,-0.5000,"));
-    /* bn alone: 10 FLOP and 1000 bytes a launch (0.00001 GFLOP, 0.001 MB a step), against a ridge of 10 */
-    assert_non_null(strstr(text, "\nmps,0,A,class,batchnorm,,,0.0500,0.1000,0.0500,0.5000,0.0000,0.001,0.010,10.000,memory,"));
+    /* bn alone: 10 FLOP and 1000 bytes a launch (0.00001 GFLOP, 0.001 MB a step), against a ridge of 10:
+     * the memory side of the roofline, but at a ten-thousandth of the DRAM bandwidth bound by neither */
+    assert_non_null(strstr(text, "\nmps,0,A,class,batchnorm,,,0.0500,0.1000,0.0500,0.5000,0.0000,0.001,0.010,10.000,neither,"));
     assert_non_null(strstr(text, "\nmps,0,A,layer,conv_fwd,conv1,forward,0.0750,0.1500,"));
     assert_non_null(strstr(text, "\nmps,1,B,step,step,,,,1.0000,,,")); /* no alone: empty, never 0 */
     assert_null(strstr(text, "nan"));
@@ -167,6 +168,18 @@ static void test_files_by_hand(void **state) {
     assert_non_null(strstr(text, "\nmps,0,A,conv_fwd,none,2.0000,0.4000,traced"));
     assert_non_null(strstr(text, "\nmps,0,A,conv_wgrad,gemm,1.0000,0.1000,traced"));
     assert_null(strstr(text, "mps,all,")); /* one job with an alone: its rows are all */
+    free(text);
+    /* contexts taking turns (naive): the same intervals make no matrix, and the time B's kernel ran
+     * while A had none is still A's waiting on the others (the slices it lost) */
+    assert_int_equal(kattr_write(t.dir, "naive", jobs, 2, 0, stderr, err, sizeof err), 0);
+    text = test_read_text(path, err, sizeof err);
+    assert_non_null(text);
+    assert_string_equal(text, "mode,job,label,class,beside,slowdown,overlap_ms,measurement\n");
+    free(text);
+    snprintf(path, sizeof path, "%s/kernels.csv", t.dir);
+    text = test_read_text(path, err, sizeof err);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\nnaive,0,A,class,waiting_others,,,0.0000,0.0500,0.0500,0.5000,"));
     free(text);
     test_rmtree(t.dir);
 }
@@ -236,7 +249,7 @@ static void test_recorded(void **state) {
     assert_non_null(strstr(alone[2], "serial/kernels/job1.kernels.csv")); /* serial measured M once */
     snprintf(run, sizeof run, "%s/serial", rec);
     assert_int_equal(kattr_file_of_run(run, 3, alone[0], sizeof alone[0]), -1);
-    assert_int_equal(kattr_write(dir, "mps", jobs, 3, stderr, err, sizeof err), 0);
+    assert_int_equal(kattr_write(dir, "mps", jobs, 3, 1, stderr, err, sizeof err), 0);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/kernels.csv", dir);
     char *text = test_read_text(path, err, sizeof err);
@@ -279,6 +292,17 @@ static void test_recorded(void **state) {
     cell = strstr(text, "mps,0,S,class,waiting_others,");
     assert_non_null(cell);
     expect_gt(column(cell, 9), 0.1); /* delta_ms */
+    /* alone, S's optimizer streams its bytes near the DRAM roof: memory-bound; its convolutions reach
+     * neither roof */
+    cell = strstr(text, "mps,0,S,class,optimizer,");
+    assert_non_null(cell);
+    expect_gt(column(cell, 16), 0.5);
+    char *eol = strchr(cell, '\n'), *word = strstr(cell, ",memory,");
+    assert_true(word && (!eol || word < eol));
+    cell = strstr(text, "mps,0,S,class,conv_fwd,");
+    assert_non_null(cell);
+    eol = strchr(cell, '\n'), word = strstr(cell, ",neither,");
+    assert_true(word && (!eol || word < eol));
     free(text);
     test_rmtree(dir);
     test_rmtree(rec);
@@ -296,8 +320,8 @@ static void test_join(void **state) {
     assert_int_equal(results_make_dirs(b, err, sizeof err), 0);
     kattr_job alone[] = {{0, "A", t.alone, t.alone, "self"}};
     kattr_job both[] = {{0, "A", t.a, t.alone, "serial"}, {1, "B", t.b, NULL, ""}};
-    assert_int_equal(kattr_write(a, "serial", alone, 1, stderr, err, sizeof err), 0);
-    assert_int_equal(kattr_write(b, "mps", both, 2, stderr, err, sizeof err), 0);
+    assert_int_equal(kattr_write(a, "serial", alone, 1, 0, stderr, err, sizeof err), 0);
+    assert_int_equal(kattr_write(b, "mps", both, 2, 1, stderr, err, sizeof err), 0);
     const char *dirs[] = {a, b};
     assert_int_equal(kattr_join(t.dir, dirs, 2, err, sizeof err), 0);
     char path[PATH_MAX];

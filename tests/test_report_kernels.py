@@ -81,7 +81,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(heat is not None and "mps,batchnorm,conv_fwd,1.9000" in heat.csv and "mps,conv_fwd,none,1.0100" in heat.csv,
           f"the heat map's cells are the 'all' rows: {heat.csv if heat else None}")
     said = report_kernels.sentence("mps", cells[1][2])
-    check(said == "under MPS, S's step grows 2.00 ms; 1.10 ms of it is batch norm, which alone runs at 80% of the DRAM "
+    check(said == "under MPS, S's step grows 2.00 ms; 1.10 ms of it is batch norm, which alone moves its bytes at 80% of the DRAM "
                   "bandwidth (memory-bound), then 0.90 ms of waiting while other jobs' kernels ran (traced).", said)
     page, figures = report.build([run], "")
     ids = [f[0] for f in figures]

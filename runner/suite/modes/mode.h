@@ -76,6 +76,10 @@ enum {
                                     beside the cards runs under outside MPS */
     MODE_IN_STUDY = 1u << 9,     /* one of the study's collocated modes (run_suite --study) */
     MODE_STUDY_ALONE = 1u << 10, /* the study measures it at degree 1 too (its cost to one job) */
+    MODE_TIME_SLICED = 1u << 11, /* the jobs' contexts take turns on the whole GPU: kernels of two
+                                    jobs never run at once, so a kernel's traced interval can span
+                                    another context's slice (the kernel attribution makes no
+                                    interference matrix of it; the slices are its waiting) */
 };
 
 #define SUITE_FIT_OWN 1

@@ -62,7 +62,7 @@ static void describe(const suite_ctx *c, FILE *out, cJSON *json) {
 const suite_mode mode_naive = {
     .name = "naive",
     .help = "all jobs at once as separate processes; the driver time-slices them",
-    .flags = MODE_IN_ALL | MODE_PLAIN | MODE_IN_STUDY,
+    .flags = MODE_IN_ALL | MODE_PLAIN | MODE_IN_STUDY | MODE_TIME_SLICED,
     .describe = describe,
     .start = mode_plain_start,
     .job_env = mode_plain_job_env,

@@ -50,7 +50,8 @@ void suite_attribute_kernels(const mode_run *r, const serial_baseline *base) {
                     "--baseline): its kernels are attributed without one\n", r->mode->name, k, j->spec.label);
     }
     char err[1024];
-    if (kattr_write(r->dir, r->mode->name, jobs, r->count, stderr, err, sizeof err) != 0)
+    int concurrent = !(r->mode->flags & (MODE_SEQUENTIAL | MODE_TIME_SLICED));
+    if (kattr_write(r->dir, r->mode->name, jobs, r->count, concurrent, stderr, err, sizeof err) != 0)
         fprintf(stderr, "[%s] error: %s\n", r->mode->name, err);
     free(alone);
 }
