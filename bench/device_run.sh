@@ -94,7 +94,7 @@
 #   conv-bn-probe-927  road 1: assembles the parts (all must have arrived), then conv_bn_probe
 #           --libraries-only and the probe with LD_LIBRARY_PATH on that cuDNN (and, with
 #           CUDNN927_SUBSET="graph engines_runtime_compiled ...", --libraries-only on that subset)
-#   gemm-bn-cutlass  road 2: bench/gemm_bn_cutlass (needs third_party/cutlass carried and the
+#   gemm-bn-cutlass  road 2: bench/gemm_bn_cutlass (needs third_party/cutlass.tgz carried and the
 #           build stage run with it), every 1x1 convolution of ResNet-50 224/256 in bf16
 # Logs go to $OUT (or runs/device). On the device machine, first: . .devroot/env.sh
 set -u
@@ -130,6 +130,10 @@ for stage in "$@"; do
     echo "=== $stage $(date -u +%H:%M:%S)"
     case $stage in
     build)
+        # CUTLASS's headers arrive packed (bench/install_cutlass.sh): unpacked before CMake looks for them
+        if [ -f third_party/cutlass.tgz ] && [ ! -f third_party/cutlass/include/cutlass/cutlass.h ]; then
+            tar xzf third_party/cutlass.tgz -C third_party || { echo "third_party/cutlass.tgz: cannot unpack"; exit 1; }
+        fi
         # warnings are errors here as on the development machine: the device's compilers are newer
         cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSUITE_FUZZ=OFF \
             -DCMAKE_COMPILE_WARNING_AS_ERROR=ON >"$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
@@ -762,7 +766,7 @@ PY
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
         ;;
     gemm-bn-cutlass)
-        [ -x "$build/gemm_bn_cutlass" ] || { echo "gemm_bn_cutlass: not built (carry third_party/cutlass, run build)"; status=1; continue; }
+        [ -x "$build/gemm_bn_cutlass" ] || { echo "gemm_bn_cutlass: not built (carry third_party/cutlass.tgz, run build)"; status=1; continue; }
         # shellcheck disable=SC2086
         "$build/gemm_bn_cutlass" ${CUTLASS_ARGS:-} 2>&1 | tee "$out/gemm_bn_cutlass.txt"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1

@@ -2,7 +2,7 @@
 # Installs CUTLASS's C++ headers from PyPI's nvidia-cutlass (which bundles them) into the git-ignored
 # third_party/cutlass/: include/ (cutlass, cute) and util/include/ (the tools' helpers). CMake builds
 # bench/gemm_bn_cutlass when third_party/cutlass/include/cutlass/cutlass.h is there; the device
-# machine gets it by carrying third_party/cutlass (about 28 MB).
+# machine gets it by carrying third_party/cutlass.tgz (the same headers packed, a few MB).
 #   bench/install_cutlass.sh [VERSION]   (4.2.0.0 by default)
 set -eu
 version=${1:-4.2.0.0}
@@ -20,4 +20,7 @@ mkdir -p "$dest/util"
 mv "$work/x/cutlass_library/source/include" "$dest/include"
 mv "$work/x/cutlass_library/source/tools/util/include" "$dest/util/include"
 echo "$version" >"$dest/VERSION"
-echo "CUTLASS $version headers in $dest ($(du -sm "$dest" | cut -f1) MB)"
+# the same, compressed, for the device machine: a call carries 64 MiB with the tree and .devroot, which
+# the headers themselves would pass; bench/device_run.sh's build stage unpacks it
+tar czf "$root/third_party/cutlass.tgz" -C "$root/third_party" cutlass
+echo "CUTLASS $version headers in $dest ($(du -sm "$dest" | cut -f1) MB), packed in third_party/cutlass.tgz ($(du -sm "$root/third_party/cutlass.tgz" | cut -f1) MB)"
