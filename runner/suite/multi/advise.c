@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -196,7 +197,8 @@ static int run_handed(const char *self, run_request *one, const char *base, char
     snprintf(path, sizeof path, "%s/%s", base, REQUEST_FILE_NAME);
     char *argv[] = {(char *)self, "--request", path, NULL};
     pid_t pid;
-    int rc = spawn_child(&pid, argv, environ, -1, -1, -1, SIGTERM);
+    /* its table to stderr: stdout is the advice's (--json) */
+    int rc = spawn_child(&pid, argv, environ, -1, STDERR_FILENO, -1, SIGTERM);
     if (rc != 0) return snprintf(err, err_size, "cannot start %s: %s", self, strerror(rc)), -1;
     int st = jobs_wait_child(pid);
     if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || find_run_dir(base, run_dir, size) != 0)
@@ -336,7 +338,10 @@ static int advise_run(run_args *args) {
     char err[4096];
     if (!r->mix_text) return run_args_usage("advise needs --mix MIX: the jobs to advise on");
     r->mode_name = "serial";
+    int json = r->json; /* the advice itself as JSON: a run's request takes --json with --dry-run only */
+    r->json = 0;
     if (request_check(r, err, sizeof err) != 0) return run_args_usage("advise: %s", err);
+    r->json = json;
     static advise_state s;
     memset(&s, 0, sizeof s);
     s.m = r->mix;
