@@ -16,6 +16,10 @@
  *     ignore_term     ignore SIGTERM (the runner must escalate to SIGKILL)
  *     no_done         exit 0 without the done event
  *     footprint=B     bytes reported as the total by --dry-run (default 1 GiB)
+ *     share_speed=P   its speed follows its share of the SMs as an MPS client sees it
+ *                     ($CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, else 100): each epoch takes epoch_ms x
+ *                     (100 / share)^(P / 100), P from 0 (share does not matter) to 100 (speed in
+ *                     proportion to it); run_suite advise's tests control its probes with it
  *     trace_error     answers the runner's "trace" line with a kernels event that says it cannot trace
  *   FAKE_TRAIN_RECORD=DIR   write DIR/<pid>.txt with argv and the CUDA_*, NCCL_* and SUITE_CONV_*
  *                           environment
@@ -51,6 +55,7 @@
  * and "quit" stops that daemon. */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +76,7 @@
 extern char **environ;
 
 typedef struct behaviour {
-    long setup_ms, epoch_ms, steps, footprint;
+    long setup_ms, epoch_ms, steps, footprint, share_speed;
     int crash_signal, crash_epoch, fail_epoch, nan_epoch;
     int never_ready, ignore_term, no_done, fail_in_window, trace_error;
 } behaviour;
@@ -108,6 +113,7 @@ static void apply_action(behaviour *b, const char *action) {
     if (sscanf(action, "fail=%d", &b->fail_epoch) == 1) return;
     if (sscanf(action, "nan=%d", &b->nan_epoch) == 1) return;
     if (sscanf(action, "footprint=%ld", &b->footprint) == 1) return;
+    if (sscanf(action, "share_speed=%ld", &b->share_speed) == 1) return;
     if (strcmp(action, "never_ready") == 0) b->never_ready = 1;
     else if (strcmp(action, "ignore_term") == 0) b->ignore_term = 1;
     else if (strcmp(action, "no_done") == 0) b->no_done = 1;
@@ -140,6 +146,10 @@ static behaviour read_behaviour(const options *o) {
             apply_action(&b, a);
     }
     free(copy);
+    const char *share = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    double percent = share ? atof(share) : 100;
+    if (b.share_speed > 0 && percent > 0 && percent < 100)
+        b.epoch_ms = (long)(b.epoch_ms * pow(100.0 / percent, b.share_speed / 100.0) + 0.5);
     return b;
 }
 

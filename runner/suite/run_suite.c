@@ -18,6 +18,7 @@
 #include "base/knob_value.h"
 #include "results/results.h"
 #include "runner/cli.h"
+#include "runner/suite/multi/advise.h"
 #include "runner/suite/multi/gpus.h"
 #include "runner/suite/multi/repeat.h"
 #include "runner/suite/multi/sweep.h"
@@ -107,7 +108,8 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
     /* the program forms, in the order they are looked for: Slurm sweeps a study, a study spreads over --gpus */
-    static const run_form *const forms[] = {&slurm_form, &study_form, &gpus_form, NULL};
+    static const run_form *const forms[] = {&slurm_form, &study_form, &gpus_form, &advise_form, NULL};
+    advise_word(argc, argv);
     run_args *args;
     int status = run_args_parse(&args, forms, argc, argv);
     if (status < 0 && args->request_path) status = handed_down(args, forms);

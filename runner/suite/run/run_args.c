@@ -91,6 +91,8 @@ static const cli_option FORM_ROWS[] = {
     {"--ddp-under", NULL, "a data-parallel job's own run beside cards whose jobs are MPS clients (--mode mps, or its "
      "pass of --mode all): outside MPS (none, the default) or as the client of an MPS daemon over its cards (mps: "
      "NCCL does not promise it; it worked on two H200s)", CLI_CHOICE(T, req.ddp_under, DDP_UNDER), .fallback = "none"},
+    {"--advise", NULL, "run_suite advise: which mode and partition for a mix (run_suite advise --help)",
+     CLI_FLAG(T, advise, 1), .hidden = 1},
     {"--request", "FILE", "a run request another run_suite wrote (request.json; -: stdin)", CLI_STR(T, request_path),
      .hidden = 1},
     {0}};

@@ -47,6 +47,7 @@ struct run_args {
     int list;                     /* --list */
     int slurm;                    /* --slurm (names the form) */
     const char *study;            /* --study SET (names the form) */
+    int advise;                   /* run_suite advise (names the form; advise.h) */
     const char *request_path;     /* --request FILE: a request handed down */
     char self[PATH_MAX];          /* this program (/proc/self/exe), which the forms start again; "" unknown */
     char train[PATH_MAX];         /* the train program resolved (req.train_path points here) */

@@ -1,0 +1,208 @@
+/* The advisor's model (see advise_model.h). */
+#include "runner/suite/multi/advise_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void advise_constants_default(advise_constants *c) {
+    c->switch_cost = 0.05;
+    c->packing = 1.0;
+    c->bandwidth = 0.2;
+    c->streams_cost = 0.02;
+    snprintf(c->source, sizeof c->source, "defaults (fitted on nothing: run advise --fit on measured runs)");
+}
+
+#define ADVISE_OBJECTIVE_NAME_(kind, name) name,
+static const char *const OBJECTIVE_NAMES[] = {ADVISE_OBJECTIVE_TABLE(ADVISE_OBJECTIVE_NAME_)};
+#undef ADVISE_OBJECTIVE_NAME_
+
+const char *advise_objective_name(advise_objective o) { return OBJECTIVE_NAMES[o]; }
+
+double advise_objective_score(advise_objective o, double stp, double antt, double fairness, double energy) {
+    switch (o) {
+    case ADVISE_STP: return stp;
+    case ADVISE_ANTT: return -antt;
+    case ADVISE_FAIRNESS: return fairness;
+    case ADVISE_ENERGY: return -energy;
+    }
+    return NAN;
+}
+
+double advise_rate_at(const advise_probe *p, int sms) {
+    /* the points with (0, 0); the whole GPU is the probe's rate at the largest count given to us */
+    int lo_s = 0, hi_s = -1;
+    double lo_r = 0, hi_r = NAN;
+    for (int i = 0; i < p->points; i++) {
+        if (p->sms[i] == sms) return p->part_rate[i];
+        if (p->sms[i] < sms && p->sms[i] >= lo_s) lo_s = p->sms[i], lo_r = p->part_rate[i];
+        if (p->sms[i] > sms && (hi_s < 0 || p->sms[i] < hi_s)) hi_s = p->sms[i], hi_r = p->part_rate[i];
+    }
+    if (hi_s < 0) return lo_s > 0 ? lo_r : NAN; /* above every point: the largest (the whole GPU is one) */
+    return lo_r + (hi_r - lo_r) * (sms - lo_s) / (double)(hi_s - lo_s);
+}
+
+static double known_or(double v, double otherwise) { return isfinite(v) ? v : otherwise; }
+
+void advise_predict(const advise_mix *m, const advise_candidate *c, const advise_constants *k,
+                    advise_objective objective, advise_prediction *out) {
+    memset(out, 0, sizeof *out);
+    out->c = c;
+    int n = m->count;
+    double activity = 0, dram_all = 0, power = NAN, samples = 0, mem = 0;
+    for (int i = 0; i < n; i++) {
+        activity += known_or(m->probe[i]->sm_active, 1);
+        dram_all += known_or(m->probe[i]->dram_active, 0);
+    }
+    int fits = isfinite(m->memory_bytes) ? 1 : -1;
+    for (int i = 0; i < n; i++) {
+        const advise_probe *p = m->probe[i];
+        double others = dram_all - known_or(p->dram_active, 0), q;
+        switch (c->kind) {
+        case ADVISE_NAIVE: q = (1 - k->switch_cost) / fmax(1, activity); break;
+        case ADVISE_SHARED:
+        case ADVISE_STREAMS:
+            q = 1 / fmax(1, k->packing * activity) / (1 + k->bandwidth * others);
+            if (c->kind == ADVISE_STREAMS) q *= 1 - k->streams_cost;
+            break;
+        default: q = advise_rate_at(p, c->sms[i]) / p->rate / (1 + k->bandwidth * others); break;
+        }
+        out->progress[i] = n > 1 ? q : fmin(q, 1);
+        samples += q * p->rate;
+        if (isfinite(p->power_w) && !(p->power_w <= power)) power = p->power_w;
+        if (!isfinite(p->peak_bytes)) fits = -1;
+        else if (c->memory_bytes[i] > 0 && p->peak_bytes > c->memory_bytes[i]) fits = 0;
+        mem += p->peak_bytes;
+    }
+    if (fits == 1 && mem > m->memory_bytes) fits = 0;
+    double lo = INFINITY, hi = 0, inv = 0;
+    for (int i = 0; i < n; i++) {
+        out->stp += out->progress[i];
+        inv += 1 / out->progress[i];
+        lo = fmin(lo, out->progress[i]);
+        hi = fmax(hi, out->progress[i]);
+    }
+    out->antt = inv / n;
+    out->fairness = hi > 0 ? lo / hi : NAN;
+    out->energy_per_sample = samples > 0 ? power / samples : NAN;
+    out->fits = fits;
+    out->score = advise_objective_score(objective, out->stp, out->antt, out->fairness, out->energy_per_sample);
+}
+
+static int better(const void *a, const void *b) {
+    const advise_prediction *x = a, *y = b;
+    int fx = x->fits != 0, fy = y->fits != 0;
+    if (fx != fy) return fy - fx;
+    int kx = isfinite(x->score), ky = isfinite(y->score);
+    if (kx != ky) return ky - kx;
+    if (kx && x->score != y->score) return x->score > y->score ? -1 : 1;
+    return x->c < y->c ? -1 : x->c > y->c; /* the candidates' order: stable */
+}
+
+int advise_rank(const advise_mix *m, const advise_candidate *cands, int n, const advise_constants *k,
+                advise_objective objective, advise_prediction *out) {
+    for (int i = 0; i < n; i++) advise_predict(m, &cands[i], k, objective, &out[i]);
+    qsort(out, (size_t)n, sizeof *out, better);
+    return n;
+}
+
+static const char *objective_words(advise_objective o) {
+    switch (o) {
+    case ADVISE_STP: return "STP";
+    case ADVISE_ANTT: return "ANTT";
+    case ADVISE_FAIRNESS: return "fairness";
+    case ADVISE_ENERGY: return "energy per sample (J)";
+    }
+    return "";
+}
+
+static double shown_value(advise_objective o, const advise_prediction *p) {
+    return o == ADVISE_ENERGY ? p->energy_per_sample : o == ADVISE_ANTT ? p->antt : o == ADVISE_FAIRNESS ? p->fairness
+                                                                                                         : p->stp;
+}
+
+void advise_explain(const advise_mix *m, const advise_prediction *ranked, int n, advise_objective objective,
+                    char *out, size_t size) {
+    size_t at = 0;
+#define SAY(...) (at += (size_t)snprintf(out + at, at < size ? size - at : 0, __VA_ARGS__))
+    out[0] = 0;
+    if (n <= 0) return;
+    const advise_prediction *best = &ranked[0];
+    SAY("%s: predicted %s %.3g", best->c->label, objective_words(objective), shown_value(objective, best));
+    if (n > 1) SAY(" against %.3g under %s, the runner-up", shown_value(objective, &ranked[1]), ranked[1].c->label);
+    SAY(". Alone, ");
+    const advise_probe *seen[ADVISE_MAX_JOBS];
+    int shown = 0;
+    for (int i = 0; i < m->count; i++) {
+        int again = 0;
+        for (int j = 0; j < shown; j++) again |= seen[j] == m->probe[i];
+        if (again) continue;
+        seen[shown++] = m->probe[i];
+        SAY("%s%s keeps %.0f%% of the SMs busy", shown > 1 ? ", " : "", m->label[i],
+            100 * known_or(m->probe[i]->sm_active, 1));
+        if (isfinite(m->probe[i]->dram_active)) SAY(" and %.0f%% of DRAM's bandwidth", 100 * m->probe[i]->dram_active);
+    }
+    double activity = 0;
+    for (int i = 0; i < m->count; i++) activity += known_or(m->probe[i]->sm_active, 1);
+    SAY(" (%.0f%% together)", 100 * activity);
+    if (best->c->kind == ADVISE_PARTITION) {
+        SAY("; on its partition ");
+        for (int i = 0; i < m->count; i++)
+            SAY("%s%s on %d SMs keeps %.2f of its speed", i ? ", " : "", m->label[i], best->c->sms[i],
+                best->progress[i]);
+    } else {
+        SAY("; each job is predicted at ");
+        for (int i = 0; i < m->count; i++) SAY("%s%s %.2f", i ? ", " : "", m->label[i], best->progress[i]);
+        SAY(" of its speed alone");
+    }
+    if (best->fits == 0) SAY("; no candidate fits in memory, this one neither");
+    SAY(".");
+#undef SAY
+}
+
+/* --- the fit -------------------------------------------------------------------------------- */
+
+static double fit_error(const advise_measured *runs, int n, const advise_constants *k, int *count) {
+    double sum = 0;
+    *count = 0;
+    for (int r = 0; r < n; r++) {
+        advise_prediction p;
+        advise_predict(&runs[r].mix, &runs[r].cand, k, ADVISE_STP, &p);
+        for (int i = 0; i < runs[r].mix.count; i++) {
+            double e = p.progress[i] - runs[r].progress[i];
+            if (!isfinite(e)) continue;
+            sum += e * e;
+            (*count)++;
+        }
+    }
+    return *count ? sqrt(sum / *count) : NAN;
+}
+
+int advise_fit(const advise_measured *runs, int n, advise_constants *k, double *rms_before, double *rms_after) {
+    int count;
+    *rms_before = fit_error(runs, n, k, &count);
+    if (!count) return -1;
+    /* coordinate descent: each constant over its range, the step halved each round */
+    double *field[] = {&k->switch_cost, &k->packing, &k->bandwidth, &k->streams_cost};
+    const double lo[] = {0, 0.2, 0, 0}, hi[] = {0.5, 2, 2, 0.5};
+    double step[] = {0.1, 0.2, 0.2, 0.1};
+    double best = *rms_before;
+    for (int round = 0; round < 12; round++) {
+        for (int f = 0; f < 4; f++) {
+            for (int moved = 1; moved;) {
+                moved = 0;
+                for (int dir = -1; dir <= 1; dir += 2) {
+                    double was = *field[f], v = fmin(hi[f], fmax(lo[f], was + dir * step[f]));
+                    *field[f] = v;
+                    double e = fit_error(runs, n, k, &count);
+                    if (e < best - 1e-12) best = e, moved = 1;
+                    else *field[f] = was;
+                }
+            }
+            step[f] /= 2;
+        }
+    }
+    *rms_after = best;
+    return 0;
+}

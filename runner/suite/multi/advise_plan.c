@@ -1,0 +1,232 @@
+/* The advisor's candidates, its probes and their cache (see advise_plan.h). */
+#define _GNU_SOURCE
+#include "runner/suite/multi/advise_plan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/sm_target.h"
+#include "results/results.h"
+#include "runner/suite/plan/mig_plan.h"
+
+static advise_candidate *add(advise_candidate *out, int *n, int max, const char *mode, advise_kind kind) {
+    if (*n >= max) return NULL;
+    advise_candidate *c = &out[(*n)++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->mode, sizeof c->mode, "%s", mode);
+    snprintf(c->label, sizeof c->label, "%s", mode);
+    c->kind = kind;
+    return c;
+}
+
+/* A green split with these SMs per job (rounded down to the unit, at least one unit), unless an
+ * earlier candidate has it. */
+static void add_green(const mix *m, const int *sms, int total_sms, advise_candidate *out, int *n, int max) {
+    int groups = total_sms / ADVISE_GREEN_UNIT, used = 0, g[ADVISE_MAX_JOBS];
+    for (int i = 0; i < m->count; i++) {
+        g[i] = sms[i] / ADVISE_GREEN_UNIT;
+        if (g[i] < 1) g[i] = 1;
+        used += g[i];
+    }
+    if (used > groups) return;
+    char value[96] = "";
+    for (int i = 0, at = 0; i < m->count; i++)
+        at += snprintf(value + at, sizeof value - (size_t)at, "%s%d", i ? "," : "", g[i] * ADVISE_GREEN_UNIT);
+    for (int k = 0; k < *n; k++)
+        if (!strcmp(out[k].mode, "green") && !strcmp(out[k].value, value)) return;
+    advise_candidate *c = add(out, n, max, "green", ADVISE_PARTITION);
+    if (!c) return;
+    snprintf(c->option, sizeof c->option, "--green-sm");
+    snprintf(c->value, sizeof c->value, "%s", value);
+    snprintf(c->label, sizeof c->label, "green %s", value);
+    for (int i = 0; i < m->count; i++) c->sms[i] = g[i] * ADVISE_GREEN_UNIT;
+}
+
+int advise_candidates(const mix *m, int total_sms, const mig_gpu *mig, const double *footprints,
+                      advise_candidate *out, int max) {
+    int n = 0, count = m->count;
+    if (count > ADVISE_MAX_JOBS) return 0;
+    add(out, &n, max, "naive", ADVISE_NAIVE);
+    add(out, &n, max, "mps", ADVISE_SHARED);
+    int equal[ADVISE_MAX_JOBS];
+    if (count > 1) {
+        int percent = 100 / count;
+        advise_candidate *c = add(out, &n, max, "mps", ADVISE_PARTITION);
+        if (c) {
+            snprintf(c->option, sizeof c->option, "--mps-sm");
+            snprintf(c->value, sizeof c->value, "%d", percent);
+            snprintf(c->label, sizeof c->label, "mps %d%%", percent);
+            for (int i = 0; i < count; i++) c->sms[i] = sm_target_of_share(total_sms, percent);
+        }
+    }
+    add(out, &n, max, "streams", ADVISE_STREAMS);
+    for (int i = 0; i < count; i++) equal[i] = total_sms / count;
+    if (count > 1) add_green(m, equal, total_sms, out, &n, max);
+    if (!mig || count > MIG_MAX_INSTANCES) return n;
+    mig_job jobs[MIG_MAX_INSTANCES];
+    for (int i = 0; i < count; i++)
+        jobs[i] = (mig_job){m->jobs[i].label,
+                            footprints && isfinite(footprints[i]) ? (unsigned long long)footprints[i] : 0, 0};
+    static mig_plan plan;
+    char err[1024];
+    if (mig_plan_objective(&plan, mig, jobs, count, NULL, MIG_OBJECTIVE_FILL, 0, 0, 0, err, sizeof err) != 0) return n;
+    for (int k = 0; k < plan.choice.candidate_count; k++) {
+        const mig_candidate *mc = &plan.choice.candidates[k];
+        char layout[96];
+        if (mig_candidate_text(mig, mc, count, layout, sizeof layout) < 0) continue;
+        advise_candidate *c = add(out, &n, max, "mig-emulate", ADVISE_PARTITION);
+        if (!c) break;
+        snprintf(c->option, sizeof c->option, "--mig-layout");
+        snprintf(c->value, sizeof c->value, "%s", layout);
+        snprintf(c->label, sizeof c->label, "mig-emulate %s", layout);
+        int sms[ADVISE_MAX_JOBS];
+        for (int i = 0; i < count; i++) {
+            const mig_profile *p = &mig->profiles[mc->profile[i]];
+            c->sms[i] = sms[i] = mc->ci_slices[i] ? mig_ci_sms(mig, mc->profile[i], mc->ci_slices[i]) : p->sm_count;
+            c->memory_bytes[i] = mc->ci_slices[i] ? 0 : (double)p->memory_mib * 1048576.0;
+        }
+        add_green(m, sms, total_sms, out, &n, max);
+    }
+    return n;
+}
+
+static int job_index(const mix *m, int upto, int i) {
+    char a[ADVISE_JOB_TEXT], b[ADVISE_JOB_TEXT];
+    mix_job_format(&m->jobs[i], a, sizeof a);
+    for (int j = 0; j < upto; j++) {
+        mix_job_format(&m->jobs[j], b, sizeof b);
+        if (!strcmp(a, b)) return j;
+    }
+    return i;
+}
+
+static int add_need(advise_probe_need *out, int n, int max, const mix *m, int job, int sms, int total_sms,
+                    const char *gpu, const char *rev, double window_s, long warmup) {
+    for (int k = 0; k < n; k++)
+        if (out[k].job == job && out[k].sms == sms) return n;
+    if (n >= max) return n;
+    advise_probe_need *p = &out[n];
+    char spec[ADVISE_JOB_TEXT];
+    mix_job_format(&m->jobs[job], spec, sizeof spec);
+    p->job = job;
+    p->sms = sms;
+    p->percent = sms ? sm_target_percent_for(total_sms, (double)sms / total_sms) : 100;
+    snprintf(p->key, sizeof p->key, "%s|%s|%s|%d|%g/%ld", spec, gpu, rev, sms, window_s, warmup);
+    return n + 1;
+}
+
+int advise_probes_needed(const mix *m, const advise_candidate *cands, int count, int total_sms,
+                         const char *gpu_name, const char *revision, double window_s, long warmup,
+                         advise_probe_need *out, int max) {
+    int n = 0;
+    for (int i = 0; i < m->count; i++)
+        n = add_need(out, n, max, m, job_index(m, i, i), 0, total_sms, gpu_name, revision, window_s, warmup);
+    for (int c = 0; c < count; c++) {
+        if (cands[c].kind != ADVISE_PARTITION) continue;
+        for (int i = 0; i < m->count; i++) {
+            int job = job_index(m, i, i), points = 0;
+            for (int k = 0; k < n; k++) points += out[k].job == job && out[k].sms > 0;
+            int sms = cands[c].sms[i];
+            if (sms <= 0 || sms >= total_sms) continue;
+            if (points < ADVISE_MAX_POINTS - 1) /* the whole GPU is a point too */
+                n = add_need(out, n, max, m, job, sms, total_sms, gpu_name, revision, window_s, warmup);
+        }
+    }
+    return n;
+}
+
+/* --- the cache ------------------------------------------------------------------------------ */
+
+struct advise_cache {
+    char dir[4096];
+    cJSON *root;
+};
+
+static const char *const FIELDS[5] = {"samples_per_s", "sm_active", "dram_active", "power_w", "peak_bytes"};
+
+int advise_cache_open(advise_cache **out, const char *dir, char *err, size_t err_size) {
+    *out = NULL;
+    advise_cache *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, ADVISE_CACHE_FILE);
+    FILE *f = fopen(path, "r");
+    if (!f && errno != ENOENT) {
+        snprintf(err, err_size, "the probe cache %s: %s", path, strerror(errno));
+        free(c);
+        return -1;
+    }
+    if (!f) {
+        c->root = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c->root, "version", 1);
+        cJSON_AddObjectToObject(c->root, "probes");
+        *out = c;
+        return 0;
+    }
+    char *text = NULL;
+    size_t size = 0;
+    FILE *mem = open_memstream(&text, &size);
+    char buf[65536];
+    for (size_t got; (got = fread(buf, 1, sizeof buf, f)) > 0;) fwrite(buf, 1, got, mem);
+    fclose(f);
+    fclose(mem);
+    c->root = cJSON_Parse(text);
+    free(text);
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(c->root, "version");
+    const cJSON *probes = cJSON_GetObjectItemCaseSensitive(c->root, "probes");
+    const char *bad = !c->root ? "not JSON" : !cJSON_IsNumber(version) || version->valueint != 1 ? "no \"version\": 1"
+                      : !cJSON_IsObject(probes) ? "no \"probes\" object" : NULL;
+    for (const cJSON *e = probes && !bad ? probes->child : NULL; e && !bad; e = e->next) {
+        const cJSON *rate = cJSON_GetObjectItemCaseSensitive(e, FIELDS[0]);
+        if (!cJSON_IsObject(e) || !cJSON_IsNumber(rate) || !(rate->valuedouble > 0))
+            bad = "an entry without a positive \"samples_per_s\"";
+    }
+    if (bad) {
+        snprintf(err, err_size, "the probe cache %s: %s (expected the advisor's cache; move it away to start a new one)",
+                 path, bad);
+        advise_cache_close(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+void advise_cache_close(advise_cache *c) {
+    if (!c) return;
+    cJSON_Delete(c->root);
+    free(c);
+}
+
+int advise_cache_get(const advise_cache *c, const char *key, double values[5]) {
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c->root, "probes"), key);
+    if (!e) return 0;
+    for (int k = 0; k < 5; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, FIELDS[k]);
+        values[k] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    }
+    return 1;
+}
+
+void advise_cache_put(advise_cache *c, const char *key, const double values[5]) {
+    cJSON *probes = cJSON_GetObjectItemCaseSensitive(c->root, "probes");
+    cJSON_DeleteItemFromObjectCaseSensitive(probes, key);
+    cJSON *e = cJSON_AddObjectToObject(probes, key);
+    for (int k = 0; k < 5; k++) {
+        if (isfinite(values[k])) cJSON_AddNumberToObject(e, FIELDS[k], values[k]);
+        else cJSON_AddNullToObject(e, FIELDS[k]);
+    }
+}
+
+int advise_cache_save(const advise_cache *c, char *err, size_t err_size) {
+    if (results_make_dirs(c->dir, err, err_size) != 0) return -1;
+    return results_write_json(c->dir, ADVISE_CACHE_FILE, c->root, err, err_size);
+}
