@@ -22,60 +22,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "tests/suite_fixture.h"
 #include "tests/testutil.h"
 
-#ifndef RUN_SUITE_PATH
-#error "RUN_SUITE_PATH and FAKE_TRAIN_PATH must be defined (CMake passes them)"
-#endif
-
-typedef struct fixture {
-    char dir[256], results[512], mps_bin[512];
-    char out[1 << 16], err[1 << 18];
-} fixture;
-
-static int setup(void **state) {
-    fixture *f = calloc(1, sizeof *f);
-    test_tmpdir(f->dir, sizeof f->dir);
-    snprintf(f->results, sizeof f->results, "%s/results", f->dir);
-    char mps_dir[600];
-    snprintf(mps_dir, sizeof mps_dir, "%s/default-mps", f->dir);
-    mkdir(mps_dir, 0700);
-    setenv("CUDA_MPS_PIPE_DIRECTORY", mps_dir, 1); /* never a real daemon's */
-    setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
-    setenv("SUITE_JOB_HOST", FAKE_JOB_HOST_PATH, 1);
-    test_fake_mps_on_path(f->dir, FAKE_TRAIN_PATH, f->mps_bin, sizeof f->mps_bin);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state) {
-    fixture *f = *state;
-    test_rmtree(f->dir);
-    free(f);
-    return 0;
-}
-
-static int run(fixture *f, const char *fake, const char *const *args) {
-    char *argv[64] = {(char *)RUN_SUITE_PATH};
-    int n = 1;
-    for (; args[n - 1]; n++) argv[n] = (char *)args[n - 1];
-    argv[n++] = "--train", argv[n++] = FAKE_TRAIN_PATH;
-    argv[n++] = "--results", argv[n++] = f->results;
-    argv[n] = NULL;
-    if (fake) setenv("FAKE_TRAIN", fake, 1);
-    else unsetenv("FAKE_TRAIN");
-    return test_run(argv, f->out, sizeof f->out, f->err, sizeof f->err);
-}
-
-static void run_dir(fixture *f, char *out, size_t size) {
-    DIR *d = opendir(f->results);
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') snprintf(out, size, "%s/%s", f->results, e->d_name), n++;
-    closedir(d);
-    assert_int_equal(n, 1);
-}
+typedef suite_fixture fixture;
 
 static char *text_of(const char *dir, const char *name) {
     char path[PATH_MAX], err[256];
@@ -137,9 +87,9 @@ static void test_serial_and_mps(void **state) {
     fixture *f = *state;
     const char *serial[] = {"--mode", "serial", "--mix", "S+M+M", "--window", "0.5", "--warmup-steps", "3",
                             "--kernels", "--kernels-window", "0.4", NULL};
-    assert_int_equal(run(f, "*:epoch_ms=40", serial), 0);
+    assert_int_equal(suite_fixture_run(f, "*:epoch_ms=40", serial), 0);
     char dir[PATH_MAX];
-    run_dir(f, dir, sizeof dir);
+    suite_fixture_run_dir(f, dir, sizeof dir);
     assert_non_null(strstr(f->err, "traced "));
     check_mode(dir, "serial", 3, "self");
     char *text = text_of(dir, "request.json");
@@ -174,11 +124,11 @@ static void test_serial_and_mps(void **state) {
 static void test_mode_all(void **state) {
     fixture *f = *state;
     const char *args[] = {"--mode", "all", "--mix", "S+M", "--window", "0.4", "--warmup-steps", "3", "--kernels", NULL};
-    int rc = run(f, "*:epoch_ms=40", args);
+    int rc = suite_fixture_run(f, "*:epoch_ms=40", args);
     if (rc) fprintf(stderr, "%s\n", f->err);
     assert_int_equal(rc, 0);
     char dir[PATH_MAX], mode_dir[PATH_MAX + 32];
-    run_dir(f, dir, sizeof dir);
+    suite_fixture_run_dir(f, dir, sizeof dir);
     static const char *const collocated[] = {"naive", "mps", "streams"};
     snprintf(mode_dir, sizeof mode_dir, "%s/serial", dir);
     check_mode(mode_dir, "serial", 2, "self");
@@ -199,10 +149,10 @@ static void test_mode_all(void **state) {
 static void test_cannot_trace(void **state) {
     fixture *f = *state;
     const char *args[] = {"--mode", "naive", "--mix", "S+M", "--window", "0.4", "--warmup-steps", "3", "--kernels", NULL};
-    assert_int_equal(run(f, "*:epoch_ms=40;resnet26:trace_error", args), 0);
+    assert_int_equal(suite_fixture_run(f, "*:epoch_ms=40;resnet26:trace_error", args), 0);
     assert_non_null(strstr(f->err, "not traced: CUPTI cannot trace here"));
     char dir[PATH_MAX];
-    run_dir(f, dir, sizeof dir);
+    suite_fixture_run_dir(f, dir, sizeof dir);
     char *text = text_of(dir, "jobs.csv");
     assert_non_null(strstr(text, "CUPTI cannot trace here"));
     free(text);
@@ -220,7 +170,7 @@ static void test_refused(void **state) {
         {{"--mode", "naive", "--mix", "S", "--kernels", "--kernels-window", "0", NULL}, "--kernels-window"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        assert_int_equal(run(f, NULL, cases[k].args), 2);
+        assert_int_equal(suite_fixture_run(f, NULL, cases[k].args), 2);
         if (!strstr(f->err, cases[k].message)) fprintf(stderr, "case %zu: %s\n", k, f->err);
         assert_non_null(strstr(f->err, cases[k].message));
         assert_int_equal(access(f->results, F_OK), -1);
@@ -229,10 +179,10 @@ static void test_refused(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_serial_and_mps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_mode_all, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cannot_trace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused, suite_fixture_setup, suite_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_serial_and_mps, suite_fixture_setup, suite_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_mode_all, suite_fixture_setup, suite_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_cannot_trace, suite_fixture_setup, suite_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

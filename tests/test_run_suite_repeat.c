@@ -18,62 +18,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "tests/suite_fixture.h"
 #include "tests/testutil.h"
 
-#ifndef RUN_SUITE_PATH
-#error "RUN_SUITE_PATH and FAKE_TRAIN_PATH must be defined (CMake passes them)"
-#endif
-
-typedef struct fixture {
-    char dir[256], results[512], mps_bin[512];
-    char out[1 << 16], err[1 << 16];
-} fixture;
-
-static int setup(void **state) {
-    fixture *f = calloc(1, sizeof *f);
-    test_tmpdir(f->dir, sizeof f->dir);
-    snprintf(f->results, sizeof f->results, "%s/results", f->dir);
-    char mps_dir[600];
-    snprintf(mps_dir, sizeof mps_dir, "%s/default-mps", f->dir);
-    mkdir(mps_dir, 0700);
-    setenv("CUDA_MPS_PIPE_DIRECTORY", mps_dir, 1); /* never a real daemon's */
-    setenv("SUITE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
-    setenv("SUITE_JOB_HOST", FAKE_JOB_HOST_PATH, 1);
-    test_fake_mps_on_path(f->dir, FAKE_TRAIN_PATH, f->mps_bin, sizeof f->mps_bin);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state) {
-    fixture *f = *state;
-    test_rmtree(f->dir);
-    free(f);
-    return 0;
-}
-
-/* run_suite with args (NULL-terminated), the fake train, --results f->results. */
-static int run(fixture *f, const char *fake, const char *const *args) {
-    char *argv[64] = {(char *)RUN_SUITE_PATH};
-    int n = 1;
-    for (; args[n - 1]; n++) argv[n] = (char *)args[n - 1];
-    argv[n++] = "--train", argv[n++] = FAKE_TRAIN_PATH;
-    argv[n++] = "--results", argv[n++] = f->results;
-    argv[n] = NULL;
-    if (fake) setenv("FAKE_TRAIN", fake, 1);
-    else unsetenv("FAKE_TRAIN");
-    return test_run(argv, f->out, sizeof f->out, f->err, sizeof f->err);
-}
-
-/* The only run folder under f->results. */
-static void run_dir(fixture *f, char *out, size_t size) {
-    DIR *d = opendir(f->results);
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') snprintf(out, size, "%s/%s", f->results, e->d_name), n++;
-    closedir(d);
-    assert_int_equal(n, 1);
-}
+typedef suite_fixture fixture;
 
 static cJSON *load_json(const char *dir, const char *name) {
     char path[1200], err[256];
@@ -116,7 +64,7 @@ static void test_refused(void **state) {
          "--repeat goes with a run of the mix, not the layout sweep"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int rc = run(f, NULL, cases[i].args);
+        int rc = suite_fixture_run(f, NULL, cases[i].args);
         if (rc != 2 || !strstr(f->err, cases[i].message))
             fprintf(stderr, "case %zu: exit %d, stderr: %s\n", i, rc, f->err);
         assert_int_equal(rc, 2);
@@ -129,14 +77,14 @@ static void test_refused(void **state) {
 static void test_dry_run_lists_repeats(void **state) {
     fixture *f = *state;
     const char *text[] = {"--mode", "all", "--mix", "S+S", "--skip", "streams,green", "--repeat", "3", "--dry-run", NULL};
-    assert_int_equal(run(f, NULL, text), 0);
+    assert_int_equal(suite_fixture_run(f, NULL, text), 0);
     assert_non_null(strstr(f->out, "repeats (--repeat 3)"));
     assert_non_null(strstr(f->out, "  repeat-1: serial, naive, mps, mig\n"
                                    "  repeat-2: serial, mps, mig, naive\n"
                                    "  repeat-3: serial, mig, naive, mps\n"));
     /* the = form is every option's: the same as "--repeat 3" */
     const char *json[] = {"--mode", "naive", "--mix", "S", "--repeat=3", "--dry-run", "--json", NULL};
-    assert_int_equal(run(f, NULL, json), 0);
+    assert_int_equal(suite_fixture_run(f, NULL, json), 0);
     cJSON *root = cJSON_Parse(f->out);
     assert_non_null(root);
     cJSON *repeats = cJSON_GetObjectItem(root, "repeats");
@@ -146,7 +94,7 @@ static void test_dry_run_lists_repeats(void **state) {
     assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(last, "modes"), 0)->valuestring, "naive");
     cJSON_Delete(root);
     const char *once[] = {"--mode", "naive", "--mix", "S", "--dry-run", NULL}; /* no --repeat: no listing */
-    assert_int_equal(run(f, NULL, once), 0);
+    assert_int_equal(suite_fixture_run(f, NULL, once), 0);
     assert_null(strstr(f->out, "repeat-1"));
     struct stat st;
     assert_int_equal(stat(f->results, &st), -1);
@@ -155,9 +103,9 @@ static void test_dry_run_lists_repeats(void **state) {
 static void test_all_modes_repeated(void **state) {
     fixture *f = *state;
     const char *args[] = {"--mode", "all", "--mix", "S+S", "--skip", "streams,green", "--quick", "--repeat", "3", NULL};
-    assert_int_equal(run(f, "*:epoch_ms=40", args), 0);
+    assert_int_equal(suite_fixture_run(f, "*:epoch_ms=40", args), 0);
     char dir[1024], sub[1200];
-    run_dir(f, dir, sizeof dir);
+    suite_fixture_run_dir(f, dir, sizeof dir);
     const char *first[] = {"naive", "mps", "mig"};
     for (int r = 1; r <= 3; r++) {
         snprintf(sub, sizeof sub, "%s/repeat-%d", dir, r);
@@ -217,9 +165,9 @@ static void test_all_modes_repeated(void **state) {
 static void test_one_mode_repeated(void **state) {
     fixture *f = *state;
     const char *args[] = {"--mode", "naive", "--mix", "S+M", "--quick", "--repeat", "2", NULL};
-    assert_int_equal(run(f, "*:epoch_ms=30", args), 0);
+    assert_int_equal(suite_fixture_run(f, "*:epoch_ms=30", args), 0);
     char dir[1024], sub[1200];
-    run_dir(f, dir, sizeof dir);
+    suite_fixture_run_dir(f, dir, sizeof dir);
     for (int r = 1; r <= 2; r++) {
         snprintf(sub, sizeof sub, "%s/repeat-%d", dir, r);
         cJSON *summary = load_json(sub, "summary.json");
@@ -242,10 +190,10 @@ static void test_one_mode_repeated(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dry_run_lists_repeats, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_all_modes_repeated, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_one_mode_repeated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused, suite_fixture_setup, suite_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_dry_run_lists_repeats, suite_fixture_setup, suite_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_all_modes_repeated, suite_fixture_setup, suite_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_one_mode_repeated, suite_fixture_setup, suite_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
