@@ -16,6 +16,7 @@
 
 #include "kernels/check.h"
 #include "models/core/gpu_timer.h"
+#include "models/layers/cudnn_backend.h"
 
 enum {
     UID_X = 'x', UID_W = 'w', UID_Y = 'y', UID_SCALE = 's', UID_BIAS = 'b', UID_SUM = 'u', UID_SQSUM = 'q',
@@ -37,15 +38,7 @@ int cb_kind_has_prologue(cb_kind kind) {
 static int kind_has_stats(cb_kind kind) { return kind == CB_STATS || kind == CB_BOTH; }
 static int kind_is_wgrad(cb_kind kind) { return kind == CB_WGRAD || kind == CB_WGRAD_PROLOGUE; }
 
-static cudnnBackendDescriptor_t create_descriptor(cudnnBackendDescriptorType_t type) {
-    cudnnBackendDescriptor_t d = NULL;
-    CHECK_CUDNN(cudnnBackendCreateDescriptor(type, &d));
-    return d;
-}
 
-static void destroy_descriptor(cudnnBackendDescriptor_t d) {
-    if (d) CHECK_CUDNN(cudnnBackendDestroyDescriptor(d));
-}
 
 /* Everything one graph is made of, destroyed together. */
 typedef struct graph_parts {
@@ -54,10 +47,10 @@ typedef struct graph_parts {
 } graph_parts;
 
 static void parts_free(graph_parts *g) {
-    destroy_descriptor(g->graph);
-    for (int i = 0; i < g->n_ops; i++) destroy_descriptor(g->ops[i]);
-    for (int i = 0; i < g->n_descs; i++) destroy_descriptor(g->descs[i]);
-    for (int i = 0; i < g->n_tensors; i++) destroy_descriptor(g->tensors[i]);
+    cudnn_backend_destroy(g->graph);
+    for (int i = 0; i < g->n_ops; i++) cudnn_backend_destroy(g->ops[i]);
+    for (int i = 0; i < g->n_descs; i++) cudnn_backend_destroy(g->descs[i]);
+    for (int i = 0; i < g->n_tensors; i++) cudnn_backend_destroy(g->tensors[i]);
     memset(g, 0, sizeof *g);
 }
 
@@ -65,15 +58,7 @@ static void parts_free(graph_parts *g) {
 static cudnnBackendDescriptor_t tensor(graph_parts *g, int64_t uid, cudnnDataType_t type, int64_t n, int64_t c,
                                        int64_t h, int64_t w, int is_virtual) {
     const int64_t dims[4] = {n, c, h, w}, strides[4] = {h * w * c, 1, w * c, c}, alignment = 16;
-    const bool virt = is_virtual != 0;
-    cudnnBackendDescriptor_t t = create_descriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
-    CHECK_CUDNN(cudnnBackendFinalize(t));
+    cudnnBackendDescriptor_t t = cudnn_backend_tensor(uid, type, dims, strides, alignment, is_virtual);
     g->tensors[g->n_tensors++] = t;
     return t;
 }
@@ -81,12 +66,12 @@ static cudnnBackendDescriptor_t tensor(graph_parts *g, int64_t uid, cudnnDataTyp
 static cudnnBackendDescriptor_t pointwise(graph_parts *g, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
                                           cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y) {
     const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
-    cudnnBackendDescriptor_t desc = create_descriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    cudnnBackendDescriptor_t desc = cudnn_backend_create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     SET_ATTR(desc, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
     SET_ATTR(desc, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
     CHECK_CUDNN(cudnnBackendFinalize(desc));
     g->descs[g->n_descs++] = desc;
-    cudnnBackendDescriptor_t op = create_descriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    cudnnBackendDescriptor_t op = cudnn_backend_create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
     SET_ATTR(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &desc);
     SET_ATTR(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
     if (b) SET_ATTR(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
@@ -114,19 +99,7 @@ static cudnnBackendDescriptor_t prologue(graph_parts *g, const cb_spec *spec, cu
 }
 
 static cudnnBackendDescriptor_t convolution(graph_parts *g, const conv_shape *s) {
-    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-    const int64_t spatial_dims = 2, padding[2] = {s->pad, s->pad}, stride[2] = {s->stride, s->stride};
-    const int64_t dilation[2] = {1, 1};
-    cudnnBackendDescriptor_t conv = create_descriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial_dims);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, padding);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, padding);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
-    CHECK_CUDNN(cudnnBackendFinalize(conv));
+    cudnnBackendDescriptor_t conv = cudnn_backend_convolution(s);
     g->descs[g->n_descs++] = conv;
     return conv;
 }
@@ -153,7 +126,7 @@ static void conv_node(graph_parts *g, const conv_shape *s, int wgrad, cudnnBacke
     const conv_attributes *a = wgrad ? &WGRAD : &FORWARD;
     const float alpha = 1.0f, beta = 0.0f;
     cudnnBackendDescriptor_t conv = convolution(g, s);
-    cudnnBackendDescriptor_t op = create_descriptor(a->type);
+    cudnnBackendDescriptor_t op = cudnn_backend_create(a->type);
     SET_ATTR(op, a->x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
     SET_ATTR(op, a->w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
     SET_ATTR(op, a->y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
@@ -169,7 +142,7 @@ static void gen_stats(graph_parts *g, const conv_shape *s, cudnnBackendDescripto
     const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
     cudnnBackendDescriptor_t sum = tensor(g, UID_SUM, CUDNN_DATA_FLOAT, 1, s->out_c, 1, 1, 0);
     cudnnBackendDescriptor_t sqsum = tensor(g, UID_SQSUM, CUDNN_DATA_FLOAT, 1, s->out_c, 1, 1, 0);
-    cudnnBackendDescriptor_t op = create_descriptor(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
+    cudnnBackendDescriptor_t op = cudnn_backend_create(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
     SET_ATTR(op, CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
     SET_ATTR(op, CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
     SET_ATTR(op, CUDNN_ATTR_OPERATION_GENSTATS_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
@@ -196,7 +169,7 @@ static cudnnStatus_t build_graph(graph_parts *g, const cb_spec *spec, cudnnHandl
         conv_node(g, s, 0, input, w, y);
         if (kind_has_stats(spec->kind)) gen_stats(g, s, y);
     }
-    g->graph = create_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    g->graph = cudnn_backend_create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     SET_ATTR(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops, g->ops);
     SET_ATTR(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &cudnn);
     cudnnStatus_t status = cudnnBackendFinalize(g->graph);
@@ -204,58 +177,7 @@ static cudnnStatus_t build_graph(graph_parts *g, const cb_spec *spec, cudnnHandl
     return status;
 }
 
-/* Appends up to `max` configurations of heuristic `mode` (a mode with nothing for the graph adds
- * none). */
-static int heuristic_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode,
-                             cudnnBackendDescriptor_t *configs, int max) {
-    cudnnBackendDescriptor_t heur = create_descriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-    SET_ATTR(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
-    SET_ATTR(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-    if (cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS) {
-        destroy_descriptor(heur);
-        return 0;
-    }
-    int64_t available = 0, returned = 0;
-    CHECK_CUDNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                         &available, NULL));
-    int n = available < max ? (int)available : max;
-    for (int i = 0; i < n; i++) configs[i] = create_descriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-    if (n > 0)
-        CHECK_CUDNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n,
-                                             &returned, configs));
-    int got = returned < n ? (int)returned : n;
-    for (int i = got; i < n; i++) destroy_descriptor(configs[i]), configs[i] = NULL;
-    destroy_descriptor(heur);
-    return got;
-}
 
-/* "eng<id>_k<knob type>=<value>...", as cudnn_frontend names plans. */
-static void config_name(cudnnBackendDescriptor_t config, char *name, size_t size) {
-    int64_t count = 0, engine_id = -1;
-    cudnnBackendDescriptor_t engine = create_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    CHECK_CUDNN(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                         &count, &engine));
-    CHECK_CUDNN(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
-                                         &engine_id));
-    destroy_descriptor(engine);
-    int used = snprintf(name, size, "eng%lld", (long long)engine_id);
-    cudnnBackendDescriptor_t knobs[CUDNN_KNOB_TYPE_COUNTS];
-    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; i++) knobs[i] = create_descriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
-    int64_t knob_count = 0;
-    CHECK_CUDNN(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                         CUDNN_KNOB_TYPE_COUNTS, &knob_count, knobs));
-    for (int64_t i = 0; i < knob_count && i < CUDNN_KNOB_TYPE_COUNTS; i++) {
-        cudnnBackendKnobType_t type = CUDNN_KNOB_TYPE_COUNTS;
-        int64_t value = 0;
-        CHECK_CUDNN(cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
-                                             &count, &type));
-        CHECK_CUDNN(cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
-                                             &count, &value));
-        if (used >= 0 && (size_t)used < size)
-            used += snprintf(name + used, size - (size_t)used, "_k%d=%lld", (int)type, (long long)value);
-    }
-    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; i++) destroy_descriptor(knobs[i]);
-}
 
 /* The variant pack of the kind's real tensors. */
 static cudnnBackendDescriptor_t variant_pack(cb_kind kind, const cb_buffers *b, void *workspace) {
@@ -272,22 +194,7 @@ static cudnnBackendDescriptor_t variant_pack(cb_kind kind, const cb_buffers *b, 
         if (kind_has_stats(kind)) PUT(UID_SUM, b->sum), PUT(UID_SQSUM, b->sqsum);
     }
 #undef PUT
-    cudnnBackendDescriptor_t pack = create_descriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    SET_ATTR(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, pointers);
-    SET_ATTR(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
-    SET_ATTR(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-    CHECK_CUDNN(cudnnBackendFinalize(pack));
-    return pack;
-}
-
-typedef struct plan_run {
-    cudnnHandle_t cudnn;
-    cudnnBackendDescriptor_t plan, pack;
-} plan_run;
-
-static void run_plan(void *arg) {
-    const plan_run *p = arg;
-    CHECK_CUDNN(cudnnBackendExecute(p->cudnn, p->plan, p->pack));
+    return cudnn_backend_variant_pack(n, pointers, uids, workspace);
 }
 
 static void note_refusal(cb_result *r, const char *what, cudnnStatus_t status) {
@@ -299,13 +206,13 @@ static void note_refusal(cb_result *r, const char *what, cudnnStatus_t status) {
 static void try_config(cb_result *r, const cb_spec *spec, cudnnBackendDescriptor_t *config, const char *name,
                        cudnnHandle_t cudnn, cudaStream_t stream, const cb_buffers *b, cb_check_fn check,
                        void *check_arg, int runs) {
-    cudnnBackendDescriptor_t plan = create_descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    cudnnBackendDescriptor_t plan = cudnn_backend_create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     SET_ATTR(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &cudnn);
     SET_ATTR(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, config);
     cudnnStatus_t status = cudnnBackendFinalize(plan);
     if (status != CUDNN_STATUS_SUCCESS) {
         note_refusal(r, name, status);
-        destroy_descriptor(plan);
+        cudnn_backend_destroy(plan);
         return;
     }
     int64_t count = 0, workspace = 0;
@@ -313,7 +220,7 @@ static void try_config(cb_result *r, const cb_spec *spec, cudnnBackendDescriptor
                                          &workspace));
     if (workspace < 0 || (size_t)workspace > b->workspace_limit) {
         r->too_big++;
-        destroy_descriptor(plan);
+        cudnn_backend_destroy(plan);
         return;
     }
     cudnnBackendDescriptor_t pack = variant_pack(spec->kind, b, b->workspace);
@@ -329,20 +236,20 @@ static void try_config(cb_result *r, const cb_spec *spec, cudnnBackendDescriptor
     } else if (check && !check(check_arg, b)) {
         r->failed_check++;
     } else {
-        plan_run p = {cudnn, plan, pack};
-        float ms = gpu_timer_median_ms(stream, run_plan, &p, runs);
+        cudnn_plan_run p = {cudnn, plan, pack};
+        float ms = gpu_timer_median_ms(stream, cudnn_backend_execute, &p, runs);
         r->timed++;
         if (r->ms < 0.0f || ms < r->ms) {
-            destroy_descriptor(r->plan);
-            destroy_descriptor(r->config);
+            cudnn_backend_destroy(r->plan);
+            cudnn_backend_destroy(r->config);
             r->plan = plan, r->config = *config, *config = NULL, plan = NULL;
             r->ms = ms;
             r->workspace_bytes = (size_t)workspace;
             snprintf(r->name, sizeof r->name, "%s", name);
         }
     }
-    destroy_descriptor(pack);
-    destroy_descriptor(plan);
+    cudnn_backend_destroy(pack);
+    cudnn_backend_destroy(plan);
 }
 
 void cb_search(cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, cudaStream_t stream, const cb_buffers *b,
@@ -360,7 +267,8 @@ void cb_search(cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, cudaStrea
     static const cudnnBackendHeurMode_t modes[3] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK};
     cudnnBackendDescriptor_t configs[3 * MAX_CONFIGS_PER_MODE];
     int n = 0;
-    for (int m = 0; m < 3; m++) n += heuristic_configs(g.graph, modes[m], configs + n, MAX_CONFIGS_PER_MODE);
+    for (int m = 0; m < 3; m++)
+        n += cudnn_backend_heuristic_configs(g.graph, modes[m], 0, configs + n, MAX_CONFIGS_PER_MODE);
     char(*keys)[KEY_SIZE] = calloc((size_t)n + 1, KEY_SIZE);
     if (!keys) {
         fprintf(stderr, "cb_search: out of host memory\n");
@@ -368,7 +276,9 @@ void cb_search(cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, cudaStrea
     }
     r->proposed = n;
     for (int i = 0, tried = 0; i < n; i++) {
-        config_name(configs[i], keys[i], KEY_SIZE);
+        int64_t engine_id;
+        uint32_t notes;
+        cudnn_backend_describe_config(configs[i], &engine_id, &notes, keys[i], KEY_SIZE);
         int seen = 0;
         for (int j = 0; j < i && !seen; j++) seen = strcmp(keys[j], keys[i]) == 0;
         if (seen) r->repeated++;
@@ -376,7 +286,7 @@ void cb_search(cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, cudaStrea
             try_config(r, spec, &configs[i], keys[i], cudnn, stream, b, check, check_arg, runs);
         else r->skipped++;
     }
-    for (int i = 0; i < n; i++) destroy_descriptor(configs[i]);
+    for (int i = 0; i < n; i++) cudnn_backend_destroy(configs[i]);
     free(keys);
     parts_free(&g);
 }
@@ -388,7 +298,7 @@ void cb_execute(const cb_result *r, const cb_spec *spec, cudnnHandle_t cudnn, co
     }
     cudnnBackendDescriptor_t pack = variant_pack(spec->kind, b, b->workspace);
     CHECK_CUDNN(cudnnBackendExecute(cudnn, r->plan, pack));
-    destroy_descriptor(pack);
+    cudnn_backend_destroy(pack);
 }
 
 void cb_describe(const cb_result *r, char *out, size_t size) {
@@ -404,7 +314,7 @@ void cb_describe(const cb_result *r, char *out, size_t size) {
 }
 
 void cb_result_free(cb_result *r) {
-    destroy_descriptor(r->plan);
-    destroy_descriptor(r->config);
+    cudnn_backend_destroy(r->plan);
+    cudnn_backend_destroy(r->config);
     r->plan = r->config = NULL;
 }

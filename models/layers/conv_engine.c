@@ -35,6 +35,7 @@
 #include "base/error.h"
 #include "kernels/check.h"
 #include "models/core/gpu_timer.h"
+#include "models/layers/cudnn_backend.h"
 
 enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y' };
 enum {
@@ -57,20 +58,8 @@ const char *conv_direction_name(conv_direction dir) {
     return "unknown direction";
 }
 
-static int does_not_apply(cudnnStatus_t status) {
-    int category = CUDNN_STATUS_CATEGORY(status);
-    return category == CUDNN_STATUS_NOT_SUPPORTED || category == CUDNN_STATUS_INTERNAL_ERROR;
-}
 
-static cudnnBackendDescriptor_t create_descriptor(cudnnBackendDescriptorType_t type) {
-    cudnnBackendDescriptor_t d = NULL;
-    CHECK_CUDNN(cudnnBackendCreateDescriptor(type, &d));
-    return d;
-}
 
-static void destroy_descriptor(cudnnBackendDescriptor_t d) {
-    if (d) CHECK_CUDNN(cudnnBackendDestroyDescriptor(d));
-}
 
 /* The largest power of two up to 16 that divides the address: what a tensor may promise. */
 static int64_t pointer_alignment(const void *p) {
@@ -96,33 +85,9 @@ static cudnnBackendDescriptor_t make_tensor(int64_t uid, const conv_shape *s, in
     const int64_t dims[4] = {n, c, h, w};
     int64_t strides[4];
     layout_strides(s->format, dims, strides);
-    const cudnnDataType_t type = s->data_type;
-    cudnnBackendDescriptor_t t = create_descriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    SET_ATTR(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-    CHECK_CUDNN(cudnnBackendFinalize(t));
-    return t;
+    return cudnn_backend_tensor(uid, s->data_type, dims, strides, alignment, 0);
 }
 
-static cudnnBackendDescriptor_t make_convolution(const conv_shape *s) {
-    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-    const int64_t spatial_dims = 2, padding[2] = {s->pad, s->pad}, stride[2] = {s->stride, s->stride};
-    const int64_t dilation[2] = {1, 1};
-    cudnnBackendDescriptor_t conv = create_descriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial_dims);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, padding);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, padding);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
-    SET_ATTR(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
-    CHECK_CUDNN(cudnnBackendFinalize(conv));
-    return conv;
-}
 
 /* Which attribute carries which tensor in each direction's operation: x is the forward input
  * (dx for backward-data), w the filter (dw for backward-filter), y the forward output (dy). */
@@ -156,7 +121,7 @@ static cudnnBackendDescriptor_t make_operation(conv_direction dir, cudnnBackendD
                                                cudnnBackendDescriptor_t y, float beta) {
     const operation_attributes *a = &OPERATION[dir];
     const float alpha = 1.0f;
-    cudnnBackendDescriptor_t op = create_descriptor(a->type);
+    cudnnBackendDescriptor_t op = cudnn_backend_create(a->type);
     SET_ATTR(op, a->x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
     SET_ATTR(op, a->w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
     SET_ATTR(op, a->y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
@@ -167,95 +132,19 @@ static cudnnBackendDescriptor_t make_operation(conv_direction dir, cudnnBackendD
     return op;
 }
 
-/* Up to `max` engine configurations the heuristic `mode` proposes, best first (caller owns
- * them). A mode that has nothing for this graph proposes none. */
-static int heuristic_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode, int32_t sm_target,
-                             cudnnBackendDescriptor_t *configs, int max) {
-    cudnnBackendDescriptor_t heur = create_descriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-    SET_ATTR(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
-    SET_ATTR(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-    if (sm_target > 0) /* the configurations proposed for a partition of that many SMs */
-        SET_ATTR(heur, CUDNN_ATTR_ENGINEHEUR_SM_COUNT_TARGET, CUDNN_TYPE_INT32, 1, &sm_target);
-    cudnnStatus_t status = cudnnBackendFinalize(heur);
-    if (status != CUDNN_STATUS_SUCCESS) {
-        if (!does_not_apply(status)) CHECK_CUDNN(status);
-        destroy_descriptor(heur);
-        return 0;
-    }
-    int64_t available = 0, returned = 0;
-    CHECK_CUDNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                         &available, NULL));
-    int n = available < max ? (int)available : max;
-    for (int i = 0; i < n; i++) configs[i] = create_descriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-    if (n > 0)
-        CHECK_CUDNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n,
-                                             &returned, configs));
-    int got = returned < n ? (int)returned : n;
-    for (int i = got; i < n; i++) destroy_descriptor(configs[i]), configs[i] = NULL;
-    destroy_descriptor(heur);
-    return got;
-}
 
-/* The engine behind a configuration: its global index, its numerical notes as a bit set, and a
- * name "eng<id>_k<knob type>=<value>...[_sm<N>]" that tells configurations apart (and reads in
- * reports); _sm<N>: the engine was made for N SMs (CUDNN_ATTR_ENGINE_SM_COUNT_TARGET), which a
- * rebuild sets again. An engine that cannot say its target has none in its name. */
-static void describe_config(cudnnBackendDescriptor_t config, int64_t *engine_id, uint32_t *notes, char *name,
-                            size_t name_size) {
-    int64_t count = 0;
-    cudnnBackendDescriptor_t engine = create_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    CHECK_CUDNN(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                         &count, &engine));
-    *engine_id = -1;
-    CHECK_CUDNN(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
-                                         engine_id));
-    cudnnBackendNumericalNote_t list[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-    count = 0;
-    CHECK_CUDNN(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                         CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &count, list));
-    *notes = 0;
-    for (int64_t i = 0; i < count && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; i++)
-        if ((unsigned)list[i] < 32) *notes |= 1u << list[i];
-    destroy_descriptor(engine);
-
-    int used = snprintf(name, name_size, "eng%lld", (long long)*engine_id);
-    cudnnBackendDescriptor_t knobs[CUDNN_KNOB_TYPE_COUNTS];
-    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; i++) knobs[i] = create_descriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
-    int64_t knob_count = 0;
-    CHECK_CUDNN(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                         CUDNN_KNOB_TYPE_COUNTS, &knob_count, knobs));
-    for (int64_t i = 0; i < knob_count && i < CUDNN_KNOB_TYPE_COUNTS; i++) {
-        cudnnBackendKnobType_t type = CUDNN_KNOB_TYPE_COUNTS;
-        int64_t value = 0;
-        CHECK_CUDNN(cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
-                                             &count, &type));
-        CHECK_CUDNN(cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
-                                             &count, &value));
-        if (used >= 0 && (size_t)used < name_size)
-            used += snprintf(name + used, name_size - (size_t)used, "_k%d=%lld", (int)type, (long long)value);
-    }
-    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; i++) destroy_descriptor(knobs[i]);
-    int32_t sms = 0;
-    engine = create_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    CHECK_CUDNN(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                         &count, &engine));
-    if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_SM_COUNT_TARGET, CUDNN_TYPE_INT32, 1, &count, &sms) ==
-            CUDNN_STATUS_SUCCESS && sms > 0 && used >= 0 && (size_t)used < name_size)
-        snprintf(name + used, name_size - (size_t)used, "_sm%d", (int)sms);
-    destroy_descriptor(engine);
-}
 
 /* A finalized plan and its workspace, or the status that says this configuration does not
  * apply (any other failure stops the program). */
 static cudnnStatus_t build_plan(cudnnHandle_t cudnn, cudnnBackendDescriptor_t config, cudnnBackendDescriptor_t *plan,
                                 int64_t *workspace_bytes) {
-    *plan = create_descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    *plan = cudnn_backend_create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     SET_ATTR(*plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &cudnn);
     SET_ATTR(*plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config);
     cudnnStatus_t status = cudnnBackendFinalize(*plan);
     if (status != CUDNN_STATUS_SUCCESS) {
-        if (!does_not_apply(status)) CHECK_CUDNN(status);
-        destroy_descriptor(*plan);
+        if (!cudnn_backend_does_not_apply(status)) CHECK_CUDNN(status);
+        cudnn_backend_destroy(*plan);
         *plan = NULL;
         return status;
     }
@@ -269,22 +158,7 @@ static cudnnStatus_t build_plan(cudnnHandle_t cudnn, cudnnBackendDescriptor_t co
 static cudnnBackendDescriptor_t make_variant_pack(void *x, void *w, void *y, void *workspace) {
     void *pointers[3] = {x, w, y};
     const int64_t uids[3] = {UID_X, UID_W, UID_Y};
-    cudnnBackendDescriptor_t pack = create_descriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    SET_ATTR(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers);
-    SET_ATTR(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-    SET_ATTR(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-    CHECK_CUDNN(cudnnBackendFinalize(pack));
-    return pack;
-}
-
-typedef struct plan_run {
-    cudnnHandle_t cudnn;
-    cudnnBackendDescriptor_t plan, pack;
-} plan_run;
-
-static void run_timed_plan(void *arg) {
-    const plan_run *p = arg;
-    CHECK_CUDNN(cudnnBackendExecute(p->cudnn, p->plan, p->pack));
+    return cudnn_backend_variant_pack(3, pointers, uids, workspace);
 }
 
 /* Median GPU time of TIMED_RUNS after one warm-up, in ms, on the handle's stream (which is
@@ -293,11 +167,11 @@ static float time_plan(cudnnHandle_t cudnn, cudaStream_t stream, cudnnBackendDes
                        cudnnBackendDescriptor_t pack, cudnnStatus_t *status) {
     *status = cudnnBackendExecute(cudnn, plan, pack);
     if (*status != CUDNN_STATUS_SUCCESS) {
-        if (!does_not_apply(*status)) CHECK_CUDNN(*status);
+        if (!cudnn_backend_does_not_apply(*status)) CHECK_CUDNN(*status);
         return -1.0f;
     }
-    plan_run p = {cudnn, plan, pack};
-    return gpu_timer_median_ms(stream, run_timed_plan, &p, TIMED_RUNS);
+    cudnn_plan_run p = {cudnn, plan, pack};
+    return gpu_timer_median_ms(stream, cudnn_backend_execute, &p, TIMED_RUNS);
 }
 
 static int check_inputs(conv_direction dir, const conv_shape *s, cudnnHandle_t cudnn, const void *x, const void *w,
@@ -347,8 +221,8 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
                           cudaStream_t stream, void *x, void *w, void *y, void *workspace, size_t workspace_limit,
                           char *err, size_t err_size) {
     cudnnBackendDescriptor_t configs[2 * MAX_CONFIGS_PER_MODE];
-    int n_configs = heuristic_configs(graph, CUDNN_HEUR_MODE_A, sm_target, configs, MAX_CONFIGS_PER_MODE);
-    n_configs += heuristic_configs(graph, CUDNN_HEUR_MODE_FALLBACK, sm_target, configs + n_configs,
+    int n_configs = cudnn_backend_heuristic_configs(graph, CUDNN_HEUR_MODE_A, sm_target, configs, MAX_CONFIGS_PER_MODE);
+    n_configs += cudnn_backend_heuristic_configs(graph, CUDNN_HEUR_MODE_FALLBACK, sm_target, configs + n_configs,
                                    MAX_CONFIGS_PER_MODE);
     char(*keys)[KEY_SIZE] = calloc((size_t)n_configs + 1, KEY_SIZE);
     if (!keys) {
@@ -365,7 +239,7 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
     for (int i = 0; i < n_configs && plan->candidates_timed < max_timed; i++) {
         int64_t engine_id;
         uint32_t notes;
-        describe_config(configs[i], &engine_id, &notes, keys[i], KEY_SIZE);
+        cudnn_backend_describe_config(configs[i], &engine_id, &notes, keys[i], KEY_SIZE);
         int seen = 0;
         for (int j = 0; j < i && !seen; j++) seen = strcmp(keys[j], keys[i]) == 0;
         if (seen) {
@@ -386,7 +260,7 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
         if (status == CUDNN_STATUS_SUCCESS &&
             (candidate_workspace < 0 || (uint64_t)candidate_workspace > workspace_limit)) {
             too_big++;
-            destroy_descriptor(candidate);
+            cudnn_backend_destroy(candidate);
             continue;
         }
         float ms = -1.0f;
@@ -394,15 +268,15 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
         if (status != CUDNN_STATUS_SUCCESS) {
             if (refused++ == 0)
                 snprintf(first_refusal, sizeof first_refusal, " (first: %s: %s)", keys[i], suite_cudnn_message(status));
-            destroy_descriptor(candidate);
+            cudnn_backend_destroy(candidate);
             continue;
         }
         plan->candidates_timed++;
         if (kept >= 0 && ms >= plan->ms) {
-            destroy_descriptor(candidate);
+            cudnn_backend_destroy(candidate);
             continue;
         }
-        destroy_descriptor(plan->plan);
+        cudnn_backend_destroy(plan->plan);
         plan->plan = candidate;
         plan->ms = ms;
         plan->workspace_bytes = (size_t)candidate_workspace;
@@ -412,13 +286,13 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
         kept = i;
     }
 
-    destroy_descriptor(pack);
+    cudnn_backend_destroy(pack);
     CHECK_CUDNN(cudnnSetStream(cudnn, saved_stream));
     if (kept >= 0) {
         plan->engine_config = configs[kept]; /* kept alive with the plan, as cudnn_frontend does */
         configs[kept] = NULL;
     }
-    for (int i = 0; i < n_configs; i++) destroy_descriptor(configs[i]);
+    for (int i = 0; i < n_configs; i++) cudnn_backend_destroy(configs[i]);
     free(keys);
     if (kept >= 0) return 0;
     return error_set(err, err_size,
@@ -434,10 +308,10 @@ typedef struct conv_graph {
 } conv_graph;
 
 static void destroy_graph(conv_graph *g) {
-    destroy_descriptor(g->graph);
-    destroy_descriptor(g->op);
-    destroy_descriptor(g->conv);
-    destroy_descriptor(g->x), destroy_descriptor(g->w), destroy_descriptor(g->y);
+    cudnn_backend_destroy(g->graph);
+    cudnn_backend_destroy(g->op);
+    cudnn_backend_destroy(g->conv);
+    cudnn_backend_destroy(g->x), cudnn_backend_destroy(g->w), cudnn_backend_destroy(g->y);
     memset(g, 0, sizeof *g);
 }
 
@@ -447,14 +321,14 @@ static cudnnStatus_t make_graph(conv_graph *g, conv_direction dir, const conv_sh
     g->x = make_tensor(UID_X, s, s->batch, s->in_c, s->h_in, s->w_in, align[0]);
     g->w = make_tensor(UID_W, s, s->out_c, s->in_c, s->kernel, s->kernel, align[1]);
     g->y = make_tensor(UID_Y, s, s->batch, s->out_c, s->h_out, s->w_out, align[2]);
-    g->conv = make_convolution(s);
+    g->conv = cudnn_backend_convolution(s);
     g->op = make_operation(dir, g->conv, g->x, g->w, g->y, beta);
-    g->graph = create_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    g->graph = cudnn_backend_create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     SET_ATTR(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->op);
     SET_ATTR(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &cudnn);
     cudnnStatus_t status = cudnnBackendFinalize(g->graph);
     if (status != CUDNN_STATUS_SUCCESS) {
-        if (!does_not_apply(status)) CHECK_CUDNN(status);
+        if (!cudnn_backend_does_not_apply(status)) CHECK_CUDNN(status);
         destroy_graph(g);
     }
     return status;
@@ -540,7 +414,7 @@ int conv_engine_rebuild(conv_engine_plan *plan, conv_direction dir, const conv_s
     if (status != CUDNN_STATUS_SUCCESS)
         return error_set(err, err_size, "conv_engine %s: cuDNN supports no graph for this convolution: %s",
                     conv_direction_name(dir), suite_cudnn_message(status));
-    cudnnBackendDescriptor_t engine = create_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    cudnnBackendDescriptor_t engine = cudnn_backend_create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
     SET_ATTR(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g.graph);
     SET_ATTR(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &engine_id);
     if (sms > 0) /* made for a partition's SMs, as the heuristics made it */
@@ -550,29 +424,29 @@ int conv_engine_rebuild(conv_engine_plan *plan, conv_direction dir, const conv_s
     status = cudnnBackendFinalize(engine);
     for (int i = 0; status == CUDNN_STATUS_SUCCESS && i < knobs; i++) {
         const cudnnBackendKnobType_t type = (cudnnBackendKnobType_t)knob_types[i];
-        choices[i] = create_descriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+        choices[i] = cudnn_backend_create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
         SET_ATTR(choices[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &type);
         SET_ATTR(choices[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &knob_values[i]);
         status = cudnnBackendFinalize(choices[i]);
     }
     if (status == CUDNN_STATUS_SUCCESS) {
-        config = create_descriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+        config = cudnn_backend_create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
         SET_ATTR(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine);
         if (knobs > 0)
             SET_ATTR(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, knobs, choices);
         status = cudnnBackendFinalize(config);
     }
     if (status == CUDNN_STATUS_SUCCESS) status = build_plan(cudnn, config, &plan->plan, &workspace);
-    else if (!does_not_apply(status)) CHECK_CUDNN(status);
+    else if (!cudnn_backend_does_not_apply(status)) CHECK_CUDNN(status);
     if (status == CUDNN_STATUS_SUCCESS) {
-        describe_config(config, &plan->engine_id, &plan->numerical_notes, plan->name, sizeof plan->name);
+        cudnn_backend_describe_config(config, &plan->engine_id, &plan->numerical_notes, plan->name, sizeof plan->name);
         plan->engine_config = config, config = NULL;
         plan->workspace_bytes = (size_t)workspace;
         plan->ms = ms;
     }
-    destroy_descriptor(config);
-    for (int i = 0; i < knobs; i++) destroy_descriptor(choices[i]);
-    destroy_descriptor(engine);
+    cudnn_backend_destroy(config);
+    for (int i = 0; i < knobs; i++) cudnn_backend_destroy(choices[i]);
+    cudnn_backend_destroy(engine);
     destroy_graph(&g);
     if (status == CUDNN_STATUS_SUCCESS) return 0;
     conv_engine_destroy(plan);
@@ -611,7 +485,7 @@ static void run_plan(const conv_engine_plan *plan, conv_direction dir, cudnnHand
     /* The variant pack only lends cuDNN the pointers; the written tensor is the direction's. */
     cudnnBackendDescriptor_t pack = make_variant_pack((void *)x, (void *)w, (void *)y, workspace);
     CHECK_CUDNN(cudnnBackendExecute(cudnn, plan->plan, pack));
-    destroy_descriptor(pack);
+    cudnn_backend_destroy(pack);
 }
 
 void conv_engine_forward(const conv_engine_plan *plan, cudnnHandle_t cudnn, void *y, const void *x,
@@ -631,7 +505,7 @@ void conv_engine_backward_filter(const conv_engine_plan *plan, cudnnHandle_t cud
 
 void conv_engine_destroy(conv_engine_plan *plan) {
     if (!plan) return;
-    destroy_descriptor(plan->plan);
-    destroy_descriptor(plan->engine_config);
+    cudnn_backend_destroy(plan->plan);
+    cudnn_backend_destroy(plan->engine_config);
     memset(plan, 0, sizeof *plan);
 }
