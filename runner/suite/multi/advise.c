@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
 #include "base/line_reader.h"
 #include "base/list.h"
 #include "results/results.h"
@@ -94,18 +95,22 @@ static void gpu_of(int index, advise_gpu *g) {
     g->total_sms = g->mig ? g->mig->total_sms : 0;
 }
 
+/* dir/name read whole (results_read_json); NULL when absent or not JSON. */
+static cJSON *json_file(const char *dir, const char *name) {
+    char path[8300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return results_read_json(path);
+}
+
 /* The constants: <results>/advise-constants.json where --fit wrote one, else the defaults. 0, or -1
  * with a message (a file there that is not the constants': exit 2). */
 static int constants_read(const char *dir, advise_constants *k, char *err, size_t err_size) {
     advise_constants_default(k);
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, ADVISE_CONSTANTS_FILE);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    static char text[65536];
-    text[fread(text, 1, sizeof text - 1, f)] = 0;
-    fclose(f);
-    cJSON *root = cJSON_Parse(text);
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    cJSON *root = json_file(dir, ADVISE_CONSTANTS_FILE);
     const char *names[] = {"switch_cost", "packing", "bandwidth", "streams_cost"};
     double *fields[] = {&k->switch_cost, &k->packing, &k->bandwidth, &k->streams_cost};
     int bad = !root;
@@ -438,23 +443,6 @@ static int check_run(run_args *args, advise_state *s, int n, advise_objective ob
 #define ADVISE_FIT_MAX_RUNS 512
 #define ADVISE_FIT_MAX_DIRS 64
 
-static cJSON *json_file(const char *dir, const char *name) {
-    char path[8300];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    char *text = NULL;
-    size_t size = 0;
-    FILE *mem = open_memstream(&text, &size);
-    char buf[65536];
-    for (size_t got; (got = fread(buf, 1, sizeof buf, f)) > 0;) fwrite(buf, 1, got, mem);
-    fclose(f);
-    fclose(mem);
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    return root;
-}
-
 /* Every folder under dir (dir too) that holds a summary.json, into found[*n..). */
 static void runs_under(const char *dir, int depth, char (*found)[4096], int *n, int max) {
     char path[8300];
@@ -537,7 +525,7 @@ static int fit_take(run_args *args, const char *run, const char *root, advise_st
             }
         }
     }
-    if (why) fprintf(stderr, "[advise] fit: %s left out: %s\n", run, why);
+    if (why && strcmp(why, "not collocated")) fprintf(stderr, "[advise] fit: %s left out: %s\n", run, why);
     run_request_free(&req);
     cJSON_Delete(summary);
     cJSON_Delete(request);
@@ -689,8 +677,11 @@ static int advise_run(run_args *args) {
     if (!s.gpu.total_sms)
         cJSON_AddStringToObject(root, "partitions_note", "the GPU's SM count is unknown (no shipped MIG table for it): "
                                 "no partition is predicted");
+    double started = clock_monotonic();
     int status = probes_measure(args, &s, cache, dir, cJSON_AddArrayToObject(root, "probes"));
     advise_cache_close(cache);
+    /* the probes' wall time, process starts included: the target puts it against --mode all's */
+    cJSON_AddNumberToObject(root, "probe_wall_s", clock_monotonic() - started);
     if (status != 0 || r->dry_run) {
         if (r->dry_run && r->json) {
             char *text = cJSON_Print(root);

@@ -22,12 +22,8 @@ static spread values_spread(const cJSON *metric) {
 int advise_check_read(const char *run_dir, int jobs, advise_check_row *row, char *err, size_t err_size) {
     char path[8300];
     snprintf(path, sizeof path, "%s/repeats.json", run_dir);
-    FILE *f = fopen(path, "r");
-    if (!f) return snprintf(err, err_size, "%s: cannot read it (the repeats did not finish)", path), -1;
-    static char text[1 << 20];
-    text[fread(text, 1, sizeof text - 1, f)] = 0;
-    fclose(f);
-    cJSON *root = cJSON_Parse(text);
+    cJSON *root = results_read_json(path);
+    if (!root) return snprintf(err, err_size, "%s: cannot read it as JSON (the repeats did not finish)", path), -1;
     const cJSON *mode = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "modes"), 0);
     const cJSON *metrics = cJSON_GetObjectItemCaseSensitive(mode, "metrics");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(mode, "jobs");
