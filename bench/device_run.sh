@@ -30,6 +30,8 @@
 #   jpeg-mix  those 4 JPEG-fed jobs through run_suite --mode mps (decode=gpu in the mix) with each of
 #           JPEG_MIX_SLOTS (1 3) decoder slots, measured in its common windows (JPEG_MIX_WINDOW, 10 s),
 #           against the same mix on synthetic data: bench/mix_windows.py's lines (after nvjpeg)
+#   advise-check  bench/advise_check.sh into bench/results/advise, copied to OUT/advise (issue 51): the advisor checked on fourteen mixes,
+#           fitted on four, scored on the held-out ones (ADVISE_MIXES="name ...": a subset per call)
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
 #           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (bench/sharing_table.py)
 #   sharing2 green against mig-emulate (MPS) with the same SM counts for S+M+M; the MIG layout
@@ -425,6 +427,13 @@ PY
         python3 bench/mix_windows.py /tmp/jpeg-mix/synthetic/*/ $(for n in "${names[@]}"; do echo /tmp/jpeg-mix/$n/*/; done) |
             tee "$out/jpeg_mix.txt"
         (cd /tmp && tar czf "$out/jpeg-mix-runs.tgz" jpeg-mix)
+        ;;
+    advise-check)
+        # resumable across calls: the results so far travel in the tree (bench/results/advise, the
+        # folder each call's OUT/advise is copied back into), the mixes done there are skipped
+        adv=${ADVISE_OUT:-bench/results/advise}
+        bench/advise_check.sh "$build" "$adv" ${ADVISE_MIXES:-} || status=1
+        mkdir -p "$out/advise" && cp -r "$adv"/. "$out/advise/"
         ;;
     sharing)
         steps=${SHARING_STEPS:-500}

@@ -20,6 +20,10 @@
  *                     ($CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, else 100): each epoch takes epoch_ms x
  *                     (100 / share)^(P / 100), P from 0 (share does not matter) to 100 (speed in
  *                     proportion to it); run_suite advise's tests control its probes with it
+ *     crowd_slow=P    slowed by the others where it shares the SMs without a share of its own: with
+ *                     $SUITE_CONCURRENT_JOBS n above 1 and no MPS share below 100, each epoch takes
+ *                     epoch_ms x (1 + P/100 x (n - 1)) (naive, mps without shares, streams); run_suite
+ *                     advise --check's tests give the modes measured contrast with it
  *     trace_error     answers the runner's "trace" line with a kernels event that says it cannot trace
  *   FAKE_TRAIN_RECORD=DIR   write DIR/<pid>.txt with argv and the CUDA_*, NCCL_* and SUITE_CONV_*
  *                           environment
@@ -76,7 +80,7 @@
 extern char **environ;
 
 typedef struct behaviour {
-    long setup_ms, epoch_ms, steps, footprint, share_speed;
+    long setup_ms, epoch_ms, steps, footprint, share_speed, crowd_slow;
     int crash_signal, crash_epoch, fail_epoch, nan_epoch;
     int never_ready, ignore_term, no_done, fail_in_window, trace_error;
 } behaviour;
@@ -114,6 +118,7 @@ static void apply_action(behaviour *b, const char *action) {
     if (sscanf(action, "nan=%d", &b->nan_epoch) == 1) return;
     if (sscanf(action, "footprint=%ld", &b->footprint) == 1) return;
     if (sscanf(action, "share_speed=%ld", &b->share_speed) == 1) return;
+    if (sscanf(action, "crowd_slow=%ld", &b->crowd_slow) == 1) return;
     if (strcmp(action, "never_ready") == 0) b->never_ready = 1;
     else if (strcmp(action, "ignore_term") == 0) b->ignore_term = 1;
     else if (strcmp(action, "no_done") == 0) b->no_done = 1;
@@ -150,6 +155,10 @@ static behaviour read_behaviour(const options *o) {
     double percent = share ? atof(share) : 100;
     if (b.share_speed > 0 && percent > 0 && percent < 100)
         b.epoch_ms = (long)(b.epoch_ms * pow(100.0 / percent, b.share_speed / 100.0) + 0.5);
+    const char *crowd = getenv("SUITE_CONCURRENT_JOBS");
+    long others = crowd ? atol(crowd) - 1 : 0;
+    if (b.crowd_slow > 0 && others > 0 && !(percent > 0 && percent < 100))
+        b.epoch_ms = (long)(b.epoch_ms * (1 + b.crowd_slow / 100.0 * others) + 0.5);
     return b;
 }
 

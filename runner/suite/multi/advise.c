@@ -14,12 +14,15 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
 #include "base/line_reader.h"
+#include "base/list.h"
 #include "results/results.h"
 #include "runner/suite/gpu/monitor.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/jobs/spawn.h"
 #include "runner/suite/modes/mode.h"
+#include "runner/suite/multi/advise_check.h"
 #include "runner/suite/multi/advise_plan.h"
 #include "runner/suite/multi/study.h"
 #include "runner/suite/run/request_check.h"
@@ -32,6 +35,9 @@ extern char **environ;
 
 typedef struct advise_args {
     int objective;                /* advise_objective + 1 (0: not given, stp) */
+    int check;                    /* --check */
+    int check_top;                /* --check-top N (0: every candidate that fits) */
+    const char *fit;              /* --fit DIR[,DIR...] */
 } advise_args;
 
 #define OBJECTIVE_CHOICE_(kind, name) {name, kind + 1},
@@ -41,6 +47,13 @@ static const cli_choice OBJECTIVES[] = {ADVISE_OBJECTIVE_TABLE(OBJECTIVE_CHOICE_
 static const cli_option ROWS[] = {
     {"--objective", NULL, "advise: what the recommendation maximises (STP, fairness) or minimises (ANTT, energy "
      "per sample); default stp", CLI_CHOICE(advise_args, objective, OBJECTIVES)},
+    {"--check", NULL, "advise: then run the mix under each ranked candidate (--repeat 3, window measurement, "
+     "against one serial run) and print predicted against measured: errors, Spearman, regret",
+     CLI_FLAG(advise_args, check, 1)},
+    {"--check-top", "N", "advise --check: only the N best-ranked candidates (default: every one that fits)",
+     CLI_INT(advise_args, check_top, 1, ADVISE_MAX_CANDIDATES)},
+    {"--fit", "DIR[,DIR...]", "advise: fit the model's constants to the measured runs under these folders "
+     "(each summary.json with its request.json) and write advise-constants.json", CLI_STR(advise_args, fit)},
     {0}};
 static const char *const TAKES[] = {"--mix", "--gpu", "--json", "--dry-run", "--results", "--train", "--window",
                                     "--warmup-steps", "--quick", "--data-root", "--precision", "--sample-ms", NULL};
@@ -50,6 +63,7 @@ const run_form advise_form = {
     .option = "--advise",
     .help = {.name = "run_suite advise",
              .synopsis = "usage: run_suite advise --mix MIX [--objective stp|antt|fairness|energy] [--gpu N] [--json] "
+                         "[--dry-run] [--check [--check-top N]]\n       run_suite advise --fit DIR[,DIR...] "
                          "[--dry-run]\n       (with --window, --warmup-steps, --quick, --results, --train, --data-root, "
                          "--precision, --sample-ms)\n",
              .epilogue = "Each distinct job of the mix runs alone briefly (a warm-up and a window) on the whole GPU\n"
@@ -81,18 +95,22 @@ static void gpu_of(int index, advise_gpu *g) {
     g->total_sms = g->mig ? g->mig->total_sms : 0;
 }
 
+/* dir/name read whole (results_read_json); NULL when absent or not JSON. */
+static cJSON *json_file(const char *dir, const char *name) {
+    char path[8300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return results_read_json(path);
+}
+
 /* The constants: <results>/advise-constants.json where --fit wrote one, else the defaults. 0, or -1
  * with a message (a file there that is not the constants': exit 2). */
 static int constants_read(const char *dir, advise_constants *k, char *err, size_t err_size) {
     advise_constants_default(k);
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, ADVISE_CONSTANTS_FILE);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    static char text[65536];
-    text[fread(text, 1, sizeof text - 1, f)] = 0;
-    fclose(f);
-    cJSON *root = cJSON_Parse(text);
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    cJSON *root = json_file(dir, ADVISE_CONSTANTS_FILE);
     const char *names[] = {"switch_cost", "packing", "bandwidth", "streams_cost"};
     double *fields[] = {&k->switch_cost, &k->packing, &k->bandwidth, &k->streams_cost};
     int bad = !root;
@@ -163,29 +181,48 @@ static double timeline_mean(const char *run_dir, const char *column) {
     return n ? sum / n : NAN;
 }
 
-/* The probe's request: the advisor's with the job alone, serial on the whole GPU or an MPS share. */
-static int probe_request(const run_request *a, const char *job, int percent, const char *dir, run_request *out,
-                         char *err, size_t err_size) {
+/* A request handed down from the advisor's: its mix (a probe's job alone: job; NULL the whole mix) under
+ * mode with one option of it (option NULL: none), repeat times, against baseline (NULL: none). */
+static int handed_request(const run_request *a, const char *job, const char *mode, const char *option,
+                          const char *value, int repeat, const char *baseline, const char *dir, run_request *out,
+                          char *err, size_t err_size) {
     *out = *a;
     out->memory = NULL;
     if (suite_mode_options_own(out) != 0) return snprintf(err, err_size, "out of memory"), -1;
-    out->mode_name = percent < 100 ? "mps" : "serial";
-    out->mix.count = 0;
-    const char *text = run_request_keep(out, job);
-    if (!text || run_request_set_mix(out, text, err, err_size) != 0) return -1;
-    if (percent < 100) {
-        cJSON *o = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(o, "mps");
-        char value[16];
-        snprintf(value, sizeof value, "%d", percent);
-        cJSON_AddStringToObject(m, "--mps-sm", value);
+    out->mode_name = mode;
+    if (job) {
+        out->mix.count = 0;
+        const char *text = run_request_keep(out, job);
+        if (!text || run_request_set_mix(out, text, err, err_size) != 0) return -1;
+    }
+    if (option && option[0]) {
+        /* request.json keys an option by the mode that declares it (mig-emulate takes mig's --mig-layout) */
+        const char *declarer = mode;
+        int count;
+        const suite_mode *const *modes = suite_modes(&count);
+        for (int k = 0; k < count; k++)
+            for (const cli_option *row = modes[k]->options ? modes[k]->options->rows : NULL; row && row->name; row++)
+                if (!strcmp(row->name, option)) declarer = modes[k]->name;
+        cJSON *o = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(o, declarer);
+        cJSON_AddStringToObject(m, option, value);
         int rc = suite_mode_options_from_json(out, o, err, err_size);
         cJSON_Delete(o);
         if (rc != 0) return -1;
     }
     out->results_dir = dir;
+    out->baseline_dir = baseline;
     out->dry_run = out->json = 0;
-    out->repeat = 1;
+    out->repeat = repeat;
     return 0;
+}
+
+/* The probe's request: the job alone, serial on the whole GPU or an MPS share. */
+static int probe_request(const run_request *a, const char *job, int percent, const char *dir, run_request *out,
+                         char *err, size_t err_size) {
+    char value[16];
+    snprintf(value, sizeof value, "%d", percent);
+    return handed_request(a, job, percent < 100 ? "mps" : "serial", percent < 100 ? "--mps-sm" : NULL, value, 1, NULL,
+                          dir, out, err, err_size);
 }
 
 /* Runs one request in its folder (this program again, --request FILE); the run folder it made in
@@ -331,12 +368,279 @@ static int probes_measure(run_args *args, advise_state *s, advise_cache *cache, 
     return 0;
 }
 
+/* The model's view of the state's mix: each job with its probe. */
+static void mix_of(const advise_state *s, advise_mix *am) {
+    *am = (advise_mix){.count = s->m.count, .total_sms = s->gpu.total_sms, .memory_bytes = s->gpu.memory_bytes};
+    for (int i = 0; i < s->m.count; i++) {
+        char a[ADVISE_JOB_TEXT];
+        mix_job_format(&s->m.jobs[i], a, sizeof a);
+        for (int j = 0; j < ADVISE_MAX_JOBS; j++)
+            if (s->probes[j].rate > 0 && !strcmp(s->probes[j].job, a)) {
+                am->probe[i] = &s->probes[j];
+                break;
+            }
+        am->label[i] = s->m.jobs[i].label;
+    }
+}
+
+/* The state's candidates and probes for its mix on its GPU. */
+static void plan_of(const run_request *r, advise_state *s, const char *rev) {
+    s->cand_count = advise_candidates(&s->m, s->gpu.total_sms, s->gpu.mig, NULL, s->cands, ADVISE_MAX_CANDIDATES);
+    s->need_count = advise_probes_needed(&s->m, s->cands, s->cand_count, s->gpu.total_sms, s->gpu.name, rev,
+                                         r->window_s, r->warmup_steps, s->needs, ADVISE_MAX_PROBES);
+}
+
+/* --- the check ------------------------------------------------------------------------------------- */
+
+/* The mix under each ranked candidate (the best check_top, else every one that fits), ADVISE_CHECK_REPEATS
+ * times against one serial run of it; predicted against measured printed and in check.json and
+ * check.csv beside advice.json. 0, or the exit status. */
+static int check_run(run_args *args, advise_state *s, int n, advise_objective objective, int top, const char *dir) {
+    const run_request *r = &args->req;
+    char err[4096], base[8300], serial[8300];
+    snprintf(base, sizeof base, "%s/check-serial", dir);
+    fprintf(stderr, "[advise] check: the mix alone, one job at a time (the baseline)\n");
+    run_request one;
+    int rc = handed_request(r, NULL, "serial", NULL, NULL, 1, NULL, base, &one, err, sizeof err);
+    if (rc == 0) rc = run_handed(args->self, &one, base, serial, sizeof serial, err, sizeof err);
+    run_request_free(&one);
+    if (rc != 0) {
+        fprintf(stderr, "run_suite advise --check: the serial baseline: %s\n", err);
+        return jobs_stop_signal() ? 128 + jobs_stop_signal() : 1;
+    }
+    static advise_check_row rows[ADVISE_MAX_CANDIDATES];
+    int count = 0;
+    for (int i = 0; i < n && (!top || count < top) && !jobs_stop_signal(); i++) {
+        const advise_prediction *p = &s->ranked[i];
+        if (p->fits == 0) continue;
+        advise_check_row *row = &rows[count++];
+        memset(row, 0, sizeof *row);
+        row->pred = p;
+        char run_dir[8300];
+        snprintf(base, sizeof base, "%s/check-%d", dir, count);
+        fprintf(stderr, "[advise] check %d: %s, %d repeats\n", count, p->c->label, ADVISE_CHECK_REPEATS);
+        rc = handed_request(r, NULL, p->c->mode, p->c->option, p->c->value, ADVISE_CHECK_REPEATS, serial, base, &one,
+                            err, sizeof err);
+        if (rc == 0) rc = run_handed(args->self, &one, base, run_dir, sizeof run_dir, err, sizeof err);
+        run_request_free(&one);
+        /* a candidate that fails is reported unmeasured: the others' measurements stand */
+        if (rc == 0) rc = advise_check_read(run_dir, s->m.count, row, err, sizeof err);
+        if (rc != 0) fprintf(stderr, "run_suite advise --check: %s: %s\n", p->c->label, err);
+    }
+    const char *labels[ADVISE_MAX_JOBS];
+    for (int j = 0; j < s->m.count; j++) labels[j] = s->m.jobs[j].label;
+    advise_check_summary sum;
+    advise_check_compare(rows, count, s->m.count, objective, &sum);
+    advise_check_print(r->json ? stderr : stdout, rows, count, s->m.count, labels, &sum, objective);
+    if (advise_check_write(dir, rows, count, s->m.count, labels, &sum, objective, err, sizeof err) != 0)
+        fprintf(stderr, "run_suite advise --check: %s\n", err);
+    if (jobs_stop_signal()) return 128 + jobs_stop_signal();
+    return sum.measured == count ? 0 : 1;
+}
+
+/* --- the fit -------------------------------------------------------------------------------------- */
+
+#define ADVISE_FIT_MAX_RUNS 512
+#define ADVISE_FIT_MAX_DIRS 64
+
+/* Every folder under dir (dir too) that holds a summary.json, into found[*n..). */
+static void runs_under(const char *dir, int depth, char (*found)[4096], int *n, int max) {
+    char path[8300];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    struct stat st;
+    if (stat(path, &st) == 0 && *n < max) snprintf(found[(*n)++], sizeof found[0], "%s", dir);
+    DIR *d = depth < 8 ? opendir(dir) : NULL;
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] != '.' && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) runs_under(path, depth + 1, found, n, max);
+    }
+    closedir(d);
+}
+
+/* The request a run was made from: its folder's request.json, else the nearest above it inside root. */
+static cJSON *request_of(const char *run, const char *root) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", run);
+    for (;;) {
+        cJSON *r = json_file(dir, REQUEST_FILE_NAME);
+        if (r || !strcmp(dir, root) || strlen(dir) <= strlen(root)) return r;
+        char *slash = strrchr(dir, '/');
+        if (!slash) return NULL;
+        *slash = 0;
+    }
+}
+
+/* The candidate a run's mode and options realise: the mode's, with its option's value as the request
+ * gives it (none given: the candidate without an option). NULL: not one the advisor makes. */
+static const advise_candidate *candidate_of(const advise_state *s, const char *mode, const cJSON *options) {
+    for (int i = 0; i < s->cand_count; i++) {
+        const advise_candidate *c = &s->cands[i];
+        if (strcmp(c->mode, mode)) continue;
+        const cJSON *value = NULL;
+        for (const cJSON *m = options ? options->child : NULL; m && !value; m = m->next)
+            value = cJSON_GetObjectItemCaseSensitive(m, c->option[0] ? c->option : "--mps-sm");
+        char text[96] = "";
+        if (cJSON_IsString(value)) snprintf(text, sizeof text, "%s", value->valuestring);
+        else if (cJSON_IsNumber(value)) snprintf(text, sizeof text, "%g", value->valuedouble);
+        if (c->option[0] ? !strcmp(text, c->value) : !value) return c;
+    }
+    return NULL;
+}
+
+/* One measured run into st and m: 1 taken, 0 left out (said why on stderr), or the exit status (< 0). */
+static int fit_take(run_args *args, const char *run, const char *root, advise_state *st, advise_measured *m,
+                    advise_cache *cache, const char *dir, const char *rev, cJSON *probes) {
+    char err[4096];
+    cJSON *summary = json_file(run, "summary.json"), *request = request_of(run, root);
+    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(summary, "mode");
+    const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(summary, "jobs");
+    run_request req;
+    memset(&req, 0, sizeof req);
+    int rc = 0;
+    const char *why = NULL;
+    if (!cJSON_IsString(mode) || !cJSON_IsArray(jobs)) why = "summary.json without a mode and its jobs";
+    else if (!strcmp(mode->valuestring, "serial") || cJSON_GetArraySize(jobs) < 2) why = "not collocated";
+    else if (!request) why = "no request.json in it or above it";
+    else if (request_file_from_json(request, &req, err, sizeof err) != 0) why = err;
+    else if (req.mix.count != cJSON_GetArraySize(jobs) || req.mix.count > ADVISE_MAX_JOBS) why = "its jobs are not its request's";
+    const advise_candidate *c = NULL;
+    if (!why) {
+        memset(st, 0, sizeof *st);
+        st->m = req.mix;
+        gpu_of(args->req.gpu, &st->gpu);
+        plan_of(&args->req, st, rev);
+        c = candidate_of(st, mode->valuestring, cJSON_GetObjectItemCaseSensitive(request, "mode_options"));
+        if (!c) why = "its mode and options are not a candidate the advisor makes for its mix on this GPU";
+    }
+    if (!why) {
+        rc = probes_measure(args, st, cache, dir, probes);
+        if (rc == 0 && !args->req.dry_run) {
+            mix_of(st, &m->mix);
+            m->cand = *c;
+            int j = 0;
+            for (const cJSON *e = jobs->child; e; e = e->next, j++) {
+                const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "normalized_throughput");
+                m->progress[j] = cJSON_IsNumber(p) ? p->valuedouble : NAN;
+            }
+        }
+    }
+    if (why && strcmp(why, "not collocated")) fprintf(stderr, "[advise] fit: %s left out: %s\n", run, why);
+    run_request_free(&req);
+    cJSON_Delete(summary);
+    cJSON_Delete(request);
+    return rc ? -rc : !why;
+}
+
+static int fit_run(run_args *args) {
+    run_request *r = &args->req;
+    const advise_args *own = args->form_options;
+    char err[4096];
+    if (r->mix_text || own->check || own->objective)
+        return run_args_usage("advise --fit reads the mixes and modes from its runs: it takes neither --mix, --check "
+                              "nor --objective");
+    list_entry dirs[ADVISE_FIT_MAX_DIRS];
+    int nd = list_split("--fit", own->fit, ',', dirs, ADVISE_FIT_MAX_DIRS, err, sizeof err);
+    if (nd < 0) return run_args_usage("advise %s", err);
+    static char found[ADVISE_FIT_MAX_RUNS][4096], roots[ADVISE_FIT_MAX_RUNS][4096];
+    int n = 0;
+    for (int d = 0; d < nd; d++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%.*s", (int)dirs[d].len, dirs[d].at);
+        int before = n;
+        runs_under(dir, 0, found, &n, ADVISE_FIT_MAX_RUNS);
+        if (n == before) return run_args_usage("advise --fit: %s holds no run (no summary.json under it)", dir);
+        for (int k = before; k < n; k++) snprintf(roots[k], sizeof roots[k], "%s", dir);
+    }
+    advise_constants k;
+    if (constants_read(r->results_dir, &k, err, sizeof err) != 0) return run_args_usage("advise: %s", err);
+    advise_cache *cache;
+    if (advise_cache_open(&cache, r->results_dir, err, sizeof err) != 0) return run_args_usage("advise: %s", err);
+    char rev[64], dir[4096] = "", id[256];
+    study_revision(SUITE_SOURCE_DIR, SUITE_BUILD_REVISION, rev, sizeof rev);
+    if (!r->dry_run && results_make_run_dir(r->results_dir, "advise", "fit", dir, sizeof dir, id, sizeof id, err,
+                                            sizeof err) != 0) {
+        advise_cache_close(cache);
+        fprintf(stderr, "run_suite advise --fit: %s\n", err);
+        return 1;
+    }
+    jobs_install_stop_signals();
+    advise_state *states = calloc((size_t)n, sizeof *states);
+    advise_measured *runs = calloc((size_t)n, sizeof *runs);
+    const char **names = calloc((size_t)n, sizeof *names);
+    cJSON *probes = cJSON_CreateArray();
+    int taken = 0, status = 0;
+    for (int i = 0; states && runs && names && i < n && !status; i++) {
+        int t = fit_take(args, found[i], roots[i], &states[taken], &runs[taken], cache, dir, rev, probes);
+        if (t < 0) status = -t;
+        else if (t) names[taken++] = found[i];
+    }
+    advise_cache_close(cache);
+    cJSON_Delete(probes);
+    double before = NAN, after = NAN;
+    if (!status && !r->dry_run && (taken == 0 || advise_fit(runs, taken, &k, &before, &after) != 0)) {
+        fprintf(stderr, "run_suite advise --fit: no collocated run with a job's normalized progress under %s\n",
+                own->fit);
+        status = 2;
+    }
+    if (!status && !r->dry_run) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddNumberToObject(root, "switch_cost", k.switch_cost);
+        cJSON_AddNumberToObject(root, "packing", k.packing);
+        cJSON_AddNumberToObject(root, "bandwidth", k.bandwidth);
+        cJSON_AddNumberToObject(root, "streams_cost", k.streams_cost);
+        char on[512];
+        snprintf(on, sizeof on, "%d run(s) under %s", taken, own->fit);
+        cJSON_AddStringToObject(root, "fitted_on", on);
+        cJSON *list = cJSON_AddArrayToObject(root, "runs");
+        for (int i = 0; i < taken; i++) cJSON_AddItemToArray(list, cJSON_CreateString(names[i]));
+        cJSON_AddStringToObject(root, "gpu", states[0].gpu.name);
+        cJSON_AddStringToObject(root, "suite_revision", rev);
+        results_json_number(root, "rms_before", before);
+        results_json_number(root, "rms_after", after);
+        cJSON *res = cJSON_AddArrayToObject(root, "residuals");
+        for (int i = 0; i < taken; i++) {
+            advise_prediction p;
+            advise_predict(&runs[i].mix, &runs[i].cand, &k, ADVISE_STP, &p);
+            for (int j = 0; j < runs[i].mix.count; j++) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "run", names[i]);
+                cJSON_AddStringToObject(o, "candidate", runs[i].cand.label);
+                cJSON_AddStringToObject(o, "job", runs[i].mix.label[j]);
+                results_json_number(o, "predicted", p.progress[j]);
+                results_json_number(o, "measured", runs[i].progress[j]);
+                results_json_number(o, "residual", p.progress[j] - runs[i].progress[j]);
+                cJSON_AddItemToArray(res, o);
+            }
+        }
+        if (results_write_json(r->results_dir, ADVISE_CONSTANTS_FILE, root, err, sizeof err) != 0 ||
+            results_write_json(dir, ADVISE_CONSTANTS_FILE, root, err, sizeof err) != 0) {
+            fprintf(stderr, "run_suite advise --fit: %s\n", err);
+            status = 1;
+        } else {
+            printf("fitted on %d run(s): switch_cost %.4g, packing %.4g, bandwidth %.4g, streams_cost %.4g; a job's "
+                   "progress off by %.3f (rms) before, %.3f after\nwritten: %s/%s\n", taken, k.switch_cost, k.packing,
+                   k.bandwidth, k.streams_cost, before, after, r->results_dir, ADVISE_CONSTANTS_FILE);
+        }
+        cJSON_Delete(root);
+    } else if (!status) {
+        printf("%d run(s) to fit on\n", taken);
+    }
+    free(states), free(runs), free(names);
+    return status;
+}
+
 static int advise_run(run_args *args) {
     run_request *r = &args->req;
     const advise_args *own = args->form_options;
     advise_objective objective = own->objective ? (advise_objective)(own->objective - 1) : ADVISE_STP;
     char err[4096];
+    if (own->fit) return fit_run(args);
     if (!r->mix_text) return run_args_usage("advise needs --mix MIX: the jobs to advise on");
+    if (own->check_top && !own->check) return run_args_usage("advise: --check-top goes with --check");
+    if (own->check && objective == ADVISE_ENERGY)
+        return run_args_usage("advise --check: the check compares STP, ANTT and fairness across repeats; energy per "
+                              "sample is not a metric of the repeats (use --objective stp, antt or fairness)");
     r->mode_name = "serial";
     int json = r->json; /* the advice itself as JSON: a run's request takes --json with --dry-run only */
     r->json = 0;
@@ -354,9 +658,7 @@ static int advise_run(run_args *args) {
     gpu_of(r->gpu, &s.gpu);
     char rev[64];
     study_revision(SUITE_SOURCE_DIR, SUITE_BUILD_REVISION, rev, sizeof rev);
-    s.cand_count = advise_candidates(&s.m, s.gpu.total_sms, s.gpu.mig, NULL, s.cands, ADVISE_MAX_CANDIDATES);
-    s.need_count = advise_probes_needed(&s.m, s.cands, s.cand_count, s.gpu.total_sms, s.gpu.name, rev, r->window_s,
-                                        r->warmup_steps, s.needs, ADVISE_MAX_PROBES);
+    plan_of(r, &s, rev);
     char dir[4096] = "", id[256];
     if (!r->dry_run && results_make_run_dir(r->results_dir, "advise", r->mix_text, dir, sizeof dir, id, sizeof id, err,
                                             sizeof err) != 0) {
@@ -375,8 +677,11 @@ static int advise_run(run_args *args) {
     if (!s.gpu.total_sms)
         cJSON_AddStringToObject(root, "partitions_note", "the GPU's SM count is unknown (no shipped MIG table for it): "
                                 "no partition is predicted");
+    double started = clock_monotonic();
     int status = probes_measure(args, &s, cache, dir, cJSON_AddArrayToObject(root, "probes"));
     advise_cache_close(cache);
+    /* the probes' wall time, process starts included: the target puts it against --mode all's */
+    cJSON_AddNumberToObject(root, "probe_wall_s", clock_monotonic() - started);
     if (status != 0 || r->dry_run) {
         if (r->dry_run && r->json) {
             char *text = cJSON_Print(root);
@@ -388,17 +693,8 @@ static int advise_run(run_args *args) {
         cJSON_Delete(root);
         return status;
     }
-    advise_mix am = {.count = s.m.count, .total_sms = s.gpu.total_sms, .memory_bytes = s.gpu.memory_bytes};
-    for (int i = 0; i < s.m.count; i++) {
-        char a[ADVISE_JOB_TEXT];
-        mix_job_format(&s.m.jobs[i], a, sizeof a);
-        for (int j = 0; j < ADVISE_MAX_JOBS; j++)
-            if (s.probes[j].rate > 0 && !strcmp(s.probes[j].job, a)) {
-                am.probe[i] = &s.probes[j];
-                break;
-            }
-        am.label[i] = s.m.jobs[i].label;
-    }
+    advise_mix am;
+    mix_of(&s, &am);
     int n = advise_rank(&am, s.cands, s.cand_count, &k, objective, s.ranked);
     char why[4096];
     advise_explain(&am, s.ranked, n, objective, why, sizeof why);
@@ -419,7 +715,9 @@ static int advise_run(run_args *args) {
         printf("\nrecommended: %s\n", why);
     }
     cJSON_Delete(root);
-    return 0;
+    if (!own->check) return 0;
+    fflush(stdout);
+    return check_run(args, &s, n, objective, own->check_top, dir);
 }
 
 void advise_word(int argc, char **argv) {

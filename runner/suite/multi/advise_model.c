@@ -183,25 +183,25 @@ int advise_fit(const advise_measured *runs, int n, advise_constants *k, double *
     int count;
     *rms_before = fit_error(runs, n, k, &count);
     if (!count) return -1;
-    /* coordinate descent: each constant over its range, the step halved each round */
+    /* coordinate descent: each constant over its range; the steps are halved only after a round in which
+     * no constant moved, so that a ridge between two constants (packing against bandwidth) is followed */
     double *field[] = {&k->switch_cost, &k->packing, &k->bandwidth, &k->streams_cost};
     const double lo[] = {0, 0.2, 0, 0}, hi[] = {0.5, 2, 2, 0.5};
     double step[] = {0.1, 0.2, 0.2, 0.1};
     double best = *rms_before;
-    for (int round = 0; round < 12; round++) {
+    for (int round = 0; round < 2000 && step[1] > 1e-7; round++) {
+        int any = 0;
         for (int f = 0; f < 4; f++) {
-            for (int moved = 1; moved;) {
-                moved = 0;
-                for (int dir = -1; dir <= 1; dir += 2) {
-                    double was = *field[f], v = fmin(hi[f], fmax(lo[f], was + dir * step[f]));
-                    *field[f] = v;
-                    double e = fit_error(runs, n, k, &count);
-                    if (e < best - 1e-12) best = e, moved = 1;
-                    else *field[f] = was;
-                }
+            for (int dir = -1; dir <= 1; dir += 2) {
+                double was = *field[f], v = fmin(hi[f], fmax(lo[f], was + dir * step[f]));
+                *field[f] = v;
+                double e = fit_error(runs, n, k, &count);
+                if (e < best - 1e-15) best = e, any = 1;
+                else *field[f] = was;
             }
-            step[f] /= 2;
         }
+        if (!any)
+            for (int f = 0; f < 4; f++) step[f] /= 2;
     }
     *rms_after = best;
     return 0;

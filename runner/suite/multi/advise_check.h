@@ -1,0 +1,62 @@
+/* The advisor's check (run_suite advise --check): each ranked candidate measured under --repeat
+ * ADVISE_CHECK_REPEATS against one serial run of the mix, then predicted against measured.
+ *
+ * Per candidate: each job's normalized progress (the median of its repeats), STP and ANTT, and the
+ * prediction's error on each, relative to the measured median ((predicted - measured) / measured).
+ * Over the candidates that were measured: the Spearman rank correlation of the predicted against the
+ * measured objective (ties share their mean rank), and the regret: how far the recommended
+ * candidate's measured median falls behind the best measured one on the objective, relative to the
+ * best's; a tie when the two candidates' ranges across the repeats overlap (spread_rank says
+ * neither lies wholly above the other), since a gap inside the repeats' spread is no gap at all.
+ * Energy per sample is not a metric of the repeats (results/repeats.h), so the check takes the
+ * other objectives only. Pure apart from reading repeats.json and writing check.json/check.csv. */
+#ifndef SUITE_ADVISE_CHECK_H
+#define SUITE_ADVISE_CHECK_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "base/spread.h"
+#include "runner/suite/multi/advise_model.h"
+
+#define ADVISE_CHECK_REPEATS 3
+
+typedef struct advise_check_row {
+    const advise_prediction *pred;   /* the candidate's prediction (its label, mode, option) */
+    int measured;                    /* 1: its repeats were read */
+    double progress[ADVISE_MAX_JOBS]; /* each job's measured median */
+    spread stp, antt, fairness;      /* across the repeats */
+    /* filled by advise_check_compare: */
+    double progress_error[ADVISE_MAX_JOBS], stp_error, antt_error, fairness_error;
+    double measured_score;           /* the objective's measured median, higher better (NaN: none) */
+} advise_check_row;
+
+typedef struct advise_check_summary {
+    int measured;                    /* candidates measured */
+    double spearman;                 /* NaN under two candidates */
+    int recommended_measured;        /* the first row (the recommendation) was measured */
+    int best;                        /* the row measured best on the objective; -1 none */
+    double regret;                   /* (best - recommended) / |best| on the objective's value; 0 when best */
+    int tie;                         /* the recommendation's range overlaps the best's */
+    double median_abs_stp_error, median_abs_antt_error, median_abs_progress_error;
+} advise_check_summary;
+
+/* Reads a check run's repeats.json (one mode) into row (jobs: the mix's count). 0, or -1 with a
+ * message naming the file and what was missing. */
+int advise_check_read(const char *run_dir, int jobs, advise_check_row *row, char *err, size_t err_size);
+
+/* The errors of each row and the summary over rows[0..n), rows in the ranking's order (the first is the
+ * recommendation); objective: not ADVISE_ENERGY. */
+void advise_check_compare(advise_check_row *rows, int n, int jobs, advise_objective objective,
+                          advise_check_summary *out);
+
+/* The Spearman rank correlation of x and y over the pairs where both are finite (NaN under two). */
+double advise_spearman(const double *x, const double *y, int n);
+
+/* The table on out; check.json and check.csv in dir. labels: the jobs'. 0, or -1 with a message. */
+void advise_check_print(FILE *out, const advise_check_row *rows, int n, int jobs, const char *const *labels,
+                        const advise_check_summary *s, advise_objective objective);
+int advise_check_write(const char *dir, const advise_check_row *rows, int n, int jobs, const char *const *labels,
+                       const advise_check_summary *s, advise_objective objective, char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,267 @@
+/* run_suite advise --check and --fit (issue 51): the comparison's arithmetic on a hand-made case
+ * (errors, Spearman with tied ranks, the regret and its tie inside the repeats' spread), --check end
+ * to end on fake jobs (fake_train's share_speed and crowd_slow give the modes contrast; check.json's
+ * errors are the predicted against the measured it holds), --fit recovering known constants from
+ * fake runs whose measured progress the test wrote from those constants, and the refusals (exit 2). */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "runner/suite/multi/advise.h"
+#include "runner/suite/multi/advise_check.h"
+#include "tests/testutil.h"
+
+static spread three(double a, double b, double c) {
+    double v[] = {a, b, c};
+    return spread_of(v, 3);
+}
+
+static void test_compare_by_hand(void **state) {
+    (void)state;
+    advise_candidate c[3] = {{.label = "A"}, {.label = "B"}, {.label = "C"}};
+    advise_prediction p[3] = {{.c = &c[0], .stp = 1.5, .antt = 1.4, .progress = {0.8, 0.7}},
+                              {.c = &c[1], .stp = 1.2, .antt = 1.7, .progress = {0.6, 0.6}},
+                              {.c = &c[2], .stp = 1.0, .antt = 2.0, .progress = {0.5, 0.5}}};
+    advise_check_row r[3] = {
+        {.pred = &p[0], .measured = 1, .progress = {0.6, 0.65}, .stp = three(1.2, 1.25, 1.3), .antt = three(1.6, 1.7, 1.8)},
+        {.pred = &p[1], .measured = 1, .progress = {0.6, 0.6}, .stp = three(1.28, 1.3, 1.4), .antt = three(1.7, 1.7, 1.7)},
+        {.pred = &p[2], .measured = 1, .progress = {0.5, 0.5}, .stp = three(0.9, 0.95, 1.0), .antt = three(2, 2, 2)}};
+    advise_check_summary s;
+    advise_check_compare(r, 3, 2, ADVISE_STP, &s);
+    expect_lt(fabs(r[0].stp_error - 0.2), 1e-12);                 /* (1.5 - 1.25) / 1.25 */
+    expect_lt(fabs(r[0].antt_error - (1.4 - 1.7) / 1.7), 1e-12);
+    expect_lt(fabs(r[0].progress_error[0] - 0.2 / 0.6), 1e-12);
+    expect_lt(fabs(s.spearman - 0.5), 1e-12);  /* predicted ranks 3,2,1 against measured 2,3,1 */
+    assert_int_equal(s.best, 1);
+    expect_lt(fabs(s.regret - 0.05 / 1.3), 1e-12);
+    assert_int_equal(s.tie, 1);                 /* A's [1.2-1.3] overlaps B's [1.28-1.4] */
+    expect_lt(fabs(s.median_abs_progress_error), 1e-12); /* four of six are exact */
+    r[1].stp = three(1.35, 1.4, 1.45);
+    advise_check_compare(r, 3, 2, ADVISE_STP, &s);
+    assert_int_equal(s.tie, 0);
+    expect_lt(fabs(s.regret - 0.15 / 1.4), 1e-12);
+    /* ANTT: lower is better; A measured best, so no regret */
+    advise_check_compare(r, 3, 2, ADVISE_ANTT, &s);
+    assert_int_equal(s.best, 0);
+    expect_lt(fabs(s.regret), 1e-12);
+    expect_lt(fabs(s.spearman - 1.5 / sqrt(3)), 1e-12); /* ranks 3,2,1 against 2.5,2.5,1 */
+    /* the recommendation not measured: no regret */
+    r[0].measured = 0;
+    advise_check_compare(r, 3, 2, ADVISE_STP, &s);
+    assert_int_equal(s.recommended_measured, 0);
+    assert_true(isnan(s.regret));
+    assert_int_equal(s.measured, 2);
+    /* tied ranks share their mean: Pearson's on ranks 1,2.5,2.5,4 against 1..4 */
+    double x[] = {1, 2, 2, 3}, y[] = {1, 2, 3, 4}, one[] = {1, 1, 1, 1};
+    expect_lt(fabs(advise_spearman(x, y, 4) - 4.5 / sqrt(22.5)), 1e-12);
+    assert_true(isnan(advise_spearman(one, y, 4)));
+    assert_true(isnan(advise_spearman(x, y, 1)));
+}
+
+static void environment(const char *dir) {
+    char bin[700], mps[600];
+    snprintf(mps, sizeof mps, "%s/mps", dir);
+    mkdir(mps, 0700);
+    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
+    setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
+    setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
+    setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
+    setenv("SUITE_JOB_HOST", FAKE_JOB_HOST_PATH, 1);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", mps, 1);
+    setenv("FAKE_TRAIN", "resnet26:epoch_ms=200,steps=10,setup_ms=5,share_speed=50,crowd_slow=100;"
+                         "resnet50:epoch_ms=200,steps=10,setup_ms=5,share_speed=0,crowd_slow=50", 1);
+}
+
+/* The folder under results whose name ends with suffix. */
+static void folder_ending(const char *results, const char *suffix, char *out, size_t size) {
+    DIR *d = opendir(results);
+    assert_non_null(d);
+    out[0] = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name), k = strlen(suffix);
+        if (n >= k && !strcmp(e->d_name + n - k, suffix)) snprintf(out, size, "%s/%s", results, e->d_name);
+    }
+    closedir(d);
+    assert_true(out[0] != 0);
+}
+
+static cJSON *read_json(const char *dir, const char *name) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    static char text[1 << 20];
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    return cJSON_Parse(text);
+}
+
+static void write_json(const char *dir, const char *name, const cJSON *root) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    char *text = cJSON_Print(root);
+    fputs(text, f);
+    free(text);
+    fclose(f);
+}
+
+static double number(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static void test_check_end_to_end(void **state) {
+    (void)state;
+    char dir[512], results[600], out[65536], err[65536], advice[1024];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(results, sizeof results, "%s/results", dir);
+    environment(dir);
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--window", "0.3",
+                             "--warmup-steps", "2", "--check", "--check-top", "3", "--train", FAKE_TRAIN_PATH,
+                             "--results", results, NULL);
+    if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "check: predicted against measured"));
+    assert_non_null(strstr(out, "Spearman on stp"));
+    assert_non_null(strstr(out, "regret: "));
+    folder_ending(results, "-advise-S+M", advice, sizeof advice);
+    cJSON *root = read_json(advice, "check.json");
+    assert_non_null(root);
+    const cJSON *modes = cJSON_GetObjectItemCaseSensitive(root, "modes");
+    assert_int_equal(cJSON_GetArraySize(modes), 3);
+    for (const cJSON *m = modes->child; m; m = m->next) {
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "measured")));
+        double pred = number(m, "predicted_stp"), meas = number(cJSON_GetObjectItemCaseSensitive(m, "stp"), "median");
+        expect_lt(fabs(number(m, "stp_error") - (pred - meas) / meas), 1e-9);
+        const cJSON *job = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "jobs"), 0);
+        expect_lt(fabs(number(job, "error") - (number(job, "predicted") - number(job, "measured")) /
+                                                   number(job, "measured")), 1e-9);
+    }
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
+    assert_int_equal((int)number(sum, "measured"), 3);
+    assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(sum, "best_measured")));
+    assert_true(isfinite(number(sum, "regret")));
+    cJSON_Delete(root);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/check.csv", advice);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    /* refusals */
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--check",
+                                     "--objective", "energy", "--train", FAKE_TRAIN_PATH, NULL), 2);
+    assert_non_null(strstr(err, "energy per sample is not a metric of the repeats"));
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M",
+                                     "--check-top", "2", "--train", FAKE_TRAIN_PATH, NULL), 2);
+    assert_non_null(strstr(err, "--check-top goes with --check"));
+}
+
+/* Three fake runs (naive, mps, streams) whose jobs' progress the test sets from known constants and
+ * probes it put in the cache: --fit finds the constants again. */
+static void test_fit_recovers(void **state) {
+    (void)state;
+    char dir[512], results[600], runs[600], out[65536], err[65536];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(results, sizeof results, "%s/results", dir);
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    environment(dir);
+    /* the probes' keys, then the cache with known values */
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--dry-run",
+                             "--json", "--window", "0.3", "--warmup-steps", "2", "--train", FAKE_TRAIN_PATH,
+                             "--results", results, NULL);
+    assert_int_equal(rc, 0);
+    cJSON *listing = cJSON_Parse(out), *cache = cJSON_CreateObject();
+    assert_non_null(listing);
+    cJSON_AddNumberToObject(cache, "version", 1);
+    cJSON *entries = cJSON_AddObjectToObject(cache, "probes");
+    advise_probe s = {.rate = 1000, .sm_active = 0.6, .dram_active = 0.3, .power_w = 300, .peak_bytes = 1e9};
+    advise_probe m = {.rate = 500, .sm_active = 0.9, .dram_active = 0.5, .power_w = 300, .peak_bytes = 1e9};
+    for (const cJSON *p = cJSON_GetObjectItemCaseSensitive(listing, "probes")->child; p; p = p->next) {
+        const advise_probe *which = strstr(cJSON_GetObjectItemCaseSensitive(p, "job")->valuestring, "resnet26") ? &s : &m;
+        cJSON *e = cJSON_AddObjectToObject(entries, cJSON_GetObjectItemCaseSensitive(p, "key")->valuestring);
+        double sms = number(p, "sms");
+        cJSON_AddNumberToObject(e, "samples_per_s", which->rate * (sms > 0 ? sms / 132 : 1));
+        cJSON_AddNumberToObject(e, "sm_active", which->sm_active);
+        cJSON_AddNumberToObject(e, "dram_active", which->dram_active);
+        cJSON_AddNumberToObject(e, "power_w", which->power_w);
+        cJSON_AddNumberToObject(e, "peak_bytes", which->peak_bytes);
+    }
+    mkdir(results, 0700);
+    write_json(results, "advise-cache.json", cache);
+    cJSON_Delete(cache);
+    cJSON_Delete(listing);
+    /* the runs, their progress rewritten from the truth */
+    advise_constants truth = {.switch_cost = 0.2, .packing = 0.8, .bandwidth = 0.4, .streams_cost = 0.1};
+    advise_mix mx = {.count = 2, .probe = {&s, &m}, .label = {"S", "M"}, .total_sms = 132, .memory_bytes = 80e9};
+    const char *modes[] = {"naive", "mps", "streams"};
+    const advise_kind kinds[] = {ADVISE_NAIVE, ADVISE_SHARED, ADVISE_STREAMS};
+    for (int k = 0; k < 3; k++) {
+        char where[700], run[1024];
+        snprintf(where, sizeof where, "%s/%s", runs, modes[k]);
+        rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "--mix", "S+M", "--mode", modes[k],
+                             "--window", "0.3", "--warmup-steps", "2", "--train", FAKE_TRAIN_PATH, "--results", where,
+                             NULL);
+        if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
+        assert_int_equal(rc, 0);
+        folder_ending(where, "S+M", run, sizeof run);
+        advise_candidate c = {.kind = kinds[k]};
+        advise_prediction p;
+        advise_predict(&mx, &c, &truth, ADVISE_STP, &p);
+        cJSON *summary = read_json(run, "summary.json");
+        assert_non_null(summary);
+        int j = 0;
+        for (cJSON *job = cJSON_GetObjectItemCaseSensitive(summary, "jobs")->child; job; job = job->next, j++)
+            cJSON_ReplaceItemInObjectCaseSensitive(job, "normalized_throughput", cJSON_CreateNumber(p.progress[j]));
+        write_json(run, "summary.json", summary);
+        cJSON_Delete(summary);
+    }
+    rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--fit", runs, "--window", "0.3",
+                         "--warmup-steps", "2", "--train", FAKE_TRAIN_PATH, "--results", results, NULL);
+    if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "fitted on 3 run(s)"));
+    cJSON *fit = read_json(results, ADVISE_CONSTANTS_FILE);
+    assert_non_null(fit);
+    expect_lt(fabs(number(fit, "switch_cost") - 0.2), 0.01);
+    expect_lt(fabs(number(fit, "packing") - 0.8), 0.01);
+    expect_lt(fabs(number(fit, "bandwidth") - 0.4), 0.02);
+    expect_lt(fabs(number(fit, "streams_cost") - 0.1), 0.01);
+    expect_lt(number(fit, "rms_after"), 1e-3);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(fit, "runs")), 3);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(fit, "residuals")), 6);
+    assert_non_null(strstr(cJSON_GetObjectItemCaseSensitive(fit, "fitted_on")->valuestring, "3 run(s)"));
+    cJSON_Delete(fit);
+    /* the advice now names the constants' file */
+    rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--window", "0.3",
+                         "--warmup-steps", "2", "--train", FAKE_TRAIN_PATH, "--results", results, NULL);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "advise-constants.json (fitted on 3 run(s)"));
+    /* refusals */
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--fit", results,
+                                     "--mix", "S", "--train", FAKE_TRAIN_PATH, NULL), 2);
+    assert_non_null(strstr(err, "it takes neither --mix"));
+    char empty[700];
+    snprintf(empty, sizeof empty, "%s/empty", dir);
+    mkdir(empty, 0700);
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--fit", empty,
+                                     "--train", FAKE_TRAIN_PATH, "--results", results, NULL), 2);
+    assert_non_null(strstr(err, "holds no run"));
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--fit", "a,,b",
+                                     "--train", FAKE_TRAIN_PATH, NULL), 2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_compare_by_hand), cmocka_unit_test(test_check_end_to_end),
+                                       cmocka_unit_test(test_fit_recovers)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
