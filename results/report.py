@@ -2,11 +2,12 @@
 """One self-contained HTML page from run_suite's run folders (run_suite report RUN_DIR... -o F).
 
 Reads what run_suite writes (summary.json, jobs.csv, steps.csv, timeline.csv, run.json,
-comparison.json and a study's study.json) from any folders given, in any nesting, and draws the
-study's figures: epoch time, SM activity and memory per mode and collocation degree (Figures
-2-4), each job's step-time distribution per mode, where its step goes by kernel class (traced,
-run_suite --kernels: kernels.csv, interference.csv), timelines
-with job phase markers (Figures 5 and 9), energy per run and per sample (Figure 6), the
+comparison.json, a study's study.json, and run_suite advise's advice.json, check.json and
+check.csv) from any folders given, in any nesting, and draws the advisor's predictions against
+what its check measured (report_advice.py) and the study's figures: epoch time, SM activity and
+memory per mode and collocation degree (Figures 2-4), each job's step-time distribution per mode,
+where its step goes by kernel class (traced, run_suite --kernels: kernels.csv, interference.csv),
+timelines with job phase markers (Figures 5 and 9), energy per run and per sample (Figure 6), the
 comparison table, the paper's own findings next to ours, and each run's provenance.
 
 Python with matplotlib because that is what the field plots with: the study's authors, timm and
@@ -27,6 +28,7 @@ from report_data import MODEL_SIZES, ReportError, group_repeats, load, mode_key,
 from report_figures import figure_energy, figure_mix_progress, figure_precision, figure_throughput, figure_timeline, figure_uniform, plt_module, timeline_limits  # noqa: E402
 from report_steps import CDF_POINTS, STEP_P99_MIN, figure_step_cdf  # noqa: E402
 from report_kernels import kernels_section  # noqa: E402
+from report_advice import advice_section, find_advised  # noqa: E402
 from report_html import (CSS, comparison_table, esc, findings_section, glossary, precision_table,  # noqa: E402
                          provenance, study_cards_note)
 
@@ -75,6 +77,9 @@ def build(paths, reference_path):
                 "(results/metrics.h). Where a run used the window measurement (every job measured over one common "
                 "window after all warm-ups) its numbers are the ones shown; else the timed (second) epoch's.</p>")
     body.append(glossary())
+    advised = find_advised(paths)
+    if advised:
+        advice_section(plt, advised, emit, body, esc)
     body.append("<h2 id=modes>Per mode and collocation degree (the study's Figures 2-4)</h2>"
                 "<p class=note>Bars grouped by collocated run, runs ordered by degree (dotted lines) and mode; "
                 "a run measured over a common window shows each job's samples/s in it, else each job's timed "
@@ -164,7 +169,8 @@ def build(paths, reference_path):
     head = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
             f"<style>{CSS}</style></head><body><h1>{esc(title)}</h1>"
             f"<p class=sub>{len(runs)} run(s) from {esc(', '.join(paths))}; GPU: {esc(', '.join(sorted(gpu_names)) or 'not recorded')}"
-            f"{esc('; ' + cards if cards else '')}; {len(figures)} figure(s)</p><nav><a href='#metrics'>metrics</a><a href='#modes'>modes and degrees</a>"
+            f"{esc('; ' + cards if cards else '')}; {len(figures)} figure(s)</p><nav><a href='#metrics'>metrics</a>"
+            f"{'<a href=#advice>advised runs</a>' if advised else ''}<a href='#modes'>modes and degrees</a>"
             f"{'<a href=#precision>bf16 against tf32</a>' if pairs else ''}<a href='#timelines'>timelines</a>"
             f"<a href='#energy'>energy</a>{'<a href=#paper>the paper</a>' if ref else ''}<a href='#provenance'>provenance</a></nav>")
     page = head + "\n".join(body) + f"\n<!-- figures: {' '.join(f[0] for f in figures)} -->\n</body></html>\n"

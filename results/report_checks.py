@@ -114,8 +114,12 @@ AMOUNT = Number("a number of 0 or more (or null)")          # rates, seconds, by
 COUNT = Number("a whole number of 0 or more", whole=True)
 SHARE = Number("a share from 0 to 1", high=1.0 + 1e-9)
 VERSION = Number("a version number (e.g. 12080)", low=1, high=1e7, whole=True)
+SIGNED = Number("a number (or null)", low=-ABSURD)           # differences, relative errors
+CORRELATION = Number("a correlation from -1 to 1 (or null)", low=-1.0 - 1e-9, high=1.0 + 1e-9)
 TEXT, FLAG, LIST, OBJECT = "text", "true or false", "a list", "an object"
-_TYPES = {TEXT: str, FLAG: bool, LIST: list, OBJECT: dict}
+TEXT_OR_NULL, FLAG_OR_NULL = "text or null", "true, false or null"
+_TYPES = {TEXT: str, FLAG: bool, LIST: list, OBJECT: dict, TEXT_OR_NULL: (str, type(None)),
+          FLAG_OR_NULL: (bool, type(None))}
 
 # summary.json (results/results.c): the fields the report reads, and each job's and window's
 SUMMARY = {"mode": TEXT, "mix": TEXT, "status": TEXT, "measurement": TEXT, "jobs": LIST, "jobs_ok": COUNT,
@@ -141,6 +145,24 @@ RUN_JSON_GPU = {"name": TEXT, "driver_version": TEXT, "cuda_driver_version": VER
 RUN_JSON_JOB = {"label": TEXT, "data_source": TEXT, "data_detail": TEXT}
 # study.json's cells (runner/suite/multi/study.c)
 STUDY_CELL = {"mode": TEXT, "degree": COUNT, "status": TEXT, "reason": TEXT, "folder": TEXT, "mix": TEXT, "job": TEXT}
+# advice.json (runner/suite/multi/advise.c): the advice, each ranked prediction and its jobs
+ADVICE = {"mix": TEXT, "gpu": TEXT, "total_sms": COUNT, "suite_revision": TEXT, "objective": TEXT,
+          "constants_source": TEXT, "probes": LIST, "probe_wall_s": AMOUNT, "predictions": LIST, "recommended": TEXT,
+          "why": TEXT}
+ADVICE_PREDICTION = {"mode": TEXT, "label": TEXT, "option": TEXT, "value": TEXT, "stp": AMOUNT, "antt": AMOUNT,
+                     "fairness": AMOUNT, "energy_per_sample_j": AMOUNT, "fits": FLAG_OR_NULL, "jobs": LIST}
+ADVICE_JOB = {"label": TEXT, "progress": AMOUNT, "sms": COUNT}
+# check.json (runner/suite/multi/advise_check.c): predicted against measured per ranked mode
+CHECK = {"objective": TEXT, "repeats": COUNT, "modes": LIST, "summary": OBJECT}
+CHECK_MODE = {"rank": COUNT, "label": TEXT, "mode": TEXT, "measured": FLAG, "predicted_stp": AMOUNT,
+              "predicted_antt": AMOUNT, "predicted_fairness": AMOUNT, "stp": OBJECT, "antt": OBJECT,
+              "fairness": OBJECT, "stp_error": SIGNED, "antt_error": SIGNED, "fairness_error": SIGNED,
+              "measured_objective": SIGNED, "jobs": LIST}
+CHECK_SPREAD = {"median": AMOUNT, "min": AMOUNT, "max": AMOUNT, "n": COUNT}
+CHECK_JOB = {"label": TEXT, "predicted": AMOUNT, "measured": AMOUNT, "error": SIGNED}
+CHECK_SUMMARY = {"measured": COUNT, "spearman": CORRELATION, "recommended": TEXT, "best_measured": TEXT_OR_NULL,
+                 "regret": SIGNED, "tie": FLAG, "median_abs_stp_error": AMOUNT, "median_abs_antt_error": AMOUNT,
+                 "median_abs_progress_error": AMOUNT}
 
 
 def check_fields(obj, spec, path, where=""):
@@ -152,6 +174,16 @@ def check_fields(obj, spec, path, where=""):
         ok = kind.accepts(v) if isinstance(kind, Number) else isinstance(v, _TYPES[kind])
         if not ok:
             raise ReportError(f"{path}: {place} is {shown(v)}: expected {kind.what if isinstance(kind, Number) else kind}")
+
+
+def check_object(obj, key, spec, path, where):
+    """check_fields over the object obj[key] where it has one (a value there that is no object is refused)."""
+    if key not in obj or obj[key] is None:
+        return
+    place = f"{where}.{key}" if where else key
+    if not isinstance(obj[key], dict):
+        raise ReportError(f"{path}: {place} is {shown(obj[key])}: expected an object")
+    check_fields(obj[key], spec, path, place)
 
 
 def check_list(obj, key, spec, path, where=""):
@@ -172,9 +204,10 @@ TEXT_COLUMNS = {"jobs.csv": {"label", "model", "data", "status", "reason", "devi
                 "timeline.csv": {"unit", "markers"}, "steps.csv": {"label"},
                 "kernels.csv": {"mode", "label", "level", "class", "layer", "pass", "bound", "alone_source",
                                 "measurement"},
-                "interference.csv": {"mode", "job", "label", "class", "beside", "measurement"}}
+                "interference.csv": {"mode", "job", "label", "class", "beside", "measurement"},
+                "check.csv": {"label", "mode", "label_job"}}
 # Columns that hold differences, which may be below 0 (a class that ran faster shared than alone).
-SIGNED_COLUMNS = {"kernels.csv": {"delta_ms", "share_of_slowdown"}}
+SIGNED_COLUMNS = {"kernels.csv": {"delta_ms", "share_of_slowdown"}, "check.csv": {"error"}}
 
 
 def read_csv(path):

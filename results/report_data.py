@@ -594,6 +594,8 @@ def load(paths):
                 found += 1
             if "comparison.json" in filenames:
                 alls.append((dirpath, read_json(os.path.join(dirpath, "comparison.json"), list)))
+            if "advice.json" in filenames:
+                found += 1  # run_suite advise's folder: the report's advice section (report_advice.py)
             if "summary.json" in filenames:
                 if PARTITION_REFERENCE in os.path.relpath(dirpath, root).split(os.sep):
                     continue  # a job alone in its partition: the interference ratio's reference, not a run of the mix

@@ -17,7 +17,8 @@ class Rendered:
 
 def figure_data(fig):
     """The numbers a figure draws, read back from its artists so that no figure can show what its
-    CSV lacks: per panel each bar (x, its tick's label, height, bottom) and each line's points."""
+    CSV lacks: per panel each bar (x, its tick's label, height, bottom), each point drawn with
+    whiskers (x, y, the whisker's ends) and each line's points."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["panel", "series", "x", "x_label", "value", "bottom", "min", "max"])
@@ -26,6 +27,15 @@ def figure_data(fig):
         panel = f"{panel} [{ax.get_ylabel()}]" if ax.get_ylabel() and ax.get_ylabel() not in panel else panel
         ticks = {round(t, 6): lab.get_text().replace("\n", " ") for t, lab in zip(ax.get_xticks(), ax.get_xticklabels())}
         for c in ax.containers:
+            data_line = c.lines[0] if c.__class__.__name__ == "ErrorbarContainer" else None
+            if data_line is not None:  # points with whiskers (a bar's whiskers have no points: below)
+                _, _, bar_lines = c.lines
+                ends = [(seg[0][1], seg[1][1]) for seg in bar_lines[0].get_segments()] if c.has_yerr and bar_lines else []
+                for k, (x, y) in enumerate(zip(data_line.get_xdata(), data_line.get_ydata())):
+                    lo, hi = ends[k] if k < len(ends) else ("", "")
+                    w.writerow([panel, c.get_label(), f"{x:.6g}", "", f"{y:.6g}", "",
+                                f"{lo:.6g}" if lo != "" else "", f"{hi:.6g}" if hi != "" else ""])
+                continue
             whiskers = []  # a bar's min-max over repeats (spread_bar's yerr): its errorbar segment
             eb = getattr(c, "errorbar", None)
             if eb is not None and eb.lines[2]:
