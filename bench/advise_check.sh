@@ -10,6 +10,9 @@
 # every fit mix has its check.json and advise-constants.json is not there yet.
 # ADVISE_WINDOW (5 s) and ADVISE_WARMUP (30 steps) are the probes' and the check's window.
 # ADVISE_ARGS: more options for every run_suite advise (a CPU rehearsal: "--train tests/fake_train").
+# The probing target sets the probes' wall time against `run_suite --mode all --mig-emulate --repeat
+# 3` on the same mix: measured for the held-out mixes of ADVISE_MODE_ALL_MIXES (three by default, to
+# keep device time) into OUT/<name>/mode_all_wall_s, once (resumable too).
 set -u
 build=${1:?usage: bench/advise_check.sh BUILD_DIR OUT [MIX_NAME...]}
 out=${2:?usage: bench/advise_check.sh BUILD_DIR OUT [MIX_NAME...]}
@@ -60,6 +63,19 @@ one() { # name mix precision
     sed -n '/^check:/,$p' "$d/advise.log"
     [ $rc -eq 0 ] || { echo "    exit $rc (its log: $d/advise.log)"; status=1; }
 }
+# --mode all on the same mix, timed whole (process starts included, as the probes are)
+mode_all() { # name mix precision
+    local d="$out/$1"
+    [ -f "$d/mode_all_wall_s" ] && return 0
+    mkdir -p "$d"
+    local t0=$SECONDS
+    "$build/run_suite" --mode all --mig-emulate --mix "$2" --precision "$3" --window "$window" --warmup-steps "$warmup" \
+        --repeat 3 --results "$d/mode-all" ${ADVISE_ARGS:-} >"$d/mode_all.log" 2>&1 ||
+        { echo "    --mode all: exit $? (its log: $d/mode_all.log)"; status=1; return 0; }
+    echo "$((SECONDS - t0))" >"$d/mode_all_wall_s"
+    echo "    --mode all --repeat 3: $(cat "$d/mode_all_wall_s") s"
+}
+mode_all_mixes=" ${ADVISE_MODE_ALL_MIXES:-7S-tf32 SMM-bf16 S-L-tf32} "
 fit_done() { [ -f "$out/advise-constants.json" ]; }
 for role in fit held-out; do
     if [ "$role" = held-out ] && ! fit_done; then
@@ -83,6 +99,7 @@ for role in fit held-out; do
         [ "$r" = "$role" ] || continue
         [ "$wanted" = "  " ] || [[ "$wanted" == *" $name "* ]] || continue
         one "$name" "$mix" "$prec"
+        [ "$r" = held-out ] && [[ "$mode_all_mixes" == *" $name "* ]] && mode_all "$name" "$mix" "$prec"
     done <<<"$(echo "$MIXES" | sed '/^$/d')"
 done
 echo "$MIXES" | sed '/^$/d' >"$out/mixes.txt"
