@@ -175,6 +175,11 @@ static void test_refused(void **state) {
         assert_non_null(strstr(f->err, cases[k].message));
         assert_int_equal(access(f->results, F_OK), -1);
     }
+    /* the dry run says the traced window and where each job will write it */
+    const char *dry[] = {"--mode", "naive", "--mix", "S+S", "--kernels", "--kernels-window", "2", "--dry-run", NULL};
+    assert_int_equal(suite_fixture_run(f, NULL, dry), 0);
+    assert_non_null(strstr(f->out, "then a traced window of 2 s (--kernels"));
+    assert_non_null(strstr(f->out, " --kernels <run>/kernels/job1"));
 }
 
 int main(void) {

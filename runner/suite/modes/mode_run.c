@@ -60,5 +60,8 @@ int suite_fit(const suite_ctx *c, unsigned mode_flags, const long long *limits, 
 }
 
 char **suite_job_argv(const suite_ctx *c, int i) {
-    return job_build_argv(c->o, &c->o->mix.jobs[i], JOB_ARGV_RUN, NULL);
+    /* where a traced job will write, as the run names it (the mode's folder is made at the run) */
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "<run>/kernels/job%d", i);
+    return job_build_argv(c->o, &c->o->mix.jobs[i], JOB_ARGV_RUN, c->o->kernels ? prefix : NULL);
 }

@@ -245,9 +245,9 @@ static void sm_targets_json(const suite_ctx *c, cJSON *root) {
 
 static void print_sm_targets(const suite_ctx *c) {
     int telling = knob_flag(KNOB_SM_TARGET);
-    printf("SMs each job's cuBLASLt and cuDNN plan for (0: the whole device; a green partition's are told%s,\n"
-           "an MPS share's the device reports to the client itself):\n",
-           telling ? "" : ", but SUITE_SM_TARGET=0 tells none");
+    printf("SMs each job's cuBLASLt and cuDNN plan for (0: the whole device; a green partition's, which they are\n"
+           "told %s; an MPS share's, which the device reports to the client itself):\n",
+           telling ? "(SUITE_SM_TARGET=1)" : "only with SUITE_SM_TARGET=1 (else they plan for the whole device)");
     for (int k = 0; k < c->mode_count; k++) {
         const suite_mode *m = c->modes[k].mode;
         printf("  %s:", m->name);
@@ -298,11 +298,15 @@ static void print_dry_run(suite_ctx *c, const char *fit_error, const char *plan_
     }
     char mem[32], bytes[32];
     results_format_bytes(mem, sizeof mem, g->memory_bytes);
+    char traced[160] = "";
+    if (o->kernels)
+        snprintf(traced, sizeof traced, ", then a traced window of %g s (--kernels: every kernel recorded, after the "
+                 "measured ones)", o->kernels_window_s > 0 ? o->kernels_window_s : o->window_s);
     if (o->window_s > 0)
         printf("dry run: mode %s, mix %s, a warm-up of %ld steps (or the first epoch where shorter) then %d common "
-               "window(s) of %g s (the window measurement), %s\nGPU %d: %s%s%s, %s\n\n", mode, o->mix_text,
-               o->warmup_steps, o->windows, o->window_s, o->steps_per_epoch ? "fixed steps per epoch" : "whole epochs",
-               o->gpu,
+               "window(s) of %g s (the window measurement)%s, %s\nGPU %d: %s%s%s, %s\n\n", mode, o->mix_text,
+               o->warmup_steps, o->windows, o->window_s, traced,
+               o->steps_per_epoch ? "fixed steps per epoch" : "whole epochs", o->gpu,
                g->nvml_ok ? g->name : "unknown: ", g->nvml_ok ? ", driver " : g->why, g->driver, mem);
     else
         printf("dry run: mode %s, mix %s, %d epoch(s) (the second is timed), %s\nGPU %d: %s%s%s, %s\n\n",
