@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "runner/suite/multi/advise_plan.h"
+#include "tests/suite_fixture.h"
 #include "tests/testutil.h"
 
 static advise_probe probe(const char *job, double rate, double sm, double dram, int part_sms, double part_rate) {
@@ -166,16 +167,10 @@ static void test_cache(void **state) {
 /* The form with fake jobs: S's speed follows its share in full, M's not at all. */
 static void test_end_to_end(void **state) {
     (void)state;
-    char dir[512], results[600], bin[700], mps[600], out[65536], err[65536];
+    char dir[512], results[600], out[65536], err[65536];
     test_tmpdir(dir, sizeof dir);
     snprintf(results, sizeof results, "%s/results", dir);
-    snprintf(mps, sizeof mps, "%s/mps", dir);
-    mkdir(mps, 0700);
-    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
-    setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
-    setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
-    setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
-    setenv("CUDA_MPS_PIPE_DIRECTORY", mps, 1);
+    suite_fixture_standin_h100(dir);
     setenv("FAKE_TRAIN", "resnet26:epoch_ms=200,steps=10,setup_ms=5,share_speed=100;"
                          "resnet50:epoch_ms=200,steps=10,setup_ms=5,share_speed=0", 1);
     int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--dry-run",

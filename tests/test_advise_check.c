@@ -18,6 +18,7 @@
 
 #include "runner/suite/multi/advise.h"
 #include "runner/suite/multi/advise_check.h"
+#include "tests/suite_fixture.h"
 #include "tests/testutil.h"
 
 static spread three(double a, double b, double c) {
@@ -68,15 +69,7 @@ static void test_compare_by_hand(void **state) {
 }
 
 static void environment(const char *dir) {
-    char bin[700], mps[600];
-    snprintf(mps, sizeof mps, "%s/mps", dir);
-    mkdir(mps, 0700);
-    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
-    setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
-    setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
-    setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
-    setenv("SUITE_JOB_HOST", FAKE_JOB_HOST_PATH, 1);
-    setenv("CUDA_MPS_PIPE_DIRECTORY", mps, 1);
+    suite_fixture_standin_h100(dir);
     setenv("FAKE_TRAIN", "resnet26:epoch_ms=200,steps=10,setup_ms=5,share_speed=50,crowd_slow=100;"
                          "resnet50:epoch_ms=200,steps=10,setup_ms=5,share_speed=0,crowd_slow=50", 1);
 }
