@@ -1,12 +1,12 @@
-/* The table of environment knobs (see knobs.h). Its rows are README.md's "Environment knobs"
- * table, in this order: change one and tests/test_knobs.c says what the other must become. */
+/* The table of environment knobs (see knobs.h). Its rows are docs/knobs.md's "Environment knobs"
+ * table, in this order: change one and tests/kernels/test_knobs.c says what the other must become. */
 #include "kernels/knobs.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define JOB_PROGRAMS "`train`, `job_host`, the benchmarks"
-/* each row's kind and range (knobs.h): after the README's cells */
+/* each row's kind and range (knobs.h): after the cells of docs/knobs.md */
 #define FLAG .kind = KNOB_KIND_FLAG
 #define CHOICE(list) .kind = KNOB_KIND_CHOICE, .choices = (list)
 #define WHOLE(l, h) .kind = KNOB_KIND_WHOLE, .lo = (l), .hi = (h)
@@ -65,7 +65,7 @@ static const knob table[KNOB_COUNT] = {
     [KNOB_NVML_LIBRARY] = {"SUITE_NVML_LIBRARY", "a path", "`libnvidia-ml.so.1`",
                            "the NVML library loaded at run time (monitoring, MIG)", "`run_suite`", 0, PATH},
     [KNOB_JOB_HOST] = {"SUITE_JOB_HOST", "a path", "`job_host` beside `--train`'s program",
-                       "the program that runs the in-process modes' jobs (`tests/fake_job_host.c` stands in)",
+                       "the program that runs the in-process modes' jobs (`tests/support/fake_job_host.c` stands in)",
                        "`run_suite`", 0, PATH},
     [KNOB_STATE_DIR] = {"SUITE_STATE_DIR", "a folder", "`${TMPDIR:-/tmp}/suite-<uid>`",
                         "where `run_suite` records the MPS daemons it starts, so that the next run stops "

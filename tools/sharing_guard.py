@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The sharing guard's records, comparison and README tables (bench/sharing_guard.sh runs the
-measurements; README.md, "The sharing guard", says what it is for).
+"""The sharing guard's records, comparison and tables in docs/results.md (tools/sharing_guard.sh runs
+the measurements; docs/measurement.md, "The sharing guard", says what it is for).
 
 A record is one guard run on one GPU: for each cell (a mix in a precision) and each mode, the spread
 over the repeats (median, min, max, n; base/spread.h) of STP, ANTT, fairness and of each job's
 absolute samples/s, the ranking lines run_suite wrote by results' rule (results/repeats.h), the
-suite revision measured and the date. bench/expected/<GPU>.json is the record a GPU is held to.
+suite revision measured and the date. tools/guard/expected/<GPU>.json is the record a GPU is held to.
 
   sharing_guard.py collect --cell MIX PRECISION RUN_DIR [--cell ...] --revision R --commit C
                            --date D --measurement TEXT [--gpu NAME] -o RECORD
@@ -13,12 +13,12 @@ suite revision measured and the date. bench/expected/<GPU>.json is the record a 
   sharing_guard.py compare RECORD EXPECTED_DIR --out OUT
                            today against EXPECTED_DIR/<GPU>.json: the table (stdout and
                            OUT/guard.md), OUT/latest.json; exit 1 when a value left its band
-  sharing_guard.py render EXPECTED.json              README's markdown for that record
-  sharing_guard.py readme README.md [--check] [--expected-dir DIR]
-                           write (or check) README's tables between its sharing-table markers
+  sharing_guard.py render EXPECTED.json              the page's markdown for that record
+  sharing_guard.py readme docs/results.md [--check] [--expected-dir DIR]
+                           write (or check) the page's tables between its sharing-table markers
 
 Exit status: 0 done (compare: every value within its band), 1 a value outside its band (compare) or
-a README table that differs from its rendering (readme --check), 2 bad input: the message names the
+a page's table that differs from its rendering (readme --check), 2 bad input: the message names the
 file and the field."""
 import argparse
 import difflib
@@ -31,7 +31,7 @@ import sys
 FORMAT = "sharing-guard/1"
 LATEST_FORMAT = "sharing-guard-latest/1"
 HERE = os.path.dirname(os.path.abspath(__file__))
-EXPECTED_DIR = os.path.join(HERE, "expected")
+EXPECTED_DIR = os.path.join(HERE, "guard", "expected")
 
 # The run metrics kept per mode (repeats.json's keys, results/repeats.c) and how they are printed.
 RUN_METRICS = (("stp", "STP"), ("antt", "ANTT"), ("fairness", "fairness"))
@@ -385,7 +385,7 @@ def compare(args):
     path = expected_path(args.expected_dir, today["gpu"])
     if not os.path.exists(path):
         raise GuardError(f"{path}: no expected file for {today['gpu']}: record one with "
-                         "bench/sharing_guard.sh BUILD_DIR OUT --record")
+                         "tools/sharing_guard.sh BUILD_DIR OUT --record")
     expected = load_record(path)
     rows = comparisons(expected, today)
     failures = [failure_line(r) for r in rows if r["verdict"] != "ok"]
@@ -425,7 +425,7 @@ def record(args):
     return 0
 
 
-# --- render: README's tables ------------------------------------------------------------------
+# --- render: the page's tables ------------------------------------------------------------------
 
 
 def samples_kind(rec):
@@ -435,7 +435,7 @@ def samples_kind(rec):
 
 
 def render(rec):
-    """README's markdown for a record: STP / ANTT / fairness per mix and mode, the ranking lines,
+    """The page's markdown for a record: STP / ANTT / fairness per mix and mode, the ranking lines,
     each job's samples/s; every number median [min-max] over the repeats."""
     modes = []
     for cell in rec["cells"]:
@@ -444,7 +444,7 @@ def render(rec):
     kind = samples_kind(rec)
     what = (f"one launch of `--mode all --mig-emulate` per mix with {rec['repeats']} consecutive common windows"
             if kind == "windows" else f"{rec['repeats']} launches (repeats) of `--mode all --mig-emulate`")
-    out = [f"Measured by `bench/sharing_guard.sh` on {rec['gpu']} at {rec['revision']} ({rec['date']}): "
+    out = [f"Measured by `tools/sharing_guard.sh` on {rec['gpu']} at {rec['revision']} ({rec['date']}): "
            f"{what}, `{rec['measurement']}`; median [min-max] over the {kind}.\n\n", head]
     for cell in rec["cells"]:
         by_mode = {m["mode"]: m for m in cell["modes"]}
@@ -481,13 +481,13 @@ def by_mode_jobs(cell, mode):
 
 
 def placeholder(name):
-    """What README's markers hold for a GPU whose expected file is not recorded yet."""
-    return (f"The table is rendered here from `bench/expected/{name}.json` once it is recorded on that GPU "
-            "(`bench/sharing_guard.sh BUILD_DIR OUT --record`, then `python3 bench/sharing_guard.py readme README.md`).\n")
+    """What the page's markers hold for a GPU whose expected file is not recorded yet."""
+    return (f"The table is rendered here from `tools/guard/expected/{name}.json` once it is recorded on that GPU "
+            "(`tools/sharing_guard.sh BUILD_DIR OUT --record`, then `python3 tools/sharing_guard.py readme docs/results.md`).\n")
 
 
 def readme_blocks(text, path):
-    """[(name, first line, end line)] of README's sharing-table blocks (content lines between)."""
+    """[(name, first line, end line)] of the page's sharing-table blocks (content lines between)."""
     lines, blocks, open_at = text.split("\n"), [], None
     for i, line in enumerate(lines):
         begin = MARKER_BEGIN.match(line)
@@ -527,11 +527,11 @@ def readme(args):
             lines[first:end] = wanted[name].rstrip("\n").split("\n")
     if args.check:
         for name, have in differ:
-            sys.stderr.write(f"{args.readme}: the sharing table of {name} is not what `bench/sharing_guard.py render "
-                             f"bench/expected/{name}.json` prints (or, unrecorded, its placeholder); run "
-                             f"`python3 bench/sharing_guard.py readme {args.readme}`:\n")
+            sys.stderr.write(f"{args.readme}: the sharing table of {name} is not what `tools/sharing_guard.py render "
+                             f"tools/guard/expected/{name}.json` prints (or, unrecorded, its placeholder); run "
+                             f"`python3 tools/sharing_guard.py readme {args.readme}`:\n")
             sys.stderr.writelines(difflib.unified_diff(have.splitlines(True), wanted[name].splitlines(True),
-                                                       "README", "rendered"))
+                                                       "page", "rendered"))
         for name in missing:
             sys.stderr.write(f"{args.readme}: no sharing-table block for {args.expected_dir}/{name}.json: add "
                              f"<!-- sharing-table:begin {name} --> and {MARKER_END}\n")

@@ -1,6 +1,6 @@
-/* The environment knobs (kernels/knobs.h): README.md's "## Environment knobs" section holds the
+/* The environment knobs (kernels/knobs.h): docs/knobs.md's "## Environment knobs" section holds the
  * code's table row for row (its first table the users' knobs, its second the variables the
- * suite's processes pass each other), and on a difference this test prints the rows the README
+ * suite's processes pass each other), and on a difference this test prints the rows docs/knobs.md
  * must have; each users' knob's words name the range its kind is checked against; every knob's
  * value is checked by its kind (base/knob_value.h: flags, choices, numbers and sizes by the number
  * rule, paths); no source file reads a SUITE_ variable but through the table; flags keep their
@@ -20,7 +20,7 @@
 #include "base/knob_value.h"
 #include "base/number.h"
 #include "kernels/knobs.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define SECTION "\n## Environment knobs\n"
 
@@ -42,7 +42,7 @@ static void put_cell(char *row, size_t size, const char *cell) {
     snprintf(row + n, size - n, " |");
 }
 
-/* The README line of a knob: | `NAME` | values | fallback | meaning | readers | */
+/* The line of a knob in docs/knobs.md: | `NAME` | values | fallback | meaning | readers | */
 static void render_row(const knob *k, char *row, size_t size) {
     snprintf(row, size, "| `%s` |", k->name);
     const char *cells[] = {k->values, k->fallback, k->meaning, k->readers};
@@ -67,7 +67,7 @@ static int readme_rows(const char *section, int which, char rows[][1024], int ma
     return n;
 }
 
-/* The knob table's rows of one kind against the README's table `which`. */
+/* The knob table's rows of one kind against docs/knobs.md's table `which`. */
 static int compare(const char *section, int which, int internal) {
     static char readme[KNOB_COUNT + 8][1024];
     char expected[KNOB_COUNT][1024];
@@ -77,7 +77,7 @@ static int compare(const char *section, int which, int internal) {
     for (int i = 0; i < count || i < n; i++)
         if (i >= count || i >= n || strcmp(expected[i], readme[i])) differ = 1;
     if (differ) {
-        fprintf(stderr, "README.md's %s table of \"## Environment knobs\" differs from kernels/knobs.c; its rows "
+        fprintf(stderr, "docs/knobs.md's %s table of \"## Environment knobs\" differs from kernels/knobs.c; its rows "
                 "must be:\n", which ? "second" : "first");
         for (int i = 0; i < count; i++) fprintf(stderr, "%s\n", expected[i]);
     }
@@ -85,9 +85,9 @@ static int compare(const char *section, int which, int internal) {
 }
 
 static void test_readme_table_is_the_code_table(void **state) {
-    char *readme = read_text(SUITE_SOURCE_DIR "/README.md");
+    char *readme = read_text(SUITE_SOURCE_DIR "/docs/knobs.md");
     const char *section = strstr(readme, SECTION);
-    if (!section) fail_msg("README.md has no section '## Environment knobs'");
+    if (!section) fail_msg("docs/knobs.md has no section '## Environment knobs'");
     section += strlen(SECTION);
     int differ = compare(section, 0, 0) + compare(section, 1, 1);
     free(readme);
@@ -155,7 +155,7 @@ static void test_flags(void **state) {
     assert_null(knob_info(KNOB_COUNT));
 }
 
-/* The README's words for a users' knob name what its kind accepts: the range's ends, each choice. */
+/* docs/knobs.md's words for a users' knob name what its kind accepts: the range's ends, each choice. */
 static void test_values_name_the_range(void **state) {
     for (int id = 0; id < KNOB_COUNT; id++) {
         const knob *k = knob_info(id);

@@ -1,8 +1,8 @@
-/* The README's option tables agree with the programs: every option `train --help` and
+/* The option tables of docs/options.md agree with the programs: every option `train --help` and
  * `run_suite --help` print appears in the first column of that program's `| option | meaning |`
- * table in README.md, and every option named there is one the program accepts. An option added to
- * a program's table (runner/cli.h) without a line in the README fails here, and so does a README
- * line for an option that is gone. */
+ * table in docs/options.md, and every option named there is one the program accepts. An option
+ * added to a program's table (runner/cli.h) without a line in docs/options.md fails here, and so
+ * does a line there for an option that is gone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define MAX_NAMES 256
 
@@ -73,13 +73,13 @@ static const char *cell_end(const char *cell, const char *line_end) {
     return NULL;
 }
 
-/* The options in the first column of the "| option | meaning |" tables of the README section
+/* The options in the first column of the "| option | meaning |" tables of the docs/options.md section
  * whose heading starts with "## <program>:". */
-static void readme_options(const char *readme, const char *program, names *n) {
+static void doc_options(const char *doc, const char *program, names *n) {
     char heading[64];
     snprintf(heading, sizeof heading, "\n## %s:", program);
-    const char *section = strstr(readme, heading);
-    if (!section) fail_msg("README.md has no section '## %s:'", program);
+    const char *section = strstr(doc, heading);
+    if (!section) fail_msg("docs/options.md has no section '## %s:'", program);
     section += strlen(heading);
     const char *end = strstr(section, "\n## ");
     if (!end) end = section + strlen(section);
@@ -96,39 +96,39 @@ static void readme_options(const char *readme, const char *program, names *n) {
         }
         line = line_end + (*line_end == '\n');
     }
-    if (n->count == 0) fail_msg("README.md's '## %s:' section has no '| option | meaning |' table", program);
+    if (n->count == 0) fail_msg("docs/options.md's '## %s:' section has no '| option | meaning |' table", program);
 }
 
 static void expect_agreement(const char *program) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/README.md", SUITE_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/docs/options.md", SUITE_SOURCE_DIR);
     char err[512];
-    char *readme = test_read_text(path, err, sizeof err);
-    if (!readme) fail_msg("%s", err);
+    char *doc = test_read_text(path, err, sizeof err);
+    if (!doc) fail_msg("%s", err);
     static names help, table;
     help_options(program, &help);
-    readme_options(readme, program, &table);
-    free(readme);
+    doc_options(doc, program, &table);
+    free(doc);
     int missing = 0;
     for (int i = 0; i < help.count; i++)
         if (!has_name(&table, help.name[i])) {
-            fprintf(stderr, "%s --help has %s, which README.md's %s option table lacks\n", program, help.name[i],
+            fprintf(stderr, "%s --help has %s, which docs/options.md's %s option table lacks\n", program, help.name[i],
                     program);
             missing++;
         }
     for (int i = 0; i < table.count; i++)
         if (!has_name(&help, table.name[i])) {
-            fprintf(stderr, "README.md's %s option table has %s, which %s --help lacks\n", program, table.name[i],
+            fprintf(stderr, "docs/options.md's %s option table has %s, which %s --help lacks\n", program, table.name[i],
                     program);
             missing++;
         }
     assert_int_equal(missing, 0);
 }
 
-static void test_train_help_matches_readme(void **state) { expect_agreement("train"); }
-static void test_run_suite_help_matches_readme(void **state) { expect_agreement("run_suite"); }
+static void test_train_help_matches_docs(void **state) { expect_agreement("train"); }
+static void test_run_suite_help_matches_docs(void **state) { expect_agreement("run_suite"); }
 
-/* The scanner itself: names in a README-like cell, escaped bars, and words that are not options. */
+/* The scanner itself: names in an option table's cell, escaped bars, and words that are not options. */
 static void test_scanner(void **state) {
     static names n;
     memset(&n, 0, sizeof n);
@@ -143,11 +143,49 @@ static void test_scanner(void **state) {
     assert_int_equal(e - line, (long)strlen("| `--schedule a\\|b` "));
 }
 
+/* README.md stays a front door: at most 150 lines, none wider than a 100-column terminal (the
+ * set-up commands included), and every docs/ page it links to is there. The reference lives in
+ * docs/, where the tests above keep it in step with the programs. */
+static void test_readme_front_door(void **state) {
+    char path[1024], err[512];
+    snprintf(path, sizeof path, "%s/README.md", SUITE_SOURCE_DIR);
+    char *readme = test_read_text(path, err, sizeof err);
+    if (!readme) fail_msg("%s", err);
+    int lines = 0, wide = 0;
+    for (const char *line = readme; *line;) {
+        size_t len = strcspn(line, "\n");
+        lines++;
+        if (len > 100) {
+            fprintf(stderr, "README.md:%d is %zu characters wide (at most 100)\n", lines, len);
+            wide++;
+        }
+        line += len + (line[len] == '\n');
+    }
+    if (lines > 150) fprintf(stderr, "README.md has %d lines (at most 150: the reference goes to docs/)\n", lines);
+    int missing = 0;
+    for (const char *link = strstr(readme, "](docs/"); link; link = strstr(link + 1, "](docs/")) {
+        size_t len = strcspn(link + 2, ")#");
+        snprintf(path, sizeof path, "%s/%.*s", SUITE_SOURCE_DIR, (int)len, link + 2);
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            fprintf(stderr, "README.md links to %.*s, which is not there\n", (int)len, link + 2);
+            missing++;
+        } else {
+            fclose(f);
+        }
+    }
+    free(readme);
+    assert_int_equal(wide, 0);
+    assert_true(lines <= 150);
+    assert_int_equal(missing, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scanner),
-        cmocka_unit_test(test_train_help_matches_readme),
-        cmocka_unit_test(test_run_suite_help_matches_readme),
+        cmocka_unit_test(test_train_help_matches_docs),
+        cmocka_unit_test(test_run_suite_help_matches_docs),
+        cmocka_unit_test(test_readme_front_door),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

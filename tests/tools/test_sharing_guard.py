@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The sharing guard (bench/sharing_guard.sh, bench/sharing_guard.py) on the CPU.
+"""The sharing guard (tools/sharing_guard.sh, tools/sharing_guard.py) on the CPU.
 
 README's tables between the sharing-table markers are exactly what `render` prints from each
 expected file present (and, for a GPU not recorded yet, the placeholder line); a record compared
 with itself passes, one with a job made slower or a mode missing fails (exit 1) naming the mix, mode
 and job; malformed files are exit 2 naming the file and field, never a traceback. With the build's
-programs given, the whole guard runs with tests/fake_train.c and the NVML stand-in: --record, then
+programs given, the whole guard runs with tests/support/fake_train.c and the NVML stand-in: --record, then
 a run whose M jobs train 3x slower fails on exactly those jobs.
   test_sharing_guard.py [--run-suite-dir BUILD --fake-train P --fake-job-host P --nvml-standin P]"""
 import argparse
@@ -17,9 +17,9 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GUARD_PY = os.path.join(ROOT, "bench", "sharing_guard.py")
-GUARD_SH = os.path.join(ROOT, "bench", "sharing_guard.sh")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GUARD_PY = os.path.join(ROOT, "tools", "sharing_guard.py")
+GUARD_SH = os.path.join(ROOT, "tools", "sharing_guard.sh")
 FIXTURE_DIR = os.path.join(ROOT, "tests", "fixtures", "sharing_guard")
 FIXTURE_NAME = "FIXTURE_made-up_numbers"
 FIXTURE = os.path.join(FIXTURE_DIR, FIXTURE_NAME + ".json")
@@ -57,12 +57,12 @@ def scale(spread, factor):
 
 
 def test_readme_matches(tmp):
-    p = guard("readme", "--check", os.path.join(ROOT, "README.md"))
+    p = guard("readme", "--check", os.path.join(ROOT, "docs", "results.md"))
     assert p.returncode == 0, p.stderr
 
 
 def test_readme_hand_typed(tmp):
-    text = read(os.path.join(ROOT, "README.md"))
+    text = read(os.path.join(ROOT, "docs", "results.md"))
     marker = "<!-- sharing-table:end -->"
     assert marker in text
     readme = os.path.join(tmp, "README.md")
