@@ -10,10 +10,10 @@ static const char *const IMAGE_SETS[] = {"cifar10", "imagenet64", "imagenet", "f
 static const char *const CLICK_LOG_SETS[] = {"criteo-kaggle", "criteo-terabyte", NULL};
 
 /* The rows, in the order the help and the mix list them. EfficientNetV2 takes a lower SGD rate
- * with Nesterov momentum than ResNet's 0.1 (5 epochs of Fashion-MNIST at 32x32: 0.79 at 0.1),
- * but even at 0.05 it depends on the seed: 0.805-0.888 over four seeds in tf32, 0.794-0.897 in
- * bf16; `--optimizer adamw --lr 3e-3` is steady there: 0.877-0.886 in both (bench/NOTES.md,
- * session 6). SGD stays its default: it is what the collocation study's jobs run. CaiT trains
+ * with Nesterov momentum than ResNet's 0.1, which trains it worse; its accuracy under SGD still
+ * varies with the seed, more than under `--optimizer adamw --lr 3e-3` (the `recipes` stage of
+ * lab/device_run.sh compares them). SGD stays its default: it is what the collocation study's
+ * jobs run, and a job must train the same in every mode. CaiT trains
  * with AdamW as timm's recipe does (AdamW's own defaults: runner/train/train_options.c). The
  * recommender's lr 1.0 is the reference's Terabyte run (bench/run_and_time.sh, batch 2048). */
 static const model_spec MODELS[] = {

@@ -54,7 +54,7 @@ typedef struct resnet {
  * overwrites in the next block (the next downsample block, for grad_zd). Until then the chain runs
  * at least two more convolutions' data gradients (the block's other ones), so the lane job issued
  * two jobs earlier is the one the chain must wait for. Two copies of those buffers, blocks taking
- * them in turn (a lag of 5), measured no faster (bench/NOTES.md, session 9). */
+ * them in turn (a lag of 5), measured no faster, so the lag stays at what one copy allows. */
 #define RESNET_LANE_LAG 2
 
 static const int STAGE_BLOCKS[3][4] = {{2, 2, 2, 2}, {3, 4, 6, 3}, {3, 8, 36, 3}};

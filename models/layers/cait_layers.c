@@ -143,8 +143,8 @@ static th_operand th_square(const th_core *t, const void *base) {
 
 /* C = alpha op(A) op(B) for every (sample, head): one strided batch over the samples per head.
  * (Device arrays of per-(sample, head) pointers would make it one call, but cuBLAS's pointer-array
- * kernels faulted with illegal addresses in one of every few set-ups when 7 CaiT processes shared
- * the GPU by time-slicing; bench/NOTES.md, session 14.) */
+ * kernels faulted with illegal addresses in some set-ups when several CaiT processes shared the
+ * GPU by time-slicing: a collocation suite cannot take a path that fails under collocation.) */
 static void th_gemm(const th_core *t, gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k,
                     float alpha, th_operand A, th_operand B, th_operand C) {
     for (int h = 0; h < t->heads; h++)

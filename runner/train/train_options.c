@@ -57,8 +57,7 @@ static const cli_option OPTIONS[] = {
      "(its JPEG engines where it has them); auto: the GPU where the build has nvJPEG", CLI_CHOICE(T, decode, DECODES),
      .fallback = "auto"},
     {"--decode-slots", "N", "with the GPU decoder: batches decoding at once, each in a slot of its own (a batch of "
-     "pictures in memory each); alone on a GPU one is fastest; four jobs under MPS read 86-90% of synthetic data's "
-     "rate with one, 91-95% with three (bench/NOTES.md)", CLI_INT(T, decode_slots, 1, JOB_DECODE_SLOTS_MAX),
+     "pictures in memory each); alone on a GPU one is fastest; jobs sharing a GPU may gain from more", CLI_INT(T, decode_slots, 1, JOB_DECODE_SLOTS_MAX),
      .fallback = "1", CLI_MARK(T, decode_slots_set)},
     {"--batch", "N", "samples per step", CLI_INT(T, batch, 1, 65536), .fallback = "128"},
     {"--epochs", "N", "epochs; the first warms up", CLI_INT(T, epochs, 1, 100000), .fallback = "2"},

@@ -14,13 +14,11 @@
 #include "runner/train/rank_env.h"
 
 /* The GPU decoder's slots (--decode-slots; each holds a batch of pictures): one by default. Alone on
- * the GPU, decodes at once slowed each other more than they overlapped (ResNet-50 224 bf16 on the
- * H100, bench/NOTES.md session 18: the engines' call took 37 ms alone, 75 ms two at a time, 105 ms
- * three at a time; 6,000 images/s against 5,740 and 5,620). Four such jobs under MPS read 86-90%
- * of synthetic data's rate with one slot each and 91-95% with three, three ahead in each of the
- * three calls that ran both (by 2-5 points), at 0.6 GiB and 1.5 CPU cores more a job (bench/NOTES.md,
- * session 19). The default stays what is fastest alone: a job is the same in every mode. The most
- * a job may ask for is the job spec's (JOB_DECODE_SLOTS_MAX, base/job_spec.h). */
+ * the GPU, decodes at once slow each other more than they overlap, since the JPEG engines' calls
+ * serialise (lab/results/2026-11-26/decode_depth_h100.log). Jobs sharing a GPU under MPS gain a
+ * little from more slots, at more memory and CPU a job (jpeg_mix_slots_h100_8193d8c.txt there).
+ * The default stays what is fastest alone: a job is the same in every mode. The most a job may ask
+ * for is the job spec's (JOB_DECODE_SLOTS_MAX, base/job_spec.h). */
 
 typedef struct train_options {
     char model[32];

@@ -23,7 +23,7 @@
 
 /* Host batches reach the GPU on a stream of their own, into one device copy that the step then
  * takes: the upload of batch k + 1 overlaps step k, where copying the pinned batch on the job's
- * stream put it in front of every step (ResNet-50 224/256: 154 MB, 3 ms of a 43 ms step). */
+ * stream put it in front of every step, a large image batch's copy added to each step's time. */
 typedef struct batch_upload {
     cudaStream_t stream;
     float *images;            /* device [batch, size, size, 3] */
@@ -183,8 +183,8 @@ static int open_data(workload *w, char *err, size_t err_size) {
         loader_source_imagenet_encoded(&j->encoded, &j->train_set, err, err_size) != 0)
         return -1;
     /* The decode's streams shared the device's 8 hardware queues with the step's: a decode then
-     * waited behind the step it should overlap (ResNet-50 224/256 bf16: 47.8 ms a step with 8
-     * queues, 41.8 with 32, 65 with 2). More queues, unless the user chose; read when the CUDA
+     * waited behind the step it should overlap, and more queues let it run beside the step
+     * (the nvjpeg stage of lab/device_run.sh). More queues, unless the user chose; read when the CUDA
      * context is made, which comes after this (start). But an MPS server shares about 120
      * connections among its clients (60 at its default of 2 each): at 32, a fourth JPEG-fed job
      * failed to make its context (out of memory), so an MPS client asks for 8 (15 such jobs fit):

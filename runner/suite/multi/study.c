@@ -39,10 +39,10 @@ extern char **environ;
 /* run_suite's exit statuses, as its children return them */
 enum { RUN_OK = 0, RUN_FAILED = 1, RUN_USAGE = 2, RUN_PARTIAL = 3 };
 
-/* quick_steps: steps per epoch of --quick, chosen so one job alone trains about 0.15 s an epoch
- * on an H100 (README's step times): three samples of the 50 ms GPU sampler that --quick sets
- * alone, more side by side, and the whole matrix (52 runs, most of their time the jobs' set-up)
- * within 10 minutes. */
+/* quick_steps: steps per epoch of --quick, chosen from each workload's step time on an H100
+ * (docs/benchmarks.md) so that an epoch alone spans a few samples of the GPU sampler that --quick
+ * sets, more side by side, and the whole matrix, most of whose time is the jobs' set-up, fits one
+ * short call. */
 typedef struct workload {
     const char *set, *name, *job;
     long quick_steps;
