@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/stb_image_write_impl.h"
+#include "tests/support/stb_image_write_impl.h"
 
 #include "base/clock.h"
 #include "base/list.h"

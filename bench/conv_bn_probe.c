@@ -9,7 +9,7 @@
  *            alone, the statistics epilogue alone; with --wgrad also the weight gradient with and
  *            without the prologue. Every configuration the heuristics propose is run, checked
  *            against the unfused reference and timed (median); the fastest that passed is kept.
- * and the projection bench/conv_bn_roads.md defines: per convolution the best saving, the wgrad
+ * and the projection lab/conv_bn_roads.md defines: per convolution the best saving, the wgrad
  * tax of a prologue, the step less the savings against the target share of PyTorch's step.
  * It runs against whichever cuDNN 9 the loader finds (LD_LIBRARY_PATH), says which, and with
  * --libraries-only tells which of its libraries the fused graph maps. */
@@ -383,7 +383,7 @@ static void probe_conv(conv_times *t, const conv_entry *e, ref_type type, const 
     }
     free(mean), free(var);
 
-    /* the projection (bench/conv_bn_roads.md): the best saving over the graphs that passed */
+    /* the projection (lab/conv_bn_roads.md): the best saving over the graphs that passed */
     t->tax = t->apply;
     if (t->fused[CB_WGRAD_PROLOGUE] >= 0.0f) t->tax = t->fused[CB_WGRAD_PROLOGUE] - t->fused[CB_WGRAD];
     t->best = "none";

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device side of bench/pack_cudnn.sh's parts (bench/device_run.sh's cudnn-part and
+# The device side of bench/pack_cudnn.sh's parts (lab/device_run.sh's cudnn-part and
 # conv-bn-probe-927 stages):
 #   cudnn_parts.sh keep SRC KEEP          each part in SRC (as a call carried it) whose sha256 is
 #                                         MANIFEST's is copied to KEEP; prints which are still missing

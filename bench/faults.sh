@@ -7,7 +7,7 @@
 # 5 s later no train process may remain (each asked for SIGKILL on its parent's death), and the
 # next run_suite must find and stop the MPS daemon the killed one left, saying so.
 #   bench/faults.sh BUILD_DIR OUT_DIR
-#   TRAIN=PATH runs another train (tests/fake_train checks the script without a GPU);
+#   TRAIN=PATH runs another train (tests/support/fake_train checks the script without a GPU);
 #   KINDS="illegal-address oom ..." MODES="naive mps ..." choose a part (defaults: all kinds under
 #   naive, mps and mig-emulate); KILL=0 leaves out the hard kill.
 # Epochs are cut to 40 steps; the fault comes at step 60 (the second epoch), after the watchdog

@@ -1,4 +1,4 @@
-/* gemm_bn_cutlass: road 2 of issue 52 (bench/conv_bn_roads.md). ResNet-50's stride-1 1x1
+/* gemm_bn_cutlass: road 2 of issue 52 (lab/conv_bn_roads.md). ResNet-50's stride-1 1x1
  * convolutions (224x224, batch 256 by default) as GEMMs over NHWC, D[M = N*H*W, K_out] =
  * A[M, C] x W[K_out, C]^T, bf16 in, fp32 accumulate, bf16 out, each against the unfused path
  * (our BN apply where the convolution has a prologue, cuDNN's fastest convolution, our statistics
@@ -173,7 +173,7 @@ typedef struct shape_case {
     buffers *b;
 } shape_case;
 
-static const double OUTPUT_TOLERANCE = 1.0 / 64, STAT_TOLERANCE = 1e-2; /* bench/conv_bn_roads.md */
+static const double OUTPUT_TOLERANCE = 1.0 / 64, STAT_TOLERANCE = 1e-2; /* lab/conv_bn_roads.md */
 
 /* Output against the reference, and (with sums) each channel's mean and variance: 1 if it passes. */
 static int check(const shape_case *c, const double *mean, const double *var, int with_stats, double *worst) {
@@ -430,7 +430,7 @@ int main(int argc, char **argv) {
         float ampere_bn = prologue ? time_ampere(&c, 1, runs, &worst[3], &ok[3]) : -1.0f;
         free(mean), free(var);
 
-        /* the roads' score (bench/conv_bn_roads.md, road 2): each combination whose kernels passed,
+        /* the roads' score (lab/conv_bn_roads.md, road 2): each combination whose kernels passed,
          * a fused prologue paying the apply again in the backward (the wgrad tax) */
         float unfused = apply + cudnn_ms + stats, best = 0.0f, best_untaxed = 0.0f, bound = -1.0f;
         const char *from = "none";

@@ -21,6 +21,6 @@ mv "$work/x/cutlass_library/source/include" "$dest/include"
 mv "$work/x/cutlass_library/source/tools/util/include" "$dest/util/include"
 echo "$version" >"$dest/VERSION"
 # the same, compressed, for the device machine: a call carries 64 MiB with the tree and .devroot, which
-# the headers themselves would pass; bench/device_run.sh's build stage unpacks it
+# the headers themselves would pass; lab/device_run.sh's build stage unpacks it
 tar czf "$root/third_party/cutlass.tgz" -C "$root/third_party" cutlass
 echo "CUTLASS $version headers in $dest ($(du -sm "$dest" | cut -f1) MB), packed in third_party/cutlass.tgz ($(du -sm "$root/third_party/cutlass.tgz" | cut -f1) MB)"

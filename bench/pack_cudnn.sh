@@ -6,12 +6,12 @@
 # CUDNN_LIBS: which libraries (short names). The default is what a graph-API program can load
 # except libcudnn_engines_precompiled (its kernels compress to 195 of 273 MB, which alone needs
 # four more calls), libcudnn_adv (RNN, attention) and libcudnn_ext: whether the fused graph runs
-# without the precompiled engines is what conv-bn-probe-927 tells (bench/conv_bn_roads.md).
+# without the precompiled engines is what conv-bn-probe-927 tells (lab/conv_bn_roads.md).
 # PART_MB: a part's size (48: the tree travels beside it); CUDNN_XZ=0: zstd -19 --long, not xz -9e.
 # MANIFEST lists each library's size, each part's sha256 and the whole archive's, so that
-# bench/device_run.sh's cudnn-part stage can say which parts arrived intact and conv-bn-probe-927
+# lab/device_run.sh's cudnn-part stage can say which parts arrived intact and conv-bn-probe-927
 # can assemble them. It also prints each library's compressed size, the measurement that says
-# whether the set can travel (bench/conv_bn_roads.md, road 1).
+# whether the set can travel (lab/conv_bn_roads.md, road 1).
 set -eu
 wheel=${1:?usage: bench/pack_cudnn.sh WHEEL [OUT_DIR]}
 out=${2:-.cudnn927}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 50 on the GPU, two parts (bench/device_run.sh's stages sm-target and sm-memory):
+# Issue 50 on the GPU, two parts (lab/device_run.sh's stages sm-target and sm-memory):
 #
 #   told    each mix of SMT_MIXES (7*S S+M+M) under green and mig-emulate, with the libraries told
 #           each job's SMs (SUITE_SM_TARGET=1; off by default) and not (0): run_suite --mode all

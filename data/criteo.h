@@ -72,7 +72,7 @@ int criteo_read(const criteo *r, float *dense, int32_t *sparse, float *labels,
 void criteo_close(criteo *r);
 
 /* One TSV line (length bytes, a trailing "\n" or "\r\n" allowed), as criteo_read parses it;
- * -1 with the field and the reason in why. Used by the reader and tests/fuzz_criteo.c. */
+ * -1 with the field and the reason in why. Used by the reader and tests/fuzz/fuzz_criteo.c. */
 int criteo_parse_line(float dense[CRITEO_DENSE], int32_t sparse[CRITEO_SPARSE], float *label,
                       const char *line, size_t length, const int64_t table_sizes[CRITEO_SPARSE],
                       char *why, size_t why_size);

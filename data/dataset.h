@@ -59,7 +59,7 @@ int dataset_read_file(const char *path, size_t max_bytes, uint8_t **bytes, size_
 #define FASHION_MNIST_DEFAULT_ROOT "/usr/share/datasets/fashion-mnist"
 int dataset_open_fashion_mnist(dataset *d, const char *root, int train, char *err, size_t err_size);
 /* The same from an IDX image file and its label file already in memory (the bytes are copied; the
- * names appear in messages). The file reader goes through this, and so does tests/fuzz_idx.c. */
+ * names appear in messages). The file reader goes through this, and so does tests/fuzz/fuzz_idx.c. */
 int dataset_open_fashion_mnist_memory(dataset *d, const uint8_t *images, size_t images_size,
                                       const char *images_name, const uint8_t *labels,
                                       size_t labels_size, const char *labels_name, char *err,
@@ -100,7 +100,7 @@ int dataset_open_imagenet64(dataset *d, const char *root, int train, char *err, 
 int dataset_open_imagenet64_files(dataset *d, const char *const *paths, int files, char *err,
                                   size_t err_size);
 /* One .npz already in memory (not copied beyond what is decoded; name appears in messages), for
- * tests and tests/fuzz_npy.c. */
+ * tests and tests/fuzz/fuzz_npy.c. */
 int dataset_open_imagenet64_memory(dataset *d, const uint8_t *bytes, size_t size,
                                    const char *name, char *err, size_t err_size);
 

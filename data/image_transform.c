@@ -22,7 +22,7 @@
 #define STBI_NO_HDR
 /* stb_image 2.27 (Debian 12's) does not clear its JPEG decoder state: a file whose scan uses a
  * Huffman table it never defined makes it decode with whatever the heap held (found by
- * tests/fuzz_jpeg.c). Zeroed allocations make such tables empty, so those files decode to garbage
+ * tests/fuzz/fuzz_jpeg.c). Zeroed allocations make such tables empty, so those files decode to garbage
  * pixels or fail, safely. The decoder state (tables included) is one allocation of tens of KB
  * and is zeroed. The pixel planes are larger (about 1 MB for an ImageNet picture) and are not:
  * a valid file writes them whole before they are read, and a truncated one shows stale pixel
@@ -58,7 +58,7 @@ static void *image_stbi_malloc(size_t size) {
 
 /* A DHT segment: each table is a class/id byte, 16 code counts, then that many symbols. More than
  * 256 codes in one table is impossible in a valid file; stb_image 2.27 does not check it and
- * writes past its tables (found by tests/fuzz_jpeg.c), so such files are refused before any of
+ * writes past its tables (found by tests/fuzz/fuzz_jpeg.c), so such files are refused before any of
  * their segments reach it. */
 static int dht_is_valid(const uint8_t *segment, size_t size) {
     size_t pos = 0;
@@ -135,7 +135,7 @@ static image_jpeg_header jpeg_walk_markers(const uint8_t *bytes, size_t size, si
 
 /* A PNG's chunks, walked before stb_image sees them: each must fit in the file. stb_image 2.27
  * grows its IDAT buffer to what a chunk's length field claims before it reads the chunk, so a few
- * bytes claiming a gigabyte made it allocate two (found by tests/fuzz_jpeg.c). 0, or -1 with why. */
+ * bytes claiming a gigabyte made it allocate two (found by tests/fuzz/fuzz_jpeg.c). 0, or -1 with why. */
 static int png_chunks_fit(const uint8_t *bytes, size_t size, char *why, size_t why_size) {
     static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
     if (size < sizeof signature || memcmp(bytes, signature, sizeof signature) != 0) return 0;

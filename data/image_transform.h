@@ -1,5 +1,5 @@
 /* Decoding (JPEG, PNG) and the ImageNet transforms of torchvision, on the host, for the ImageNet
- * reader (imagenet.c), its tests, tests/fuzz_jpeg.c and bench/bench_jpeg.c.
+ * reader (imagenet.c), its tests, tests/fuzz/fuzz_jpeg.c and bench/bench_jpeg.c.
  *
  * Resampling is torchvision's bilinear with antialias (PIL's BILINEAR: a triangle filter widened by
  * the scale factor when shrinking, taps limited to the source region, pixel centres at +0.5), done

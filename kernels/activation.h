@@ -7,8 +7,8 @@
  * (whose output is float32, models/layers/linear.h) or the mask kernel. Argument order: outputs, inputs,
  * sizes, type, scratch, stream. Every launcher checks its arguments (a message naming the
  * function and the argument, exit 2) and its launch.
- * References: tests/gpu_efficientnet.c (float32), tests/gpu_bf16_efficientnet.c (bfloat16) and
- * tests/gpu_batchnorm.c hold double-precision CPU versions. */
+ * References: tests/models/gpu_efficientnet.c (float32), tests/models/gpu_bf16_efficientnet.c (bfloat16) and
+ * tests/kernels/gpu_batchnorm.c hold double-precision CPU versions. */
 #ifndef SUITE_ACTIVATION_H
 #define SUITE_ACTIVATION_H
 

@@ -3,7 +3,7 @@
  * touched, the dot interaction, ReLU, sigmoid + binary cross-entropy, the reference's
  * learning-rate policy and the tables' initial values. Conventions as kernels/kernels.h:
  * arguments are outputs, inputs, sizes, scratch, stream; launchers check their arguments
- * (kernel_bad_input, exit 2) and their launch. CPU references live in tests/gpu_dlrm.c. */
+ * (kernel_bad_input, exit 2) and their launch. CPU references live in tests/models/gpu_dlrm.c. */
 #ifndef SUITE_KERNELS_DLRM_H
 #define SUITE_KERNELS_DLRM_H
 

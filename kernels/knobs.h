@@ -1,5 +1,5 @@
 /* The environment knobs: every SUITE_ variable the programs read, in one table (kernels/knobs.c)
- * that README.md's "Environment knobs" section shows row for row (tests/test_knobs.c compares
+ * that README.md's "Environment knobs" section shows row for row (tests/kernels/test_knobs.c compares
  * them). Host-only C with no CUDA, in its own library (suite_knobs) at the bottom of the layer
  * order, so that every layer reads its knobs here and run_suite links no CUDA for it. A knob is
  * read where it takes effect, through knob_text or knob_flag, never with getenv. */

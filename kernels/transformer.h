@@ -7,8 +7,8 @@
  * bfloat16 as `type` says (the activations a bf16 model keeps: LayerNorm outputs, matmul inputs
  * and outputs, attention weights, and their gradients); the residual stream and its gradient,
  * statistics, parameters and their float gradients are always float32. Arithmetic is float
- * either way; a bfloat16 store rounds to nearest even. References: tests/gpu_cait.c (float32)
- * and tests/gpu_bf16_cait.c (bfloat16) hold a double-precision CPU version of each kernel. */
+ * either way; a bfloat16 store rounds to nearest even. References: tests/models/gpu_cait.c (float32)
+ * and tests/models/gpu_bf16_cait.c (bfloat16) hold a double-precision CPU version of each kernel. */
 #ifndef SUITE_TRANSFORMER_H
 #define SUITE_TRANSFORMER_H
 

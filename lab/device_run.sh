@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything the GPU machine has to show, in stages, so one remote call can run several:
-#   bench/device_run.sh build tests parity layout bench learn
+#   lab/device_run.sh build tests parity layout bench learn
 #   build   configure and build in build-dev (sm_90 only: it is an H100/H200), warnings as errors
 #   tests   the ctest label gpu
 #   parity  timm reference files (FP32 and TF32), the parity test on both, a suite checkpoint
@@ -13,10 +13,10 @@
 #           --mode mig's message, mig-emulate, an oversized mix refused
 #   colloc  bench/collocation.sh: S x {1,2,4,7} and M x {1,2,3}, naive and MPS
 #   monitor 4*S under MPS with and without the GPU sampler (its cost)
-#   new-tests   the GPU tests of EfficientNetV2-S, CaiT and DLRM alone
-#   new-parity  timm parity for efficientnetv2_s (64x64/4) and cait_xxs24 (32x32 patch 4 and 224)
-#   new-bench   EfficientNetV2-S 64x64/128 (SGD) and CaiT-XXS24 224/128 (AdamW) against PyTorch
-#   new-learn   both on Fashion-MNIST for 5 epochs (CaiT with patch 4 at 32x32)
+#   models-gpu-tests   the GPU tests of EfficientNetV2-S, CaiT and DLRM alone
+#   models-parity  timm parity for efficientnetv2_s (64x64/4) and cait_xxs24 (32x32 patch 4 and 224)
+#   models-bench   EfficientNetV2-S 64x64/128 (SGD) and CaiT-XXS24 224/128 (AdamW) against PyTorch
+#   models-learn   both on Fashion-MNIST for 5 epochs (CaiT with patch 4 at 32x32)
 #   jpeg    ResNet-50 224 on 500x375 and 341x256 JPEGs (16 workers) against synthetic data
 #   data    ResNet-50 224 on generated ImageNet-layout JPEGs (16 workers) against synthetic data,
 #           resnet26 on a generated CIFAR-10 folder against synthetic, bench_jpeg at 1/8/16 threads
@@ -30,25 +30,25 @@
 #   jpeg-mix  those 4 JPEG-fed jobs through run_suite --mode mps (decode=gpu in the mix) with each of
 #           JPEG_MIX_SLOTS (1 3) decoder slots, measured in its common windows (JPEG_MIX_WINDOW, 10 s),
 #           against the same mix on synthetic data: bench/mix_windows.py's lines (after nvjpeg)
-#   advise-check  bench/advise_check.sh into bench/results/advise, copied to OUT/advise (issue 51): the advisor checked on fourteen mixes,
+#   advise-check  tools/advise_check.sh into lab/results/advise, copied to OUT/advise (issue 51): the advisor checked on fourteen mixes,
 #           fitted on four, scored on the held-out ones (ADVISE_MIXES="name ...": a subset per call)
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
-#           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (bench/sharing_table.py)
-#   sharing2 green against mig-emulate (MPS) with the same SM counts for S+M+M; the MIG layout
+#           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (tools/sharing_table.py)
+#   sharing-green-vs-mps green against mig-emulate (MPS) with the same SM counts for S+M+M; the MIG layout
 #           sweep of S+M (emulated)
-#   sharing3 S+XL under --mode all; one job in job_host against train alone
+#   sharing-xl-host S+XL under --mode all; one job in job_host against train alone
 #   study   run_suite --study small --quick and --study all --quick, each with its report
-#   guard   bench/sharing_guard.sh (GUARD_RECORD=1: record): OUT/latest.json (bench/guard/latest.json)
+#   guard   tools/sharing_guard.sh (GUARD_RECORD=1: record): OUT/latest.json (tools/guard/latest.json)
 #   faults  bench/faults.sh: every fault kind under naive, mps, mig-emulate, streams, green; kill -9
-#   ddp1    train --gpus 1 against plain train (loss trajectories)
-#   ddp2    (2+ GPUs) gpu_ddp, bench/ddp_seeds.sh, and M[gpus=2]+4*S across the cards in one
+#   ddp-one-gpu    train --gpus 1 against plain train (loss trajectories)
+#   ddp-two-gpus    (2+ GPUs) gpu_ddp, bench/ddp_seeds.sh, and M[gpus=2]+4*S across the cards in one
 #           window: serial references, then mps (the ranks as MPS clients: --ddp-under mps) and naive
-#   ddp-scaling  bench/ddp_scaling.sh (ResNet-50 224, tf32/bf16, 128/256 per GPU)
+#   ddp-scaling  tools/ddp_scaling.sh (ResNet-50 224, tf32/bf16, 128/256 per GPU)
 #   ddp-launched (4 GPUs) bench/ddp_launched.sh: train --gpus 4 against four ranks started by hand
 #           (train --launcher env: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT),
 #           ResNet-50 224 with one seed: loss by epoch, replica hash, images/s side by side; then the
 #           four again with rank 3 killed after step 20: each other rank's exit, time and message
-#   ddp-mix  (2+ GPUs) bench/ddp_mix.sh: M[gpus=4]+8*S and 2*M[gpus=2]+8*S (DDP_MIXES) over every card,
+#   ddp-mix  (2+ GPUs) tools/ddp_mix.sh: M[gpus=4]+8*S and 2*M[gpus=2]+8*S (DDP_MIXES) over every card,
 #           --mode all (serial, naive, mps --ddp-under mps), DDP_MIX_REPEATS launches, the table
 #   study-cards  run_suite --study small --quick --gpus <every card>, and its report
 #   bf16-tests  the bf16 GPU tests and the float tests of the kernels they share
@@ -76,7 +76,7 @@
 #           (bench/sm_target.sh memory)
 #   sanitize  compute-sanitizer memcheck and racecheck over the kernels' GPU tests (SANITIZE_TESTS)
 #   parity-committed  gpu_model_parity and gpu_dlrm_parity on tests/parity/reference/ (no env vars)
-#   ab      bench_step for BENCH_CONFIGS (model:size:batch[:optimizer]) in AB_PRECISION (bf16), with
+#   step-env-ab  bench_step for BENCH_CONFIGS (model:size:batch[:optimizer]) in AB_PRECISION (bf16), with
 #           AB_ENV (default SUITE_PDL=0) and without, alternating, AB_ROUNDS (2) rounds
 #   trace-cost  bench/trace_cost.sh: S, M and L alone, TRACE_REPEATS (3) times each, their step
 #           with no tracer, in a measured window with the tracer subscribed (collection off), and
@@ -85,7 +85,7 @@
 #   trace-check  one job's kernels traced in place (train --kernels, resnet26 32x32/128 in
 #           TRACE_PRECISION, tf32) against ncu's of the same step (bench/kernel_breakdown.py's
 #           kinds), and the traced step against bench_step's untraced median (bench/trace_check.py)
-#   conv-bn-probe  issue 52 (bench/conv_bn_roads.md): bench/conv_bn_probe on the device's cuDNN, the
+#   conv-bn-probe  issue 52 (lab/conv_bn_roads.md): bench/conv_bn_probe on the device's cuDNN, the
 #           bottlenecks' conv2 and conv3 with the wgrad, bf16 then half, one process each (roads 1
 #           and 3); PROBE_ARGS replaces the options (one run; --max-configs N if a type outruns the
 #           call); the side-by-side table closes each type's output
@@ -279,14 +279,14 @@ PY
         done
         "$build/bench_jpeg" --images 800 --threads 1,8,16 || status=1
         ;;
-    new-tests)
+    models-gpu-tests)
         for t in gpu_optim gpu_batchnorm gpu_efficientnet gpu_cait gpu_cait_model gpu_dlrm; do
             [ -x "$build/$t" ] || { echo "$t: not built"; continue; }
             "$build/$t" >"$out/$t.log" 2>&1; echo "$t: exit $?"
             grep -vE "^\[ +(RUN|OK) +\]" "$out/$t.log" | head -40
         done
         ;;
-    new-parity)
+    models-parity)
         for run in "efficientnetv2_s 10 64 4 0 16" "cait_xxs24 10 32 4 0 4" "cait_xxs24 10 224 2 1 16"; do
             read -r model classes size batch seed patch <<<"$run"
             dir=/tmp/parity-$model-$size
@@ -297,10 +297,10 @@ PY
             grep -E "^$model |outside|relative error" "$out/parity_${model}_$size.log" | head -12
         done
         ;;
-    new-bench)
+    models-bench)
         BENCH_CONFIGS="efficientnetv2_s:64:128:sgd cait_xxs24:224:128:adamw" bash bench/run_model_bench.sh "$build" "$out" || status=1
         ;;
-    new-learn)
+    models-learn)
         "$build/train" --model efficientnetv2_s --data fashion-mnist --batch 128 --epochs 5 --lr 0.05 --nesterov --eval --seed 1 2>&1 | \
             tee "$out/learn_effnet.log" | grep -E "^epoch|error|parameters" || status=1
         "$build/train" --model cait_xxs24 --data fashion-mnist --patch-size 4 --batch 128 --epochs 5 --eval --seed 1 2>&1 | \
@@ -429,10 +429,10 @@ PY
         (cd /tmp && tar czf "$out/jpeg-mix-runs.tgz" jpeg-mix)
         ;;
     advise-check)
-        # resumable across calls: the results so far travel in the tree (bench/results/advise, the
+        # resumable across calls: the results so far travel in the tree (lab/results/advise, the
         # folder each call's OUT/advise is copied back into), the mixes done there are skipped
-        adv=${ADVISE_OUT:-bench/results/advise}
-        bench/advise_check.sh "$build" "$adv" ${ADVISE_MIXES:-} || status=1
+        adv=${ADVISE_OUT:-lab/results/advise}
+        tools/advise_check.sh "$build" "$adv" ${ADVISE_MIXES:-} || status=1
         mkdir -p "$out/advise" && cp -r "$adv"/. "$out/advise/"
         ;;
     sharing)
@@ -444,11 +444,11 @@ PY
                 >"$out/sharing_$(basename $d).log" 2>&1 || status=1
             echo "--- $mix, --mode all, $steps steps an epoch"
             grep -A9 "^mode  *status" "$out/sharing_$(basename $d).log" | head -14
-            python3 bench/sharing_table.py "$d"
+            python3 tools/sharing_table.py "$d"
         done
         ps -eo comm= | grep -c '^nvidia-cuda-mps' | sed 's/^/MPS processes left: /'
         ;;
-    sharing2)
+    sharing-green-vs-mps)
         steps=${SHARING_STEPS:-500}
         d=/tmp/sharing2; rm -rf $d; mkdir -p $d
         echo "--- S+M+M: mig-emulate through MPS against the same SM counts as green contexts"
@@ -457,21 +457,21 @@ PY
                 >"$out/via_$via.log" 2>&1 || status=1
             grep -E "SMs|partition|1g|2g|3g|4g|7g" "$out/via_$via.log" | head -8
         done
-        python3 bench/sharing_table.py $d/via-mps $d/via-green
+        python3 tools/sharing_table.py $d/via-mps $d/via-green
         echo "--- layout sweep, S+M, emulated"
         "$build/run_suite" --mode mig-emulate --mig-layouts all --mix S+M --steps-per-epoch $steps --results $d/layouts \
             >"$out/layouts.log" 2>&1 || status=1
         find $d/layouts -name layouts.csv -exec cat {} \;
         tail -20 "$out/layouts.log"
         ;;
-    sharing3)
+    sharing-xl-host)
         d=/tmp/sharing3; rm -rf $d; mkdir -p $d
         echo "--- S+XL, --mode all"
         "$build/run_suite" --mode all --mig-emulate --mix S+XL --steps-per-epoch 300 --results $d/sxl \
             >"$out/sxl.log" 2>&1 || status=1
         grep -A9 "^mode  *status" "$out/sxl.log" | head -14
         grep -E "summed|not summed|samples/s in total" "$out/sxl.log" | head -8
-        python3 bench/sharing_table.py $d/sxl
+        python3 tools/sharing_table.py $d/sxl
         echo "--- one job in the host process against train alone (resnet26 32x32/128, 3000 steps)"
         for run in 1 2; do
             "$build/train" --model resnet26 --batch 128 --image-size 32 --classes 10 --epochs 2 --steps-per-epoch 3000 \
@@ -492,17 +492,17 @@ PY
             grep -E "^\[study\] (report|[0-9]+ runs)|does not fit|failed" "$out/study_$set.log" | head -20
             r=$(find /tmp/study/$set -maxdepth 2 -name report.html | head -1)
             [ -n "$r" ] && { ls -l "$r"; cp "$r" "$out/report_$set.html"; }
-            python3 bench/sharing_table.py /tmp/study/$set | grep -v "| - | - | - |" | head -40
+            python3 tools/sharing_table.py /tmp/study/$set | grep -v "| - | - | - |" | head -40
             du -sh /tmp/study/$set
         done
         ;;
     guard)
-        # GUARD_RECORD=1: record bench/expected/<GPU>.json (copied to OUT/expected); the revision
+        # GUARD_RECORD=1: record tools/guard/expected/<GPU>.json (copied to OUT/expected); the revision
         # measured comes from SUITE_GUARD_REVISION/SUITE_GUARD_COMMIT where this copy's git lags
         mkdir -p "$out/expected"
-        SUITE_GUARD_EXPECTED_DIR=${GUARD_RECORD:+$out/expected} bash bench/sharing_guard.sh "$build" /tmp/guard \
+        SUITE_GUARD_EXPECTED_DIR=${GUARD_RECORD:+$out/expected} bash tools/sharing_guard.sh "$build" /tmp/guard \
             ${GUARD_RECORD:+--record} >"$out/guard.txt" 2>&1 || status=1
-        [ -n "${GUARD_RECORD:-}" ] || cp -r bench/expected/. "$out/expected/" 2>/dev/null
+        [ -n "${GUARD_RECORD:-}" ] || cp -r tools/guard/expected/. "$out/expected/" 2>/dev/null
         grep -E "took|verdict|BELOW|ABOVE|NOT MEASURED|recorded" "$out/guard.txt" | head -20
         cp /tmp/guard/latest.json /tmp/guard/guard.md "$out/" 2>/dev/null
         ;;
@@ -510,7 +510,7 @@ PY
         MODES=${MODES:-naive mps mig-emulate streams green} bash bench/faults.sh "$build" /tmp/faults | tee -a "$out/faults.md" || status=1
         cp /tmp/faults/*/outcome.json "$out/" 2>/dev/null; tar czf "$out/faults-runs.tgz" -C /tmp faults 2>/dev/null
         ;;
-    ddp1)
+    ddp-one-gpu)
         # two plain runs show how far plain training repeats itself across processes
         for how in "" "" "--gpus 1"; do
             "$build/train" --model resnet26 --batch 128 --image-size 32 --classes 10 --epochs 3 --steps-per-epoch 50 \
@@ -519,7 +519,7 @@ PY
         done
         "$build/gpu_ddp" 2>&1 | grep -vE "^\[ " | head -30
         ;;
-    ddp2)
+    ddp-two-gpus)
         export NCCL_NVLS_ENABLE=0
         # first a 2-GPU smoke run that cannot hang the call: session 14 lost a whole call to runs
         # of train --gpus 2 that never ended (NCCL's own account of its set-up kept in OUT)
@@ -545,7 +545,7 @@ PY
         tar czf "$out/ddpmix.tgz" -C /tmp ddpmix ddp-seeds 2>/dev/null
         ;;
     ddp-scaling)
-        bash bench/ddp_scaling.sh "$build" /tmp/ddp-scaling "${DDP_STEPS:-30}" | tee "$out/ddp_scaling.md" || status=1
+        bash tools/ddp_scaling.sh "$build" /tmp/ddp-scaling "${DDP_STEPS:-30}" | tee "$out/ddp_scaling.md" || status=1
         ;;
     ddp-launched)
         timeout -s TERM 540 bash bench/ddp_launched.sh "$build" /tmp/ddp-launched "${DDP_LAUNCHED_STEPS:-60}" |
@@ -555,7 +555,7 @@ PY
         ;;
     ddp-mix)
         # data-parallel jobs beside small jobs over every card, serial/naive/mps, DDP_MIX_REPEATS launches
-        bash bench/ddp_mix.sh "$build" /tmp/ddp-mix "${DDP_MIX_REPEATS:-3}" | tee "$out/ddp_mix.md" || status=1
+        bash tools/ddp_mix.sh "$build" /tmp/ddp-mix "${DDP_MIX_REPEATS:-3}" | tee "$out/ddp_mix.md" || status=1
         tar czf "$out/ddp_mix-runs.tgz" -C /tmp ddp-mix 2>/dev/null
         ;;
     study-cards)
@@ -661,11 +661,11 @@ PY
                 grep -E "samples/s in total|^mode  *status" -A2 "$out/colloc_$name.log" | head -8
             done
         done
-        python3 bench/sharing_table.py $d
+        python3 tools/sharing_table.py $d
         "$build/run_suite" report $d -o "$out/report_bf16.html" || status=1
         ps -eo comm= | grep -c '^nvidia-cuda-mps' | sed 's/^/MPS processes left: /'
         ;;
-    ab)
+    step-env-ab)
         for cfg in ${BENCH_CONFIGS:-resnet26:32:128 resnet50:64:128 resnet152:224:32 efficientnetv2_s:64:128}; do
             IFS=: read -r model size batch optimizer <<<"$cfg"
             for ((round = 1; round <= ${AB_ROUNDS:-2}; round++)); do

@@ -32,7 +32,7 @@
  * program has an option that gathers a list by repeating). --help and -h are built in and win
  * wherever they stand on the line: the help is printed and nothing else is read.
  * A new train or run_suite option also needs its line in that program's option table in
- * README.md: tests/test_cli_help.c compares the two. */
+ * README.md: tests/runner/test_cli_help.c compares the two. */
 #ifndef SUITE_CLI_H
 #define SUITE_CLI_H
 

@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# The advisor checked on the GPU (issue 51): bench/advise_check.sh BUILD_DIR OUT [MIX_NAME...]
+# The advisor checked on the GPU (issue 51): tools/advise_check.sh BUILD_DIR OUT [MIX_NAME...]
 # Each mix below runs `run_suite advise --check` (the probes, then every ranked candidate that fits
 # under --repeat 3 against one serial run) into OUT/<name>/. Resumable across device calls: a mix
 # whose folder (OUT/<name>/, a link to the advice's folder in OUT) already holds a check.json is skipped, so a call cut short loses one mix at most.
 # Order: the FIT mixes first with the default constants; then `advise --fit` on their check runs
 # writes OUT/advise-constants.json, which the HELD-OUT mixes read (their probes are cached in OUT's
-# advise-cache.json per job, GPU and revision); then bench/advise_score.py OUT scores the held-out
+# advise-cache.json per job, GPU and revision); then tools/advise_score.py OUT scores the held-out
 # mixes only. MIX_NAMEs (or ADVISE_MIXES="name name") pick a subset for one call; the fit runs once
 # every fit mix has its check.json and advise-constants.json is not there yet.
 # ADVISE_WINDOW (5 s) and ADVISE_WARMUP (30 steps) are the probes' and the check's window.
-# ADVISE_ARGS: more options for every run_suite advise (a CPU rehearsal: "--train tests/fake_train").
+# ADVISE_ARGS: more options for every run_suite advise (a CPU rehearsal: "--train tests/support/fake_train").
 # The probing target sets the probes' wall time against `run_suite --mode all --mig-emulate --repeat
 # 3` on the same mix: measured for the held-out mixes of ADVISE_MODE_ALL_MIXES (three by default, to
 # keep device time) into OUT/<name>/mode_all_wall_s, once (resumable too).
 set -u
-build=${1:?usage: bench/advise_check.sh BUILD_DIR OUT [MIX_NAME...]}
-out=${2:?usage: bench/advise_check.sh BUILD_DIR OUT [MIX_NAME...]}
+build=${1:?usage: tools/advise_check.sh BUILD_DIR OUT [MIX_NAME...]}
+out=${2:?usage: tools/advise_check.sh BUILD_DIR OUT [MIX_NAME...]}
 shift 2
 window=${ADVISE_WINDOW:-5}
 warmup=${ADVISE_WARMUP:-30}

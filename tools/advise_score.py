@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Scores the advisor's check on the held-out mixes (issue 51's targets): python3 bench/advise_score.py OUT
+"""Scores the advisor's check on the held-out mixes (issue 51's targets): python3 tools/advise_score.py OUT
 
-OUT is bench/advise_check.sh's folder: OUT/mixes.txt (name|mix|precision|role) and each mix's
+OUT is tools/advise_check.sh's folder: OUT/mixes.txt (name|mix|precision|role) and each mix's
 OUT/<name>/<time>-advise-<mix>/{advice.json,check.json}; OUT/<name>/mode_all_wall_s where the
 --mode all wall time of that mix was measured. Over the held-out mixes that have a check.json:
   - median |STP error| per mode (mode: the candidate's --mode), median |ANTT error|;
@@ -124,7 +124,7 @@ def main():
         return 2
     out = sys.argv[1]
     if not os.path.exists(os.path.join(out, "mixes.txt")):
-        print(f"advise_score.py: {out}/mixes.txt: not found (bench/advise_check.sh writes it)", file=sys.stderr)
+        print(f"advise_score.py: {out}/mixes.txt: not found (tools/advise_check.sh writes it)", file=sys.stderr)
         return 2
     s = score(load(out))
     show(s)

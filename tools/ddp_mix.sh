@@ -2,9 +2,9 @@
 # Data-parallel jobs beside small jobs over every card of this machine: for each mix, REPEATS launches
 # of `run_suite --gpus ALL --mode all --ddp-under mps` (serial, naive and mps, one pass each, the
 # serial pass each launch's reference; the modes that cannot hold a data-parallel job are named and
-# left out), one common window per pass; then bench/ddp_mix_table.py's table: STP and ANTT per card
+# left out), one common window per pass; then tools/ddp_mix_table.py's table: STP and ANTT per card
 # and for the whole run, median [min-max] over the launches, and the lowest overlap of any job.
-#   bench/ddp_mix.sh BUILD_DIR OUT_DIR [REPEATS]   (DDP_MIXES="M[gpus=4]+8*S;2*M[gpus=2]+8*S",
+#   tools/ddp_mix.sh BUILD_DIR OUT_DIR [REPEATS]   (DDP_MIXES="M[gpus=4]+8*S;2*M[gpus=2]+8*S",
 #   DDP_MIX_WINDOW seconds, 3)
 set -u
 build=${1:?build folder}

@@ -4,7 +4,7 @@ mode (each pass of the launch), every card's STP and ANTT and the whole run's, a
 over the launches, against each launch's own serial pass; whether every job trained in every pass
 (a window rate above zero); and, for the collocated passes, the lowest share of the window any job
 trained beside all the others (its overlap).
-usage: bench/ddp_mix_table.py RUN_DIR [RUN_DIR ...]   (each a --gpus run folder)"""
+usage: tools/ddp_mix_table.py RUN_DIR [RUN_DIR ...]   (each a --gpus run folder)"""
 import json
 import os
 import statistics

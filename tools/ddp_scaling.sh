@@ -10,7 +10,7 @@
 # alone, the others for that rank as well) and the share of the all-reduce hidden = 1 - exposed / alone. The step's
 # cost over plain minus the exposed part is what running beside the all-reduce costs the
 # computation (NCCL's kernels take SMs and memory bandwidth while the pass runs).
-#   bench/ddp_scaling.sh BUILD_DIR OUT_DIR [STEPS]   (DDP_CONFIGS="tf32:128 bf16:256 ...")
+#   tools/ddp_scaling.sh BUILD_DIR OUT_DIR [STEPS]   (DDP_CONFIGS="tf32:128 bf16:256 ...")
 set -u
 build=${1:?build folder}
 out=${2:?output folder}

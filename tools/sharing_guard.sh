@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # The sharing guard: the mixes whose numbers README publishes, under every mode, repeated, held to
-# the spread recorded for this GPU in bench/expected/<GPU>.json, so that a change to the training
+# the spread recorded for this GPU in tools/guard/expected/<GPU>.json, so that a change to the training
 # step that makes a mode slower is seen the day it is made (README, "The sharing guard").
-#   bench/sharing_guard.sh BUILD_DIR OUT [--record]
+#   tools/sharing_guard.sh BUILD_DIR OUT [--record]
 # 7*S, 3*M and S+M+M in tf32 and 7*S in bf16, each `run_suite --mode all --mig-emulate --windows 3`
 # (serial, naive, mps, mig-emulate, streams, green) into OUT/guard-runs/. Then, with --record,
-# bench/expected/<GPU>.json from them; without, today's spreads against that file: the table on
-# stdout and in OUT/guard.md, OUT/latest.json (commit it as bench/guard/latest.json), exit 1 when a
-# mode's STP or a job's samples/s left its recorded band (bench/sharing_guard.py says how wide).
+# tools/guard/expected/<GPU>.json from them; without, today's spreads against that file: the table on
+# stdout and in OUT/guard.md, OUT/latest.json (commit it as tools/guard/latest.json), exit 1 when a
+# mode's STP or a job's samples/s left its recorded band (tools/sharing_guard.py says how wide).
 # Exit 2: bad usage, no expected file, a run refused.
 # Environment (for tests and other machines):
 #   SUITE_GUARD_TRAIN         the train program given to run_suite --train (BUILD_DIR/train)
 #   SUITE_GUARD_GPU           the GPU's name (default: NVML's, as run_suite's run.json records it)
-#   SUITE_GUARD_EXPECTED_DIR  where expected files are (bench/expected of this tree)
-#   SUITE_PYTHON              the Python that runs bench/sharing_guard.py (python3)
+#   SUITE_GUARD_EXPECTED_DIR  where expected files are (tools/guard/expected of this tree)
+#   SUITE_PYTHON              the Python that runs tools/sharing_guard.py (python3)
 #   SUITE_GUARD_CELLS         the cells, "MIX PRECISION;..." (the four above; the CPU test runs fewer)
 #   SUITE_GUARD_WINDOW        the window's seconds (1.5; 2 with SUITE_GUARD_REPEAT)
 #   SUITE_GUARD_WINDOWS       the windows per launch (3)
@@ -21,7 +21,7 @@
 #   SUITE_CONV_CHOICES        the convolution choices' file (OUT/guard-runs/conv-choices.tsv)
 #   SUITE_GUARD_REVISION, SUITE_GUARD_COMMIT  the revision measured (git describe, git rev-parse)
 set -u
-usage() { echo "usage: bench/sharing_guard.sh BUILD_DIR OUT [--record]" >&2; exit 2; }
+usage() { echo "usage: tools/sharing_guard.sh BUILD_DIR OUT [--record]" >&2; exit 2; }
 [ $# -ge 2 ] && [ $# -le 3 ] || usage
 build=$1
 out=$2
@@ -33,7 +33,7 @@ case "${3:-}" in
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 train=${SUITE_GUARD_TRAIN:-$build/train}
-expected_dir=${SUITE_GUARD_EXPECTED_DIR:-$here/expected}
+expected_dir=${SUITE_GUARD_EXPECTED_DIR:-$here/guard/expected}
 python=${SUITE_PYTHON:-python3}
 guard_py="$here/sharing_guard.py"
 [ -x "$build/run_suite" ] || { echo "sharing_guard.sh: $build/run_suite: not found (BUILD_DIR: the build folder)" >&2; exit 2; }
@@ -45,7 +45,7 @@ guard_py="$here/sharing_guard.py"
 # daemon). A launch costs 1-2 s of start-up and warm-up besides its windows, and the guard's 4
 # cells x 6 modes, the serial references and the partitioned modes' alone-in-partition runs (about
 # 40 launches) then fit in 5 minutes on an H100; as 3 launches each they took 13. The margin
-# (bench/sharing_guard.py) reaches at least 10% beyond the windows' spread for what they miss.
+# (tools/sharing_guard.py) reaches at least 10% beyond the windows' spread for what they miss.
 # SUITE_GUARD_REPEAT=N measures N launches instead (--repeat N, one window each).
 repeats=${SUITE_GUARD_REPEAT:-1}
 if [ "$repeats" -gt 1 ]; then

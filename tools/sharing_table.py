@@ -4,7 +4,7 @@ single runs): STP, ANTT, fairness, speed-up against serial, SM activity over the
 each job's slowdown against its solo run and, for partitioned modes, its interference ratio.
 It reads the folders through the report's own data layer (results/report_data.py), so the numbers
 are the report's.
-  bench/sharing_table.py RUN_DIR [RUN_DIR...]"""
+  tools/sharing_table.py RUN_DIR [RUN_DIR...]"""
 import math
 import os
 import sys

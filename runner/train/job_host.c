@@ -159,7 +159,7 @@ static void *job_thread(void *arg) {
  * whichever job synchronises next, so the first to see it need not be the one that caused it: a
  * job that injected its fault is the origin; otherwise the earliest to see it. Green contexts do
  * not contain it: on the H100 an illegal address in one green context failed the job in the other
- * too (tests/gpu_job_host.c), so the whole process is one fault domain. */
+ * too (tests/runner/gpu_job_host.c), so the whole process is one fault domain. */
 static int origin_of(const host *h, const host_job *hj) {
     if (hj->code == 0 || hj->injected) return -1;
     int origin = -1;

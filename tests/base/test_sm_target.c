@@ -12,7 +12,7 @@
 
 #include "base/sm_target.h"
 #include "runner/suite/plan/mig_profiles.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static void test_share_rounds_down_to_whole_tpcs(void **state) {
     (void)state;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/spread.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static void test_median_min_max(void **state) {
     double odd[] = {1.5, 1.2, 1.9};

@@ -33,8 +33,8 @@
 #include "kernels/check.h"
 #include "models/core/context.h"
 #include "runner/train/jpeg_decoder.h"
-#include "tests/image_fixtures.h"
-#include "tests/testutil.h"
+#include "tests/support/image_fixtures.h"
+#include "tests/support/testutil.h"
 
 #define SIZE 224
 #define SLOTS 3 /* the decoder's slots, the loaders' depth */
@@ -183,7 +183,7 @@ static void test_gpu_matches_host(void **state) {
 }
 
 /* How fast the decoder turns ImageNet-sized JPEGs into a batch (informational: the training
- * throughput is bench/device_run.sh's nvjpeg stage). */
+ * throughput is lab/device_run.sh's nvjpeg stage). */
 typedef struct rate_run {
     jpeg_decoder *decoder;
     loader_batch batch;

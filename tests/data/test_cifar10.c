@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #include "data/dataset.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define REC CIFAR10_RECORD_BYTES
 static const double mean[3] = {0.4914, 0.4822, 0.4465};

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "data/criteo.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static int64_t tables[CRITEO_SPARSE];
 

@@ -16,7 +16,7 @@
 #include <zlib.h>
 
 #include "data/dataset.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define SIDE 32
 #define MEAN 0.2860

@@ -21,8 +21,8 @@
 #include "base/rng.h"
 #include "data/image_transform.h"
 #include "data/loader.h"
-#include "tests/image_fixtures.h"
-#include "tests/testutil.h"
+#include "tests/support/image_fixtures.h"
+#include "tests/support/testutil.h"
 
 static const float mean[3] = {0.485f, 0.456f, 0.406f};
 static const float stdev[3] = {0.229f, 0.224f, 0.225f};

@@ -19,7 +19,7 @@
 #include <zip.h>
 
 #include "data/dataset.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define IMG 12288
 static const double mean[3] = {0.485, 0.456, 0.406};

@@ -17,8 +17,8 @@
 #include "data/dataset.h"
 #include "data/image_transform.h"
 #include "data/loader.h"
-#include "tests/image_fixtures.h"
-#include "tests/testutil.h"
+#include "tests/support/image_fixtures.h"
+#include "tests/support/testutil.h"
 
 #define SIZE 64
 #define SAMPLES 7

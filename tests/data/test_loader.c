@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "data/loader.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 /* Image of sample i: [i, -i]; label: i % 7. */
 typedef struct fake {

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "data/dataset.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static dataset open_spec(int64_t count, int h, int w, int c, int classes, uint64_t seed) {
     synthetic_spec spec = {.count = count, .height = h, .width = w, .channels = c,

@@ -11,7 +11,7 @@ on the timeline).
 Infinities, NaN and 1e308 in numeric CSV cells and JSON numbers, and 1e308 in timeline.csv's power_w,
 must be refused naming their place. A failing case prints its mutation and the
 traceback, and the exit status is 1. Exit 77 (skipped) without matplotlib.
-  tests/fuzz_report.py [FIXTURE_RUN_DIR]"""
+  tests/fuzz/fuzz_report.py [FIXTURE_RUN_DIR]"""
 import json
 import os
 import random
@@ -20,7 +20,7 @@ import sys
 import tempfile
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 sys.path.insert(0, os.path.join(HERE, "..", "results"))
 try:
     import matplotlib  # noqa: F401

@@ -12,7 +12,7 @@ raise ReportError naming the file; log_events must return its dict and number, o
 ReportError naming the log's line where a value it reads is of the wrong kind (a version or a peak
 of 400 digits). Any other exception fails the case, printing its seed and mutation. Exit 1 on any
 failure.
-  tests/fuzz_report_json.py"""
+  tests/fuzz/fuzz_report_json.py"""
 import glob
 import json
 import os
@@ -21,7 +21,7 @@ import sys
 import tempfile
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 sys.path.insert(0, os.path.join(HERE, "..", "results"))
 from report_data import ABSURD, ReportError, is_num, log_events, read_json  # noqa: E402
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus for tests/fuzz_safetensors.c into tests/fuzz/safetensors/.
+"""Writes the seed corpus for tests/fuzz/fuzz_safetensors.c into tests/fuzz/safetensors/.
 
 Valid files follow the layout of the Python safetensors library (8-byte little-endian header
 length, JSON header padded with spaces to a multiple of 8, then the data); invalid files each

@@ -21,7 +21,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/check.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define EPS 1e-5f
 #define MOMENTUM 0.1f

@@ -22,7 +22,7 @@
 #include "models/layers/conv.h"
 #include "models/layers/linear.h"
 #include "models/session.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static job_context ctx;
 static uint64_t rng = 4242;

@@ -22,7 +22,7 @@
 #include "models/core/context.h"
 #include "models/layers/conv.h"
 #include "models/layers/depthwise.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static job_context ctx;
 static uint64_t rng = 77;

@@ -15,7 +15,7 @@
 #include "kernels/check.h"
 #include "models/layers/conv.h"
 #include "models/layers/linear.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static job_context ctx;
 static uint64_t rng = 1234;

@@ -23,7 +23,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/check.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static float *host_alloc(size_t n) {
     float *h = malloc((n ? n : 1) * sizeof(float));

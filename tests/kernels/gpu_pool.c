@@ -18,7 +18,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/check.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static void expect_err(const char *what, const char *shape, double err, double tol) {
     if (!(err < tol)) {

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "models/layers/conv_choices.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char dir[512], path[600];
 

@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 #include "kernels/schedule.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static const double PI = 3.14159265358979323846;
 

@@ -26,8 +26,8 @@
 #include "models/layers/cait_layers.h"
 #include "kernels/check.h"
 #include "models/session.h"
-#include "tests/cait_reference.h"
-#include "tests/testutil.h"
+#include "tests/support/cait_reference.h"
+#include "tests/support/testutil.h"
 
 static job_context ctx;
 static gemm_engine engine;

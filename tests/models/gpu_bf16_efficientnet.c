@@ -1,7 +1,7 @@
 /* EfficientNetV2-S under --precision bf16 on the GPU. Every bfloat16 kernel of its own (depthwise
  * forward, backward-data, backward-filter; SiLU; the squeeze-excitation gate's three kernels;
  * drop path) against a double-precision reference computed from the same bfloat16-rounded inputs,
- * so what remains is float accumulation plus one rounding of each output (tests/gpu_bf16.c's
+ * so what remains is float accumulation plus one rounding of each output (tests/kernels/gpu_bf16.c's
  * BF16_OUT), on the vector path, the scalar path (C % 4 != 0, or a pointer off the 8-byte grid)
  * and a pointer 8- but not 16-byte aligned (the bfloat16 vector path); the depthwise layer on the
  * arena's bfloat16 weight copies through both implementations (ours, cuDNN's) and the whole SE
@@ -36,8 +36,8 @@
 #include "models/efficientnet.h"
 #include "base/rng.h"
 #include "models/session.h"
-#include "tests/efficientnet_reference.h"
-#include "tests/testutil.h"
+#include "tests/support/efficientnet_reference.h"
+#include "tests/support/testutil.h"
 
 static job_context ctx;
 static uint64_t rng = 4343;

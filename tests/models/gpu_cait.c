@@ -4,14 +4,14 @@
  * prepended, overwriting and accumulating dx), exact GELU (scalar and float4 paths, in place),
  * talking heads fused with the softmax (recompute equal to the forward, backward deterministic),
  * the attention core (batched GEMMs over pointer arrays + talking heads) and class attention.
- * The GEMM layers and the whole model are in tests/gpu_cait_model.c. Every check prints what it
+ * The GEMM layers and the whole model are in tests/models/gpu_cait_model.c. Every check prints what it
  * measured. */
 #include <string.h>
 
 #include "kernels/transformer.h"
 #include "models/layers/cait_layers.h"
-#include "tests/cait_reference.h"
-#include "tests/gpu_cait_check.h"
+#include "tests/support/cait_reference.h"
+#include "tests/support/gpu_cait_check.h"
 
 /* ---- LayerNorm ----------------------------------------------------------------------------------*/
 

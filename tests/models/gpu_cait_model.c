@@ -12,8 +12,8 @@
 #include "kernels/transformer.h"
 #include "models/layers/cait_layers.h"
 #include "models/session.h"
-#include "tests/gpu_cait_check.h"
-#include "tests/testutil.h"
+#include "tests/support/gpu_cait_check.h"
+#include "tests/support/testutil.h"
 
 /* ---- dense on strided rows ------------------------------------------------------------------------*/
 

@@ -24,7 +24,7 @@
 #include "kernels/check.h"
 #include "models/dlrm.h"
 #include "models/layers/linear.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static job_context ctx;
 static uint64_t rng = 4321;

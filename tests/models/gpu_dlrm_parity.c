@@ -10,7 +10,7 @@
  * TF32 run of both sides.
  * Without SUITE_DLRM_PARITY_DIR the reference committed in tests/parity/reference/fp32/ is checked
  * (tests/parity/make_reference.py: Criteo Kaggle's shape, tables capped at 8 rows, batch 16): it
- * carries no weights file (the weights follow tests/parity_rule.h's rule) and its dense gradients
+ * carries no weights file (the weights follow tests/support/parity_rule.h's rule) and its dense gradients
  * and updates are compared through their count sketches; the touched rows as above. */
 #include <math.h>
 #include <setjmp.h>
@@ -26,8 +26,8 @@
 #include "kernels/check.h"
 #include "models/dlrm.h"
 #include "models/core/safetensors.h"
-#include "tests/parity_rule.h"
-#include "tests/testutil.h"
+#include "tests/support/parity_rule.h"
+#include "tests/support/testutil.h"
 
 #define ERR_FACTOR 10.0
 static const char *parity_dir;

@@ -28,8 +28,8 @@
 #include "models/efficientnet.h"
 #include "base/rng.h"
 #include "models/session.h"
-#include "tests/efficientnet_reference.h"
-#include "tests/testutil.h"
+#include "tests/support/efficientnet_reference.h"
+#include "tests/support/testutil.h"
 
 static job_context ctx;
 static uint64_t rng = 4242;
@@ -683,7 +683,7 @@ static void fd_direction(model_run *r, const char *name, const float *all_grads,
  *    zero in exact arithmetic and float noise here.
  *  - a captured training step computes the same loss as the forward run kernel by kernel (to float32's
  *    rounding of a sum of 8 losses), and the same gradient as the backward within the bound for the
- *    same kernels launched differently (TEST_SAME_KERNELS_FP32, tests/testutil.h), and its update
+ *    same kernels launched differently (TEST_SAME_KERNELS_FP32, tests/support/testutil.h), and its update
  *    lowers the loss on the batch, along a descent direction of that gradient. STEP_LR is small:
  *    the loss curves so sharply along the early layers' large gradients here that much larger steps
  *    overshoot. */
@@ -776,7 +776,7 @@ static void test_model_drop_path(void **state) {
 
 /* Three steps captured in a graph and three run eagerly, from the same weights and batch, agree
  * within float32's bound for the same kernels launched differently (TEST_SAME_KERNELS_FP32,
- * tests/testutil.h), and so do two eager runs; a replay that missed a node, read a stale buffer or
+ * tests/support/testutil.h), and so do two eager runs; a replay that missed a node, read a stale buffer or
  * kept a step's learning rate or drop-path draw would differ by far more. The learning rate is
  * test_model_from_initialisation's small one: larger steps along this initialisation's sharp early
  * layers let a last-bit difference grow from step to step. With drop path the graph's steps draw

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char out[1 << 20], err[1 << 20];
 

@@ -12,7 +12,7 @@
  * Without SUITE_PARITY_DIR the references committed in tests/parity/reference/ are checked, fp32/
  * in float32 and bf16/ in bf16 (tests/parity/make_reference.py: ResNet-26, EfficientNetV2-S and
  * CaiT-XXS24 at small shapes). They carry no weights: weights, images and labels follow the rule
- * of tests/parity_rule.h, and each gradient, running statistic and update is compared through its
+ * of tests/support/parity_rule.h, and each gradient, running statistic and update is compared through its
  * count sketch (an estimate of the same relative error, held to the same bounds). */
 #include <math.h>
 #include <setjmp.h>
@@ -31,8 +31,8 @@
 #include "models/core/safetensors.h"
 #include "models/catalog.h"
 #include "models/session.h"
-#include "tests/parity_rule.h"
-#include "tests/testutil.h"
+#include "tests/support/parity_rule.h"
+#include "tests/support/testutil.h"
 
 static const char *parity_dir;
 static int tf32, bf16;

@@ -14,7 +14,7 @@
 
 #include "models/core/model.h"
 #include "models/model_build.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static model *build(int image, int patch, int classes, int batch, arena *plan, char *err, size_t err_size) {
     model_config config = {.name = "cait_xxs24", .batch = batch, .image_size = image, .in_channels = 3,

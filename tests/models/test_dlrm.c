@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "models/dlrm.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static void plan_ok(dlrm *m, const char *name, int64_t max_rows, int batch) {
     dlrm_config c;

@@ -16,7 +16,7 @@
 
 #include "models/core/model.h"
 #include "models/model_build.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static model *plan(int classes, float drop_path, arena *a) {
     model_config config = {.name = "efficientnetv2_s", .batch = 8, .image_size = 64, .in_channels = 3,

@@ -1,5 +1,5 @@
 /* The committed parity references (tests/parity/reference/, read by gpu_model_parity and
- * gpu_dlrm_parity) checked where no GPU is: the C side of the rule (tests/parity_rule.h) gives the
+ * gpu_dlrm_parity) checked where no GPU is: the C side of the rule (tests/support/parity_rule.h) gives the
  * values, images, labels and sketches the Python script wrote, bit for bit (rule_check.safetensors);
  * every reference opens, its labels are the rule's, and its table's rows are exactly the tensors the
  * suite's model of that shape has (the digest over their names), so the GPU test compares what it
@@ -16,8 +16,8 @@
 
 #include "models/dlrm.h"
 #include "models/session.h"
-#include "tests/parity_rule.h"
-#include "tests/testutil.h"
+#include "tests/support/parity_rule.h"
+#include "tests/support/testutil.h"
 
 #define REFERENCE SUITE_SOURCE_DIR "/tests/parity/reference"
 

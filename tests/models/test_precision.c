@@ -16,7 +16,7 @@
 #include "models/session.h"
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/plan/mix.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 /* The host rounding the bf16 GPU tests build their references on: ties to even, NaN kept. */
 static void test_host_bf16_rounding(void **state) {

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "models/core/safetensors.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 /* The 8-byte little-endian length, the header text, then `data_len` bytes of data (0, 1, 2, ...). */
 static uint8_t *make_file(const char *header, size_t data_len, size_t *size) {

@@ -1,4 +1,4 @@
-/* A stand-in libnvidia-ml for tests/test_mig_flow.c: one MIG-capable GPU whose GPU and compute
+/* A stand-in libnvidia-ml for tests/runner/test_mig_flow.c: one MIG-capable GPU whose GPU and compute
  * instances live in this library's memory, so that the whole MIG flow (discover, plan, create,
  * assign UUIDs, destroy) runs on a machine without a GPU, through the same dlopen path as the
  * real library. It keeps NVIDIA's rules: profile ids and placements as `nvidia-smi mig -lgipp`

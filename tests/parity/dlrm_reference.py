@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference numbers for the suite's DLRM parity test (tests/gpu_dlrm_parity.c), from PyTorch.
+"""Reference numbers for the suite's DLRM parity test (tests/models/gpu_dlrm_parity.c), from PyTorch.
 
 Why: the suite's recommender is written directly on cuBLASLt and its own kernels; the check that
 matters is that one training step from the same weights and batch gives what facebookresearch/dlrm

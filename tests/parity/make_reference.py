@@ -7,7 +7,7 @@ autocast step) measured against it.
 
 Why it is small: the models' weights are tens of MB, so they are not stored. Every weight, running
 statistic and the images are drawn from a rule both sides compute bit for bit (parity_rule below,
-tests/parity_rule.c in C): splitmix64 over each tensor's name and element index. The logits and
+tests/support/parity_rule.c in C): splitmix64 over each tensor's name and element index. The logits and
 loss are stored whole; each gradient, running statistic and updated parameter is stored as a count
 sketch of SKETCH_BUCKETS buckets (each element added, with a sign, into a bucket its name and
 index choose) with its exact L2 norm and PyTorch's own error against float64. The sketch is linear
@@ -48,7 +48,7 @@ VISION = (("resnet26", 10, 32, 8, 16), ("efficientnetv2_s", 10, 64, 4, 16), ("ca
 DLRM = dict(config="criteo-kaggle", max_rows=8, batch=16, lr=1.0, seed=0)
 
 
-# --- the rule both sides compute (tests/parity_rule.c) ----------------------------------------
+# --- the rule both sides compute (tests/support/parity_rule.c) ----------------------------------------
 def fnv1a(text):
     h = 0xCBF29CE484222325
     for byte in text.encode():
@@ -215,7 +215,7 @@ RULE_CHECK = (("a.running_var", (5,)), ("b.running_mean", (5,)), ("c.weight", (3
 
 def rule_check(out):
     """rule_check.safetensors: the rule's values for one name of each kind, images, labels and a
-    sketch, which tests/test_parity_rule.c recomputes in C and must match bit for bit."""
+    sketch, which tests/models/test_parity_rule.c recomputes in C and must match bit for bit."""
     ref = {f"values.{name}": rule_values(name, shape) for name, shape in RULE_CHECK}
     ref["input"] = torch.from_numpy((math.sqrt(3.0) * uniform("input", 48)).astype(np.float32))
     ref["labels"] = rule_labels(16, 10).to(torch.int32)

@@ -3,7 +3,7 @@
  * kernel ran is waiting_others, the rest waiting_idle), the interference matrix's cells by hand, the
  * files' rules (each refusal names the file, line and what was expected), and a trace recorded on a
  * GPU (an H200: S+M+M under serial and mps, run_suite --mode all --kernels --kernels-window 0.5,
- * tests/fixtures/kernel_trace/smm_serial_mps_h200.tgz, as bench/results keeps it) through kernels.csv
+ * tests/fixtures/kernel_trace/smm_serial_mps_h200.tgz, as lab/results keeps it) through kernels.csv
  * and interference.csv: every job's classes sum to its step, alone and shared, the shares of the
  * slowdown to 1, and S's waiting beside the others is part of its slowdown under mps. */
 #define _GNU_SOURCE
@@ -20,7 +20,7 @@
 
 #include "results/kernel_attribution.h"
 #include "results/results.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define RECORDED SUITE_SOURCE_DIR "/tests/fixtures/kernel_trace/smm_serial_mps_h200.tgz"
 

@@ -4,7 +4,7 @@
  * the aggregate per scope and kernel, the intervals sorted and capped), the two files as the
  * trace format names them (read back: the header's keys in order, RFC 4180 quoting, a scope's
  * FLOPs and bytes on its first row only), kernel names shortened, the runner's trace line, and
- * the peaks of the arch table. tests/gpu_kernel_trace.c traces a real job. */
+ * the peaks of the arch table. tests/runner/gpu_kernel_trace.c traces a real job. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,7 +20,7 @@
 #include "models/core/kernel_tally.h"
 #include "runner/train/kernel_files.h"
 #include "runner/train/step_window.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static void test_classes_and_passes_by_name(void **state) {
     static const char *const format[] = {"conv_fwd", "conv_dgrad", "conv_wgrad", "gemm", "batchnorm", "elementwise",

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #include "results/repeats.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static spread of3(double a, double b, double c) {
     double v[] = {a, b, c};

@@ -1,5 +1,5 @@
 /* `run_suite report` over the committed fixture (tests/fixtures/report: a --study small of
- * tests/fake_train under the NVML stand-in, with 7-way refused for memory, and a --mode all S+M
+ * tests/support/fake_train under the NVML stand-in, with 7-way refused for memory, and a --mode all S+M
  * run; the timelines' sensor columns were filled in by hand, see its README): every figure is
  * drawn, the page holds no external reference, and bad input is refused naming the file (exit 2).
  * Needs python3 with matplotlib, as the README's set-up installs it. */
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "base/spread.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define FIXTURE SUITE_SOURCE_DIR "/tests/fixtures/report"
 #define STUDY FIXTURE "/20261124T152934Z-study-small"

@@ -13,9 +13,11 @@ import csv
 import io
 import json
 import os
+import sys
 import shutil
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import HERE, Checks, require_matplotlib
 require_matplotlib("test_report_advice")
 import report  # noqa: E402

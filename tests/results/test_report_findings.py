@@ -5,6 +5,10 @@ naive holds" while mig-emulate was the fastest, because mig-emulate matched no n
 and the memory claim over the whole GPU's memory above its idle reading (each job's own memory
 adds up by construction). Exit 0 passed, 1 failed."""
 
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import Checks
 import report_html  # noqa: E402
 from report_data import Spread  # noqa: E402

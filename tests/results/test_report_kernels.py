@@ -11,9 +11,11 @@ import contextlib
 import csv
 import io
 import os
+import sys
 import shutil
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import HERE, Checks, require_matplotlib
 require_matplotlib("test_report_kernels")
 import report  # noqa: E402

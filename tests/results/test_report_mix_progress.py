@@ -9,7 +9,9 @@ import csv
 import io
 import json
 import os
+import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import HERE, Checks, require_matplotlib
 require_matplotlib("test_report_mix_progress")
 import report_figures  # noqa: E402

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import HERE, Checks, require_matplotlib
 
 require_matplotlib("test_report_reader")

@@ -6,7 +6,9 @@ the timed epoch) takes most of the width; where set-up is short the axis stays l
 tests/fixtures/report_alone (3 s of set-up before about 1 s of training) and the short set-up of
 tests/fixtures/report. Exit 0 passed, 1 failed (each failure printed), 77 without matplotlib."""
 import os
+import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import HERE, Checks, require_matplotlib
 require_matplotlib("test_report_timeline")
 import report_figures  # noqa: E402

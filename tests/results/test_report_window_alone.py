@@ -8,8 +8,10 @@ whose pages printed STP 1.99 and ANTT 1.00 for jobs that ran at 0.45-0.56 of the
 Checks STP, ANTT and fairness against the rates in summary.json, the findings' ratios, and the
 page's own cells, and the headings' words. Exit 0 passed, 1 failed (each failure printed)."""
 import os
+import sys
 import re
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import HERE, Checks
 from report_data import group_repeats, load, solo_makespans, solo_times  # noqa: E402
 from report_data import mix_title, read_json, run_kind  # noqa: E402

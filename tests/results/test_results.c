@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "results/results.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char *read_text(const char *path) {
     FILE *f = fopen(path, "r");

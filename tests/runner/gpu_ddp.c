@@ -29,7 +29,7 @@
 #include "models/core/ddp.h"
 #include "base/rng.h"
 #include "models/session.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define EPOCHS 4
 static char out[1 << 20], err[1 << 20];

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char out[1 << 20], err[1 << 18];
 static char dir[512];

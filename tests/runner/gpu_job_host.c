@@ -23,7 +23,7 @@
 #include "kernels/smid.h"
 #include "kernels/check.h"
 #include "models/core/context.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define BLOCKS 4096
 #define MAX_EPOCHS 8

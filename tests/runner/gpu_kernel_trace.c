@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "models/core/kernel_scope.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char out[1 << 20], err[1 << 20];
 static char dir[512];

@@ -10,7 +10,7 @@
  *     partition with its count (conv_engine_find's sm_target), each direction.
  * Their outputs are checked against each other (the same arithmetic, other tilings and splits);
  * the chosen algorithms and their times are printed, never asserted: which is faster is what
- * bench/device_run.sh's stage sm-target measures in whole trainings. */
+ * lab/device_run.sh's stage sm-target measures in whole trainings. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,7 +26,7 @@
 #include "models/core/context.h"
 #include "models/core/gpu_timer.h"
 #include "models/layers/conv_engine.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define WORKSPACE ((size_t)64 << 20)
 

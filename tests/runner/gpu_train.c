@@ -19,7 +19,7 @@
 #include "kernels/check.h"
 #include "base/rng.h"
 #include "models/session.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char out[1 << 20], err[1 << 20], tmp[1024];
 
@@ -115,7 +115,7 @@ static float *step_change(const model_config *config, int steps, int graph, cons
     return change;
 }
 
-/* The bound for trainings that run the same kernels launched differently (tests/testutil.h says
+/* The bound for trainings that run the same kernels launched differently (tests/support/testutil.h says
  * why it is fixed per precision, and what it lets through). Each comparison below is of that kind:
  *  - programmatic dependent launch (kernels/pdl.cuh) changes one launch attribute: the same kernels,
  *    grids and arguments, each waiting for the kernel before it before it reads what that wrote;

@@ -15,8 +15,8 @@
 #include <cmocka.h>
 
 #include "runner/suite/multi/advise_plan.h"
-#include "tests/suite_fixture.h"
-#include "tests/testutil.h"
+#include "tests/support/suite_fixture.h"
+#include "tests/support/testutil.h"
 
 static advise_probe probe(const char *job, double rate, double sm, double dram, int part_sms, double part_rate) {
     advise_probe p = {.rate = rate, .sm_active = sm, .dram_active = dram, .power_w = 300, .peak_bytes = 1e9};

@@ -18,8 +18,8 @@
 
 #include "runner/suite/multi/advise.h"
 #include "runner/suite/multi/advise_check.h"
-#include "tests/suite_fixture.h"
-#include "tests/testutil.h"
+#include "tests/support/suite_fixture.h"
+#include "tests/support/testutil.h"
 
 static spread three(double a, double b, double c) {
     double v[] = {a, b, c};

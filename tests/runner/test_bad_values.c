@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "kernels/knobs.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define MAX_ARGS 40
 

@@ -15,7 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/cli.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 typedef struct args {
     int flag, off, count, count_given, color;

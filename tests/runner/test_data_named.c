@@ -23,7 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "data/data_check.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char out[1 << 17], err[1 << 16];
 

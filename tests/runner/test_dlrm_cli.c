@@ -15,7 +15,7 @@
 
 #include <cuda_runtime.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char out[1 << 16], err[1 << 16];
 

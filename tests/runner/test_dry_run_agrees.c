@@ -3,7 +3,7 @@
  * outputs, the plans, the fit, a limit, a daemon, the baseline, the GPUs NVML counts), in every form
  * (a run, --gpus, --study, --slurm), run_suite --dry-run and run_suite without it give the same exit
  * status (2) and the same first error line, and the run writes nothing: no results folder, and the
- * path given as --results stands as it was. tests/fake_train is the train program; the NVML
+ * path given as --results stands as it was. tests/support/fake_train is the train program; the NVML
  * stand-in (tests/nvml_standin: one A100 with MIG on) is the GPU where a case names it, no NVML
  * elsewhere; the MPS control program is fake_train under its name, never a real daemon's. */
 #define _GNU_SOURCE
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define STANDIN "SUITE_NVML_LIBRARY=" NVML_STANDIN_PATH
 

@@ -1,4 +1,4 @@
-/* Faults, without a GPU, against tests/fake_train (FAKE_TRAIN_PATH; also the fake MPS control
+/* Faults, without a GPU, against tests/support/fake_train (FAKE_TRAIN_PATH; also the fake MPS control
  * program under the name nvidia-cuda-mps-control): the KIND@STEP grammar of train and of the mix,
  * each injected kind's record, the watchdog (explicit and derived limits), the collateral rule
  * (MPS: one client's fatal fault takes the others; naive: it does not), the MPS server's log line
@@ -26,7 +26,7 @@
 #include "runner/suite/plan/mix.h"
 #include "runner/suite/gpu/mps.h"
 #include "runner/train/fault.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #ifndef FAKE_TRAIN_PATH
 #error "FAKE_TRAIN_PATH must name the fake_train program (CMake passes it)"

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #if !defined(RUN_SUITE_PATH) || !defined(FAKE_TRAIN_PATH)
 #error "RUN_SUITE_PATH and FAKE_TRAIN_PATH must be defined (CMake passes them)"

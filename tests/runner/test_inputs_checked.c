@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "data/data_check.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char out[1 << 16], err[1 << 16];
 

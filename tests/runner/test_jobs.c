@@ -1,4 +1,4 @@
-/* Job processes and their protocol, run against tests/fake_train (FAKE_TRAIN_PATH): argv and
+/* Job processes and their protocol, run against tests/support/fake_train (FAKE_TRAIN_PATH): argv and
  * environment construction (also the MPS daemon's and clients'), event parsing, the start
  * barrier, naive vs serial timing, crashes, error events, NaN losses, jobs that never become
  * ready, and stopping with SIGTERM -> SIGKILL. */
@@ -19,7 +19,7 @@
 #include "runner/suite/jobs/jobs.h"
 #include "base/clock.h"
 #include "runner/suite/gpu/mps.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #ifndef FAKE_TRAIN_PATH
 #error "FAKE_TRAIN_PATH must name the fake_train program (CMake passes it)"

@@ -18,7 +18,7 @@
 
 #include "runner/suite/gpu/mig.h"
 #include "runner/suite/gpu/nvml.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #ifndef NVML_STANDIN_PATH
 #error "NVML_STANDIN_PATH (the stand-in library) comes from CMakeLists.txt"

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "runner/suite/plan/mig_plan.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define GiB(x) ((unsigned long long)((x) * 1073741824.0))
 

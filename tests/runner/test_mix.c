@@ -12,7 +12,7 @@
 
 #include "runner/suite/jobs/jobs.h"
 #include "runner/suite/plan/mix.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static mix parsed;  /* 64 jobs are ~10 KB: kept off the test stack */
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "runner/suite/gpu/monitor.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 typedef struct scripted {
     int reads, closed;

@@ -27,7 +27,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/suite/jobs/spawn.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #if !defined(RUN_SUITE_PATH) || !defined(FAKE_TRAIN_PATH) || !defined(FAKE_JOB_HOST_PATH) || !defined(NVML_STANDIN_PATH)
 #error "RUN_SUITE_PATH, FAKE_TRAIN_PATH, FAKE_JOB_HOST_PATH and NVML_STANDIN_PATH must be defined (CMake passes them)"

@@ -32,7 +32,7 @@
 
 #include "base/output_path.h"
 #include "results/results.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define FIXTURE_RUN SUITE_SOURCE_DIR "/tests/fixtures/report/20261124T152934Z-study-small/S-x1-naive/20261124T152936Z-naive-1xS"
 

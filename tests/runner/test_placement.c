@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "runner/suite/plan/placement.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define G ((double)(1ull << 30))
 

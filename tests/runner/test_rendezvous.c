@@ -25,7 +25,7 @@
 
 #include "base/clock.h"
 #include "runner/train/rendezvous.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #define LIVENESS_BOUND_S 30.0 /* the issue's: every other rank ends within it */
 #define MAX_CHILDREN 8

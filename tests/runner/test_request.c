@@ -21,7 +21,7 @@
 #include "runner/suite/run/request_check.h"
 #include "runner/suite/run/request_file.h"
 #include "runner/suite/run/run_args.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char dir[512];
 

@@ -1,8 +1,8 @@
-/* run_suite as a program (RUN_SUITE_PATH) with tests/fake_train as its train: bad options and
+/* run_suite as a program (RUN_SUITE_PATH) with tests/support/fake_train as its train: bad options and
  * mixes (exit 2, a message naming what is valid, nothing written), --list, --dry-run --json, the
  * oversized-mix refusal and --force, naive / serial / mps / all runs end to end, a crashing job
  * (partial run), --baseline (these in the completion measurement, whose makespans and speed-ups they
- * check; tests/test_window.c has the window measurement's), and SIGTERM during a run (no process or daemon left, results
+ * check; tests/runner/test_window.c has the window measurement's), and SIGTERM during a run (no process or daemon left, results
  * written, exit 143). The MPS control program is fake_train under the name
  * nvidia-cuda-mps-control, first on PATH; NVML is kept out so the runs are the same everywhere. */
 #define _GNU_SOURCE
@@ -28,7 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/suite/run/suite.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #ifndef RUN_SUITE_PATH
 #error "RUN_SUITE_PATH and FAKE_TRAIN_PATH must be defined (CMake passes them)"
@@ -550,7 +550,7 @@ static pid_t guardian_of(pid_t runner) {
 
 /* kill -9 of run_suite and of its daemon's guardian: its jobs die with it, its MPS daemon stays
  * until the next run_suite, which stops it and says so. (Its guardian alone would have stopped it:
- * tests/test_orphans.c.) */
+ * tests/runner/test_orphans.c.) */
 static void test_killed_runner_cleaned_up_next_time(void **state) {
     fixture *f = *state;
     char state_dir[600], record[600];

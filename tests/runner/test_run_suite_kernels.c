@@ -1,4 +1,4 @@
-/* run_suite --kernels as a program (RUN_SUITE_PATH) with tests/fake_train as its train, which answers
+/* run_suite --kernels as a program (RUN_SUITE_PATH) with tests/support/fake_train as its train, which answers
  * "trace T0 T1" with synthetic traced files: each job gets --kernels <run>/kernels/job<i>, the traced
  * window follows the measured one (its T0 after the window's end) and "stop" waits for every job's
  * kernels event; jobs.csv, run.json and summary.json carry it; kernels.csv and interference.csv are
@@ -22,8 +22,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "tests/suite_fixture.h"
-#include "tests/testutil.h"
+#include "tests/support/suite_fixture.h"
+#include "tests/support/testutil.h"
 
 typedef suite_fixture fixture;
 

@@ -1,6 +1,6 @@
 /* run_suite's MIG planning, isolation pass and layout sweep as a program: dry runs with the real
  * `train --dry-run` (no GPU needed) show fill's layouts and why, compact keeps the smallest fits,
- * impossible plans exit 2; then end to end with tests/fake_train as the jobs: mig-emulate measures
+ * impossible plans exit 2; then end to end with tests/support/fake_train as the jobs: mig-emulate measures
  * each job alone in its partition (interference ratios in summary.json), --mig-layouts runs one
  * folder per layout plus layouts.csv, a mix of unlike jobs never shows a samples/s sum, and real
  * MIG (the NVML stand-in) runs each job alone on an instance of its own profile. */
@@ -20,7 +20,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 typedef struct fixture {
     char dir[256], results[512], bin[512], mps[512];

@@ -1,4 +1,4 @@
-/* run_suite --repeat N as a program (RUN_SUITE_PATH) with tests/fake_train as its train: the dry
+/* run_suite --repeat N as a program (RUN_SUITE_PATH) with tests/support/fake_train as its train: the dry
  * run lists every repeat's modes in order (serial first, the collocated modes rotated), --mode all
  * and one mode write a complete run folder per repeat and repeats.json/.csv across them with
  * "median [min-max]" and the ranking lines, and bad values or forms are refused (exit 2, naming
@@ -18,8 +18,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "tests/suite_fixture.h"
-#include "tests/testutil.h"
+#include "tests/support/suite_fixture.h"
+#include "tests/support/testutil.h"
 
 typedef suite_fixture fixture;
 

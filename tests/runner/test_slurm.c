@@ -4,7 +4,7 @@
  * the sweep's); a data-parallel job alone in a mix: its shape over nodes from --nodes,
  * --ntasks-per-node and --gpus-per-node (table-driven), its own batch script (srun of train
  * --launcher slurm), and the refusals. The end-to-end run on a real slurmctld/slurmd is
- * tests/test_slurm_cluster.c. */
+ * tests/runner/test_slurm_cluster.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/suite/multi/slurm.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static const slurm_task TASKS[] = {
     {.args = {"--mix", "S+M"}}, {.args = {"--mix", "7*S"}},

@@ -25,7 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/suite/jobs/jobs.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #if !defined(RUN_SUITE_PATH) || !defined(FAKE_TRAIN_PATH)
 #error "RUN_SUITE_PATH and FAKE_TRAIN_PATH must be defined (CMake passes them)"

@@ -1,5 +1,5 @@
 /* run_suite --study: the matrix of each set (pure), its options, and a whole --study small run of
- * tests/fake_train under the NVML stand-in (an 80 GB H100 with MIG off), where the 7-way cells do
+ * tests/support/fake_train under the NVML stand-in (an 80 GB H100 with MIG off), where the 7-way cells do
  * not fit, so they are recorded and not run, and the report is written at the study's top. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/suite/multi/study.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static void test_cells(void **state) {
     study_cell cells[128];

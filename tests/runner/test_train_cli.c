@@ -15,7 +15,7 @@
 
 #include "runner/train/jpeg_decoder.h"
 #include "runner/train/train_options.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char out[1 << 16], err[1 << 16];
 

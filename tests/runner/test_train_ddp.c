@@ -11,7 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/train/rank_events.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static double num(const cJSON *o, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);

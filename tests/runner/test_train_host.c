@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "runner/train/train_host.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static void test_the_rule(void **state) {
     static const struct {

@@ -4,7 +4,7 @@
  * (exit 1, after SUITE_RENDEZVOUS_TIMEOUT), a master address that does not resolve (exit 2). Then
  * two ranks that join and fail on a device that does not exist, wherever this runs: their errors
  * travel to rank 0, which ends the job naming a rank, and both exit 1. The rendezvous itself, with
- * processes dying midway, is tests/test_rendezvous.c. */
+ * processes dying midway, is tests/runner/test_rendezvous.c. */
 #define _GNU_SOURCE
 #include <netdb.h>
 #include <netinet/in.h>
@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static char out[65536], err[65536];
 

@@ -1,6 +1,6 @@
 /* The window measurement (runner/train/step_window.h, runner/suite/jobs/job_window.c, results'
  * window metrics): the job's arithmetic on step completion times, and run_suite end to end with
- * tests/fake_train (which speaks the protocol through the same step_window code): a heterogeneous
+ * tests/support/fake_train (which speaks the protocol through the same step_window code): a heterogeneous
  * mix whose small job's planned steps end long before the others' warm-up still overlaps fully in
  * one common window; --windows 3 gives three windows and spreads; --completion keeps today's files;
  * a job failing mid-window is flagged and does not hang the run; the dry run shows the window. */
@@ -23,7 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/train/step_window.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static double num(const cJSON *o, const char *key) {
     const cJSON *item = cJSON_GetObjectItem(o, key);

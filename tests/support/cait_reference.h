@@ -1,5 +1,5 @@
 /* Double-precision references of CaiT's layers, shared by the float32 and the bf16 GPU tests
- * (tests/gpu_cait.c, tests/gpu_bf16_cait.c). */
+ * (tests/models/gpu_cait.c, tests/models/gpu_bf16_cait.c). */
 #ifndef SUITE_CAIT_REFERENCE_H
 #define SUITE_CAIT_REFERENCE_H
 

@@ -1,5 +1,5 @@
 /* Double-precision references of EfficientNetV2's own layers, shared by the float32 and the bf16
- * GPU tests (tests/gpu_efficientnet.c, tests/gpu_bf16_efficientnet.c). */
+ * GPU tests (tests/models/gpu_efficientnet.c, tests/models/gpu_bf16_efficientnet.c). */
 #ifndef SUITE_EFFICIENTNET_REFERENCE_H
 #define SUITE_EFFICIENTNET_REFERENCE_H
 

@@ -1,6 +1,6 @@
 /* A stand-in for job_host (runner/train/job_host.c) that speaks its protocol without a GPU, so the
  * in-process modes (streams, green, mig-emulate --via green) are tested end to end on any machine:
- * each --job runs as tests/fake_train (FAKE_TRAIN_PATH, behaviour from $FAKE_TRAIN as usual), and
+ * each --job runs as tests/support/fake_train (FAKE_TRAIN_PATH, behaviour from $FAKE_TRAIN as usual), and
  * the host does what the real one does around its jobs: every event line gets "job": <index>,
  * "go" on stdin is passed to all jobs at once (and, in the window measurement, every later line:
  * "window T0 T1", "stop"; stdin's end closes theirs), and a job's end is an "exit" event with its code.

@@ -47,7 +47,7 @@
  * the pipe folder, and every other client fails at its next step with the error MPS gives them.
  *
  * With --launcher env|slurm it is one rank of ranks another program started (srun in
- * tests/test_slurm_cluster.c), as train is: it reads its rank from the environment and joins the
+ * tests/runner/test_slurm_cluster.c), as train is: it reads its rank from the environment and joins the
  * others with train's own code (runner/train/rank_env.h, runner/train/rendezvous.h), rank 0 handing
  * out an id of its own; each rank prints "fake_train: rank R of W (local L) on HOST: id ID from
  * ADDR:PORT (where they came from)", rank 0 also each line the others send it ("rank 0 heard rank

@@ -1,4 +1,4 @@
-/* Helpers shared by the CaiT GPU tests (tests/gpu_cait.c, tests/gpu_cait_model.c): random data,
+/* Helpers shared by the CaiT GPU tests (tests/models/gpu_cait.c, tests/models/gpu_cait_model.c): random data,
  * device round trips, relative errors against double references and central finite differences
  * through a GPU forward. Each test program includes this once and defines `ctx` and `engine`. */
 #ifndef SUITE_GPU_CAIT_CHECK_H
@@ -16,7 +16,7 @@
 
 #include "models/layers/cait_gemm.h"
 #include "kernels/check.h"
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 static job_context ctx;
 static gemm_engine engine;

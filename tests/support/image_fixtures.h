@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tests/stb_image_write_impl.h"
+#include "tests/support/stb_image_write_impl.h"
 
 /* The constant colour of write_constant_png's pictures. */
 static const uint8_t constant[3] __attribute__((unused)) = {200, 100, 50};

@@ -1,5 +1,5 @@
 /* The parity references' rule and sketches (see parity_rule.h). */
-#include "tests/parity_rule.h"
+#include "tests/support/parity_rule.h"
 
 #include <math.h>
 #include <stdio.h>

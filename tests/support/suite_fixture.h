@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #ifndef RUN_SUITE_PATH
 #error "RUN_SUITE_PATH, FAKE_TRAIN_PATH and FAKE_JOB_HOST_PATH must be defined (CMake passes them)"

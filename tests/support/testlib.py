@@ -4,7 +4,8 @@ ends the test with its status (0 passed, 1 failed)."""
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+# HERE is tests/ (this file stands in tests/support/): the fixtures and the repository are found from it.
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(HERE, "..", "results"))
 
 

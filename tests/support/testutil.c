@@ -1,5 +1,5 @@
 #define _XOPEN_SOURCE 700
-#include "tests/testutil.h"
+#include "tests/support/testutil.h"
 
 #include <cjson/cJSON.h>
 

@@ -71,7 +71,7 @@ struct cJSON *test_read_json(const char *path, char *err, size_t err_size);
 void test_tmpdir(char *path, size_t size);
 void test_rmtree(const char *path);
 /* MPS without a GPU: dir/bin (returned in bin) holds fake_train under the name
- * nvidia-cuda-mps-control (tests/fake_train.c imitates the daemon's control program), and is put
+ * nvidia-cuda-mps-control (tests/support/fake_train.c imitates the daemon's control program), and is put
  * first on PATH; the caller restores PATH if later tests need the old one. */
 void test_fake_mps_on_path(const char *dir, const char *fake_train, char *bin, size_t size);
 

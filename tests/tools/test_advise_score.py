@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/advise_score.py over a hand-made OUT folder: two held-out mixes and one fit mix (left out of
+"""tools/advise_score.py over a hand-made OUT folder: two held-out mixes and one fit mix (left out of
 the scores); the median |STP error| per mode, the ANTT error, the Spearman median, the share of
 recommendations within the best's spread or 3%, the best fixed candidate and the probing wall time
 against --mode all's, each computed by hand; no mixes.txt exits 2. Exit 0 passed, 1 failed."""
@@ -9,9 +9,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import HERE, Checks
 
-SCRIPT = os.path.join(HERE, "..", "bench", "advise_score.py")
+SCRIPT = os.path.join(HERE, "..", "tools", "advise_score.py")
 check = Checks("test_advise_score")
 
 

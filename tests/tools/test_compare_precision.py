@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import HERE, Checks
 
 SCRIPT = os.path.join(HERE, "..", "bench", "compare_precision.py")

@@ -11,6 +11,7 @@ import sys
 import tarfile
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import HERE, Checks
 
 SCRIPT = os.path.join(HERE, "..", "bench", "decode_runs.py")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
 from testlib import HERE, Checks
 
 SCRIPT = os.path.join(HERE, "..", "bench", "mix_windows.py")

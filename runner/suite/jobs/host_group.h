@@ -10,7 +10,7 @@
 
 #include "runner/suite/jobs/jobs.h"
 
-/* The job_host program: $SUITE_JOB_HOST when set (a stand-in: tests/fake_job_host.c), else the
+/* The job_host program: $SUITE_JOB_HOST when set (a stand-in: tests/support/fake_job_host.c), else the
  * one beside train_path (same build folder or install prefix). */
 void host_group_program(const char *train_path, char *out, size_t size);
 
