@@ -1,7 +1,7 @@
 /* CUDA C kernels that cuDNN and cuBLAS do not provide, exported to C. Activations are NHWC
  * float32 or bfloat16 (elem_type), flattened to [rows, C] with rows = N*H*W where a kernel is per-channel. Argument
  * order everywhere: outputs, inputs, sizes, scratch, stream. Every launcher checks its launch.
- * References: tests/*/gpu_*.c hold a double-precision CPU version of each kernel. */
+ * References: tests/<layer>/gpu_*.c hold a double-precision CPU version of each kernel. */
 #ifndef SUITE_KERNELS_H
 #define SUITE_KERNELS_H
 
