@@ -212,19 +212,24 @@ static void test_out_of_memory_is_reported(void **state) {
     assert_non_null(strstr(out, "\"event\":\"error\""));
 }
 
+/* Two epochs, not one: from scratch, one epoch of one-cycle at this rate lands anywhere in a few
+ * points of accuracy from run to run (the batch norms' atomics reorder sums, and the trajectory
+ * follows), which put one epoch's result on both sides of the bound. */
 static void test_learns_fashion_mnist(void **state) {
     if (access(FASHION_MNIST_DEFAULT_ROOT "/train-images-idx3-ubyte.gz", R_OK) != 0) {
         printf("Fashion-MNIST is not installed: skipped\n");
         skip();
     }
-    int rc = RUN_TRAIN("--model", "resnet26", "--data", "fashion-mnist", "--batch", "128", "--epochs", "1",
+    int rc = RUN_TRAIN("--model", "resnet26", "--data", "fashion-mnist", "--batch", "128", "--epochs", "2",
                        "--lr", "0.1", "--schedule", "one-cycle", "--warmup-pct", "0.15", "--eval", "--json");
     if (rc != 0) fail_msg("train exited %d: %s", rc, err);
-    cJSON *list = events();
-    cJSON *epoch = cJSON_GetArrayItem(list, 2);
-    double acc = cJSON_GetObjectItem(epoch, "accuracy")->valuedouble;
-    printf("one epoch of resnet26 on Fashion-MNIST: test accuracy %.4f, loss %.4f\n", acc,
-           cJSON_GetObjectItem(epoch, "loss")->valuedouble);
+    cJSON *list = events(), *last = NULL;
+    for (int i = 0; i < cJSON_GetArraySize(list); i++)
+        if (!strcmp(event_name(cJSON_GetArrayItem(list, i)), "epoch")) last = cJSON_GetArrayItem(list, i);
+    if (!last) fail_msg("no epoch event in: %s", out);
+    double acc = cJSON_GetObjectItem(last, "accuracy")->valuedouble;
+    printf("two epochs of resnet26 on Fashion-MNIST: test accuracy %.4f, loss %.4f\n", acc,
+           cJSON_GetObjectItem(last, "loss")->valuedouble);
     expect_gt(acc, 0.85);
     cJSON_Delete(list);
 }
