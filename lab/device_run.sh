@@ -82,6 +82,9 @@
 #           with no tracer, in a measured window with the tracer subscribed (collection off), and
 #           in the traced window (train --kernels), side by side with the costs in % (TRACE_SIZES,
 #           TRACE_WINDOW_S: 5)
+#   attribution  issue 49: ATTR_MIXES (7*S 3*M L+XL) each under --mode all --quick with --kernels
+#           (ATTR_WINDOW 1 s measured, ATTR_KERNELS_WINDOW 0.5 s traced) and its report; kernels.csv,
+#           interference.csv, the summaries, reports and logs back in one attribution.tgz
 #   trace-check  one job's kernels traced in place (train --kernels, resnet26 32x32/128 in
 #           TRACE_PRECISION, tf32) against ncu's of the same step (bench/kernel_breakdown.py's
 #           kinds), and the traced step against bench_step's untraced median (bench/trace_check.py)
@@ -724,6 +727,27 @@ PY
         bash bench/trace_cost.sh "$build" "$out/trace_cost" "${TRACE_SIZES:-S M L}" "${TRACE_REPEATS:-3}" \
             "${TRACE_WINDOW_S:-5}" >"$out/trace_cost.txt" 2>&1 || status=1
         cat "$out/trace_cost.txt"
+        ;;
+    attribution)
+        # issue 49: each mix of ATTR_MIXES under --mode all with every kernel traced after the measured
+        # windows, and its report; only the small files come back, in one tgz (a call returns few files
+        # and none over its size limit: the traced files stay on the device)
+        for mix in ${ATTR_MIXES:-7*S 3*M L+XL}; do
+            name=$(echo "$mix" | tr '*+' 'x_')
+            d=/tmp/attribution/$name
+            rm -rf "$d" && mkdir -p "$d"
+            # shellcheck disable=SC2086
+            timeout "${ATTR_TIMEOUT:-200}" "$build/run_suite" --mode all --mix "$mix" --quick --window "${ATTR_WINDOW:-1}" \
+                --kernels --kernels-window "${ATTR_KERNELS_WINDOW:-0.5}" --results "$d" ${ATTR_OPTIONS:-} >"$d/run_suite.log" 2>&1 ||
+                { echo "$mix: run_suite exited $?"; status=1; }
+            run=$(find "$d" -mindepth 1 -maxdepth 1 -type d | head -1)
+            [ -n "$run" ] && "$build/run_suite" report "$run" >"$d/report.log" 2>&1 || echo "$mix: no report ($(tail -1 "$d/report.log" 2>/dev/null))"
+            echo "--- $mix"; grep -E "^(mode|serial|naive|mps|mig-emulate|streams|green) " "$d/run_suite.log" | head -8
+        done
+        (cd /tmp && find attribution -type f \( -name kernels.csv -o -name interference.csv -o -name comparison.json \
+            -o -name summary.json -o -name report.html -o -name '*.log' -o -name 'conv-choices.tsv' \) -size -3M |
+            tar czf "$out/attribution.tgz" -T -)
+        ls -la "$out/attribution.tgz"
         ;;
     trace-check)
         precision=${TRACE_PRECISION:-tf32}
