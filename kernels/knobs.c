@@ -50,8 +50,8 @@ static const knob table[KNOB_COUNT] = {
                         "`1`: a job in a green-context partition tells cuBLASLt and cuDNN its SM count, as a "
                         "MIG instance's device tells them, and its convolutions are searched inside the "
                         "partition, told engines against the legacy algorithm (`base/sm_target.h`; an MPS "
-                        "share, mig-emulate's too, is seen by the libraries without telling). Off until a told "
-                        "bfloat16 step's slowdown in a small partition is explained (README: partitions as the "
+                        "share, mig-emulate's too, is seen by the libraries without telling). Off until the "
+                        "sharing guard's green cells are recorded told (docs/modes.md: partitions as the "
                         "libraries see them). The setup event says what was told",
                         JOB_PROGRAMS, 0, FLAG},
     [KNOB_CONCURRENT_JOBS] = {"SUITE_CONCURRENT_JOBS", "a whole number from 1 to 4096", "1",
