@@ -15,22 +15,6 @@
 
 #ifndef RUN_SUITE_PATH
 #error "RUN_SUITE_PATH, FAKE_TRAIN_PATH and FAKE_JOB_HOST_PATH must be defined (CMake passes them)"
-#ifdef NVML_STANDIN_PATH
-/* The GPU as the NVML stand-in's H100 without MIG, and MPS's pipe directory under dir with a fake
- * control daemon on PATH (the advisor's tests: a known SM count and MIG table, no real daemon). */
-static inline void suite_fixture_standin_h100(const char *dir) {
-    char bin[700], mps[600];
-    snprintf(mps, sizeof mps, "%s/mps", dir);
-    mkdir(mps, 0700);
-    test_fake_mps_on_path(dir, FAKE_TRAIN_PATH, bin, sizeof bin);
-    setenv("SUITE_NVML_LIBRARY", NVML_STANDIN_PATH, 1);
-    setenv("SUITE_NVML_STANDIN_GPU", "H100-80GB", 1);
-    setenv("SUITE_NVML_STANDIN_MIG", "off", 1);
-    setenv("SUITE_JOB_HOST", FAKE_JOB_HOST_PATH, 1);
-    setenv("CUDA_MPS_PIPE_DIRECTORY", mps, 1);
-}
-#endif
-
 #endif
 
 typedef struct suite_fixture {
