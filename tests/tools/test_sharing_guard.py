@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GUARD_PY = os.path.join(ROOT, "tools", "sharing_guard.py")
@@ -287,7 +288,9 @@ def main():
             print(f"{test.__name__}: ok")
         except AssertionError as e:
             failed += 1
-            print(f"{test.__name__}: FAILED {e}")
+            # the assertion's line too: a bare assert has no message of its own
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            print(f"{test.__name__}: FAILED at line {where.lineno} ({where.line}): {e}")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print(f"{failed} failed" if failed else "all passed")
