@@ -15,6 +15,7 @@ static const repeats_metric RUN_METRICS[] = {
     {"fairness", "fairness", "%.3f", 0},
     {"speedup_vs_serial", "speed-up", "%.3f", 0},
     {"sm_active_pct", "SM activity %", "%.1f", 0},
+    {"window_energy_per_sample_j", "J/sample", "%.4g", 1},
 };
 #define RUN_METRIC_COUNT (int)(sizeof RUN_METRICS / sizeof RUN_METRICS[0])
 static const repeats_metric JOB_METRICS[] = {

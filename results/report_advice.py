@@ -1,14 +1,14 @@
 """The report's section for advised runs (run_suite advise; runner/suite/multi/advise*.c): per advise
 folder, the candidates as the advisor ranked them with their predictions and, where advise --check
-measured them (check.json, check.csv), predicted against measured per mode (STP, ANTT, each job's
-progress) with the error, the rank correlation and the regret; and a figure of predicted against
+measured them (check.json, check.csv), predicted against measured per mode (STP, ANTT, energy per
+sample, each job's progress) with the error, the rank correlation and the regret (energy's too); and a figure of predicted against
 measured STP, a point per mode. Whether the model's constants were fitted is said plainly: unfitted
 defaults predict from guesses, not from this GPU's runs."""
 import math
 import os
 
-from report_checks import (ADVICE, ADVICE_JOB, ADVICE_PREDICTION, CHECK, CHECK_JOB, CHECK_MODE, CHECK_SPREAD,
-                           CHECK_SUMMARY, check_fields, check_list, check_object, read_csv, read_json)
+from report_checks import (ADVICE, ADVICE_JOB, ADVICE_PREDICTION, CHECK, CHECK_ENERGY, CHECK_JOB, CHECK_MODE,
+                           CHECK_SPREAD, CHECK_SUMMARY, check_fields, check_list, check_object, read_csv, read_json)
 from report_data import MODE_COLOURS, NAN, num
 from report_figures import render
 
@@ -33,9 +33,10 @@ class Advised:
             self.check = read_json(where, dict)
             check_fields(self.check, CHECK, where)
             check_object(self.check, "summary", CHECK_SUMMARY, where, "")
+            check_object(self.check.get("summary", {}), "energy", CHECK_ENERGY, where, "summary")
             check_list(self.check, "modes", CHECK_MODE, where)
             for i, m in enumerate(self.check.get("modes", [])):
-                for key in ("stp", "antt", "fairness"):
+                for key in ("stp", "antt", "fairness", "energy_per_sample_j"):
                     check_object(m, key, CHECK_SPREAD, where, f"modes[{i}]")
                 check_list(m, "jobs", CHECK_JOB, where, f"modes[{i}]")
         if os.path.exists(os.path.join(path, "check.csv")):
@@ -93,6 +94,18 @@ def measured_cell(entry):
     return f"{med:.3f} <span class='note nw'>[{lo:.3f}-{hi:.3f}]</span>"
 
 
+def measured_energy_cell(m, esc):
+    """The measured energy per sample over the window, median [min-max], or why it is missing."""
+    if not m:
+        return ""
+    med, lo, hi, n = spread_of(m.get("energy_per_sample_j"))
+    if math.isnan(med):
+        return f"<span class=note>{esc(m.get('energy_note', 'not measured'))}</span>"
+    if n < 2 or f"{lo:.4g}" == f"{hi:.4g}":
+        return f"{med:.4g}"
+    return f"{med:.4g} <span class='note nw'>[{lo:.4g}-{hi:.4g}]</span>"
+
+
 def error_cell(e, esc):
     """A relative error, red from 10% off (the issue's target for STP)."""
     return "<td>–</td>" if math.isnan(e) else f"<td class={'off' if abs(e) > 0.10 else 'ok'}>{esc(pct(e))}</td>"
@@ -108,7 +121,8 @@ def advice_table(a, esc):
     any_check = bool(checked)
     head = "<tr><th>rank</th><th class=l>mode</th><th>STP</th>" + \
         ("<th>measured</th><th>error</th>" if any_check else "") + "<th>ANTT</th>" + \
-        ("<th>measured</th><th>error</th>" if any_check else "") + "<th>fairness</th><th>J/sample</th><th>fits</th>" + \
+        ("<th>measured</th><th>error</th>" if any_check else "") + "<th>fairness</th><th>J/sample</th>" + \
+        ("<th>measured</th><th>error</th>" if any_check else "") + "<th>fits</th>" + \
         ("<th class=l>each job's progress" + ("<br>predicted / measured (error)" if any_check else "") + "</th>"
          if labels else "") + "</tr>"
     rows = []
@@ -130,8 +144,11 @@ def advice_table(a, esc):
             cells += [f"<td class=nw>{measured_cell(m.get('antt')) if m else ''}</td>",
                       error_cell(num(m.get("antt_error")) if m else NAN, esc)]
         energy = num(p.get("energy_per_sample_j"))
-        cells += [f"<td>{esc(f3(num(p.get('fairness'))))}</td>", f"<td>{'–' if math.isnan(energy) else f'{energy:.4g}'}</td>",
-                  f"<td>{'yes' if fits is True else 'no' if fits is False else 'unknown'}</td>"]
+        cells += [f"<td>{esc(f3(num(p.get('fairness'))))}</td>", f"<td>{'–' if math.isnan(energy) else f'{energy:.4g}'}</td>"]
+        if any_check:
+            cells += [f"<td class=nw>{measured_energy_cell(m, esc)}</td>",
+                      error_cell(num(m.get("energy_error")) if m else NAN, esc)]
+        cells.append(f"<td>{'yes' if fits is True else 'no' if fits is False else 'unknown'}</td>")
         jobs = p.get("jobs", [])
         mjobs = m.get("jobs", []) if m else []
         lines = []  # one line a job, so that a mix of seven stays one column
@@ -169,6 +186,29 @@ def check_sentence(a):
         return text + f"Regret: none: the recommended {rec} is the best measured."
     text += f"Regret: the recommended {rec} measured {100 * regret:.1f}% behind {best}, the best measured"
     return text + (", a tie: inside the repeats' spread." if s.get("tie") is True else ".")
+
+
+def energy_sentence(a):
+    """The energy per sample's check in words, whatever the check's objective: its median error and
+    the regret of the mode predicted lowest against the lowest measured; "" where check.json has none."""
+    s = a.summary()
+    e = s.get("energy")
+    if not isinstance(e, dict):
+        return ""
+    err = num(s.get("median_abs_energy_error"))
+    if math.isnan(err):
+        notes = sorted({m.get("energy_note") for m in a.checked().values() if m.get("energy_note")})
+        return "Energy per sample: not measured" + (f" ({'; '.join(notes)})." if notes else ".")
+    spearman = num(e.get("spearman"))
+    text = (f"Energy per sample over the window: median |error| {pct(err).lstrip('+')}; Spearman's rank correlation "
+            f"{f'{spearman:.2f}' if not math.isnan(spearman) else 'undefined'}. ")
+    choice, lowest, regret = e.get("recommended"), e.get("best_measured"), num(e.get("regret"))
+    if not choice or not lowest or math.isnan(regret):
+        return text + "Its regret: unknown (the mode predicted lowest was not measured)."
+    if choice == lowest:
+        return text + f"Its regret: none: {choice}, predicted lowest, measured lowest."
+    return text + (f"Its regret: {choice}, predicted lowest, measured {100 * regret:.1f}% above {lowest}, the lowest "
+                   "measured" + (", a tie: inside the repeats' spread." if e.get("tie") is True else "."))
 
 
 def figure_advice(plt, a):
@@ -256,6 +296,8 @@ def advice_section(plt, advised, emit, body, esc):
         body.append(advice_table(a, esc))
         if a.check is not None:
             body.append(f"<p>{esc(check_sentence(a))}</p>")
+            if energy_sentence(a):
+                body.append(f"<p>{esc(energy_sentence(a))}</p>")
             fig = figure_advice(plt, a)
             if fig:
                 emit(f"fig-advice-{n + 1}", f"advice {adv.get('mix', '?')}", "measured against predicted STP per mode",

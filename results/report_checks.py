@@ -128,7 +128,9 @@ SUMMARY = {"mode": TEXT, "mix": TEXT, "status": TEXT, "measurement": TEXT, "jobs
            "energy_j": AMOUNT, "energy_per_sample_j": AMOUNT, "peak_gpu_memory_bytes": AMOUNT,
            "speedup_vs_serial": AMOUNT, "energy_vs_serial": AMOUNT, "stp": AMOUNT, "antt": AMOUNT,
            "fairness": AMOUNT, "interference_ratio_min": AMOUNT, "interference_ratio_mean": AMOUNT,
-           "window_length_s": AMOUNT, "windows": COUNT, "min_overlap": SHARE, "metrics": OBJECT, "normalized": OBJECT}
+           "window_length_s": AMOUNT, "windows": COUNT, "min_overlap": SHARE, "window_energy_j": AMOUNT,
+           "window_samples": AMOUNT, "window_energy_per_sample_j": AMOUNT, "window_energy_note": TEXT,
+           "metrics": OBJECT, "normalized": OBJECT}
 SUMMARY_JOB = {"index": COUNT, "label": TEXT, "job": TEXT, "epochs": COUNT, "steps_per_epoch": COUNT, "status": TEXT,
                "reason": TEXT, "timed_epoch": COUNT, "timed_seconds": AMOUNT, "timed_samples_per_s": AMOUNT,
                "peak_bytes": AMOUNT, "solo_timed_seconds": AMOUNT, "slowdown": AMOUNT,
@@ -157,12 +159,16 @@ CHECK = {"objective": TEXT, "repeats": COUNT, "modes": LIST, "summary": OBJECT}
 CHECK_MODE = {"rank": COUNT, "label": TEXT, "mode": TEXT, "measured": FLAG, "predicted_stp": AMOUNT,
               "predicted_antt": AMOUNT, "predicted_fairness": AMOUNT, "stp": OBJECT, "antt": OBJECT,
               "fairness": OBJECT, "stp_error": SIGNED, "antt_error": SIGNED, "fairness_error": SIGNED,
-              "measured_objective": SIGNED, "jobs": LIST}
+              "measured_objective": SIGNED, "jobs": LIST, "predicted_energy_per_sample_j": AMOUNT,
+              "energy_per_sample_j": OBJECT, "energy_error": SIGNED, "energy_note": TEXT}
 CHECK_SPREAD = {"median": AMOUNT, "min": AMOUNT, "max": AMOUNT, "n": COUNT}
 CHECK_JOB = {"label": TEXT, "predicted": AMOUNT, "measured": AMOUNT, "error": SIGNED}
 CHECK_SUMMARY = {"measured": COUNT, "spearman": CORRELATION, "recommended": TEXT, "best_measured": TEXT_OR_NULL,
                  "regret": SIGNED, "tie": FLAG, "median_abs_stp_error": AMOUNT, "median_abs_antt_error": AMOUNT,
-                 "median_abs_progress_error": AMOUNT}
+                 "median_abs_progress_error": AMOUNT, "median_abs_energy_error": AMOUNT, "energy": OBJECT}
+# check.json's summary.energy: the energy objective over the same modes, whatever the check's objective
+CHECK_ENERGY = {"recommended": TEXT_OR_NULL, "best_measured": TEXT_OR_NULL, "spearman": CORRELATION, "regret": SIGNED,
+                "tie": FLAG}
 
 
 def check_fields(obj, spec, path, where=""):

@@ -303,6 +303,8 @@ void results_summarize(const job_record *jobs, int count, const char *mode, int 
     s->job_count = count;
     s->first_go = s->last_end = NAN;
     s->energy_j = s->peak_gpu_memory = NAN;
+    for (int w = 0; w < JOB_MAX_WINDOWS; w++) s->window_energy_j[w] = s->window_samples[w] = NAN;
+    s->window_energy_total_j = s->window_samples_total = s->window_energy_per_sample_j = NAN;
     s->monitor_mean_ms = s->monitor_busy_fraction = NAN;
     s->sequential = serial;
     job_spec specs[MIX_MAX_JOBS];
@@ -571,6 +573,10 @@ int results_write_summary(const char *dir, const char *mix_text, const job_recor
                                 "samples/s = samples of its steps completed inside [T0, T1] / (T1 - T0)");
         cJSON_AddStringToObject(defs, "overlap", "share of the window during which every other job was training; "
                                 "below min_overlap the job is flagged (overlap_flag)");
+        cJSON_AddStringToObject(defs, "window_energy_per_sample_j", "the GPU's energy over the common windows (NVML's "
+                                "energy counter as the monitor sampled it, at T0 and T1; one job after another: over "
+                                "each job's own window, summed) / the samples every job's steps completed inside them; "
+                                "null with window_energy_note saying why where no energy was read");
     }
     cJSON_AddStringToObject(defs, "fairness", "min / max normalized throughput");
     cJSON_AddStringToObject(defs, "energy_per_sample_j", "run energy split by solo-equivalent seconds of each job's samples");

@@ -60,6 +60,14 @@ typedef struct run_summary {
     double rate_in_window[MIX_MAX_JOBS][JOB_MAX_WINDOWS]; /* job i's samples/s in window w; NaN: none */
     int windows_measured;                       /* windows with per-window metrics below */
     double window_stp[JOB_MAX_WINDOWS], window_antt[JOB_MAX_WINDOWS], window_fairness[JOB_MAX_WINDOWS];
+    /* Energy per trained sample over the common windows: the GPU's energy over window w (set by the
+     * caller from the monitor after results_summarize, which leaves it NaN: collocated, over the window
+     * every job shares; one after another, summed over each job's own window) and the samples every
+     * job's steps completed inside it (results_window_summarize); results_window_compare sums both
+     * over the windows and divides. NaN unknown, energy_note then saying why ("" when known). */
+    double window_energy_j[JOB_MAX_WINDOWS], window_samples[JOB_MAX_WINDOWS];
+    double window_energy_total_j, window_samples_total, window_energy_per_sample_j;
+    char window_energy_note[256];
 } run_summary;
 
 #endif

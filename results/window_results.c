@@ -58,6 +58,42 @@ void results_window_summarize(const job_record *jobs, int count, run_summary *s)
         /* a failed job's windows are not compared (it did not train through them) */
         if (jobs[i].status != JOB_OK) s->window_rate[i] = NAN;
     }
+    /* the samples trained in each window, all jobs' (a job without the window: unknown, since the GPU
+     * spent energy on its steps all the same) */
+    for (int w = 0; w < s->window_count && w < JOB_MAX_WINDOWS; w++) {
+        double samples = 0;
+        for (int i = 0; i < count && !isnan(samples); i++) {
+            const job_window *jw = window_of(&jobs[i], w);
+            samples = jw && jw->samples >= 0 ? samples + jw->samples : NAN;
+        }
+        s->window_samples[w] = count > 0 ? samples : NAN;
+    }
+}
+
+/* Energy per sample over the windows (run_summary.h): the windows' energy and samples summed, or
+ * the note saying which is missing where the caller left none. */
+static void window_energy_compare(run_summary *s) {
+    double energy = 0, samples = 0;
+    int missing_energy = -1, missing_samples = -1;
+    for (int w = 0; w < s->windows_measured; w++) {
+        if (isnan(s->window_energy_j[w]) && missing_energy < 0) missing_energy = w;
+        if (isnan(s->window_samples[w]) && missing_samples < 0) missing_samples = w;
+        energy += s->window_energy_j[w];
+        samples += s->window_samples[w];
+    }
+    s->window_energy_total_j = s->windows_measured ? energy : NAN;
+    s->window_samples_total = s->windows_measured ? samples : NAN;
+    s->window_energy_per_sample_j = energy >= 0 && samples > 0 ? energy / samples : NAN;
+    char *note = s->window_energy_note;
+    size_t size = sizeof s->window_energy_note;
+    if (!isnan(s->window_energy_per_sample_j)) note[0] = 0;
+    if (!isnan(s->window_energy_per_sample_j) || note[0]) return; /* known, or the caller said why not */
+    if (!s->windows_measured) snprintf(note, size, "no common window was measured");
+    else if (missing_samples >= 0)
+        snprintf(note, size, "a job reported no samples for window %d (it failed or stopped before it ended)",
+                 missing_samples);
+    else if (missing_energy >= 0) snprintf(note, size, "the GPU's energy over window %d is unknown", missing_energy);
+    else snprintf(note, size, "no step completed inside the windows");
 }
 
 void results_window_compare(run_summary *s, const metrics_input *median_in) {
@@ -73,6 +109,7 @@ void results_window_compare(run_summary *s, const metrics_input *median_in) {
     s->metrics.stp = spread_of(s->window_stp, s->windows_measured).median;
     s->metrics.antt = spread_of(s->window_antt, s->windows_measured).median;
     s->metrics.fairness = spread_of(s->window_fairness, s->windows_measured).median;
+    window_energy_compare(s);
 }
 
 static double median_field(const job_record *job, const run_summary *s, size_t offset) {
@@ -118,6 +155,10 @@ void results_window_json_run(cJSON *root, const run_summary *s) {
     cJSON_AddItemToObject(root, "stp_spread", spread_json(spread_of(s->window_stp, s->windows_measured)));
     cJSON_AddItemToObject(root, "antt_spread", spread_json(spread_of(s->window_antt, s->windows_measured)));
     cJSON_AddItemToObject(root, "fairness_spread", spread_json(spread_of(s->window_fairness, s->windows_measured)));
+    results_json_number(root, "window_energy_j", s->window_energy_total_j);
+    results_json_number(root, "window_samples", s->window_samples_total);
+    results_json_number(root, "window_energy_per_sample_j", s->window_energy_per_sample_j);
+    if (s->window_energy_note[0]) cJSON_AddStringToObject(root, "window_energy_note", s->window_energy_note);
     cJSON *list = cJSON_AddArrayToObject(root, "window_metrics");
     for (int w = 0; w < s->windows_measured; w++) {
         cJSON *o = cJSON_CreateObject();
@@ -125,6 +166,8 @@ void results_window_json_run(cJSON *root, const run_summary *s) {
         results_json_number(o, "stp", s->window_stp[w]);
         results_json_number(o, "antt", s->window_antt[w]);
         results_json_number(o, "fairness", s->window_fairness[w]);
+        results_json_number(o, "energy_j", s->window_energy_j[w]);
+        results_json_number(o, "samples", s->window_samples[w]);
         cJSON_AddItemToArray(list, o);
     }
 }

@@ -10,6 +10,9 @@
 # every fit mix has its check.json and advise-constants.json is not there yet.
 # ADVISE_WINDOW (5 s) and ADVISE_WARMUP (30 steps) are the probes' and the check's window.
 # ADVISE_ARGS: more options for every run_suite advise (a CPU rehearsal: "--train tests/support/fake_train").
+# Energy per sample is checked in the same runs, whatever the objective: the probes' power and each
+# check run's window energy (NVML's energy counter) come from the GPU monitor, so it stays on
+# (--no-monitor in ADVISE_ARGS is refused).
 # The probing target sets the probes' wall time against `run_suite --mode all --mig-emulate --repeat
 # 3` on the same mix: measured for the held-out mixes of ADVISE_MODE_ALL_MIXES (three by default, to
 # keep device time) into OUT/<name>/mode_all_wall_s, once (resumable too).
@@ -41,6 +44,9 @@ S-XL-tf32|S+XL|tf32|held-out
 E-C-tf32|$E+$C|tf32|held-out
 "
 wanted=" ${*:-${ADVISE_MIXES:-}} "
+case " ${ADVISE_ARGS:-} " in *" --no-monitor "*)
+    echo "advise_check.sh: ADVISE_ARGS has --no-monitor: the energy check needs the GPU monitor" >&2; exit 2;;
+esac
 mkdir -p "$out"
 status=0
 one() { # name mix precision

@@ -10,7 +10,11 @@ OUT/<name>/<time>-advise-<mix>/{advice.json,check.json}; OUT/<name>/mode_all_wal
     tie) or within 3% of it;
   - the recommendation's measured objective against the best single fixed candidate chosen for all
     held-out mixes (the label with the best mean measured objective over the mixes that measured it);
-  - the probes' wall time against --mode all's where known.
+  - the probes' wall time against --mode all's where known;
+  - energy per sample (no target in the issue, reported beside the others): the median |error| of the
+    measured modes, and over the mixes the regret of the mode predicted lowest against the lowest
+    measured (check.json's summary.energy, whatever objective the check ranked by): its median and
+    the share of mixes within the lowest's spread or 3% of it.
 Targets (H100): STP within 10%, ANTT within 15%, rank correlation at least 0.8, recommendation within
 the best's spread or 3% in at least 90% of mixes, better than the best fixed mode; probing at most a
 fifth of --mode all. Prints the figures and writes OUT/score.json."""
@@ -55,7 +59,7 @@ def median(values):
 def score(rows):
     held = [r for r in rows if r["role"] == "held-out" and r["check"]]
     stp_by_mode, antt_by_mode, spearman, within, by_label, recommended = {}, {}, [], [], {}, []
-    wall = []
+    wall, energy_error, energy_regret, energy_within = [], [], [], []
     for r in held:
         check = r["check"]
         summary = check["summary"]
@@ -66,6 +70,8 @@ def score(rows):
                 stp_by_mode.setdefault(m["mode"], []).append(abs(m["stp_error"]))
             if m.get("antt_error") is not None:
                 antt_by_mode.setdefault(m["mode"], []).append(abs(m["antt_error"]))
+            if m.get("energy_error") is not None:
+                energy_error.append(abs(m["energy_error"]))
             if m.get("measured_objective") is not None:
                 by_label.setdefault(m["label"], {})[r["name"]] = m["measured_objective"]
         if summary.get("spearman") is not None:
@@ -75,6 +81,10 @@ def score(rows):
             within.append(bool(summary.get("tie")) or regret <= 0.03)
             rec = next(m for m in check["modes"] if m["label"] == summary["recommended"])
             recommended.append((r["name"], rec["measured_objective"]))
+        energy = summary.get("energy") if isinstance(summary.get("energy"), dict) else {}
+        if energy.get("regret") is not None:
+            energy_regret.append(energy["regret"])
+            energy_within.append(bool(energy.get("tie")) or energy["regret"] <= 0.03)
         probe = r.get("advice", {}).get("probe_wall_s")
         if probe is not None and r.get("mode_all_wall_s"):
             wall.append(probe / r["mode_all_wall_s"])
@@ -97,6 +107,9 @@ def score(rows):
         "recommended_mean_objective": rec_mean,
         "best_fixed": {"label": fixed[0], "mean_objective": fixed[1]} if fixed else None,
         "probe_over_mode_all_median": median(wall),
+        "median_abs_energy_error": median(energy_error),
+        "energy_regret_median": median(energy_regret),
+        "energy_within_share": (sum(energy_within) / len(energy_within)) if energy_within else None,
     }
 
 
@@ -116,6 +129,9 @@ def show(s):
               f"({fixed['label']}) {fixed['mean_objective']:.3f}   (target: above; ANTT negated)")
     w = s["probe_over_mode_all_median"]
     print(f"  probing wall time over --mode all's: {'-' if w is None else f'{w:.2f}'}   (target 0.2)")
+    print(f"  energy per sample median |error| {pct(s['median_abs_energy_error'])}; the mode predicted lowest "
+          f"measured {pct(s['energy_regret_median'])} above the lowest (median regret), within its spread or 3% in "
+          f"{pct(s['energy_within_share'])} of mixes   (no target)")
 
 
 def main():

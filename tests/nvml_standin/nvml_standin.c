@@ -19,11 +19,16 @@
  *   SUITE_NVML_STANDIN_SKEW      1: report 16 SMs for the 1-slice profile (a driver that disagrees)
  *   SUITE_NVML_STANDIN_GPUS      how many GPUs of that model (1 by default, at most 64), each with its
  *                                own full-length UUID; MIG instances live on the first
+ *   SUITE_NVML_STANDIN_POWER_W   a constant power draw in watts (none by default: power and energy are
+ *                                then not supported, as on a GPU without the sensor); the energy counter
+ *                                is that power times the wall clock's seconds, so the energy between two
+ *                                moments is exactly the power times the time between them
  * The test reads the state through the nvml_standin_* functions at the end of this file. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runner/suite/gpu/nvml.h"
 
@@ -84,6 +89,7 @@ static struct {
     char fail_kind[32];
     int fail_at, gi_creations, ci_creations;
     int card_count;
+    unsigned int power_mw;  /* 0: no power sensor */
     struct nvmlDevice_st cards[CARDS], mig_handles[SLOTS][SLOTS];
     struct nvmlGpuInstance_st gi[SLOTS];
 } state;
@@ -185,6 +191,8 @@ static void configure(void) {
     state.name = h100 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-40GB";
     state.memory_mib = h100 ? 81559 : 40960;
     state.skew = skew && strcmp(skew, "1") == 0;
+    const char *power = getenv("SUITE_NVML_STANDIN_POWER_W");
+    state.power_mw = power && atof(power) > 0 ? (unsigned int)(atof(power) * 1000 + 0.5) : 0;
     state.mig_supported = !(mig && strcmp(mig, "unsupported") == 0);
     state.mig_current = !mig || strcmp(mig, "on") == 0 ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     state.mig_pending = mig && strcmp(mig, "pending") == 0 ? NVML_DEVICE_MIG_ENABLE : state.mig_current;
@@ -473,6 +481,24 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) 
         mib = state.gi[device->gi].profile->memory_mib;
     }
     *memory = (nvmlMemory_t){mib << 20, mib << 20, 0};
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *milliwatts) {
+    NEED_INIT();
+    if (card_of(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!state.power_mw) return NVML_ERROR_NOT_SUPPORTED;
+    *milliwatts = state.power_mw;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *millijoules) {
+    NEED_INIT();
+    if (card_of(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!state.power_mw) return NVML_ERROR_NOT_SUPPORTED;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    *millijoules = (unsigned long long)((double)state.power_mw * ((double)now.tv_sec + now.tv_nsec * 1e-9));
     return NVML_SUCCESS;
 }
 

@@ -85,6 +85,22 @@ with tempfile.TemporaryDirectory() as tmp:
           "the recommended and the best measured are marked")
     check(len([r for r in rows if r["series"] == "predicted = measured"]) == 2, "the diagonal")
     check(any("measured STP (median, min-max of 3 repeats)" in r["panel"] for r in rows), "the axis says what is drawn")
+    # a check before energy was measured says nothing of it; one that measured it gives the measured
+    # J/sample with its error per mode and the energy's regret in words
+    check("Energy per sample" not in page, "no energy words without check.json's energy")
+
+    def with_energy(c):
+        for m in c["modes"]:
+            m.update(predicted_energy_per_sample_j=0.02, energy_per_sample_j={"median": 0.025, "min": 0.024,
+                     "max": 0.026, "n": 3}, energy_error=-0.2)
+        c["summary"].update(median_abs_energy_error=0.2, energy={"recommended": "mps 50%", "best_measured": "green 64,64",
+                            "spearman": 0.5, "regret": 0.04, "tie": True})
+    edit_json(os.path.join(folder, "check.json"), with_energy)
+    page, _ = report.build([root], "")
+    row = page[page.index("<td>1</td>"):page.index("<td>2</td>")]
+    check("0.025 <span class='note nw'>[0.024-0.026]</span>" in row and ">-20.0%<" in row, f"the energy cells: {row}")
+    check("Energy per sample over the window: median |error| 20.0%" in page and "measured 4.0% above green 64,64" in page
+          and "a tie: inside the repeats" in page, "the energy's regret in words")
     # fitted constants are named, not warned about
     edit_json(os.path.join(folder, "advice.json"),
               lambda a: a.update(constants_source="results/advise-constants.json (fitted on 6 runs)"))

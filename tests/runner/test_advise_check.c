@@ -55,6 +55,24 @@ static void test_compare_by_hand(void **state) {
     assert_int_equal(s.best, 0);
     expect_lt(fabs(s.regret), 1e-12);
     expect_lt(fabs(s.spearman - 1.5 / sqrt(3)), 1e-12); /* ranks 3,2,1 against 2.5,2.5,1 */
+    /* energy, whatever the objective: the choice is the row predicted lowest (C), the best the lowest
+     * measured (B); regret (E_choice - E_best) / E_best, apart: no tie */
+    p[0].energy_per_sample = 0.30, p[1].energy_per_sample = 0.25, p[2].energy_per_sample = 0.20;
+    r[0].energy = three(0.28, 0.30, 0.32), r[1].energy = three(0.19, 0.20, 0.21), r[2].energy = three(0.24, 0.25, 0.26);
+    advise_check_compare(r, 3, 2, ADVISE_STP, &s);
+    expect_lt(fabs(r[2].energy_error - (0.20 - 0.25) / 0.25), 1e-12);
+    expect_lt(fabs(s.median_abs_energy_error - 0.20), 1e-12); /* |0|, |+25%|, |-20%| */
+    assert_int_equal(s.energy_recommended, 2);
+    assert_int_equal(s.energy_best, 1);
+    expect_lt(fabs(s.energy_regret - 0.05 / 0.20), 1e-12);
+    assert_int_equal(s.energy_tie, 0);
+    expect_lt(fabs(s.energy_spearman - 0.5), 1e-12); /* predicted -E ranks 1,2,3 against measured 1,3,2 */
+    /* the same as the check's objective: the first row is its choice there */
+    r[1].energy = three(0.22, 0.245, 0.25); /* now overlaps C's [0.24-0.26]: a tie */
+    advise_check_compare(r, 3, 2, ADVISE_ENERGY, &s);
+    assert_int_equal(s.energy_tie, 1);
+    assert_int_equal(s.best, 1);
+    expect_lt(fabs(s.regret - (0.30 - 0.245) / 0.245), 1e-12); /* row 0 (A) is this call's recommendation */
     /* the recommendation not measured: no regret */
     r[0].measured = 0;
     advise_check_compare(r, 3, 2, ADVISE_STP, &s);
@@ -120,13 +138,17 @@ static void test_check_end_to_end(void **state) {
     test_tmpdir(dir, sizeof dir);
     snprintf(results, sizeof results, "%s/results", dir);
     environment(dir);
+    /* the stand-in draws a constant power: the probes' power and each check run's window energy */
+    setenv("SUITE_NVML_STANDIN_POWER_W", "250", 1);
     int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--window", "0.3",
-                             "--warmup-steps", "2", "--check", "--check-top", "3", "--train", FAKE_TRAIN_PATH,
-                             "--results", results, NULL);
+                             "--warmup-steps", "2", "--check", "--check-top", "3", "--objective", "energy", "--train",
+                             FAKE_TRAIN_PATH, "--results", results, NULL);
+    unsetenv("SUITE_NVML_STANDIN_POWER_W");
     if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "check: predicted against measured"));
-    assert_non_null(strstr(out, "Spearman on stp"));
+    assert_non_null(strstr(out, "Spearman on energy"));
+    assert_non_null(strstr(out, "energy per trained sample (J): predicted / measured"));
     assert_non_null(strstr(out, "regret: "));
     folder_ending(results, "-advise-S+M", advice, sizeof advice);
     cJSON *root = read_json(advice, "check.json");
@@ -137,6 +159,13 @@ static void test_check_end_to_end(void **state) {
         assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "measured")));
         double pred = number(m, "predicted_stp"), meas = number(cJSON_GetObjectItemCaseSensitive(m, "stp"), "median");
         expect_lt(fabs(number(m, "stp_error") - (pred - meas) / meas), 1e-9);
+        /* energy per sample: the probes' power over the predicted samples/s, against the window's */
+        pred = number(m, "predicted_energy_per_sample_j");
+        meas = number(cJSON_GetObjectItemCaseSensitive(m, "energy_per_sample_j"), "median");
+        expect_gt(pred, 0);
+        expect_gt(meas, 0);
+        expect_lt(fabs(number(m, "energy_error") - (pred - meas) / meas), 1e-9);
+        expect_lt(fabs(number(m, "measured_objective") + meas), 1e-12); /* lower is better: negated */
         const cJSON *job = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "jobs"), 0);
         expect_lt(fabs(number(job, "error") - (number(job, "predicted") - number(job, "measured")) /
                                                    number(job, "measured")), 1e-9);
@@ -145,15 +174,18 @@ static void test_check_end_to_end(void **state) {
     assert_int_equal((int)number(sum, "measured"), 3);
     assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(sum, "best_measured")));
     assert_true(isfinite(number(sum, "regret")));
+    assert_true(isfinite(number(sum, "median_abs_energy_error")));
+    /* the check's objective is energy: its energy block agrees with the summary's own */
+    const cJSON *energy = cJSON_GetObjectItemCaseSensitive(sum, "energy");
+    expect_eq(number(energy, "regret"), number(sum, "regret"));
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(energy, "best_measured")->valuestring,
+                        cJSON_GetObjectItemCaseSensitive(sum, "best_measured")->valuestring);
     cJSON_Delete(root);
     char path[1200];
     snprintf(path, sizeof path, "%s/check.csv", advice);
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     /* refusals */
-    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--check",
-                                     "--objective", "energy", "--train", FAKE_TRAIN_PATH, NULL), 2);
-    assert_non_null(strstr(err, "energy per sample is not a metric of the repeats"));
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M",
                                      "--check-top", "2", "--train", FAKE_TRAIN_PATH, NULL), 2);
     assert_non_null(strstr(err, "--check-top goes with --check"));
@@ -223,6 +255,9 @@ static void test_fit_recovers(void **state) {
     if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "fitted on 3 run(s)"));
+    /* the energy model has no constant: said, its residuals where the runs measured energy (none here) */
+    assert_non_null(strstr(out, "energy per sample: no run measured it over its window"));
+    assert_non_null(strstr(out, "the model has no constant of its own"));
     cJSON *fit = read_json(results, ADVISE_CONSTANTS_FILE);
     assert_non_null(fit);
     expect_lt(fabs(number(fit, "switch_cost") - 0.2), 0.01);
@@ -232,6 +267,8 @@ static void test_fit_recovers(void **state) {
     expect_lt(number(fit, "rms_after"), 1e-3);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(fit, "runs")), 3);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(fit, "residuals")), 6);
+    assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(fit, "energy_model")));
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(fit, "energy_residuals")), 0);
     assert_non_null(strstr(cJSON_GetObjectItemCaseSensitive(fit, "fitted_on")->valuestring, "3 run(s)"));
     cJSON_Delete(fit);
     /* the advice now names the constants' file */

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """tools/advise_score.py over a hand-made OUT folder: two held-out mixes and one fit mix (left out of
 the scores); the median |STP error| per mode, the ANTT error, the Spearman median, the share of
-recommendations within the best's spread or 3%, the best fixed candidate and the probing wall time
-against --mode all's, each computed by hand; no mixes.txt exits 2. Exit 0 passed, 1 failed."""
+recommendations within the best's spread or 3%, the best fixed candidate, the probing wall time
+against --mode all's and energy per sample's median |error| and regret, each computed by hand; no
+mixes.txt exits 2. Exit 0 passed, 1 failed."""
 import json
 import os
 import subprocess
@@ -16,9 +17,9 @@ SCRIPT = os.path.join(HERE, "..", "tools", "advise_score.py")
 check = Checks("test_advise_score")
 
 
-def mode(label, mode_name, stp_error, antt_error, objective):
+def mode(label, mode_name, stp_error, antt_error, objective, energy_error=None):
     return {"label": label, "mode": mode_name, "measured": True, "stp_error": stp_error, "antt_error": antt_error,
-            "measured_objective": objective}
+            "measured_objective": objective, "energy_error": energy_error}
 
 
 def make_mix(out, name, modes, summary, probe_wall=None, mode_all=None):
@@ -37,13 +38,15 @@ with tempfile.TemporaryDirectory() as out:
     with open(os.path.join(out, "mixes.txt"), "w") as f:
         f.write("a|2*S|tf32|held-out\nb|3*M|bf16|held-out\nc|S+M|tf32|fit\nd|7*S|tf32|held-out\n")
     # a: recommends mps (1.40), the best is green (1.50), no tie: regret 6.7%, outside
-    make_mix(out, "a", [mode("mps", "mps", 0.10, -0.20, 1.40), mode("green 64,64", "green", -0.02, 0.05, 1.50),
-                        mode("naive", "naive", 0.30, 0.10, 1.00)],
-             {"recommended": "mps", "regret": 0.0667, "tie": False, "spearman": 0.5}, probe_wall=20, mode_all=200)
+    make_mix(out, "a", [mode("mps", "mps", 0.10, -0.20, 1.40, 0.04), mode("green 64,64", "green", -0.02, 0.05, 1.50, -0.10),
+                        mode("naive", "naive", 0.30, 0.10, 1.00, 0.20)],
+             {"recommended": "mps", "regret": 0.0667, "tie": False, "spearman": 0.5,
+              "energy": {"recommended": "green 64,64", "regret": 0.05, "tie": False}}, probe_wall=20, mode_all=200)
     # b: recommends green (1.20), the best, and the mps tie
     make_mix(out, "b", [mode("green 64,64", "green", 0.04, 0.02, 1.20), mode("mps", "mps", -0.06, 0.08, 1.18),
                         mode("naive", "naive", 0.20, -0.30, 0.90)],
-             {"recommended": "green 64,64", "regret": 0.0, "tie": True, "spearman": 1.0}, probe_wall=30, mode_all=100)
+             {"recommended": "green 64,64", "regret": 0.0, "tie": True, "spearman": 1.0,
+              "energy": {"recommended": "mps", "regret": 0.08, "tie": True}}, probe_wall=30, mode_all=100)
     # c: a fit mix: its huge errors must not count
     make_mix(out, "c", [mode("mps", "mps", 5.0, 5.0, 1.0)], {"recommended": "mps", "regret": 0.5, "tie": False,
                                                              "spearman": -1.0})
@@ -64,6 +67,11 @@ with tempfile.TemporaryDirectory() as out:
           f"best fixed: {s['best_fixed']}")
     check(abs(s["probe_over_mode_all_median"] - 0.2) < 1e-9, f"wall: {s['probe_over_mode_all_median']}")  # .1 and .3
     check("STP median |error| mps" in p.stdout and "(target 10%)" in p.stdout, f"printed: {p.stdout}")
+    # energy: |.04| |-.10| |.20| from a (b's modes state none): median 10%; regrets .05 and .08 (a tie)
+    check(abs(s["median_abs_energy_error"] - 0.10) < 1e-9, f"energy error: {s['median_abs_energy_error']}")
+    check(abs(s["energy_regret_median"] - 0.065) < 1e-9, f"energy regret: {s['energy_regret_median']}")
+    check(abs(s["energy_within_share"] - 0.5) < 1e-9, f"energy within: {s['energy_within_share']}")
+    check("energy per sample median |error| 10.0%" in p.stdout, f"printed: {p.stdout}")
 with tempfile.TemporaryDirectory() as empty:
     p = subprocess.run([sys.executable, SCRIPT, empty], capture_output=True, text=True)
     check(p.returncode == 2 and "mixes.txt" in p.stderr, f"no mixes.txt: {p.returncode} {p.stderr}")

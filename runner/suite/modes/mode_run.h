@@ -56,6 +56,7 @@ struct mode_run {
     int gpu_instance_count;
     monitor mon;
     int mon_on;
+    char mon_why[512];            /* why the monitor is off (summary.json's window_energy_note) */
     int stopped;                  /* a stop signal ended the run */
     char error[2048];
     run_summary summary;

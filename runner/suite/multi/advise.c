@@ -523,6 +523,8 @@ static int fit_take(run_args *args, const char *run, const char *root, advise_st
                 const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "normalized_throughput");
                 m->progress[j] = cJSON_IsNumber(p) ? p->valuedouble : NAN;
             }
+            const cJSON *e = cJSON_GetObjectItemCaseSensitive(summary, "window_energy_per_sample_j");
+            m->energy_per_sample = cJSON_IsNumber(e) ? e->valuedouble : NAN;
         }
     }
     if (why && strcmp(why, "not collocated")) fprintf(stderr, "[advise] fit: %s left out: %s\n", run, why);
@@ -599,9 +601,23 @@ static int fit_run(run_args *args) {
         results_json_number(root, "rms_before", before);
         results_json_number(root, "rms_after", after);
         cJSON *res = cJSON_AddArrayToObject(root, "residuals");
+        cJSON *energy = cJSON_AddArrayToObject(root, "energy_residuals");
+        double energy_error[ADVISE_FIT_MAX_RUNS];
+        int measured_energy = 0;
         for (int i = 0; i < taken; i++) {
             advise_prediction p;
             advise_predict(&runs[i].mix, &runs[i].cand, &k, ADVISE_STP, &p);
+            double e = (p.energy_per_sample - runs[i].energy_per_sample) / runs[i].energy_per_sample;
+            if (isfinite(e)) {
+                energy_error[measured_energy++] = fabs(e);
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "run", names[i]);
+                cJSON_AddStringToObject(o, "candidate", runs[i].cand.label);
+                results_json_number(o, "predicted_j", p.energy_per_sample);
+                results_json_number(o, "measured_j", runs[i].energy_per_sample);
+                results_json_number(o, "error", e);
+                cJSON_AddItemToArray(energy, o);
+            }
             for (int j = 0; j < runs[i].mix.count; j++) {
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddStringToObject(o, "run", names[i]);
@@ -613,14 +629,23 @@ static int fit_run(run_args *args) {
                 cJSON_AddItemToArray(res, o);
             }
         }
+        char energy_words[160] = "no run measured it over its window (its summary.json says why)";
+        if (measured_energy)
+            snprintf(energy_words, sizeof energy_words, "off by %.1f%% (median |error|) over the %d run(s) that "
+                     "measured it", 100 * spread_of(energy_error, measured_energy).median, measured_energy);
+        cJSON_AddStringToObject(root, "energy_model", "no constant: the run's power (the highest solo power of its "
+                                "jobs) over the jobs' predicted samples/s together; energy_residuals shows its error");
         if (results_write_json(r->results_dir, ADVISE_CONSTANTS_FILE, root, err, sizeof err) != 0 ||
             results_write_json(dir, ADVISE_CONSTANTS_FILE, root, err, sizeof err) != 0) {
             fprintf(stderr, "run_suite advise --fit: %s\n", err);
             status = 1;
         } else {
             printf("fitted on %d run(s): switch_cost %.4g, packing %.4g, bandwidth %.4g, streams_cost %.4g; a job's "
-                   "progress off by %.3f (rms) before, %.3f after\nwritten: %s/%s\n", taken, k.switch_cost, k.packing,
-                   k.bandwidth, k.streams_cost, before, after, r->results_dir, ADVISE_CONSTANTS_FILE);
+                   "progress off by %.3f (rms) before, %.3f after\n", taken, k.switch_cost, k.packing, k.bandwidth,
+                   k.streams_cost, before, after);
+            printf("energy per sample: %s; the model has no constant of its own (the jobs' highest solo power over "
+                   "their predicted samples/s), so nothing of it is fitted\nwritten: %s/%s\n", energy_words,
+                   r->results_dir, ADVISE_CONSTANTS_FILE);
         }
         cJSON_Delete(root);
     } else if (!status) {
@@ -638,9 +663,6 @@ static int advise_run(run_args *args) {
     if (own->fit) return fit_run(args);
     if (!r->mix_text) return run_args_usage("advise needs --mix MIX: the jobs to advise on");
     if (own->check_top && !own->check) return run_args_usage("advise: --check-top goes with --check");
-    if (own->check && objective == ADVISE_ENERGY)
-        return run_args_usage("advise --check: the check compares STP, ANTT and fairness across repeats; energy per "
-                              "sample is not a metric of the repeats (use --objective stp, antt or fairness)");
     r->mode_name = "serial";
     int json = r->json; /* the advice itself as JSON: a run's request takes --json with --dry-run only */
     r->json = 0;

@@ -34,20 +34,45 @@ int advise_check_read(const char *run_dir, int jobs, advise_check_row *row, char
     row->stp = values_spread(cJSON_GetObjectItemCaseSensitive(metrics, "stp"));
     row->antt = values_spread(cJSON_GetObjectItemCaseSensitive(metrics, "antt"));
     row->fairness = values_spread(cJSON_GetObjectItemCaseSensitive(metrics, "fairness"));
+    row->energy = values_spread(cJSON_GetObjectItemCaseSensitive(metrics, "window_energy_per_sample_j"));
     int j = 0;
     for (const cJSON *job = list->child; job && j < ADVISE_MAX_JOBS; job = job->next, j++)
         row->progress[j] = values_spread(cJSON_GetObjectItemCaseSensitive(
                                              cJSON_GetObjectItemCaseSensitive(job, "metrics"), "normalized_throughput"))
                                .median;
     cJSON_Delete(root);
+    row->energy_note[0] = 0;
+    if (row->energy.n == 0) { /* why: the repeats' summary.json say it (the first suffices, they ran alike) */
+        snprintf(path, sizeof path, "%s/repeat-1/summary.json", run_dir);
+        cJSON *first = results_read_json(path);
+        const cJSON *note = cJSON_GetObjectItemCaseSensitive(first, "window_energy_note");
+        snprintf(row->energy_note, sizeof row->energy_note, "%s",
+                 cJSON_IsString(note) ? note->valuestring : "the repeats' summary.json hold no window energy");
+        cJSON_Delete(first);
+    }
     row->measured = row->stp.n > 0;
     if (!row->measured) return snprintf(err, err_size, "%s: no repeat has an STP (no serial baseline?)", path), -1;
     return 0;
 }
 
-/* The objective's value: what the ranking compares, higher better. */
-static double objective_of(advise_objective o, double stp, double antt, double fairness) {
-    return advise_objective_score(o, stp, antt, fairness, NAN);
+/* The objective's value, measured (the repeats' medians) and predicted: what the ranking compares,
+ * higher better; and the measured spread it comes from. */
+static double measured_of(const advise_check_row *r, advise_objective o) {
+    return advise_objective_score(o, r->stp.median, r->antt.median, r->fairness.median, r->energy.median);
+}
+
+static double predicted_of(const advise_prediction *p, advise_objective o) {
+    return advise_objective_score(o, p->stp, p->antt, p->fairness, p->energy_per_sample);
+}
+
+static const spread *spread_on(const advise_check_row *r, advise_objective o) {
+    switch (o) {
+    case ADVISE_ANTT: return &r->antt;
+    case ADVISE_FAIRNESS: return &r->fairness;
+    case ADVISE_ENERGY: return &r->energy;
+    case ADVISE_STP: break;
+    }
+    return &r->stp;
 }
 
 static double relative(double predicted, double measured) {
@@ -99,48 +124,67 @@ double advise_spearman(const double *x, const double *y, int n) {
     return r;
 }
 
+/* On objective o over rows[0..n) with row rec the recommendation: the Spearman of predicted against
+ * measured, the best measured row (-1 none), the regret (NaN: the recommendation or the best not
+ * measured) and whether it is a tie inside the repeats' spread. */
+static void rank_on(const advise_check_row *rows, int n, advise_objective o, int rec, double *spearman, int *best,
+                    double *regret, int *tie) {
+    double *pred = calloc((size_t)n + 1, sizeof *pred), *meas = calloc((size_t)n + 1, sizeof *meas);
+    *best = -1, *regret = NAN, *tie = 0;
+    for (int i = 0; i < n; i++) {
+        pred[i] = meas[i] = NAN;
+        if (!rows[i].measured) continue;
+        pred[i] = predicted_of(rows[i].pred, o);
+        meas[i] = measured_of(&rows[i], o);
+        if (isfinite(meas[i]) && (*best < 0 || meas[i] > meas[*best])) *best = i;
+    }
+    *spearman = advise_spearman(pred, meas, n);
+    if (rec >= 0 && *best >= 0 && isfinite(meas[rec])) {
+        double b = meas[*best], r = meas[rec];
+        *regret = b != 0 ? (b - r) / fabs(b) : NAN;
+        *tie = *best == rec || spread_rank(*spread_on(&rows[rec], o), *spread_on(&rows[*best], o)) == 0;
+    }
+    free(pred), free(meas);
+}
+
 void advise_check_compare(advise_check_row *rows, int n, int jobs, advise_objective objective,
                           advise_check_summary *out) {
     memset(out, 0, sizeof *out);
-    out->best = -1;
-    out->spearman = out->regret = out->median_abs_stp_error = out->median_abs_antt_error = NAN;
-    out->median_abs_progress_error = NAN;
-    double *pred = calloc((size_t)n + 1, sizeof *pred), *meas = calloc((size_t)n + 1, sizeof *meas);
+    out->median_abs_progress_error = out->median_abs_energy_error = NAN;
     double *stp = calloc((size_t)n + 1, sizeof *stp), *antt = calloc((size_t)n + 1, sizeof *antt);
+    double *energy = calloc((size_t)n + 1, sizeof *energy);
     double *prog = calloc((size_t)n * ADVISE_MAX_JOBS + 1, sizeof *prog);
     int np = 0;
+    out->energy_recommended = -1;
     for (int i = 0; i < n; i++) {
         advise_check_row *r = &rows[i];
         const advise_prediction *p = r->pred;
-        r->stp_error = r->antt_error = r->fairness_error = r->measured_score = NAN;
+        r->stp_error = r->antt_error = r->fairness_error = r->energy_error = r->measured_score = NAN;
         for (int j = 0; j < jobs; j++) r->progress_error[j] = NAN;
-        pred[i] = meas[i] = stp[i] = antt[i] = NAN;
+        stp[i] = antt[i] = energy[i] = NAN;
+        /* the energy objective's choice among the rows: predicted lowest, measured or not */
+        double e = predicted_of(p, ADVISE_ENERGY);
+        if (isfinite(e) && (out->energy_recommended < 0 || e > predicted_of(rows[out->energy_recommended].pred,
+                                                                            ADVISE_ENERGY)))
+            out->energy_recommended = i;
         if (!r->measured) continue;
         out->measured++;
         for (int j = 0; j < jobs; j++) prog[np++] = r->progress_error[j] = relative(p->progress[j], r->progress[j]);
         stp[i] = r->stp_error = relative(p->stp, r->stp.median);
         antt[i] = r->antt_error = relative(p->antt, r->antt.median);
         r->fairness_error = relative(p->fairness, r->fairness.median);
-        r->measured_score = objective_of(objective, r->stp.median, r->antt.median, r->fairness.median);
-        pred[i] = objective_of(objective, p->stp, p->antt, p->fairness);
-        meas[i] = r->measured_score;
-        if (isfinite(meas[i]) && (out->best < 0 || meas[i] > rows[out->best].measured_score)) out->best = i;
+        energy[i] = r->energy_error = relative(p->energy_per_sample, r->energy.median);
+        r->measured_score = measured_of(r, objective);
     }
-    out->spearman = advise_spearman(pred, meas, n);
+    rank_on(rows, n, objective, n > 0 ? 0 : -1, &out->spearman, &out->best, &out->regret, &out->tie);
+    rank_on(rows, n, ADVISE_ENERGY, out->energy_recommended, &out->energy_spearman, &out->energy_best,
+            &out->energy_regret, &out->energy_tie);
     out->median_abs_stp_error = median_abs(stp, n);
     out->median_abs_antt_error = median_abs(antt, n);
+    out->median_abs_energy_error = median_abs(energy, n);
     out->median_abs_progress_error = median_abs(prog, np);
     out->recommended_measured = n > 0 && rows[0].measured && isfinite(rows[0].measured_score);
-    if (out->recommended_measured && out->best >= 0) {
-        double best = rows[out->best].measured_score, rec = rows[0].measured_score;
-        out->regret = best != 0 ? (best - rec) / fabs(best) : NAN;
-        const spread *b = objective == ADVISE_ANTT ? &rows[out->best].antt
-                          : objective == ADVISE_FAIRNESS ? &rows[out->best].fairness : &rows[out->best].stp;
-        const spread *a = objective == ADVISE_ANTT ? &rows[0].antt
-                          : objective == ADVISE_FAIRNESS ? &rows[0].fairness : &rows[0].stp;
-        out->tie = out->best == 0 || spread_rank(*a, *b) == 0;
-    }
-    free(pred), free(meas), free(stp), free(antt), free(prog);
+    free(stp), free(antt), free(energy), free(prog);
 }
 
 static void spread_text(char *out, size_t size, spread s) { spread_format(out, size, s, "%.3f"); }
@@ -148,6 +192,31 @@ static void spread_text(char *out, size_t size, spread s) { spread_format(out, s
 static void error_text(char *out, size_t size, double e) {
     if (isfinite(e)) snprintf(out, size, "%+.1f%%", 100 * e);
     else snprintf(out, size, "-");
+}
+
+/* Energy per sample predicted against measured, and the energy objective's Spearman and regret. */
+static void print_energy(FILE *out, const advise_check_row *rows, int n, const advise_check_summary *s) {
+    fprintf(out, "energy per trained sample (J): predicted / measured over the window, median [min-max] (error)\n");
+    for (int i = 0; i < n; i++) {
+        const advise_check_row *r = &rows[i];
+        char pe[32] = "-", me[64], ee[16];
+        if (isfinite(r->pred->energy_per_sample)) snprintf(pe, sizeof pe, "%.4g", r->pred->energy_per_sample);
+        if (!r->measured) snprintf(me, sizeof me, "not measured");
+        else if (r->energy.n == 0) snprintf(me, sizeof me, "-");
+        else spread_format(me, sizeof me, r->energy, "%.4g");
+        error_text(ee, sizeof ee, r->energy_error);
+        fprintf(out, "%-36s %10s / %-26s %7s%s%s\n", r->pred->c->label, pe, me, ee, r->energy_note[0] ? "  " : "",
+                r->energy_note);
+    }
+    fprintf(out, "energy: median |error| %.1f%%; Spearman on energy: %.2f; ", 100 * s->median_abs_energy_error,
+            s->energy_spearman);
+    if (s->energy_recommended >= 0 && s->energy_best >= 0 && isfinite(s->energy_regret))
+        fprintf(out, "regret: %s (predicted lowest) measured %.1f%% above %s, the lowest measured%s\n",
+                rows[s->energy_recommended].pred->c->label, 100 * s->energy_regret, rows[s->energy_best].pred->c->label,
+                s->energy_best == s->energy_recommended ? " (it is the lowest)"
+                : s->energy_tie ? ": a tie, inside the repeats' spread" : "");
+    else fprintf(out, "regret: unknown (%s)\n", s->energy_recommended < 0 ? "no candidate has a predicted energy "
+                 "(its probes measured no power)" : "the choice or every candidate lacks a measured energy");
 }
 
 void advise_check_print(FILE *out, const advise_check_row *rows, int n, int jobs, const char *const *labels,
@@ -182,9 +251,15 @@ void advise_check_print(FILE *out, const advise_check_row *rows, int n, int jobs
                 100 * s->regret, rows[s->best].pred->c->label,
                 s->best == 0 ? " (it is the best)" : s->tie ? ": a tie, inside the repeats' spread" : "");
     else fprintf(out, "regret: unknown (the recommendation was not measured)\n");
+    print_energy(out, rows, n, s);
 }
 
 static cJSON *spread_item(spread s) { return spread_json(s); }
+
+/* A CSV cell of a value: six significant digits (energy per sample is small), empty where unknown. */
+static void csv_value(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.6g", v);
+}
 
 int advise_check_write(const char *dir, const advise_check_row *rows, int n, int jobs, const char *const *labels,
                        const advise_check_summary *s, advise_objective objective, char *err, size_t err_size) {
@@ -206,12 +281,16 @@ int advise_check_write(const char *dir, const advise_check_row *rows, int n, int
         results_json_number(o, "predicted_stp", r->pred->stp);
         results_json_number(o, "predicted_antt", r->pred->antt);
         results_json_number(o, "predicted_fairness", r->pred->fairness);
+        results_json_number(o, "predicted_energy_per_sample_j", r->pred->energy_per_sample);
         cJSON_AddItemToObject(o, "stp", spread_item(r->stp));
         cJSON_AddItemToObject(o, "antt", spread_item(r->antt));
         cJSON_AddItemToObject(o, "fairness", spread_item(r->fairness));
+        cJSON_AddItemToObject(o, "energy_per_sample_j", spread_item(r->energy));
+        if (r->energy_note[0]) cJSON_AddStringToObject(o, "energy_note", r->energy_note);
         results_json_number(o, "stp_error", r->stp_error);
         results_json_number(o, "antt_error", r->antt_error);
         results_json_number(o, "fairness_error", r->fairness_error);
+        results_json_number(o, "energy_error", r->energy_error);
         results_json_number(o, "measured_objective", r->measured_score);
         cJSON *js = cJSON_AddArrayToObject(o, "jobs");
         for (int j = 0; j < jobs; j++) {
@@ -224,20 +303,24 @@ int advise_check_write(const char *dir, const advise_check_row *rows, int n, int
         }
         cJSON_AddItemToArray(list, o);
         if (!csv) continue;
-        const char *names[] = {"stp", "antt"};
-        const double pv[] = {r->pred->stp, r->pred->antt}, mv[] = {r->stp.median, r->antt.median},
-                     ev[] = {r->stp_error, r->antt_error};
-        for (int k = 0; k < 2; k++) {
+        const char *names[] = {"stp", "antt", "energy_per_sample_j"};
+        const double pv[] = {r->pred->stp, r->pred->antt, r->pred->energy_per_sample},
+                     mv[] = {r->stp.median, r->antt.median, r->energy.median},
+                     ev[] = {r->stp_error, r->antt_error, r->energy_error};
+        for (int k = 0; k < 3; k++) {
             fprintf(csv, "%d,", i + 1);
             results_csv_field(csv, r->pred->c->label);
-            fprintf(csv, ",%s,,%s,%.6g,%.6g,%.6g\n", r->pred->c->mode, names[k], pv[k], mv[k], ev[k]);
+            fprintf(csv, ",%s,,%s,", r->pred->c->mode, names[k]);
+            csv_value(csv, pv[k]), fputc(',', csv), csv_value(csv, mv[k]), fputc(',', csv), csv_value(csv, ev[k]);
+            fputc('\n', csv);
         }
         for (int j = 0; j < jobs; j++) {
             fprintf(csv, "%d,", i + 1);
             results_csv_field(csv, r->pred->c->label);
             fprintf(csv, ",%s,%d,", r->pred->c->mode, j);
             results_csv_field(csv, labels[j]);
-            fprintf(csv, ",%.6g,%.6g,%.6g\n", r->pred->progress[j], r->progress[j], r->progress_error[j]);
+            fputc(',', csv), csv_value(csv, r->pred->progress[j]), fputc(',', csv), csv_value(csv, r->progress[j]);
+            fputc(',', csv), csv_value(csv, r->progress_error[j]), fputc('\n', csv);
         }
     }
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");
@@ -251,6 +334,17 @@ int advise_check_write(const char *dir, const advise_check_row *rows, int n, int
     results_json_number(sum, "median_abs_stp_error", s->median_abs_stp_error);
     results_json_number(sum, "median_abs_antt_error", s->median_abs_antt_error);
     results_json_number(sum, "median_abs_progress_error", s->median_abs_progress_error);
+    results_json_number(sum, "median_abs_energy_error", s->median_abs_energy_error);
+    cJSON *en = cJSON_AddObjectToObject(sum, "energy");
+    const char *choice = s->energy_recommended >= 0 ? rows[s->energy_recommended].pred->c->label : NULL;
+    const char *lowest = s->energy_best >= 0 ? rows[s->energy_best].pred->c->label : NULL;
+    if (choice) cJSON_AddStringToObject(en, "recommended", choice);
+    else cJSON_AddNullToObject(en, "recommended");
+    if (lowest) cJSON_AddStringToObject(en, "best_measured", lowest);
+    else cJSON_AddNullToObject(en, "best_measured");
+    results_json_number(en, "spearman", s->energy_spearman);
+    results_json_number(en, "regret", s->energy_regret);
+    cJSON_AddBoolToObject(en, "tie", s->energy_tie);
     int rc = 0;
     if (!csv) rc = -1, snprintf(err, err_size, "%s: cannot write it", path);
     else if (fclose(csv) != 0) rc = -1, snprintf(err, err_size, "%s: cannot write it", path);

@@ -8,8 +8,11 @@
  * candidate's measured median falls behind the best measured one on the objective, relative to the
  * best's; a tie when the two candidates' ranges across the repeats overlap (spread_rank says
  * neither lies wholly above the other), since a gap inside the repeats' spread is no gap at all.
- * Energy per sample is not a metric of the repeats (results/repeats.h), so the check takes the
- * other objectives only. Pure apart from reading repeats.json and writing check.json/check.csv. */
+ * Energy per trained sample over the window (summary.json's window_energy_per_sample_j, a metric of the
+ * repeats) is compared whatever the objective: its error per candidate, and the energy objective's
+ * Spearman and regret over the same rows, its choice being the row predicted lowest (what --objective
+ * energy recommends among the rows), so that one check scores both. Pure apart from reading
+ * repeats.json (and a repeat's summary.json for why energy is missing) and writing check.json/check.csv. */
 #ifndef SUITE_ADVISE_CHECK_H
 #define SUITE_ADVISE_CHECK_H
 
@@ -26,8 +29,10 @@ typedef struct advise_check_row {
     int measured;                    /* 1: its repeats were read */
     double progress[ADVISE_MAX_JOBS]; /* each job's measured median */
     spread stp, antt, fairness;      /* across the repeats */
+    spread energy;                   /* energy per trained sample over the window (J), across the repeats */
+    char energy_note[256];           /* why no repeat measured it (the first repeat's summary.json); "" */
     /* filled by advise_check_compare: */
-    double progress_error[ADVISE_MAX_JOBS], stp_error, antt_error, fairness_error;
+    double progress_error[ADVISE_MAX_JOBS], stp_error, antt_error, fairness_error, energy_error;
     double measured_score;           /* the objective's measured median, higher better (NaN: none) */
 } advise_check_row;
 
@@ -38,7 +43,11 @@ typedef struct advise_check_summary {
     int best;                        /* the row measured best on the objective; -1 none */
     double regret;                   /* (best - recommended) / |best| on the objective's value; 0 when best */
     int tie;                         /* the recommendation's range overlaps the best's */
-    double median_abs_stp_error, median_abs_antt_error, median_abs_progress_error;
+    double median_abs_stp_error, median_abs_antt_error, median_abs_progress_error, median_abs_energy_error;
+    /* the energy objective over the same rows, whatever the check's: its choice (the row predicted
+     * lowest; -1 none), the best measured (-1 none), Spearman, regret and tie as above */
+    int energy_recommended, energy_best, energy_tie;
+    double energy_spearman, energy_regret;
 } advise_check_summary;
 
 /* Reads a check run's repeats.json (one mode) into row (jobs: the mix's count). 0, or -1 with a
@@ -46,7 +55,7 @@ typedef struct advise_check_summary {
 int advise_check_read(const char *run_dir, int jobs, advise_check_row *row, char *err, size_t err_size);
 
 /* The errors of each row and the summary over rows[0..n), rows in the ranking's order (the first is the
- * recommendation); objective: not ADVISE_ENERGY. */
+ * recommendation). */
 void advise_check_compare(advise_check_row *rows, int n, int jobs, advise_objective objective,
                           advise_check_summary *out);
 

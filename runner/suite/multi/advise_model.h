@@ -16,7 +16,8 @@
  * where B is the sum of the other jobs' DRAM activity. STP = sum p, ANTT = mean 1/p, fairness =
  * min p / max p; energy per sample = the run's power (the highest solo power of its jobs) / the
  * samples/s of all jobs together. It fits when the jobs' solo peaks fit the GPU's memory together
- * (a MIG layout: each in its instance's). The four constants start at round values that were fitted on
+ * (a MIG layout: each in its instance's). Energy per sample has no constant of its own; the four
+ * constants (all the progress model's) start at round values that were fitted on
  * nothing (their source says "defaults"); `advise --fit RUN_DIR...` fits them to measured runs and
  * writes the file the advisor then reads (its source names it and the runs). */
 #ifndef SUITE_ADVISE_MODEL_H
@@ -98,11 +99,15 @@ int advise_rank(const advise_mix *m, const advise_candidate *cands, int n, const
 void advise_explain(const advise_mix *m, const advise_prediction *ranked, int n, advise_objective objective,
                     char *out, size_t size);
 
-/* A measured run for --fit: its candidate and each job's measured normalized progress. */
+/* A measured run for --fit: its candidate, each job's measured normalized progress and the run's
+ * energy per trained sample over the window (summary.json's window_energy_per_sample_j; NaN unknown).
+ * The energy model has no constant of its own (the jobs' solo power over their predicted samples/s):
+ * the fit reports its residuals, which the progress constants move. */
 typedef struct advise_measured {
     advise_mix mix;
     advise_candidate cand;
     double progress[ADVISE_MAX_JOBS];
+    double energy_per_sample;
 } advise_measured;
 /* Fits the constants to the runs (least squares of the jobs' progress, a grid then its refinement);
  * the root mean square error before and after into rms_before / rms_after. 0, or -1 when no run
