@@ -8,7 +8,9 @@
 # advise-cache.json per job, GPU and revision); then tools/advise_score.py OUT scores the held-out
 # mixes only. MIX_NAMEs (or ADVISE_MIXES="name name") pick a subset for one call; the fit runs once
 # every fit mix has its check.json and advise-constants.json is not there yet.
-# ADVISE_WINDOW (5 s) and ADVISE_WARMUP (30 steps) are the probes' and the check's window.
+# ADVISE_WINDOW (2 s) and ADVISE_WARMUP (20 steps) are the probes' and the check's window: the sharing
+# guard's scale (1.5 s windows), since a mix's check launches every candidate three times and the
+# device's time is what limits how many mixes a session checks.
 # ADVISE_ARGS: more options for every run_suite advise (a CPU rehearsal: "--train tests/support/fake_train").
 # Energy per sample is checked in the same runs, whatever the objective: the probes' power and each
 # check run's window energy (NVML's energy counter) come from the GPU monitor, so it stays on
@@ -20,8 +22,8 @@ set -u
 build=${1:?usage: tools/advise_check.sh BUILD_DIR OUT [MIX_NAME...]}
 out=${2:?usage: tools/advise_check.sh BUILD_DIR OUT [MIX_NAME...]}
 shift 2
-window=${ADVISE_WINDOW:-5}
-warmup=${ADVISE_WARMUP:-30}
+window=${ADVISE_WINDOW:-2}
+warmup=${ADVISE_WARMUP:-20}
 E=efficientnetv2_s:imagenet64@128
 C=cait_xxs24:imagenet@128
 # name|mix|precision|role: the study's uniform mixes at 2, 3 and 7 jobs and heterogeneous ones of
