@@ -82,6 +82,7 @@
 #           with no tracer, in a measured window with the tracer subscribed (collection off), and
 #           in the traced window (train --kernels), side by side with the costs in % (TRACE_SIZES,
 #           TRACE_WINDOW_S: 5)
+#   main-job  README's main job (run_suite --mode mps --mix S+S+M --quick), its output in main_job.txt
 #   attribution  issue 49: ATTR_MIXES (7*S 3*M L+XL) each under --mode all --quick with --kernels
 #           (ATTR_WINDOW 1 s measured, ATTR_KERNELS_WINDOW 0.5 s traced) and its report; kernels.csv,
 #           interference.csv, the summaries, reports and logs back in one attribution.tgz
@@ -727,6 +728,11 @@ PY
         bash bench/trace_cost.sh "$build" "$out/trace_cost" "${TRACE_SIZES:-S M L}" "${TRACE_REPEATS:-3}" \
             "${TRACE_WINDOW_S:-5}" >"$out/trace_cost.txt" 2>&1 || status=1
         cat "$out/trace_cost.txt"
+        ;;
+    main-job)
+        # README's main job as its first command runs it (the excerpt README shows comes from here)
+        "$build/run_suite" --mode mps --mix S+S+M --quick --results /tmp/main-job 2>&1 | tee "$out/main_job.txt"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
         ;;
     attribution)
         # issue 49: each mix of ATTR_MIXES under --mode all with every kernel traced after the measured
