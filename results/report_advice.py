@@ -289,7 +289,10 @@ def advice_section(plt, advised, emit, body, esc):
         wall = num(adv.get("probe_wall_s"))
         probes = adv.get("probes", [])
         cached = sum(1 for p in probes if isinstance(p, dict) and p.get("cached") is True)
-        body.append(f"<p class=note>{len(probes)} probe(s), {cached} from the cache"
+        setting = adv.get("probes_setting")
+        body.append(f"<p class=note>{len(probes)} probe(s)"
+                    + (f" (--probes {esc(setting)})" if isinstance(setting, str) else "")
+                    + f", {cached} from the cache"
                     + (f", {wall:.0f} s of probing" if not math.isnan(wall) else "")
                     + ("; no check (run advise --check to measure the ranked modes)" if a.check is None else "")
                     + ".</p>")

@@ -150,17 +150,17 @@ STUDY_CELL = {"mode": TEXT, "degree": COUNT, "status": TEXT, "reason": TEXT, "fo
 # advice.json (runner/suite/multi/advise.c): the advice, each ranked prediction and its jobs
 ADVICE = {"mix": TEXT, "gpu": TEXT, "total_sms": COUNT, "suite_revision": TEXT, "objective": TEXT,
           "constants_source": TEXT, "probes": LIST, "probe_wall_s": AMOUNT, "predictions": LIST, "recommended": TEXT,
-          "why": TEXT}
+          "why": TEXT, "probes_setting": TEXT, "read_off_law": LIST}
 ADVICE_PREDICTION = {"mode": TEXT, "label": TEXT, "option": TEXT, "value": TEXT, "stp": AMOUNT, "antt": AMOUNT,
                      "fairness": AMOUNT, "energy_per_sample_j": AMOUNT, "fits": FLAG_OR_NULL, "jobs": LIST}
-ADVICE_JOB = {"label": TEXT, "progress": AMOUNT, "sms": COUNT}
+ADVICE_JOB = {"label": TEXT, "progress": AMOUNT, "sms": COUNT, "read_off_law": FLAG}
 # check.json (runner/suite/multi/advise_check.c): predicted against measured per ranked mode
-CHECK = {"objective": TEXT, "repeats": COUNT, "modes": LIST, "summary": OBJECT}
+CHECK = {"objective": TEXT, "repeats": COUNT, "modes": LIST, "summary": OBJECT, "probes": TEXT}
 CHECK_MODE = {"rank": COUNT, "label": TEXT, "mode": TEXT, "measured": FLAG, "predicted_stp": AMOUNT,
               "predicted_antt": AMOUNT, "predicted_fairness": AMOUNT, "stp": OBJECT, "antt": OBJECT,
               "fairness": OBJECT, "stp_error": SIGNED, "antt_error": SIGNED, "fairness_error": SIGNED,
               "measured_objective": SIGNED, "jobs": LIST, "predicted_energy_per_sample_j": AMOUNT,
-              "energy_per_sample_j": OBJECT, "energy_error": SIGNED, "energy_note": TEXT}
+              "energy_per_sample_j": OBJECT, "energy_error": SIGNED, "energy_note": TEXT, "read_off_law": LIST}
 CHECK_SPREAD = {"median": AMOUNT, "min": AMOUNT, "max": AMOUNT, "n": COUNT}
 CHECK_JOB = {"label": TEXT, "predicted": AMOUNT, "measured": AMOUNT, "error": SIGNED}
 CHECK_SUMMARY = {"measured": COUNT, "spearman": CORRELATION, "recommended": TEXT, "best_measured": TEXT_OR_NULL,

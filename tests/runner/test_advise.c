@@ -1,7 +1,9 @@
-/* run_suite advise (issue 51): the model's arithmetic on hand-made probes, ranking and the reason,
- * the fit, the candidates and probes a mix needs with their cache key, the cache's refusal, and the
- * form end to end with fake jobs whose speed follows their MPS share (fake_train's share_speed):
- * the probes run once, a second advice on known jobs runs none, --json, refusals with exit 2. */
+/* run_suite advise (issue 51): the model's arithmetic on hand-made probes, the law a partition's
+ * rate is read off (two points, three, the clamps), ranking and the reason, the fit, the candidates
+ * and probes a mix needs under --probes two and all with their cache key, the cache's refusal, and
+ * the form end to end with fake jobs whose speed follows their MPS share (fake_train's share_speed):
+ * two probes a job, run once, a second advice on known jobs runs none, --json, refusals with exit 2;
+ * and the law against every size probed on a job whose time is in inverse proportion to its SMs. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,13 @@
 #include "runner/suite/multi/advise_plan.h"
 #include "tests/support/suite_fixture.h"
 #include "tests/support/testutil.h"
+
+/* How many times needle occurs in text. */
+static int count_of(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *at = strstr(text, needle); at; at = strstr(at + 1, needle)) n++;
+    return n;
+}
 
 static advise_probe probe(const char *job, double rate, double sm, double dram, int part_sms, double part_rate) {
     advise_probe p = {.rate = rate, .sm_active = sm, .dram_active = dram, .power_w = 300, .peak_bytes = 1e9};
@@ -49,14 +58,73 @@ static void test_model_arithmetic(void **state) {
     expect_lt(fabs(p.energy_per_sample - 300 / (1000 * 0.8 / 1.1 + 500 * 0.6 / 1.04)), 1e-9);
     expect_lt(fabs(p.score + p.antt), 1e-12); /* ANTT: lower is better */
     assert_int_equal(p.fits, 1);
-    /* between points: linear, 0 at 0 SMs */
-    expect_lt(fabs(advise_rate_at(&s, 33) - 400), 1e-9);
-    expect_lt(fabs(advise_rate_at(&s, 99) - 900), 1e-9);
+    /* off the law through (66, 800) and (132, 1000): 1/rate = 0.00075 + 0.033/s */
+    expect_lt(fabs(advise_rate_at(&s, 33) - 1 / (0.00075 + 0.033 / 33)), 1e-9);
+    expect_lt(fabs(advise_rate_at(&s, 99) - 1 / (0.00075 + 0.033 / 99)), 1e-9);
+    assert_int_equal(p.law[0], 0); /* 66 SMs were probed */
     /* memory: a MIG instance too small, the GPU too small */
     advise_candidate small = half;
     small.memory_bytes[0] = 0.5e9;
     advise_predict(&mx, &small, &k, ADVISE_STP, &p);
     assert_int_equal(p.fits, 0);
+}
+
+static void test_law(void **state) {
+    (void)state;
+    /* two points: 1/rate = a + b/s through (33, 250) and (132, 1000) is a = 0, b = 0.132 (in proportion) */
+    advise_law law = advise_law_through(33, 250, 132, 1000);
+    expect_lt(fabs(law.a), 1e-15);
+    expect_lt(fabs(law.b - 0.132), 1e-12);
+    expect_lt(fabs(advise_law_rate(law, 66) - 500), 1e-9);
+    /* a fixed part: (40, 500) and (120, 1000): b = (0.002 - 0.001) / (1/40 - 1/120) = 0.06, a = 0.0005 */
+    law = advise_law_through(120, 1000, 40, 500); /* either order */
+    expect_lt(fabs(law.a - 0.0005), 1e-15);
+    expect_lt(fabs(law.b - 0.06), 1e-12);
+    expect_lt(fabs(advise_law_rate(law, 60) - 1 / (0.0005 + 0.001)), 1e-9);
+    expect_lt(fabs(advise_law_rate(law, 40) - 500), 1e-9);
+    expect_lt(fabs(advise_law_rate(law, 120) - 1000), 1e-9);
+    /* clamps: faster than its SMs (a < 0) is in proportion through the larger point ... */
+    law = advise_law_through(33, 200, 132, 1000);
+    expect_eq(law.a, 0);
+    expect_lt(fabs(law.b - 0.132), 1e-12);
+    expect_lt(fabs(advise_law_rate(law, 33) - 250), 1e-9);
+    /* ... faster on fewer SMs (b < 0) its rate at the larger point, whatever s */
+    law = advise_law_through(33, 1100, 132, 1000);
+    expect_eq(law.b, 0);
+    expect_lt(fabs(advise_law_rate(law, 33) - 1000), 1e-9);
+    expect_lt(fabs(advise_law_rate(law, 132) - 1000), 1e-9);
+    assert_true(isnan(advise_law_through(33, 0, 132, 1000).a)); /* not a point */
+    assert_true(isnan(advise_law_through(66, 500, 66, 1000).b));
+    /* three points: between two, the law through those neighbours; outside, the nearest pair's */
+    advise_probe p = {.rate = 1000, .points = 3, .sms = {132, 33, 66}, .part_rate = {1000, 300, 600}};
+    advise_law low = advise_law_through(33, 300, 66, 600), high = advise_law_through(66, 600, 132, 1000);
+    expect_lt(fabs(advise_rate_at(&p, 40) - advise_law_rate(low, 40)), 1e-9);
+    expect_lt(fabs(advise_rate_at(&p, 100) - advise_law_rate(high, 100)), 1e-9);
+    expect_lt(fabs(advise_rate_at(&p, 16) - advise_law_rate(low, 16)), 1e-9);
+    /* (33, 300) and (66, 600) are in proportion (a = 0); (66, 600) and (132, 1000) have a fixed part */
+    expect_lt(fabs(advise_rate_at(&p, 40) - 300 * 40 / 33.0), 1e-9);
+    expect_lt(fabs(advise_rate_at(&p, 100) - 1 / (1 / 1000.0 - (1 / 600.0 - 1 / 1000.0) / (1 / 66.0 - 1 / 132.0) / 132 +
+                                                  (1 / 600.0 - 1 / 1000.0) / (1 / 66.0 - 1 / 132.0) / 100)), 1e-9);
+    expect_lt(fabs(advise_rate_at(&p, 66) - 600), 1e-12); /* probed: as measured */
+    assert_int_equal(advise_rate_probed(&p, 66), 1);
+    assert_int_equal(advise_rate_probed(&p, 40), 0);
+    /* one point: in proportion below it, its rate above; none: unknown */
+    advise_probe one = {.rate = 1000, .points = 1, .sms = {132}, .part_rate = {1000}};
+    expect_lt(fabs(advise_rate_at(&one, 66) - 500), 1e-9);
+    one.sms[0] = 66;
+    expect_lt(fabs(advise_rate_at(&one, 100) - 1000), 1e-9);
+    one.points = 0;
+    assert_true(isnan(advise_rate_at(&one, 66)));
+    /* a prediction says which jobs' sizes it read off the law */
+    advise_mix mx = {.count = 2, .probe = {&p, &p}, .label = {"S", "S"}, .total_sms = 132, .memory_bytes = 80e9};
+    advise_constants k = {.switch_cost = 0, .packing = 1, .bandwidth = 0, .streams_cost = 0};
+    advise_candidate c = {.mode = "green", .label = "green 40+66", .kind = ADVISE_PARTITION, .sms = {40, 66}};
+    advise_prediction pred;
+    advise_predict(&mx, &c, &k, ADVISE_STP, &pred);
+    assert_int_equal(pred.law[0], 1);
+    assert_int_equal(pred.law[1], 0);
+    expect_lt(fabs(pred.progress[0] - 300 * 40 / 33.0 / 1000), 1e-12);
+    expect_lt(fabs(pred.progress[1] - 0.6), 1e-12);
 }
 
 static void test_rank_and_reason(void **state) {
@@ -123,18 +191,44 @@ static void test_candidates_and_probes(void **state) {
     for (int i = 0; i < n; i++)
         if (!strcmp(c[i].mode, "green"))
             for (int j = 0; j < 3; j++) assert_int_equal(c[i].sms[j] % ADVISE_GREEN_UNIT, 0);
-    advise_probe_need need[64];
-    int p = advise_probes_needed(&m, c, n, h100->total_sms, "H100", "abc", 2, 10, need, 64);
-    assert_true(p > 2);
+    /* --probes all: every size a candidate gives a distinct job */
+    advise_probe_need need[128], two[128];
+    int p = advise_probes_needed(&m, c, n, h100->total_sms, ADVISE_PROBES_ALL, "H100", "abc", 2, 10, need, 128);
+    assert_true(p > 4);
     assert_int_equal(need[0].sms, 0); /* the two distinct jobs alone first */
     assert_int_equal(need[1].sms, 0);
     assert_int_equal(need[1].job, 1);
     assert_string_equal(need[0].key, "resnet26:cifar10@128|H100|abc|0|2/10");
+    int sizes[2][ADVISE_MAX_POINTS], count[2], least[2] = {1000, 1000};
+    for (int j = 0; j < 2; j++) {
+        count[j] = advise_sizes_of(&m, c, n, h100->total_sms, j, sizes[j], ADVISE_MAX_POINTS);
+        for (int k = 0; k < count[j]; k++) least[j] = sizes[j][k] < least[j] ? sizes[j][k] : least[j];
+    }
+    assert_int_equal(advise_sizes_of(&m, c, n, h100->total_sms, 2, sizes[0], ADVISE_MAX_POINTS), 0); /* M is job 1 */
+    assert_int_equal(p, 2 + count[0] + count[1]);
     for (int i = 2; i < p; i++) {
         assert_true(need[i].sms > 0 && need[i].sms < 132);
         assert_true(need[i].job == 0 || need[i].job == 1); /* the second M is the first's */
         assert_true(need[i].percent > 0 && need[i].percent < 100);
     }
+    /* --probes two: the whole GPU and the smallest size, a job; the same keys as all's */
+    int q = advise_probes_needed(&m, c, n, h100->total_sms, ADVISE_PROBES_TWO, "H100", "abc", 2, 10, two, 128);
+    assert_int_equal(q, 4);
+    for (int i = 0; i < 2; i++) assert_string_equal(two[i].key, need[i].key);
+    assert_int_equal(two[2].job, 0);
+    assert_int_equal(two[2].sms, least[0]);
+    assert_int_equal(two[3].job, 1);
+    assert_int_equal(two[3].sms, least[1]);
+    for (int i = 2; i < 4; i++) {
+        int same = 0;
+        for (int k = 0; k < p; k++) same |= !strcmp(need[k].key, two[i].key);
+        assert_true(same);
+    }
+    /* a job no candidate partitions: one probe */
+    mix one;
+    assert_int_equal(mix_parse(&one, "S", err, sizeof err), 0);
+    int single = advise_candidates(&one, 132, NULL, NULL, c, ADVISE_MAX_CANDIDATES);
+    assert_int_equal(advise_probes_needed(&one, c, single, 132, ADVISE_PROBES_TWO, "H100", "abc", 2, 10, two, 128), 1);
     /* no MIG table: no layouts, no green split from them */
     int plain = advise_candidates(&m, 132, NULL, NULL, c, ADVISE_MAX_CANDIDATES);
     assert_true(plain < n);
@@ -164,26 +258,47 @@ static void test_cache(void **state) {
     assert_non_null(strstr(err, "samples_per_s"));
 }
 
+/* A fresh folder on the stand-in's H100, fake jobs behaving as fake says; the results folder in it. */
+static void fake_results(char *results, size_t size, const char *fake) {
+    char dir[512];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(results, size, "%s/results", dir);
+    suite_fixture_standin_h100(dir);
+    setenv("FAKE_TRAIN", fake, 1);
+}
+
 /* The form with fake jobs: S's speed follows its share in full, M's not at all. */
 static void test_end_to_end(void **state) {
     (void)state;
-    char dir[512], results[600], out[65536], err[65536];
-    test_tmpdir(dir, sizeof dir);
-    snprintf(results, sizeof results, "%s/results", dir);
-    suite_fixture_standin_h100(dir);
-    setenv("FAKE_TRAIN", "resnet26:epoch_ms=200,steps=10,setup_ms=5,share_speed=100;"
-                         "resnet50:epoch_ms=200,steps=10,setup_ms=5,share_speed=0", 1);
+    char results[600], out[65536], err[65536];
+    fake_results(results, sizeof results, "resnet26:epoch_ms=200,steps=10,setup_ms=5,share_speed=100;"
+                                          "resnet50:epoch_ms=200,steps=10,setup_ms=5,share_speed=0");
     int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--dry-run",
                              "--train", FAKE_TRAIN_PATH, "--results", results, NULL);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "probe resnet26:cifar10@128"));
     assert_non_null(strstr(out, "whole GPU          to run"));
+    /* two probes a job: the whole GPU and its smallest partition; the sizes between named */
+    assert_non_null(strstr(out, "4 probe(s) (--probes two)"));
+    assert_non_null(strstr(out, "law   S on "));
+    assert_int_equal(count_of(out, "probe "), 4);
+    rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--dry-run",
+                         "--probes", "all", "--train", FAKE_TRAIN_PATH, "--results", results, NULL);
+    assert_int_equal(rc, 0);
+    assert_true(count_of(out, "probe ") > 4);
+    assert_non_null(strstr(out, "(--probes all)"));
+    assert_non_null(strstr(out, "; 0 partition size(s) read off the law"));
     rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--window", "0.4",
                          "--warmup-steps", "3", "--json", "--train", FAKE_TRAIN_PATH, "--results", results, NULL);
     if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
     assert_int_equal(rc, 0);
+    /* the runs made: four */
+    assert_int_equal(count_of(err, "[advise] probe "), 4);
+    assert_non_null(strstr(err, "] 4 probe(s) run, 0 cached"));
     cJSON *root = cJSON_Parse(out);
     assert_non_null(root);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(root, "probes_setting")->valuestring, "two");
+    assert_true(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "read_off_law")) == 2);
     const cJSON *preds = cJSON_GetObjectItemCaseSensitive(root, "predictions");
     assert_true(cJSON_GetArraySize(preds) >= 5);
     /* mps 50%: S at about half its speed (share_speed 100), M at its own */
@@ -210,6 +325,9 @@ static void test_end_to_end(void **state) {
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S",
                                      "--objective", "speed", "--train", FAKE_TRAIN_PATH, NULL), 2);
     assert_non_null(strstr(err, "--objective: expected stp, antt, fairness or energy"));
+    assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S",
+                                     "--probes", "three", "--dry-run", "--train", FAKE_TRAIN_PATH, NULL), 2);
+    assert_non_null(strstr(err, "--probes: expected two or all, got 'three'"));
     assert_int_equal(test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "Q",
                                      "--train", FAKE_TRAIN_PATH, NULL), 2);
     assert_non_null(strstr(err, "unknown job \"Q\""));
@@ -227,10 +345,53 @@ static void test_end_to_end(void **state) {
     assert_non_null(strstr(err, "not JSON"));
 }
 
+/* A prediction's job progress under the candidate labelled label in advise --json's output. */
+static double progress_of(const char *json, const char *label, int job) {
+    cJSON *root = cJSON_Parse(json);
+    double v = NAN;
+    for (const cJSON *p = root ? cJSON_GetObjectItemCaseSensitive(root, "predictions")->child : NULL; p; p = p->next)
+        if (!strcmp(cJSON_GetObjectItemCaseSensitive(p, "label")->valuestring, label))
+            v = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(p, "jobs"), job),
+                                                 "progress")->valuedouble;
+    cJSON_Delete(root);
+    return v;
+}
+
+/* S's time a step in inverse proportion to its SMs (share_speed 100: the law with a = 0, whatever the
+ * fixed cost of a fake step adds to a): its progress under mps 50% (66 SMs), read off the law through
+ * the whole GPU and its smallest partition, is within 2% of the one with 66 SMs probed (--probes all,
+ * first; the default then finds its two probes among all's in the cache and runs none). */
+static void test_law_against_all_probes(void **state) {
+    (void)state;
+    char results[600], out[65536], err[65536];
+    /* 6 ms steps alone, 25 at S's smallest partition (32 SMs): scores of steps in a window each */
+    fake_results(results, sizeof results, "resnet26:epoch_ms=120,steps=20,setup_ms=5,share_speed=100;"
+                                          "resnet50:epoch_ms=40,steps=20,setup_ms=5,share_speed=0");
+    int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--probes", "all",
+                             "--window", "1.5", "--warmup-steps", "3", "--json", "--train", FAKE_TRAIN_PATH,
+                             "--results", results, NULL);
+    if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
+    assert_int_equal(rc, 0);
+    double all = progress_of(out, "mps 50%", 0);
+    cJSON *root = cJSON_Parse(out);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "read_off_law")), 0);
+    cJSON_Delete(root);
+    rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--window", "1.5",
+                         "--warmup-steps", "3", "--json", "--train", FAKE_TRAIN_PATH, "--results", results, NULL);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(err, "] 0 probe(s) run, 4 cached"));
+    double two = progress_of(out, "mps 50%", 0);
+    fprintf(stderr, "S's progress under mps 50%%: %.4f every size probed, %.4f off the law (%+.2f%%)\n", all, two,
+            100 * (two - all) / all);
+    expect_lt(fabs(all - 0.5), 0.05);
+    expect_lt(fabs(two - all) / all, 0.02);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_arithmetic), cmocka_unit_test(test_rank_and_reason), cmocka_unit_test(test_fit),
         cmocka_unit_test(test_candidates_and_probes), cmocka_unit_test(test_cache), cmocka_unit_test(test_end_to_end),
+        cmocka_unit_test(test_law), cmocka_unit_test(test_law_against_all_probes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -170,6 +170,29 @@ static void test_check_end_to_end(void **state) {
         expect_lt(fabs(number(job, "error") - (number(job, "predicted") - number(job, "measured")) /
                                                    number(job, "measured")), 1e-9);
     }
+    /* the probe setting, and per candidate the sizes read off the law as advice.json has them */
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(root, "probes")->valuestring, "two");
+    cJSON *advised = read_json(advice, "advice.json");
+    assert_non_null(advised);
+    for (const cJSON *m = modes->child; m; m = m->next) {
+        const char *label = cJSON_GetObjectItemCaseSensitive(m, "label")->valuestring;
+        const cJSON *pred = NULL, *law = cJSON_GetObjectItemCaseSensitive(m, "read_off_law");
+        for (const cJSON *p = cJSON_GetObjectItemCaseSensitive(advised, "predictions")->child; p && !pred; p = p->next)
+            if (!strcmp(cJSON_GetObjectItemCaseSensitive(p, "label")->valuestring, label)) pred = p;
+        assert_non_null(pred);
+        int read = 0, listed = 0;
+        for (const cJSON *j = cJSON_GetObjectItemCaseSensitive(pred, "jobs")->child; j; j = j->next) {
+            if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "read_off_law"))) continue;
+            read++;
+            for (const cJSON *e = law ? law->child : NULL; e; e = e->next)
+                listed += !strcmp(cJSON_GetObjectItemCaseSensitive(e, "job")->valuestring,
+                                  cJSON_GetObjectItemCaseSensitive(j, "label")->valuestring) &&
+                          number(e, "sms") == number(j, "sms");
+        }
+        assert_int_equal(listed, read);
+        assert_int_equal(law ? cJSON_GetArraySize(law) : 0, read);
+    }
+    cJSON_Delete(advised);
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
     assert_int_equal((int)number(sum, "measured"), 3);
     assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(sum, "best_measured")));

@@ -16,10 +16,12 @@
  *     ignore_term     ignore SIGTERM (the runner must escalate to SIGKILL)
  *     no_done         exit 0 without the done event
  *     footprint=B     bytes reported as the total by --dry-run (default 1 GiB)
- *     share_speed=P   its speed follows its share of the SMs as an MPS client sees it
- *                     ($CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, else 100): each epoch takes epoch_ms x
- *                     (100 / share)^(P / 100), P from 0 (share does not matter) to 100 (speed in
- *                     proportion to it); run_suite advise's tests control its probes with it
+ *     share_speed=P   its speed follows its share of the SMs as an MPS client sees it: the SMs
+ *                     $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE gives on its 132-SM device by the driver's
+ *                     rule (base/sm_target.h: whole TPCs, rounded down), else all 132; each epoch
+ *                     takes epoch_ms x (132 / SMs)^(P / 100), P from 0 (share does not matter) to 100
+ *                     (speed in proportion to its SMs); run_suite advise's tests control its probes
+ *                     with it
  *     crowd_slow=P    slowed by the others where it shares the SMs without a share of its own: with
  *                     $SUITE_CONCURRENT_JOBS n above 1 and no MPS share below 100, each epoch takes
  *                     epoch_ms x (1 + P/100 x (n - 1)) (naive, mps without shares, streams); run_suite
@@ -76,8 +78,11 @@
 #include "runner/train/rendezvous.h"
 #include "runner/train/step_window.h"
 #include "base/line_reader.h"
+#include "base/sm_target.h"
 
 extern char **environ;
+
+#define FAKE_DEVICE_SMS 132          /* its device's SMs (an H100's), as its kernel trace says */
 
 typedef struct behaviour {
     long setup_ms, epoch_ms, steps, footprint, share_speed, crowd_slow;
@@ -154,7 +159,8 @@ static behaviour read_behaviour(const options *o) {
     const char *share = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
     double percent = share ? atof(share) : 100;
     if (b.share_speed > 0 && percent > 0 && percent < 100)
-        b.epoch_ms = (long)(b.epoch_ms * pow(100.0 / percent, b.share_speed / 100.0) + 0.5);
+        b.epoch_ms = (long)(b.epoch_ms * pow((double)FAKE_DEVICE_SMS / sm_target_of_share(FAKE_DEVICE_SMS, (int)percent),
+                                             b.share_speed / 100.0) + 0.5);
     const char *crowd = getenv("SUITE_CONCURRENT_JOBS");
     long others = crowd ? atol(crowd) - 1 : 0;
     if (b.crowd_slow > 0 && others > 0 && !(percent > 0 && percent < 100))

@@ -31,17 +31,19 @@
 
 extern char **environ;
 
-#define ADVISE_MAX_PROBES 64
+#define ADVISE_MAX_PROBES 128 /* --probes all on a heterogeneous mix: its jobs times their sizes */
 
 typedef struct advise_args {
     int objective;                /* advise_objective + 1 (0: not given, stp) */
     int check;                    /* --check */
     int check_top;                /* --check-top N (0: every candidate that fits) */
     const char *fit;              /* --fit DIR[,DIR...] */
+    int probes;                   /* advise_probes + 1 (0: not given, two) */
 } advise_args;
 
 #define OBJECTIVE_CHOICE_(kind, name) {name, kind + 1},
 static const cli_choice OBJECTIVES[] = {ADVISE_OBJECTIVE_TABLE(OBJECTIVE_CHOICE_){0}};
+static const cli_choice PROBE_SETTINGS[] = {ADVISE_PROBES_TABLE(OBJECTIVE_CHOICE_){0}};
 #undef OBJECTIVE_CHOICE_
 
 static const cli_option ROWS[] = {
@@ -54,6 +56,9 @@ static const cli_option ROWS[] = {
      CLI_INT(advise_args, check_top, 1, ADVISE_MAX_CANDIDATES)},
     {"--fit", "DIR[,DIR...]", "advise: fit the model's constants to the measured runs under these folders "
      "(each summary.json with its request.json) and write advise-constants.json", CLI_STR(advise_args, fit)},
+    {"--probes", NULL, "advise: two (the whole GPU and a job's smallest partition, the sizes between read off "
+     "1/rate = a + b/SMs) or all (every partition size a candidate gives it, to check that law); default two",
+     CLI_CHOICE(advise_args, probes, PROBE_SETTINGS)},
     {0}};
 static const char *const TAKES[] = {"--mix", "--gpu", "--json", "--dry-run", "--results", "--train", "--window",
                                     "--warmup-steps", "--quick", "--data-root", "--precision", "--sample-ms", NULL};
@@ -63,11 +68,12 @@ const run_form advise_form = {
     .option = "--advise",
     .help = {.name = "run_suite advise",
              .synopsis = "usage: run_suite advise --mix MIX [--objective stp|antt|fairness|energy] [--gpu N] [--json] "
-                         "[--dry-run] [--check [--check-top N]]\n       run_suite advise --fit DIR[,DIR...] "
-                         "[--dry-run]\n       (with --window, --warmup-steps, --quick, --results, --train, --data-root, "
+                         "[--probes two|all] [--dry-run] [--check [--check-top N]]\n       run_suite advise --fit "
+                         "DIR[,DIR...] [--probes two|all] [--dry-run]\n       (with --window, --warmup-steps, --quick, --results, --train, --data-root, "
                          "--precision, --sample-ms)\n",
              .epilogue = "Each distinct job of the mix runs alone briefly (a warm-up and a window) on the whole GPU\n"
-                         "and on the partition sizes the candidates need; cached per job, GPU and suite revision\n"
+                         "and on the smallest partition a candidate gives it (--probes all: on every one), the sizes\n"
+                         "between read off 1/rate = a + b/SMs; cached per job, GPU and suite revision\n"
                          "(advise-cache.json in the results folder).\n"},
     .rows = ROWS,
     .size = sizeof(advise_args),
@@ -276,6 +282,7 @@ static int probe_read(const char *run_dir, double values[5], char *err, size_t e
 typedef struct advise_state {
     mix m;
     advise_gpu gpu;
+    advise_probes setting;            /* which partition sizes are probed */
     advise_candidate cands[ADVISE_MAX_CANDIDATES];
     int cand_count;
     advise_probe_need needs[ADVISE_MAX_PROBES];
@@ -309,10 +316,61 @@ static cJSON *prediction_json(const advise_state *s, const advise_prediction *p)
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "label", s->m.jobs[i].label);
         results_json_number(j, "progress", p->progress[i]);
-        if (p->c->kind == ADVISE_PARTITION) cJSON_AddNumberToObject(j, "sms", p->c->sms[i]);
+        if (p->c->kind == ADVISE_PARTITION) {
+            cJSON_AddNumberToObject(j, "sms", p->c->sms[i]);
+            cJSON_AddBoolToObject(j, "read_off_law", p->law[i]);
+        }
         cJSON_AddItemToArray(jobs, j);
     }
     return o;
+}
+
+static int ascending(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The partition sizes the candidates give each distinct job that no probe of the setting measures,
+ * read off the law (advise_model.h): [{"job": spec, "label": its label, "sms": [ascending]}], a job without
+ * such sizes left out. */
+static cJSON *law_sizes(const advise_state *s) {
+    cJSON *list = cJSON_CreateArray();
+    for (int i = 0; i < s->m.count; i++) {
+        int sizes[ADVISE_MAX_POINTS];
+        int n = advise_sizes_of(&s->m, s->cands, s->cand_count, s->gpu.total_sms, i, sizes, ADVISE_MAX_POINTS);
+        qsort(sizes, (size_t)n, sizeof *sizes, ascending);
+        cJSON *read = cJSON_CreateArray();
+        for (int k = 0; k < n; k++) {
+            int probed = 0;
+            for (int q = 0; q < s->need_count; q++) probed |= s->needs[q].job == i && s->needs[q].sms == sizes[k];
+            if (!probed) cJSON_AddItemToArray(read, cJSON_CreateNumber(sizes[k]));
+        }
+        if (!cJSON_GetArraySize(read)) {
+            cJSON_Delete(read);
+            continue;
+        }
+        char spec[ADVISE_JOB_TEXT];
+        mix_job_format(&s->m.jobs[i], spec, sizeof spec);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "job", spec);
+        cJSON_AddStringToObject(o, "label", s->m.jobs[i].label);
+        cJSON_AddItemToObject(o, "sms", read);
+        cJSON_AddItemToArray(list, o);
+    }
+    return list;
+}
+
+/* law_sizes' list in words ("S on 56, 60 SMs; M on 40 SMs") into out; returns how many sizes. */
+static int law_words(const cJSON *list, char *out, size_t size) {
+    size_t at = 0;
+    int count = 0;
+#define SAY(...) (at += (size_t)snprintf(out + at, at < size ? size - at : 0, __VA_ARGS__))
+    out[0] = 0;
+    for (const cJSON *o = list->child; o; o = o->next) {
+        const cJSON *sizes = cJSON_GetObjectItemCaseSensitive(o, "sms");
+        SAY("%s%s on", o == list->child ? "" : "; ", cJSON_GetObjectItemCaseSensitive(o, "label")->valuestring);
+        for (const cJSON *v = sizes->child; v; v = v->next, count++) SAY("%s%d", v == sizes->child ? " " : ", ", v->valueint);
+        SAY(" SMs");
+    }
+#undef SAY
+    return count;
 }
 
 /* The probes: cached, else run (unless dry). 0, or the exit status. */
@@ -383,11 +441,14 @@ static void mix_of(const advise_state *s, advise_mix *am) {
     }
 }
 
-/* The state's candidates and probes for its mix on its GPU. */
-static void plan_of(const run_request *r, advise_state *s, const char *rev) {
+/* The state's candidates and probes for its mix on its GPU, by args' --probes. */
+static void plan_of(const run_args *args, advise_state *s, const char *rev) {
+    const run_request *r = &args->req;
+    const advise_args *own = args->form_options;
+    s->setting = own->probes ? (advise_probes)(own->probes - 1) : ADVISE_PROBES_TWO;
     s->cand_count = advise_candidates(&s->m, s->gpu.total_sms, s->gpu.mig, NULL, s->cands, ADVISE_MAX_CANDIDATES);
-    s->need_count = advise_probes_needed(&s->m, s->cands, s->cand_count, s->gpu.total_sms, s->gpu.name, rev,
-                                         r->window_s, r->warmup_steps, s->needs, ADVISE_MAX_PROBES);
+    s->need_count = advise_probes_needed(&s->m, s->cands, s->cand_count, s->gpu.total_sms, s->setting, s->gpu.name,
+                                         rev, r->window_s, r->warmup_steps, s->needs, ADVISE_MAX_PROBES);
 }
 
 /* --- the check ------------------------------------------------------------------------------------- */
@@ -432,7 +493,8 @@ static int check_run(run_args *args, advise_state *s, int n, advise_objective ob
     advise_check_summary sum;
     advise_check_compare(rows, count, s->m.count, objective, &sum);
     advise_check_print(r->json ? stderr : stdout, rows, count, s->m.count, labels, &sum, objective);
-    if (advise_check_write(dir, rows, count, s->m.count, labels, &sum, objective, err, sizeof err) != 0)
+    if (advise_check_write(dir, rows, count, s->m.count, labels, &sum, objective, advise_probes_name(s->setting), err,
+                           sizeof err) != 0)
         fprintf(stderr, "run_suite advise --check: %s\n", err);
     if (jobs_stop_signal()) return 128 + jobs_stop_signal();
     return sum.measured == count ? 0 : 1;
@@ -509,7 +571,7 @@ static int fit_take(run_args *args, const char *run, const char *root, advise_st
         memset(st, 0, sizeof *st);
         st->m = req.mix;
         gpu_of(args->req.gpu, &st->gpu);
-        plan_of(&args->req, st, rev);
+        plan_of(args, st, rev);
         c = candidate_of(st, mode->valuestring, cJSON_GetObjectItemCaseSensitive(request, "mode_options"));
         if (!c) why = "its mode and options are not a candidate the advisor makes for its mix on this GPU";
     }
@@ -680,7 +742,7 @@ static int advise_run(run_args *args) {
     gpu_of(r->gpu, &s.gpu);
     char rev[64];
     study_revision(SUITE_SOURCE_DIR, SUITE_BUILD_REVISION, rev, sizeof rev);
-    plan_of(r, &s, rev);
+    plan_of(args, &s, rev);
     char dir[4096] = "", id[256];
     if (!r->dry_run && results_make_run_dir(r->results_dir, "advise", r->mix_text, dir, sizeof dir, id, sizeof id, err,
                                             sizeof err) != 0) {
@@ -699,6 +761,11 @@ static int advise_run(run_args *args) {
     if (!s.gpu.total_sms)
         cJSON_AddStringToObject(root, "partitions_note", "the GPU's SM count is unknown (no shipped MIG table for it): "
                                 "no partition is predicted");
+    cJSON_AddStringToObject(root, "probes_setting", advise_probes_name(s.setting));
+    cJSON *law = law_sizes(&s);
+    char law_text[2048];
+    int law_count = law_words(law, law_text, sizeof law_text);
+    cJSON_AddItemToObject(root, "read_off_law", law);
     double started = clock_monotonic();
     int status = probes_measure(args, &s, cache, dir, cJSON_AddArrayToObject(root, "probes"));
     advise_cache_close(cache);
@@ -710,7 +777,9 @@ static int advise_run(run_args *args) {
             printf("%s\n", text);
             free(text);
         } else if (r->dry_run) {
-            printf("%d probe(s) for %d candidate(s) on %s\n", s.need_count, s.cand_count, s.gpu.name);
+            if (law_count) printf("law   %s: read off 1/rate = a + b/SMs through the probes\n", law_text);
+            printf("%d probe(s) (--probes %s) for %d candidate(s) on %s; %d partition size(s) read off the law\n",
+                   s.need_count, advise_probes_name(s.setting), s.cand_count, s.gpu.name, law_count);
         }
         cJSON_Delete(root);
         return status;
@@ -734,6 +803,7 @@ static int advise_run(run_args *args) {
                k.source);
         printf("rank %-36s %6s %7s %8s %12s  %-7s progress\n", "mode", "STP", "ANTT", "fairness", "J/sample", "fits");
         for (int i = 0; i < n; i++) print_prediction(&s, &s.ranked[i], i + 1, stdout);
+        if (law_count) printf("read off the law (--probes %s): %s\n", advise_probes_name(s.setting), law_text);
         printf("\nrecommended: %s\n", why);
     }
     cJSON_Delete(root);

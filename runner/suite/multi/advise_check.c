@@ -262,9 +262,11 @@ static void csv_value(FILE *f, double v) {
 }
 
 int advise_check_write(const char *dir, const advise_check_row *rows, int n, int jobs, const char *const *labels,
-                       const advise_check_summary *s, advise_objective objective, char *err, size_t err_size) {
+                       const advise_check_summary *s, advise_objective objective, const char *probes, char *err,
+                       size_t err_size) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "objective", advise_objective_name(objective));
+    cJSON_AddStringToObject(root, "probes", probes);
     cJSON_AddNumberToObject(root, "repeats", ADVISE_CHECK_REPEATS);
     cJSON *list = cJSON_AddArrayToObject(root, "modes");
     char path[8300];
@@ -292,6 +294,15 @@ int advise_check_write(const char *dir, const advise_check_row *rows, int n, int
         results_json_number(o, "fairness_error", r->fairness_error);
         results_json_number(o, "energy_error", r->energy_error);
         results_json_number(o, "measured_objective", r->measured_score);
+        cJSON *law = NULL;
+        for (int j = 0; j < jobs; j++) {
+            if (!r->pred->law[j]) continue;
+            if (!law) law = cJSON_AddArrayToObject(o, "read_off_law");
+            cJSON *jo = cJSON_CreateObject();
+            cJSON_AddStringToObject(jo, "job", labels[j]);
+            cJSON_AddNumberToObject(jo, "sms", r->pred->c->sms[j]);
+            cJSON_AddItemToArray(law, jo);
+        }
         cJSON *js = cJSON_AddArrayToObject(o, "jobs");
         for (int j = 0; j < jobs; j++) {
             cJSON *jo = cJSON_CreateObject();

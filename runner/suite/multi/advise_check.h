@@ -62,10 +62,13 @@ void advise_check_compare(advise_check_row *rows, int n, int jobs, advise_object
 /* The Spearman rank correlation of x and y over the pairs where both are finite (NaN under two). */
 double advise_spearman(const double *x, const double *y, int n);
 
-/* The table on out; check.json and check.csv in dir. labels: the jobs'. 0, or -1 with a message. */
+/* The table on out; check.json and check.csv in dir. labels: the jobs'; probes: the probe setting
+ * (advise_plan.h's name), recorded in check.json beside each candidate's sizes read off the law
+ * (its prediction's law), so that an error can be traced to the law. 0, or -1 with a message. */
 void advise_check_print(FILE *out, const advise_check_row *rows, int n, int jobs, const char *const *labels,
                         const advise_check_summary *s, advise_objective objective);
 int advise_check_write(const char *dir, const advise_check_row *rows, int n, int jobs, const char *const *labels,
-                       const advise_check_summary *s, advise_objective objective, char *err, size_t err_size);
+                       const advise_check_summary *s, advise_objective objective, const char *probes, char *err,
+                       size_t err_size);
 
 #endif

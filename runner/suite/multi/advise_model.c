@@ -30,17 +30,53 @@ double advise_objective_score(advise_objective o, double stp, double antt, doubl
     return NAN;
 }
 
+advise_law advise_law_through(int s1, double r1, int s2, double r2) {
+    if (!(s1 > 0 && s2 > 0 && s1 != s2 && r1 > 0 && r2 > 0)) return (advise_law){NAN, NAN};
+    if (s1 > s2) { /* (s2, r2) the larger size: a clamped law passes through it */
+        int s = s1;
+        double r = r1;
+        s1 = s2, r1 = r2, s2 = s, r2 = r;
+    }
+    double b = (1 / r1 - 1 / r2) / (1.0 / s1 - 1.0 / s2);
+    double a = 1 / r2 - b / s2;
+    if (b < 0) return (advise_law){1 / r2, 0};  /* faster on fewer SMs: its rate at the larger, whatever s */
+    if (a < 0) return (advise_law){0, s2 / r2}; /* faster than its SMs: in proportion to s */
+    return (advise_law){a, b};
+}
+
+double advise_law_rate(advise_law law, int sms) {
+    double t = law.a + law.b / sms;
+    return sms > 0 && t > 0 ? 1 / t : NAN;
+}
+
+int advise_rate_probed(const advise_probe *p, int sms) {
+    for (int i = 0; i < p->points; i++)
+        if (p->sms[i] == sms) return 1;
+    return 0;
+}
+
 double advise_rate_at(const advise_probe *p, int sms) {
-    /* the points with (0, 0); the whole GPU is the probe's rate at the largest count given to us */
-    int lo_s = 0, hi_s = -1;
-    double lo_r = 0, hi_r = NAN;
+    /* the two points around sms: the largest below and the smallest above (the nearest pair outside) */
+    int below = -1, above = -1;
     for (int i = 0; i < p->points; i++) {
         if (p->sms[i] == sms) return p->part_rate[i];
-        if (p->sms[i] < sms && p->sms[i] >= lo_s) lo_s = p->sms[i], lo_r = p->part_rate[i];
-        if (p->sms[i] > sms && (hi_s < 0 || p->sms[i] < hi_s)) hi_s = p->sms[i], hi_r = p->part_rate[i];
+        if (p->sms[i] < sms && (below < 0 || p->sms[i] > p->sms[below])) below = i;
+        if (p->sms[i] > sms && (above < 0 || p->sms[i] < p->sms[above])) above = i;
     }
-    if (hi_s < 0) return lo_s > 0 ? lo_r : NAN; /* above every point: the largest (the whole GPU is one) */
-    return lo_r + (hi_r - lo_r) * (sms - lo_s) / (double)(hi_s - lo_s);
+    if (below < 0 && above < 0) return NAN;
+    if (below < 0 || above < 0) { /* outside: the nearest point and its neighbour on the same side */
+        int near = below < 0 ? above : below, next = -1;
+        for (int i = 0; i < p->points; i++) {
+            if (i == near || p->sms[i] == p->sms[near]) continue;
+            int same_side = below < 0 ? p->sms[i] > p->sms[near] : p->sms[i] < p->sms[near];
+            if (same_side && (next < 0 || abs(p->sms[i] - p->sms[near]) < abs(p->sms[next] - p->sms[near]))) next = i;
+        }
+        if (next < 0) /* one point: in proportion to s below it (a = 0), its rate above (b = 0) */
+            return below < 0 ? p->part_rate[near] * sms / p->sms[near] : p->part_rate[near];
+        below = near, above = next; /* advise_law_through orders them */
+    }
+    return advise_law_rate(advise_law_through(p->sms[below], p->part_rate[below], p->sms[above], p->part_rate[above]),
+                           sms);
 }
 
 static double known_or(double v, double otherwise) { return isfinite(v) ? v : otherwise; }
@@ -66,7 +102,10 @@ void advise_predict(const advise_mix *m, const advise_candidate *c, const advise
             q = 1 / fmax(1, k->packing * activity) / (1 + k->bandwidth * others);
             if (c->kind == ADVISE_STREAMS) q *= 1 - k->streams_cost;
             break;
-        default: q = advise_rate_at(p, c->sms[i]) / p->rate / (1 + k->bandwidth * others); break;
+        default:
+            q = advise_rate_at(p, c->sms[i]) / p->rate / (1 + k->bandwidth * others);
+            out->law[i] = !advise_rate_probed(p, c->sms[i]);
+            break;
         }
         out->progress[i] = n > 1 ? q : fmin(q, 1);
         samples += q * p->rate;

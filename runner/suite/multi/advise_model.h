@@ -3,9 +3,23 @@
  * (advise.c) measures the probes and reads the constants.
  *
  * A probe is one job alone over a short window: its samples/s on the whole GPU with its SM activity,
- * DRAM activity, power and memory, and its samples/s on each partition size the candidates need
- * (an MPS share, which the job's libraries see as the device's SM count). A job's speed on a
- * partition of s SMs is read off those points, linearly between them (0 at 0 SMs).
+ * DRAM activity, power and memory, and its samples/s on partition sizes (an MPS share, which the
+ * job's libraries see as the device's SM count): by default only the smallest size any candidate
+ * gives the job (advise_plan.h: two probes a job), every size with --probes all.
+ *
+ * A job's speed on a partition of s SMs is read off the law
+ *   1 / rate(s) = a + b / s
+ * a step's time as a part that does not shrink with SMs (a: the host's share of a step, launches,
+ * the serial kernels, whatever waits on something other than the SMs) and a part spread over them
+ * (b / s: the kernels' waves). Two points fix it exactly; the whole GPU is one (the total SMs), the
+ * smallest partition the other, so a size between them is interpolated by what costs time, not by a
+ * line through the rates (which reads a job with a large fixed part as losing speed in proportion
+ * to its SMs). a and b are clamped at 0: a < 0 would be a job faster than in proportion to its SMs,
+ * b < 0 one faster on fewer SMs; both are a probe's noise, and a clamped law is the one-parameter law
+ * through the larger of its two sizes (rate in proportion to s; the rate there, whatever s), so
+ * that the whole GPU keeps its measured rate and rate never grows as s shrinks. Where more sizes
+ * were probed, a size between two of them takes the law through those two neighbours, one outside
+ * them the nearest pair's, one probed its measured rate.
  *
  * Each job's normalized progress p (its samples/s here over its samples/s alone on the whole GPU):
  *   naive (time slices)      p = (1 - switch_cost) / max(1, sum of the jobs' SM activity)
@@ -26,8 +40,8 @@
 #include <stddef.h>
 
 #define ADVISE_MAX_JOBS 16
-#define ADVISE_MAX_POINTS 8          /* partition sizes probed per job */
 #define ADVISE_MAX_CANDIDATES 24
+#define ADVISE_MAX_POINTS (ADVISE_MAX_CANDIDATES + 1) /* a job's probed sizes: one a candidate, the whole GPU */
 #define ADVISE_JOB_TEXT 160
 
 typedef struct advise_probe {
@@ -38,7 +52,7 @@ typedef struct advise_probe {
     double power_w;                  /* mean power alone; NaN unknown */
     double peak_bytes;               /* its memory alone; NaN unknown */
     int points;
-    int sms[ADVISE_MAX_POINTS];      /* partition sizes probed */
+    int sms[ADVISE_MAX_POINTS];      /* sizes probed (the whole GPU's SMs among them where known) */
     double part_rate[ADVISE_MAX_POINTS];
 } advise_probe;
 
@@ -71,6 +85,7 @@ typedef struct advise_mix {
 typedef struct advise_prediction {
     const advise_candidate *c;
     double progress[ADVISE_MAX_JOBS];
+    int law[ADVISE_MAX_JOBS];        /* 1: the job's partition size was not probed, its rate read off the law */
     double stp, antt, fairness, energy_per_sample;
     int fits;                        /* 1 fits, 0 does not, -1 unknown */
     double score;                    /* by the objective: higher is better */
@@ -86,8 +101,21 @@ const char *advise_objective_name(advise_objective o);
 /* The objective's value of a prediction or a measurement, higher better (ANTT and energy negated). */
 double advise_objective_score(advise_objective o, double stp, double antt, double fairness, double energy);
 
-/* A job's samples/s on s SMs, from its probe's points. */
+/* The law 1 / rate(s) = a + b / s (seconds a sample; b in SM-seconds a sample). */
+typedef struct advise_law {
+    double a, b;
+} advise_law;
+/* The law through (s1, r1) and (s2, r2), s1 != s2, rates > 0, clamped as above (NaN a and b where a
+ * point is not one). */
+advise_law advise_law_through(int s1, double r1, int s2, double r2);
+/* Its samples/s on s SMs. */
+double advise_law_rate(advise_law law, int sms);
+/* A job's samples/s on s SMs, from its probe's points: the measured rate at a probed size, else the
+ * law through the neighbouring points (the nearest pair outside them; one point: in proportion to s
+ * below it, its rate above; none: NaN). */
 double advise_rate_at(const advise_probe *p, int sms);
+/* 1 when s is one of the probe's sizes (its rate measured), 0 when read off the law. */
+int advise_rate_probed(const advise_probe *p, int sms);
 /* One candidate's prediction (score by objective). */
 void advise_predict(const advise_mix *m, const advise_candidate *c, const advise_constants *k,
                     advise_objective objective, advise_prediction *out);

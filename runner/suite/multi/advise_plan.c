@@ -120,12 +120,44 @@ static int add_need(advise_probe_need *out, int n, int max, const mix *m, int jo
     return n + 1;
 }
 
+#define ADVISE_PROBES_NAME_(kind, name) name,
+static const char *const PROBES_NAMES[] = {ADVISE_PROBES_TABLE(ADVISE_PROBES_NAME_)};
+#undef ADVISE_PROBES_NAME_
+
+const char *advise_probes_name(advise_probes setting) { return PROBES_NAMES[setting]; }
+
+int advise_sizes_of(const mix *m, const advise_candidate *cands, int count, int total_sms, int job, int *out,
+                    int max) {
+    int n = 0;
+    for (int c = 0; c < count; c++) {
+        if (cands[c].kind != ADVISE_PARTITION) continue;
+        for (int i = 0; i < m->count; i++) {
+            int sms = cands[c].sms[i], seen = 0;
+            if (job_index(m, i, i) != job || sms <= 0 || sms >= total_sms) continue;
+            for (int k = 0; k < n; k++) seen |= out[k] == sms;
+            if (!seen && n < max) out[n++] = sms;
+        }
+    }
+    return n;
+}
+
 int advise_probes_needed(const mix *m, const advise_candidate *cands, int count, int total_sms,
-                         const char *gpu_name, const char *revision, double window_s, long warmup,
-                         advise_probe_need *out, int max) {
+                         advise_probes setting, const char *gpu_name, const char *revision, double window_s,
+                         long warmup, advise_probe_need *out, int max) {
     int n = 0;
     for (int i = 0; i < m->count; i++)
         n = add_need(out, n, max, m, job_index(m, i, i), 0, total_sms, gpu_name, revision, window_s, warmup);
+    if (setting == ADVISE_PROBES_TWO) {
+        for (int i = 0; i < m->count; i++) {
+            int sizes[ADVISE_MAX_POINTS], least = 0;
+            if (job_index(m, i, i) != i) continue;
+            int k = advise_sizes_of(m, cands, count, total_sms, i, sizes, ADVISE_MAX_POINTS);
+            for (int j = 0; j < k; j++)
+                if (!least || sizes[j] < least) least = sizes[j];
+            if (least) n = add_need(out, n, max, m, i, least, total_sms, gpu_name, revision, window_s, warmup);
+        }
+        return n;
+    }
     for (int c = 0; c < count; c++) {
         if (cands[c].kind != ADVISE_PARTITION) continue;
         for (int i = 0; i < m->count; i++) {

@@ -3,8 +3,12 @@
  * The candidates a mix has on a GPU: naive, mps without shares, mps with equal shares, streams,
  * mig-emulate under each layout the MIG planner keeps for the mix (fill's choice and its runner-ups,
  * where the GPU's MIG table is known), green under an equal split and under each of those layouts'
- * SM counts rounded to the green unit. The probes they need: each distinct job alone on the whole
- * GPU and on every partition size a candidate gives it.
+ * SM counts rounded to the green unit. The probes they need (--probes): each distinct job alone on
+ * the whole GPU and on the smallest partition size any candidate gives it (two; none when no
+ * candidate partitions it), the sizes between read off the law (advise_model.h); or on every
+ * partition size a candidate gives it (all), as a check of the law. Two probes a job keep a new
+ * mix's probing inside a fifth of --mode all's time on it (issue 51's target), which probing every
+ * size (a dozen runs, each a process start, a warm-up and a window) does not.
  *
  * The cache (ADVISE_CACHE_FILE in the results folder, JSON): one entry per probe, keyed by
  *   <job's canonical spec>|<GPU name>|<suite revision>|<SMs: 0 the whole GPU>|<window s>/<warm-up steps>
@@ -27,6 +31,19 @@
 int advise_candidates(const mix *m, int total_sms, const mig_gpu *mig, const double *footprints,
                       advise_candidate *out, int max);
 
+/* Which partition sizes are probed (advise --probes); X(kind, name). */
+#define ADVISE_PROBES_TABLE(X) X(ADVISE_PROBES_TWO, "two") X(ADVISE_PROBES_ALL, "all")
+#define ADVISE_PROBES_ENUM_(kind, name) kind,
+typedef enum { ADVISE_PROBES_TABLE(ADVISE_PROBES_ENUM_) } advise_probes;
+#undef ADVISE_PROBES_ENUM_
+const char *advise_probes_name(advise_probes setting);
+
+/* The partition sizes the candidates give job (the first index of a distinct job; the mix's jobs
+ * that are it count too), each once, in the candidates' order, the whole GPU's not among them.
+ * Returns how many (at most max). */
+int advise_sizes_of(const mix *m, const advise_candidate *cands, int count, int total_sms, int job, int *out,
+                    int max);
+
 /* One probe: a distinct job alone, on the whole GPU (sms 0) or a share of sms SMs. */
 typedef struct advise_probe_need {
     int job;                         /* the first job of the mix that is this job */
@@ -35,11 +52,12 @@ typedef struct advise_probe_need {
     char key[512];                   /* its cache key */
 } advise_probe_need;
 
-/* The probes the candidates need, distinct jobs by their canonical spec: whole-GPU ones first.
- * gpu_name, revision, window_s, warmup: the cache key's parts. Returns how many (at most max). */
+/* The probes the candidates need under setting, distinct jobs by their canonical spec: whole-GPU
+ * ones first. gpu_name, revision, window_s, warmup: the cache key's parts (the setting is not one: a
+ * size measured once serves either). Returns how many (at most max). */
 int advise_probes_needed(const mix *m, const advise_candidate *cands, int count, int total_sms,
-                         const char *gpu_name, const char *revision, double window_s, long warmup,
-                         advise_probe_need *out, int max);
+                         advise_probes setting, const char *gpu_name, const char *revision, double window_s,
+                         long warmup, advise_probe_need *out, int max);
 
 /* The cache: a JSON object of entries. Read: 0 (the file absent is an empty cache), or -1 with a
  * message naming the file and what was expected (the caller exits 2). */
