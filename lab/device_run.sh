@@ -83,6 +83,8 @@
 #           in the traced window (train --kernels), side by side with the costs in % (TRACE_SIZES,
 #           TRACE_WINDOW_S: 5)
 #   main-job  README's main job (run_suite --mode mps --mix S+S+M --quick), its output in main_job.txt
+#   advise-law  issue 51: LAW_MIX (S+M+M) advised with --probes all and with two probes a job, each
+#           candidate's per-job progress side by side (advise_law.md)
 #   attribution  issue 49: ATTR_MIXES (7*S 3*M L+XL) each under --mode all --quick with --kernels
 #           (ATTR_WINDOW 1 s measured, ATTR_KERNELS_WINDOW 0.5 s traced) and its report; kernels.csv,
 #           interference.csv, the summaries, reports and logs back in one attribution.tgz
@@ -733,6 +735,32 @@ PY
         # README's main job as its first command runs it (the excerpt README shows comes from here)
         "$build/run_suite" --mode mps --mix S+S+M --quick --results /tmp/main-job 2>&1 | tee "$out/main_job.txt"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        ;;
+    advise-law)
+        # issue 51: whether a job's rate between its two probes follows the advisor's law
+        # (1/rate = a + b/s): LAW_MIX (S+M+M) advised with --probes all, then with the default two
+        # probes a job (which finds them cached and runs nothing); each candidate's per-job progress
+        # from both side by side, the law's against every size measured
+        law=/tmp/advise-law
+        rm -rf $law && mkdir -p $law
+        for setting in all two; do
+            "$build/run_suite" advise --mix "${LAW_MIX:-S+M+M}" --probes $setting --window "${ADVISE_WINDOW:-2}" \
+                --warmup-steps "${ADVISE_WARMUP:-20}" --json --results $law/runs >"$out/advise_law_$setting.json" \
+                2>"$law/$setting.log" || { echo "advise --probes $setting: exit $?"; tail -5 "$law/$setting.log"; status=1; }
+        done
+        python3 - "$out/advise_law_all.json" "$out/advise_law_two.json" <<'PY' | tee "$out/advise_law.md"
+import json, sys
+every, two = (json.load(open(p))["predictions"] for p in sys.argv[1:3])
+print("| candidate | job | SMs | progress, every size probed | progress, two probes | off the law | difference |")
+print("|---|---|---|---|---|---|---|")
+by_label = {b["label"]: b for b in two}  # ranked apart: matched by candidate
+for a in every:
+    b = by_label.get(a["label"], {"jobs": []})
+    for ja, jb in zip(a["jobs"], b["jobs"]):
+        pa, pb = ja.get("progress"), jb.get("progress")
+        diff = f"{(pb - pa) / pa * 100:+.1f}%" if pa and pb else "-"
+        print(f"| {a['label']} | {ja['label']} | {ja.get('sms', '-')} | {pa} | {pb} | {jb.get('read_off_law', '-')} | {diff} |")
+PY
         ;;
     attribution)
         # issue 49: each mix of ATTR_MIXES under --mode all with every kernel traced after the measured
