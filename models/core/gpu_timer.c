@@ -8,7 +8,9 @@
 #include "kernels/check.h"
 
 enum { MAX_RUNS = 64, MAX_TRIES = 6 };
-static const long long FIRST_HOLD_NS = 200000; /* cuDNN launches cost the host 5-20 us each */
+/* The GPU is held busy while the runs are queued, so that the host's launches stay out of their times;
+ * the hold doubles until it outlasts the queueing. */
+static const long long FIRST_HOLD_NS = 200000;
 
 float gpu_timer_median_ms(cudaStream_t stream, gpu_timed_fn run, void *arg, int runs) {
     if (runs < 1 || runs > MAX_RUNS) {
