@@ -2,9 +2,10 @@
  * 51's energy check rests on it), end to end on fake jobs and the NVML stand-in drawing a constant
  * power (SUITE_NVML_STANDIN_POWER_W, its energy counter that power times the wall clock): the run's
  * value is its window energy over the samples every job trained inside the window, that energy the
- * power times the window's length (up to the monitor's sampling skew); --repeat 3 carries its median
- * [min-max]; one job after another sums each job's own window; and a run that reads no energy (no power
- * sensor, --no-monitor, no NVML) says why in window_energy_note with the value null, never 0. */
+ * power times the window's length (up to the monitor's skew, less than a sampling tick an edge);
+ * --repeat 3 carries its median [min-max]; one job after another sums each job's own window; and a run
+ * that reads no energy (no power sensor, --no-monitor, no NVML) says why in window_energy_note with the
+ * value null, never 0. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "tests/support/testutil.h"
 
 #define POWER_W 250.0
+#define SAMPLE_MS 50 /* the monitor's period in these runs (--sample-ms) */
 #define FAKE_JOBS "resnet26:epoch_ms=200,steps=10,setup_ms=5;resnet50:epoch_ms=300,steps=10,setup_ms=5"
 
 static double number(const cJSON *o, const char *key) {
@@ -66,9 +68,12 @@ static void check_arithmetic(const cJSON *summary, int sequential) {
     expect_eq(number(summary, "window_samples"), samples);
     expect_near(per, energy / samples, 1e-12 * per);
     /* the counter is power x time: the window's energy is the power times its length, up to how far
-     * the monitor's clock reading and the counter's lie apart */
-    expect_near(energy, POWER_W * length, 0.02 * POWER_W * length);
-    expect_near(per, POWER_W * length / samples, 0.02 * per);
+     * the monitor's clock reading and its counter reading lie apart at each edge of each window, which
+     * is less than one sampling tick unless the machine's load stalls the sampler longer (a rule, not a
+     * share of the window: how long a thread waits for a core is the machine's, not the suite's) */
+    double skew = POWER_W * SAMPLE_MS * 1e-3 * 2 * (sequential ? cJSON_GetArraySize(jobs) : 1);
+    expect_near(energy, POWER_W * length, skew);
+    expect_near(per, POWER_W * length / samples, skew / samples);
     const cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(summary, "window_metrics"), 0);
     expect_eq(number(w0, "energy_j"), energy);
     expect_eq(number(w0, "samples"), samples);
@@ -83,7 +88,8 @@ static void test_collocated_and_serial(void **state) {
     suite_fixture *f = *state;
     standin(f);
     setenv("SUITE_NVML_STANDIN_POWER_W", "250", 1);
-    const char *naive[] = {"--mix", "S+M", "--mode", "naive", "--window", "0.4", "--warmup-steps", "2", NULL};
+    const char *naive[] = {"--mix", "S+M", "--mode", "naive", "--window", "0.4", "--warmup-steps", "2", "--sample-ms",
+                           "50", NULL};
     assert_int_equal(run(f, naive), 0);
     char dir[1024];
     suite_fixture_run_dir(f, dir, sizeof dir);
@@ -91,7 +97,8 @@ static void test_collocated_and_serial(void **state) {
     check_arithmetic(summary, 0);
     cJSON_Delete(summary);
     test_rmtree(f->results);
-    const char *serial[] = {"--mix", "S+M", "--mode", "serial", "--window", "0.4", "--warmup-steps", "2", NULL};
+    const char *serial[] = {"--mix", "S+M", "--mode", "serial", "--window", "0.4", "--warmup-steps", "2", "--sample-ms",
+                            "50", NULL};
     assert_int_equal(run(f, serial), 0);
     suite_fixture_run_dir(f, dir, sizeof dir);
     summary = summary_of(dir);
