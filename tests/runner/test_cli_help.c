@@ -146,6 +146,46 @@ static void test_scanner(void **state) {
 /* README.md stays a front door: at most 150 lines, none wider than a 100-column terminal (the
  * set-up commands included), and every docs/ page it links to is there. The reference lives in
  * docs/, where the tests above keep it in step with the programs. */
+/* README's excerpt of a committed run's output: the code block after "(`FILE`, lines cut at N
+ * columns):" holds only lines of FILE, each its first N characters (trailing blanks aside), so that
+ * what README shows is what the named file holds. Returns how many lines are not in the file. */
+static int excerpt_not_in_file(const char *readme) {
+    const char *intro = strstr(readme, "(`lab/results/");
+    if (!intro) return 0; /* no excerpt */
+    char file[512], path[1024], err[512];
+    int columns = 0, used = 0;
+    if (sscanf(intro, "(`%511[^`]`, lines cut at %d columns):%n", file, &columns, &used) != 2 || !used)
+        fail_msg("README.md: an excerpt's introduction is not \"(`FILE`, lines cut at N columns):\"");
+    const char *block = strstr(intro + used, "```\n");
+    assert_non_null(block);
+    block += 4;
+    const char *end = strstr(block, "```");
+    assert_non_null(end);
+    snprintf(path, sizeof path, "%s/%s", SUITE_SOURCE_DIR, file);
+    char *text = test_read_text(path, err, sizeof err);
+    if (!text) fail_msg("README.md's excerpt names %s: %s", file, err);
+    int missing = 0;
+    for (const char *line = block; line < end;) {
+        size_t len = strcspn(line, "\n");
+        while (len && line[len - 1] == ' ') len--;
+        int found = 0;
+        for (const char *src = text; *src && !found;) {
+            size_t src_len = strcspn(src, "\n"), cut = src_len < (size_t)columns ? src_len : (size_t)columns;
+            while (cut && src[cut - 1] == ' ') cut--;
+            found = cut == len && !strncmp(src, line, len);
+            src += src_len + (src[src_len] == '\n');
+        }
+        if (!found) {
+            fprintf(stderr, "README.md's excerpt line \"%.*s\" is not in %s (cut at %d columns)\n", (int)len, line,
+                    file, columns);
+            missing++;
+        }
+        line += strcspn(line, "\n") + 1;
+    }
+    free(text);
+    return missing;
+}
+
 static void test_readme_front_door(void **state) {
     char path[1024], err[512];
     snprintf(path, sizeof path, "%s/README.md", SUITE_SOURCE_DIR);
@@ -174,10 +214,12 @@ static void test_readme_front_door(void **state) {
             fclose(f);
         }
     }
+    int stale = excerpt_not_in_file(readme);
     free(readme);
     assert_int_equal(wide, 0);
     assert_true(lines <= 150);
     assert_int_equal(missing, 0);
+    assert_int_equal(stale, 0);
 }
 
 int main(void) {
