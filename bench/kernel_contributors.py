@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results"))
 from report_checks import ReportError, read_csv  # noqa: E402
-from report_kernels import CLASS_WORDS, MODE_WORDS, num  # noqa: E402
+from report_kernels import CLASS_WORDS, MODE_WORDS, alone_words, num  # noqa: E402
 
 
 def kernels_csv(path):
@@ -40,17 +40,6 @@ def contributors(rows, top):
         grew = [(r, num(r["delta_ms"])) for r in mine if r["level"] == "class" and num(r["delta_ms"]) > 0]
         out[mode] = (steps, sorted(grew, key=lambda p: -p[1])[:top])
     return out
-
-
-def alone_words(row):
-    """What a class does alone: its share of the DRAM bandwidth and its bound, where known."""
-    dram, bound = num(row.get("alone_dram_fraction")), row.get("bound", "")
-    if math.isnan(dram):
-        return ""
-    words = f" (alone at {100 * dram:.0f}% of the DRAM bandwidth"
-    words += ", more than DRAM could: partly from L2" if dram > 1 else ""
-    words += ", neither compute- nor memory-bound" if bound == "neither" else f", {bound}-bound" if bound else ""
-    return words + ")"
 
 
 def describe(mode, steps, largest):

@@ -133,6 +133,18 @@ def figure_interference(plt, cells):
     return render_data
 
 
+def alone_words(row):
+    """What a class row does alone, in the sentences' words: its share of the DRAM bandwidth and its
+    bound ("" where the share is unknown)."""
+    dram, bound = num(row.get("alone_dram_fraction")), row.get("bound", "")
+    if math.isnan(dram):
+        return ""
+    text = f", which alone moves its bytes at {100 * dram:.0f}% of the DRAM bandwidth"
+    text += " (more than DRAM could: part of them came from L2)" if dram > 1 else ""
+    return text + (" (below both roofs: neither compute- nor memory-bound)" if bound == "neither" else
+                   f" ({bound}-bound)" if bound else "")
+
+
 def sentence(mode, rows):
     """Under a mode: the job whose step grew most, by how much, and its largest contributing classes
     with what the first does alone. None where no job has both alone and shared."""
@@ -148,12 +160,7 @@ def sentence(mode, rows):
     if delta > 0 and parts:
         top = parts[0]
         text += f"; {num(top['delta_ms']):.2f} ms of it is {CLASS_WORDS.get(top['class'], top['class'])}"
-        dram, bound = num(top["alone_dram_fraction"]), top.get("bound", "")
-        if not math.isnan(dram):
-            text += f", which alone moves its bytes at {100 * dram:.0f}% of the DRAM bandwidth"
-            text += " (more than DRAM could: part of them came from L2)" if dram > 1 else ""
-            text += " (below both roofs: neither compute- nor memory-bound)" if bound == "neither" else \
-                f" ({bound}-bound)" if bound else ""
+        text += alone_words(top)
         if len(parts) > 1:
             text += f", then {num(parts[1]['delta_ms']):.2f} ms of {CLASS_WORDS.get(parts[1]['class'], parts[1]['class'])}"
     return text + " (traced)."
