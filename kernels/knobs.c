@@ -46,13 +46,12 @@ static const knob table[KNOB_COUNT] = {
                              "forces every depthwise convolution onto our NHWC kernels or cuDNN's grouped "
                              "convolution",
                              JOB_PROGRAMS, 0, CHOICE("ours|cudnn")},
-    [KNOB_SM_TARGET] = {"SUITE_SM_TARGET", "`0` or `1`", "off",
-                        "`1`: a job in a green-context partition tells cuBLASLt and cuDNN its SM count, as a "
-                        "MIG instance's device tells them, and its convolutions are searched inside the "
-                        "partition, told engines against the legacy algorithm (`base/sm_target.h`; an MPS "
-                        "share, mig-emulate's too, is seen by the libraries without telling). Off until the "
-                        "sharing guard's green cells are recorded told (docs/modes.md: partitions as the "
-                        "libraries see them). The setup event says what was told",
+    [KNOB_SM_TARGET] = {"SUITE_SM_TARGET", "`0` or `1`", "on",
+                        "a job in a green-context partition tells cuBLASLt and cuDNN its SM count, as a MIG "
+                        "instance's device tells them, and its convolutions are searched inside the partition "
+                        "(`base/sm_target.h`; an MPS share, mig-emulate's too, is seen by the libraries without "
+                        "telling). `0` tells nothing: the libraries plan for the whole device (the A/B of "
+                        "`lab/device_run.sh sm-target`). The setup event says what was told",
                         JOB_PROGRAMS, 0, FLAG},
     [KNOB_CONCURRENT_JOBS] = {"SUITE_CONCURRENT_JOBS", "a whole number from 1 to 4096", "1",
                               "the jobs sharing the machine, which `--workers 0` divides the CPUs among; "

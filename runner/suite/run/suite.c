@@ -288,7 +288,7 @@ static void print_sm_targets(const suite_ctx *c) {
     int telling = knob_flag(KNOB_SM_TARGET);
     printf("SMs each job's cuBLASLt and cuDNN plan for (0: the whole device; a green partition's, which they are\n"
            "told %s; an MPS share's, which the device reports to the client itself):\n",
-           telling ? "(SUITE_SM_TARGET=1)" : "only with SUITE_SM_TARGET=1 (else they plan for the whole device)");
+           telling ? "(not with SUITE_SM_TARGET=0)" : "only without SUITE_SM_TARGET=0 (here they plan for the whole device)");
     for (int k = 0; k < c->mode_count; k++) {
         const suite_mode *m = c->modes[k].mode;
         printf("  %s:", m->name);
