@@ -54,34 +54,74 @@ static cudnnConvolutionDescriptor_t make_conv_desc(const conv_shape *s) {
 
 static int is_half(const conv_layer *c) { return c->shape.data_type == CUDNN_DATA_BFLOAT16; }
 
-/* Candidates come back fastest first; the first that succeeded within the limit wins. For float
- * data TF32 is refused (CUDNN_FMA_MATH only) when the context disallows it; bfloat16 data always
- * allows tensor cores. */
-#define PICK_FASTEST(results, n, limit, allow_tf32, out_algo, out_math, out_ms, out_mem, what)  \
-    do {                                                                                        \
-        int found_ = 0;                                                                         \
-        for (int i_ = 0; i_ < (n) && !found_; i_++) {                                           \
-            if ((results)[i_].status != CUDNN_STATUS_SUCCESS || (results)[i_].memory > (limit)) \
-                continue;                                                                       \
-            if (!(allow_tf32) && (results)[i_].mathType != CUDNN_FMA_MATH) continue;            \
-            out_algo = (results)[i_].algo;                                                      \
-            out_math = (results)[i_].mathType;                                                  \
-            out_ms = (results)[i_].time;                                                        \
-            if ((results)[i_].memory > out_mem) out_mem = (results)[i_].memory;                 \
-            found_ = 1;                                                                         \
-        }                                                                                       \
-        if (!found_) {                                                                          \
-            fprintf(stderr, "conv: no %s algorithm fits the %zu-byte workspace limit\n", what, \
-                    (size_t)(limit));                                                           \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
-
 /* Math type is a property of the convolution descriptor: each direction runs its pick's. */
 static void use_math_types(conv_layer *c) {
     CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, c->algos.fwd_math));
     CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, c->algos.bwd_data_math));
     CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, c->algos.bwd_filter_math));
+}
+
+/* One row of what Find reported, whichever direction's perf type it came in. */
+typedef struct legacy_candidate {
+    int algo;
+    cudnnStatus_t status;
+    cudnnMathType_t math;
+    float ms;
+    size_t memory;
+} legacy_candidate;
+
+#define TO_CANDIDATES(out, results, n)                                                                        \
+    for (int i_ = 0; i_ < (n); i_++)                                                                          \
+    (out)[i_] = (legacy_candidate){(int)(results)[i_].algo, (results)[i_].status, (results)[i_].mathType,     \
+                                   (results)[i_].time, (results)[i_].memory}
+
+/* One run of a direction's legacy algorithm with its math type, cuDNN's status returned rather
+ * than fatal (y stands for dy in both backward directions, as in Find). */
+static cudnnStatus_t try_legacy(conv_layer *c, conv_direction d, const legacy_candidate *k, void *y, const void *x,
+                                void *dx, const job_context *ctx) {
+    const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t status;
+    if (d == CONV_FORWARD) {
+        CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, k->math));
+        status = cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->run_weight, c->fwd_desc,
+                                         (cudnnConvolutionFwdAlgo_t)k->algo, ctx->workspace, k->memory, &zero,
+                                         c->y_desc, y);
+    } else if (d == CONV_BACKWARD_DATA) {
+        CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, k->math));
+        status = cudnnConvolutionBackwardData(ctx->cudnn, &one, c->w_desc, c->run_weight, c->y_desc, y,
+                                              c->bwd_data_desc, (cudnnConvolutionBwdDataAlgo_t)k->algo,
+                                              ctx->workspace, k->memory, &zero, c->x_desc, dx);
+    } else {
+        CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, k->math));
+        status = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, c->x_desc, x, c->y_desc, y, c->bwd_filter_desc,
+                                                (cudnnConvolutionBwdFilterAlgo_t)k->algo, ctx->workspace,
+                                                k->memory, &zero, c->w_desc, c->run_weight_grad);
+    }
+    CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+    return status;
+}
+
+/* Candidates come back fastest first; the first that succeeded within the limit, and then runs
+ * once with its math type as the step will run it, wins. Find can report an (algorithm, math type)
+ * as successful that then fails to run (cuDNN's execution failure, heuristics with fewer algorithms
+ * than it indexed): such a pick is logged and passed over, not left to fail mid-training. For float
+ * data TF32 is refused (CUDNN_FMA_MATH only) when the context disallows it; bfloat16 data always
+ * allows tensor cores. Returns the winner's index. */
+static int pick_legacy(conv_layer *c, conv_direction d, const legacy_candidate *k, int n, int allow_tensor_ops,
+                       void *y, const void *x, void *dx, const job_context *ctx) {
+    for (int i = 0; i < n; i++) {
+        if (k[i].status != CUDNN_STATUS_SUCCESS || k[i].memory > ctx->workspace_limit) continue;
+        if (!allow_tensor_ops && k[i].math != CUDNN_FMA_MATH) continue;
+        cudnnStatus_t ran = try_legacy(c, d, &k[i], y, x, dx, ctx);
+        if (ran == CUDNN_STATUS_SUCCESS) return i;
+        const conv_shape *s = &c->shape;
+        fprintf(stderr, "conv set-up: %s n%d %dx%d c%d->%d k%d s%d: algorithm %d (math type %d), reported by Find, "
+                "fails to run (%s): the next one\n", conv_direction_name(d), s->batch, s->h_in, s->w_in, s->in_c,
+                s->out_c, s->kernel, s->stride, k[i].algo, (int)k[i].math, cudnnGetErrorString(ran));
+    }
+    fprintf(stderr, "conv: no %s algorithm fits the %zu-byte workspace limit and runs\n", conv_direction_name(d),
+            ctx->workspace_limit);
+    exit(1);
 }
 
 static void search_algos(conv_layer *c, void *y, const void *x, void *dx, job_context *ctx) {
@@ -94,27 +134,36 @@ static void search_algos(conv_layer *c, void *y, const void *x, void *dx, job_co
     CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, search_math));
     CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, search_math));
     CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, search_math));
+    legacy_candidate k[MAX_RESULTS];
+    int w;
 
     cudnnConvolutionFwdAlgoPerf_t fwd[MAX_RESULTS];
     CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx->cudnn, c->x_desc, x, c->w_desc, c->run_weight,
                                                        c->fwd_desc, c->y_desc, y, MAX_RESULTS, &n, fwd,
                                                        ctx->workspace, limit));
-    PICK_FASTEST(fwd, n, limit, allow_tensor_ops, al->fwd, al->fwd_math, al->fwd_ms, al->workspace_bytes, "forward");
+    TO_CANDIDATES(k, fwd, n);
+    w = pick_legacy(c, CONV_FORWARD, k, n, allow_tensor_ops, y, x, dx, ctx);
+    al->fwd = fwd[w].algo, al->fwd_math = k[w].math, al->fwd_ms = k[w].ms;
+    if (k[w].memory > al->workspace_bytes) al->workspace_bytes = k[w].memory;
 
     cudnnConvolutionBwdFilterAlgoPerf_t bwf[MAX_RESULTS];
     CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
         ctx->cudnn, c->x_desc, x, c->y_desc, y, c->bwd_filter_desc, c->w_desc, c->run_weight_grad,
         MAX_RESULTS, &n, bwf, ctx->workspace, limit));
-    PICK_FASTEST(bwf, n, limit, allow_tensor_ops, al->bwd_filter, al->bwd_filter_math, al->bwd_filter_ms,
-                 al->workspace_bytes, "backward-filter");
+    TO_CANDIDATES(k, bwf, n);
+    w = pick_legacy(c, CONV_BACKWARD_FILTER, k, n, allow_tensor_ops, y, x, dx, ctx);
+    al->bwd_filter = bwf[w].algo, al->bwd_filter_math = k[w].math, al->bwd_filter_ms = k[w].ms;
+    if (k[w].memory > al->workspace_bytes) al->workspace_bytes = k[w].memory;
 
     if (dx) {
         cudnnConvolutionBwdDataAlgoPerf_t bwd[MAX_RESULTS];
         CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
             ctx->cudnn, c->w_desc, c->run_weight, c->y_desc, y, c->bwd_data_desc, c->x_desc, dx,
             MAX_RESULTS, &n, bwd, ctx->workspace, limit));
-        PICK_FASTEST(bwd, n, limit, allow_tensor_ops, al->bwd_data, al->bwd_data_math, al->bwd_data_ms,
-                     al->workspace_bytes, "backward-data");
+        TO_CANDIDATES(k, bwd, n);
+        w = pick_legacy(c, CONV_BACKWARD_DATA, k, n, allow_tensor_ops, y, x, dx, ctx);
+        al->bwd_data = bwd[w].algo, al->bwd_data_math = k[w].math, al->bwd_data_ms = k[w].ms;
+        if (k[w].memory > al->workspace_bytes) al->workspace_bytes = k[w].memory;
     }
 }
 
