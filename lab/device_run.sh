@@ -85,7 +85,8 @@
 #   main-job  README's main job (run_suite --mode mps --mix S+S+M --quick), its output in main_job.txt
 #   advise-law  issue 51: LAW_MIX (S+M+M) advised with --probes all and with two probes a job, each
 #           candidate's per-job progress side by side (advise_law.md)
-#   attribution  issue 49: ATTR_MIXES (7*S 3*M L+XL) each under --mode all --quick with --kernels
+#   attribution  issue 49: ATTR_MIXES (S+M+M 7*S 3*M L+XL) each under --mode all --quick with --kernels
+#           and ATTR_OPTIONS (--mig-emulate: --mode all runs MIG only where it can, so the cards need it)
 #           (ATTR_WINDOW 1 s measured, ATTR_KERNELS_WINDOW 0.5 s traced) and its report; kernels.csv,
 #           interference.csv, the summaries, reports and logs back in one attribution.tgz
 #   trace-check  one job's kernels traced in place (train --kernels, resnet26 32x32/128 in
@@ -766,13 +767,13 @@ PY
         # issue 49: each mix of ATTR_MIXES under --mode all with every kernel traced after the measured
         # windows, and its report; only the small files come back, in one tgz (a call returns few files
         # and none over its size limit: the traced files stay on the device)
-        for mix in ${ATTR_MIXES:-7*S 3*M L+XL}; do
+        for mix in ${ATTR_MIXES:-S+M+M 7*S 3*M L+XL}; do
             name=$(echo "$mix" | tr '*+' 'x_')
             d=/tmp/attribution/$name
             rm -rf "$d" && mkdir -p "$d"
             # shellcheck disable=SC2086
             timeout "${ATTR_TIMEOUT:-200}" "$build/run_suite" --mode all --mix "$mix" --quick --window "${ATTR_WINDOW:-1}" \
-                --kernels --kernels-window "${ATTR_KERNELS_WINDOW:-0.5}" --results "$d" ${ATTR_OPTIONS:-} >"$d/run_suite.log" 2>&1 ||
+                --kernels --kernels-window "${ATTR_KERNELS_WINDOW:-0.5}" --results "$d" ${ATTR_OPTIONS:---mig-emulate} >"$d/run_suite.log" 2>&1 ||
                 { echo "$mix: run_suite exited $?"; status=1; }
             run=$(find "$d" -mindepth 1 -maxdepth 1 -type d | head -1)
             [ -n "$run" ] && "$build/run_suite" report "$run" >"$d/report.log" 2>&1 || echo "$mix: no report ($(tail -1 "$d/report.log" 2>/dev/null))"

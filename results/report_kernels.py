@@ -108,12 +108,16 @@ def figure_interference(plt, cells):
     maps = [(mode, cells_) for mode, cells_ in maps if cells_]
     if not maps:
         return None
-    fig, axes = plt.subplots(1, len(maps), figsize=(4.2 * len(maps), 3.8), squeeze=False)
+    # one colour scale for every mode, so that a colour means the same slowdown in each panel
+    finite = [v for _, cells_ in maps for v in cells_.values() if not math.isnan(v)]
+    top = max([1.0 + 1e-6] + finite)
+    fig, axes = plt.subplots(1, len(maps), figsize=(4.2 * len(maps) + 0.8, 3.8), squeeze=False)
+    fig.subplots_adjust(wspace=0.35)
     for ax, (mode, cells_) in zip(axes[0], maps):
         slowed = [c for c in CLASSES if any(k[0] == c for k in cells_)]
         beside = [c for c in CLASSES if any(k[1] == c for k in cells_)] + ["none"]
         grid = [[cells_.get((a, b), math.nan) for b in beside] for a in slowed]
-        image = ax.imshow(grid, cmap="Reds", vmin=1.0, aspect="auto")
+        image = ax.imshow(grid, cmap="Reds", vmin=1.0, vmax=top, aspect="auto")
         ax.set_xticks(range(len(beside)))
         ax.set_xticklabels(beside, rotation=60, ha="right", fontsize=7)
         ax.set_yticks(range(len(slowed)))
@@ -124,7 +128,7 @@ def figure_interference(plt, cells):
                     ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6)
         ax.set_title(f"{mode}: slowdown of a class beside another job's (traced)", loc="left", fontsize=8)
         ax.set_xlabel("beside (another job's class)")
-        fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.colorbar(image, ax=list(axes[0]), fraction=0.02, pad=0.02, label="slowdown (shared / alone)")
     render_data = render(fig)
     lines = ["mode,class,beside,slowdown"]
     for mode, cells_ in maps:
