@@ -28,7 +28,7 @@ static int count_of(const char *text, const char *needle) {
 }
 
 static advise_probe probe(const char *job, double rate, double sm, double dram, int part_sms, double part_rate) {
-    advise_probe p = {.rate = rate, .sm_active = sm, .dram_active = dram, .power_w = 300, .peak_bytes = 1e9};
+    advise_probe p = {.rate = rate, .busy = NAN, .sm_active = sm, .dram_active = dram, .power_w = 300, .peak_bytes = 1e9};
     snprintf(p.job, sizeof p.job, "%s", job);
     p.sms[p.points] = 132, p.part_rate[p.points++] = rate;
     if (part_sms) p.sms[p.points] = part_sms, p.part_rate[p.points++] = part_rate;
@@ -43,8 +43,16 @@ static void test_model_arithmetic(void **state) {
     advise_candidate naive = {.mode = "naive", .label = "naive", .kind = ADVISE_NAIVE};
     advise_prediction p;
     advise_predict(&mx, &naive, &k, ADVISE_STP, &p);
-    expect_lt(fabs(p.progress[0] - 0.9 / 1.3), 1e-9); /* (1 - switch) / activity together */
-    expect_lt(fabs(p.stp - 2 * 0.9 / 1.3), 1e-9);
+    expect_lt(fabs(p.progress[0] - 0.9 / 2), 1e-9); /* (1 - switch) / busy together: unknown is 1 each */
+    expect_lt(fabs(p.stp - 2 * 0.9 / 2), 1e-9);
+    /* time slices share time, not SMs: a job busy half its time alone leaves the other that half,
+     * whatever share of the SMs either keeps busy */
+    s.busy = 0.5, m.busy = 1.0;
+    advise_predict(&mx, &naive, &k, ADVISE_STP, &p);
+    expect_lt(fabs(p.progress[0] - 0.9 / 1.5), 1e-9);
+    s.busy = 0.3, m.busy = 0.5;
+    advise_predict(&mx, &naive, &k, ADVISE_STP, &p);
+    expect_lt(fabs(p.progress[1] - 0.9), 1e-9); /* together under the whole time: only the switches cost */
     advise_candidate mps = {.mode = "mps", .label = "mps", .kind = ADVISE_SHARED};
     advise_predict(&mx, &mps, &k, ADVISE_STP, &p);
     expect_lt(fabs(p.progress[0] - 1 / 1.3 / (1 + 0.2 * 0.5)), 1e-9); /* M's DRAM slows S */
@@ -130,6 +138,7 @@ static void test_law(void **state) {
 static void test_rank_and_reason(void **state) {
     (void)state;
     advise_probe s = probe("S", 1000, 0.3, 0.1, 66, 900);
+    s.busy = 0.9;
     advise_mix mx = {.count = 2, .probe = {&s, &s}, .label = {"S", "S"}, .total_sms = 132, .memory_bytes = 80e9};
     advise_constants k;
     advise_constants_default(&k);
@@ -138,13 +147,15 @@ static void test_rank_and_reason(void **state) {
                             {.mode = "mps", .label = "mps 50%", .kind = ADVISE_PARTITION, .sms = {66, 66}}};
     advise_prediction r[3];
     assert_int_equal(advise_rank(&mx, c, 3, &k, ADVISE_STP, r), 3);
-    assert_string_equal(r[0].c->label, "mps"); /* 60% busy together: MPS loses little */
-    assert_string_equal(r[2].c->label, "mps 50%"); /* half the SMs cost S a tenth */
+    assert_string_equal(r[0].c->label, "mps"); /* 60% of the SMs busy together: MPS loses little */
+    assert_string_equal(r[1].c->label, "mps 50%"); /* half the SMs cost S a tenth */
+    assert_string_equal(r[2].c->label, "naive"); /* 180% of the time together: time slices halve each */
     char why[2048];
     advise_explain(&mx, r, 3, ADVISE_STP, why, sizeof why);
     assert_non_null(strstr(why, "mps: predicted STP"));
-    assert_non_null(strstr(why, "S keeps 30% of the SMs busy and 10% of DRAM's bandwidth (60% together)"));
-    assert_null(strstr(why, "S keeps 30% of the SMs busy and 10% of DRAM's bandwidth, S")); /* said once */
+    assert_non_null(strstr(why, "S runs kernels 90% of the time and keeps 30% of the SMs busy and 10% of DRAM's "
+                                "bandwidth (180% of the time and 60% of the SMs together)"));
+    assert_null(strstr(why, "of DRAM's bandwidth, S")); /* said once */
     /* a candidate that does not fit goes last whatever its score */
     mx.memory_bytes = 1.5e9;
     assert_int_equal(advise_rank(&mx, c, 3, &k, ADVISE_STP, r), 3);
@@ -240,7 +251,7 @@ static void test_cache(void **state) {
     test_tmpdir(dir, sizeof dir);
     advise_cache *c;
     assert_int_equal(advise_cache_open(&c, dir, err, sizeof err), 0);
-    double v[5] = {100, 0.5, NAN, 250, 1e9}, got[5];
+    double v[ADVISE_PROBE_VALUES] = {100, 0.5, NAN, 250, 1e9, 0.9}, got[ADVISE_PROBE_VALUES];
     assert_int_equal(advise_cache_get(c, "k", got), 0);
     advise_cache_put(c, "k", v);
     assert_int_equal(advise_cache_save(c, err, sizeof err), 0);
@@ -249,9 +260,18 @@ static void test_cache(void **state) {
     assert_int_equal(advise_cache_get(c, "k", got), 1);
     expect_lt(fabs(got[0] - 100), 1e-9);
     assert_true(isnan(got[2]));
+    expect_lt(fabs(got[5] - 0.9), 1e-9);
     advise_cache_close(c);
+    /* an entry written before the busy share was measured reads it as unknown */
     snprintf(path, sizeof path, "%s/%s", dir, ADVISE_CACHE_FILE);
     FILE *f = fopen(path, "w");
+    fputs("{\"version\":1,\"probes\":{\"k\":{\"samples_per_s\":100,\"sm_active\":0.5}}}", f);
+    fclose(f);
+    assert_int_equal(advise_cache_open(&c, dir, err, sizeof err), 0);
+    assert_int_equal(advise_cache_get(c, "k", got), 1);
+    assert_true(isnan(got[5]));
+    advise_cache_close(c);
+    f = fopen(path, "w");
     fputs("{\"version\":1,\"probes\":{\"k\":{\"samples_per_s\":-1}}}", f);
     fclose(f);
     assert_int_equal(advise_cache_open(&c, dir, err, sizeof err), -1);

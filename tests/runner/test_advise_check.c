@@ -232,13 +232,14 @@ static void test_fit_recovers(void **state) {
     assert_non_null(listing);
     cJSON_AddNumberToObject(cache, "version", 1);
     cJSON *entries = cJSON_AddObjectToObject(cache, "probes");
-    advise_probe s = {.rate = 1000, .sm_active = 0.6, .dram_active = 0.3, .power_w = 300, .peak_bytes = 1e9};
-    advise_probe m = {.rate = 500, .sm_active = 0.9, .dram_active = 0.5, .power_w = 300, .peak_bytes = 1e9};
+    advise_probe s = {.rate = 1000, .busy = 0.7, .sm_active = 0.6, .dram_active = 0.3, .power_w = 300, .peak_bytes = 1e9};
+    advise_probe m = {.rate = 500, .busy = 0.95, .sm_active = 0.9, .dram_active = 0.5, .power_w = 300, .peak_bytes = 1e9};
     for (const cJSON *p = cJSON_GetObjectItemCaseSensitive(listing, "probes")->child; p; p = p->next) {
         const advise_probe *which = strstr(cJSON_GetObjectItemCaseSensitive(p, "job")->valuestring, "resnet26") ? &s : &m;
         cJSON *e = cJSON_AddObjectToObject(entries, cJSON_GetObjectItemCaseSensitive(p, "key")->valuestring);
         double sms = number(p, "sms");
         cJSON_AddNumberToObject(e, "samples_per_s", which->rate * (sms > 0 ? sms / 132 : 1));
+        cJSON_AddNumberToObject(e, "busy", which->busy);
         cJSON_AddNumberToObject(e, "sm_active", which->sm_active);
         cJSON_AddNumberToObject(e, "dram_active", which->dram_active);
         cJSON_AddNumberToObject(e, "power_w", which->power_w);

@@ -251,7 +251,7 @@ static int run_handed(const char *self, run_request *one, const char *base, char
 }
 
 /* The probe's values (advise_plan.h's order) from its run folder. 0, or -1 with a message. */
-static int probe_read(const char *run_dir, double values[5], char *err, size_t err_size) {
+static int probe_read(const char *run_dir, double values[ADVISE_PROBE_VALUES], char *err, size_t err_size) {
     char path[8300];
     snprintf(path, sizeof path, "%s/summary.json", run_dir);
     FILE *f = fopen(path, "r");
@@ -273,6 +273,7 @@ static int probe_read(const char *run_dir, double values[5], char *err, size_t e
     values[2] = timeline_mean(run_dir, "dram_active_pct") / 100;
     values[3] = timeline_mean(run_dir, "power_w");
     values[4] = cJSON_IsNumber(peak) ? peak->valuedouble : NAN;
+    values[5] = timeline_mean(run_dir, "util_gpu_pct") / 100;
     cJSON_Delete(root);
     return 0;
 }
@@ -380,7 +381,7 @@ static int probes_measure(run_args *args, advise_state *s, advise_cache *cache, 
     int ran = 0;
     for (int k = 0; k < s->need_count; k++) {
         advise_probe_need *n = &s->needs[k];
-        double v[5];
+        double v[ADVISE_PROBE_VALUES];
         int cached = advise_cache_get(cache, n->key, v);
         char spec[ADVISE_JOB_TEXT];
         mix_job_format(&s->m.jobs[n->job], spec, sizeof spec);
@@ -416,6 +417,7 @@ static int probes_measure(run_args *args, advise_state *s, advise_cache *cache, 
         if (!n->sms) {
             snprintf(p->job, sizeof p->job, "%s", spec);
             p->rate = v[0], p->sm_active = v[1], p->dram_active = v[2], p->power_w = v[3], p->peak_bytes = v[4];
+            p->busy = v[5];
             p->points = 0;
             if (s->gpu.total_sms > 0) p->sms[p->points] = s->gpu.total_sms, p->part_rate[p->points++] = v[0];
         } else if (p->points < ADVISE_MAX_POINTS) {

@@ -86,9 +86,10 @@ void advise_predict(const advise_mix *m, const advise_candidate *c, const advise
     memset(out, 0, sizeof *out);
     out->c = c;
     int n = m->count;
-    double activity = 0, dram_all = 0, power = NAN, samples = 0, mem = 0;
+    double activity = 0, busy = 0, dram_all = 0, power = NAN, samples = 0, mem = 0;
     for (int i = 0; i < n; i++) {
         activity += known_or(m->probe[i]->sm_active, 1);
+        busy += known_or(m->probe[i]->busy, 1);
         dram_all += known_or(m->probe[i]->dram_active, 0);
     }
     int fits = isfinite(m->memory_bytes) ? 1 : -1;
@@ -96,7 +97,7 @@ void advise_predict(const advise_mix *m, const advise_candidate *c, const advise
         const advise_probe *p = m->probe[i];
         double others = dram_all - known_or(p->dram_active, 0), q;
         switch (c->kind) {
-        case ADVISE_NAIVE: q = (1 - k->switch_cost) / fmax(1, activity); break;
+        case ADVISE_NAIVE: q = (1 - k->switch_cost) / fmax(1, busy); break;
         case ADVISE_SHARED:
         case ADVISE_STREAMS:
             q = 1 / fmax(1, k->packing * activity) / (1 + k->bandwidth * others);
@@ -178,13 +179,16 @@ void advise_explain(const advise_mix *m, const advise_prediction *ranked, int n,
         for (int j = 0; j < shown; j++) again |= seen[j] == m->probe[i];
         if (again) continue;
         seen[shown++] = m->probe[i];
-        SAY("%s%s keeps %.0f%% of the SMs busy", shown > 1 ? ", " : "", m->label[i],
-            100 * known_or(m->probe[i]->sm_active, 1));
+        SAY("%s%s runs kernels %.0f%% of the time and keeps %.0f%% of the SMs busy", shown > 1 ? ", " : "",
+            m->label[i], 100 * known_or(m->probe[i]->busy, 1), 100 * known_or(m->probe[i]->sm_active, 1));
         if (isfinite(m->probe[i]->dram_active)) SAY(" and %.0f%% of DRAM's bandwidth", 100 * m->probe[i]->dram_active);
     }
-    double activity = 0;
-    for (int i = 0; i < m->count; i++) activity += known_or(m->probe[i]->sm_active, 1);
-    SAY(" (%.0f%% together)", 100 * activity);
+    double activity = 0, busy = 0;
+    for (int i = 0; i < m->count; i++) {
+        activity += known_or(m->probe[i]->sm_active, 1);
+        busy += known_or(m->probe[i]->busy, 1);
+    }
+    SAY(" (%.0f%% of the time and %.0f%% of the SMs together)", 100 * busy, 100 * activity);
     if (best->c->kind == ADVISE_PARTITION) {
         SAY("; on its partition ");
         for (int i = 0; i < m->count; i++)

@@ -2,8 +2,9 @@
  * can run would give the mix, ranked by an objective. Pure (no GPU, no files): the form
  * (advise.c) measures the probes and reads the constants.
  *
- * A probe is one job alone over a short window: its samples/s on the whole GPU with its SM activity,
- * DRAM activity, power and memory, and its samples/s on partition sizes (an MPS share, which the
+ * A probe is one job alone over a short window: its samples/s on the whole GPU with its busy share
+ * (the share of the time a kernel of it runs: NVML's utilisation), SM activity, DRAM activity, power
+ * and memory, and its samples/s on partition sizes (an MPS share, which the
  * job's libraries see as the device's SM count): by default only the smallest size any candidate
  * gives the job (advise_plan.h: two probes a job), every size with --probes all.
  *
@@ -22,12 +23,15 @@
  * them the nearest pair's, one probed its measured rate.
  *
  * Each job's normalized progress p (its samples/s here over its samples/s alone on the whole GPU):
- *   naive (time slices)      p = (1 - switch_cost) / max(1, sum of the jobs' SM activity)
+ *   naive (time slices)      p = (1 - switch_cost) / max(1, sum of the jobs' busy shares)
  *   mps, streams (no shares) p = 1 / max(1, packing x sum of SM activity) / (1 + bandwidth x B)
  *                            x (1 - streams_cost for streams)
  *   a partition of s SMs     p = rate(s) / rate(whole) / (1 + bandwidth x B)
  *     (mps with shares, mig-emulate under a layout, green under a split)
- * where B is the sum of the other jobs' DRAM activity. STP = sum p, ANTT = mean 1/p, fairness =
+ * where B is the sum of the other jobs' DRAM activity. Time slices give the GPU to one context at a
+ * time: the SMs a job's kernels leave idle are not lent to another, only the time in which it has no
+ * kernel at all is; so naive divides time by how much of it each job keeps the GPU busy, where MPS
+ * and streams, whose kernels run side by side, pack by SM activity. STP = sum p, ANTT = mean 1/p, fairness =
  * min p / max p; energy per sample = the run's power (the highest solo power of its jobs) / the
  * samples/s of all jobs together. It fits when the jobs' solo peaks fit the GPU's memory together
  * (a MIG layout: each in its instance's). Energy per sample has no constant of its own; the four
@@ -47,6 +51,7 @@
 typedef struct advise_probe {
     char job[ADVISE_JOB_TEXT];       /* the job's spec, canonical (mix_job_format) */
     double rate;                     /* samples/s alone on the whole GPU */
+    double busy;                     /* 0..1 alone, the time a kernel of it runs (utilisation); NaN unknown: 1 */
     double sm_active;                /* 0..1 alone (GPM's SM activity, else utilisation); NaN unknown: 1 */
     double dram_active;              /* 0..1 alone (GPM); NaN unknown: 0 */
     double power_w;                  /* mean power alone; NaN unknown */

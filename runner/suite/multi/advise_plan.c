@@ -179,7 +179,8 @@ struct advise_cache {
     cJSON *root;
 };
 
-static const char *const FIELDS[5] = {"samples_per_s", "sm_active", "dram_active", "power_w", "peak_bytes"};
+static const char *const FIELDS[ADVISE_PROBE_VALUES] = {"samples_per_s", "sm_active", "dram_active", "power_w",
+                                                        "peak_bytes", "busy"};
 
 int advise_cache_open(advise_cache **out, const char *dir, char *err, size_t err_size) {
     *out = NULL;
@@ -238,21 +239,21 @@ void advise_cache_close(advise_cache *c) {
     free(c);
 }
 
-int advise_cache_get(const advise_cache *c, const char *key, double values[5]) {
+int advise_cache_get(const advise_cache *c, const char *key, double values[ADVISE_PROBE_VALUES]) {
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c->root, "probes"), key);
     if (!e) return 0;
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < ADVISE_PROBE_VALUES; k++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, FIELDS[k]);
         values[k] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     }
     return 1;
 }
 
-void advise_cache_put(advise_cache *c, const char *key, const double values[5]) {
+void advise_cache_put(advise_cache *c, const char *key, const double values[ADVISE_PROBE_VALUES]) {
     cJSON *probes = cJSON_GetObjectItemCaseSensitive(c->root, "probes");
     cJSON_DeleteItemFromObjectCaseSensitive(probes, key);
     cJSON *e = cJSON_AddObjectToObject(probes, key);
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < ADVISE_PROBE_VALUES; k++) {
         if (isfinite(values[k])) cJSON_AddNumberToObject(e, FIELDS[k], values[k]);
         else cJSON_AddNullToObject(e, FIELDS[k]);
     }

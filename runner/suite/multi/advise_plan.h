@@ -64,9 +64,11 @@ int advise_probes_needed(const mix *m, const advise_candidate *cands, int count,
 typedef struct advise_cache advise_cache;
 int advise_cache_open(advise_cache **out, const char *dir, char *err, size_t err_size);
 void advise_cache_close(advise_cache *c);
-/* An entry's measured values (rate, sm_active, dram_active, power_w, peak_bytes); 1 found, 0 not. */
-int advise_cache_get(const advise_cache *c, const char *key, double values[5]);
-void advise_cache_put(advise_cache *c, const char *key, const double values[5]);
+/* An entry's measured values (rate, sm_active, dram_active, power_w, peak_bytes, busy; a value an
+ * older entry lacks is NaN, unknown); 1 found, 0 not. */
+#define ADVISE_PROBE_VALUES 6
+int advise_cache_get(const advise_cache *c, const char *key, double values[ADVISE_PROBE_VALUES]);
+void advise_cache_put(advise_cache *c, const char *key, const double values[ADVISE_PROBE_VALUES]);
 /* Writes the cache back whole (atomically). 0, or -1 with a message. */
 int advise_cache_save(const advise_cache *c, char *err, size_t err_size);
 
