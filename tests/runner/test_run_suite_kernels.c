@@ -123,7 +123,8 @@ static void test_serial_and_mps(void **state) {
 
 static void test_mode_all(void **state) {
     fixture *f = *state;
-    const char *args[] = {"--mode", "all", "--mix", "S+M", "--window", "0.4", "--warmup-steps", "3", "--kernels", NULL};
+    const char *args[] = {"--mode", "all", "--mig-emulate", "--mig-gpu", "H100-80GB", "--mix", "S+M", "--window",
+                          "0.4", "--warmup-steps", "3", "--kernels", NULL};
     int rc = suite_fixture_run(f, "*:epoch_ms=40", args);
     if (rc) fprintf(stderr, "%s\n", f->err);
     assert_int_equal(rc, 0);
@@ -136,11 +137,16 @@ static void test_mode_all(void **state) {
         snprintf(mode_dir, sizeof mode_dir, "%s/%s", dir, collocated[m]);
         check_mode(mode_dir, collocated[m], 2, "serial");
     }
-    snprintf(mode_dir, sizeof mode_dir, "%s/green", dir); /* partitioned: alone in its partition */
-    check_mode(mode_dir, "green", 2, "partition");
+    /* partitioned: each job against itself alone in its partition (a MIG instance emulated, green SMs) */
+    static const char *const partitioned[] = {"mig-emulate", "green"};
+    for (size_t m = 0; m < sizeof partitioned / sizeof partitioned[0]; m++) {
+        snprintf(mode_dir, sizeof mode_dir, "%s/%s", dir, partitioned[m]);
+        check_mode(mode_dir, partitioned[m], 2, "partition");
+    }
     char *text = text_of(dir, "kernels.csv");
     assert_non_null(strstr(text, "\nserial,0,S,step,"));
     assert_non_null(strstr(text, "\ngreen,1,M,step,"));
+    assert_non_null(strstr(text, "\nmig-emulate,1,M,step,"));
     free(text);
     free(text_of(dir, "interference.csv"));
 }
