@@ -434,6 +434,23 @@ def samples_kind(rec):
     return "windows" if "--windows" in rec["measurement"] else "repeats"
 
 
+def recorded_again_words(rec):
+    """The modes whose values a later guard run replaced (tools/guard/expected: "recorded_again"), each
+    group by the revision it came from and why; "" where none was."""
+    groups = {}
+    for cell in rec["cells"]:
+        for m in cell["modes"]:
+            again = m.get("recorded_again")
+            if again:
+                key = (m["mode"], again["revision"], again["date"], again["why"])
+                groups.setdefault(key, []).append(cell_name(cell))
+    if not groups:
+        return ""
+    said = [f"{mode} of {', '.join(cells)} at {rev} ({date}): {why}"
+            for (mode, rev, date, why), cells in groups.items()]
+    return " Recorded again since, from that revision's guard run: " + "; ".join(said) + "."
+
+
 def render(rec):
     """The page's markdown for a record: STP / ANTT / fairness per mix and mode, the ranking lines,
     each job's samples/s; every number median [min-max] over the repeats."""
@@ -445,7 +462,7 @@ def render(rec):
     what = (f"one launch of `--mode all --mig-emulate` per mix with {rec['repeats']} consecutive common windows"
             if kind == "windows" else f"{rec['repeats']} launches (repeats) of `--mode all --mig-emulate`")
     out = [f"Measured by `tools/sharing_guard.sh` on {rec['gpu']} at {rec['revision']} ({rec['date']}): "
-           f"{what}, `{rec['measurement']}`; median [min-max] over the {kind}.\n\n", head]
+           f"{what}, `{rec['measurement']}`; median [min-max] over the {kind}.{recorded_again_words(rec)}\n\n", head]
     for cell in rec["cells"]:
         by_mode = {m["mode"]: m for m in cell["modes"]}
         for i, (metric, label) in enumerate(RUN_METRICS):

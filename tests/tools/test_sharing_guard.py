@@ -104,6 +104,19 @@ def test_render(tmp):
     assert "| 7*S bf16 | STP |" in out and "|  | fairness |" in out
     assert f"- S+M+M: {rec['cells'][0]['rankings']['stp']};" in out
     assert "| S+M+M | 0 S | " in out and "|  | 2 M | " in out
+    assert "Recorded again since" not in out
+    # a mode whose values a later run replaced is named with its revision and why
+    again = {"revision": "abc1234", "commit": "abc1234" * 5 + "abcde", "date": "2026-11-28T00:00:00Z",
+             "why": "the partitions are told their SMs"}
+    for cell in rec["cells"]:
+        for m in cell["modes"]:
+            if m["mode"] == "green":
+                m["recorded_again"] = again
+    path = os.path.join(tmp, "again.json")
+    write(path, json.dumps(rec))
+    out = guard("render", path).stdout
+    assert "Recorded again since, from that revision's guard run: green of S+M+M, " in out, out
+    assert " at abc1234 (2026-11-28T00:00:00Z): the partitions are told their SMs." in out, out
 
 
 def test_compare_self(tmp):
