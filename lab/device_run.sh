@@ -31,7 +31,8 @@
 #           JPEG_MIX_SLOTS (1 3) decoder slots, measured in its common windows (JPEG_MIX_WINDOW, 10 s),
 #           against the same mix on synthetic data: bench/mix_windows.py's lines (after nvjpeg)
 #   advise-check  tools/advise_check.sh into lab/results/advise, copied to OUT/advise (issue 51): the advisor checked on fourteen mixes,
-#           fitted on four, scored on the held-out ones (ADVISE_MIXES="name ...": a subset per call)
+#           fitted on four, scored on the held-out ones (ADVISE_MIXES="name ...": a subset per call),
+#           one mix on each of the machine's GPUs at once (ADVISE_GPUS, default every GPU)
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
 #           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (tools/sharing_table.py)
 #   sharing-green-vs-mps green against mig-emulate (MPS) with the same SM counts for S+M+M; the MIG layout
@@ -439,7 +440,9 @@ PY
         # resumable across calls: the results so far travel in the tree (lab/results/advise, the
         # folder each call's OUT/advise is copied back into), the mixes done there are skipped
         adv=${ADVISE_OUT:-lab/results/advise}
-        tools/advise_check.sh "$build" "$adv" ${ADVISE_MIXES:-} || status=1
+        # one mix a GPU at once on a machine of several (the same GPU model: their figures compare)
+        ADVISE_GPUS=${ADVISE_GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | tr '\n' ' ')} \
+            tools/advise_check.sh "$build" "$adv" ${ADVISE_MIXES:-} || status=1
         mkdir -p "$out/advise" && cp -r "$adv"/. "$out/advise/"
         ;;
     sharing)

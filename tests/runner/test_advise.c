@@ -262,6 +262,22 @@ static void test_cache(void **state) {
     assert_true(isnan(got[2]));
     expect_lt(fabs(got[5] - 0.9), 1e-9);
     advise_cache_close(c);
+    /* two advisors on one folder: each save keeps the other's entries, and reads them in */
+    advise_cache *other;
+    assert_int_equal(advise_cache_open(&c, dir, err, sizeof err), 0);
+    assert_int_equal(advise_cache_open(&other, dir, err, sizeof err), 0);
+    advise_cache_put(c, "first", v);
+    assert_int_equal(advise_cache_save(c, err, sizeof err), 0);
+    advise_cache_put(other, "second", v);
+    assert_int_equal(advise_cache_get(other, "first", got), 0);
+    assert_int_equal(advise_cache_save(other, err, sizeof err), 0);
+    assert_int_equal(advise_cache_get(other, "first", got), 1);
+    advise_cache_close(other);
+    advise_cache_close(c);
+    assert_int_equal(advise_cache_open(&c, dir, err, sizeof err), 0);
+    int kept = advise_cache_get(c, "first", got) + advise_cache_get(c, "second", got) + advise_cache_get(c, "k", got);
+    assert_int_equal(kept, 3);
+    advise_cache_close(c);
     /* an entry written before the busy share was measured reads it as unknown */
     snprintf(path, sizeof path, "%s/%s", dir, ADVISE_CACHE_FILE);
     FILE *f = fopen(path, "w");

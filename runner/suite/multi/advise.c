@@ -752,6 +752,7 @@ static int advise_run(run_args *args) {
         fprintf(stderr, "run_suite advise: %s\n", err);
         return 1;
     }
+    if (!r->dry_run) fprintf(stderr, "[advise] %s, results in %s\n", r->mix_text, dir);
     jobs_install_stop_signals();
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "mix", r->mix_text);

@@ -3,10 +3,13 @@
 #include "runner/suite/multi/advise_plan.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -182,6 +185,46 @@ struct advise_cache {
 static const char *const FIELDS[ADVISE_PROBE_VALUES] = {"samples_per_s", "sm_active", "dram_active", "power_w",
                                                         "peak_bytes", "busy"};
 
+/* The cache file's JSON into *root: 0 (the file absent: an empty cache), or -1 with a message naming
+ * the file and what was expected. */
+static int cache_read(const char *path, cJSON **root, char *err, size_t err_size) {
+    *root = NULL;
+    FILE *f = fopen(path, "r");
+    if (!f && errno != ENOENT) return snprintf(err, err_size, "the probe cache %s: %s", path, strerror(errno)), -1;
+    if (!f) {
+        *root = cJSON_CreateObject();
+        cJSON_AddNumberToObject(*root, "version", 1);
+        cJSON_AddObjectToObject(*root, "probes");
+        return 0;
+    }
+    char *text = NULL;
+    size_t size = 0;
+    FILE *mem = open_memstream(&text, &size);
+    char buf[65536];
+    for (size_t got; (got = fread(buf, 1, sizeof buf, f)) > 0;) fwrite(buf, 1, got, mem);
+    fclose(f);
+    fclose(mem);
+    *root = cJSON_Parse(text);
+    free(text);
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(*root, "version");
+    const cJSON *probes = cJSON_GetObjectItemCaseSensitive(*root, "probes");
+    const char *bad = !*root ? "not JSON" : !cJSON_IsNumber(version) || version->valueint != 1 ? "no \"version\": 1"
+                      : !cJSON_IsObject(probes) ? "no \"probes\" object" : NULL;
+    for (const cJSON *e = probes && !bad ? probes->child : NULL; e && !bad; e = e->next) {
+        const cJSON *rate = cJSON_GetObjectItemCaseSensitive(e, FIELDS[0]);
+        if (!cJSON_IsObject(e) || !cJSON_IsNumber(rate) || !(rate->valuedouble > 0))
+            bad = "an entry without a positive \"samples_per_s\"";
+    }
+    if (bad) {
+        snprintf(err, err_size, "the probe cache %s: %s (expected the advisor's cache; move it away to start a new one)",
+                 path, bad);
+        cJSON_Delete(*root);
+        *root = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int advise_cache_open(advise_cache **out, const char *dir, char *err, size_t err_size) {
     *out = NULL;
     advise_cache *c = calloc(1, sizeof *c);
@@ -192,41 +235,8 @@ int advise_cache_open(advise_cache **out, const char *dir, char *err, size_t err
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, ADVISE_CACHE_FILE);
-    FILE *f = fopen(path, "r");
-    if (!f && errno != ENOENT) {
-        snprintf(err, err_size, "the probe cache %s: %s", path, strerror(errno));
+    if (cache_read(path, &c->root, err, err_size) != 0) {
         free(c);
-        return -1;
-    }
-    if (!f) {
-        c->root = cJSON_CreateObject();
-        cJSON_AddNumberToObject(c->root, "version", 1);
-        cJSON_AddObjectToObject(c->root, "probes");
-        *out = c;
-        return 0;
-    }
-    char *text = NULL;
-    size_t size = 0;
-    FILE *mem = open_memstream(&text, &size);
-    char buf[65536];
-    for (size_t got; (got = fread(buf, 1, sizeof buf, f)) > 0;) fwrite(buf, 1, got, mem);
-    fclose(f);
-    fclose(mem);
-    c->root = cJSON_Parse(text);
-    free(text);
-    const cJSON *version = cJSON_GetObjectItemCaseSensitive(c->root, "version");
-    const cJSON *probes = cJSON_GetObjectItemCaseSensitive(c->root, "probes");
-    const char *bad = !c->root ? "not JSON" : !cJSON_IsNumber(version) || version->valueint != 1 ? "no \"version\": 1"
-                      : !cJSON_IsObject(probes) ? "no \"probes\" object" : NULL;
-    for (const cJSON *e = probes && !bad ? probes->child : NULL; e && !bad; e = e->next) {
-        const cJSON *rate = cJSON_GetObjectItemCaseSensitive(e, FIELDS[0]);
-        if (!cJSON_IsObject(e) || !cJSON_IsNumber(rate) || !(rate->valuedouble > 0))
-            bad = "an entry without a positive \"samples_per_s\"";
-    }
-    if (bad) {
-        snprintf(err, err_size, "the probe cache %s: %s (expected the advisor's cache; move it away to start a new one)",
-                 path, bad);
-        advise_cache_close(c);
         return -1;
     }
     *out = c;
@@ -259,7 +269,32 @@ void advise_cache_put(advise_cache *c, const char *key, const double values[ADVI
     }
 }
 
-int advise_cache_save(const advise_cache *c, char *err, size_t err_size) {
+/* Several advisors may share a results folder (tools/advise_check.sh runs one a GPU): each writes
+ * back the file as it is now, under a lock, with its own entries added, so that none loses
+ * another's probes; what the others added is then this one's too. */
+int advise_cache_save(advise_cache *c, char *err, size_t err_size) {
     if (results_make_dirs(c->dir, err, err_size) != 0) return -1;
-    return results_write_json(c->dir, ADVISE_CACHE_FILE, c->root, err, err_size);
+    char path[4200], lock_path[4200];
+    snprintf(path, sizeof path, "%s/%s", c->dir, ADVISE_CACHE_FILE);
+    snprintf(lock_path, sizeof lock_path, "%s.lock", path);
+    int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+        snprintf(err, err_size, "the probe cache's lock %s: %s", lock_path, strerror(errno));
+        if (lock >= 0) close(lock);
+        return -1;
+    }
+    cJSON *disk;
+    int rc = cache_read(path, &disk, err, err_size);
+    if (rc == 0) {
+        cJSON *probes = cJSON_GetObjectItemCaseSensitive(disk, "probes");
+        for (const cJSON *e = cJSON_GetObjectItemCaseSensitive(c->root, "probes")->child; e; e = e->next) {
+            cJSON_DeleteItemFromObjectCaseSensitive(probes, e->string);
+            cJSON_AddItemToObject(probes, e->string, cJSON_Duplicate(e, 1));
+        }
+        rc = results_write_json(c->dir, ADVISE_CACHE_FILE, disk, err, err_size);
+        cJSON_Delete(c->root);
+        c->root = disk;
+    }
+    close(lock); /* releases the lock */
+    return rc;
 }

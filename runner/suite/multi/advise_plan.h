@@ -13,7 +13,8 @@
  * The cache (ADVISE_CACHE_FILE in the results folder, JSON): one entry per probe, keyed by
  *   <job's canonical spec>|<GPU name>|<suite revision>|<SMs: 0 the whole GPU>|<window s>/<warm-up steps>
  * A probe is measured again only when one of those changes: another GPU, another build of the suite,
- * another window. A file that is not the cache's JSON is refused (exit 2), never overwritten. */
+ * another window. A file that is not the cache's JSON is refused (exit 2), never overwritten.
+ * Advisors may share one folder at once: each save merges into the file under a lock. */
 #ifndef SUITE_ADVISE_PLAN_H
 #define SUITE_ADVISE_PLAN_H
 
@@ -69,7 +70,8 @@ void advise_cache_close(advise_cache *c);
 #define ADVISE_PROBE_VALUES 6
 int advise_cache_get(const advise_cache *c, const char *key, double values[ADVISE_PROBE_VALUES]);
 void advise_cache_put(advise_cache *c, const char *key, const double values[ADVISE_PROBE_VALUES]);
-/* Writes the cache back whole (atomically). 0, or -1 with a message. */
-int advise_cache_save(const advise_cache *c, char *err, size_t err_size);
+/* Writes the cache back (atomically): the file as it is now with this cache's entries added, under a
+ * lock, so that advisors sharing a results folder keep each other's probes. 0, or -1 with a message. */
+int advise_cache_save(advise_cache *c, char *err, size_t err_size);
 
 #endif
