@@ -770,18 +770,32 @@ PY
         # issue 49: each mix of ATTR_MIXES under --mode all with every kernel traced after the measured
         # windows, and its report; only the small files come back, in one tgz (a call returns few files
         # and none over its size limit: the traced files stay on the device)
-        for mix in ${ATTR_MIXES:-S+M+M 7*S 3*M L+XL}; do
+        attribute() { # mix gpu
+            local mix=$1 name d run
             name=$(echo "$mix" | tr '*+' 'x_')
             d=/tmp/attribution/$name
             rm -rf "$d" && mkdir -p "$d"
             # shellcheck disable=SC2086
             timeout "${ATTR_TIMEOUT:-200}" "$build/run_suite" --mode all --mix "$mix" --quick --window "${ATTR_WINDOW:-1}" \
-                --kernels --kernels-window "${ATTR_KERNELS_WINDOW:-0.5}" --results "$d" ${ATTR_OPTIONS:---mig-emulate} >"$d/run_suite.log" 2>&1 ||
-                { echo "$mix: run_suite exited $?"; status=1; }
+                --gpu "$2" --kernels --kernels-window "${ATTR_KERNELS_WINDOW:-0.5}" --results "$d" \
+                ${ATTR_OPTIONS:---mig-emulate} >"$d/run_suite.log" 2>&1 || echo "$mix: run_suite exited $?"
             run=$(find "$d" -mindepth 1 -maxdepth 1 -type d | head -1)
             [ -n "$run" ] && "$build/run_suite" report "$run" >"$d/report.log" 2>&1 || echo "$mix: no report ($(tail -1 "$d/report.log" 2>/dev/null))"
-            echo "--- $mix"; grep -E "^(mode|serial|naive|mps|mig-emulate|streams|green) " "$d/run_suite.log" | head -8
+            echo "--- $mix (GPU $2)"; grep -E "^(mode|serial|naive|mps|mig-emulate|streams|green) " "$d/run_suite.log" | head -8
+        }
+        # one mix a GPU at once where the machine has several (their figures are each mix's own)
+        read -r -a cards <<<"$(nvidia-smi --query-gpu=index --format=csv,noheader | tr '\n' ' ')"
+        [ ${#cards[@]} -gt 0 ] || cards=(0)
+        k=0
+        for mix in ${ATTR_MIXES:-S+M+M 7*S 3*M L+XL}; do
+            attribute "$mix" "${cards[$((k % ${#cards[@]}))]}" >"/tmp/attribution-$k.log" 2>&1 &
+            k=$((k + 1))
+            if [ $((k % ${#cards[@]})) = 0 ]; then wait; fi
         done
+        wait
+        for ((i = 0; i < k; i++)); do cat "/tmp/attribution-$i.log"; done
+        grep -q "exited\|no report" /tmp/attribution-*.log && status=1
+        rm -f /tmp/attribution-*.log
         (cd /tmp && find attribution -type f \( -name kernels.csv -o -name interference.csv -o -name comparison.json \
             -o -name summary.json -o -name report.html -o -name '*.log' -o -name 'conv-choices.tsv' \) -size -3M |
             tar czf "$out/attribution.tgz" -T -)
