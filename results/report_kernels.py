@@ -57,9 +57,16 @@ def class_ms(rows, job, column):
             if row["level"] == "class" and row["job"] == str(job) and not math.isnan(num(row[column]))}
 
 
+def alone_source(rows, job):
+    """Where a job's alone times in a mode's rows come from (its step row's alone_source: self,
+    serial, baseline, partition)."""
+    return next((row.get("alone_source", "") for row in rows if row["level"] == "step" and row["job"] == str(job)), "")
+
+
 def figure_steps_by_class(plt, cells):
     """Per job a group of stacked bars: its step by class alone (the first mode whose rows have it),
-    then under each mode. None where no cell has class rows."""
+    then under each mode, a partitioned mode's preceded by the job alone in that partition (what its
+    slowdown there is measured against). None where no cell has class rows."""
     jobs = sorted({(int(row["job"]), row["label"]) for _, _, rows, _ in cells for row in rows if row["level"] == "class"})
     if not jobs:
         return None
@@ -71,13 +78,18 @@ def figure_steps_by_class(plt, cells):
         alone = next((class_ms(rows, job, "alone_ms") for _, _, rows, _ in cells if class_ms(rows, job, "alone_ms")), {})
         if alone:
             bars.append((x, alone))
-            ticks.append(x), labels.append(f"{label}\nalone")
+            ticks.append(x), labels.append(f"{label}#{job}\nalone")
             x += 1
         for g, _, rows, _ in cells:
             shared = class_ms(rows, job, "shared_ms")
+            in_partition = class_ms(rows, job, "alone_ms") if alone_source(rows, job) == "partition" else {}
+            if shared and in_partition and g.mode != "serial":
+                bars.append((x, in_partition))
+                ticks.append(x), labels.append(f"{label}#{job}\n{g.mode}\nalone")
+                x += 1
             if shared and g.mode != "serial":
                 bars.append((x, shared))
-                ticks.append(x), labels.append(f"{label}\n{g.mode}")
+                ticks.append(x), labels.append(f"{label}#{job}\n{g.mode}")
                 x += 1
         x += 0.6
     for k, cls in enumerate(CLASSES):
@@ -90,7 +102,8 @@ def figure_steps_by_class(plt, cells):
     ax.set_xticks(ticks)
     ax.set_xticklabels(labels, fontsize=7)
     ax.set_ylabel("ms per step (traced)")
-    ax.set_title("each job's step by class, alone and under each mode (traced window)", loc="left")
+    ax.set_title("each job's step by class, alone (and alone in its partition) and under each mode (traced window)",
+                 loc="left")
     ax.legend(fontsize=7, ncol=2, frameon=False, bbox_to_anchor=(1.0, 1.0), loc="upper left")
     return render(fig)
 

@@ -38,14 +38,19 @@ CLASSES = {0: [("conv_fwd", 1.5, 2.0, 0.3, "compute"), ("batchnorm", 0.8, 1.9, 0
 LABELS = ["S", "M", "M"]
 
 
-def write_kernels(folder, mode, shared=True):
+def write_kernels(folder, mode, shared=True, in_partition=None):
+    """in_partition: the factor by which each job is slower alone in its partition than on the whole
+    GPU (a partitioned mode's alone_source), None for a mode compared with the serial run."""
     with open(os.path.join(folder, "kernels.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, HEADER)
         w.writeheader()
         for job, rows in CLASSES.items():
+            if in_partition:
+                rows = [(cls, a * in_partition, s * in_partition, dram, bound) for cls, a, s, dram, bound in rows]
             alone = sum(a for _, a, _, _, _ in rows)
             here = sum(s for _, _, s, _, _ in rows) if shared else alone
-            base = {"mode": mode, "job": job, "label": LABELS[job], "alone_source": "serial", "measurement": "traced"}
+            base = {"mode": mode, "job": job, "label": LABELS[job], "alone_source": "partition" if in_partition else "serial",
+                    "measurement": "traced"}
             w.writerow({**base, "level": "step", "class": "step", "alone_ms": alone, "shared_ms": here,
                         "delta_ms": f"{here - alone:.4f}", "share_of_slowdown": 1})
             for cls, a, s, dram, bound in rows:
@@ -66,18 +71,24 @@ with tempfile.TemporaryDirectory() as tmp:
     shutil.copytree(MIX, run)
     write_kernels(os.path.join(run, "serial"), "serial", shared=False)
     write_kernels(os.path.join(run, "mps"), "mps")
+    write_kernels(os.path.join(run, "mig-emulate"), "mig-emulate", in_partition=2.0)
     runs, _, _, _ = load([run])
     cells = report_kernels.traced_cells(runs)
-    check([g.mode for g, _, _, _ in cells] == ["serial", "mps"], f"traced cells: {[g.mode for g, _, _, _ in cells]}")
+    check([g.mode for g, _, _, _ in cells] == ["serial", "mps", "mig-emulate"],
+          f"traced cells: {[g.mode for g, _, _, _ in cells]}")
     fig = report_kernels.figure_steps_by_class(plt, cells)
     rows = list(csv.DictReader(io.StringIO(fig.csv))) if fig else []
     for job, label in enumerate(LABELS):
         for cls, a, s, _, _ in CLASSES[job]:
             series = report_kernels.CLASS_WORDS[cls]
-            for where, want in ((f"{label} alone", a), (f"{label} mps", s)):
+            # a partitioned mode next to the job alone in its partition, the reference of its slowdown there
+            name = f"{label}#{job}"  # the job as the other figures name it
+            for where, want in ((f"{name} alone", a), (f"{name} mps", s), (f"{name} mig-emulate alone", 2 * a),
+                                (f"{name} mig-emulate", 2 * s)):
                 got = [float(r["value"]) for r in rows if r["series"] == series and r["x_label"] == where]
                 check(want in got, f"{where}, {cls}: bars {got}, expected {want}")
     check(not [r for r in rows if r["x_label"].endswith(" serial")], "a serial run is the alone bar, not a mode's")
+    check(not [r for r in rows if r["x_label"].endswith(" mps alone")], "a mode compared with serial has no alone bar")
     check(any("(traced)" in r["panel"] for r in rows), "the figure's axis says traced")
     heat = report_kernels.figure_interference(plt, cells)
     check(heat is not None and "mps,batchnorm,conv_fwd,1.9000" in heat.csv and "mps,conv_fwd,none,1.0100" in heat.csv,
