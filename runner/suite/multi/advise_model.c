@@ -229,7 +229,9 @@ int advise_fit(const advise_measured *runs, int n, advise_constants *k, double *
     /* coordinate descent: each constant over its range; the steps are halved only after a round in which
      * no constant moved, so that a ridge between two constants (packing against bandwidth) is followed */
     double *field[] = {&k->switch_cost, &k->packing, &k->bandwidth, &k->streams_cost};
-    const double lo[] = {0, 0.2, 0, 0}, hi[] = {0.5, 2, 2, 0.5};
+    /* packing may lie well past 2: kernels that keep few SMs busy alone still crowd each other under
+     * MPS (launch slots, caches, memory latency), so the jobs' SM activity together understates it */
+    const double lo[] = {0, 0.2, 0, 0}, hi[] = {0.5, 4, 2, 0.5};
     double step[] = {0.1, 0.2, 0.2, 0.1};
     double best = *rms_before;
     for (int round = 0; round < 2000 && step[1] > 1e-7; round++) {
