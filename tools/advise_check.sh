@@ -63,6 +63,9 @@ case " ${ADVISE_ARGS:-} " in *" --no-monitor "*)
     echo "advise_check.sh: ADVISE_ARGS has --no-monitor: the energy check needs the GPU monitor" >&2; exit 2;;
 esac
 mkdir -p "$out"
+# one search per convolution for every mix's probes and checks (SUITE_CONV_CHOICES: as the guard's)
+SUITE_CONV_CHOICES=${SUITE_CONV_CHOICES:-$(cd "$out" && pwd)/conv-choices.tsv}
+export SUITE_CONV_CHOICES
 status=0
 one() { # name mix precision [gpu]
     local d="$out/$1"

@@ -140,10 +140,16 @@ static void test_check_end_to_end(void **state) {
     environment(dir);
     /* the stand-in draws a constant power: the probes' power and each check run's window energy */
     setenv("SUITE_NVML_STANDIN_POWER_W", "250", 1);
+    char record[700];
+    snprintf(record, sizeof record, "%s/record", dir); /* each fake job's arguments and environment */
+    mkdir(record, 0700);
+    setenv("FAKE_TRAIN_RECORD", record, 1);
+    unsetenv("SUITE_CONV_CHOICES");
     int rc = test_run_binary("run_suite", out, sizeof out, err, sizeof err, "advise", "--mix", "S+M", "--window", "0.3",
                              "--warmup-steps", "2", "--check", "--check-top", "3", "--objective", "energy", "--train",
                              FAKE_TRAIN_PATH, "--results", results, NULL);
     unsetenv("SUITE_NVML_STANDIN_POWER_W");
+    unsetenv("FAKE_TRAIN_RECORD");
     if (rc != 0) fprintf(stderr, "%s\n%s\n", out, err);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "check: predicted against measured"));
@@ -151,6 +157,23 @@ static void test_check_end_to_end(void **state) {
     assert_non_null(strstr(out, "energy per trained sample (J): predicted / measured"));
     assert_non_null(strstr(out, "regret: "));
     folder_ending(results, "-advise-S+M", advice, sizeof advice);
+    /* every probe and every check run's job ran the convolution choices kept in the advice's folder */
+    char cmd[3000], counts[800];
+    snprintf(counts, sizeof counts, "%s/counts.txt", dir);
+    snprintf(cmd, sizeof cmd, "ls %s/*.txt | wc -l > %s; grep -h '^env SUITE_CONV_CHOICES=' %s/*.txt | sort -u > %s.env",
+             record, counts, record, counts);
+    assert_int_equal(system(cmd), 0);
+    char *text = test_read_text(counts, err, sizeof err);
+    assert_non_null(text);
+    expect_gt(atoi(text), 6); /* the probes' and the check's jobs */
+    free(text);
+    snprintf(cmd, sizeof cmd, "%s.env", counts);
+    text = test_read_text(cmd, err, sizeof err);
+    assert_non_null(text);
+    char want[1200];
+    snprintf(want, sizeof want, "env SUITE_CONV_CHOICES=%s/conv-choices.tsv\n", advice);
+    assert_string_equal(text, want);
+    free(text);
     cJSON *root = read_json(advice, "check.json");
     assert_non_null(root);
     const cJSON *modes = cJSON_GetObjectItemCaseSensitive(root, "modes");
