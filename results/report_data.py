@@ -26,12 +26,15 @@ MODEL_SIZES = {"resnet26": "small", "resnet50": "medium", "efficientnetv2_s": "m
 KNOWN_SUMMARY = {"jobs_ok", "jobs_failed", "jobs_diverged", "makespan_s", "total_samples",
                  "aggregate_samples_per_s", "timed_samples_per_s_sum", "energy_j",
                  "peak_gpu_memory_bytes", "speedup_vs_serial", "energy_vs_serial",
-                 "window_length_s", "windows", "min_overlap", "stp", "antt", "fairness"}
+                 "window_length_s", "windows", "min_overlap", "stp", "antt", "fairness",
+                 # the energy column's own figure (energy_measured), and the count behind the per-sample one
+                 "window_energy_j", "window_samples"}
 METRIC_NAMES = {"stp": "STP", "antt": "ANTT", "fairness": "fairness",
                 "interference_ratio": "interference ratio",
                 "interference_ratio_mean": "interference (mean)",
                 "interference_ratio_min": "interference (lowest)",
-                "energy_per_sample_j": "energy / sample (J)"}
+                "energy_per_sample_j": "energy / sample (J)",
+                "window_energy_per_sample_j": "energy / sample (J), window"}
 GIB = 1024.0 ** 3
 # where a partitioned mode keeps each job's run alone in its partition (runner/suite/modes/isolation.c)
 PARTITION_REFERENCE = "alone-in-partition"

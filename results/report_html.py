@@ -11,7 +11,7 @@ CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
 h1{font-size:1.5em;margin-bottom:0}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:2em}
 h3{font-size:1.05em;margin-top:1.6em}p.sub{color:#555;margin-top:4px}
-table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
+table{border-collapse:collapse;font-size:12px;margin:8px 0;display:block;max-width:100%;overflow-x:auto}th,td{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
 th{background:#f4f4f4}td.l,th.l{text-align:left}tr.bad td{background:#fff3f3}
 img{max-width:100%;border:1px solid #eee;margin:6px 0}code{font-size:11px;word-break:break-all}
 dl.gloss{font-size:12px;display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dl.gloss dt{font-weight:600}dl.gloss dd{margin:0}

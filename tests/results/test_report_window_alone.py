@@ -81,4 +81,12 @@ check(mix_title("S[steps=50]+M[steps=30]+M[steps=30]") == "mix S+M+M (S: steps=5
       f"mix_title: {mix_title('S[steps=50]+M[steps=30]+M[steps=30]')}")
 check(mix_title("S+M+M") == "mix S+M+M", "a mix without overrides keeps its name")
 
+# a run's window energy fields: the total is the energy column's, the per-sample figure its own
+# column in words, and no raw field name heads a column
+for r in runs:
+    r.summary.update(window_energy_j=480.0, window_samples=20000, window_energy_per_sample_j=0.024)
+table = comparison_table(runs, cells, solo, whole)
+heads = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+check("energy / sample (J), window" in heads and not [h for h in heads if "_" in h], f"the table's heads: {heads}")
+
 check.finish()
