@@ -54,9 +54,21 @@ E-C-tf32|$E+$C|tf32|held-out
 if [ -n "${ADVISE_MIX_TABLE:-}" ]; then
     MIXES=$(cat "$ADVISE_MIX_TABLE") || { echo "advise_check.sh: ADVISE_MIX_TABLE: cannot read $ADVISE_MIX_TABLE" >&2; exit 2; }
 fi
+while IFS='|' read -r name mix prec role extra; do # each line, whoever wrote the table
+    [ -n "$name$mix$prec$role$extra" ] || continue
+    if ! [[ $name =~ ^[A-Za-z0-9._-]+$ ]] || [ -z "$mix" ] || [ -z "$prec" ] || [ -n "$extra" ] ||
+        { [ "$role" != fit ] && [ "$role" != held-out ]; }; then
+        echo "advise_check.sh: ${ADVISE_MIX_TABLE:-the mix table}: \"$name|$mix|$prec|$role${extra:+|$extra}\": expected" \
+             "NAME|MIX|PRECISION|fit or held-out (NAME: letters, digits, . _ -)" >&2
+        exit 2
+    fi
+done <<<"$MIXES"
 read -r -a gpus <<<"${ADVISE_GPUS:-}"
+seen_gpus=" "
 for g in "${gpus[@]}"; do
     [[ $g =~ ^[0-9]+$ ]] || { echo "advise_check.sh: ADVISE_GPUS: \"$g\" is not a GPU index (expected e.g. \"0 1 2 3\")" >&2; exit 2; }
+    [[ $seen_gpus != *" $g "* ]] || { echo "advise_check.sh: ADVISE_GPUS: GPU $g is named twice (one mix a GPU at once)" >&2; exit 2; }
+    seen_gpus="$seen_gpus$g "
 done
 wanted=" ${*:-${ADVISE_MIXES:-}} "
 case " ${ADVISE_ARGS:-} " in *" --no-monitor "*)

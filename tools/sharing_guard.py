@@ -143,6 +143,10 @@ def check_record(record, where):
         for m, mode in enumerate(modes):
             wm = f"{w}.modes[{m}]"
             need(mode, "mode", "string", wm)
+            if "recorded_again" in mode:  # a mode's values replaced by a later guard run, and why
+                again = need(mode, "recorded_again", "object", wm)
+                for key in ("revision", "commit", "date", "why"):
+                    need(again, key, "string", f"{wm}.recorded_again")
             for metric, _ in RUN_METRICS:
                 check_spread(need(mode, metric, "object", wm), f"{wm}.{metric}")
             for j, job in enumerate(need(mode, "jobs", "array", wm)):

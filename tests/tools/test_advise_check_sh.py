@@ -6,8 +6,8 @@ Four small mixes (two fit, two held out) over ADVISE_GPUS="0 1": each mix's chec
 while another mix's runs on the other, the fit waits for both fit mixes, the held-out mixes read
 its constants, and the score is written. What two advisors at once must not do is checked: each
 mix's folder links to its own advice (not to the other lane's, made at the same time), and the
-shared probe cache holds every probe any mix ran. A call again skips every mix (resumable), and a
-bad ADVISE_GPUS is refused (exit 2) before anything runs.
+shared probe cache holds every probe any mix ran. A call again skips every mix (resumable); a bad
+ADVISE_GPUS or mix table is refused (exit 2, naming it) before anything runs.
   test_advise_check_sh.py --build BUILD --fake-train P --fake-job-host P --nvml-standin P"""
 import argparse
 import glob
@@ -83,13 +83,24 @@ def test_two_lanes(tmp, args):
     assert p.stdout.count("done before, skipped") == 4, p.stdout
 
 
-def test_bad_gpus(tmp, args):
-    env = env_of(tmp, args)
-    env["ADVISE_GPUS"] = "0 one"
+def test_bad_input(tmp, args):
+    """Each refused with exit 2, naming the input and what was expected, before anything runs."""
     out = os.path.join(tmp, "out")
-    p = subprocess.run(["bash", CHECK_SH, args.build, out], capture_output=True, text=True, env=env)
-    assert p.returncode == 2 and 'ADVISE_GPUS: "one" is not a GPU index' in p.stderr, p.stdout + p.stderr
-    assert not os.path.exists(out), os.listdir(out)
+    for key, value, said in (("ADVISE_GPUS", "0 one", 'ADVISE_GPUS: "one" is not a GPU index'),
+                             ("ADVISE_GPUS", "1 0 1", "ADVISE_GPUS: GPU 1 is named twice"),
+                             ("table", "2S|2*S|tf32|fit\nSM|S+M|tf32|train\n", '"SM|S+M|tf32|train": expected'),
+                             ("table", "2S|2*S|tf32\n", '"2S|2*S|tf32|": expected'),
+                             ("table", "a b|2*S|tf32|fit\n", '"a b|2*S|tf32|fit": expected')):
+        env = env_of(tmp, args)
+        if key == "table":
+            with open(env["ADVISE_MIX_TABLE"], "w", encoding="utf-8") as f:
+                f.write(value)
+        else:
+            env[key] = value
+        p = subprocess.run(["bash", CHECK_SH, args.build, out], capture_output=True, text=True, env=env)
+        assert p.returncode == 2 and said in p.stderr, (value, p.stdout + p.stderr)
+        assert not os.path.exists(out), os.listdir(out)
+        shutil.rmtree(os.path.join(tmp, "bin"))  # env_of makes it again
 
 
 def main():
@@ -98,7 +109,7 @@ def main():
         p.add_argument(option, required=True)
     args = p.parse_args()
     failed = 0
-    for test in (test_bad_gpus, test_two_lanes):
+    for test in (test_bad_input, test_two_lanes):
         tmp = tempfile.mkdtemp(prefix="advise-check-sh-")
         try:
             test(tmp, args)

@@ -198,6 +198,8 @@ def test_malformed(tmp):
          ".cells[1].modes[2].jobs[0].samples_per_s: expected an object"),
         (broken(set_in(["cells", 1, "rankings"], {"stp": "STP: -"})), ".cells[1].rankings.antt: missing"),
         (broken(lambda r: r.update(repeats=True)), ".repeats: expected an int"),
+        (broken(set_in(["cells", 0, "modes", 2, "recorded_again"], {"revision": "abc", "commit": "abc", "date": "d"})),
+         ".cells[0].modes[2].recorded_again.why: missing"),
         (read(FIXTURE).replace("2.98", "NaN", 1), "NaN is not a number JSON allows"),
     ]
     expected_dir = os.path.join(tmp, "expected")
