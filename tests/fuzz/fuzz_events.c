@@ -2,7 +2,8 @@
  * protocol of runner/suite/jobs/jobs.h), one line at a time as the reader hands them over, into
  * one job's record. Whatever the lines say, the record stays within its bounds: epochs and windows
  * at most their maximum, step times finite and non-negative within the kept count, every text
- * field terminated, and the phase returned one the observers know. Seeds: tests/fuzz/events/. */
+ * field terminated, the phase returned one the observers know (job_events.h), and no number a job
+ * wrote overflows a conversion (undefined behaviour is fatal here). Seeds: tests/fuzz/events/. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,7 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         next = strchr(line, '\n');
         if (next) *next++ = 0;
         const char *phase = job_handle_line(&job, line, 1.0);
-        if (phase && strcmp(phase, "ready") && strcmp(phase, "epoch") && strcmp(phase, "window")) abort();
+        if (phase && strcmp(phase, "ready") && strcmp(phase, "epoch") && strcmp(phase, "window") &&
+            strcmp(phase, "kernels"))
+            abort();
     }
     free(text);
     if (job.epoch_count < 0 || job.epoch_count > JOB_MAX_EPOCHS || job.window_count < 0 ||

@@ -270,6 +270,9 @@ static void test_events(void **state) {
     assert_null(job_handle_line(job, "{\"event\":\"steps\",\"epoch\":2,\"first\":0,\"ms\":[-1,\"x\",7.125]}", 1.0));
     assert_null(job_handle_line(job, "{\"event\":\"steps\",\"window\":1,\"epoch\":2,\"first\":0,\"ms\":[1]}", 1.0));
     assert_null(job_handle_line(job, "{\"event\":\"steps\",\"window\":1,\"ms\":[1]}", 1.0));
+    /* an index beyond what an int holds, or negative, reads as missing: the event is malformed */
+    assert_null(job_handle_line(job, "{\"event\":\"steps\",\"window\":1,\"first\":1e20,\"ms\":[1]}", 1.0));
+    assert_null(job_handle_line(job, "{\"event\":\"steps\",\"window\":-3,\"first\":0,\"ms\":[1]}", 1.0));
     assert_int_equal(job->step_count, 3);
     expect_eq(job->steps[0].window, 1); expect_eq(job->steps[0].epoch, -1); expect_eq(job->steps[0].step, 513); expect_eq(job->steps[0].ms, 3.5f);
     expect_eq(job->steps[1].step, 514); expect_eq(job->steps[1].ms, 4.25f);
@@ -280,6 +283,12 @@ static void test_events(void **state) {
     assert_string_equal(job->error_message, "out of memory");
     assert_null(job_handle_line(job, "{\"event\":\"done\",\"t\":9}", 1.0));
     assert_true(job->saw_done); expect_eq(job->t_done, 9);
+    /* progress: the run's step from the epoch's; a step or epoch out of range changes nothing */
+    assert_null(job_handle_line(job, "{\"event\":\"progress\",\"step\":7,\"steps\":100,\"epoch\":3}", 1.0));
+    expect_eq(job->last_step, 207);
+    assert_null(job_handle_line(job, "{\"event\":\"progress\",\"step\":1e30,\"steps\":100,\"epoch\":3}", 1.0));
+    assert_null(job_handle_line(job, "{\"event\":\"progress\",\"step\":8,\"steps\":1e300,\"epoch\":1e300}", 1.0));
+    expect_eq(job->last_step, 8);
     assert_int_equal(job->epoch_count, 2);
     job->proc->wait_status = 1 << 8; /* exit 1 */
     job_settle(job);

@@ -6,6 +6,7 @@
 #include "base/clock.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -27,6 +28,14 @@ static void json_string(const cJSON *object, const char *key, char *out, size_t 
     if (cJSON_IsString(item) && item->valuestring) snprintf(out, size, "%s", item->valuestring);
 }
 
+/* A count, index, step or pid: a number in [0, INT_MAX], its whole part; anything else (absent,
+ * negative, beyond what an int holds) reads as NaN, the way a missing one does, so no conversion of
+ * what a job wrote can overflow. */
+static double json_index(const cJSON *object, const char *key) {
+    double v = json_number(object, key);
+    return v >= 0 && v <= INT_MAX ? floor(v) : NAN;
+}
+
 static int json_flag(const cJSON *object, const char *key) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
     if (cJSON_IsBool(item)) return cJSON_IsTrue(item);
@@ -37,11 +46,11 @@ static int json_flag(const cJSON *object, const char *key) {
 /* A "steps" event's times (runner/train/step_window.h) appended to the record; a malformed one
  * adds nothing, a time that is not a finite duration a float holds is skipped. */
 static void take_steps(job_record *job, const cJSON *root) {
-    double window = json_number(root, "window"), epoch = json_number(root, "epoch"), first = json_number(root, "first");
+    double window = json_index(root, "window"), epoch = json_index(root, "epoch"), first = json_index(root, "first");
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "ms");
     if (isnan(window) == isnan(epoch) || !(first >= 0) || !cJSON_IsArray(ms)) return;
     long step = (long)first;
-    for (const cJSON *item = ms->child; item; item = item->next) {
+    for (const cJSON *item = ms->child; item && step < INT_MAX; item = item->next) {
         step++;
         /* kept as a float: a time beyond float's range would become an infinity */
         if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0 && item->valuedouble <= FLT_MAX)) continue;
@@ -103,7 +112,7 @@ const char *job_handle_line(job_record *job, const char *line, double now) {
         job->footprint_bytes = json_number(root, "footprint_bytes");
         job->mps = json_flag(root, "mps");
         job->mig = json_flag(root, "mig");
-        double pid = json_number(root, "pid");
+        double pid = json_index(root, "pid");
         job->child_pid = isnan(pid) ? 0 : (long)pid;
     } else if (strcmp(name, "ready") == 0) {
         if (job->proc->phase == JOB_STARTED) {
@@ -116,7 +125,7 @@ const char *job_handle_line(job_record *job, const char *line, double now) {
             job->epochs_dropped++;
         } else {
             job_epoch *e = &job->epochs[job->epoch_count++];
-            double k = json_number(root, "epoch");
+            double k = json_index(root, "epoch");
             e->epoch = isnan(k) ? job->epoch_count : (int)k;
             e->warmup = json_flag(root, "warmup") == 1;
             static const struct { const char *key; size_t offset; } fields[] = {
@@ -135,7 +144,7 @@ const char *job_handle_line(job_record *job, const char *line, double now) {
             phase = "epoch";
         }
     } else if (strcmp(name, "window") == 0) {
-        double k = json_number(root, "window");
+        double k = json_index(root, "window");
         if (job->window_count < JOB_MAX_WINDOWS && !isnan(k)) {
             job_window *w = &job->windows[job->window_count++];
             w->window = (int)k;
@@ -159,13 +168,13 @@ const char *job_handle_line(job_record *job, const char *line, double now) {
         take_steps(job, root);
     } else if (strcmp(name, "progress") == 0 || strcmp(name, "block") == 0) {
         /* "step" counts within the epoch ("steps" of them): the record names the run's step */
-        double step = json_number(root, "step"), steps = json_number(root, "steps"), epoch = json_number(root, "epoch");
-        if (!isnan(step) && step > 0)
-            job->last_step = (long)step + (!isnan(steps) && !isnan(epoch) && epoch > 1 ? (long)((epoch - 1) * steps) : 0);
+        double step = json_index(root, "step"), steps = json_index(root, "steps"), epoch = json_index(root, "epoch");
+        if (step > 0) /* each at most INT_MAX: the product fits a long */
+            job->last_step = (long)step + (steps >= 0 && epoch > 1 ? ((long)epoch - 1) * (long)steps : 0);
     } else if (strcmp(name, "fault") == 0) {
         json_string(root, "kind", job->fault_kind, sizeof job->fault_kind);
         if (!job->fault_kind[0]) snprintf(job->fault_kind, sizeof job->fault_kind, "unnamed");
-        double step = json_number(root, "step");
+        double step = json_index(root, "step");
         job->fault_step = isnan(step) ? 0 : (long)step;
         if (job->fault_step > 0) job->last_step = job->fault_step;
         job->t_fault = isnan(t) ? now : t;
