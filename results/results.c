@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -679,8 +680,8 @@ int results_process_alive(const cJSON *process) {
     const cJSON *boot = cJSON_GetObjectItemCaseSensitive(process, "boot_id");
     const cJSON *start = cJSON_GetObjectItemCaseSensitive(process, "start_ticks");
     if (!cJSON_IsNumber(pid) || !cJSON_IsString(boot) || !cJSON_IsNumber(start) || !boot->valuestring[0] ||
-        pid->valuedouble < 1 || start->valuedouble < 0)
-        return -1;
+        !(pid->valuedouble >= 1 && pid->valuedouble <= INT_MAX) || !(start->valuedouble >= 0 && start->valuedouble < 0x1p63))
+        return -1; /* not a process this machine could have: unknown, never a conversion out of range */
     char now[64];
     boot_id(now, sizeof now);
     if (!now[0]) return -1;

@@ -142,6 +142,8 @@ static void test_probe_and_print(void **state) {
     assert_int_equal(g.groups, 16);
     assert_int_equal(green_parse_probe("{\"device_sms\":132,\"unit\":8,\"groups\":20}", &g, err, sizeof err), -1);
     assert_int_equal(green_parse_probe("no GPU", &g, err, sizeof err), -1);
+    /* counts beyond an int's range: refused, not multiplied past it */
+    assert_int_equal(green_parse_probe("{\"device_sms\":132,\"unit\":1e12,\"groups\":1e12}", &g, err, sizeof err), -1);
     green_plan p;
     green_request req = {2, NULL, NULL, NULL};
     assert_int_equal(green_plan_make(&p, &H100, &req, err, sizeof err), 0);

@@ -209,6 +209,9 @@ static void test_running_without_process_is_failed(void **state) {
     snprintf(e, sizeof e, "%s/run.json", run); /* a record without its process */
     write_text(e, "{\"status\": \"running\"}\n");
     assert_non_null(strstr(results_run_status(run, status, sizeof status), "names no process"));
+    /* a process no machine could have (an edited file): unknown, the same words */
+    write_text(e, "{\"status\": \"running\", \"process\": {\"pid\": 1e300, \"boot_id\": \"x\", \"start_ticks\": 1e300}}\n");
+    assert_non_null(strstr(results_run_status(run, status, sizeof status), "names no process"));
     test_rmtree(dir);
 }
 

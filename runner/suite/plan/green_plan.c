@@ -167,7 +167,7 @@ int green_parse_probe(const char *text, green_gpu *gpu, char *err, size_t err_si
     const cJSON *unit = cJSON_GetObjectItemCaseSensitive(root, "unit");
     const cJSON *groups = cJSON_GetObjectItemCaseSensitive(root, "groups");
     int ok = cJSON_IsNumber(sms) && cJSON_IsNumber(unit) && cJSON_IsNumber(groups) && unit->valueint > 0 &&
-             groups->valueint > 0 && sms->valueint >= unit->valueint * groups->valueint;
+             groups->valueint > 0 && sms->valueint >= (long long)unit->valueint * groups->valueint;
     if (ok) *gpu = (green_gpu){sms->valueint, unit->valueint, groups->valueint};
     else snprintf(err, err_size, "job_host --probe: expected {\"device_sms\":N,\"unit\":N,\"groups\":N}, got: %.200s", text);
     cJSON_Delete(root);
