@@ -20,9 +20,10 @@ HEADER = ("model", "input", "batch", "suite ms", "torch eager ms", "torch compil
           "eager steady GiB", "compiled reserved GiB", "mem suite/eager")
 
 
-def read_records(paths):
-    """{(model, image_size, batch): {impl: record}}, in first-seen order."""
-    rows = {}
+def benchmark_records(paths):
+    """Each benchmark record of the files (or stdin, or "-") as (where, (model, image_size, batch),
+    record), in order; a "{" line that is not one is named on stderr and skipped, other lines are
+    the benchmarks' own output. Shared with bench/compare_precision.py."""
     for path in paths or ["-"]:
         stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
         with stream:
@@ -33,17 +34,26 @@ def read_records(paths):
                 try:
                     r = json.loads(line)
                     key = (str(r["model"]), int(r["image_size"]), int(r["batch"]))
-                    impl = r["impl"]
+                    if not isinstance(r["impl"], str) or not isinstance(r.get("precision", "tf32"), str):
+                        raise TypeError("\"impl\" and \"precision\" are not strings")
                 except (ValueError, KeyError, TypeError) as e:
                     print(f"{path}:{n}: skipped, not a benchmark record ({e})", file=sys.stderr)
                     continue
-                if r.get("precision", "tf32") != "tf32":
-                    continue  # bench/compare_precision.py tables the other precisions
-                if impl not in IMPLS:
-                    if impl not in ("torch-max-autotune", "torch-graphed"):  # compare_precision.py's
-                        print(f"{path}:{n}: skipped, unknown impl {impl!r}", file=sys.stderr)
-                    continue
-                rows.setdefault(key, {})[impl] = r
+                yield f"{path}:{n}", key, r
+
+
+def read_records(paths):
+    """{(model, image_size, batch): {impl: record}}, in first-seen order."""
+    rows = {}
+    for where, key, r in benchmark_records(paths):
+        if r.get("precision", "tf32") != "tf32":
+            continue  # bench/compare_precision.py tables the other precisions
+        impl = r["impl"]
+        if impl not in IMPLS:
+            if impl not in ("torch-max-autotune", "torch-graphed"):  # compare_precision.py's
+                print(f"{where}: skipped, unknown impl {impl!r}", file=sys.stderr)
+            continue
+        rows.setdefault(key, {})[impl] = r
     return rows
 
 

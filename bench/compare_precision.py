@@ -11,8 +11,9 @@ bench/run_model_bench.sh (run with BENCH_PRECISIONS="tf32 bf16"); records withou
 are tf32. Prints a Markdown table and PASS/FAIL/SKIP lines; exits 1 if a check FAILs or nothing
 was found.
 """
-import json
 import sys
+
+from compare_models import benchmark_records
 
 GIB = float(1 << 30)
 TARGET = 0.8
@@ -22,20 +23,8 @@ COMPILED = ("torch-compiled", "torch-max-autotune", "torch-graphed")
 def read(paths):
     """{(model, size, batch): {(impl, precision): record}} in first-seen order."""
     rows = {}
-    for path in paths or ["-"]:
-        stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
-        with stream:
-            for line in stream:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    r = json.loads(line)
-                    key = (str(r["model"]), int(r["image_size"]), int(r["batch"]))
-                    slot = (r["impl"], r.get("precision", "tf32"))
-                except (ValueError, KeyError, TypeError):
-                    continue
-                rows.setdefault(key, {})[slot] = r
+    for _, key, r in benchmark_records(paths):
+        rows.setdefault(key, {})[(r["impl"], r.get("precision", "tf32"))] = r
     return rows
 
 
@@ -62,17 +51,28 @@ def spread(by_slot, precision, mode):
     return f", p10-p90 {lo:.2f}-{hi:.2f}" if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else ""
 
 
+def positive(record, field):
+    v = record.get(field)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
 def suite_gib(record):
-    """The suite's memory in GiB: measured on the device where the record has it."""
+    """The suite's memory in GiB: measured on the device where the record has it; None when the run
+    failed or reported neither."""
     if not ms(record):
         return None
-    return float(record.get("device_bytes") or record.get("peak_bytes")) / GIB
+    v = positive(record, "device_bytes") or positive(record, "peak_bytes")
+    return v / GIB if v else None
+
+
+def p10_p90(record):
+    lo, hi = positive(record, "p10_ms"), positive(record, "p90_ms")
+    return f" (p10-p90 {lo:.2f}-{hi:.2f})" if lo and hi else ""
 
 
 def reserved_gib(by_slot, precision, mode):
-    r = by_slot.get((f"torch-{mode}", precision)) or {}
-    v = r.get("max_memory_reserved")
-    return float(v) / GIB if isinstance(v, (int, float)) and v > 0 else None
+    v = positive(by_slot.get((f"torch-{mode}", precision)) or {}, "max_memory_reserved")
+    return v / GIB if v else None
 
 
 def fmt(v, digits=2):
@@ -97,7 +97,7 @@ def main():
         torch_mem = reserved_gib(by_slot, "bf16", t_bf_mode)
         rate = batch / (ms(s_bf) * 1e-3) if ms(s_bf) else None
         table.append((model, f"{size}x{size}", str(batch),
-                      fmt(ms(s_bf)) + (f" (p10-p90 {s_bf['p10_ms']:.2f}-{s_bf['p90_ms']:.2f})" if ms(s_bf) else ""),
+                      fmt(ms(s_bf)) + (p10_p90(s_bf) if ms(s_bf) else ""),
                       fmt(ms(s_tf)),
                       f"{fmt(t_bf)} ({t_bf_mode}{spread(by_slot, 'bf16', t_bf_mode)})",
                       f"{fmt(t_tf)} ({t_tf_mode}{spread(by_slot, 'tf32', t_tf_mode)})", fmt(ratio), fmt(rate, 0),
@@ -110,12 +110,12 @@ def main():
                              f"{name}: suite bf16 {ms(s_bf):.3f} ms = {ratio:.2f}x torch compiled bf16 "
                              f"{t_bf:.3f} ms ({t_bf_mode}); target <= {TARGET}"))
         if mem_bf is None or mem_tf is None:
-            verdicts.append(("SKIP", f"{name}: bf16 memory <= tf32 memory: a suite run is missing"))
+            verdicts.append(("SKIP", f"{name}: bf16 memory <= tf32 memory: a suite run, or its memory, is missing"))
         else:
             verdicts.append(("PASS" if mem_bf <= mem_tf else "FAIL",
                              f"{name}: suite bf16 {mem_bf:.2f} GiB vs tf32 {mem_tf:.2f} GiB"))
         if mem_bf is None or torch_mem is None:
-            verdicts.append(("SKIP", f"{name}: bf16 memory <= torch's reserved: a run is missing"))
+            verdicts.append(("SKIP", f"{name}: bf16 memory <= torch's reserved: a run, or its memory, is missing"))
         else:
             verdicts.append(("PASS" if mem_bf <= torch_mem else "FAIL",
                              f"{name}: suite bf16 {mem_bf:.2f} GiB vs torch compiled bf16 reserved "

@@ -679,9 +679,11 @@ int results_process_alive(const cJSON *process) {
     const cJSON *pid = cJSON_GetObjectItemCaseSensitive(process, "pid");
     const cJSON *boot = cJSON_GetObjectItemCaseSensitive(process, "boot_id");
     const cJSON *start = cJSON_GetObjectItemCaseSensitive(process, "start_ticks");
+    /* a pid or start time no process could have reads as unknown: never a conversion out of range */
     if (!cJSON_IsNumber(pid) || !cJSON_IsString(boot) || !cJSON_IsNumber(start) || !boot->valuestring[0] ||
-        !(pid->valuedouble >= 1 && pid->valuedouble <= INT_MAX) || !(start->valuedouble >= 0 && start->valuedouble < 0x1p63))
-        return -1; /* not a process this machine could have: unknown, never a conversion out of range */
+        !(pid->valuedouble >= 1 && pid->valuedouble <= INT_MAX) ||
+        !(start->valuedouble >= 0 && start->valuedouble < 0x1p63))
+        return -1;
     char now[64];
     boot_id(now, sizeof now);
     if (!now[0]) return -1;

@@ -23,18 +23,11 @@
 
 static char dir[512], path[600];
 
-static void write_file(const char *text) {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void test_get_and_put(void **state) {
     (void)state;
     char value[64], err[256];
     conv_choices f;
-    write_file("");
+    test_write_text(path, "");
     assert_int_equal(conv_choices_open(&f, path, 1, err, sizeof err), 0);
     assert_int_equal(conv_choices_get(&f, "k1", value, sizeof value, err, sizeof err), 0);
     assert_int_equal(conv_choices_put(&f, "k1", "first", err, sizeof err), 0);
@@ -59,7 +52,7 @@ static void test_unfinished_line(void **state) {
     (void)state;
     char value[64], err[256];
     conv_choices f;
-    write_file("a\t1\nb\t2"); /* b's line is still being written */
+    test_write_text(path, "a\t1\nb\t2"); /* b's line is still being written */
     assert_int_equal(conv_choices_open(&f, path, 1, err, sizeof err), 0);
     assert_int_equal(conv_choices_get(&f, "a", value, sizeof value, err, sizeof err), 1);
     assert_int_equal(conv_choices_get(&f, "b", value, sizeof value, err, sizeof err), 0);

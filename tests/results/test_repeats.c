@@ -53,10 +53,7 @@ static void test_rank_line(void **state) {
 static void write_text(const char *dir, const char *name, const char *text) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    test_write_text(path, text);
 }
 
 /* A mode's summary.json as run_suite writes it (the fields repeats reads, and one it does not). */

@@ -422,12 +422,7 @@ static int cache_onto_law(const char *results, const char *spec, int total_sms) 
         }
         assert_true(isfinite(whole));
     }
-    char *text = cJSON_Print(root);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    free(text);
+    test_write_json(path, root);
     cJSON_Delete(root);
     return rewritten;
 }

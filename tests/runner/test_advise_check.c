@@ -119,12 +119,7 @@ static cJSON *read_json(const char *dir, const char *name) {
 static void write_json(const char *dir, const char *name, const cJSON *root) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    char *text = cJSON_Print(root);
-    fputs(text, f);
-    free(text);
-    fclose(f);
+    test_write_json(path, root);
 }
 
 static double number(const cJSON *o, const char *key) {

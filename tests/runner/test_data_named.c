@@ -27,13 +27,6 @@
 
 static char out[1 << 17], err[1 << 16];
 
-static void write_file(const char *path, const void *bytes, size_t size) {
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(bytes, 1, size, f), size);
-    fclose(f);
-}
-
 static void path_of(char *out_path, size_t size, const char *dir, const char *name) {
     snprintf(out_path, size, "%s/%s", dir, name);
 }
@@ -46,7 +39,7 @@ static void make_cifar(const char *root) {
     for (int f = 1; f <= 6; f++) {
         if (f <= 5) snprintf(path, sizeof path, "%s/data_batch_%d.bin", root, f);
         else snprintf(path, sizeof path, "%s/test_batch.bin", root);
-        write_file(path, record, sizeof record);
+        test_write_file(path, record, sizeof record);
     }
 }
 
@@ -60,7 +53,7 @@ static int make_bad_roots(const char *dir, bad_root *roots) {
     int n = 0;
     path_of(roots[n].path, sizeof roots[n].path, dir, "missing"), roots[n++].says = "does not exist";
     path_of(roots[n].path, sizeof roots[n].path, dir, "a-file"), roots[n++].says = "is a file";
-    write_file(roots[n - 1].path, "x", 1);
+    test_write_file(roots[n - 1].path, "x", 1);
     path_of(roots[n].path, sizeof roots[n].path, dir, "a-fifo"), roots[n++].says = "is a FIFO";
     assert_int_equal(mkfifo(roots[n - 1].path, 0600), 0);
     path_of(roots[n].path, sizeof roots[n].path, dir, "loop"), roots[n++].says = "is a symbolic link loop";

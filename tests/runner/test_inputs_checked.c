@@ -17,13 +17,6 @@
 
 static char out[1 << 16], err[1 << 16];
 
-static void write_file(const char *path, const void *bytes, size_t size) {
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(bytes, 1, size, f), size);
-    fclose(f);
-}
-
 /* A CIFAR-10 folder of six one-record files; bad_label >= 0 puts it on data_batch_2's record 0. */
 static void make_cifar(const char *root, int bad_label) {
     uint8_t record[3073] = {3};
@@ -32,7 +25,7 @@ static void make_cifar(const char *root, int bad_label) {
         if (f <= 5) snprintf(path, sizeof path, "%s/data_batch_%d.bin", root, f);
         else snprintf(path, sizeof path, "%s/test_batch.bin", root);
         record[0] = f == 2 && bad_label >= 0 ? (uint8_t)bad_label : 3;
-        write_file(path, record, sizeof record);
+        test_write_file(path, record, sizeof record);
     }
 }
 
@@ -49,7 +42,7 @@ static void test_data_check(void **state) {
     assert_non_null(strstr(e, "data_batch_2.bin: record 0 has label 99"));
     char path[1024];
     snprintf(path, sizeof path, "%s/val_data.npz", dir); /* present (one file), so the rest must be there */
-    write_file(path, "not a zip", 9);
+    test_write_file(path, "not a zip", 9);
     assert_int_equal(data_check("imagenet64", dir, e, sizeof e), DATA_CHECK_MALFORMED);
     test_rmtree(dir);
 }
@@ -85,7 +78,7 @@ static void test_checkpoint_paths_before_gpu(void **state) {
                           "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}";
     uint8_t file[8 + sizeof header - 1 + 6] = {(uint8_t)(sizeof header - 1)};
     memcpy(file + 8, header, sizeof header - 1);
-    write_file(path, file, sizeof file);
+    test_write_file(path, file, sizeof file);
     int rc = test_run_binary("train", out, sizeof out, err, sizeof err, "--model", "resnet26", "--load", path,
                              "--epochs", "1", NULL);
     assert_int_equal(rc, 2);

@@ -38,13 +38,6 @@
 
 static char out[1 << 16], err[1 << 16];
 
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* The one run folder under results (its path into dir). */
 static void only_run(const char *results, char *dir, size_t size) {
     DIR *d = opendir(results);
@@ -81,7 +74,7 @@ static void test_short_write_reason(void **state) {
     char dir[512], path[600];
     test_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    write_text(path, "old\n");
+    test_write_text(path, "old\n");
     int report[2];
     assert_int_equal(pipe(report), 0);
     pid_t pid = fork();
@@ -207,10 +200,11 @@ static void test_running_without_process_is_failed(void **state) {
     cJSON_Delete(root);
     assert_non_null(strstr(results_run_status(run, status, sizeof status), "running (run_suite"));
     snprintf(e, sizeof e, "%s/run.json", run); /* a record without its process */
-    write_text(e, "{\"status\": \"running\"}\n");
+    test_write_text(e, "{\"status\": \"running\"}\n");
     assert_non_null(strstr(results_run_status(run, status, sizeof status), "names no process"));
     /* a process no machine could have (an edited file): unknown, the same words */
-    write_text(e, "{\"status\": \"running\", \"process\": {\"pid\": 1e300, \"boot_id\": \"x\", \"start_ticks\": 1e300}}\n");
+    test_write_text(e, "{\"status\": \"running\", \"process\": "
+                       "{\"pid\": 1e300, \"boot_id\": \"x\", \"start_ticks\": 1e300}}\n");
     assert_non_null(strstr(results_run_status(run, status, sizeof status), "names no process"));
     test_rmtree(dir);
 }
@@ -259,7 +253,7 @@ static void make_fixture(char *dir, size_t size, char *run, size_t run_size) {
     snprintf(path, sizeof path, "%s/loop", dir);
     assert_int_equal(symlink(path, path), 0);
     snprintf(path, sizeof path, "%s/file", dir);
-    write_text(path, "a file\n");
+    test_write_text(path, "a file\n");
 }
 
 static void test_report_output_refused(void **state) {
@@ -309,7 +303,7 @@ static void test_save_refused_before_gpu(void **state) {
     char dir[512], run[600], path[1200], e[512];
     make_fixture(dir, sizeof dir, run, sizeof run);
     snprintf(path, sizeof path, "%s/in.safetensors", dir);
-    write_text(path, "not a checkpoint");
+    test_write_text(path, "not a checkpoint");
     const refusal cases[] = {
         {{"--model", "resnet26", "--save", "/dev/null", NULL}, "--save /dev/null: is a character device"},
         {{"--model", "resnet26", "--save", "$D/fifo", NULL}, "fifo: is a FIFO"},
@@ -325,7 +319,7 @@ static void test_save_refused_before_gpu(void **state) {
     /* a file marked immutable: refused before the work, where the file system and privileges let the
        test mark one (chattr +i needs CAP_LINUX_IMMUTABLE and a file system that keeps the flag) */
     snprintf(path, sizeof path, "%s/fixed.safetensors", dir);
-    write_text(path, "weights");
+    test_write_text(path, "weights");
     int fd = open(path, O_RDONLY), flags = 0, marked = 0;
     if (fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
         flags |= FS_IMMUTABLE_FL;

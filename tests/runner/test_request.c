@@ -160,12 +160,8 @@ static void expect_refused(cJSON *(*edit)(cJSON *root), const char *field) {
     run_args_free(a);
     char path[700], out[8192], err[8192];
     snprintf(path, sizeof path, "%s/bad.json", dir);
-    char *text = root ? cJSON_Print(root) : strdup("{ not json");
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    free(text);
+    if (root) test_write_json(path, root);
+    else test_write_text(path, "{ not json");
     cJSON_Delete(root);
     char *argv[] = {RUN_SUITE_PATH, "--request", path, NULL};
     int rc = test_run(argv, out, sizeof out, err, sizeof err);

@@ -67,6 +67,28 @@ cJSON *test_read_json(const char *path, char *err, size_t err_size) {
     return parsed;
 }
 
+void test_write_file(const char *path, const void *bytes, size_t size) {
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(bytes, 1, size, f) == size;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok) {
+        fprintf(stderr, "cannot write the fixture %s\n", path);
+        exit(1);
+    }
+}
+
+void test_write_text(const char *path, const char *text) { test_write_file(path, text, strlen(text)); }
+
+void test_write_json(const char *path, const cJSON *root) {
+    char *text = cJSON_Print(root);
+    if (!text) {
+        fprintf(stderr, "cannot print the fixture %s\n", path);
+        exit(1);
+    }
+    test_write_text(path, text);
+    free(text);
+}
+
 void test_require_gpu(void) {
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);

@@ -67,6 +67,11 @@ void test_poison(float *device, size_t n);
 char *test_read_text(const char *path, char *err, size_t err_size);
 /* A JSON file parsed (a run folder's summary.json, run.json); NULL with the reason in err. */
 struct cJSON *test_read_json(const char *path, char *err, size_t err_size);
+/* A fixture file written whole: bytes, a NUL-terminated text, or a JSON document as cJSON prints
+ * it; one that cannot be written ends the test (exit 1, naming the file). */
+void test_write_file(const char *path, const void *bytes, size_t size);
+void test_write_text(const char *path, const char *text);
+void test_write_json(const char *path, const struct cJSON *root);
 /* Temporary directory for fixture files (created under $TMPDIR, removed by the test). */
 void test_tmpdir(char *path, size_t size);
 void test_rmtree(const char *path);

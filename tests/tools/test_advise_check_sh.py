@@ -16,8 +16,8 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-import traceback
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
+from testlib import run_in_folders
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECK_SH = os.path.join(ROOT, "tools", "advise_check.sh")
@@ -108,21 +108,8 @@ def main():
     for option in ("--build", "--fake-train", "--fake-job-host", "--nvml-standin"):
         p.add_argument(option, required=True)
     args = p.parse_args()
-    failed = 0
-    for test in (test_bad_input, test_two_lanes):
-        tmp = tempfile.mkdtemp(prefix="advise-check-sh-")
-        try:
-            test(tmp, args)
-            print(f"{test.__name__}: ok")
-        except AssertionError as e:
-            failed += 1
-            where = traceback.extract_tb(e.__traceback__)[-1]
-            print(f"{test.__name__}: FAILED at line {where.lineno} ({where.line}): {e}")
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{failed} failed" if failed else "all passed")
-    return 1 if failed else 0
-
+    return run_in_folders([(t.__name__, lambda tmp, t=t: t(tmp, args)) for t in (test_bad_input, test_two_lanes)],
+                          "advise-check-sh-")
 
 if __name__ == "__main__":
     sys.exit(main())

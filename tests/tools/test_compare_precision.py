@@ -2,8 +2,8 @@
 """bench/compare_precision.py over records as bench/run_model_bench.sh writes them: the best
 compiled PyTorch step is the fastest of the modes that ran, the memory column prefers what
 bench_step measured on the device (device_bytes) to its own count, the memory target compares with
-the reserved memory of the PyTorch run the speed target took, and a missing run is a SKIP, not a
-PASS. Exit 0 passed, 1 failed."""
+the reserved memory of the PyTorch run the speed target took, and a missing run (or memory) is a
+SKIP, not a PASS. Exit 0 passed, 1 failed."""
 import json
 import os
 import subprocess
@@ -60,5 +60,14 @@ check("FAIL resnet50 224x224/256: suite bf16 13.52 GiB vs torch compiled bf16 re
 
 rc, out = run([])
 check(rc == 1, "no records: exit 1")
+
+# a record without its memory or spread, and one whose impl is not a name: a SKIP and a named line,
+# never a traceback (the reader is bench/compare_models.py's)
+bare = {k: v for k, v in suite("bf16", 64, 10.0, 1.0).items() if k not in ("peak_bytes", "p10_ms", "p90_ms")}
+text = json.dumps(bare) + "\n" + json.dumps(dict(bare, impl=["suite"])) + "\n"
+p = subprocess.run([sys.executable, SCRIPT], input=text, capture_output=True, text=True)
+check(p.returncode == 0 and "Traceback" not in p.stderr, f"exit {p.returncode}: {p.stderr}")
+check("bf16 memory <= tf32 memory: a suite run, or its memory, is missing" in p.stdout, p.stdout)
+check("-:2: skipped, not a benchmark record" in p.stderr, f"the malformed line named: {p.stderr}")
 
 check.finish()

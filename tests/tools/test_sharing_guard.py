@@ -12,11 +12,10 @@ import argparse
 import copy
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import traceback
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))  # testlib
+from testlib import run_in_folders
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GUARD_PY = os.path.join(ROOT, "tools", "sharing_guard.py")
@@ -291,26 +290,12 @@ def main():
     args = p.parse_args()
     tests = [test_readme_matches, test_readme_hand_typed, test_readme_renders_fixture, test_render, test_compare_self,
              test_compare_slower, test_compare_low_overlap, test_malformed]
-    failed = 0
-    for test in tests + [test_guard_end_to_end]:
-        if test is test_guard_end_to_end and not (args.build and args.fake_train and args.fake_job_host
-                                                  and args.nvml_standin):
-            print(f"{test.__name__}: skipped (give --build, --fake-train, --fake-job-host, --nvml-standin)")
-            continue
-        tmp = tempfile.mkdtemp(prefix="sharing-guard-")
-        try:
-            test(tmp, args) if test is test_guard_end_to_end else test(tmp)
-            print(f"{test.__name__}: ok")
-        except AssertionError as e:
-            failed += 1
-            # the assertion's line too: a bare assert has no message of its own
-            where = traceback.extract_tb(e.__traceback__)[-1]
-            print(f"{test.__name__}: FAILED at line {where.lineno} ({where.line}): {e}")
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{failed} failed" if failed else "all passed")
-    return 1 if failed else 0
-
+    cases = [(t.__name__, t) for t in tests]
+    if args.build and args.fake_train and args.fake_job_host and args.nvml_standin:
+        cases.append((test_guard_end_to_end.__name__, lambda tmp: test_guard_end_to_end(tmp, args)))
+    else:
+        print("test_guard_end_to_end: skipped (give --build, --fake-train, --fake-job-host, --nvml-standin)")
+    return run_in_folders(cases, "sharing-guard-")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -113,7 +113,7 @@ static void host_event(host_run *h, job_record *job, const cJSON *root, const ch
     } else {
         const cJSON *origin = cJSON_GetObjectItemCaseSensitive(root, "origin");
         const cJSON *fault = cJSON_GetObjectItemCaseSensitive(root, "fault");
-        if (!cJSON_IsNumber(origin) || origin->valueint < 0 || origin->valueint >= h->count) return; /* a job of the host */
+        if (!cJSON_IsNumber(origin) || origin->valueint < 0 || origin->valueint >= h->count) return; /* not its job */
         h->collateral_of[job->index] = origin->valueint;
         snprintf(h->fault[job->index], sizeof h->fault[0], "its CUDA fault (%.200s) poisoned the process both ran in",
                  cJSON_IsString(fault) ? fault->valuestring : "?");
