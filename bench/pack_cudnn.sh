@@ -7,7 +7,7 @@
 # except libcudnn_engines_precompiled (its kernels compress to 195 of 273 MB, which alone needs
 # four more calls), libcudnn_adv (RNN, attention) and libcudnn_ext: whether the fused graph runs
 # without the precompiled engines is what conv-bn-probe-927 tells (lab/conv_bn_roads.md).
-# PART_MB: a part's size (48: the tree travels beside it); CUDNN_XZ=0: zstd -19 --long, not xz -9e.
+# PART_MB: a part's size (40: the tree, some 20 MiB, travels beside it); CUDNN_XZ=0: zstd -19 --long, not xz -9e.
 # MANIFEST lists each library's size, each part's sha256 and the whole archive's, so that
 # lab/device_run.sh's cudnn-part stage can say which parts arrived intact and conv-bn-probe-927
 # can assemble them. It also prints each library's compressed size, the measurement that says
@@ -15,7 +15,7 @@
 set -eu
 wheel=${1:?usage: bench/pack_cudnn.sh WHEEL [OUT_DIR]}
 out=${2:-.cudnn927}
-part_mb=${PART_MB:-48}
+part_mb=${PART_MB:-40}
 libs=${CUDNN_LIBS:-"cudnn cudnn_graph cudnn_engines_runtime_compiled cudnn_engines_tensor_ir cudnn_heuristic cudnn_ops cudnn_cnn"}
 [ -f "$wheel" ] || { echo "pack_cudnn: $wheel is not a file (expected the nvidia-cudnn-cu13 wheel)" >&2; exit 2; }
 case $part_mb in '' | *[!0-9]*) echo "pack_cudnn: PART_MB must be a whole number of MiB (got '$part_mb')" >&2; exit 2 ;; esac

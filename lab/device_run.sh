@@ -783,8 +783,9 @@ PY
             [ -n "$run" ] && "$build/run_suite" report "$run" >"$d/report.log" 2>&1 || echo "$mix: no report ($(tail -1 "$d/report.log" 2>/dev/null))"
             echo "--- $mix (GPU $2)"; grep -E "^(mode|serial|naive|mps|mig-emulate|streams|green) " "$d/run_suite.log" | head -8
         }
-        # one mix a GPU at once where the machine has several (their figures are each mix's own)
-        read -r -a cards <<<"$(nvidia-smi --query-gpu=index --format=csv,noheader | tr '\n' ' ')"
+        # one mix a GPU at once where the machine has several (their figures are each mix's own);
+        # ATTR_GPUS="1 2": only these (NVML's indices, as run_suite --gpu takes them)
+        read -r -a cards <<<"${ATTR_GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | tr '\n' ' ')}"
         [ ${#cards[@]} -gt 0 ] || cards=(0)
         k=0
         for mix in ${ATTR_MIXES:-S+M+M 7*S 3*M L+XL}; do
