@@ -15,7 +15,7 @@ table{border-collapse:collapse;font-size:12px;margin:8px 0;display:block;max-wid
 th{background:#f4f4f4}td.l,th.l{text-align:left}tr.bad td{background:#fff3f3}
 img{max-width:100%;border:1px solid #eee;margin:6px 0}code{font-size:11px;word-break:break-all}
 dl.gloss{font-size:12px;display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dl.gloss dt{font-weight:600}dl.gloss dd{margin:0}
-.ok{color:#176f2c}.off{color:#a33}.nw{white-space:nowrap}.note{color:#666;font-size:12px}nav a{margin-right:12px}
+.ok{color:#176f2c}.off{color:#a33}.nw{white-space:nowrap}.note{color:#666;font-size:12px}ul.said{font-size:13px;padding-left:20px}ul.said li{margin:3px 0}nav a{margin-right:12px}
 """
 
 

@@ -78,18 +78,18 @@ def figure_steps_by_class(plt, cells):
         alone = next((class_ms(rows, job, "alone_ms") for _, _, rows, _ in cells if class_ms(rows, job, "alone_ms")), {})
         if alone:
             bars.append((x, alone))
-            ticks.append(x), labels.append(f"{label}#{job}\nalone")
+            ticks.append(x), labels.append(f"{label}#{job} alone")
             x += 1
         for g, _, rows, _ in cells:
             shared = class_ms(rows, job, "shared_ms")
             in_partition = class_ms(rows, job, "alone_ms") if alone_source(rows, job) == "partition" else {}
             if shared and in_partition and g.mode != "serial":
                 bars.append((x, in_partition))
-                ticks.append(x), labels.append(f"{label}#{job}\n{g.mode}\nalone")
+                ticks.append(x), labels.append(f"{label}#{job} {g.mode} alone")
                 x += 1
             if shared and g.mode != "serial":
                 bars.append((x, shared))
-                ticks.append(x), labels.append(f"{label}#{job}\n{g.mode}")
+                ticks.append(x), labels.append(f"{label}#{job} {g.mode}")
                 x += 1
         x += 0.6
     for k, cls in enumerate(CLASSES):
@@ -100,7 +100,8 @@ def figure_steps_by_class(plt, cells):
         ax.bar([p for p, _ in bars], heights, 0.8, bottom=bottoms, label=CLASS_WORDS[cls],
                color=colours[k % len(colours)], hatch="//" if cls.startswith("waiting") else None)
     ax.set_xticks(ticks)
-    ax.set_xticklabels(labels, fontsize=7)
+    # one line a bar, turned upright: a mode's name is as wide as several bars (mig-emulate)
+    ax.set_xticklabels(labels, fontsize=7, rotation=90)
     ax.set_ylabel("ms per step (traced)")
     ax.set_title("each job's step by class, alone (and alone in its partition) and under each mode (traced window)",
                  loc="left")
@@ -139,9 +140,12 @@ def figure_interference(plt, cells):
             for j, v in enumerate(row):
                 if not math.isnan(v):
                     ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6)
-        ax.set_title(f"{mode}: slowdown of a class beside another job's (traced)", loc="left", fontsize=8)
+        ax.set_title(mode, loc="left", fontsize=9)
         ax.set_xlabel("beside (another job's class)")
     fig.colorbar(image, ax=list(axes[0]), fraction=0.02, pad=0.02, label="slowdown (shared / alone)")
+    # said once above the panels: a title per panel as long as this ran into its neighbour's
+    fig.suptitle("slowdown of a job's class (row) while another job's class (column) ran beside it (traced)",
+                 x=0.02, ha="left", fontsize=9)
     render_data = render(fig)
     lines = ["mode,class,beside,slowdown"]
     for mode, cells_ in maps:
@@ -193,7 +197,8 @@ def kernels_section(plt, runs, emit, body, esc):
                 "attributed by class against the same job alone (results/kernel_attribution.h).</p>")
     said = [s for s in (sentence(g.mode, rows) for g, _, rows, _ in cells if g.mode != "serial") if s]
     if said:
-        body.append("<p>" + " ".join(esc(s[0].upper() + s[1:]) for s in said) + "</p>")
+        # a mode a line: the sentences are read mode by mode, against the figures below
+        body.append("<ul class=said>" + "".join(f"<li>{esc(s[0].upper() + s[1:])}</li>" for s in said) + "</ul>")
     fig = figure_steps_by_class(plt, cells)
     if fig:
         emit(f"fig-kernels-{len(body)}", "step by class", "each job's step by class, alone and per mode (traced)", fig)

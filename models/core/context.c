@@ -313,3 +313,21 @@ void context_partitions_free(context_partitions *p) {
         if (p->green[i]) CHECK_CU(driver()->GreenCtxDestroy(p->green[i]));
     p->count = 0;
 }
+
+static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int holding_turn;
+
+void context_turn_take(void) {
+    if (holding_turn) return;
+    if (pthread_mutex_lock(&turn_lock) != 0) {
+        fprintf(stderr, "context_turn_take: pthread_mutex_lock failed\n");
+        exit(1);
+    }
+    holding_turn = 1;
+}
+
+void context_turn_give(void) {
+    if (!holding_turn) return;
+    holding_turn = 0;
+    pthread_mutex_unlock(&turn_lock);
+}

@@ -145,4 +145,16 @@ cudaStream_t context_stream_create(const job_context *ctx, int first);
 void context_bind_thread(const job_context *ctx);
 void context_free(job_context *ctx);
 
+/* Turns at the device's process-wide work. A stream capture fails when another thread of the
+ * process synchronises the device while it runs (cudaFree does so implicitly), whatever the
+ * capture mode, and a library call made during another thread's capture can fail inside the
+ * library (cuDNN's execution failure at set-up). Jobs that share a process (job_host) therefore
+ * take turns for what allocates, frees, searches or captures: a job's set-up and its teardown
+ * hold the turn; its training (graph launches on its own stream) does not. One lock for the
+ * process because the rule is the CUDA context's, not a job's. Taking a turn one holds, or
+ * giving one back that one does not hold, does nothing (a failing job's unwinding gives back
+ * whatever it held). */
+void context_turn_take(void);
+void context_turn_give(void);
+
 #endif

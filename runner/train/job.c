@@ -18,6 +18,7 @@
 #include "base/spread.h"
 #include "data/data_check.h"
 #include "kernels/check.h"
+#include "models/core/context.h"
 #include "runner/train/job_trace.h"
 #include "runner/train/step_window.h"
 #include "runner/train/workload.h"
@@ -292,18 +293,29 @@ static void emit_setup(job *j) {
     fprintf(j->ev->human, "data: %s, %s\n", j->o->data, data);
 }
 
+/* The GPU's side of set-up: the tracer, the context, a checkpoint to start from, the model's
+ * search and capture. Returns 0, or an exit code with err said. */
+static int set_up(job *j, const context_place *place, char *err, size_t err_size) {
+    workload *w = &j->w;
+    j->trace = job_trace_open(j->o, j->ev); /* before the GPU work: its streams and its capture are seen */
+    int rc = w->ops->start(w, place, err, err_size);
+    if (rc != 0) return rc;
+    job_trace_attach(j->trace, w->ctx, w->params);
+    if (j->o->load[0] && w->ops->load(w, j->o->load, err, err_size) != 0) return 2;
+    return w->ops->prepare(w, err, err_size);
+}
+
 /* Everything after the plan: data, GPU, barrier, epochs, checkpoint. */
 static int train_workload(job *j, const context_place *place, char *err, size_t err_size) {
     workload *w = &j->w;
     const train_options *o = j->o;
     if (train_options_check_files(o, err, err_size) != 0) return fail(j, 2, err);
     if (w->ops->open_data(w, err, err_size) != 0) return fail(j, 2, err);
-    j->trace = job_trace_open(o, j->ev); /* before the GPU work: its streams and its capture are seen */
-    int rc = w->ops->start(w, place, err, err_size);
+    /* set-up allocates, searches and captures: its turn at the device (models/core/context.h) */
+    context_turn_take();
+    int rc = set_up(j, place, err, err_size);
+    context_turn_give();
     if (rc != 0) return fail(j, rc, err);
-    job_trace_attach(j->trace, w->ctx, w->params);
-    if (o->load[0] && w->ops->load(w, o->load, err, err_size) != 0) return fail(j, 2, err);
-    if ((rc = w->ops->prepare(w, err, err_size)) != 0) return fail(j, rc, err);
     emit_setup(j);
     if (train_wait_for_go(j->ev, o->wait_go) != 0) return 1;
     rc = run_epochs(j);
@@ -330,8 +342,10 @@ int train_job_run(const train_options *options, const train_events *events, cons
     else if (options->dry_run && train_options_check_files(options, err, sizeof err) != 0) rc = fail(&j, 2, err);
     else if (options->dry_run) rc = dry_run(&j);
     else rc = train_workload(&j, place, err, sizeof err);
+    context_turn_take(); /* frees synchronise the device: not during another job's capture */
     job_trace_close(j.trace); /* before the workload's end frees the context it marks */
     j.w.ops->end(&j.w);
+    context_turn_give();
     step_windows_free(&j.win);
     return rc;
 }

@@ -146,7 +146,11 @@ static void *job_thread(void *arg) {
     snprintf(hj->fault, sizeof hj->fault, "%s", trap.message);
     hj->injected = hj->opt.fault.kind != FAULT_NONE && strstr(trap.message, "injected fault") != NULL;
     (void)cudaGetLastError();
+    /* the turn it held when it failed (set-up, teardown) goes back; its synchronisation waits for one */
+    context_turn_give();
+    context_turn_take();
     hj->poisoned = cudaDeviceSynchronize() != cudaSuccess;
+    context_turn_give();
     if (!trap.reported) train_fail(&hj->ev, hj->code, trap.message);
     emit_exit(hj);
     mark_ended(hj);

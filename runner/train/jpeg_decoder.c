@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "kernels/check.h"
+#include "models/core/context.h"
 #include "kernels/crop_resize.h"
 
 #if SUITE_HAVE_NVJPEG
@@ -286,9 +287,11 @@ static void decode_group(jpeg_decoder *d, decoder_slot *slot, picture_group *g, 
 /* The slot's picture memory holds at least `bytes` (its earlier batch is done with it). */
 static void reserve_pictures(decoder_slot *slot, size_t bytes) {
     if (bytes <= slot->picture_bytes) return;
+    context_turn_take(); /* the free synchronises the device: not during another job's capture */
     if (slot->pictures) CHECK_CUDA(cudaFree(slot->pictures));
     slot->picture_bytes = bytes + bytes / 4; /* batches vary: room for larger ones */
     CHECK_CUDA(cudaMalloc((void **)&slot->pictures, slot->picture_bytes));
+    context_turn_give();
 }
 
 /* Step 3's host part: sample k decoded on the host (the data set's read: skip_bad may give another

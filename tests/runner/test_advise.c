@@ -192,7 +192,9 @@ static void test_candidates_and_probes(void **state) {
     advise_candidate c[ADVISE_MAX_CANDIDATES];
     const mig_gpu *h100 = mig_known_gpu("H100-80GB");
     assert_non_null(h100);
-    int n = advise_candidates(&m, h100->total_sms, h100, NULL, c, ADVISE_MAX_CANDIDATES);
+    green_gpu green;
+    green_estimate_gpu(h100, &green);
+    int n = advise_candidates(&m, h100->total_sms, &green, h100, NULL, c, ADVISE_MAX_CANDIDATES);
     int modes[5] = {0};
     const char *names[] = {"naive", "mps", "streams", "mig-emulate", "green"};
     for (int i = 0; i < n; i++)
@@ -201,7 +203,7 @@ static void test_candidates_and_probes(void **state) {
     assert_int_equal(modes[1], 2); /* with and without shares */
     for (int i = 0; i < n; i++)
         if (!strcmp(c[i].mode, "green"))
-            for (int j = 0; j < 3; j++) assert_int_equal(c[i].sms[j] % ADVISE_GREEN_UNIT, 0);
+            for (int j = 0; j < 3; j++) assert_int_equal(c[i].sms[j] % green.unit, 0);
     /* --probes all: every size a candidate gives a distinct job */
     advise_probe_need need[128], two[128];
     int p = advise_probes_needed(&m, c, n, h100->total_sms, ADVISE_PROBES_ALL, "H100", "abc", 2, 10, need, 128);
@@ -238,11 +240,70 @@ static void test_candidates_and_probes(void **state) {
     /* a job no candidate partitions: one probe */
     mix one;
     assert_int_equal(mix_parse(&one, "S", err, sizeof err), 0);
-    int single = advise_candidates(&one, 132, NULL, NULL, c, ADVISE_MAX_CANDIDATES);
+    int single = advise_candidates(&one, 132, &green, NULL, NULL, c, ADVISE_MAX_CANDIDATES);
     assert_int_equal(advise_probes_needed(&one, c, single, 132, ADVISE_PROBES_TWO, "H100", "abc", 2, 10, two, 128), 1);
     /* no MIG table: no layouts, no green split from them */
-    int plain = advise_candidates(&m, 132, NULL, NULL, c, ADVISE_MAX_CANDIDATES);
+    int plain = advise_candidates(&m, 132, &green, NULL, NULL, c, ADVISE_MAX_CANDIDATES);
     assert_true(plain < n);
+}
+
+/* The green splits proposed on a 2-job mix over the split its GPU yields, with and without the MIG
+ * layouts; each as labels, and whether one takes more SMs than the split's groups hold. */
+static int green_labels(const mix *m, const green_gpu *green, const mig_gpu *mig, char *labels, size_t size) {
+    advise_candidate c[ADVISE_MAX_CANDIDATES];
+    int n = advise_candidates(m, green->device_sms, green, mig, NULL, c, ADVISE_MAX_CANDIDATES), over = 0;
+    size_t at = 0;
+    labels[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(c[i].mode, "green")) continue;
+        at += (size_t)snprintf(labels + at, at < size ? size - at : 0, "%s;", c[i].label);
+        over |= c[i].sms[0] + c[i].sms[1] > green->groups * green->unit;
+    }
+    return over;
+}
+
+/* A green split is proposed only where the green mode accepts it on the split the GPU yields: an H200
+ * whose groups hold 120 of its 132 SMs has no 64,64, one whose groups hold 128 has. */
+static void test_green_split_of_gpu(void **state) {
+    (void)state;
+    mix m;
+    char err[512], labels[1024];
+    assert_int_equal(mix_parse(&m, "S+S", err, sizeof err), 0);
+    const mig_gpu *h200 = mig_known_gpu("H200-141GB");
+    assert_non_null(h200);
+    green_gpu fifteen = {132, 8, 15}, sixteen = {132, 8, 16}, unknown = {132, 8, 0};
+    const mig_gpu *tables[] = {NULL, h200};
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(green_labels(&m, &fifteen, tables[t], labels, sizeof labels), 0);
+        assert_null(strstr(labels, "green 64,64;"));
+        assert_non_null(strstr(labels, "green 56,56;")); /* the equal split of 15 groups: 7 each */
+        assert_int_equal(green_labels(&m, &sixteen, tables[t], labels, sizeof labels), 0);
+        assert_non_null(strstr(labels, "green 64,64;"));
+        green_labels(&m, &unknown, tables[t], labels, sizeof labels);
+        assert_string_equal(labels, "");
+    }
+    /* every split the green mode's plan takes as it is */
+    advise_candidate c[ADVISE_MAX_CANDIDATES];
+    int n = advise_candidates(&m, 132, &fifteen, h200, NULL, c, ADVISE_MAX_CANDIDATES), greens = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(c[i].mode, "green")) continue;
+        int sms[2];
+        green_plan p;
+        green_request req = {2, sms, NULL, NULL};
+        assert_int_equal(green_parse_sms(c[i].value, 2, sms, err, sizeof err), 0);
+        assert_int_equal(green_plan_make(&p, &fifteen, &req, err, sizeof err), 0);
+        for (int j = 0; j < 2; j++) assert_int_equal(p.sm[j], c[i].sms[j]);
+        greens++;
+    }
+    assert_true(greens >= 1);
+    /* the estimate of a table: all its SMs in groups of its architecture's unit */
+    green_gpu est;
+    green_estimate_gpu(h200, &est);
+    assert_int_equal(est.unit, 8);
+    assert_int_equal(est.groups, 16);
+    green_estimate_gpu(mig_known_gpu("A100-40GB"), &est);
+    assert_int_equal(est.unit, 4);
+    assert_int_equal(est.groups, est.device_sms / 4);
 }
 
 static void test_cache(void **state) {
@@ -461,7 +522,7 @@ static void test_law_against_all_probes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_arithmetic), cmocka_unit_test(test_rank_and_reason), cmocka_unit_test(test_fit),
-        cmocka_unit_test(test_candidates_and_probes), cmocka_unit_test(test_cache), cmocka_unit_test(test_end_to_end),
+        cmocka_unit_test(test_candidates_and_probes), cmocka_unit_test(test_green_split_of_gpu), cmocka_unit_test(test_cache), cmocka_unit_test(test_end_to_end),
         cmocka_unit_test(test_law), cmocka_unit_test(test_law_against_all_probes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

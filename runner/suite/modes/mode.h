@@ -56,6 +56,7 @@ struct mps_daemon;
 struct mig_plan;
 struct mig_gpu;
 struct mig_job;
+struct green_gpu;
 
 enum {
     MODE_SEQUENTIAL = 1u << 0,   /* jobs one after another (serial) */
@@ -228,5 +229,9 @@ cJSON *mode_mig_plan_json(const struct mig_plan *plan);
 /* mig-emulate's runs_as (mode_green.c): green, realising the layout as green contexts, under
  * --via green; else NULL. */
 const suite_mode *mode_green_via(const run_request *o);
+/* The green-context split the green mode plans with (mode_green.c): `job_host --probe`, the one
+ * beside train_path, on the GPU whose CUDA_VISIBLE_DEVICES value is visible. The advisor asks it too,
+ * so that it proposes only the splits the mode accepts. 0, or -1 with a message naming the GPU. */
+int green_probe_gpu(const char *train_path, const char *visible, struct green_gpu *gpu, char *err, size_t err_size);
 
 #endif

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runner/suite/plan/green_plan.h"
 #include "runner/suite/jobs/host_group.h"
@@ -70,14 +71,13 @@ typedef struct green_state {
     mig_plan mig;
 } green_state;
 
-/* The run's GPU as the jobs will see it: its SMs and the green-context group size. */
-static int probe(const suite_ctx *c, green_gpu *gpu, char *err, size_t err_size) {
+int green_probe_gpu(const char *train_path, const char *visible, green_gpu *gpu, char *err, size_t err_size) {
     char host[PATH_MAX], out[512] = "";
-    host_group_program(c->o->train_path, host, sizeof host);
+    host_group_program(train_path, host, sizeof host);
     char *argv[] = {host, "--probe", NULL};
     job_env env = {0};
     job_env_set(&env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-    job_env_set(&env, "CUDA_VISIBLE_DEVICES", "%s", c->gpu.visible);
+    job_env_set(&env, "CUDA_VISIBLE_DEVICES", "%s", visible);
     char **envp = job_build_env(environ, &env);
     if (!envp) {
         snprintf(err, err_size, "%s --probe: %s", host, env.refused[0] ? env.refused : "out of memory");
@@ -86,27 +86,30 @@ static int probe(const suite_ctx *c, green_gpu *gpu, char *err, size_t err_size)
     int st = jobs_run_capture(argv, envp, NULL, out, sizeof out, 60);
     job_free_strv(envp);
     if (st != 0) {
-        snprintf(err, err_size, "%s --probe could not read the GPU's SM split (%s; its message is above); "
-                 "to plan without the GPU give --mig-gpu %s", host, st == -2 ? "timed out" : "failed",
-                 mig_known_gpu_names());
+        snprintf(err, err_size, "%s --probe could not read the SM split of GPU %s (%s; its message is above)", host,
+                 visible, st == -2 ? "timed out" : "failed");
         return -1;
     }
     return green_parse_probe(out, gpu, err, err_size);
 }
 
-/* --mig-gpu NAME: its SM count from the MIG table, the split of its architecture (Ampere: groups
- * of 4 SMs, Hopper and later: 8; models/core/context.h quotes the driver's rules). */
-static void known_gpu(const char *name, green_gpu *gpu) {
-    const mig_gpu *g = mig_known_gpu(name);
-    int unit = name[0] == 'A' ? 4 : 8;
-    *gpu = (green_gpu){g->total_sms, unit, g->total_sms / unit};
+/* The split the plan takes: --mig-gpu's estimate on a dry run, else the run's GPU's own. */
+static int gpu_of(const suite_ctx *c, green_gpu *gpu, char *err, size_t err_size) {
+    const char *name = mode_mig_options_of(c->o)->gpu;
+    if (name && c->o->dry_run) {
+        green_estimate_gpu(mig_known_gpu(name), gpu);
+        return 0;
+    }
+    if (green_probe_gpu(c->o->train_path, c->gpu.visible, gpu, err, err_size) == 0) return 0;
+    size_t at = strlen(err);
+    snprintf(err + at, err_size - at, "; to plan without the GPU give --mig-gpu %s", mig_known_gpu_names());
+    return -1;
 }
 
 static int plan(suite_ctx *c, char *err, size_t err_size) {
     green_state *st = suite_mode_state(c, &mode_green);
     const run_request *o = c->o;
     const green_options *g = options_of(o);
-    const char *mig_gpu = mode_mig_options_of(o)->gpu;
     int sm[GREEN_MAX_PARTITIONS];
     double share[GREEN_MAX_PARTITIONS];
     green_request req = {c->count, NULL, NULL, NULL};
@@ -133,8 +136,7 @@ static int plan(suite_ctx *c, char *err, size_t err_size) {
         req.sm = sm;
     }
     green_gpu gpu;
-    if (mig_gpu && o->dry_run) known_gpu(mig_gpu, &gpu);
-    else if (probe(c, &gpu, err, err_size) != 0) return -1;
+    if (gpu_of(c, &gpu, err, err_size) != 0) return -1;
     if (green_plan_make(&st->plan, &gpu, &req, err, err_size) != 0) return EXIT_USAGE;
     if (st->from_mig) st->plan.basis = "the MIG layout's SM counts (mig-emulate --via green)";
     st->have_plan = 1;

@@ -90,16 +90,31 @@ typedef struct advise_gpu {
     int total_sms;                /* 0: unknown (no partitions predicted) */
     double memory_bytes;
     const mig_gpu *mig;
+    green_gpu green;              /* its green-context split; groups 0: unknown (no green candidate) */
 } advise_gpu;
 
-static void gpu_of(int index, advise_gpu *g) {
+/* The split the green mode would plan with: the GPU's own (job_host --probe), else, on a dry run
+ * or where the probe fails, the estimate from the MIG table, said on stderr: a candidate may then
+ * be one the green mode refuses on the GPU. No table: no SM count, no partition predicted. */
+static void green_of(const run_request *r, const char *visible, advise_gpu *g) {
+    char err[2048] = "a dry run does not probe the GPU";
+    if (!g->mig) return;
+    if (!r->dry_run && green_probe_gpu(r->train_path, visible, &g->green, err, sizeof err) == 0) return;
+    green_estimate_gpu(g->mig, &g->green);
+    fprintf(stderr, "[advise] the green candidates assume %s splits into %d groups of %d SMs, estimated (%s)\n",
+            g->name, g->green.groups, g->green.unit, err);
+}
+
+/* The request's GPU: its name, memory, MIG table and green split. */
+static void gpu_of(const run_request *r, advise_gpu *g) {
     monitor_gpu m;
-    monitor_probe_gpu(index, &m);
+    monitor_probe_gpu(r->gpu, &m);
     memset(g, 0, sizeof *g);
     snprintf(g->name, sizeof g->name, "%s", m.nvml_ok && m.name[0] ? m.name : "unknown GPU");
     g->memory_bytes = m.memory_bytes;
     g->mig = m.nvml_ok ? mig_known_gpu_for_device(m.name, (unsigned long long)(m.memory_bytes / 1048576.0)) : NULL;
     g->total_sms = g->mig ? g->mig->total_sms : 0;
+    green_of(r, m.visible, g);
 }
 
 /* dir/name read whole (results_read_json); NULL when absent or not JSON. */
@@ -449,7 +464,8 @@ static void plan_of(const run_args *args, advise_state *s, const char *rev) {
     const run_request *r = &args->req;
     const advise_args *own = args->form_options;
     s->setting = own->probes ? (advise_probes)(own->probes - 1) : ADVISE_PROBES_TWO;
-    s->cand_count = advise_candidates(&s->m, s->gpu.total_sms, s->gpu.mig, NULL, s->cands, ADVISE_MAX_CANDIDATES);
+    s->cand_count = advise_candidates(&s->m, s->gpu.total_sms, &s->gpu.green, s->gpu.mig, NULL, s->cands,
+                                      ADVISE_MAX_CANDIDATES);
     s->need_count = advise_probes_needed(&s->m, s->cands, s->cand_count, s->gpu.total_sms, s->setting, s->gpu.name,
                                          rev, r->window_s, r->warmup_steps, s->needs, ADVISE_MAX_PROBES);
 }
@@ -553,9 +569,10 @@ static const advise_candidate *candidate_of(const advise_state *s, const char *m
     return NULL;
 }
 
-/* One measured run into st and m: 1 taken, 0 left out (said why on stderr), or the exit status (< 0). */
-static int fit_take(run_args *args, const char *run, const char *root, advise_state *st, advise_measured *m,
-                    advise_cache *cache, const char *dir, const char *rev, cJSON *probes) {
+/* One measured run on gpu into st and m: 1 taken, 0 left out (said why on stderr), or the exit status
+ * (< 0). */
+static int fit_take(run_args *args, const char *run, const char *root, const advise_gpu *gpu, advise_state *st,
+                    advise_measured *m, advise_cache *cache, const char *dir, const char *rev, cJSON *probes) {
     char err[4096];
     cJSON *summary = json_file(run, "summary.json"), *request = request_of(run, root);
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(summary, "mode");
@@ -573,7 +590,7 @@ static int fit_take(run_args *args, const char *run, const char *root, advise_st
     if (!why) {
         memset(st, 0, sizeof *st);
         st->m = req.mix;
-        gpu_of(args->req.gpu, &st->gpu);
+        st->gpu = *gpu;
         plan_of(args, st, rev);
         c = candidate_of(st, mode->valuestring, cJSON_GetObjectItemCaseSensitive(request, "mode_options"));
         if (!c) why = "its mode and options are not a candidate the advisor makes for its mix on this GPU";
@@ -632,13 +649,15 @@ static int fit_run(run_args *args) {
         return 1;
     }
     jobs_install_stop_signals();
+    advise_gpu gpu; /* every run's: probed once */
+    gpu_of(r, &gpu);
     advise_state *states = calloc((size_t)n, sizeof *states);
     advise_measured *runs = calloc((size_t)n, sizeof *runs);
     const char **names = calloc((size_t)n, sizeof *names);
     cJSON *probes = cJSON_CreateArray();
     int taken = 0, status = 0;
     for (int i = 0; states && runs && names && i < n && !status; i++) {
-        int t = fit_take(args, found[i], roots[i], &states[taken], &runs[taken], cache, dir, rev, probes);
+        int t = fit_take(args, found[i], roots[i], &gpu, &states[taken], &runs[taken], cache, dir, rev, probes);
         if (t < 0) status = -t;
         else if (t) names[taken++] = found[i];
     }
@@ -742,7 +761,7 @@ static int advise_run(run_args *args) {
     if (constants_read(r->results_dir, &k, err, sizeof err) != 0) return run_args_usage("advise: %s", err);
     advise_cache *cache;
     if (advise_cache_open(&cache, r->results_dir, err, sizeof err) != 0) return run_args_usage("advise: %s", err);
-    gpu_of(r->gpu, &s.gpu);
+    gpu_of(r, &s.gpu);
     char rev[64];
     study_revision(SUITE_SOURCE_DIR, SUITE_BUILD_REVISION, rev, sizeof rev);
     plan_of(args, &s, rev);

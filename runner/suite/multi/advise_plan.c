@@ -27,19 +27,18 @@ static advise_candidate *add(advise_candidate *out, int *n, int max, const char 
     return c;
 }
 
-/* A green split with these SMs per job (rounded down to the unit, at least one unit), unless an
- * earlier candidate has it. */
-static void add_green(const mix *m, const int *sms, int total_sms, advise_candidate *out, int *n, int max) {
-    int groups = total_sms / ADVISE_GREEN_UNIT, used = 0, g[ADVISE_MAX_JOBS];
-    for (int i = 0; i < m->count; i++) {
-        g[i] = sms[i] / ADVISE_GREEN_UNIT;
-        if (g[i] < 1) g[i] = 1;
-        used += g[i];
-    }
-    if (used > groups) return;
-    char value[96] = "";
+/* A green split with these SMs per job (rounded down to the unit, at least one unit), unless the
+ * green mode's plan refuses it on green's split (the driver's groups may hold fewer SMs than the
+ * device has) or an earlier candidate has it. */
+static void add_green(const mix *m, const int *sms, const green_gpu *green, advise_candidate *out, int *n, int max) {
+    int want[ADVISE_MAX_JOBS];
+    for (int i = 0; i < m->count; i++) want[i] = sms[i] < green->unit ? green->unit : sms[i] / green->unit * green->unit;
+    green_plan plan;
+    green_request req = {m->count, want, NULL, NULL};
+    char err[512], value[96] = "";
+    if (green_plan_make(&plan, green, &req, err, sizeof err) != 0) return;
     for (int i = 0, at = 0; i < m->count; i++)
-        at += snprintf(value + at, sizeof value - (size_t)at, "%s%d", i ? "," : "", g[i] * ADVISE_GREEN_UNIT);
+        at += snprintf(value + at, sizeof value - (size_t)at, "%s%d", i ? "," : "", plan.sm[i]);
     for (int k = 0; k < *n; k++)
         if (!strcmp(out[k].mode, "green") && !strcmp(out[k].value, value)) return;
     advise_candidate *c = add(out, n, max, "green", ADVISE_PARTITION);
@@ -47,13 +46,14 @@ static void add_green(const mix *m, const int *sms, int total_sms, advise_candid
     snprintf(c->option, sizeof c->option, "--green-sm");
     snprintf(c->value, sizeof c->value, "%s", value);
     snprintf(c->label, sizeof c->label, "green %s", value);
-    for (int i = 0; i < m->count; i++) c->sms[i] = g[i] * ADVISE_GREEN_UNIT;
+    for (int i = 0; i < m->count; i++) c->sms[i] = plan.sm[i];
 }
 
-int advise_candidates(const mix *m, int total_sms, const mig_gpu *mig, const double *footprints,
-                      advise_candidate *out, int max) {
+int advise_candidates(const mix *m, int total_sms, const green_gpu *green, const mig_gpu *mig,
+                      const double *footprints, advise_candidate *out, int max) {
     int n = 0, count = m->count;
     if (count > ADVISE_MAX_JOBS) return 0;
+    if (green && (green->unit < 1 || green->groups < 1)) green = NULL; /* the split is unknown */
     add(out, &n, max, "naive", ADVISE_NAIVE);
     add(out, &n, max, "mps", ADVISE_SHARED);
     int equal[ADVISE_MAX_JOBS];
@@ -68,8 +68,9 @@ int advise_candidates(const mix *m, int total_sms, const mig_gpu *mig, const dou
         }
     }
     add(out, &n, max, "streams", ADVISE_STREAMS);
-    for (int i = 0; i < count; i++) equal[i] = total_sms / count;
-    if (count > 1) add_green(m, equal, total_sms, out, &n, max);
+    /* the green mode's own equal split: as many whole groups each as all of them get */
+    for (int i = 0; green && i < count; i++) equal[i] = green->groups / count * green->unit;
+    if (green && count > 1) add_green(m, equal, green, out, &n, max);
     if (!mig || count > MIG_MAX_INSTANCES) return n;
     mig_job jobs[MIG_MAX_INSTANCES];
     for (int i = 0; i < count; i++)
@@ -93,7 +94,7 @@ int advise_candidates(const mix *m, int total_sms, const mig_gpu *mig, const dou
             c->sms[i] = sms[i] = mc->ci_slices[i] ? mig_ci_sms(mig, mc->profile[i], mc->ci_slices[i]) : p->sm_count;
             c->memory_bytes[i] = mc->ci_slices[i] ? 0 : (double)p->memory_mib * 1048576.0;
         }
-        add_green(m, sms, total_sms, out, &n, max);
+        if (green) add_green(m, sms, green, out, &n, max);
     }
     return n;
 }

@@ -21,16 +21,18 @@
 #include <stddef.h>
 
 #include "runner/suite/multi/advise_model.h"
+#include "runner/suite/plan/green_plan.h"
 #include "runner/suite/plan/mig_profiles.h"
 #include "runner/suite/plan/mix.h"
 
 #define ADVISE_CACHE_FILE "advise-cache.json"
-#define ADVISE_GREEN_UNIT 8          /* a green partition's SMs are multiples of this (Hopper's) */
 
-/* The candidates of m on a GPU of total_sms SMs; mig: its MIG table, or NULL (no MIG layouts);
- * footprints: each job's bytes for the MIG planner (NULL: unknown). Returns how many. */
-int advise_candidates(const mix *m, int total_sms, const mig_gpu *mig, const double *footprints,
-                      advise_candidate *out, int max);
+/* The candidates of m on a GPU of total_sms SMs; green: its green-context split as the green mode
+ * plans with it (green_plan.h), or NULL (no green split); mig: its MIG table, or NULL (no MIG
+ * layouts); footprints: each job's bytes for the MIG planner (NULL: unknown). A green split is
+ * proposed only where the green mode accepts it on that split. Returns how many. */
+int advise_candidates(const mix *m, int total_sms, const green_gpu *green, const mig_gpu *mig,
+                      const double *footprints, advise_candidate *out, int max);
 
 /* Which partition sizes are probed (advise --probes); X(kind, name). */
 #define ADVISE_PROBES_TABLE(X) X(ADVISE_PROBES_TWO, "two") X(ADVISE_PROBES_ALL, "all")

@@ -10,6 +10,7 @@
 
 #include "base/list.h"
 #include "base/number.h"
+#include "runner/suite/plan/mig_profiles.h"
 
 /* Comma-separated numbers, one per job or one for all, by the list and number rules of every
  * grammar (base/list.h, base/number.h); a percentage may end in '%'. */
@@ -159,6 +160,11 @@ void green_plan_print(const green_plan *p, const char *const *labels, FILE *out)
         fprintf(out, "\n");
     }
     fprintf(out, "  %d of %d SMs in partitions; %d unused\n", used, p->gpu.device_sms, p->gpu.device_sms - used);
+}
+
+void green_estimate_gpu(const mig_gpu *table, green_gpu *gpu) {
+    int unit = table->name[0] == 'A' ? 4 : 8;
+    *gpu = (green_gpu){table->total_sms, unit, table->total_sms / unit};
 }
 
 int green_parse_probe(const char *text, green_gpu *gpu, char *err, size_t err_size) {

@@ -15,6 +15,8 @@
 
 #include "runner/suite/plan/mix.h"
 
+struct mig_gpu;
+
 #define GREEN_MAX_PARTITIONS 16   /* as models/core/context.h's CONTEXT_MAX_PARTITIONS */
 
 typedef struct green_gpu {
@@ -44,6 +46,11 @@ typedef struct green_plan {
 int green_plan_make(green_plan *p, const green_gpu *gpu, const green_request *req, char *err, size_t err_size);
 /* The plan's lines for the dry run and the run's log; labels[i] names job i. */
 void green_plan_print(const green_plan *p, const char *const *labels, FILE *out);
+/* The split a GPU of this MIG table is expected to yield, without asking it: all its SMs in groups
+ * of its architecture's unit (Ampere, names from 'A': 4; Hopper and later: 8; models/core/context.h
+ * quotes the driver's rules). An estimate: the driver may keep more SMs out of the groups than the
+ * remainder, so only `job_host --probe` on the GPU is its split. */
+void green_estimate_gpu(const struct mig_gpu *table, green_gpu *gpu);
 /* `job_host --probe`'s line -> gpu. 0, or -1 with a message. */
 int green_parse_probe(const char *text, green_gpu *gpu, char *err, size_t err_size);
 /* --green-sm "64,64" / --green-share "50,50" (or "50%,50%"): one value per job, or one value for
