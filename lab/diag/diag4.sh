@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepared, not run (the device time ended): the guard on GPU 0, gpu_kernel_trace and the set-up turn
 # looped on 1 and 2, compute-sanitizer initcheck of EfficientNetV2-S bf16 on 3. Its guard revision is
-# that of branch tracer-owner; set SUITE_GUARD_REVISION/COMMIT to the revision measured.
+# that of lab/diag/tracer_owner.patch applied (branch tracer-owner); set SUITE_GUARD_REVISION/COMMIT to the revision measured.
 . .devroot/env.sh; export NCCL_NVLS_ENABLE=0 SUITE_GUARD_REVISION=8fe867b SUITE_GUARD_COMMIT=8fe867bb5ca4ba3a96370f08fc306e5d1c6a293e; b=$PWD/build-dev
 lab/device_run.sh build || exit 1
 ( timeout 360 lab/device_run.sh guard > /tmp/stage_guard.txt 2>&1 ) & gpid=$!
