@@ -225,7 +225,10 @@ static int read_record(const CUpti_Activity *a, trace_record *r) {
 }
 
 /* The job slot and scope a record is filed under: its graph node, its launch, its stream, its
- * context, in that order; -1 when none says. */
+ * context, in that order; -1 when none says. The context names a job only while one job has
+ * joined: with several in the process, a context that looks like one job's may be another's
+ * whose streams are not made yet (job_host's jobs set up in turn, one may train and trace while
+ * the next sets up), so work on streams no job made is nobody's there. */
 static int owner_locked(const trace_record *r, int *scope) {
     uint64_t v;
     *scope = 0;
@@ -234,7 +237,8 @@ static int owner_locked(const trace_record *r, int *scope) {
         return (int)(v >> 32);
     }
     if (map_get(&tracer.streams, stream_key(r->context, r->stream), &v)) return (int)v;
-    if (map_get(&tracer.contexts, (uint64_t)r->context + 1, &v) && v != CONTEXT_SHARED) return (int)v;
+    if (tracer.users == 1 && map_get(&tracer.contexts, (uint64_t)r->context + 1, &v) && v != CONTEXT_SHARED)
+        return (int)v;
     return -1;
 }
 
