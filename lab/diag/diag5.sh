@@ -3,7 +3,7 @@
 # gpu_kernel_trace and gpu_job_host looped on 1, gpu_lane_sharing looped on 2, and on 3 EfficientNetV2-S
 # bf16 on a 43% MPS share through lab/diag/nan_hunt.patch (every tensor checked after each layer, the
 # first non-finite one named) and then under compute-sanitizer's initcheck.
-. .devroot/env.sh; export NCCL_NVLS_ENABLE=0 SUITE_GUARD_REVISION=f18d4c4 SUITE_GUARD_COMMIT=f18d4c45280599595708cddba40a650375f2fa68; b=$PWD/build-dev
+[ -d .devroot ] || mv .devroot_lite .devroot; . .devroot/env.sh; export NCCL_NVLS_ENABLE=0 SUITE_GUARD_REVISION=f18d4c4 SUITE_GUARD_COMMIT=f18d4c45280599595708cddba40a650375f2fa68; b=$PWD/build-dev
 mkdir -p /tmp/hunt /tmp/fails /tmp/d
 tar --exclude=./.devroot --exclude=./build-dev --exclude=./.git -cf - . | tar -xf - -C /tmp/hunt
 ( cd /tmp/hunt && patch -p1 -s < lab/diag/nan_hunt.patch && cmake -S . -B b -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
