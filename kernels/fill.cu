@@ -66,3 +66,32 @@ extern "C" void cast_bf16_to_f32(float *dst, const void *src, size_t n, cudaStre
     if (n == 0) return;
     CHECK_CUDA(pdl_launch(cast_bf16_to_f32_kernel, cast_blocks(n), 256, stream, dst, (const __nv_bfloat16 *)src, n));
 }
+
+/* Counts elements whose exponent bits are all ones (NaN or infinite), read as raw bits so that a
+ * bfloat16 and a float32 tensor take the same test. */
+template <typename Bits, unsigned long long Exponent>
+__global__ void count_nonfinite_kernel(unsigned long long *count, const Bits *x, size_t n) {
+    unsigned long long mine = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        mine += (x[i] & Exponent) == Exponent;
+    for (int offset = 16; offset > 0; offset /= 2) mine += __shfl_down_sync(0xffffffffu, mine, offset);
+    if ((threadIdx.x & 31) == 0 && mine) atomicAdd(count, mine);
+}
+
+extern "C" size_t count_nonfinite(const void *x, size_t n, elem_type type, cudaStream_t stream) {
+    if (n == 0) return 0;
+    unsigned long long *count = NULL, host = 0;
+    CHECK_CUDA(cudaMallocAsync((void **)&count, sizeof *count, stream));
+    CHECK_CUDA(cudaMemsetAsync(count, 0, sizeof *count, stream));
+    size_t blocks = (n + 255) / 256;
+    unsigned grid = (unsigned)(blocks < 1024 ? blocks : 1024);
+    if (type == ELEM_BF16)
+        count_nonfinite_kernel<uint16_t, 0x7f80ull><<<grid, 256, 0, stream>>>(count, (const uint16_t *)x, n);
+    else
+        count_nonfinite_kernel<uint32_t, 0x7f800000ull><<<grid, 256, 0, stream>>>(count, (const uint32_t *)x, n);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaMemcpyAsync(&host, count, sizeof host, cudaMemcpyDeviceToHost, stream));
+    CHECK_CUDA(cudaFreeAsync(count, stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    return (size_t)host;
+}

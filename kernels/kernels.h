@@ -113,6 +113,9 @@ void fill_bf16(void *x, float value, size_t n, cudaStream_t stream);
 /* Element-wise conversions between float32 and bfloat16 (round to nearest even), n elements. */
 void cast_f32_to_bf16(void *dst, const float *src, size_t n, cudaStream_t stream);
 void cast_bf16_to_f32(float *dst, const void *src, size_t n, cudaStream_t stream);
+/* Elements of x (n, float32 or bfloat16) that are NaN or infinite. Waits for the stream: for
+ * set-up's checks (models/layers/written.h) and tests, never inside a step. */
+size_t count_nonfinite(const void *x, size_t n, elem_type type, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

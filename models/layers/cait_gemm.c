@@ -6,10 +6,12 @@
 #include <string.h>
 
 #include "kernels/check.h"
+#include "models/layers/written.h"
 
 /* The workspace cuBLASLt may use (split-K over 25k-token reductions wants some). */
 #define GEMM_WORKSPACE (32u << 20)
 #define GEMM_ALIGN 16u
+#define GEMM_CANDIDATES 8 /* heuristic results tried, best first */
 
 void gemm_engine_init(gemm_engine *g, job_context *ctx) {
     memset(g, 0, sizeof *g);
@@ -104,13 +106,13 @@ static gemm_plan *plan_for(gemm_engine *g, job_context *ctx, int ta, int tb, int
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (size_t i = 0; i < sizeof aligns / sizeof *aligns; i++)
         CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &align, sizeof align));
-    cublasLtMatmulHeuristicResult_t result;
-    int found = 0;
-    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(ctx->cublaslt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result,
-                                                &found));
+    /* the heuristic's best that writes all of its output (models/layers/written.h) */
+    int picked = written_matmul_pick(ctx->cublaslt, p->desc, p->a, p->b, p->c, pref, GEMM_CANDIDATES, bias ? n : 0,
+                                     ctx->workspace, ctx->workspace_bytes, ctx->stream, &p->algo);
     CHECK_CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
-    if (found == 0) bad_gemm("cuBLASLt has no algorithm for this shape", ta, tb, m, n, k, lda, ldb, ldc);
-    p->algo = result.algo;
+    if (picked != 0)
+        bad_gemm("cuBLASLt has no algorithm for this shape that runs and writes all of its output", ta, tb, m, n, k,
+                 lda, ldb, ldc);
     return p;
 }
 

@@ -8,6 +8,7 @@
 #include "kernels/knobs.h"
 #include "models/core/gpu_timer.h"
 #include "models/layers/conv_choices.h"
+#include "models/layers/written.h"
 
 enum { LEGACY_TIMED_RUNS = 5 }; /* back to back after one warm-up run */
 static const float LEGACY_HOST_MS = 0.05f; /* what one launch may add to a time Find reports */
@@ -75,36 +76,58 @@ typedef struct legacy_candidate {
     (out)[i_] = (legacy_candidate){(int)(results)[i_].algo, (results)[i_].status, (results)[i_].mathType,     \
                                    (results)[i_].time, (results)[i_].memory}
 
-/* One run of a direction's legacy algorithm with its math type, cuDNN's status returned rather
- * than fatal (y stands for dy in both backward directions, as in Find). */
-static cudnnStatus_t try_legacy(conv_layer *c, conv_direction d, const legacy_candidate *k, void *y, const void *x,
-                                void *dx, const job_context *ctx) {
-    const float one = 1.0f, zero = 0.0f;
+/* One run of a direction's legacy algorithm with its math type, cuDNN's status kept rather than
+ * fatal (y stands for dy in both backward directions, as in Find). */
+typedef struct legacy_try {
+    conv_layer *c;
+    conv_direction d;
+    const legacy_candidate *k;
+    void *y, *dx;
+    const void *x;
+    const job_context *ctx;
     cudnnStatus_t status;
-    if (d == CONV_FORWARD) {
+} legacy_try;
+
+static void run_try(void *arg) {
+    legacy_try *t = arg;
+    conv_layer *c = t->c;
+    const legacy_candidate *k = t->k;
+    const job_context *ctx = t->ctx;
+    const float one = 1.0f, zero = 0.0f;
+    if (t->d == CONV_FORWARD) {
         CHECK_CUDNN(cudnnSetConvolutionMathType(c->fwd_desc, k->math));
-        status = cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, x, c->w_desc, c->run_weight, c->fwd_desc,
-                                         (cudnnConvolutionFwdAlgo_t)k->algo, ctx->workspace, k->memory, &zero,
-                                         c->y_desc, y);
-    } else if (d == CONV_BACKWARD_DATA) {
+        t->status = cudnnConvolutionForward(ctx->cudnn, &one, c->x_desc, t->x, c->w_desc, c->run_weight, c->fwd_desc,
+                                            (cudnnConvolutionFwdAlgo_t)k->algo, ctx->workspace, k->memory, &zero,
+                                            c->y_desc, t->y);
+    } else if (t->d == CONV_BACKWARD_DATA) {
         CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_data_desc, k->math));
-        status = cudnnConvolutionBackwardData(ctx->cudnn, &one, c->w_desc, c->run_weight, c->y_desc, y,
-                                              c->bwd_data_desc, (cudnnConvolutionBwdDataAlgo_t)k->algo,
-                                              ctx->workspace, k->memory, &zero, c->x_desc, dx);
+        t->status = cudnnConvolutionBackwardData(ctx->cudnn, &one, c->w_desc, c->run_weight, c->y_desc, t->y,
+                                                 c->bwd_data_desc, (cudnnConvolutionBwdDataAlgo_t)k->algo,
+                                                 ctx->workspace, k->memory, &zero, c->x_desc, t->dx);
     } else {
         CHECK_CUDNN(cudnnSetConvolutionMathType(c->bwd_filter_desc, k->math));
-        status = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, c->x_desc, x, c->y_desc, y, c->bwd_filter_desc,
-                                                (cudnnConvolutionBwdFilterAlgo_t)k->algo, ctx->workspace,
-                                                k->memory, &zero, c->w_desc, c->run_weight_grad);
+        t->status = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, c->x_desc, t->x, c->y_desc, t->y,
+                                                   c->bwd_filter_desc, (cudnnConvolutionBwdFilterAlgo_t)k->algo,
+                                                   ctx->workspace, k->memory, &zero, c->w_desc, c->run_weight_grad);
     }
-    CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
-    return status;
+}
+
+/* The run over its poisoned output (models/layers/written.h): *unwritten counts what it left. The
+ * try overwrites (beta 0) in every direction, as Find does. */
+static cudnnStatus_t try_legacy(conv_layer *c, conv_direction d, const legacy_candidate *k, void *y, const void *x,
+                                void *dx, const job_context *ctx, size_t *unwritten) {
+    legacy_try t = {c, d, k, y, dx, x, ctx, CUDNN_STATUS_SUCCESS};
+    void *out = conv_written_buffer(d, dx, c->run_weight_grad, y);
+    elem_type type = is_half(c) ? ELEM_BF16 : ELEM_F32;
+    *unwritten = written_unwritten(out, conv_written_elements(d, &c->shape), type, run_try, &t, ctx->stream);
+    return t.status;
 }
 
 /* Candidates come back fastest first; the first that succeeded within the limit, and then runs
  * once with its math type as the step will run it, wins. Find can report an (algorithm, math type)
  * as successful that then fails to run (cuDNN's execution failure, heuristics with fewer algorithms
- * than it indexed): such a pick is logged and passed over, not left to fail mid-training. For float
+ * than it indexed), or one that leaves part of its output unwritten (models/layers/written.h): such a
+ * pick is logged and passed over, not left to fail or mislead mid-training. For float
  * data TF32 is refused (CUDNN_FMA_MATH only) when the context disallows it; bfloat16 data always
  * allows tensor cores. Returns the winner's index. */
 static int pick_legacy(conv_layer *c, conv_direction d, const legacy_candidate *k, int n, int allow_tensor_ops,
@@ -112,12 +135,17 @@ static int pick_legacy(conv_layer *c, conv_direction d, const legacy_candidate *
     for (int i = 0; i < n; i++) {
         if (k[i].status != CUDNN_STATUS_SUCCESS || k[i].memory > ctx->workspace_limit) continue;
         if (!allow_tensor_ops && k[i].math != CUDNN_FMA_MATH) continue;
-        cudnnStatus_t ran = try_legacy(c, d, &k[i], y, x, dx, ctx);
-        if (ran == CUDNN_STATUS_SUCCESS) return i;
+        size_t unwritten = 0;
+        cudnnStatus_t ran = try_legacy(c, d, &k[i], y, x, dx, ctx, &unwritten);
+        if (ran == CUDNN_STATUS_SUCCESS && unwritten == 0) return i;
         const conv_shape *s = &c->shape;
+        char why[128];
+        if (ran != CUDNN_STATUS_SUCCESS) snprintf(why, sizeof why, "fails to run (%s)", cudnnGetErrorString(ran));
+        else snprintf(why, sizeof why, "leaves %zu of %zu outputs unwritten (models/layers/written.h)", unwritten,
+                      conv_written_elements(d, s));
         fprintf(stderr, "conv set-up: %s n%d %dx%d c%d->%d k%d s%d: algorithm %d (math type %d), reported by Find, "
-                "fails to run (%s): the next one\n", conv_direction_name(d), s->batch, s->h_in, s->w_in, s->in_c,
-                s->out_c, s->kernel, s->stride, k[i].algo, (int)k[i].math, cudnnGetErrorString(ran));
+                "%s: the next one\n", conv_direction_name(d), s->batch, s->h_in, s->w_in, s->in_c, s->out_c,
+                s->kernel, s->stride, k[i].algo, (int)k[i].math, why);
     }
     fprintf(stderr, "conv: no %s algorithm fits the %zu-byte workspace limit and runs\n", conv_direction_name(d),
             ctx->workspace_limit);

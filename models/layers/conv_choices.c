@@ -134,7 +134,9 @@ void conv_choices_device_key(char *out, size_t size, int device, int sm_target, 
     CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
     for (char *p = prop.name; *p; p++)
         if (*p == ' ' || *p == '\t') *p = '_';
-    snprintf(out, size, "gpu=%s/%dsm told=%d cudnn=%zu ws=%zu tf32=%d", prop.name, prop.multiProcessorCount,
+    /* written=1: chosen among candidates that write all of their output (models/layers/written.h);
+     * a choice made before that check is not taken */
+    snprintf(out, size, "gpu=%s/%dsm told=%d cudnn=%zu ws=%zu tf32=%d written=1", prop.name, prop.multiProcessorCount,
              sm_target, cudnnGetVersion(), workspace_limit, allow_tf32);
 }
 

@@ -38,7 +38,7 @@ void conv_choices_close(conv_choices *f);
  * the SMs the libraries were told (a green context's or an MPS share's, job_context.sm_target; 0:
  * none), so a choice made for the whole GPU is never taken in a partition of another size nor the
  * other way round, cuDNN, the workspace limit and TF32:
- * "gpu=NAME/Nsm told=T cudnn=V ws=BYTES tf32=0|1". */
+ * "gpu=NAME/Nsm told=T cudnn=V ws=BYTES tf32=0|1 written=1" (written: models/layers/written.h). */
 void conv_choices_device_key(char *out, size_t size, int device, int sm_target, size_t workspace_limit,
                              int allow_tf32);
 

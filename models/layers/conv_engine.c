@@ -36,6 +36,7 @@
 #include "kernels/check.h"
 #include "models/core/gpu_timer.h"
 #include "models/layers/cudnn_backend.h"
+#include "models/layers/written.h"
 
 enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y' };
 enum {
@@ -62,6 +63,16 @@ const char *conv_direction_name(conv_direction dir) {
 
 
 /* The largest power of two up to 16 that divides the address: what a tensor may promise. */
+void *conv_written_buffer(conv_direction dir, void *x, void *w, void *y) {
+    return dir == CONV_FORWARD ? y : dir == CONV_BACKWARD_DATA ? x : w;
+}
+
+size_t conv_written_elements(conv_direction dir, const conv_shape *s) {
+    if (dir == CONV_FORWARD) return (size_t)s->batch * s->out_c * s->h_out * s->w_out;
+    if (dir == CONV_BACKWARD_DATA) return (size_t)s->batch * s->in_c * s->h_in * s->w_in;
+    return (size_t)s->out_c * s->in_c * s->kernel * s->kernel;
+}
+
 static int64_t pointer_alignment(const void *p) {
     uintptr_t address = (uintptr_t)p;
     int64_t alignment = 16;
@@ -214,10 +225,34 @@ static int check_inputs(conv_direction dir, const conv_shape *s, cudnnHandle_t c
     return 0;
 }
 
+/* The elements a candidate leaves unwritten (models/layers/written.h), run once over its poisoned
+ * output. A plan that accumulates (beta 1) adds onto its output, which poison would only carry
+ * through: the same configuration built for beta 0 runs instead; where cuDNN builds none, the
+ * check cannot speak and the candidate stands. */
+static size_t written_check(conv_direction dir, const conv_shape *shape, float beta, cudnnBackendDescriptor_t candidate,
+                            const char *name, cudnnHandle_t cudnn, cudaStream_t stream, void *x, void *w, void *y,
+                            void *workspace) {
+    conv_engine_plan overwriting = {0};
+    if (beta != 0.0f) {
+        char err[256];
+        if (conv_engine_rebuild(&overwriting, dir, shape, 0.0f, name, 0.0f, cudnn, x, w, y, err, sizeof err) != 0)
+            return 0;
+        candidate = overwriting.plan;
+    }
+    cudnnBackendDescriptor_t pack = make_variant_pack(x, w, y, workspace);
+    cudnn_plan_run run = {cudnn, candidate, pack};
+    elem_type type = shape->data_type == CUDNN_DATA_BFLOAT16 ? ELEM_BF16 : ELEM_F32;
+    size_t left = written_unwritten(conv_written_buffer(dir, x, w, y), conv_written_elements(dir, shape), type,
+                                    cudnn_backend_execute, &run, stream);
+    cudnn_backend_destroy(pack);
+    conv_engine_destroy(&overwriting);
+    return left;
+}
+
 /* Times the configurations the heuristics propose for `graph` and keeps the fastest in *plan.
  * Returns 0, or -1 with a message that counts why each configuration was passed over. */
-static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph, int allow_tensor_core,
-                          int max_timed, int sm_target, cudnnHandle_t cudnn,
+static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph, const conv_shape *shape,
+                          int allow_tensor_core, int max_timed, int sm_target, cudnnHandle_t cudnn,
                           cudaStream_t stream, void *x, void *w, void *y, void *workspace, size_t workspace_limit,
                           char *err, size_t err_size) {
     cudnnBackendDescriptor_t configs[2 * MAX_CONFIGS_PER_MODE];
@@ -234,7 +269,7 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
     CHECK_CUDNN(cudnnSetStream(cudnn, stream));
     cudnnBackendDescriptor_t pack = make_variant_pack(x, w, y, workspace);
 
-    int duplicates = 0, excluded = 0, refused = 0, too_big = 0, kept = -1;
+    int duplicates = 0, excluded = 0, refused = 0, too_big = 0, unwritten = 0, kept = -1;
     char first_refusal[256] = "";
     for (int i = 0; i < n_configs && plan->candidates_timed < max_timed; i++) {
         int64_t engine_id;
@@ -276,6 +311,16 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
             cudnn_backend_destroy(candidate);
             continue;
         }
+        size_t left = written_check(plan->direction, shape, plan->beta, candidate, keys[i], cudnn, stream, x, w, y,
+                                    workspace);
+        if (left) {
+            if (unwritten++ == 0)
+                fprintf(stderr, "conv set-up: %s %s leaves %zu of %zu outputs unwritten (models/layers/written.h): "
+                        "passed over\n", conv_direction_name(plan->direction), keys[i], left,
+                        conv_written_elements(plan->direction, shape));
+            cudnn_backend_destroy(candidate);
+            continue;
+        }
         cudnn_backend_destroy(plan->plan);
         plan->plan = candidate;
         plan->ms = ms;
@@ -297,9 +342,9 @@ static int search_engines(conv_engine_plan *plan, cudnnBackendDescriptor_t graph
     if (kept >= 0) return 0;
     return error_set(err, err_size,
                 "conv_engine %s: no engine works: %d configurations proposed, %d repeated, %d excluded as "
-                "TF32/down-converting, %d over the %zu-byte workspace limit, %d refused%s",
-                conv_direction_name(plan->direction), n_configs, duplicates, excluded, too_big, workspace_limit,
-                refused, first_refusal);
+                "TF32/down-converting, %d over the %zu-byte workspace limit, %d refused%s, %d leaving outputs "
+                "unwritten", conv_direction_name(plan->direction), n_configs, duplicates, excluded, too_big,
+                workspace_limit, refused, first_refusal, unwritten);
 }
 
 /* One direction of the convolution as a finalized one-node operation graph, and what it is made of. */
@@ -355,7 +400,7 @@ int conv_engine_find(conv_engine_plan *plan, conv_direction dir, const conv_shap
         /* bfloat16 data is there to run on tensor cores; float data does only with TF32 */
         int allow_tensor_core = allow_tf32 || s->data_type == CUDNN_DATA_BFLOAT16;
         int max_timed = s->data_type == CUDNN_DATA_BFLOAT16 ? MAX_TIMED_BF16 : MAX_TIMED;
-        result = search_engines(plan, g.graph, allow_tensor_core, max_timed, sm_target, cudnn, stream, x, w, y,
+        result = search_engines(plan, g.graph, s, allow_tensor_core, max_timed, sm_target, cudnn, stream, x, w, y,
                                 workspace, workspace_limit, err, err_size);
     } else {
         result = error_set(err, err_size, "conv_engine %s: cuDNN supports no graph for this convolution: %s",

@@ -73,6 +73,10 @@ void conv_engine_backward_filter(const conv_engine_plan *plan, cudnnHandle_t cud
                                  const void *dy, const void *x, void *workspace);
 
 const char *conv_direction_name(conv_direction dir);
+/* The tensor a direction writes, as conv_engine_find names the buffers: forward y, backward-data x
+ * (dx), backward-filter w (dw); and its elements. */
+void *conv_written_buffer(conv_direction dir, void *x, void *w, void *y);
+size_t conv_written_elements(conv_direction dir, const conv_shape *s);
 void conv_engine_destroy(conv_engine_plan *plan);
 
 #endif

@@ -5,10 +5,12 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "models/layers/written.h"
 #include "kernels/check.h"
 
 /* The workspace cuBLASLt may use: matmuls here are small next to the convolutions. */
 #define LINEAR_WORKSPACE (32u << 20)
+#define LINEAR_CANDIDATES 8 /* heuristic results tried, best first */
 
 void linear_init(linear_layer *l, arena *a, int batch, int in_features, int out_features) {
     memset(l, 0, sizeof *l);
@@ -52,16 +54,15 @@ static void lt_matmul_init(lt_matmul *mm, int m, int n, int k, int trans_a, int 
     CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                       &workspace, sizeof workspace));
-    cublasLtMatmulHeuristicResult_t result;
-    int found = 0;
-    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(ctx->cublaslt, mm->desc, mm->a, mm->b, mm->c, mm->c,
-                                                pref, 1, &result, &found));
+    /* the heuristic's best that writes all of its output (models/layers/written.h) */
+    int picked = written_matmul_pick(ctx->cublaslt, mm->desc, mm->a, mm->b, mm->c, pref, LINEAR_CANDIDATES,
+                                     bias_epilogue ? m : 0, ctx->workspace, LINEAR_WORKSPACE, ctx->stream, &mm->algo);
     CHECK_CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
-    if (found == 0) {
-        fprintf(stderr, "linear: cuBLASLt has no algorithm for a %dx%dx%d matmul\n", m, n, k);
+    if (picked != 0) {
+        fprintf(stderr, "linear: cuBLASLt has no algorithm for a %dx%dx%d matmul that runs and writes all of its "
+                "output\n", m, n, k);
         exit(1);
     }
-    mm->algo = result.algo;
 }
 
 static void lt_matmul_run(lt_matmul *mm, void *c, const void *a, const void *b, const float *bias,
