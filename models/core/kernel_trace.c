@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,9 +100,12 @@ static struct {
     int tracing, stopped;     /* jobs tracing a window; of them, those waiting in stop */
     int switching;            /* collection is being turned on or off (CUPTI is called without the lock:
                                  it may hand buffers over, whose callback takes it) */
+    atomic_int collecting;    /* eager launches are recorded (a window's start to its collection's end):
+                                 read without the lock by every API call's callback */
     long closes;              /* collections ended: what a waiting job waits for */
     u64map nodes;             /* graph node id -> job slot << 32 | scope */
-    u64map launches;          /* correlation id -> the same, for eager launches (traced windows only) */
+    u64map launches;          /* correlation id -> the same, for eager launches (traced windows only;
+                                 kept past the collection's end, for a job still taking its tally) */
     u64map streams;           /* context id << 32 | stream id, with the top bit -> job slot */
     u64map contexts;          /* context id + 1 -> job slot, or CONTEXT_SHARED */
     uint64_t unattributed;    /* records of no joined job (another library's thread, a job gone) */
@@ -174,12 +178,15 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_
         else if (s && cbid == CUPTI_CBID_RESOURCE_STREAM_CREATED) stream_created(r, s);
         return;
     }
-    /* the runtime and driver domains, enabled only while a window is traced: eager launches */
+    /* the runtime and driver domains, on while subscribed: eager launches, recorded while collecting */
     const CUpti_CallbackData *c = data;
-    if (!s || c->callbackSite != CUPTI_API_ENTER || !c->correlationId) return;
+    if (!s || c->callbackSite != CUPTI_API_ENTER || !c->correlationId ||
+        !atomic_load_explicit(&tracer.collecting, memory_order_relaxed))
+        return;
     pthread_mutex_lock(&tracer.lock);
     int slot = slot_of_locked(s);
-    if (slot >= 0) map_put(&tracer.launches, c->correlationId, pack(slot, scope));
+    if (slot >= 0 && atomic_load_explicit(&tracer.collecting, memory_order_relaxed))
+        map_put(&tracer.launches, c->correlationId, pack(slot, scope));
     pthread_mutex_unlock(&tracer.lock);
 }
 
@@ -289,6 +296,12 @@ static int cupti_failed(CUptiResult status, const char *what, char *err, size_t 
 
 static const CUpti_CallbackIdResource RESOURCE_CALLBACKS[] = {
     CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_STREAM_CREATED};
+/* The API callbacks go on with the subscription and stay on: switched per window, they changed
+ * while another job's thread was inside a CUDA call (its set-up or teardown, which take the
+ * context turn beside this job's steps), and in that job's own window afterwards none of its
+ * eager copies was found by its correlation id (gpu_kernel_trace's two jobs: scope 0). Outside a
+ * collection the callback returns before it takes the lock. */
+static const CUpti_CallbackDomain API_DOMAINS[] = {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API};
 static const CUpti_ActivityKind ACTIVITIES[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                                 CUPTI_ACTIVITY_KIND_MEMSET};
 #define COUNT_OF(a) (sizeof a / sizeof a[0])
@@ -305,6 +318,8 @@ static int subscribe_locked(char *err, size_t err_size) {
     for (size_t i = 0; !rc && i < COUNT_OF(RESOURCE_CALLBACKS); i++)
         rc = cupti_failed(cuptiEnableCallback(1, tracer.subscriber, CUPTI_CB_DOMAIN_RESOURCE, RESOURCE_CALLBACKS[i]),
                           "the graph and stream callbacks", err, err_size);
+    for (size_t i = 0; !rc && i < COUNT_OF(API_DOMAINS); i++)
+        rc = cupti_failed(cuptiEnableDomain(1, tracer.subscriber, API_DOMAINS[i]), "the launch callbacks", err, err_size);
     if (rc) {
         cuptiUnsubscribe(tracer.subscriber); /* its own failure adds nothing to the first one's message */
         return -1;
@@ -349,6 +364,7 @@ void kernel_trace_leave(kernel_trace_job *j) {
     CUpti_SubscriberHandle subscriber = tracer.subscriber;
     if (last) {
         tracer.subscribed = 0;
+        atomic_store(&tracer.collecting, 0);
         map_free(&tracer.nodes), map_free(&tracer.launches), map_free(&tracer.streams), map_free(&tracer.contexts);
     }
     pthread_cond_broadcast(&tracer.changed);
@@ -358,19 +374,25 @@ void kernel_trace_leave(kernel_trace_job *j) {
     free(j);
 }
 
-/* Collection on (the first job to trace) or off (the last to stop); without the lock, while
- * `switching` keeps other jobs' starts and stops waiting. */
+/* Collection on (the first job to trace) or off (the last to stop): the records only (the API
+ * callbacks stay on, API_DOMAINS); without the lock, while `switching` keeps other jobs' starts
+ * and stops waiting. */
 static int collect(int on, char *err, size_t err_size) {
     int rc = 0;
-    CUpti_CallbackDomain domains[] = {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API};
-    for (size_t i = 0; i < COUNT_OF(domains) && (rc == 0 || !on); i++)
-        if (cupti_failed(cuptiEnableDomain(on, tracer.subscriber, domains[i]), "the launch callbacks", err, err_size)) rc = -1;
     for (size_t i = 0; i < COUNT_OF(ACTIVITIES) && (rc == 0 || !on); i++)
         if (cupti_failed(on ? cuptiActivityEnable(ACTIVITIES[i]) : cuptiActivityDisable(ACTIVITIES[i]),
                          on ? "enabling kernel and copy records" : "disabling kernel and copy records", err, err_size))
             rc = -1;
     if (rc && on) collect(0, err + strlen(err), 0); /* what was turned on goes off again */
     return rc;
+}
+
+/* A job of a collection that has ended, its thread not yet back from kernel_trace_stop with its
+ * tally: buffers handed over until then still look its copies up in `launches`. */
+static int tally_pending_locked(void) {
+    for (int i = 0; i < TRACE_MAX_JOBS; i++)
+        if (tracer.jobs[i] && tracer.jobs[i]->tally && !tracer.jobs[i]->tracing) return 1;
+    return 0;
 }
 
 int kernel_trace_start(kernel_trace_job *j, double t0, double t1, char *err, size_t err_size) {
@@ -384,13 +406,18 @@ int kernel_trace_start(kernel_trace_job *j, double t0, double t1, char *err, siz
         return -1;
     }
     pthread_mutex_lock(&tracer.lock);
-    while (tracer.switching) pthread_cond_wait(&tracer.changed, &tracer.lock); /* a flush in flight ends first */
+    /* a flush in flight ends first; a collection begins once the last one's tallies are taken */
+    while (tracer.switching || (tracer.tracing == 0 && tally_pending_locked()))
+        pthread_cond_wait(&tracer.changed, &tracer.lock);
     int rc = 0;
     if (tracer.tracing == 0) {
+        map_free(&tracer.launches); /* the last collection's */
+        atomic_store(&tracer.collecting, 1);
         tracer.switching = 1;
         pthread_mutex_unlock(&tracer.lock);
         rc = collect(1, err, err_size);
         pthread_mutex_lock(&tracer.lock);
+        if (rc) atomic_store(&tracer.collecting, 0);
         tracer.switching = 0;
         pthread_cond_broadcast(&tracer.changed);
     }
@@ -442,7 +469,9 @@ kernel_tally *kernel_trace_stop(kernel_trace_job *j, double t1, char *err, size_
         rc = collect(0, err, err_size);
         if (flush_all(err, err_size) != 0) rc = -1;
         pthread_mutex_lock(&tracer.lock);
-        map_free(&tracer.launches);
+        /* launches stays until the next collection: a job that stopped first takes its tally
+         * once its thread wakes (tally_pending_locked) */
+        atomic_store(&tracer.collecting, 0);
         for (int i = 0; i < TRACE_MAX_JOBS; i++)
             if (tracer.jobs[i] && tracer.jobs[i]->tracing) tracer.jobs[i]->tracing = 0;
         tracer.tracing = tracer.stopped = 0;
@@ -460,6 +489,7 @@ kernel_tally *kernel_trace_stop(kernel_trace_job *j, double t1, char *err, size_
     }
     kernel_tally *tally = j->tally;
     j->tally = NULL, j->tracing = 0, j->stopped = 0;
+    pthread_cond_broadcast(&tracer.changed); /* a start waiting for the last collection's tallies */
     pthread_mutex_unlock(&tracer.lock);
     if (rc) {
         kernel_tally_free(tally);

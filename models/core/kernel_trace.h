@@ -16,10 +16,12 @@
  *    streams, as in job_host's streams mode) or its context (a green context, or a process of
  *    its own), in the job's scope 0.
  * Joining subscribes the resource callbacks, which must see the step's graph captured: a job
- * joins before it builds its model. Activity records are collected only while a job traces a
- * window (kernel_trace_start to kernel_trace_stop), so the measured windows run with the
- * subscription alone. GPU times come on CLOCK_REALTIME (cuptiActivityRegisterTimestampCallback),
- * the clock of the window lines, so that jobs in different processes share one time line. */
+ * joins before it builds its model. The subscription's API callbacks stay on and record eager
+ * launches only while a window is collected (never switched under another job's CUDA calls).
+ * Activity records are collected only while a job traces a window (kernel_trace_start to
+ * kernel_trace_stop), so the measured windows run with the subscription alone. GPU times come
+ * on CLOCK_REALTIME (cuptiActivityRegisterTimestampCallback), the clock of the window lines, so
+ * that jobs in different processes share one time line. */
 #ifndef SUITE_KERNEL_TRACE_H
 #define SUITE_KERNEL_TRACE_H
 
