@@ -15,7 +15,7 @@ run() { local name=$1 t=$2; shift 2; timeout $t $b/run_suite --mix "$E" --precis
   echo "$name ($*): rc $? $(grep -rhoa 'diverged: [^(]*\|: ok$' /tmp/d/e-$name.log | head -1) $(grep -rhoa 'outputs unwritten' /tmp/e-$name | wc -l) unwritten lines"; }
 ( run s43 200 --gpu 2 --mode mps --mps-sm 43; run s80 150 --gpu 2 --mode mps --mps-sm 80 ) > /tmp/d/stage_e.txt 2>&1 &
 loop() { local f=0 n=0; for i in $(seq $3); do n=$i; CUDA_VISIBLE_DEVICES=$1 tests/isolated.sh $2 $b/$2 >/tmp/$2-$i.log 2>&1 || { f=$((f+1)); cp /tmp/$2-$i.log /tmp/fails/; }; echo "$2 on GPU $1: $f failed of $n" > /tmp/d/count-$2; done; }
-( loop 3 gpu_kernel_trace 4 ) &
+( loop 3 gpu_kernel_trace 6 ) &
 wait $gpid; wait; cat /tmp/d/count-* /tmp/d/stage_tests1.txt /tmp/d/stage_e.txt; grep -E "took|verdict|BELOW|ABOVE|within" /tmp/d/stage_guard.txt
 grep -h "MPS client\|skipped\|FAILED\|unwritten" /tmp/d/t-gpu_written.log | head -20
 grep -rha "outputs unwritten" /tmp/e-s43 | sort | uniq -c | sort -rn | head -8
