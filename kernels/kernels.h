@@ -116,6 +116,13 @@ void cast_bf16_to_f32(float *dst, const void *src, size_t n, cudaStream_t stream
 /* Elements of x (n, float32 or bfloat16) that are NaN or infinite. Waits for the stream: for
  * set-up's checks (models/layers/written.h) and tests, never inside a step. */
 size_t count_nonfinite(const void *x, size_t n, elem_type type, cudaStream_t stream);
+/* d = alpha op(a) op(b) + beta c + bias, column-major as cuBLAS: op(a) [m, k], op(b) [k, n], c and d
+ * [m, n] with leading dimension ldc (d may be c), bias [m] of c's type or NULL; a and b of ab_type,
+ * c, d and bias of c_type; float accumulation; beta 0 never reads c. One thread per output: the
+ * fallback of models/layers/written.h, not a fast path. */
+void matmul_plain(void *d, const void *c, const void *a, const void *b, const void *bias, int m, int n, int k,
+                  int trans_a, int trans_b, int lda, int ldb, int ldc, float alpha, float beta, elem_type ab_type,
+                  elem_type c_type, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -110,9 +110,10 @@ static gemm_plan *plan_for(gemm_engine *g, job_context *ctx, int ta, int tb, int
     int picked = written_matmul_pick(ctx->cublaslt, p->desc, p->a, p->b, p->c, pref, GEMM_CANDIDATES, bias ? n : 0,
                                      ctx->workspace, ctx->workspace_bytes, ctx->stream, &p->algo);
     CHECK_CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
-    if (picked != 0)
-        bad_gemm("cuBLASLt has no algorithm for this shape that runs and writes all of its output", ta, tb, m, n, k,
-                 lda, ldb, ldc);
+    p->plain = picked != 0;
+    if (p->plain)
+        fprintf(stderr, "gemm: no algorithm of cuBLASLt's writes all of its output here (ta %d tb %d, m %d n %d k %d): "
+                "a plain kernel runs it (models/layers/written.h)\n", ta, tb, m, n, k);
     return p;
 }
 
@@ -126,8 +127,11 @@ void gemm(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k,
         bad_gemm("an operand is not 16-byte aligned", ta, tb, m, n, k, lda, ldb, ldc);
     if (bias)
         CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    CHECK_CUBLAS(cublasLtMatmul(ctx->cublaslt, p->desc, &alpha, B, p->a, A, p->b, &beta, C_in ? C_in : C, p->c, C,
-                                p->c, &p->algo, ctx->workspace, ctx->workspace_bytes, ctx->stream));
+    if (p->plain)
+        written_matmul_plain(p->desc, p->a, p->b, p->c, alpha, B, A, beta, C_in ? C_in : C, C, ctx->stream);
+    else
+        CHECK_CUBLAS(cublasLtMatmul(ctx->cublaslt, p->desc, &alpha, B, p->a, A, p->b, &beta, C_in ? C_in : C, p->c, C,
+                                    p->c, &p->algo, ctx->workspace, ctx->workspace_bytes, ctx->stream));
 }
 
 void gemm_strided_batched(gemm_engine *g, job_context *ctx, int ta, int tb, int m, int n, int k, float alpha,

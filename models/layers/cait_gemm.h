@@ -25,6 +25,7 @@ typedef struct gemm_plan {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, c;   /* column-major views: a <- row-major B, b <- row-major A */
     cublasLtMatmulAlgo_t algo;
+    int plain;                        /* no algorithm of cuBLASLt's writes all of its output: ours runs it */
 } gemm_plan;
 
 typedef struct gemm_engine {

@@ -58,11 +58,10 @@ static void lt_matmul_init(lt_matmul *mm, int m, int n, int k, int trans_a, int 
     int picked = written_matmul_pick(ctx->cublaslt, mm->desc, mm->a, mm->b, mm->c, pref, LINEAR_CANDIDATES,
                                      bias_epilogue ? m : 0, ctx->workspace, LINEAR_WORKSPACE, ctx->stream, &mm->algo);
     CHECK_CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
-    if (picked != 0) {
-        fprintf(stderr, "linear: cuBLASLt has no algorithm for a %dx%dx%d matmul that runs and writes all of its "
-                "output\n", m, n, k);
-        exit(1);
-    }
+    mm->plain = picked != 0;
+    if (mm->plain)
+        fprintf(stderr, "linear: no algorithm of cuBLASLt's for a %dx%dx%d matmul writes all of its output here: a "
+                "plain kernel runs it (models/layers/written.h)\n", m, n, k);
 }
 
 static void lt_matmul_run(lt_matmul *mm, void *c, const void *a, const void *b, const float *bias,
@@ -71,8 +70,10 @@ static void lt_matmul_run(lt_matmul *mm, void *c, const void *a, const void *b, 
     if (bias)
         CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(mm->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                     sizeof bias));
-    CHECK_CUBLAS(cublasLtMatmul(ctx->cublaslt, mm->desc, &one, a, mm->a, b, mm->b, &zero, c, mm->c, c,
-                                mm->c, &mm->algo, ctx->workspace, LINEAR_WORKSPACE, ctx->stream));
+    if (mm->plain) written_matmul_plain(mm->desc, mm->a, mm->b, mm->c, one, a, b, zero, c, c, ctx->stream);
+    else
+        CHECK_CUBLAS(cublasLtMatmul(ctx->cublaslt, mm->desc, &one, a, mm->a, b, mm->b, &zero, c, mm->c, c,
+                                    mm->c, &mm->algo, ctx->workspace, LINEAR_WORKSPACE, ctx->stream));
 }
 
 static void lt_matmul_destroy(lt_matmul *mm) {

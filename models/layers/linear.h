@@ -19,6 +19,7 @@ typedef struct lt_matmul {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
+    int plain;  /* no algorithm of cuBLASLt's writes all of its output: ours runs it (models/layers/written.h) */
 } lt_matmul;
 
 typedef struct linear_layer {

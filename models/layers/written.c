@@ -12,8 +12,13 @@ size_t written_unwritten(void *out, size_t n, elem_type type, written_run run, v
     return count_nonfinite(out, n, type, stream);
 }
 
-/* A layout's type and the elements its column-major storage spans (ld x columns). */
-static size_t layout_elements(cublasLtMatrixLayout_t layout, elem_type *type) {
+/* A column-major layout as the plain kernel and the check need it. */
+typedef struct layout_view {
+    size_t rows, cols, ld;
+    elem_type type;
+} layout_view;
+
+static layout_view view_of(cublasLtMatrixLayout_t layout) {
     uint64_t rows = 0, cols = 0;
     int64_t ld = 0;
     int32_t data_type = 0;
@@ -22,9 +27,12 @@ static size_t layout_elements(cublasLtMatrixLayout_t layout, elem_type *type) {
     CHECK_CUBLAS(cublasLtMatrixLayoutGetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows, sizeof rows, &got));
     CHECK_CUBLAS(cublasLtMatrixLayoutGetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof cols, &got));
     CHECK_CUBLAS(cublasLtMatrixLayoutGetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld, &got));
-    *type = data_type == CUDA_R_16BF ? ELEM_BF16 : ELEM_F32;
-    return (size_t)(ld > (int64_t)rows ? (uint64_t)ld : rows) * cols;
+    layout_view v = {(size_t)rows, (size_t)cols, (size_t)ld > rows ? (size_t)ld : (size_t)rows,
+                     data_type == CUDA_R_16BF ? ELEM_BF16 : ELEM_F32};
+    return v;
 }
+
+static size_t view_elements(layout_view v) { return v.ld * v.cols; }
 
 typedef struct matmul_run {
     cublasLtHandle_t lt;
@@ -54,8 +62,9 @@ int written_matmul_pick(cublasLtHandle_t lt, cublasLtMatmulDesc_t desc, cublasLt
     int count = 0;
     if (results > MAX_RESULTS) results = MAX_RESULTS;
     CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, desc, a, b, c, c, pref, results, found, &count));
-    elem_type ta, tb, tc;
-    size_t na = layout_elements(a, &ta), nb = layout_elements(b, &tb), nc = layout_elements(c, &tc);
+    layout_view va = view_of(a), vb = view_of(b), vc = view_of(c);
+    elem_type ta = va.type, tb = vb.type, tc = vc.type;
+    size_t na = view_elements(va), nb = view_elements(vb), nc = view_elements(vc);
     void *pa = NULL, *pb = NULL, *pc = NULL, *bias = NULL;
     CHECK_CUDA(cudaMallocAsync(&pa, na * elem_bytes(ta), stream));
     CHECK_CUDA(cudaMallocAsync(&pb, nb * elem_bytes(tb), stream));
@@ -73,11 +82,16 @@ int written_matmul_pick(cublasLtHandle_t lt, cublasLtMatmulDesc_t desc, cublasLt
         if (found[i].state != CUBLAS_STATUS_SUCCESS || found[i].workspaceSize > workspace_bytes) continue;
         matmul_run r = {lt, desc, a, b, c, &found[i].algo, pa, pb, pc, workspace, workspace_bytes, stream,
                         CUBLAS_STATUS_SUCCESS};
-        size_t unwritten = written_unwritten(pc, nc, tc, run_matmul, &r, stream);
+        /* rows past the matrix's in each column (ld > rows) are no output: zero, the rest poison */
+        size_t eb = elem_bytes(tc);
+        CHECK_CUDA(cudaMemsetAsync(pc, 0, nc * eb, stream));
+        CHECK_CUDA(cudaMemset2DAsync(pc, vc.ld * eb, 0xff, vc.rows * eb, vc.cols, stream));
+        run_matmul(&r);
+        size_t unwritten = count_nonfinite(pc, nc, tc, stream);
         if (r.status == CUBLAS_STATUS_SUCCESS && unwritten == 0) picked = i;
         else if (r.status == CUBLAS_STATUS_SUCCESS)
             fprintf(stderr, "matmul set-up: cuBLASLt's algorithm %d of %d leaves %zu of %zu outputs unwritten "
-                    "(models/layers/written.h): the next one\n", i + 1, count, unwritten, nc);
+                    "(models/layers/written.h): the next one\n", i + 1, count, unwritten, vc.rows * vc.cols);
     }
     if (bias_rows > 0) {
         void *none = NULL; /* the real runs set their bias; none is left pointing at freed scratch */
@@ -91,4 +105,28 @@ int written_matmul_pick(cublasLtHandle_t lt, cublasLtMatmulDesc_t desc, cublasLt
     if (picked < 0) return -1;
     *algo = found[picked].algo;
     return 0;
+}
+
+void written_matmul_plain(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                          cublasLtMatrixLayout_t c, float alpha, const void *pa, const void *pb, float beta,
+                          const void *pc, void *pd, cudaStream_t stream) {
+    int32_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
+    uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    const void *bias = NULL;
+    size_t got = 0;
+    CHECK_CUBLAS(cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a, &got));
+    CHECK_CUBLAS(cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b, &got));
+    CHECK_CUBLAS(cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, &got));
+    if (epilogue == CUBLASLT_EPILOGUE_BIAS)
+        CHECK_CUBLAS(cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias, &got));
+    else if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+        fprintf(stderr, "written_matmul_plain: epilogue %u is not one the plain kernel does (none or a bias)\n",
+                (unsigned)epilogue);
+        exit(1);
+    }
+    layout_view va = view_of(a), vb = view_of(b), vc = view_of(c);
+    int ta = trans_a != CUBLAS_OP_N, tb = trans_b != CUBLAS_OP_N;
+    size_t k = ta ? va.rows : va.cols;
+    matmul_plain(pd, pc, pa, pb, bias, (int)vc.rows, (int)vc.cols, (int)k, ta, tb, (int)va.ld, (int)vb.ld, (int)vc.ld,
+                 alpha, beta, va.type, vc.type, stream);
 }

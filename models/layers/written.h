@@ -26,11 +26,19 @@ size_t written_unwritten(void *out, size_t n, elem_type type, written_run run, v
 
 /* Picks for a cuBLASLt matmul (D = A B with C = D, beta 0; a bias epilogue when bias_rows > 0)
  * the first of the heuristic's results, best first, up to `results`, that writes all of D on
- * scratch operands shaped as the layouts. 0 with *algo set, or -1 when none does (the caller says
- * which matmul). Waits for the stream. */
+ * scratch operands shaped as the layouts. 0 with *algo set, or -1 when none does (the caller then
+ * runs it with written_matmul_plain). Waits for the stream. */
 int written_matmul_pick(cublasLtHandle_t lt, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
                         cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatmulPreference_t pref,
                         int results, int bias_rows, void *workspace, size_t workspace_bytes, cudaStream_t stream,
                         cublasLtMatmulAlgo_t *algo);
+
+/* The matmul those descriptors describe (transposes, a bias epilogue, layouts; D in C's layout)
+ * run by a plain kernel of ours (kernels/kernels.h matmul_plain): where written_matmul_pick found no
+ * algorithm of cuBLASLt's that writes all of its output, this runs it instead, slower and whole.
+ * Host work and one launch: it may be captured. */
+void written_matmul_plain(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                          cublasLtMatrixLayout_t c, float alpha, const void *pa, const void *pb, float beta,
+                          const void *pc, void *pd, cudaStream_t stream);
 
 #endif
