@@ -3,6 +3,7 @@
 # on 1 gpu_written (the bf16 layer and model tests as MPS clients at 43% and 80%);
 # on 2 EfficientNetV2-S bf16 on 43% and 80% MPS shares with fresh choices (it turned NaN there before), then the tracer looped;
 # on 3 every GPU test (ctest -L gpu) as far as the guard's time allows.
+# As it ran: loop() is defined below its first use, so the tracer loop on GPU 2 did not run (ctest -L gpu ran gpu_kernel_trace once, passed).
 REV=${REV:?set REV to the measured revision}; FULL=${FULL:?set FULL to its full hash}
 [ -d .devroot ] || mv .devroot_lite .devroot; . .devroot/env.sh; export NCCL_NVLS_ENABLE=0 SUITE_GUARD_REVISION=$REV SUITE_GUARD_COMMIT=$FULL
 b=$PWD/build-dev; mkdir -p /tmp/d /tmp/fails
