@@ -62,7 +62,6 @@ const char *conv_direction_name(conv_direction dir) {
 
 
 
-/* The largest power of two up to 16 that divides the address: what a tensor may promise. */
 void *conv_written_buffer(conv_direction dir, void *x, void *w, void *y) {
     return dir == CONV_FORWARD ? y : dir == CONV_BACKWARD_DATA ? x : w;
 }
@@ -73,6 +72,7 @@ size_t conv_written_elements(conv_direction dir, const conv_shape *s) {
     return (size_t)s->out_c * s->in_c * s->kernel * s->kernel;
 }
 
+/* The largest power of two up to 16 that divides the address: what a tensor may promise. */
 static int64_t pointer_alignment(const void *p) {
     uintptr_t address = (uintptr_t)p;
     int64_t alignment = 16;

@@ -197,12 +197,10 @@ static void measure(depthwise_layer *d, void *y, const void *x, void *dx, job_co
             continue;
         }
         if (!force_ours) ch->cudnn_ms[dir] = time_direction(d, dir, DEPTHWISE_CUDNN, y, x, dx, ctx);
-        if ((force_cudnn || ch->cudnn_ms[dir] < ch->ours_ms[dir]) && cudnn_unwritten(d, dir, y, x, dx, ctx)) {
-            if (ch->ours_ms[dir] < 0)
-                ch->ours_ms[dir] = time_direction(d, dir, DEPTHWISE_OURS, y, x, dx, ctx);
-            continue;
-        }
-        if (force_cudnn || ch->cudnn_ms[dir] < ch->ours_ms[dir]) {
+        if (!(force_cudnn || ch->cudnn_ms[dir] < ch->ours_ms[dir])) continue;
+        if (cudnn_unwritten(d, dir, y, x, dx, ctx)) {
+            if (ch->ours_ms[dir] < 0) ch->ours_ms[dir] = time_direction(d, dir, DEPTHWISE_OURS, y, x, dx, ctx);
+        } else {
             ch->path[dir] = DEPTHWISE_CUDNN;
             if (memory[dir] > ch->workspace_bytes) ch->workspace_bytes = memory[dir];
         }
