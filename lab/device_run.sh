@@ -31,7 +31,7 @@
 #           JPEG_MIX_SLOTS (1 3) decoder slots, measured in its common windows (JPEG_MIX_WINDOW, 10 s),
 #           against the same mix on synthetic data: bench/mix_windows.py's lines (after nvjpeg)
 #   advise-check  tools/advise_check.sh into lab/results/advise, copied to OUT/advise (issue 51): the advisor checked on fourteen mixes,
-#           fitted on four, scored on the held-out ones (ADVISE_MIXES="name ...": a subset per call),
+#           fitted on three, scored on the eleven held out (ADVISE_MIXES="name ...": a subset per call),
 #           one mix on each of the machine's GPUs at once (ADVISE_GPUS, default every GPU)
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
 #           7*S and 3*M: STP, ANTT, fairness, SM activity, slowdowns (tools/sharing_table.py)

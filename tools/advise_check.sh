@@ -12,12 +12,14 @@
 # guard's scale (1.5 s windows), since a mix's check launches every candidate three times and the
 # device's time is what limits how many mixes a session checks.
 # ADVISE_ARGS: more options for every run_suite this runs (a CPU rehearsal: "--train build/fake_train");
-# ADVISE_CHECK_ARGS: more for the checks only (a rehearsal's "--check-top 2").
+# ADVISE_CHECK_ARGS: more for the checks only; "--check-top 6" unless set (the six best-ranked and
+# each mode's best: every candidate at three repeats would take a session's device time for four
+# mixes); "" checks every candidate.
 # Energy per sample is checked in the same runs, whatever the objective: the probes' power and each
 # check run's window energy (NVML's energy counter) come from the GPU monitor, so it stays on
 # (--no-monitor in ADVISE_ARGS is refused).
 # The probing target sets the probes' wall time against `run_suite --mode all --mig-emulate --repeat
-# 3` on the same mix: measured for the held-out mixes of ADVISE_MODE_ALL_MIXES (three by default, to
+# 3` on the same mix: measured for the held-out mixes of ADVISE_MODE_ALL_MIXES (two by default, to
 # keep device time) into OUT/<name>/mode_all_wall_s, once (resumable too).
 # ADVISE_GPUS="0 1 2 3": one mix at a time on each of these GPUs (run_suite --gpu), the fit mixes
 # first, then the held-out ones, each mix's lines printed when it ends; they share OUT's probe cache
@@ -33,23 +35,25 @@ warmup=${ADVISE_WARMUP:-20}
 E=efficientnetv2_s:imagenet64@128
 C=cait_xxs24:imagenet@128
 # name|mix|precision|role: the study's uniform mixes at 2, 3 and 7 jobs and heterogeneous ones of
-# S, M, L, EfficientNetV2-S, CaiT and XL, in tf32 and bf16. Fit: one of each kind and size, so the
-# constants see time slices, packing and bandwidth contention; held out: the rest.
+# S, M, L, EfficientNetV2-S, CaiT and XL, in tf32 and bf16. Fit: the uniform and mixed ResNet mixes
+# in tf32 at 2 and 3 jobs, which show the constants time slices, packing, partitions and green;
+# held out: the rest, so that every other model, bf16 and seven jobs are predicted from constants
+# that never saw them (the held-out ones in the order they are worth a session's device time).
 MIXES="
 2S-tf32|2*S|tf32|fit
 3M-tf32|3*M|tf32|fit
 SMM-tf32|S+M+M|tf32|fit
-S-E-bf16|S+$E|bf16|fit
-7S-tf32|7*S|tf32|held-out
-2M-bf16|2*M|bf16|held-out
-3S-bf16|3*S|bf16|held-out
-7S-bf16|7*S|bf16|held-out
 SMM-bf16|S+M+M|bf16|held-out
+S-E-bf16|S+$E|bf16|held-out
+7S-tf32|7*S|tf32|held-out
 S-L-tf32|S+L|tf32|held-out
 M-C-tf32|M+$C|tf32|held-out
-S-E-C-bf16|S+$E+$C|bf16|held-out
+2M-bf16|2*M|bf16|held-out
+3S-bf16|3*S|bf16|held-out
 S-XL-tf32|S+XL|tf32|held-out
 E-C-tf32|$E+$C|tf32|held-out
+S-E-C-bf16|S+$E+$C|bf16|held-out
+7S-bf16|7*S|bf16|held-out
 "
 if [ -n "${ADVISE_MIX_TABLE:-}" ]; then
     MIXES=$(cat "$ADVISE_MIX_TABLE") || { echo "advise_check.sh: ADVISE_MIX_TABLE: cannot read $ADVISE_MIX_TABLE" >&2; exit 2; }
@@ -87,7 +91,7 @@ one() { # name mix precision [gpu]
     local t0=$SECONDS
     # the cache and the constants live in OUT, shared by every mix; the advice's folder in OUT/<name>
     "$build/run_suite" advise --mix "$2" --precision "$3" --window "$window" --warmup-steps "$warmup" \
-        ${4:+--gpu "$4"} --check ${ADVISE_CHECK_ARGS:-} --results "$out" ${ADVISE_ARGS:-} >"$d/advise.log" 2>&1
+        ${4:+--gpu "$4"} --check ${ADVISE_CHECK_ARGS---check-top 6} --results "$out" ${ADVISE_ARGS:-} >"$d/advise.log" 2>&1
     local rc=$?
     local made # the advice's folder, as the advisor names it (other mixes may be making theirs now)
     made=$(sed -n 's/^\[advise\] .*, results in //p' "$d/advise.log" | head -1)
@@ -141,7 +145,7 @@ launch() { # name mix precision role: here (one GPU or none named), else on the 
     done
 }
 drain() { for i in "${!gpus[@]}"; do [ -z "${lane_pid[$i]:-}" ] || lane_end "$i"; done; }
-mode_all_mixes=" ${ADVISE_MODE_ALL_MIXES:-7S-tf32 SMM-bf16 S-L-tf32} "
+mode_all_mixes=" ${ADVISE_MODE_ALL_MIXES:-SMM-bf16 S-L-tf32} "
 fit_done() { [ -f "$out/advise-constants.json" ]; }
 for role in fit held-out; do
     if [ "$role" = held-out ] && ! fit_done; then

@@ -2,14 +2,14 @@
  * instances live in this library's memory, so that the whole MIG flow (discover, plan, create,
  * assign UUIDs, destroy) runs on a machine without a GPU, through the same dlopen path as the
  * real library. It keeps NVIDIA's rules: profile ids and placements as `nvidia-smi mig -lgipp`
- * shows them (A100-SXM4-40GB and H100 80GB HBM3, written out here independently of the suite's
+ * shows them (A100-SXM4-40GB, H100 80GB HBM3 and H200, written out here independently of the suite's
  * shipped tables so that comparing the two means something), overlapping or disallowed
  * placements refused, a GPU instance with compute instances cannot be destroyed. Compute instances
  * of a GPU instance: one spanning it, or several sharing it (1c..4c below its size, as NVIDIA's
  * MIG User Guide lists them, with their SMs), their slices adding up to at most its own.
  *
  * Configured from the environment at nvmlInit_v2 (when no other init is outstanding):
- *   SUITE_NVML_STANDIN_GPU       A100-40GB (default) | H100-80GB
+ *   SUITE_NVML_STANDIN_GPU       A100-40GB (default) | H100-80GB | H200-141GB
  *   SUITE_NVML_STANDIN_MIG       on (default) | off | pending | unsupported
  *   SUITE_NVML_STANDIN_FAIL      gpu-instance:N | compute-instance:N  (the Nth creation fails with
  *                                NVML_ERROR_INSUFFICIENT_RESOURCES) | permission (creation needs
@@ -59,6 +59,15 @@ static const standin_profile h100_80gb[] = {
     {NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, 3, 4, 2, 60, 40448, "MIG 3g.40gb", {0, 4}, 2},
     {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, 4, 4, 1, 64, 40448, "MIG 4g.40gb", {0}, 1},
     {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, 7, 8, 1, 132, 81152, "MIG 7g.80gb", {0}, 1},
+};
+static const standin_profile h200_141gb[] = {
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, 1, 1, 7, 16, 16384, "MIG 1g.18gb", {0, 1, 2, 3, 4, 5, 6}, 7},
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, 1, 1, 1, 16, 16384, "MIG 1g.18gb+me", {0, 1, 2, 3, 4, 5, 6}, 7},
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, 26, 33280, "MIG 1g.35gb", {0, 2, 4, 6}, 4},
+    {NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, 2, 2, 3, 32, 33280, "MIG 2g.35gb", {0, 2, 4}, 3},
+    {NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, 3, 4, 2, 60, 71424, "MIG 3g.71gb", {0, 4}, 2},
+    {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, 4, 4, 1, 64, 71424, "MIG 4g.71gb", {0}, 1},
+    {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, 7, 8, 1, 132, 143360, "MIG 7g.141gb", {0}, 1},
 };
 
 struct nvmlComputeInstance_st {
@@ -184,12 +193,12 @@ static void configure(void) {
     const char *skew = getenv("SUITE_NVML_STANDIN_SKEW"), *cards = getenv("SUITE_NVML_STANDIN_GPUS");
     state.card_count = cards ? atoi(cards) : 1;
     if (state.card_count < 1 || state.card_count > CARDS) state.card_count = 1;
-    int h100 = gpu && strcmp(gpu, "H100-80GB") == 0;
-    state.profiles = h100 ? h100_80gb : a100_40gb;
+    int h100 = gpu && strcmp(gpu, "H100-80GB") == 0, h200 = gpu && strcmp(gpu, "H200-141GB") == 0;
+    state.profiles = h200 ? h200_141gb : h100 ? h100_80gb : a100_40gb;
     state.profile_count = 7;
-    state.ci_sms = h100 ? h100_ci_sms : a100_ci_sms;
-    state.name = h100 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-40GB";
-    state.memory_mib = h100 ? 81559 : 40960;
+    state.ci_sms = h100 || h200 ? h100_ci_sms : a100_ci_sms; /* Hopper's compute instances either way */
+    state.name = h200 ? "NVIDIA H200" : h100 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-40GB";
+    state.memory_mib = h200 ? 143771 : h100 ? 81559 : 40960;
     state.skew = skew && strcmp(skew, "1") == 0;
     const char *power = getenv("SUITE_NVML_STANDIN_POWER_W");
     state.power_mw = power && atof(power) > 0 ? (unsigned int)(atof(power) * 1000 + 0.5) : 0;

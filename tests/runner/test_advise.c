@@ -30,8 +30,8 @@ static int count_of(const char *text, const char *needle) {
 static advise_probe probe(const char *job, double rate, double sm, double dram, int part_sms, double part_rate) {
     advise_probe p = {.rate = rate, .busy = NAN, .sm_active = sm, .dram_active = dram, .power_w = 300, .peak_bytes = 1e9};
     snprintf(p.job, sizeof p.job, "%s", job);
-    p.sms[p.points] = 132, p.part_rate[p.points++] = rate;
-    if (part_sms) p.sms[p.points] = part_sms, p.part_rate[p.points++] = part_rate;
+    p.sms[p.points] = 132, p.part_rate[p.points] = rate, p.part_power[p.points++] = 300;
+    if (part_sms) p.sms[p.points] = part_sms, p.part_rate[p.points] = part_rate, p.part_power[p.points++] = 200;
     return p;
 }
 
@@ -39,33 +39,47 @@ static void test_model_arithmetic(void **state) {
     (void)state;
     advise_probe s = probe("S", 1000, 0.4, 0.2, 66, 800), m = probe("M", 500, 0.9, 0.5, 66, 300);
     advise_mix mx = {.count = 2, .probe = {&s, &m}, .label = {"S", "M"}, .total_sms = 132, .memory_bytes = 80e9};
-    advise_constants k = {.switch_cost = 0.1, .packing = 1, .bandwidth = 0.2, .streams_cost = 0.05};
+    advise_constants k = {.switch_cost = 0.1, .packing = 1, .victim = 0.5, .bandwidth = 0.2, .streams_cost = 0.05,
+                          .corun = 0.1, .green_cost = 0.1};
     advise_candidate naive = {.mode = "naive", .label = "naive", .kind = ADVISE_NAIVE};
     advise_prediction p;
     advise_predict(&mx, &naive, &k, ADVISE_STP, &p);
-    expect_lt(fabs(p.progress[0] - 0.9 / 2), 1e-9); /* (1 - switch) / busy together: unknown is 1 each */
+    expect_lt(fabs(p.progress[0] - 0.9 / 2), 1e-9); /* (1 - switch) / n */
     expect_lt(fabs(p.stp - 2 * 0.9 / 2), 1e-9);
-    /* time slices share time, not SMs: a job busy half its time alone leaves the other that half,
-     * whatever share of the SMs either keeps busy */
-    s.busy = 0.5, m.busy = 1.0;
-    advise_predict(&mx, &naive, &k, ADVISE_STP, &p);
-    expect_lt(fabs(p.progress[0] - 0.9 / 1.5), 1e-9);
+    /* time slices are held while a job has kernels queued: its busy share alone does not change them */
     s.busy = 0.3, m.busy = 0.5;
     advise_predict(&mx, &naive, &k, ADVISE_STP, &p);
-    expect_lt(fabs(p.progress[1] - 0.9), 1e-9); /* together under the whole time: only the switches cost */
+    expect_lt(fabs(p.progress[1] - 0.9 / 2), 1e-9);
+    /* side by side: the others' SM activity over the job's own to the victim exponent, and their DRAM */
     advise_candidate mps = {.mode = "mps", .label = "mps", .kind = ADVISE_SHARED};
     advise_predict(&mx, &mps, &k, ADVISE_STP, &p);
-    expect_lt(fabs(p.progress[0] - 1 / 1.3 / (1 + 0.2 * 0.5)), 1e-9); /* M's DRAM slows S */
-    expect_lt(fabs(p.progress[1] - 1 / 1.3 / (1 + 0.2 * 0.2)), 1e-9);
-    advise_candidate half = {.mode = "mps", .label = "mps 50%", .kind = ADVISE_PARTITION, .sms = {66, 66}};
+    expect_lt(fabs(p.progress[0] - 1 / (1 + 0.9 / sqrt(0.4)) / (1 + 0.2 * 0.5)), 1e-9);
+    expect_lt(fabs(p.progress[1] - 1 / (1 + 0.4 / sqrt(0.9)) / (1 + 0.2 * 0.2)), 1e-9);
+    expect_lt(p.progress[0], p.progress[1]); /* the job that fills fewer SMs alone loses more */
+    advise_candidate streams = {.mode = "streams", .label = "streams", .kind = ADVISE_STREAMS};
+    double shared0 = p.progress[0];
+    advise_predict(&mx, &streams, &k, ADVISE_STP, &p);
+    expect_lt(fabs(p.progress[0] - shared0 * 0.95), 1e-9);
+    /* a partition: its speed alone there, less what the co-runner does at its own speed there */
+    advise_candidate half = {.mode = "mps", .label = "mps 50%", .option = "--mps-sm", .value = "50",
+                             .kind = ADVISE_PARTITION, .sms = {66, 66}};
     advise_predict(&mx, &half, &k, ADVISE_ANTT, &p);
-    expect_lt(fabs(p.progress[0] - 0.8 / 1.1), 1e-9);
-    expect_lt(fabs(p.progress[1] - 0.6 / 1.04), 1e-9);
-    expect_lt(fabs(p.antt - (1.1 / 0.8 + 1.04 / 0.6) / 2), 1e-9);
-    expect_lt(fabs(p.fairness - (0.6 / 1.04) / (0.8 / 1.1)), 1e-9);
-    expect_lt(fabs(p.energy_per_sample - 300 / (1000 * 0.8 / 1.1 + 500 * 0.6 / 1.04)), 1e-9);
+    expect_lt(fabs(p.progress[0] - 0.8 / (1 + 0.1 * 0.6)), 1e-9);
+    expect_lt(fabs(p.progress[1] - 0.6 / (1 + 0.1 * 0.8)), 1e-9);
+    expect_lt(fabs(p.antt - (1 / p.progress[0] + 1 / p.progress[1]) / 2), 1e-9);
+    expect_lt(fabs(p.fairness - p.progress[1] / p.progress[0]), 1e-9);
+    /* energy: each job's power at its predicted samples/s (200 W at the 66-SM probe's rate, 300 W at
+     * the whole GPU's, linear between), over the samples/s together */
+    double rs = 1000 * p.progress[0], rm = 500 * p.progress[1];
+    double ps = 200 + (rs - 800) * 100 / 200, pm = 200 + (rm - 300) * 100 / 200;
+    expect_lt(fabs(p.energy_per_sample - (ps + pm) / (rs + rm)), 1e-12);
     expect_lt(fabs(p.score + p.antt), 1e-12); /* ANTT: lower is better */
     assert_int_equal(p.fits, 1);
+    advise_candidate green = half;
+    snprintf(green.mode, sizeof green.mode, "green");
+    double part0 = p.progress[0];
+    advise_predict(&mx, &green, &k, ADVISE_STP, &p);
+    expect_lt(fabs(p.progress[0] - part0 * 0.9), 1e-9); /* green pays its cost beyond an MPS share */
     /* off the law through (66, 800) and (132, 1000): 1/rate = 0.00075 + 0.033/s */
     expect_lt(fabs(advise_rate_at(&s, 33) - 1 / (0.00075 + 0.033 / 33)), 1e-9);
     expect_lt(fabs(advise_rate_at(&s, 99) - 1 / (0.00075 + 0.033 / 99)), 1e-9);
@@ -75,6 +89,26 @@ static void test_model_arithmetic(void **state) {
     small.memory_bytes[0] = 0.5e9;
     advise_predict(&mx, &small, &k, ADVISE_STP, &p);
     assert_int_equal(p.fits, 0);
+}
+
+static void test_power(void **state) {
+    (void)state;
+    /* points (samples/s, W): (400, 150), (800, 200), (1000, 300) */
+    advise_probe p = {.rate = 1000, .points = 3, .sms = {132, 33, 66}, .part_rate = {1000, 400, 800},
+                      .part_power = {300, 150, 200}};
+    expect_lt(fabs(advise_power_at(&p, 600) - 175), 1e-9);  /* between two */
+    expect_lt(fabs(advise_power_at(&p, 900) - 250), 1e-9);
+    expect_lt(fabs(advise_power_at(&p, 800) - 200), 1e-9);  /* at one */
+    expect_lt(fabs(advise_power_at(&p, 200) - 125), 1e-9);  /* below: the line through the two lowest */
+    expect_lt(fabs(advise_power_at(&p, 1200) - 300), 1e-9); /* above: the highest's */
+    expect_lt(fabs(advise_power_at(&p, 0)), 100.0 + 1e-9);  /* the line at 0, not below 0 */
+    p.part_power[1] = NAN;                                   /* a point without power is passed over */
+    expect_lt(fabs(advise_power_at(&p, 700) - 150), 1e-9);  /* the line through (800, 200), (1000, 300) */
+    expect_lt(fabs(advise_power_at(&p, 300)), 1e-12);       /* ... not below 0 */
+    p.points = 1;
+    expect_lt(fabs(advise_power_at(&p, 10) - 300), 1e-9);   /* one point: its power */
+    p.part_power[0] = NAN;
+    assert_true(isnan(advise_power_at(&p, 10)));
 }
 
 static void test_law(void **state) {
@@ -125,7 +159,7 @@ static void test_law(void **state) {
     assert_true(isnan(advise_rate_at(&one, 66)));
     /* a prediction says which jobs' sizes it read off the law */
     advise_mix mx = {.count = 2, .probe = {&p, &p}, .label = {"S", "S"}, .total_sms = 132, .memory_bytes = 80e9};
-    advise_constants k = {.switch_cost = 0, .packing = 1, .bandwidth = 0, .streams_cost = 0};
+    advise_constants k = {.packing = 1}; /* no co-runner cost: the partitions' own speed */
     advise_candidate c = {.mode = "green", .label = "green 40+66", .kind = ADVISE_PARTITION, .sms = {40, 66}};
     advise_prediction pred;
     advise_predict(&mx, &c, &k, ADVISE_STP, &pred);
@@ -147,14 +181,16 @@ static void test_rank_and_reason(void **state) {
                             {.mode = "mps", .label = "mps 50%", .kind = ADVISE_PARTITION, .sms = {66, 66}}};
     advise_prediction r[3];
     assert_int_equal(advise_rank(&mx, c, 3, &k, ADVISE_STP, r), 3);
-    assert_string_equal(r[0].c->label, "mps"); /* 60% of the SMs busy together: MPS loses little */
-    assert_string_equal(r[1].c->label, "mps 50%"); /* half the SMs cost S a tenth */
-    assert_string_equal(r[2].c->label, "naive"); /* 180% of the time together: time slices halve each */
+    /* half the SMs cost S a tenth, the other S's work there a little more */
+    assert_string_equal(r[0].c->label, "mps 50%");
+    /* S fills 30% of the SMs alone: beside the other's kernels its own wait */
+    assert_string_equal(r[1].c->label, "mps");
+    assert_string_equal(r[2].c->label, "naive"); /* time slices halve each */
     char why[2048];
     advise_explain(&mx, r, 3, ADVISE_STP, why, sizeof why);
-    assert_non_null(strstr(why, "mps: predicted STP"));
+    assert_non_null(strstr(why, "mps 50%: predicted STP"));
     assert_non_null(strstr(why, "S runs kernels 90% of the time and keeps 30% of the SMs busy and 10% of DRAM's "
-                                "bandwidth (180% of the time and 60% of the SMs together)"));
+                                "bandwidth (60% of the SMs together)"));
     assert_null(strstr(why, "of DRAM's bandwidth, S")); /* said once */
     /* a candidate that does not fit goes last whatever its score */
     mx.memory_bytes = 1.5e9;
@@ -164,24 +200,33 @@ static void test_rank_and_reason(void **state) {
 
 static void test_fit(void **state) {
     (void)state;
-    advise_probe s = probe("S", 1000, 0.6, 0.5, 66, 700);
-    advise_constants truth = {.switch_cost = 0.2, .packing = 0.8, .bandwidth = 0.4, .streams_cost = 0.1}, k;
+    advise_probe s = probe("S", 1000, 0.4, 0.2, 66, 700), m = probe("M", 500, 0.9, 0.5, 66, 300);
+    advise_constants truth = {.switch_cost = 0.2, .packing = 0.8, .victim = 0.7, .bandwidth = 0.4,
+                              .streams_cost = 0.1, .corun = 0.3, .green_cost = 0.15}, k;
     advise_constants_default(&k);
-    advise_measured runs[3];
+    /* every kind of candidate over three mixes, so that each constant moves some job's progress */
+    const advise_probe *mixes[3][3] = {{&s, &s, &s}, {&s, &m, NULL}, {&m, &m, &s}};
     advise_candidate kinds[] = {{.mode = "naive", .kind = ADVISE_NAIVE}, {.mode = "mps", .kind = ADVISE_SHARED},
-                                {.mode = "streams", .kind = ADVISE_STREAMS}};
-    for (int i = 0; i < 3; i++) {
-        runs[i].mix = (advise_mix){.count = 3, .probe = {&s, &s, &s}, .total_sms = 132, .memory_bytes = 80e9};
-        runs[i].cand = kinds[i];
-        advise_prediction p;
-        advise_predict(&runs[i].mix, &kinds[i], &truth, ADVISE_STP, &p);
-        memcpy(runs[i].progress, p.progress, sizeof p.progress);
-    }
+                                {.mode = "streams", .kind = ADVISE_STREAMS},
+                                {.mode = "mps", .option = "--mps-sm", .kind = ADVISE_PARTITION, .sms = {66, 66, 66}},
+                                {.mode = "green", .option = "--green-sm", .kind = ADVISE_PARTITION, .sms = {66, 66, 66}}};
+    advise_measured runs[15];
+    int n = 0;
+    for (int x = 0; x < 3; x++)
+        for (int c = 0; c < 5; c++, n++) {
+            runs[n].mix = (advise_mix){.count = mixes[x][2] ? 3 : 2, .probe = {mixes[x][0], mixes[x][1], mixes[x][2]},
+                                       .total_sms = 132, .memory_bytes = 80e9};
+            runs[n].cand = kinds[c];
+            advise_prediction p;
+            advise_predict(&runs[n].mix, &kinds[c], &truth, ADVISE_STP, &p);
+            memcpy(runs[n].progress, p.progress, sizeof p.progress);
+        }
     double before, after;
-    assert_int_equal(advise_fit(runs, 3, &k, &before, &after), 0);
+    assert_int_equal(advise_fit(runs, n, &k, &before, &after), 0);
     expect_lt(after, before);
     expect_lt(after, 1e-3);
-    expect_lt(fabs(k.switch_cost - 0.2), 0.01);
+    for (int i = 0; i < ADVISE_CONSTANT_COUNT; i++) /* each found again */
+        expect_lt(fabs(*advise_constant_at(&k, i) - *advise_constant_at(&truth, i)), 0.01);
 }
 
 static void test_candidates_and_probes(void **state) {
@@ -503,7 +548,9 @@ static void test_law_against_all_probes(void **state) {
     cJSON *root = cJSON_Parse(out);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "read_off_law")), 0);
     cJSON_Delete(root);
+    /* both jobs: a partition's co-runner counts at its own speed there, read off the law too */
     assert_true(cache_onto_law(results, "resnet26:", 132) > 0);
+    assert_true(cache_onto_law(results, "resnet50:", 132) > 0);
     const char *settings[2] = {"all", "two"};
     double progress[2];
     for (int k = 0; k < 2; k++) {
@@ -521,7 +568,8 @@ static void test_law_against_all_probes(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model_arithmetic), cmocka_unit_test(test_rank_and_reason), cmocka_unit_test(test_fit),
+        cmocka_unit_test(test_model_arithmetic),
+        cmocka_unit_test(test_power), cmocka_unit_test(test_rank_and_reason), cmocka_unit_test(test_fit),
         cmocka_unit_test(test_candidates_and_probes), cmocka_unit_test(test_green_split_of_gpu), cmocka_unit_test(test_cache), cmocka_unit_test(test_end_to_end),
         cmocka_unit_test(test_law), cmocka_unit_test(test_law_against_all_probes),
     };

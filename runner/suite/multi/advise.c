@@ -53,7 +53,8 @@ static const cli_option ROWS[] = {
     {"--check", NULL, "advise: then run the mix under each ranked candidate (--repeat 3, window measurement, "
      "against one serial run) and print predicted against measured: errors, Spearman, regret",
      CLI_FLAG(advise_args, check, 1)},
-    {"--check-top", "N", "advise --check: only the N best-ranked candidates (default: every one that fits)",
+    {"--check-top", "N", "advise --check: only the N best-ranked candidates, and the best of each mode (mps with and "
+     "without shares two) that is not among them (default: every one that fits)",
      CLI_INT(advise_args, check_top, 1, ADVISE_MAX_CANDIDATES)},
     {"--fit", "DIR[,DIR...]", "advise: fit the model's constants to the measured runs under these folders "
      "(each summary.json with its request.json) and write advise-constants.json", CLI_STR(advise_args, fit)},
@@ -133,19 +134,23 @@ static int constants_read(const char *dir, advise_constants *k, char *err, size_
     struct stat st;
     if (stat(path, &st) != 0) return 0;
     cJSON *root = json_file(dir, ADVISE_CONSTANTS_FILE);
-    const char *names[] = {"switch_cost", "packing", "bandwidth", "streams_cost"};
-    double *fields[] = {&k->switch_cost, &k->packing, &k->bandwidth, &k->streams_cost};
     int bad = !root;
-    for (int i = 0; i < 4 && !bad; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, names[i]);
-        if (cJSON_IsNumber(v) && v->valuedouble >= 0) *fields[i] = v->valuedouble;
+    for (int i = 0; i < ADVISE_CONSTANT_COUNT && !bad; i++) {
+        const advise_constant_info *c = &advise_constant_infos[i];
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, c->name);
+        if (cJSON_IsNumber(v) && v->valuedouble >= c->lo && v->valuedouble <= c->hi) *advise_constant_at(k, i) = v->valuedouble;
         else bad = 1;
     }
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(root, "fitted_on");
     snprintf(k->source, sizeof k->source, "%s (fitted on %s)", path, cJSON_IsString(src) ? src->valuestring : "?");
     cJSON_Delete(root);
-    if (bad) snprintf(err, err_size, "%s: expected the advisor's constants (switch_cost, packing, bandwidth, "
-                      "streams_cost, each a number >= 0); advise --fit writes it", path);
+    if (bad) {
+        size_t at = (size_t)snprintf(err, err_size, "%s: expected the advisor's constants (", path);
+        for (int i = 0; i < ADVISE_CONSTANT_COUNT && at < err_size; i++)
+            at += (size_t)snprintf(err + at, err_size - at, "%s%s %g to %g", i ? ", " : "", advise_constant_infos[i].name,
+                                   advise_constant_infos[i].lo, advise_constant_infos[i].hi);
+        if (at < err_size) snprintf(err + at, err_size - at, "); advise --fit writes it");
+    }
     return bad ? -1 : 0;
 }
 
@@ -435,9 +440,12 @@ static int probes_measure(run_args *args, advise_state *s, advise_cache *cache, 
             p->rate = v[0], p->sm_active = v[1], p->dram_active = v[2], p->power_w = v[3], p->peak_bytes = v[4];
             p->busy = v[5];
             p->points = 0;
-            if (s->gpu.total_sms > 0) p->sms[p->points] = s->gpu.total_sms, p->part_rate[p->points++] = v[0];
+            if (s->gpu.total_sms > 0) {
+                p->sms[0] = s->gpu.total_sms, p->part_rate[0] = v[0], p->part_power[0] = v[3];
+                p->points = 1;
+            }
         } else if (p->points < ADVISE_MAX_POINTS) {
-            p->sms[p->points] = n->sms, p->part_rate[p->points++] = v[0];
+            p->sms[p->points] = n->sms, p->part_rate[p->points] = v[0], p->part_power[p->points++] = v[3];
         }
     }
     if (!r->dry_run) fprintf(stderr, "[advise] %d probe(s) run, %d cached\n", ran, s->need_count - ran);
@@ -472,7 +480,18 @@ static void plan_of(const run_args *args, advise_state *s, const char *rev) {
 
 /* --- the check ------------------------------------------------------------------------------------- */
 
-/* The mix under each ranked candidate (the best check_top, else every one that fits), ADVISE_CHECK_REPEATS
+/* 1 when ranked[i] is the best-ranked candidate that fits of its family: its mode, with a share or
+ * split or without (mps and mps with shares are two), so that a check of the top few still measures
+ * the recommendation against the best of every mode. */
+static int family_first(const advise_prediction *ranked, int i) {
+    const advise_candidate *c = ranked[i].c;
+    for (int j = 0; j < i; j++)
+        if (ranked[j].fits != 0 && !strcmp(ranked[j].c->mode, c->mode) && !ranked[j].c->option[0] == !c->option[0])
+            return 0;
+    return 1;
+}
+
+/* The mix under each ranked candidate (the best check_top with each family's best, else every one that fits), ADVISE_CHECK_REPEATS
  * times against one serial run of it; predicted against measured printed and in check.json and
  * check.csv beside advice.json. 0, or the exit status. */
 static int check_run(run_args *args, advise_state *s, int n, advise_objective objective, int top, const char *dir) {
@@ -490,9 +509,11 @@ static int check_run(run_args *args, advise_state *s, int n, advise_objective ob
     }
     static advise_check_row rows[ADVISE_MAX_CANDIDATES];
     int count = 0;
-    for (int i = 0; i < n && (!top || count < top) && !jobs_stop_signal(); i++) {
+    int fitting = 0;
+    for (int i = 0; i < n && !jobs_stop_signal(); i++) {
         const advise_prediction *p = &s->ranked[i];
         if (p->fits == 0) continue;
+        if (top && fitting++ >= top && !family_first(s->ranked, i)) continue;
         advise_check_row *row = &rows[count++];
         memset(row, 0, sizeof *row);
         row->pred = p;
@@ -539,12 +560,13 @@ static void runs_under(const char *dir, int depth, char (*found)[4096], int *n, 
     closedir(d);
 }
 
-/* The request a run was made from: its folder's request.json, else the nearest above it inside root. */
-static cJSON *request_of(const char *run, const char *root) {
+/* The file name in a run's folder, else the nearest above it inside root (a run's request.json, the
+ * advice.json of the advisor that ran it); NULL when none. */
+static cJSON *json_above(const char *run, const char *root, const char *name) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", run);
     for (;;) {
-        cJSON *r = json_file(dir, REQUEST_FILE_NAME);
+        cJSON *r = json_file(dir, name);
         if (r || !strcmp(dir, root) || strlen(dir) <= strlen(root)) return r;
         char *slash = strrchr(dir, '/');
         if (!slash) return NULL;
@@ -569,12 +591,28 @@ static const advise_candidate *candidate_of(const advise_state *s, const char *m
     return NULL;
 }
 
+/* A run's request, read with this run_suite's train program in place of the one it names: the fit
+ * reads its mix and mode, and runs made on another machine name a program that is not here. */
+static int request_read_here(const cJSON *request, const char *train, run_request *r, char *err, size_t err_size) {
+    cJSON *here = cJSON_Duplicate(request, 1);
+    cJSON *where = cJSON_GetObjectItemCaseSensitive(here, "where");
+    if (train && cJSON_IsObject(where)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(where, "train");
+        cJSON_AddStringToObject(where, "train", train);
+    }
+    int rc = request_file_from_json(here, r, err, err_size);
+    cJSON_Delete(here);
+    return rc;
+}
+
 /* One measured run on gpu into st and m: 1 taken, 0 left out (said why on stderr), or the exit status
- * (< 0). */
+ * (< 0). A run's probes are those of the suite revision that ran it: the revision in the advice.json
+ * above it (an advisor's check), else this one's. Those of another revision come from the cache
+ * only: measured now they would be this revision's speeds filed under that one's key. */
 static int fit_take(run_args *args, const char *run, const char *root, const advise_gpu *gpu, advise_state *st,
                     advise_measured *m, advise_cache *cache, const char *dir, const char *rev, cJSON *probes) {
     char err[4096];
-    cJSON *summary = json_file(run, "summary.json"), *request = request_of(run, root);
+    cJSON *summary = json_file(run, "summary.json"), *request = json_above(run, root, REQUEST_FILE_NAME);
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(summary, "mode");
     const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(summary, "jobs");
     run_request req;
@@ -584,16 +622,26 @@ static int fit_take(run_args *args, const char *run, const char *root, const adv
     if (!cJSON_IsString(mode) || !cJSON_IsArray(jobs)) why = "summary.json without a mode and its jobs";
     else if (!strcmp(mode->valuestring, "serial") || cJSON_GetArraySize(jobs) < 2) why = "not collocated";
     else if (!request) why = "no request.json in it or above it";
-    else if (request_file_from_json(request, &req, err, sizeof err) != 0) why = err;
+    else if (request_read_here(request, args->req.train_path, &req, err, sizeof err) != 0) why = err;
     else if (req.mix.count != cJSON_GetArraySize(jobs) || req.mix.count > ADVISE_MAX_JOBS) why = "its jobs are not its request's";
     const advise_candidate *c = NULL;
+    cJSON *advice = why ? NULL : json_above(run, root, ADVISE_ADVICE_FILE);
+    const cJSON *ran_at = cJSON_GetObjectItemCaseSensitive(advice, "suite_revision");
+    const char *probe_rev = cJSON_IsString(ran_at) ? ran_at->valuestring : rev;
+    char missing[4096];
     if (!why) {
         memset(st, 0, sizeof *st);
         st->m = req.mix;
         st->gpu = *gpu;
-        plan_of(args, st, rev);
+        plan_of(args, st, probe_rev);
         c = candidate_of(st, mode->valuestring, cJSON_GetObjectItemCaseSensitive(request, "mode_options"));
         if (!c) why = "its mode and options are not a candidate the advisor makes for its mix on this GPU";
+    }
+    for (int k = 0; !why && strcmp(probe_rev, rev) && k < st->need_count; k++) {
+        double v[ADVISE_PROBE_VALUES];
+        if (advise_cache_get(cache, st->needs[k].key, v)) continue;
+        snprintf(missing, sizeof missing, "its probe %s (the revision that ran it) is not in the cache", st->needs[k].key);
+        why = missing;
     }
     if (!why) {
         rc = probes_measure(args, st, cache, dir, probes);
@@ -613,6 +661,7 @@ static int fit_take(run_args *args, const char *run, const char *root, const adv
     run_request_free(&req);
     cJSON_Delete(summary);
     cJSON_Delete(request);
+    cJSON_Delete(advice);
     return rc ? -rc : !why;
 }
 
@@ -671,10 +720,8 @@ static int fit_run(run_args *args) {
     }
     if (!status && !r->dry_run) {
         cJSON *root = cJSON_CreateObject();
-        cJSON_AddNumberToObject(root, "switch_cost", k.switch_cost);
-        cJSON_AddNumberToObject(root, "packing", k.packing);
-        cJSON_AddNumberToObject(root, "bandwidth", k.bandwidth);
-        cJSON_AddNumberToObject(root, "streams_cost", k.streams_cost);
+        for (int i = 0; i < ADVISE_CONSTANT_COUNT; i++)
+            cJSON_AddNumberToObject(root, advise_constant_infos[i].name, *advise_constant_at(&k, i));
         char on[512];
         snprintf(on, sizeof on, "%d run(s) under %s", taken, own->fit);
         cJSON_AddStringToObject(root, "fitted_on", on);
@@ -710,6 +757,7 @@ static int fit_run(run_args *args) {
                 results_json_number(o, "predicted", p.progress[j]);
                 results_json_number(o, "measured", runs[i].progress[j]);
                 results_json_number(o, "residual", p.progress[j] - runs[i].progress[j]);
+                results_json_number(o, "relative", p.progress[j] / runs[i].progress[j] - 1);
                 cJSON_AddItemToArray(res, o);
             }
         }
@@ -717,18 +765,20 @@ static int fit_run(run_args *args) {
         if (measured_energy)
             snprintf(energy_words, sizeof energy_words, "off by %.1f%% (median |error|) over the %d run(s) that "
                      "measured it", 100 * spread_of(energy_error, measured_energy).median, measured_energy);
-        cJSON_AddStringToObject(root, "energy_model", "no constant: the run's power (the highest solo power of its "
-                                "jobs) over the jobs' predicted samples/s together; energy_residuals shows its error");
+        cJSON_AddStringToObject(root, "energy_model", "no constant: the run's power (the sum of each job's power alone "
+                                "at its predicted samples/s) over the jobs' predicted samples/s together; "
+                                "energy_residuals shows its error");
         if (results_write_json(r->results_dir, ADVISE_CONSTANTS_FILE, root, err, sizeof err) != 0 ||
             results_write_json(dir, ADVISE_CONSTANTS_FILE, root, err, sizeof err) != 0) {
             fprintf(stderr, "run_suite advise --fit: %s\n", err);
             status = 1;
         } else {
-            printf("fitted on %d run(s): switch_cost %.4g, packing %.4g, bandwidth %.4g, streams_cost %.4g; a job's "
-                   "progress off by %.3f (rms) before, %.3f after\n", taken, k.switch_cost, k.packing, k.bandwidth,
-                   k.streams_cost, before, after);
-            printf("energy per sample: %s; the model has no constant of its own (the jobs' highest solo power over "
-                   "their predicted samples/s), so nothing of it is fitted\nwritten: %s/%s\n", energy_words,
+            printf("fitted on %d run(s):", taken);
+            for (int i = 0; i < ADVISE_CONSTANT_COUNT; i++)
+                printf("%s %s %.4g", i ? "," : "", advise_constant_infos[i].name, *advise_constant_at(&k, i));
+            printf("; a job's progress off by %.1f%% (rms, relative) before, %.1f%% after\n", 100 * before, 100 * after);
+            printf("energy per sample: %s; the model has no constant of its own (each job's power alone at its "
+                   "predicted samples/s), so nothing of it is fitted\nwritten: %s/%s\n", energy_words,
                    r->results_dir, ADVISE_CONSTANTS_FILE);
         }
         cJSON_Delete(root);
@@ -821,7 +871,7 @@ static int advise_run(run_args *args) {
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(list, prediction_json(&s, &s.ranked[i]));
     cJSON_AddStringToObject(root, "recommended", s.ranked[0].c->label);
     cJSON_AddStringToObject(root, "why", why);
-    if (results_write_json(dir, "advice.json", root, err, sizeof err) != 0) fprintf(stderr, "run_suite advise: %s\n", err);
+    if (results_write_json(dir, ADVISE_ADVICE_FILE, root, err, sizeof err) != 0) fprintf(stderr, "run_suite advise: %s\n", err);
     if (r->json) {
         char *text = cJSON_Print(root);
         printf("%s\n", text);

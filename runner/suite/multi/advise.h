@@ -16,6 +16,7 @@
 #include "runner/suite/run/run_args.h"
 
 #define ADVISE_CONSTANTS_FILE "advise-constants.json"
+#define ADVISE_ADVICE_FILE "advice.json"   /* in the advisor's folder: the ranking, its probes and revision */
 
 extern const run_form advise_form;
 

@@ -2,15 +2,21 @@
 #include "runner/suite/multi/advise_model.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define ADVISE_CONSTANT_INFO_(name, initial, lo, hi) {#name, offsetof(advise_constants, name), initial, lo, hi},
+const advise_constant_info advise_constant_infos[ADVISE_CONSTANT_COUNT] = {ADVISE_CONSTANT_TABLE(ADVISE_CONSTANT_INFO_)};
+#undef ADVISE_CONSTANT_INFO_
+
+double *advise_constant_at(advise_constants *k, int i) {
+    return (double *)((char *)k + advise_constant_infos[i].offset);
+}
+
 void advise_constants_default(advise_constants *c) {
-    c->switch_cost = 0.05;
-    c->packing = 1.0;
-    c->bandwidth = 0.2;
-    c->streams_cost = 0.02;
+    for (int i = 0; i < ADVISE_CONSTANT_COUNT; i++) *advise_constant_at(c, i) = advise_constant_infos[i].initial;
     snprintf(c->source, sizeof c->source, "defaults (fitted on nothing: run advise --fit on measured runs)");
 }
 
@@ -79,6 +85,27 @@ double advise_rate_at(const advise_probe *p, int sms) {
                            sms);
 }
 
+double advise_power_at(const advise_probe *p, double samples_per_s) {
+    /* the points with a power, by samples/s: lo and next the two lowest, below and above around x */
+    int lo = -1, next = -1, below = -1, above = -1, top = -1;
+    for (int i = 0; i < p->points; i++) {
+        double r = p->part_rate[i];
+        if (!isfinite(p->part_power[i]) || !(r > 0)) continue;
+        if (lo < 0 || r < p->part_rate[lo]) next = lo, lo = i;
+        else if (next < 0 || r < p->part_rate[next]) next = i;
+        if (r <= samples_per_s && (below < 0 || r > p->part_rate[below])) below = i;
+        if (r > samples_per_s && (above < 0 || r < p->part_rate[above])) above = i;
+        if (top < 0 || r > p->part_rate[top]) top = i;
+    }
+    if (lo < 0) return NAN;
+    if (next < 0 || p->part_rate[next] == p->part_rate[lo]) return p->part_power[lo];
+    if (above < 0) return p->part_power[top];
+    int a = below, b = above;
+    if (below < 0) a = lo, b = next; /* below every point: the line through the two lowest */
+    double slope = (p->part_power[b] - p->part_power[a]) / (p->part_rate[b] - p->part_rate[a]);
+    return fmax(0, p->part_power[a] + slope * (samples_per_s - p->part_rate[a]));
+}
+
 static double known_or(double v, double otherwise) { return isfinite(v) ? v : otherwise; }
 
 void advise_predict(const advise_mix *m, const advise_candidate *c, const advise_constants *k,
@@ -86,31 +113,35 @@ void advise_predict(const advise_mix *m, const advise_candidate *c, const advise
     memset(out, 0, sizeof *out);
     out->c = c;
     int n = m->count;
-    double activity = 0, busy = 0, dram_all = 0, power = NAN, samples = 0, mem = 0;
+    double activity = 0, dram_all = 0, alone[ADVISE_MAX_JOBS], alone_all = 0, power = 0, samples = 0, mem = 0;
     for (int i = 0; i < n; i++) {
-        activity += known_or(m->probe[i]->sm_active, 1);
-        busy += known_or(m->probe[i]->busy, 1);
-        dram_all += known_or(m->probe[i]->dram_active, 0);
+        const advise_probe *p = m->probe[i];
+        activity += known_or(p->sm_active, 1);
+        dram_all += known_or(p->dram_active, 0);
+        alone[i] = c->kind == ADVISE_PARTITION ? advise_rate_at(p, c->sms[i]) / p->rate : 1;
+        alone_all += alone[i];
     }
     int fits = isfinite(m->memory_bytes) ? 1 : -1;
     for (int i = 0; i < n; i++) {
         const advise_probe *p = m->probe[i];
-        double others = dram_all - known_or(p->dram_active, 0), q;
+        double d = fmax(0.01, known_or(p->sm_active, 1)), q;
         switch (c->kind) {
-        case ADVISE_NAIVE: q = (1 - k->switch_cost) / fmax(1, busy); break;
+        case ADVISE_NAIVE: q = (1 - k->switch_cost) / n; break;
         case ADVISE_SHARED:
         case ADVISE_STREAMS:
-            q = 1 / fmax(1, k->packing * activity) / (1 + k->bandwidth * others);
+            q = 1 / (1 + k->packing * (activity - known_or(p->sm_active, 1)) / pow(d, k->victim)) /
+                (1 + k->bandwidth * (dram_all - known_or(p->dram_active, 0)));
             if (c->kind == ADVISE_STREAMS) q *= 1 - k->streams_cost;
             break;
         default:
-            q = advise_rate_at(p, c->sms[i]) / p->rate / (1 + k->bandwidth * others);
+            q = alone[i] / (1 + k->corun * (alone_all - alone[i]));
+            if (!strcmp(c->mode, "green")) q *= 1 - k->green_cost;
             out->law[i] = !advise_rate_probed(p, c->sms[i]);
             break;
         }
         out->progress[i] = n > 1 ? q : fmin(q, 1);
-        samples += q * p->rate;
-        if (isfinite(p->power_w) && !(p->power_w <= power)) power = p->power_w;
+        samples += out->progress[i] * p->rate;
+        power += advise_power_at(p, out->progress[i] * p->rate);
         if (!isfinite(p->peak_bytes)) fits = -1;
         else if (c->memory_bytes[i] > 0 && p->peak_bytes > c->memory_bytes[i]) fits = 0;
         mem += p->peak_bytes;
@@ -183,12 +214,9 @@ void advise_explain(const advise_mix *m, const advise_prediction *ranked, int n,
             m->label[i], 100 * known_or(m->probe[i]->busy, 1), 100 * known_or(m->probe[i]->sm_active, 1));
         if (isfinite(m->probe[i]->dram_active)) SAY(" and %.0f%% of DRAM's bandwidth", 100 * m->probe[i]->dram_active);
     }
-    double activity = 0, busy = 0;
-    for (int i = 0; i < m->count; i++) {
-        activity += known_or(m->probe[i]->sm_active, 1);
-        busy += known_or(m->probe[i]->busy, 1);
-    }
-    SAY(" (%.0f%% of the time and %.0f%% of the SMs together)", 100 * busy, 100 * activity);
+    double activity = 0;
+    for (int i = 0; i < m->count; i++) activity += known_or(m->probe[i]->sm_active, 1);
+    SAY(" (%.0f%% of the SMs together)", 100 * activity);
     if (best->c->kind == ADVISE_PARTITION) {
         SAY("; on its partition ");
         for (int i = 0; i < m->count; i++)
@@ -213,7 +241,7 @@ static double fit_error(const advise_measured *runs, int n, const advise_constan
         advise_prediction p;
         advise_predict(&runs[r].mix, &runs[r].cand, k, ADVISE_STP, &p);
         for (int i = 0; i < runs[r].mix.count; i++) {
-            double e = p.progress[i] - runs[r].progress[i];
+            double e = p.progress[i] / runs[r].progress[i] - 1;
             if (!isfinite(e)) continue;
             sum += e * e;
             (*count)++;
@@ -227,26 +255,25 @@ int advise_fit(const advise_measured *runs, int n, advise_constants *k, double *
     *rms_before = fit_error(runs, n, k, &count);
     if (!count) return -1;
     /* coordinate descent: each constant over its range; the steps are halved only after a round in which
-     * no constant moved, so that a ridge between two constants (packing against bandwidth) is followed */
-    double *field[] = {&k->switch_cost, &k->packing, &k->bandwidth, &k->streams_cost};
-    /* packing may lie well past 2: kernels that keep few SMs busy alone still crowd each other under
-     * MPS (launch slots, caches, memory latency), so the jobs' SM activity together understates it */
-    const double lo[] = {0, 0.2, 0, 0}, hi[] = {0.5, 4, 2, 0.5};
-    double step[] = {0.1, 0.2, 0.2, 0.1};
+     * no constant moved, so that a ridge between two constants (packing against victim) is followed */
+    double step[ADVISE_CONSTANT_COUNT];
+    for (int f = 0; f < ADVISE_CONSTANT_COUNT; f++)
+        step[f] = (advise_constant_infos[f].hi - advise_constant_infos[f].lo) / 20;
     double best = *rms_before;
-    for (int round = 0; round < 2000 && step[1] > 1e-7; round++) {
+    for (int round = 0; round < 4000 && step[0] > 1e-7; round++) {
         int any = 0;
-        for (int f = 0; f < 4; f++) {
+        for (int f = 0; f < ADVISE_CONSTANT_COUNT; f++) {
+            double *field = advise_constant_at(k, f);
             for (int dir = -1; dir <= 1; dir += 2) {
-                double was = *field[f], v = fmin(hi[f], fmax(lo[f], was + dir * step[f]));
-                *field[f] = v;
+                double was = *field;
+                *field = fmin(advise_constant_infos[f].hi, fmax(advise_constant_infos[f].lo, was + dir * step[f]));
                 double e = fit_error(runs, n, k, &count);
                 if (e < best - 1e-15) best = e, any = 1;
-                else *field[f] = was;
+                else *field = was;
             }
         }
         if (!any)
-            for (int f = 0; f < 4; f++) step[f] /= 2;
+            for (int f = 0; f < ADVISE_CONSTANT_COUNT; f++) step[f] /= 2;
     }
     *rms_after = best;
     return 0;

@@ -23,21 +23,31 @@
  * them the nearest pair's, one probed its measured rate.
  *
  * Each job's normalized progress p (its samples/s here over its samples/s alone on the whole GPU):
- *   naive (time slices)      p = (1 - switch_cost) / max(1, sum of the jobs' busy shares)
- *   mps, streams (no shares) p = 1 / max(1, packing x sum of SM activity) / (1 + bandwidth x B)
+ *   naive (time slices)      p = (1 - switch_cost) / n
+ *   mps, streams (no shares) p = 1 / (1 + packing x D / d^victim) / (1 + bandwidth x B)
  *                            x (1 - streams_cost for streams)
- *   a partition of s SMs     p = rate(s) / rate(whole) / (1 + bandwidth x B)
+ *   a partition of s SMs     p = f / (1 + corun x F) x (1 - green_cost for green)
  *     (mps with shares, mig-emulate under a layout, green under a split)
- * where B is the sum of the other jobs' DRAM activity. Time slices give the GPU to one context at a
- * time: the SMs a job's kernels leave idle are not lent to another, only the time in which it has no
- * kernel at all is; so naive divides time by how much of it each job keeps the GPU busy, where MPS
- * and streams, whose kernels run side by side, pack by SM activity. STP = sum p, ANTT = mean 1/p, fairness =
- * min p / max p; energy per sample = the run's power (the highest solo power of its jobs) / the
- * samples/s of all jobs together. It fits when the jobs' solo peaks fit the GPU's memory together
- * (a MIG layout: each in its instance's). Energy per sample has no constant of its own; the four
- * constants (all the progress model's) start at round values that were fitted on
- * nothing (their source says "defaults"); `advise --fit RUN_DIR...` fits them to measured runs and
- * writes the file the advisor then reads (its source names it and the runs). */
+ * where n is the jobs, d the job's SM activity alone, D the sum of the other jobs' SM activity alone,
+ * B the sum of the other jobs' DRAM activity alone, f = rate(s) / rate(whole) the job's speed on its
+ * partition alone and F the sum of the other jobs' f. Why these forms (measured on the fit mixes of
+ * tools/advise_check.sh):
+ * - Time slices give the GPU to one context at a time, and a training step keeps its kernels queued
+ *   (a graph launched ahead), so a job holds its slices even where its kernels leave gaps: naive
+ *   divides time by the jobs, whatever their busy share alone.
+ * - Under MPS and streams the kernels run side by side: a job is slowed by how much of the SMs the
+ *   others keep busy, and the more so the fewer it fills alone (small kernels wait behind the others'
+ *   waves), hence the victim's exponent on its own activity.
+ * - A partition keeps the SMs apart but not the rest (L2, DRAM, power, the host): each co-runner costs
+ *   a job in proportion to how much of its own work it does there (f), and green partitions, which
+ *   live in one process, pay green_cost beyond an MPS share of the same size.
+ * STP = sum p, ANTT = mean 1/p, fairness = min p / max p. Energy per sample = the run's power over
+ * the samples/s of all jobs together, where the run's power is the sum of what each job drew alone at
+ * the samples/s it is predicted to run at (its probes' power against their samples/s, linear between
+ * them): it has no constant. It fits when the jobs' solo peaks fit the GPU's memory together (a MIG
+ * layout: each in its instance's). The seven constants (ADVISE_CONSTANT_TABLE) start at round values
+ * fitted on nothing (their source says "defaults"); `advise --fit RUN_DIR...` fits them to measured
+ * runs and writes the file the advisor then reads (its source names it and the runs). */
 #ifndef SUITE_ADVISE_MODEL_H
 #define SUITE_ADVISE_MODEL_H
 
@@ -54,18 +64,42 @@ typedef struct advise_probe {
     double busy;                     /* 0..1 alone, the time a kernel of it runs (utilisation); NaN unknown: 1 */
     double sm_active;                /* 0..1 alone (GPM's SM activity, else utilisation); NaN unknown: 1 */
     double dram_active;              /* 0..1 alone (GPM); NaN unknown: 0 */
-    double power_w;                  /* mean power alone; NaN unknown */
+    double power_w;                  /* mean power alone on the whole GPU; NaN unknown */
     double peak_bytes;               /* its memory alone; NaN unknown */
     int points;
     int sms[ADVISE_MAX_POINTS];      /* sizes probed (the whole GPU's SMs among them where known) */
     double part_rate[ADVISE_MAX_POINTS];
+    double part_power[ADVISE_MAX_POINTS]; /* mean power at each size (W); NaN unknown */
 } advise_probe;
 
+/* The model's constants; X(name, default, lowest, highest): the fit keeps each in its range, and a
+ * constants file with one outside it is refused. */
+#define ADVISE_CONSTANT_TABLE(X) \
+    X(switch_cost, 0.05, 0, 0.5)    /* naive: the time lost to switching contexts */ \
+    X(packing, 1.0, 0.1, 4)         /* mps, streams: slowdown per unit of the others' SM activity */ \
+    X(victim, 0.5, 0, 2)            /* mps, streams: the exponent of a job's own SM activity */ \
+    X(bandwidth, 0.2, 0, 2)         /* mps, streams: slowdown per unit of the others' DRAM activity */ \
+    X(streams_cost, 0.02, -0.3, 0.5) /* streams against mps (negative: streams is faster) */ \
+    X(corun, 0.1, 0, 2)             /* a partition: slowdown per co-runner at its full solo speed */ \
+    X(green_cost, 0, -0.3, 0.5)     /* green against an MPS share of the same SMs */
+#define ADVISE_CONSTANT_FIELD_(name, initial, lo, hi) double name;
 typedef struct advise_constants {
-    double switch_cost, packing, bandwidth, streams_cost;
+    ADVISE_CONSTANT_TABLE(ADVISE_CONSTANT_FIELD_)
     char source[512];                /* where they came from: a file and the runs it was fitted on, or the defaults */
 } advise_constants;
+#undef ADVISE_CONSTANT_FIELD_
 void advise_constants_default(advise_constants *c);
+/* The table's rows, for whoever reads, writes or fits the constants by name. */
+typedef struct advise_constant_info {
+    const char *name;
+    size_t offset;                   /* in advise_constants */
+    double initial, lo, hi;
+} advise_constant_info;
+#define ADVISE_CONSTANT_ONE_(name, initial, lo, hi) +1
+enum { ADVISE_CONSTANT_COUNT = 0 ADVISE_CONSTANT_TABLE(ADVISE_CONSTANT_ONE_) };
+#undef ADVISE_CONSTANT_ONE_
+extern const advise_constant_info advise_constant_infos[ADVISE_CONSTANT_COUNT];
+double *advise_constant_at(advise_constants *k, int i);
 
 /* What the candidates are made of. */
 typedef enum { ADVISE_NAIVE, ADVISE_SHARED, ADVISE_STREAMS, ADVISE_PARTITION } advise_kind;
@@ -106,6 +140,10 @@ const char *advise_objective_name(advise_objective o);
 /* The objective's value of a prediction or a measurement, higher better (ANTT and energy negated). */
 double advise_objective_score(advise_objective o, double stp, double antt, double fairness, double energy);
 
+/* A job's mean power (W) at a samples/s, from its probes' power against their samples/s: linear
+ * between two of them, the line through the two lowest below them (not below 0), the highest's
+ * power above them; one point: its power; none: NaN. */
+double advise_power_at(const advise_probe *p, double samples_per_s);
 /* The law 1 / rate(s) = a + b / s (seconds a sample; b in SM-seconds a sample). */
 typedef struct advise_law {
     double a, b;
@@ -134,7 +172,7 @@ void advise_explain(const advise_mix *m, const advise_prediction *ranked, int n,
 
 /* A measured run for --fit: its candidate, each job's measured normalized progress and the run's
  * energy per trained sample over the window (summary.json's window_energy_per_sample_j; NaN unknown).
- * The energy model has no constant of its own (the jobs' solo power over their predicted samples/s):
+ * The energy model has no constant of its own (the jobs' solo power at their predicted samples/s):
  * the fit reports its residuals, which the progress constants move. */
 typedef struct advise_measured {
     advise_mix mix;
@@ -142,8 +180,9 @@ typedef struct advise_measured {
     double progress[ADVISE_MAX_JOBS];
     double energy_per_sample;
 } advise_measured;
-/* Fits the constants to the runs (least squares of the jobs' progress, a grid then its refinement);
- * the root mean square error before and after into rms_before / rms_after. 0, or -1 when no run
+/* Fits the constants to the runs (least squares of the jobs' relative progress error, predicted over
+ * measured less 1, by coordinate descent within each constant's range); the root mean square relative
+ * error before and after into rms_before / rms_after. 0, or -1 when no run
  * has a job whose progress is known. */
 int advise_fit(const advise_measured *runs, int n, advise_constants *k, double *rms_before, double *rms_after);
 
