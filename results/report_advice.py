@@ -60,10 +60,11 @@ class Advised:
 
 
 def find_advised(paths):
-    """Every advise folder (one holding advice.json) under the given folders, in path order."""
+    """Every advise folder (one holding advice.json) under the given folders, in path order, links
+    followed: tools/advise_check.sh names each mix's advice folder by a link beside its log."""
     out = []
     for root in paths:
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
             dirnames.sort()
             if "advice.json" in filenames:
                 out.append(Advised(dirpath, root))

@@ -88,6 +88,15 @@ def score(rows):
         probe = r.get("advice", {}).get("probe_wall_s")
         if probe is not None and r.get("mode_all_wall_s"):
             wall.append(probe / r["mode_all_wall_s"])
+    per_mix = []
+    for r in held:
+        summary = r["check"]["summary"]
+        per_mix.append({"name": r["name"], "mix": r["mix"], "precision": r["precision"],
+                        "modes": summary.get("measured"), "recommended": summary.get("recommended"),
+                        "best_measured": summary.get("best_measured"), "regret": summary.get("regret"),
+                        "tie": bool(summary.get("tie")), "median_abs_stp_error": summary.get("median_abs_stp_error"),
+                        "median_abs_antt_error": summary.get("median_abs_antt_error"),
+                        "spearman": summary.get("spearman")})
     names = {n for n, _ in recommended}
     fixed = None
     for label, values in by_label.items():
@@ -98,6 +107,7 @@ def score(rows):
     rec_mean = statistics.mean(v for _, v in recommended) if recommended else None
     return {
         "held_out_checked": [r["name"] for r in held],
+        "per_mix": per_mix,
         "median_abs_stp_error_by_mode": {m: median(v) for m, v in sorted(stp_by_mode.items())},
         "median_abs_antt_error": median([x for v in antt_by_mode.values() for x in v]),
         "median_abs_antt_error_by_mode": {m: median(v) for m, v in sorted(antt_by_mode.items())},
@@ -111,6 +121,19 @@ def score(rows):
         "energy_regret_median": median(energy_regret),
         "energy_within_share": (sum(energy_within) / len(energy_within)) if energy_within else None,
     }
+
+
+def show_mixes(s):
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.1f}%"
+    print("| mix | precision | modes measured | recommended | best measured | regret | STP median error | "
+          "ANTT median error | Spearman |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for m in s.get("per_mix", []):
+        regret = "-" if m["regret"] is None else pct(m["regret"]) + (" (a tie)" if m["tie"] else "")
+        sp = "-" if m["spearman"] is None else f"{m['spearman']:.2f}"
+        print(f"| {m['mix']} | {m['precision']} | {m['modes']} | {m['recommended']} | {m['best_measured']} | {regret} | "
+              f"{pct(m['median_abs_stp_error'])} | {pct(m['median_abs_antt_error'])} | {sp} |")
 
 
 def show(s):
@@ -144,6 +167,9 @@ def main():
         return 2
     s = score(load(out))
     show(s)
+    if s["per_mix"]:
+        print()
+        show_mixes(s)
     with open(os.path.join(out, "score.json"), "w") as f:
         json.dump(s, f, indent=1)
     return 0
