@@ -30,7 +30,7 @@
 #   jpeg-mix  those 4 JPEG-fed jobs through run_suite --mode mps (decode=gpu in the mix) with each of
 #           JPEG_MIX_SLOTS (1 3) decoder slots, measured in its common windows (JPEG_MIX_WINDOW, 10 s),
 #           against the same mix on synthetic data: bench/mix_windows.py's lines (after nvjpeg)
-#   advise-check  tools/advise_check.sh into lab/results/advise, copied to OUT/advise (issue 51): the advisor checked on fourteen mixes,
+#   advise-check  tools/advise_check.sh into lab/results/advise, OUT/advise.tgz (issue 51): the advisor checked on fourteen mixes,
 #           fitted on three, scored on the eleven held out (ADVISE_MIXES="name ...": a subset per call),
 #           one mix on each of the machine's GPUs at once (ADVISE_GPUS, default every GPU)
 #   sharing  --mode all (serial, naive, mps, mig-emulate under fill, streams, green) for S+M+M,
@@ -441,9 +441,15 @@ PY
         # folder each call's OUT/advise is copied back into), the mixes done there are skipped
         adv=${ADVISE_OUT:-lab/results/advise}
         # one mix a GPU at once on a machine of several (the same GPU model: their figures compare)
+        # ADVISE_S: cut the mixes at so many seconds (timeout), so that the call's files come back;
+        # a cut mix runs again next call
         ADVISE_GPUS=${ADVISE_GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | tr '\n' ' ')} \
-            tools/advise_check.sh "$build" "$adv" ${ADVISE_MIXES:-} || status=1
-        mkdir -p "$out/advise" && cp -r "$adv"/. "$out/advise/"
+            timeout "${ADVISE_S:-100000}" tools/advise_check.sh "$build" "$adv" ${ADVISE_MIXES:-} || status=1
+        # a cut run_suite's MPS daemons outlive it (the group's signal): stopped by their process ids
+        left=$(ps -eo pid=,comm= | awk '$2 ~ /^nvidia-cuda-mps/ {print $1}')
+        [ -z "$left" ] || { echo "MPS processes left: $(echo $left | wc -w), stopped"; kill $left; }
+        # one tarball: a device call brings back no file whose name holds '+', nor very many files
+        tar czf "$out/advise.tgz" "$adv"
         ;;
     sharing)
         steps=${SHARING_STEPS:-500}
