@@ -127,6 +127,25 @@ static double number(const cJSON *o, const char *key) {
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* A prediction's family (its mode, with a share or split or without) added to list once; the new count. */
+static int family_add(char (*list)[48], int n, const cJSON *prediction) {
+    char f[48];
+    snprintf(f, sizeof f, "%s%s", cJSON_GetObjectItemCaseSensitive(prediction, "mode")->valuestring,
+             cJSON_IsString(cJSON_GetObjectItemCaseSensitive(prediction, "option")) ? " with a share" : "");
+    for (int i = 0; i < n; i++)
+        if (!strcmp(list[i], f)) return n;
+    if (n < 64) snprintf(list[n++], sizeof list[0], "%s", f);
+    return n;
+}
+
+/* The entry of list with the prediction's label; NULL none. */
+static const cJSON *entry_labelled(const cJSON *list, const cJSON *prediction) {
+    const char *label = cJSON_GetObjectItemCaseSensitive(prediction, "label")->valuestring;
+    for (const cJSON *m = list->child; m; m = m->next)
+        if (!strcmp(cJSON_GetObjectItemCaseSensitive(m, "label")->valuestring, label)) return m;
+    return NULL;
+}
+
 static void test_check_end_to_end(void **state) {
     (void)state;
     char dir[512], results[600], out[65536], err[65536], advice[1024];
@@ -179,32 +198,11 @@ static void test_check_end_to_end(void **state) {
     char families[64][48], measured_families[64][48];
     int nf = 0, nm = 0, rank = 0;
     for (const cJSON *p = cJSON_GetObjectItemCaseSensitive(ranking, "predictions")->child; p; p = p->next, rank++) {
-        char f[48];
-        snprintf(f, sizeof f, "%s%s", cJSON_GetObjectItemCaseSensitive(p, "mode")->valuestring,
-                 cJSON_IsString(cJSON_GetObjectItemCaseSensitive(p, "option")) ? " with a share" : "");
-        int seen = 0;
-        for (int i = 0; i < nf; i++) seen |= !strcmp(families[i], f);
-        if (!seen && nf < 64) snprintf(families[nf++], sizeof families[0], "%s", f);
-        if (rank < 3) { /* among the measured */
-            int found = 0;
-            for (const cJSON *m = modes->child; m; m = m->next)
-                found |= !strcmp(cJSON_GetObjectItemCaseSensitive(m, "label")->valuestring,
-                                 cJSON_GetObjectItemCaseSensitive(p, "label")->valuestring);
-            assert_true(found);
-        }
+        nf = family_add(families, nf, p);
+        if (rank < 3) assert_non_null(entry_labelled(modes, p)); /* among the measured */
     }
-    for (const cJSON *m = modes->child; m; m = m->next) {
-        const char *label = cJSON_GetObjectItemCaseSensitive(m, "label")->valuestring;
-        for (const cJSON *p = cJSON_GetObjectItemCaseSensitive(ranking, "predictions")->child; p; p = p->next) {
-            if (strcmp(cJSON_GetObjectItemCaseSensitive(p, "label")->valuestring, label)) continue;
-            char f[48];
-            snprintf(f, sizeof f, "%s%s", cJSON_GetObjectItemCaseSensitive(p, "mode")->valuestring,
-                     cJSON_IsString(cJSON_GetObjectItemCaseSensitive(p, "option")) ? " with a share" : "");
-            int seen = 0;
-            for (int i = 0; i < nm; i++) seen |= !strcmp(measured_families[i], f);
-            if (!seen && nm < 64) snprintf(measured_families[nm++], sizeof measured_families[0], "%s", f);
-        }
-    }
+    for (const cJSON *p = cJSON_GetObjectItemCaseSensitive(ranking, "predictions")->child; p; p = p->next)
+        if (entry_labelled(modes, p)) nm = family_add(measured_families, nm, p);
     cJSON_Delete(ranking);
     assert_int_equal(nm, nf);
     int checked = cJSON_GetArraySize(modes);
