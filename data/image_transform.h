@@ -85,7 +85,8 @@ typedef struct image_crop {
  * order. */
 image_crop image_train_crop(int width, int height, int size, uint64_t *rng);
 /* Evaluation: the shorter side resized to resize_to (the longer as torchvision computes it), then
- * the centre size x size window (size <= resize_to). 0, or -1 when the sizes do not fit. */
+ * the centre size x size window (size <= resize_to). 0, or -1 when the sizes do not fit: resize_to
+ * below size, or a side scaled past 2^20 (an image over 2^20 / resize_to times as long as wide). */
 int image_eval_crop(image_crop *crop, int width, int height, int size, int resize_to);
 /* The crop of source into out [size, size, 3], resampled and normalised as image_resample does. */
 int image_apply_crop(float *out, int size, const image_rgb *source, const image_crop *crop,
